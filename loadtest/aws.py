@@ -1,0 +1,266 @@
+"""The AWS adapter: sessions, clients, the run's resources, and error translation.
+
+Every call loadtest itself makes to SQS or DynamoDB goes through clients made
+here. ``translate`` is the one place botocore's exceptions become loadtest's
+(``BackendError`` / ``CredentialsError``). Resources are created with unique
+names and tracked in ``Provisioned`` so teardown deletes exactly what this run
+created and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+import aioboto3
+import anyio
+import botocore.exceptions
+from aiobotocore.config import AioConfig
+
+from loadtest.errors import BackendError, CredentialsError
+
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb.client import DynamoDBClient
+    from types_aiobotocore_sqs.client import SQSClient
+
+DEFAULT_REGION = "us-east-1"
+EMBEDDED_CREDENTIALS = (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"))
+"""Fixed credentials for an embedded or local endpoint, which accepts any."""
+
+_CREDENTIAL_CODES = frozenset(
+    {
+        "UnrecognizedClientException",
+        "InvalidClientTokenId",
+        "InvalidSignatureException",
+        "SignatureDoesNotMatch",
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "AccessDenied",
+        "AccessDeniedException",
+        "MissingAuthenticationToken",
+    }
+)
+
+
+class BackendKind(StrEnum):
+    EMBEDDED = "embedded"
+    ENDPOINT = "endpoint"
+    AWS = "aws"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the run's queues and table live."""
+
+    kind: BackendKind
+    endpoint_url: str | None
+    region: str
+    credentials_env: tuple[tuple[str, str], ...] = ()
+    """Credentials to use and to hand the consumer; empty means boto3's normal chain."""
+
+    @staticmethod
+    def resolve(kind: BackendKind, endpoint_url: str | None) -> Target:
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
+        if kind is BackendKind.AWS:
+            return Target(kind, None, region)
+        creds: tuple[tuple[str, str], ...] = ()
+        if kind is BackendKind.EMBEDDED or not _has_credentials():
+            # Local emulators accept any key; fixed ones avoid NoCredentialsError.
+            creds = EMBEDDED_CREDENTIALS
+        return Target(kind, endpoint_url, region, creds)
+
+    def session(self) -> aioboto3.Session:
+        kwargs = dict(self.credentials_env)
+        return aioboto3.Session(
+            aws_access_key_id=kwargs.get("AWS_ACCESS_KEY_ID"),
+            aws_secret_access_key=kwargs.get("AWS_SECRET_ACCESS_KEY"),
+            region_name=self.region,
+        )
+
+
+def _has_credentials() -> bool:
+    import boto3
+
+    return boto3.Session().get_credentials() is not None
+
+
+def translate(exc: BaseException, action: str, target: Target) -> BaseException:
+    """Map a botocore/aiohttp failure to a loadtest error (raise it ``from exc``)."""
+    where = target.endpoint_url or f"AWS ({target.region})"
+    if isinstance(exc, botocore.exceptions.NoCredentialsError | botocore.exceptions.PartialCredentialsError):
+        return CredentialsError(
+            f"no AWS credentials found while trying to {action}; configure them as for the "
+            "AWS CLI (environment, ~/.aws, SSO or an instance role), or use --endpoint-url"
+        )
+    if isinstance(exc, botocore.exceptions.ClientError):
+        code = exc.response.get("Error", {}).get("Code", "")
+        message = exc.response.get("Error", {}).get("Message", "")
+        if code in _CREDENTIAL_CODES:
+            return CredentialsError(f"{where} refused the credentials while trying to {action}: {code}: {message}")
+        return BackendError(f"{where} failed to {action}: {code}: {message}")
+    if isinstance(
+        exc,
+        botocore.exceptions.EndpointConnectionError
+        | botocore.exceptions.ConnectTimeoutError
+        | botocore.exceptions.ReadTimeoutError
+        | botocore.exceptions.HTTPClientError
+        | OSError,
+    ):
+        return BackendError(f"could not reach {where} to {action}: {exc}")
+    if isinstance(exc, botocore.exceptions.BotoCoreError):
+        return BackendError(f"{where}: failed to {action}: {exc}")
+    return exc
+
+
+@asynccontextmanager
+async def clients(target: Target, pool: int = 64) -> AsyncIterator[tuple[SQSClient, DynamoDBClient]]:
+    """SQS and DynamoDB clients for loadtest's own calls (not the consumer's)."""
+    config = AioConfig(
+        max_pool_connections=pool,
+        retries={"max_attempts": 3, "mode": "standard"},
+        connect_timeout=5,
+        read_timeout=30,
+    )
+    session = target.session()
+    async with (
+        session.client("sqs", endpoint_url=target.endpoint_url, config=config) as sqs,
+        session.client("dynamodb", endpoint_url=target.endpoint_url, config=config) as dynamodb,
+    ):
+        yield sqs, dynamodb
+
+
+def new_run_id() -> str:
+    return secrets.token_hex(4)
+
+
+@dataclass
+class Provisioned:
+    """The resources one run created; teardown deletes these and nothing else."""
+
+    queue_url: str | None = None
+    queue_arn: str | None = None
+    dlq_url: str | None = None
+    dlq_arn: str | None = None
+    table_name: str | None = None
+    extra_tables: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ResourceNames:
+    queue: str
+    dlq: str
+    table: str
+
+    @staticmethod
+    def for_run(run_id: str, variant_index: int) -> ResourceNames:
+        base = f"loadtest-{run_id}-{variant_index}"
+        return ResourceNames(queue=f"{base}-jobs", dlq=f"{base}-dlq", table=f"{base}-orders")
+
+
+async def provision(
+    sqs: SQSClient,
+    dynamodb: DynamoDBClient,
+    names: ResourceNames,
+    *,
+    visibility_timeout_s: int,
+    max_receive_count: int,
+    into: Provisioned,
+    target: Target,
+) -> None:
+    """Create the DLQ, the queue (with its redrive policy) and the orders table.
+
+    Each resource is recorded in ``into`` the moment it exists, so a failure
+    halfway still lets teardown remove what was made.
+    """
+    try:
+        dlq = await sqs.create_queue(
+            QueueName=names.dlq, Attributes={"MessageRetentionPeriod": "1209600"}
+        )
+        into.dlq_url = dlq["QueueUrl"]
+        attrs = await sqs.get_queue_attributes(QueueUrl=into.dlq_url, AttributeNames=["QueueArn"])
+        into.dlq_arn = attrs["Attributes"]["QueueArn"]
+        queue = await sqs.create_queue(
+            QueueName=names.queue,
+            Attributes={
+                "VisibilityTimeout": str(visibility_timeout_s),
+                "RedrivePolicy": json.dumps(
+                    {"deadLetterTargetArn": into.dlq_arn, "maxReceiveCount": str(max_receive_count)}
+                ),
+            },
+        )
+        into.queue_url = queue["QueueUrl"]
+        attrs = await sqs.get_queue_attributes(QueueUrl=into.queue_url, AttributeNames=["QueueArn"])
+        into.queue_arn = attrs["Attributes"]["QueueArn"]
+        await dynamodb.create_table(
+            TableName=names.table,
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            BillingMode="PAY_PER_REQUEST",
+            Tags=[{"Key": "created-by", "Value": "loadtest"}],
+        )
+        into.table_name = names.table
+        await _wait_table_active(dynamodb, names.table)
+    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError) as exc:
+        raise translate(exc, "create the run's queue and table", target) from exc
+
+
+async def _wait_table_active(dynamodb: DynamoDBClient, table: str, timeout_s: float = 120) -> None:
+    with anyio.fail_after(timeout_s):
+        while True:
+            described = await dynamodb.describe_table(TableName=table)
+            if described["Table"]["TableStatus"] == "ACTIVE":
+                return
+            await anyio.sleep(0.5)
+
+
+async def teardown(sqs: SQSClient, dynamodb: DynamoDBClient, made: Provisioned) -> list[str]:
+    """Delete exactly what ``made`` lists; return problems instead of raising.
+
+    Shielded from cancellation: an interrupted run still cleans up.
+    """
+    problems: list[str] = []
+    with anyio.CancelScope(shield=True):
+        for url in (made.queue_url, made.dlq_url):
+            if url:
+                try:
+                    await sqs.delete_queue(QueueUrl=url)
+                except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError) as exc:
+                    problems.append(f"queue {url}: {exc}")
+        for table in [made.table_name, *made.extra_tables]:
+            if table:
+                try:
+                    await dynamodb.delete_table(TableName=table)
+                except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError) as exc:
+                    problems.append(f"table {table}: {exc}")
+    return problems
+
+
+async def queue_depth(sqs: SQSClient, url: str) -> tuple[int, int]:
+    """(visible, in flight) for a queue."""
+    attrs = await sqs.get_queue_attributes(
+        QueueUrl=url,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )
+    values = attrs["Attributes"]
+    return int(values["ApproximateNumberOfMessages"]), int(values["ApproximateNumberOfMessagesNotVisible"])
+
+
+async def scan_items(dynamodb: DynamoDBClient, table: str) -> dict[str, dict[str, Any]]:
+    """Every item of a table by its ``id`` string (consistent read, all pages)."""
+    items: dict[str, dict[str, Any]] = {}
+    kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+    while True:
+        page = await dynamodb.scan(**kwargs)
+        for item in page.get("Items", []):
+            key = item.get("id", {}).get("S")
+            if isinstance(key, str):
+                items[key] = dict(item)
+        if "LastEvaluatedKey" not in page:
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -1,0 +1,138 @@
+"""An execution environment: one process that imports a handler once and runs invocations.
+
+The parent (``loadtest.environments``) starts ``python -m loadtest.envhost``
+with the function's configuration in the environment, writes one JSON line
+per invocation on stdin and reads one JSON line per reply from the protocol
+descriptor (the process's original stdout). The handler's own prints go to a
+per-invocation log capture, like Lambda's log stream, never to the protocol.
+
+Protocol (one JSON object per line)::
+
+    child  -> {"ready": true, "init_ns": N} | {"ready": false, "error": "..."}
+    parent -> {"request_id": "...", "event": {...}, "timeout_ms": N, "records": [...]}
+    child  -> {"request_id": "...", "ok": bool, "result": ..., "error": "...",
+               "started_ns": N, "ended_ns": N, "writes": [...], "log_tail": "..."}
+
+Owns nothing outside its process; it must not import the rest of loadtest
+beyond the observer (the handler should see an environment like Lambda's).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import io
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from loadtest.observer import WriteObserver
+
+LOG_TAIL_CHARS = 2000
+
+
+class LambdaContext:
+    """The subset of Lambda's context object that handlers and libraries use."""
+
+    def __init__(self, request_id: str, timeout_ms: int) -> None:
+        self.aws_request_id = request_id
+        self.function_name = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "loadtest-function")
+        self.function_version = "$LATEST"
+        region = os.environ.get("AWS_REGION", "us-east-1")
+        self.invoked_function_arn = (
+            f"arn:aws:lambda:{region}:000000000000:function:{self.function_name}"
+        )
+        self.memory_limit_in_mb = int(os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"))
+        self.log_group_name = f"/aws/lambda/{self.function_name}"
+        self.log_stream_name = "loadtest"
+        self._deadline_ns = time.monotonic_ns() + timeout_ms * 1_000_000
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, (self._deadline_ns - time.monotonic_ns()) // 1_000_000)
+
+
+def load_handler(ref: str) -> Callable[[Any, Any], Any]:
+    """Import ``module:function`` or ``/path/file.py:function`` and return the callable."""
+    target, _, function = ref.rpartition(":")
+    if target.endswith(".py"):
+        directory = os.path.dirname(target)
+        sys.path.insert(0, directory)  # sibling imports work, as in a Lambda zip
+        name = os.path.splitext(os.path.basename(target))[0]
+        spec = importlib.util.spec_from_file_location(name, target)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {target}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(target)
+    handler = getattr(module, function, None)
+    if handler is None:
+        raise AttributeError(f"{target} has no attribute {function!r}")
+    if not callable(handler):
+        raise TypeError(f"{target}:{function} is not callable")
+    return handler  # type: ignore[no-any-return]
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value
+
+
+def main() -> None:
+    protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)  # stray writes to fd 1 (C extensions, subprocesses) go to the log, not the protocol
+    sys.stdout = sys.stderr
+
+    def send(message: dict[str, Any]) -> None:
+        protocol.write(json.dumps(message, separators=(",", ":")) + "\n")
+        protocol.flush()
+
+    observer = WriteObserver(os.environ["TABLE_NAME"])
+    observer.install()
+    started = time.monotonic_ns()
+    try:
+        handler = load_handler(os.environ["LOADTEST_HANDLER"])
+    except BaseException as exc:  # report any import failure, then exit
+        send({"ready": False, "error": f"{type(exc).__name__}: {exc}"})
+        return
+    send({"ready": True, "init_ns": time.monotonic_ns() - started})
+
+    for line in sys.stdin:
+        request = json.loads(line)
+        capture = io.StringIO()
+        context = LambdaContext(request["request_id"], request["timeout_ms"])
+        ok, result, error = True, None, None
+        started = time.monotonic_ns()
+        with contextlib.redirect_stdout(capture), contextlib.redirect_stderr(capture):
+            try:
+                result = handler(request["event"], context)
+            except Exception as exc:
+                ok = False
+                error = f"{type(exc).__name__}: {exc}"
+                traceback.print_exc(file=capture)
+        ended = time.monotonic_ns()
+        send(
+            {
+                "request_id": request["request_id"],
+                "ok": ok,
+                "result": _jsonable(result),
+                "error": error,
+                "started_ns": started,
+                "ended_ns": ended,
+                "writes": observer.drain(),
+                "log_tail": capture.getvalue()[-LOG_TAIL_CHARS:],
+            }
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,184 @@
+"""Execution environments seen from the runner: child processes driven over pipes.
+
+Each ``ExecutionEnvironment`` is one ``python -m loadtest.envhost`` process
+that imports the handler once (its cold start) and runs one invocation at a
+time, like a Lambda execution environment. A timeout or a crash stops the
+process and the next invocation starts a fresh one, as Lambda does.
+
+Owns the child processes: every one started here is stopped by ``aclose``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from loadtest.errors import HandlerRefError
+from loadtest.handlers import HandlerRef
+
+READY_TIMEOUT_S = 60.0
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class FunctionConfig:
+    """What a deployed function would be configured with."""
+
+    handler: HandlerRef
+    function_name: str
+    table_name: str
+    region: str
+    endpoint_url: str | None
+    memory_mb: int
+    timeout_s: int
+    extra_env: tuple[tuple[str, str], ...] = ()
+    """Credentials and settings passed to the function (e.g. for an embedded backend)."""
+
+    def environ(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(self.extra_env)
+        env.update(
+            {
+                "TABLE_NAME": self.table_name,
+                "AWS_REGION": self.region,
+                "AWS_DEFAULT_REGION": self.region,
+                "AWS_LAMBDA_FUNCTION_NAME": self.function_name,
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.memory_mb),
+                "LOADTEST_HANDLER": self.handler.ref,
+                "PYTHONUNBUFFERED": "1",
+                "PYTHONPATH": os.pathsep.join(
+                    p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p
+                ),
+            }
+        )
+        if self.endpoint_url:
+            env["AWS_ENDPOINT_URL"] = self.endpoint_url
+        else:
+            env.pop("AWS_ENDPOINT_URL", None)
+        return env
+
+
+@dataclass(frozen=True)
+class Reply:
+    ok: bool
+    timed_out: bool
+    crashed: bool
+    result: Any
+    error: str | None
+    started_ns: int
+    ended_ns: int
+    writes: list[dict[str, Any]]
+    log_tail: str
+
+
+class ExecutionEnvironment:
+    """One execution environment; not safe for concurrent ``invoke`` calls."""
+
+    def __init__(self, config: FunctionConfig, number: int, log_dir: str) -> None:
+        self.config = config
+        self.number = number
+        self.cold_starts = 0
+        self._log_path = os.path.join(log_dir, f"env-{number}.log")
+        self._process: Process | None = None
+        self._reader: BufferedByteReceiveStream | None = None
+
+    async def start(self) -> None:
+        """Start the process and wait for the handler import (raises HandlerRefError)."""
+        with open(self._log_path, "ab") as log:
+            self._process = await anyio.open_process(
+                [sys.executable, "-m", "loadtest.envhost"],
+                env=self.config.environ(),
+                stderr=log,
+            )
+        assert self._process.stdout is not None
+        self._reader = BufferedByteReceiveStream(self._process.stdout)
+        self.cold_starts += 1
+        try:
+            with anyio.fail_after(READY_TIMEOUT_S):
+                hello = await self._read()
+        except (TimeoutError, anyio.EndOfStream, anyio.IncompleteRead) as exc:
+            await self.aclose()
+            raise HandlerRefError(
+                f"handler {self.config.handler.variant!r} did not start: "
+                f"{self._log_tail() or type(exc).__name__}"
+            ) from exc
+        if not hello.get("ready"):
+            await self.aclose()
+            raise HandlerRefError(
+                f"handler {self.config.handler.variant!r} could not be loaded: {hello.get('error')}"
+            )
+
+    async def _read(self) -> dict[str, Any]:
+        assert self._reader is not None
+        line = await self._reader.receive_until(b"\n", MAX_LINE_BYTES)
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    def _log_tail(self) -> str:
+        try:
+            with open(self._log_path, "rb") as log:
+                return log.read()[-1500:].decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
+
+    async def invoke(self, request_id: str, event: dict[str, Any]) -> Reply:
+        """Run one invocation; a timeout or crash replaces the process."""
+        if self._process is None or self._process.returncode is not None:
+            await self.start()
+        assert self._process is not None and self._process.stdin is not None
+        timeout_ms = self.config.timeout_s * 1000
+        request = {"request_id": request_id, "event": event, "timeout_ms": timeout_ms}
+        sent_ns = time.monotonic_ns()
+        try:
+            await self._process.stdin.send((json.dumps(request) + "\n").encode())
+            with anyio.fail_after(self.config.timeout_s):
+                reply = await self._read()
+        except TimeoutError:
+            await self.aclose()
+            return Reply(
+                ok=False, timed_out=True, crashed=False, result=None,
+                error=f"Task timed out after {self.config.timeout_s} seconds",
+                started_ns=sent_ns, ended_ns=time.monotonic_ns(), writes=[], log_tail="",
+            )
+        except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, OSError):
+            tail = self._log_tail()
+            await self.aclose()
+            return Reply(
+                ok=False, timed_out=False, crashed=True, result=None,
+                error="Runtime exited: the execution environment's process died",
+                started_ns=sent_ns, ended_ns=time.monotonic_ns(), writes=[], log_tail=tail,
+            )
+        return Reply(
+            ok=bool(reply["ok"]), timed_out=False, crashed=False,
+            result=reply.get("result"), error=reply.get("error"),
+            started_ns=int(reply["started_ns"]), ended_ns=int(reply["ended_ns"]),
+            writes=list(reply.get("writes", [])), log_tail=str(reply.get("log_tail", "")),
+        )
+
+    async def aclose(self) -> None:
+        process, self._process = self._process, None
+        self._reader = None
+        if process is None:
+            return
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                process.terminate()
+                with anyio.move_on_after(3):
+                    await process.wait()
+                if process.returncode is None:
+                    process.kill()
+                    await process.wait()
+            await process.aclose()
+
+
+def new_log_dir() -> str:
+    return tempfile.mkdtemp(prefix="loadtest-envs-")

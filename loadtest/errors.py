@@ -1,0 +1,60 @@
+"""The exception tree. Every error loadtest raises on purpose is a LoadtestError.
+
+    LoadtestError
+    ├── InputError (ValueError)              bad input: exit code 2
+    │   ├── ScenarioError                    scenario file or override
+    │   ├── HandlerRefError                  --handler / variant reference
+    │   └── ThresholdError                   threshold expression
+    └── BackendError (RuntimeError)          backend unreachable / refused: exit code 3
+        └── CredentialsError                 no credentials, or refused
+
+Subclasses also inherit the standard exception a caller would catch. Errors
+from botocore are translated in one place (``loadtest.aws.translate``) and
+re-raised ``from`` the original.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+T = TypeVar("T", bound=BaseException)
+
+
+class LoadtestError(Exception):
+    """Root of every error loadtest raises deliberately."""
+
+
+class InputError(LoadtestError, ValueError):
+    """The user's input is wrong; nothing was created."""
+
+
+class ScenarioError(InputError):
+    """A scenario file, name or override is invalid."""
+
+
+class HandlerRefError(InputError):
+    """A handler reference does not import or is not callable."""
+
+
+class ThresholdError(InputError):
+    """A threshold expression is malformed or names an unknown metric."""
+
+
+class BackendError(LoadtestError, RuntimeError):
+    """The backend could not be started, reached, or refused a request."""
+
+
+class CredentialsError(BackendError):
+    """No credentials were found, or the backend refused them."""
+
+
+def find_error(exc: BaseException, kind: type[T]) -> T | None:
+    """The first ``kind`` in ``exc``, looking inside exception groups (task groups raise them)."""
+    if isinstance(exc, kind):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = find_error(inner, kind)
+            if found is not None:
+                return found
+    return None

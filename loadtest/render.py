@@ -1,0 +1,115 @@
+"""Terminal rendering of a report (the JSON document), side by side per variant.
+
+Renders from the report dict, not from live objects, so ``loadtest report
+FILE.json`` shows exactly what the run showed. Returns rich renderables; the
+CLI decides where they are printed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+Row = tuple[str, Callable[[dict[str, Any]], Any], bool]
+"""(label, how to read the value from a run, whether a non-zero value is bad)."""
+
+
+def _ms(us: Any) -> str:
+    if us is None:
+        return "-"
+    return f"{us / 1000:.1f} ms" if us < 10_000_000 else f"{us / 1e6:.1f} s"
+
+
+ROWS: list[Row] = [
+    ("messages sent", lambda r: r["counts"]["messages_sent"], False),
+    ("distinct ids", lambda r: r["counts"]["distinct_ids"], False),
+    ("deliveries", lambda r: r["counts"]["deliveries"], False),
+    ("redeliveries", lambda r: r["counts"]["redeliveries"], False),
+    ("writes accepted", lambda r: r["counts"]["writes_accepted"], False),
+    ("writes rejected (condition)", lambda r: r["counts"]["writes_rejected"], False),
+    ("duplicate writes", lambda r: r["counts"]["duplicate_writes"], True),
+    ("conflicting writes", lambda r: r["counts"]["conflicting_writes"], True),
+    ("lost outcomes", lambda r: r["counts"]["lost_outcomes"], True),
+    ("acknowledged", lambda r: r["counts"]["acked"], False),
+    ("dead-lettered", lambda r: r["counts"]["dead_lettered"], False),
+    ("handler errors", lambda r: r["counts"]["handler_errors"], False),
+    ("unsettled", lambda r: r["counts"]["unsettled"], True),
+    ("queue visible / in flight", lambda r: f"{r['queue_after']['visible']} / {r['queue_after']['in_flight']}", False),
+    ("dlq messages", lambda r: r["queue_after"]["dlq"], False),
+    ("table items", lambda r: r["table_after"]["items"], False),
+    ("end-to-end p50 / p99", lambda r: f"{_ms(r['latency_us']['end_to_end']['p50'])} / {_ms(r['latency_us']['end_to_end']['p99'])}", False),
+    ("handler p50 / p99", lambda r: f"{_ms(r['latency_us']['handler']['p50'])} / {_ms(r['latency_us']['handler']['p99'])}", False),
+    ("write p50 / p99", lambda r: f"{_ms(r['latency_us']['write']['p50'])} / {_ms(r['latency_us']['write']['p99'])}", False),
+    ("throughput", lambda r: f"{r['throughput']['messages_per_s']:.1f} msg/s", False),
+    ("duration", lambda r: f"{r['throughput']['duration_s']:.2f} s", False),
+]
+
+
+def _cell(value: Any, bad_if_nonzero: bool) -> Text:
+    text = str(value)
+    if bad_if_nonzero and isinstance(value, int):
+        return Text(text, style="bold red" if value else "green")
+    return Text(text)
+
+
+def summary_table(report: dict[str, Any]) -> Table:
+    runs = report["runs"]
+    scenario = report["scenario"]["name"]
+    backend = report["backend"]
+    where = backend["kind"] + (f" {backend['endpoint_url']}" if backend.get("endpoint_url") else "")
+    table = Table(title=f"{scenario} · seed {report['seed']} · {where}", title_justify="left")
+    table.add_column("", style="bold")
+    for run in runs:
+        table.add_column(run["variant"], justify="right")
+    verdicts = [
+        Text(run["verdict"].upper(), style="bold green" if run["verdict"] == "pass" else "bold red")
+        for run in runs
+    ]
+    table.add_row("verdict", *verdicts)
+    for label, read, bad in ROWS:
+        table.add_row(label, *(_cell(read(run), bad) for run in runs))
+    return table
+
+
+def _item(item: dict[str, Any] | None) -> str:
+    if item is None:
+        return "absent"
+    flat = {k: next(iter(v.values())) if isinstance(v, dict) and len(v) == 1 else v for k, v in item.items()}
+    return json.dumps(flat, sort_keys=True)
+
+
+def details(report: dict[str, Any]) -> list[RenderableType]:
+    """Why each failing variant failed, with one piece of evidence, and the warnings."""
+    out: list[RenderableType] = []
+    for run in report["runs"]:
+        name = run["variant"]
+        for reason in run.get("reasons", []):
+            out.append(Text(f"✗ {name}: {reason}", style="red"))
+        for warning in run.get("warnings", []):
+            out.append(Text(f"! {name}: {warning}", style="yellow"))
+        findings = run.get("findings", [])
+        if findings:
+            f = findings[0]
+            lines = [f"  e.g. {f['business_id']} was written {f['accepted_writes']} times:"]
+            for w in f["writes"]:
+                lines.append(
+                    f"    {w['at_ms']:>9.1f} ms  env {w['environment']}  {w['operation']} "
+                    f"{w['outcome']:<8} before={_item(w['item_before'])} after={_item(w['item_after'])}"
+                )
+            out.append(Text("\n".join(lines)))
+        for error in run.get("errors", [])[:3]:
+            out.append(Text(f"  {name}: {error['count']}× {error['outcome']}: {error['error']}", style="dim"))
+        for problem in run.get("cleanup_problems", []):
+            out.append(Text(f"! {name}: cleanup: {problem}", style="yellow"))
+    if report.get("command"):
+        out.append(Text(f"Reproduce: {report['command']}", style="dim"))
+    return out
+
+
+def render(report: dict[str, Any]) -> RenderableType:
+    return Group(summary_table(report), *details(report))

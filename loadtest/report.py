@@ -1,0 +1,149 @@
+"""The report model: a run's results as the JSON document of DESIGN.md.
+
+Pure: turns a ``RunResult`` into plain data (``schema_version`` 1) and reads
+one back for re-rendering. Keys named in DESIGN.md's report contract are
+relied on by other tools; everything else is additive. Receipt handles are
+never included.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from loadtest.checker import duplicate_evidence
+from loadtest.history import InvocationOutcome, WriteOutcome
+from loadtest.scenario import to_raw
+
+if TYPE_CHECKING:
+    from loadtest.engine import RunResult, VariantRun
+
+SCHEMA_VERSION = 1
+WRITE_DECISIONS_LIMIT = 500
+"""Write decisions kept per run in the JSON; the rest are counted, not listed."""
+
+
+def _offset_ms(ns: int, start_ns: int) -> float:
+    return round((ns - start_ns) / 1e6, 3)
+
+
+def _dead_letters(run: VariantRun) -> list[dict[str, Any]]:
+    business = {m.message_id: m.business_id for m in run.history.sent}
+    bodies = {m.message_id: m.body for m in run.history.sent}
+    last_error: dict[str, str] = {}
+    for inv in run.history.invocations:
+        if inv.outcome is not InvocationOutcome.SUCCESS or inv.failed_message_ids:
+            for record in inv.records:
+                if inv.error and (not inv.failed_message_ids or record.message_id in inv.failed_message_ids):
+                    last_error[record.message_id] = inv.error
+    return [
+        {
+            "message_id": d.message_id,
+            "business_id": business.get(d.message_id),
+            "body": bodies.get(d.message_id),
+            "last_error": last_error.get(d.message_id),
+        }
+        for d in run.history.dead_letters
+    ]
+
+
+def _write_decisions(run: VariantRun) -> list[dict[str, Any]]:
+    start = run.history.started_ns
+    out = []
+    for aw in sorted(run.check.writes, key=lambda aw: aw.write.started_ns)[:WRITE_DECISIONS_LIMIT]:
+        w = aw.write
+        out.append(
+            {
+                "business_id": aw.business_id,
+                "message_id": aw.message_id,
+                "request_id": aw.invocation.request_id,
+                "environment": aw.invocation.environment,
+                "operation": w.operation,
+                "key": w.key,
+                "condition": w.condition,
+                "outcome": w.outcome.value,
+                "item_before": w.item_before,
+                "item_after": w.item_after,
+                "before_known": w.before_known,
+                "at_ms": _offset_ms(w.started_ns, start),
+                "duration_us": round((w.ended_ns - w.started_ns) / 1000),
+                "error_code": w.error_code,
+            }
+        )
+    return out
+
+
+def _findings(run: VariantRun) -> list[dict[str, Any]]:
+    start = run.history.started_ns
+    findings = duplicate_evidence(run.check)
+    for finding in findings:
+        for w in finding["writes"]:
+            w["at_ms"] = _offset_ms(w.pop("started_ns"), start)
+            w["done_ms"] = _offset_ms(w.pop("ended_ns"), start)
+    return findings
+
+
+def _errors(run: VariantRun) -> list[dict[str, Any]]:
+    """Handler errors grouped by message, most frequent first (repeats on one line)."""
+    grouped = Counter(
+        (inv.outcome.value, inv.error or "")
+        for inv in run.history.invocations
+        if inv.outcome is not InvocationOutcome.SUCCESS
+    )
+    return [{"outcome": o, "error": e, "count": n} for (o, e), n in grouped.most_common(20)]
+
+
+def run_to_dict(run: VariantRun) -> dict[str, Any]:
+    counts = run.check.counts
+    writes = [aw.write for aw in run.check.writes]
+    return {
+        "variant": run.variant,
+        "handler": run.handler,
+        "settings": dataclasses.asdict(run.settings),
+        "counts": counts.as_dict(),
+        "queue_after": {
+            "visible": run.end_state.queue_visible,
+            "in_flight": run.end_state.queue_in_flight,
+            "dlq": run.end_state.dlq_messages,
+        },
+        "table_after": {"items": len(run.end_state.table_items)},
+        "latency_us": {name: latency.summary() for name, latency in run.latency.items()},
+        "latency_hdr": {name: latency.encoded() for name, latency in run.latency.items()},
+        "throughput": {
+            "messages_per_s": round(run.messages_per_s, 2),
+            "duration_s": round(run.duration_s, 3),
+        },
+        "thresholds": [],
+        "verdict": run.check.verdict.value,
+        "reasons": list(run.check.reasons),
+        "warnings": list(run.warnings),
+        "timed_out": run.history.timed_out,
+        "cold_starts": run.cold_starts,
+        "resources": dataclasses.asdict(run.resources),
+        "cleanup_problems": list(run.cleanup_problems),
+        "findings": _findings(run),
+        "errors": _errors(run),
+        "dead_letters": _dead_letters(run),
+        "results": [
+            inv.result
+            for inv in run.history.invocations
+            if inv.outcome is InvocationOutcome.SUCCESS and inv.result is not None
+        ][:WRITE_DECISIONS_LIMIT],
+        "write_decisions": _write_decisions(run),
+        "write_decisions_total": len(writes),
+        "write_outcomes": {o.value: sum(1 for w in writes if w.outcome is o) for o in WriteOutcome},
+        "table_items": dict(sorted(run.end_state.table_items.items())[:WRITE_DECISIONS_LIMIT]),
+    }
+
+
+def build_report(result: RunResult, *, command: str | None = None) -> dict[str, Any]:
+    """The JSON report (schema_version 1) for a run or comparison."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "seed": result.scenario.seed,
+        "scenario": {"name": result.scenario.name, "source": result.scenario.source, **to_raw(result.scenario)},
+        "backend": {"kind": result.target.kind.value, "endpoint_url": result.target.endpoint_url},
+        "command": command,
+        "runs": [run_to_dict(run) for run in result.runs],
+    }

@@ -1,0 +1,252 @@
+"""The runner: Lambda's SQS event source mapping, emulated against a real queue.
+
+One poller per execution environment: long-poll ReceiveMessage for up to
+``batch_size`` messages, build the Lambda event, invoke the handler in the
+environment, and on success delete the batch (only the records not named in a
+partial batch response, with ``report_batch_item_failures``). On an exception,
+a timeout or a crash nothing is deleted, so the messages reappear after the
+visibility timeout and the queue's redrive policy eventually moves them to the
+DLQ. A DLQ watcher records what arrives there.
+
+Owns the pollers and the watcher; the engine owns the task group they run in.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from loadtest.environments import ExecutionEnvironment, Reply
+from loadtest.events import batch_item_failures, business_id_of, sqs_event
+from loadtest.history import (
+    Ack,
+    DeadLetter,
+    History,
+    Invocation,
+    InvocationOutcome,
+    Record,
+    WriteOutcome,
+    WriteRecord,
+)
+from loadtest.scenario import ConsumerSettings
+
+if TYPE_CHECKING:
+    from types_aiobotocore_sqs.client import SQSClient
+
+POLL_WAIT_S = 1
+"""Long-poll wait per ReceiveMessage (in seconds); short so a finished run stops promptly."""
+DLQ_HOLD_S = 43_200
+"""Visibility timeout (in seconds) the DLQ watcher sets so it sees each dead letter once."""
+
+
+@dataclass
+class Progress:
+    """Live counters for a progress display; written by the runner only."""
+
+    sent: int = 0
+    received: int = 0
+    in_flight: int = 0
+    acked: int = 0
+    dead_lettered: int = 0
+    duplicate_writes: int = 0
+    handler_errors: int = 0
+
+
+@dataclass
+class Settlement:
+    """Tracks which sent messages are settled (acknowledged or dead-lettered)."""
+
+    expected: set[str] | None = None
+    settled: set[str] = field(default_factory=set)
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+    def settle(self, message_id: str) -> None:
+        self.settled.add(message_id)
+        self.check()
+
+    def expect(self, message_ids: set[str]) -> None:
+        self.expected = message_ids
+        self.check()
+
+    def check(self) -> None:
+        if self.expected is not None and self.expected <= self.settled:
+            self.done.set()
+
+
+def _writes(raw: list[dict[str, Any]]) -> tuple[WriteRecord, ...]:
+    return tuple(
+        WriteRecord(
+            operation=w["operation"],
+            key=w["key"] or {},
+            condition=w["condition"],
+            outcome=WriteOutcome(w["outcome"]),
+            item_before=w["item_before"],
+            item_after=w["item_after"],
+            before_known=bool(w["before_known"]),
+            started_ns=int(w["started_ns"]),
+            ended_ns=int(w["ended_ns"]),
+            error_code=w["error_code"],
+        )
+        for w in raw
+    )
+
+
+def _outcome(reply: Reply) -> InvocationOutcome:
+    if reply.timed_out:
+        return InvocationOutcome.TIMEOUT
+    if reply.crashed:
+        return InvocationOutcome.CRASH
+    return InvocationOutcome.SUCCESS if reply.ok else InvocationOutcome.ERROR
+
+
+class Poller:
+    """One poller bound to one execution environment."""
+
+    def __init__(
+        self,
+        *,
+        sqs: SQSClient,
+        queue_url: str,
+        queue_arn: str,
+        region: str,
+        settings: ConsumerSettings,
+        environment: ExecutionEnvironment,
+        history: History,
+        settlement: Settlement,
+        progress: Progress,
+        stopping: anyio.Event,
+        on_writes: Callable[[tuple[WriteRecord, ...], tuple[Record, ...]], None],
+        clock: Callable[[], int] = time.monotonic_ns,
+    ) -> None:
+        self.sqs = sqs
+        self.queue_url = queue_url
+        self.queue_arn = queue_arn
+        self.region = region
+        self.settings = settings
+        self.environment = environment
+        self.history = history
+        self.settlement = settlement
+        self.progress = progress
+        self.stopping = stopping
+        self.on_writes = on_writes
+        self.clock = clock
+
+    async def run(self) -> None:
+        # The stop flag is checked between polls: a poll waits at most
+        # POLL_WAIT_S, and an invocation in progress always finishes, so its
+        # writes are observed before the end state is read.
+        while not self.stopping.is_set():
+            messages = await self._receive()
+            if messages:
+                await self._deliver(messages)
+
+    async def _receive(self) -> list[dict[str, Any]]:
+        response = await self.sqs.receive_message(
+            QueueUrl=self.queue_url,
+            MaxNumberOfMessages=self.settings.batch_size,
+            WaitTimeSeconds=POLL_WAIT_S,
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        )
+        return list(response.get("Messages", []))
+
+    async def _deliver(self, messages: list[dict[str, Any]]) -> None:
+        received_ns = self.clock()
+        records = tuple(
+            Record(
+                message_id=m["MessageId"],
+                receive_count=int(m.get("Attributes", {}).get("ApproximateReceiveCount", "1")),
+                business_id=business_id_of(m["Body"]),
+            )
+            for m in messages
+        )
+        self.progress.received += len(messages)
+        self.progress.in_flight += len(messages)
+        request_id = str(uuid.uuid4())
+        reply = await self.environment.invoke(request_id, sqs_event(messages, self.queue_arn, self.region))
+        writes = _writes(reply.writes)
+        self.on_writes(writes, records)
+
+        failed: set[str] = set()
+        outcome = _outcome(reply)
+        error = reply.error
+        if reply.ok and self.settings.report_batch_item_failures:
+            named = batch_item_failures(reply.result, {r.message_id for r in records})
+            if named is None:
+                failed = {r.message_id for r in records}
+                error = "invalid batchItemFailures response: the whole batch is retried"
+            else:
+                failed = named
+        if not reply.ok:
+            failed = {r.message_id for r in records}
+            self.progress.handler_errors += 1
+        to_delete = [m for m in messages if m["MessageId"] not in failed]
+        acked = await self._delete(to_delete)
+        self.progress.in_flight -= len(messages)
+        self.history.invocations.append(
+            Invocation(
+                request_id=request_id,
+                environment=self.environment.number,
+                records=records,
+                received_ns=received_ns,
+                started_ns=reply.started_ns,
+                ended_ns=reply.ended_ns,
+                outcome=outcome,
+                error=error,
+                writes=writes,
+                failed_message_ids=tuple(sorted(failed)) if reply.ok else (),
+                result=reply.result,
+                log_tail=reply.log_tail,
+            )
+        )
+        for message_id in acked:
+            self.settlement.settle(message_id)
+
+    async def _delete(self, messages: list[dict[str, Any]]) -> list[str]:
+        if not messages:
+            return []
+        response = await self.sqs.delete_message_batch(
+            QueueUrl=self.queue_url,
+            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
+        )
+        acked_ns = self.clock()
+        ok = {entry["Id"] for entry in response.get("Successful", [])}
+        acked = [m["MessageId"] for i, m in enumerate(messages) if str(i) in ok]
+        for message_id in acked:
+            self.history.acks.append(Ack(message_id=message_id, acked_ns=acked_ns))
+        self.progress.acked += len(acked)
+        return acked
+
+
+async def watch_dead_letters(
+    sqs: SQSClient,
+    dlq_url: str,
+    history: History,
+    settlement: Settlement,
+    progress: Progress,
+    clock: Callable[[], int] = time.monotonic_ns,
+) -> None:
+    """Record each message that reaches the DLQ (runs until cancelled)."""
+    seen: set[str] = set()
+    while True:
+        response = await sqs.receive_message(
+            QueueUrl=dlq_url,
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=POLL_WAIT_S,
+            VisibilityTimeout=DLQ_HOLD_S,
+            AttributeNames=["All"],
+        )
+        for message in response.get("Messages", []):
+            message_id = message["MessageId"]
+            if message_id in seen:
+                continue
+            seen.add(message_id)
+            count = int(message.get("Attributes", {}).get("ApproximateReceiveCount", "0"))
+            history.dead_letters.append(DeadLetter(message_id, count, clock()))
+            progress.dead_lettered += 1
+            settlement.settle(message_id)
