@@ -209,10 +209,25 @@ def duplicate_evidence(result: Check, limit: int = 20) -> list[dict[str, Any]]:
         ]
         if len(accepted) < 2:
             continue
+        invocations = {aw.invocation.request_id: aw for aw in writes}
+        reads = [
+            {
+                "request_id": request_id,
+                "environment": aw.invocation.environment,
+                "message_id": aw.message_id,
+                "found": read.found,
+                "started_ns": read.started_ns,
+                "ended_ns": read.ended_ns,
+            }
+            for request_id, aw in invocations.items()
+            for read in aw.invocation.reads
+            if read.key.get("id") == {"S": business_id}
+        ]
         evidence.append(
             {
                 "business_id": business_id,
                 "accepted_writes": len(accepted),
+                "reads": sorted(reads, key=lambda r: int(r["started_ns"])),
                 "writes": [
                     {
                         "request_id": aw.invocation.request_id,

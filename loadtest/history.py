@@ -72,6 +72,18 @@ class WriteRecord:
 
 
 @dataclass(frozen=True)
+class ReadRecord:
+    """One GetItem of the orders table by the consumer, as observed."""
+
+    key: TypedItem
+    found: TypedItem | None
+    """The item the read returned; None when it saw "absent"."""
+    consistent: bool
+    started_ns: int
+    ended_ns: int
+
+
+@dataclass(frozen=True)
 class Record:
     """One SQS record of an invocation: a delivery of one message."""
 
@@ -98,6 +110,7 @@ class Invocation:
     """Records named in a partial batch response (report_batch_item_failures)."""
     result: Any = None
     log_tail: str = ""
+    reads: tuple[ReadRecord, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ for them, and strips what it added from the response before the consumer sees
 it. A separate read would race the very writes being observed.
 
 It must not change what the consumer observes, and records nothing for other
-tables or services.
+tables or services. Reads (GetItem) of the watched table are noted as well,
+so a report can show what each delivery saw before it wrote.
 """
 
 from __future__ import annotations
@@ -187,6 +188,25 @@ class WriteObserver:
         )
         return response
 
+    def _get(self, call: Callable[[dict[str, Any]], Any], params: dict[str, Any]) -> Any:
+        """Reads are noted too: the race timeline shows what each delivery saw."""
+        if params.get("TableName") != self.table_name:
+            return call(params)
+        started = time.monotonic_ns()
+        response = call(params)
+        ended = time.monotonic_ns()
+        self._add(
+            {
+                "operation": "GetItem",
+                "key": typed(params.get("Key")) or {},
+                "found": typed(response.get("Item")),
+                "consistent": bool(params.get("ConsistentRead")),
+                "started_ns": started,
+                "ended_ns": ended,
+            }
+        )
+        return response
+
     def _put(self, call: Callable[[dict[str, Any]], Any], params: dict[str, Any]) -> Any:
         return self._single("PutItem", call, params)
 
@@ -286,6 +306,7 @@ class WriteObserver:
         return response
 
     _handlers: dict[str, Callable[[WriteObserver, Callable[[dict[str, Any]], Any], dict[str, Any]], Any]] = {
+        "GetItem": _get,
         "PutItem": _put,
         "UpdateItem": _update,
         "DeleteItem": _delete,

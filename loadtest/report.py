@@ -12,7 +12,7 @@ import dataclasses
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from loadtest.checker import duplicate_evidence
+from loadtest.checker import STORING_OPERATIONS, duplicate_evidence
 from loadtest.history import InvocationOutcome, WriteOutcome
 from loadtest.scenario import to_raw
 
@@ -78,10 +78,49 @@ def _findings(run: VariantRun) -> list[dict[str, Any]]:
     start = run.history.started_ns
     findings = duplicate_evidence(run.check)
     for finding in findings:
-        for w in finding["writes"]:
+        for w in finding["writes"] + finding["reads"]:
             w["at_ms"] = _offset_ms(w.pop("started_ns"), start)
             w["done_ms"] = _offset_ms(w.pop("ended_ns"), start)
     return findings
+
+
+def _series(run: VariantRun, interval_ns: int = 1_000_000_000) -> dict[str, Any]:
+    """Counts per interval since the run started, so a report shows *when* things happened."""
+    start = run.history.started_ns
+    end = max(run.history.ended_ns, start)
+    buckets = int((end - start) // interval_ns) + 1
+
+    def bucket(ns: int) -> int:
+        return min(buckets - 1, max(0, (ns - start) // interval_ns))
+
+    names = ("sent", "deliveries", "redeliveries", "acked", "dead_lettered", "writes_accepted",
+             "writes_rejected", "duplicate_writes", "handler_errors")
+    series: dict[str, list[int]] = {name: [0] * buckets for name in names}
+    for m in run.history.sent:
+        if m.message_id:
+            series["sent"][bucket(m.sent_ns)] += 1
+    for inv in run.history.invocations:
+        b = bucket(inv.received_ns)
+        series["deliveries"][b] += len(inv.records)
+        series["redeliveries"][b] += sum(1 for r in inv.records if r.receive_count > 1)
+        if inv.outcome is not InvocationOutcome.SUCCESS:
+            series["handler_errors"][b] += 1
+    for ack in run.history.acks:
+        series["acked"][bucket(ack.acked_ns)] += 1
+    for dead in run.history.dead_letters:
+        series["dead_lettered"][bucket(dead.seen_ns)] += 1
+    seen: set[str] = set()
+    for aw in sorted(run.check.writes, key=lambda aw: aw.write.ended_ns):
+        w = aw.write
+        if w.outcome is WriteOutcome.REJECTED:
+            series["writes_rejected"][bucket(w.ended_ns)] += 1
+        elif w.outcome is WriteOutcome.ACCEPTED and w.operation in STORING_OPERATIONS:
+            series["writes_accepted"][bucket(w.ended_ns)] += 1
+            if aw.business_id is not None:
+                if aw.business_id in seen:
+                    series["duplicate_writes"][bucket(w.ended_ns)] += 1
+                seen.add(aw.business_id)
+    return {"interval_s": interval_ns / 1e9, **series}
 
 
 def _errors(run: VariantRun) -> list[dict[str, Any]]:
@@ -122,6 +161,7 @@ def run_to_dict(run: VariantRun) -> dict[str, Any]:
         "cold_starts": run.cold_starts,
         "resources": dataclasses.asdict(run.resources),
         "cleanup_problems": list(run.cleanup_problems),
+        "series": _series(run),
         "findings": _findings(run),
         "errors": _errors(run),
         "dead_letters": _dead_letters(run),

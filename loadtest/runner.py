@@ -29,6 +29,7 @@ from loadtest.history import (
     History,
     Invocation,
     InvocationOutcome,
+    ReadRecord,
     Record,
     WriteOutcome,
     WriteRecord,
@@ -78,6 +79,20 @@ class Settlement:
             self.done.set()
 
 
+def _reads(raw: list[dict[str, Any]]) -> tuple[ReadRecord, ...]:
+    return tuple(
+        ReadRecord(
+            key=r["key"],
+            found=r["found"],
+            consistent=bool(r["consistent"]),
+            started_ns=int(r["started_ns"]),
+            ended_ns=int(r["ended_ns"]),
+        )
+        for r in raw
+        if r["operation"] == "GetItem"
+    )
+
+
 def _writes(raw: list[dict[str, Any]]) -> tuple[WriteRecord, ...]:
     return tuple(
         WriteRecord(
@@ -93,6 +108,7 @@ def _writes(raw: list[dict[str, Any]]) -> tuple[WriteRecord, ...]:
             error_code=w["error_code"],
         )
         for w in raw
+        if w["operation"] != "GetItem"
     )
 
 
@@ -202,6 +218,7 @@ class Poller:
                 failed_message_ids=tuple(sorted(failed)) if reply.ok else (),
                 result=reply.result,
                 log_tail=reply.log_tail,
+                reads=_reads(reply.writes),
             )
         )
         for message_id in acked:
