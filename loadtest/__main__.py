@@ -1,0 +1,5 @@
+"""``python -m loadtest`` runs the CLI."""
+
+from loadtest.cli import main
+
+main()

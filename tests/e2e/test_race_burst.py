@@ -1,0 +1,34 @@
+"""race-burst: the racy consumer double-writes, the conditional guard never does."""
+
+from __future__ import annotations
+
+from loadtest.report import build_report
+from loadtest.scenario import load_scenario
+from tests.e2e.helpers import loadtest_resources, run_variants
+
+
+def test_race_burst_read_then_write_duplicates_conditional_never(backend_url: str) -> None:
+    # The shipped scenario, smaller so the suite stays fast; same shape.
+    scenario = load_scenario("race-burst").with_overrides(distinct_ids=40)
+    result = run_variants(scenario, backend_url, "read-then-write", "conditional")
+    racy, guarded = build_report(result)["runs"]
+
+    assert racy["variant"] == "read-then-write"
+    assert racy["counts"]["messages_sent"] == 160
+    assert racy["counts"]["acked"] == 160
+    assert racy["counts"]["duplicate_writes"] > 0
+    assert racy["counts"]["writes_rejected"] == 0
+    assert racy["verdict"] == "fail"
+    assert racy["table_after"] == {"items": 40}  # the table alone looks correct
+    finding = racy["findings"][0]
+    assert finding["accepted_writes"] >= 2
+    assert sum(1 for r in finding["reads"] if r["found"] is None) >= 2  # both saw "absent"
+
+    assert guarded["variant"] == "conditional"
+    assert guarded["counts"]["duplicate_writes"] == 0
+    assert guarded["counts"]["writes_accepted"] == 40
+    assert guarded["counts"]["writes_rejected"] == 120
+    assert guarded["counts"]["lost_outcomes"] == 0
+    assert guarded["verdict"] == "pass"
+    assert guarded["queue_after"] == {"visible": 0, "in_flight": 0, "dlq": 0}
+    assert loadtest_resources(backend_url) == ([], [])

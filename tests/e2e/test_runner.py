@@ -1,0 +1,58 @@
+"""Event-source-mapping semantics and user handlers, on the real embedded backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from loadtest.history import InvocationOutcome
+from loadtest.report import build_report
+from loadtest.scenario import load_scenario
+from tests.e2e.helpers import loadtest_resources, run_variants
+
+HERE = Path(__file__).parent
+
+
+def test_poison_message_is_retried_then_dead_lettered(backend_url: str) -> None:
+    result = run_variants(load_scenario(str(HERE / "poison.toml")), backend_url)
+    (run,) = build_report(result)["runs"]
+    counts = run["counts"]
+    assert counts["messages_sent"] == 2
+    assert counts["acked"] == 1
+    assert counts["dead_lettered"] == 1
+    assert counts["handler_errors"] == 2  # max_receive_count deliveries of the bad one
+    assert counts["redeliveries"] == 1
+    assert counts["unsettled"] == 0
+    assert run["verdict"] == "pass"
+    (dead,) = run["dead_letters"]
+    assert dead["business_id"] == "bad"
+    assert dead["last_error"] == "ValueError: Quantity must be an integer from 1 to 10"
+    assert run["queue_after"] == {"visible": 0, "in_flight": 0, "dlq": 1}
+    assert loadtest_resources(backend_url) == ([], [])
+
+
+def test_user_handler_keyed_by_message_id_double_writes(backend_url: str) -> None:
+    # Keyed by messageId, every producer resend is a new item: the conditional
+    # write cannot help. Writes are attributed to the business id through the
+    # delivery, so the duplicates show even though the keys all differ.
+    scenario = load_scenario("race-burst").with_overrides(distinct_ids=5, copies=3, concurrency=2)
+    result = run_variants(scenario, backend_url, f"{HERE / 'my_handler.py'}:handler")
+    (run,) = result.runs
+    report = build_report(result)["runs"][0]
+    assert report["variant"].endswith("my_handler.py:handler")
+    assert report["counts"]["duplicate_writes"] == 10
+    assert report["counts"]["unattributed_writes"] == 0
+    assert report["table_after"] == {"items": 15}
+    assert all(inv.outcome is InvocationOutcome.SUCCESS for inv in run.history.invocations)
+    # The handler got a Lambda-like context with a counting-down timeout.
+    assert all(0 < inv.result["remaining_ms"] <= 30_000 for inv in run.history.invocations)
+    # Resource-layer items (native values) are observed in DynamoDB's typed form.
+    item = run.check.writes[0].write.item_after
+    assert item is not None and set(item) == {"id", "order_id", "quantity"}
+    assert item["quantity"].keys() == {"N"}
+
+
+def test_module_reference_handler(backend_url: str) -> None:
+    scenario = load_scenario("seed-lab")
+    result = run_variants(scenario, backend_url, "consumer.conditional:handler")
+    assert result.runs[0].variant == "consumer.conditional:handler"
+    assert result.runs[0].check.counts.writes_accepted == 2
