@@ -1,0 +1,168 @@
+"""The CLI: exit codes, error messages and cleanup, through CliRunner and a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from loadtest.cli import app
+from tests.e2e.helpers import client, loadtest_resources
+
+runner = CliRunner()
+HERE = Path(__file__).parent
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_scenarios_lists_builtins() -> None:
+    result = runner.invoke(app, ["scenarios"])
+    assert result.exit_code == 0
+    assert "seed-lab" in result.output and "race-burst" in result.output
+
+
+def test_run_writes_json_and_exits_zero(backend_url: str, tmp_path: Path) -> None:
+    out = tmp_path / "seed.json"
+    result = runner.invoke(app, ["run", "seed-lab", "--endpoint-url", backend_url, "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "PASS" in result.output
+    report = json.loads(out.read_text())
+    assert report["schema_version"] == 1
+    assert report["backend"] == {"kind": "endpoint", "endpoint_url": backend_url}
+    assert report["command"].endswith("--seed 1")
+    assert report["runs"][0]["counts"]["writes_accepted"] == 2
+
+    shown = runner.invoke(app, ["report", str(out)])
+    assert shown.exit_code == 0 and "dedup-order" not in shown.output and "PASS" in shown.output
+
+
+def test_failed_verdict_exits_one(backend_url: str, tmp_path: Path) -> None:
+    result = runner.invoke(
+        app,
+        ["run", "race-burst", "--variant", "unconditional", "--distinct-ids", "5", "--copies", "2",
+         "--endpoint-url", backend_url, "--out", str(tmp_path)],
+    )
+    assert result.exit_code == 1, result.output
+    assert "duplicate write" in result.output
+    assert list(tmp_path.glob("race-burst-*.json"))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "no/such/file.toml"], "does not exist"),
+        (["run", "no-such-scenario"], "unknown scenario 'no-such-scenario'"),
+        (["run", "seed-lab", "--variant", "nope"], "unknown variant 'nope'"),
+        (["run", "seed-lab", "--handler", "no_such_module_xyz:handler"], "cannot be found"),
+        (["run", "seed-lab", "--handler", "missing.py:handler"], "does not exist"),
+        (["run", "seed-lab", "--batch-size", "0"], "batch_size = 0 is out of range; allowed 1..10"),
+        (["compare", "race-burst", "--variants", "conditional,bogus"], "unknown variant 'bogus'"),
+    ],
+)
+def test_bad_input_exits_two_before_anything_is_created(
+    backend_url: str, args: list[str], message: str
+) -> None:
+    result = runner.invoke(app, [*args, "--endpoint-url", backend_url])
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.split())
+    assert "Traceback" not in result.output
+    assert loadtest_resources(backend_url) == ([], [])
+
+
+def test_malformed_toml_names_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\n[consumer]\nbatch_size = \n')
+    result = runner.invoke(app, ["run", str(bad)])
+    assert result.exit_code == 2
+    text = " ".join(result.output.split())
+    assert str(bad) in text and "line 3" in text
+
+
+def test_unknown_key_is_named(tmp_path: Path) -> None:
+    bad = tmp_path / "typo.toml"
+    bad.write_text("[consumer]\nbatchsize = 2\n")
+    result = runner.invoke(app, ["run", str(bad)])
+    assert result.exit_code == 2
+    assert "unknown key consumer.'batchsize'" in " ".join(result.output.split())
+
+
+def test_handler_that_fails_to_import_leaves_nothing(backend_url: str, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.py"
+    broken.write_text("import no_such_dependency_xyz\n\ndef handler(event, context):\n    return None\n")
+    result = runner.invoke(app, ["run", "seed-lab", "--handler", f"{broken}:handler", "--endpoint-url", backend_url])
+    assert result.exit_code == 2, result.output
+    assert "could not be loaded" in result.output and "no_such_dependency_xyz" in result.output
+    assert loadtest_resources(backend_url) == ([], [])
+
+
+def test_not_callable_handler(backend_url: str, tmp_path: Path) -> None:
+    module = tmp_path / "notcallable.py"
+    module.write_text("handler = 42\n")
+    result = runner.invoke(app, ["run", "seed-lab", "--handler", f"{module}:handler", "--endpoint-url", backend_url])
+    assert result.exit_code == 2
+    assert "is not callable" in result.output
+
+
+def test_unreachable_endpoint_exits_three() -> None:
+    url = f"http://127.0.0.1:{_closed_port()}"
+    result = runner.invoke(app, ["run", "seed-lab", "--endpoint-url", url])
+    assert result.exit_code == 3, result.output
+    assert "could not reach" in result.output and url in " ".join(result.output.split())
+
+
+def test_preexisting_resources_are_untouched(backend_url: str, tmp_path: Path) -> None:
+    dynamodb = client("dynamodb", backend_url)
+    sqs = client("sqs", backend_url)
+    dynamodb.create_table(
+        TableName="labex-q05-reference",
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    keep = {"id": {"S": "reference"}, "note": {"S": "keep unchanged"}}
+    dynamodb.put_item(TableName="labex-q05-reference", Item=keep)
+    queue_url = sqs.create_queue(QueueName="someone-elses-queue")["QueueUrl"]
+    try:
+        result = runner.invoke(app, ["run", "seed-lab", "--endpoint-url", backend_url, "--out", str(tmp_path)])
+        assert result.exit_code == 0, result.output
+        assert dynamodb.scan(TableName="labex-q05-reference")["Items"] == [keep]
+        assert queue_url in sqs.list_queues().get("QueueUrls", [])
+        assert loadtest_resources(backend_url) == ([], [])
+    finally:
+        dynamodb.delete_table(TableName="labex-q05-reference")
+        sqs.delete_queue(QueueUrl=queue_url)
+
+
+def test_subprocess_interrupt_cleans_up(backend_url: str, tmp_path: Path) -> None:
+    """Ctrl-C mid-run: exit 130, and the run's queue and table are deleted."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "loadtest", "run", "race-burst", "--variant", "conditional",
+         "--distinct-ids", "400", "--concurrency", "2", "--endpoint-url", backend_url,
+         "--out", str(tmp_path), "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    deadline = time.monotonic() + 60
+    while loadtest_resources(backend_url)[1] == [] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert loadtest_resources(backend_url)[1], "the run never created its table"
+    time.sleep(1.0)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    assert loadtest_resources(backend_url) == ([], [])
