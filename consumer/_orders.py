@@ -47,7 +47,11 @@ def parse_single_job(event: dict[str, Any]) -> tuple[str, int]:
     if set(event) != {"Records"} or len(event["Records"]) != 1:
         raise ValueError("Expected one SQS record")
     job = json.loads(event["Records"][0]["body"])
-    if not isinstance(job, dict) or set(job) != {"id", "quantity"} or not isinstance(job["id"], str):
+    if (
+        not isinstance(job, dict)
+        or set(job) != {"id", "quantity"}
+        or not isinstance(job["id"], str)
+    ):
         raise ValueError("Use an id and quantity")
     quantity = job["quantity"]
     if isinstance(quantity, bool) or not isinstance(quantity, int) or not 1 <= quantity <= 10:
@@ -66,6 +70,11 @@ def order_item(order_id: str, quantity: int) -> dict[str, Any]:
 
 def result(order_id: str, quantity: int, *, duplicate: bool) -> dict[str, Any]:
     """The lab's result shape; printed as a RESULT log line (no receipt handles)."""
-    outcome = {"id": order_id, "quantity": quantity, "processed": not duplicate, "duplicate": duplicate}
+    outcome = {
+        "id": order_id,
+        "quantity": quantity,
+        "processed": not duplicate,
+        "duplicate": duplicate,
+    }
     print("RESULT " + json.dumps(outcome, sort_keys=True))
     return outcome

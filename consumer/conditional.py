@@ -39,7 +39,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     except ClientError as error:
         if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
             raise
-        if error.response.get("Item") != item:  # type: ignore[comparison-overlap]
+        if error.response.get("Item") != item:
             raise ConflictingOrderError("Order ID already exists with different details") from error
         return result(order_id, quantity, duplicate=True)
     return result(order_id, quantity, duplicate=False)

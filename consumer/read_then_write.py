@@ -21,9 +21,11 @@ from consumer._orders import dynamodb, order_item, parse_single_job, result, tab
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     order_id, quantity = parse_single_job(event)
     item = order_item(order_id, quantity)
-    existing = dynamodb().get_item(
-        TableName=table_name(), Key={"id": item["id"]}, ConsistentRead=True
-    ).get("Item")
+    existing = (
+        dynamodb()
+        .get_item(TableName=table_name(), Key={"id": item["id"]}, ConsistentRead=True)
+        .get("Item")
+    )
     if existing is not None:
         if existing != item:
             raise ValueError("Order ID already exists with different details")

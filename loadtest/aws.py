@@ -66,7 +66,9 @@ class Target:
 
     @staticmethod
     def resolve(kind: BackendKind, endpoint_url: str | None) -> Target:
-        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
+        region = (
+            os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
+        )
         if kind is BackendKind.AWS:
             return Target(kind, None, region)
         creds: tuple[tuple[str, str], ...] = ()
@@ -93,7 +95,9 @@ def _has_credentials() -> bool:
 def translate(exc: BaseException, action: str, target: Target) -> BaseException:
     """Map a botocore/aiohttp failure to a loadtest error (raise it ``from exc``)."""
     where = target.endpoint_url or f"AWS ({target.region})"
-    if isinstance(exc, botocore.exceptions.NoCredentialsError | botocore.exceptions.PartialCredentialsError):
+    if isinstance(
+        exc, botocore.exceptions.NoCredentialsError | botocore.exceptions.PartialCredentialsError
+    ):
         return CredentialsError(
             f"no AWS credentials found while trying to {action}; configure them as for the "
             "AWS CLI (environment, ~/.aws, SSO or an instance role), or use --endpoint-url"
@@ -102,7 +106,9 @@ def translate(exc: BaseException, action: str, target: Target) -> BaseException:
         code = exc.response.get("Error", {}).get("Code", "")
         message = exc.response.get("Error", {}).get("Message", "")
         if code in _CREDENTIAL_CODES:
-            return CredentialsError(f"{where} refused the credentials while trying to {action}: {code}: {message}")
+            return CredentialsError(
+                f"{where} refused the credentials while trying to {action}: {code}: {message}"
+            )
         return BackendError(f"{where} failed to {action}: {code}: {message}")
     if isinstance(
         exc,
@@ -119,7 +125,9 @@ def translate(exc: BaseException, action: str, target: Target) -> BaseException:
 
 
 @asynccontextmanager
-async def clients(target: Target, pool: int = 64) -> AsyncIterator[tuple[SQSClient, DynamoDBClient]]:
+async def clients(
+    target: Target, pool: int = 64
+) -> AsyncIterator[tuple[SQSClient, DynamoDBClient]]:
     """SQS and DynamoDB clients for loadtest's own calls (not the consumer's)."""
     config = AioConfig(
         max_pool_connections=pool,
@@ -230,13 +238,21 @@ async def teardown(sqs: SQSClient, dynamodb: DynamoDBClient, made: Provisioned) 
             if url:
                 try:
                     await sqs.delete_queue(QueueUrl=url)
-                except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError) as exc:
+                except (
+                    botocore.exceptions.BotoCoreError,
+                    botocore.exceptions.ClientError,
+                    OSError,
+                ) as exc:
                     problems.append(f"queue {url}: {exc}")
         for table in [made.table_name, *made.extra_tables]:
             if table:
                 try:
                     await dynamodb.delete_table(TableName=table)
-                except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError) as exc:
+                except (
+                    botocore.exceptions.BotoCoreError,
+                    botocore.exceptions.ClientError,
+                    OSError,
+                ) as exc:
                     problems.append(f"table {table}: {exc}")
     return problems
 
@@ -248,7 +264,9 @@ async def queue_depth(sqs: SQSClient, url: str) -> tuple[int, int]:
         AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
     )
     values = attrs["Attributes"]
-    return int(values["ApproximateNumberOfMessages"]), int(values["ApproximateNumberOfMessagesNotVisible"])
+    return int(values["ApproximateNumberOfMessages"]), int(
+        values["ApproximateNumberOfMessagesNotVisible"]
+    )
 
 
 async def scan_items(dynamodb: DynamoDBClient, table: str) -> dict[str, dict[str, Any]]:

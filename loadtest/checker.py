@@ -22,7 +22,15 @@ from loadtest.history import (
     WriteRecord,
 )
 
-STORING_OPERATIONS = frozenset({"PutItem", "UpdateItem", "BatchWriteItem.Put", "TransactWriteItems.Put", "TransactWriteItems.Update"})
+STORING_OPERATIONS = frozenset(
+    {
+        "PutItem",
+        "UpdateItem",
+        "BatchWriteItem.Put",
+        "TransactWriteItems.Put",
+        "TransactWriteItems.Update",
+    }
+)
 
 
 class Verdict(StrEnum):
@@ -130,7 +138,12 @@ def check(history: History, end: EndState) -> Check:
             continue
         if aw.business_id is not None:
             accepted_by_id[aw.business_id].append(aw)
-        if w.before_known and w.item_before is not None and w.item_after is not None and w.item_before != w.item_after:
+        if (
+            w.before_known
+            and w.item_before is not None
+            and w.item_after is not None
+            and w.item_before != w.item_after
+        ):
             conflicting += 1
     duplicate = sum(max(0, len(ws) - 1) for ws in accepted_by_id.values())
 
@@ -160,7 +173,9 @@ def check(history: History, end: EndState) -> Check:
         lost_outcomes=lost,
         acked=len(acked_ids & sent_ids),
         dead_lettered=len(dead_ids & sent_ids),
-        handler_errors=sum(1 for i in history.invocations if i.outcome is not InvocationOutcome.SUCCESS),
+        handler_errors=sum(
+            1 for i in history.invocations if i.outcome is not InvocationOutcome.SUCCESS
+        ),
         unsettled=unsettled,
         send_failures=sum(1 for m in history.sent if m.message_id is None),
         unattributed_writes=sum(1 for aw in attributed if aw.business_id is None),
@@ -178,7 +193,9 @@ def default_reasons(counts: Counts, *, timed_out: bool) -> list[str]:
     """The default verdict's failures: DESIGN.md's rule, one sentence each."""
     reasons = []
     if counts.duplicate_writes:
-        reasons.append(f"{counts.duplicate_writes} duplicate write(s): an outcome was written again")
+        reasons.append(
+            f"{counts.duplicate_writes} duplicate write(s): an outcome was written again"
+        )
     if counts.conflicting_writes:
         reasons.append(
             f"{counts.conflicting_writes} conflicting write(s): stored details were silently replaced"
@@ -205,12 +222,13 @@ def duplicate_evidence(result: Check, limit: int = 20) -> list[dict[str, Any]]:
         accepted = [
             aw
             for aw in writes
-            if aw.write.outcome is WriteOutcome.ACCEPTED and aw.write.operation in STORING_OPERATIONS
+            if aw.write.outcome is WriteOutcome.ACCEPTED
+            and aw.write.operation in STORING_OPERATIONS
         ]
         if len(accepted) < 2:
             continue
         invocations = {aw.invocation.request_id: aw for aw in writes}
-        reads = [
+        reads: list[dict[str, Any]] = [
             {
                 "request_id": request_id,
                 "environment": aw.invocation.environment,

@@ -147,9 +147,17 @@ def _execute(
             else BackendKind.EMBEDDED
         )
         show_progress = not quiet and err.is_terminal
-        with Live(Text("starting…"), console=err, transient=True, refresh_per_second=8) if show_progress else _null() as live:
+        with (
+            Live(Text("starting…"), console=err, transient=True, refresh_per_second=8)
+            if show_progress
+            else _null() as live
+        ):
             result = engine.run(
-                scenario, refs, kind=kind, endpoint_url=endpoint_url, on_progress=_ProgressView(live)
+                scenario,
+                refs,
+                kind=kind,
+                endpoint_url=endpoint_url,
+                on_progress=_ProgressView(live),
             )
         report = build_report(result, command=_command(scenario))
         if json_path is None:
@@ -198,9 +206,14 @@ class _null:
 # --- options shared by run and compare ---------------------------------------
 
 ScenarioArg = Annotated[
-    str, typer.Argument(help="A built-in scenario name (see `loadtest scenarios`) or a path to a TOML file.")
+    str,
+    typer.Argument(
+        help="A built-in scenario name (see `loadtest scenarios`) or a path to a TOML file."
+    ),
 ]
-SeedOpt = Annotated[int | None, typer.Option(help="Seed for the workload (default: the scenario's).")]
+SeedOpt = Annotated[
+    int | None, typer.Option(help="Seed for the workload (default: the scenario's).")
+]
 EndpointOpt = Annotated[
     str | None,
     typer.Option(
@@ -210,18 +223,41 @@ EndpointOpt = Annotated[
 ]
 TargetOpt = Annotated[
     TargetChoice,
-    typer.Option("--target", help="embedded (default) or aws (real AWS, boto3's credential chain)."),
+    typer.Option(
+        "--target", help="embedded (default) or aws (real AWS, boto3's credential chain)."
+    ),
 ]
-BatchOpt = Annotated[int | None, typer.Option("--batch-size", help="Records per invocation (1-10).")]
-VisOpt = Annotated[int | None, typer.Option("--visibility-timeout", help="Queue visibility timeout in seconds.")]
-ConcOpt = Annotated[int | None, typer.Option("--concurrency", help="Execution environments (concurrent invocations).")]
-MrcOpt = Annotated[int | None, typer.Option("--max-receive-count", help="Receives before a message goes to the DLQ.")]
+BatchOpt = Annotated[
+    int | None, typer.Option("--batch-size", help="Records per invocation (1-10).")
+]
+VisOpt = Annotated[
+    int | None, typer.Option("--visibility-timeout", help="Queue visibility timeout in seconds.")
+]
+ConcOpt = Annotated[
+    int | None,
+    typer.Option("--concurrency", help="Execution environments (concurrent invocations)."),
+]
+MrcOpt = Annotated[
+    int | None,
+    typer.Option("--max-receive-count", help="Receives before a message goes to the DLQ."),
+]
 IdsOpt = Annotated[int | None, typer.Option("--distinct-ids", help="Generated business ids.")]
-CopiesOpt = Annotated[int | None, typer.Option("--copies", help="Messages per business id (producer resends).")]
-DeadlineOpt = Annotated[float | None, typer.Option("--deadline", help="Stop after this many seconds and report.")]
-JsonOpt = Annotated[Path | None, typer.Option("--json", help="Write the JSON report here (default: reports/NAME-TIME.json).")]
-OutOpt = Annotated[Path | None, typer.Option("--out", help="Directory for report files (default: ./reports).")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary; the exit code tells.")]
+CopiesOpt = Annotated[
+    int | None, typer.Option("--copies", help="Messages per business id (producer resends).")
+]
+DeadlineOpt = Annotated[
+    float | None, typer.Option("--deadline", help="Stop after this many seconds and report.")
+]
+JsonOpt = Annotated[
+    Path | None,
+    typer.Option("--json", help="Write the JSON report here (default: reports/NAME-TIME.json)."),
+]
+OutOpt = Annotated[
+    Path | None, typer.Option("--out", help="Directory for report files (default: ./reports).")
+]
+QuietOpt = Annotated[
+    bool, typer.Option("--quiet", "-q", help="No progress and no summary; the exit code tells.")
+]
 
 
 @app.command()
@@ -236,7 +272,10 @@ def run(
     ] = [],  # noqa: B006 - typer needs a literal default
     handler: Annotated[
         list[str],
-        typer.Option("--handler", help="Your own handler: package.module:function or path/to/file.py:function."),
+        typer.Option(
+            "--handler",
+            help="Your own handler: package.module:function or path/to/file.py:function.",
+        ),
     ] = [],  # noqa: B006
     seed: SeedOpt = None,
     endpoint_url: EndpointOpt = None,
@@ -264,7 +303,15 @@ def run(
         seed=seed,
         endpoint_url=endpoint_url,
         target=target,
-        overrides=_overrides(batch_size, visibility_timeout, concurrency, max_receive_count, distinct_ids, copies, deadline),
+        overrides=_overrides(
+            batch_size,
+            visibility_timeout,
+            concurrency,
+            max_receive_count,
+            distinct_ids,
+            copies,
+            deadline,
+        ),
         json_path=json_path,
         out_dir=out_dir,
         quiet=quiet,
@@ -276,10 +323,15 @@ def compare(
     scenario: ScenarioArg,
     variants: Annotated[
         str | None,
-        typer.Option("--variants", help="Comma-separated variants or handler refs (default: the scenario's)."),
+        typer.Option(
+            "--variants", help="Comma-separated variants or handler refs (default: the scenario's)."
+        ),
     ] = None,
     handler: Annotated[
-        list[str], typer.Option("--handler", help="Also run your own handler (module:function or file.py:function).")
+        list[str],
+        typer.Option(
+            "--handler", help="Also run your own handler (module:function or file.py:function)."
+        ),
     ] = [],  # noqa: B006
     seed: SeedOpt = None,
     endpoint_url: EndpointOpt = None,
@@ -306,7 +358,15 @@ def compare(
         seed=seed,
         endpoint_url=endpoint_url,
         target=target,
-        overrides=_overrides(batch_size, visibility_timeout, concurrency, max_receive_count, distinct_ids, copies, deadline),
+        overrides=_overrides(
+            batch_size,
+            visibility_timeout,
+            concurrency,
+            max_receive_count,
+            distinct_ids,
+            copies,
+            deadline,
+        ),
         json_path=json_path,
         out_dir=out_dir,
         quiet=quiet,
@@ -400,7 +460,10 @@ def _version(value: bool) -> None:
 @app.callback()
 def _main(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Show the version and exit."
+        ),
     ] = False,
 ) -> None:
     pass

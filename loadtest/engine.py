@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 import botocore.exceptions
@@ -123,7 +123,9 @@ async def check_reachable(target: aws.Target) -> None:
                 await sqs.list_queues(MaxResults=1)
                 await dynamodb.list_tables(Limit=1)
         except TimeoutError as exc:
-            raise BackendError(f"{target.endpoint_url or 'AWS'} did not answer within 30 s") from exc
+            raise BackendError(
+                f"{target.endpoint_url or 'AWS'} did not answer within 30 s"
+            ) from exc
         except _AWS_ERRORS as exc:
             raise aws.translate(exc, "reach SQS and DynamoDB", target) from exc
 
@@ -181,7 +183,10 @@ async def run_variant(
         async with anyio.create_task_group() as tg:
             for env in environments[1:]:
                 tg.start_soon(env.start)
-        async with aws.clients(target, pool=max(16, settings.concurrency * 2 + 8)) as (sqs, dynamodb):
+        async with aws.clients(target, pool=max(16, settings.concurrency * 2 + 8)) as (
+            sqs,
+            dynamodb,
+        ):
             try:
                 await aws.provision(
                     sqs,
@@ -192,7 +197,18 @@ async def run_variant(
                     into=made,
                     target=target,
                 )
-                await _drive(scenario, target, planned, environments, sqs, made, history, progress, on_progress, clock)
+                await _drive(
+                    scenario,
+                    target,
+                    planned,
+                    environments,
+                    sqs,
+                    made,
+                    history,
+                    progress,
+                    on_progress,
+                    clock,
+                )
                 end_state = await _end_state(sqs, dynamodb, made, target)
             finally:
                 problems = await aws.teardown(sqs, dynamodb, made)
@@ -292,7 +308,9 @@ async def _drive(
         history.timed_out = True
         history.ended_ns = clock()
     if on_progress is not None:
-        on_progress(scenario.name, progress, len(planned), (history.ended_ns - history.started_ns) / 1e9)
+        on_progress(
+            scenario.name, progress, len(planned), (history.ended_ns - history.started_ns) / 1e9
+        )
 
 
 async def _end_state(
@@ -324,7 +342,9 @@ async def run_async(
     for index, ref in enumerate(refs):
         names = aws.ResourceNames.for_run(run_id, index)
         runs.append(
-            await run_variant(scenario, ref, target, planned, names, on_progress=on_progress, clock=clock)
+            await run_variant(
+                scenario, ref, target, planned, names, on_progress=on_progress, clock=clock
+            )
         )
     return RunResult(scenario=scenario, target=target, runs=runs)
 

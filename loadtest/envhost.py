@@ -89,7 +89,9 @@ def _jsonable(value: Any) -> Any:
 
 def main() -> None:
     protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
-    os.dup2(2, 1)  # stray writes to fd 1 (C extensions, subprocesses) go to the log, not the protocol
+    os.dup2(
+        2, 1
+    )  # stray writes to fd 1 (C extensions, subprocesses) go to the log, not the protocol
     sys.stdout = sys.stderr
 
     def send(message: dict[str, Any]) -> None:

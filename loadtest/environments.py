@@ -93,7 +93,8 @@ class ExecutionEnvironment:
 
     async def start(self) -> None:
         """Start the process and wait for the handler import (raises HandlerRefError)."""
-        with open(self._log_path, "ab") as log:
+        # A local file opened once per cold start; not worth a thread.
+        with open(self._log_path, "ab") as log:  # noqa: ASYNC230
             self._process = await anyio.open_process(
                 [sys.executable, "-m", "loadtest.envhost"],
                 env=self.config.environ(),
@@ -145,23 +146,40 @@ class ExecutionEnvironment:
         except TimeoutError:
             await self.aclose()
             return Reply(
-                ok=False, timed_out=True, crashed=False, result=None,
+                ok=False,
+                timed_out=True,
+                crashed=False,
+                result=None,
                 error=f"Task timed out after {self.config.timeout_s} seconds",
-                started_ns=sent_ns, ended_ns=time.monotonic_ns(), writes=[], log_tail="",
+                started_ns=sent_ns,
+                ended_ns=time.monotonic_ns(),
+                writes=[],
+                log_tail="",
             )
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, OSError):
             tail = self._log_tail()
             await self.aclose()
             return Reply(
-                ok=False, timed_out=False, crashed=True, result=None,
+                ok=False,
+                timed_out=False,
+                crashed=True,
+                result=None,
                 error="Runtime exited: the execution environment's process died",
-                started_ns=sent_ns, ended_ns=time.monotonic_ns(), writes=[], log_tail=tail,
+                started_ns=sent_ns,
+                ended_ns=time.monotonic_ns(),
+                writes=[],
+                log_tail=tail,
             )
         return Reply(
-            ok=bool(reply["ok"]), timed_out=False, crashed=False,
-            result=reply.get("result"), error=reply.get("error"),
-            started_ns=int(reply["started_ns"]), ended_ns=int(reply["ended_ns"]),
-            writes=list(reply.get("writes", [])), log_tail=str(reply.get("log_tail", "")),
+            ok=bool(reply["ok"]),
+            timed_out=False,
+            crashed=False,
+            result=reply.get("result"),
+            error=reply.get("error"),
+            started_ns=int(reply["started_ns"]),
+            ended_ns=int(reply["ended_ns"]),
+            writes=list(reply.get("writes", [])),
+            log_tail=str(reply.get("log_tail", "")),
         )
 
     async def aclose(self) -> None:

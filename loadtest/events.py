@@ -6,8 +6,16 @@ record shape; attribute names are lower camel case in the event.
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
+
+
+def _base64(value: Any) -> str:
+    """Lambda's JSON event carries binary values as base64 text; botocore gives bytes."""
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode("ascii")
+    return str(value)
 
 
 def _message_attributes(raw: dict[str, Any]) -> dict[str, Any]:
@@ -15,13 +23,13 @@ def _message_attributes(raw: dict[str, Any]) -> dict[str, Any]:
     for name, value in raw.items():
         attribute: dict[str, Any] = {
             "stringListValues": value.get("StringListValues", []),
-            "binaryListValues": value.get("BinaryListValues", []),
+            "binaryListValues": [_base64(v) for v in value.get("BinaryListValues", [])],
             "dataType": value.get("DataType", "String"),
         }
         if "StringValue" in value:
             attribute["stringValue"] = value["StringValue"]
         if "BinaryValue" in value:
-            attribute["binaryValue"] = value["BinaryValue"]
+            attribute["binaryValue"] = _base64(value["BinaryValue"])
         out[name] = attribute
     return out
 

@@ -48,7 +48,9 @@ class Latency:
         count = h.get_total_count()
         out: dict[str, Any] = {"count": count}
         if count == 0:
-            out.update({"min": None, **{k: None for k, _ in PERCENTILES}, "max": None, "mean": None})
+            out.update(
+                {"min": None, **{k: None for k, _ in PERCENTILES}, "max": None, "mean": None}
+            )
         else:
             out["min"] = h.get_min_value()
             for key, percentile in PERCENTILES:

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 from boto3.dynamodb.types import TypeSerializer
 from botocore.client import BaseClient
@@ -90,7 +90,10 @@ class WriteObserver:
         """Wrap ``BaseClient._make_api_call`` for this process (idempotent)."""
         if self._installed is not None:
             return
-        original = BaseClient._make_api_call
+        # A private botocore method, absent from the type stubs: hence getattr.
+        original: Callable[[BaseClient, str, dict[str, Any]], Any] = getattr(  # noqa: B009
+            BaseClient, "_make_api_call"
+        )
         observer = self
 
         def observed(client: BaseClient, operation_name: str, api_params: dict[str, Any]) -> Any:
@@ -99,9 +102,11 @@ class WriteObserver:
             handler = observer._handlers.get(operation_name)
             if handler is None:
                 return original(client, operation_name, api_params)
-            return handler(observer, lambda params: original(client, operation_name, params), api_params)
+            return handler(
+                observer, lambda params: original(client, operation_name, params), api_params
+            )
 
-        BaseClient._make_api_call = observed  # type: ignore[method-assign]
+        setattr(BaseClient, "_make_api_call", observed)  # noqa: B010
         self._installed = original
 
     # --- one handler per write operation ------------------------------------
@@ -132,12 +137,13 @@ class WriteObserver:
             response = call(params)
         except ClientError as error:
             ended = time.monotonic_ns()
-            code = error.response.get("Error", {}).get("Code", "")
+            raw: dict[str, Any] = error.response  # type: ignore[assignment]
+            code = raw.get("Error", {}).get("Code", "")
             if code == "ConditionalCheckFailedException":
-                old = error.response.get("Item")
+                old = raw.get("Item")
                 wants_old = params.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD"
                 if added_rvc:
-                    error.response.pop("Item", None)  # type: ignore[misc]
+                    raw.pop("Item", None)
                 self._add(
                     {
                         "operation": operation,
@@ -231,8 +237,9 @@ class WriteObserver:
             response = call(params)
         except ClientError as error:
             ended = time.monotonic_ns()
-            code = error.response.get("Error", {}).get("Code", "")
-            reasons = error.response.get("CancellationReasons", [])  # type: ignore[typeddict-item]
+            raw_error: dict[str, Any] = error.response  # type: ignore[assignment]
+            code = raw_error.get("Error", {}).get("Code", "")
+            reasons = raw_error.get("CancellationReasons", [])
             for index, kind, body in watched:
                 reason = reasons[index] if index < len(reasons) else {}
                 rejected = reason.get("Code") == "ConditionalCheckFailed"
@@ -240,7 +247,9 @@ class WriteObserver:
                 self._add(
                     {
                         "operation": f"TransactWriteItems.{kind}",
-                        "key": self._key(body.get("Item")) if kind == "Put" else typed(body.get("Key")),
+                        "key": self._key(body.get("Item"))
+                        if kind == "Put"
+                        else typed(body.get("Key")),
                         "condition": body.get("ConditionExpression"),
                         "outcome": "rejected" if rejected else "error",
                         "item_before": typed(old),
@@ -256,7 +265,9 @@ class WriteObserver:
         for _, kind, body in watched:
             condition = body.get("ConditionExpression")
             # An accepted "attribute_not_exists" put proves the item was absent before.
-            absent_before = kind == "Put" and condition is not None and "attribute_not_exists" in condition
+            absent_before = (
+                kind == "Put" and condition is not None and "attribute_not_exists" in condition
+            )
             self._add(
                 {
                     "operation": f"TransactWriteItems.{kind}",
@@ -284,11 +295,17 @@ class WriteObserver:
         for request in requests:
             if request in unprocessed:
                 continue
+            after: dict[str, Any] | None
+            key: dict[str, Any]
             if "PutRequest" in request:
                 item = request["PutRequest"].get("Item")
                 op, key, after = "BatchWriteItem.Put", self._key(item), typed(item)
             else:
-                op, key, after = "BatchWriteItem.Delete", typed(request["DeleteRequest"].get("Key")), None
+                op, key, after = (
+                    "BatchWriteItem.Delete",
+                    typed(request["DeleteRequest"].get("Key")) or {},
+                    None,
+                )
             self._add(
                 {
                     "operation": op,
@@ -305,7 +322,9 @@ class WriteObserver:
             )
         return response
 
-    _handlers: dict[str, Callable[[WriteObserver, Callable[[dict[str, Any]], Any], dict[str, Any]], Any]] = {
+    _handlers: ClassVar[
+        dict[str, Callable[[WriteObserver, Callable[[dict[str, Any]], Any], dict[str, Any]], Any]]
+    ] = {
         "GetItem": _get,
         "PutItem": _put,
         "UpdateItem": _update,

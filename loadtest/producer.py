@@ -55,9 +55,14 @@ async def produce(
                 return
             sent_ns = clock()
             ids = {entry["Id"]: entry["MessageId"] for entry in response.get("Successful", [])}
-            errors = {entry["Id"]: entry.get("Message", entry["Code"]) for entry in response.get("Failed", [])}
+            errors = {
+                entry["Id"]: entry.get("Message", entry["Code"])
+                for entry in response.get("Failed", [])
+            }
             for m in chunk:
-                history.sent.append(_sent(m, start_ns, sent_ns, ids.get(str(m.index)), errors.get(str(m.index))))
+                history.sent.append(
+                    _sent(m, start_ns, sent_ns, ids.get(str(m.index)), errors.get(str(m.index)))
+                )
             on_sent(len(ids))
 
     async with anyio.create_task_group() as tg:
@@ -65,7 +70,9 @@ async def produce(
             tg.start_soon(send, planned[offset : offset + BATCH])
 
 
-def _sent(m: PlannedMessage, start_ns: int, sent_ns: int, message_id: str | None, error: str | None) -> SentMessage:
+def _sent(
+    m: PlannedMessage, start_ns: int, sent_ns: int, message_id: str | None, error: str | None
+) -> SentMessage:
     return SentMessage(
         index=m.index,
         business_id=m.business_id,

@@ -39,12 +39,34 @@ ROWS: list[Row] = [
     ("dead-lettered", lambda r: r["counts"]["dead_lettered"], False),
     ("handler errors", lambda r: r["counts"]["handler_errors"], False),
     ("unsettled", lambda r: r["counts"]["unsettled"], True),
-    ("queue visible / in flight", lambda r: f"{r['queue_after']['visible']} / {r['queue_after']['in_flight']}", False),
+    (
+        "queue visible / in flight",
+        lambda r: f"{r['queue_after']['visible']} / {r['queue_after']['in_flight']}",
+        False,
+    ),
     ("dlq messages", lambda r: r["queue_after"]["dlq"], False),
     ("table items", lambda r: r["table_after"]["items"], False),
-    ("end-to-end p50 / p99", lambda r: f"{_ms(r['latency_us']['end_to_end']['p50'])} / {_ms(r['latency_us']['end_to_end']['p99'])}", False),
-    ("handler p50 / p99", lambda r: f"{_ms(r['latency_us']['handler']['p50'])} / {_ms(r['latency_us']['handler']['p99'])}", False),
-    ("write p50 / p99", lambda r: f"{_ms(r['latency_us']['write']['p50'])} / {_ms(r['latency_us']['write']['p99'])}", False),
+    (
+        "end-to-end p50 / p99",
+        lambda r: (
+            f"{_ms(r['latency_us']['end_to_end']['p50'])} / {_ms(r['latency_us']['end_to_end']['p99'])}"
+        ),
+        False,
+    ),
+    (
+        "handler p50 / p99",
+        lambda r: (
+            f"{_ms(r['latency_us']['handler']['p50'])} / {_ms(r['latency_us']['handler']['p99'])}"
+        ),
+        False,
+    ),
+    (
+        "write p50 / p99",
+        lambda r: (
+            f"{_ms(r['latency_us']['write']['p50'])} / {_ms(r['latency_us']['write']['p99'])}"
+        ),
+        False,
+    ),
     ("throughput", lambda r: f"{r['throughput']['messages_per_s']:.1f} msg/s", False),
     ("duration", lambda r: f"{r['throughput']['duration_s']:.2f} s", False),
 ]
@@ -79,7 +101,10 @@ def summary_table(report: dict[str, Any]) -> Table:
 def _item(item: dict[str, Any] | None) -> str:
     if item is None:
         return "absent"
-    flat = {k: next(iter(v.values())) if isinstance(v, dict) and len(v) == 1 else v for k, v in item.items()}
+    flat = {
+        k: next(iter(v.values())) if isinstance(v, dict) and len(v) == 1 else v
+        for k, v in item.items()
+    }
     return json.dumps(flat, sort_keys=True)
 
 
@@ -103,7 +128,11 @@ def details(report: dict[str, Any]) -> list[RenderableType]:
                 )
             out.append(Text("\n".join(lines)))
         for error in run.get("errors", [])[:3]:
-            out.append(Text(f"  {name}: {error['count']}× {error['outcome']}: {error['error']}", style="dim"))
+            out.append(
+                Text(
+                    f"  {name}: {error['count']}× {error['outcome']}: {error['error']}", style="dim"
+                )
+            )
         for problem in run.get("cleanup_problems", []):
             out.append(Text(f"! {name}: cleanup: {problem}", style="yellow"))
     if report.get("command"):

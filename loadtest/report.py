@@ -35,7 +35,9 @@ def _dead_letters(run: VariantRun) -> list[dict[str, Any]]:
     for inv in run.history.invocations:
         if inv.outcome is not InvocationOutcome.SUCCESS or inv.failed_message_ids:
             for record in inv.records:
-                if inv.error and (not inv.failed_message_ids or record.message_id in inv.failed_message_ids):
+                if inv.error and (
+                    not inv.failed_message_ids or record.message_id in inv.failed_message_ids
+                ):
                     last_error[record.message_id] = inv.error
     return [
         {
@@ -93,8 +95,17 @@ def _series(run: VariantRun, interval_ns: int = 1_000_000_000) -> dict[str, Any]
     def bucket(ns: int) -> int:
         return min(buckets - 1, max(0, (ns - start) // interval_ns))
 
-    names = ("sent", "deliveries", "redeliveries", "acked", "dead_lettered", "writes_accepted",
-             "writes_rejected", "duplicate_writes", "handler_errors")
+    names = (
+        "sent",
+        "deliveries",
+        "redeliveries",
+        "acked",
+        "dead_lettered",
+        "writes_accepted",
+        "writes_rejected",
+        "duplicate_writes",
+        "handler_errors",
+    )
     series: dict[str, list[int]] = {name: [0] * buckets for name in names}
     for m in run.history.sent:
         if m.message_id:
@@ -182,7 +193,11 @@ def build_report(result: RunResult, *, command: str | None = None) -> dict[str, 
     return {
         "schema_version": SCHEMA_VERSION,
         "seed": result.scenario.seed,
-        "scenario": {"name": result.scenario.name, "source": result.scenario.source, **to_raw(result.scenario)},
+        "scenario": {
+            "name": result.scenario.name,
+            "source": result.scenario.source,
+            **to_raw(result.scenario),
+        },
         "backend": {"kind": result.target.kind.value, "endpoint_url": result.target.endpoint_url},
         "command": command,
         "runs": [run_to_dict(run) for run in result.runs],

@@ -112,6 +112,27 @@ def _writes(raw: list[dict[str, Any]]) -> tuple[WriteRecord, ...]:
     )
 
 
+REDACTED = "<receipt-handle>"
+
+
+def redact(value: Any, handles: set[str]) -> Any:
+    """``value`` with every receipt handle replaced: they are credentials, never reported.
+
+    A handler may echo its event in its result, error or log; the report keeps
+    those, so the handles of the batch are cut out of them here.
+    """
+    if isinstance(value, str):
+        for handle in handles:
+            if handle in value:
+                value = value.replace(handle, REDACTED)
+        return value
+    if isinstance(value, dict):
+        return {k: redact(v, handles) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v, handles) for v in value]
+    return value
+
+
 def _outcome(reply: Reply) -> InvocationOutcome:
     if reply.timed_out:
         return InvocationOutcome.TIMEOUT
@@ -169,7 +190,8 @@ class Poller:
             AttributeNames=["All"],
             MessageAttributeNames=["All"],
         )
-        return list(response.get("Messages", []))
+        messages: list[dict[str, Any]] = [dict(m) for m in response.get("Messages", [])]
+        return messages
 
     async def _deliver(self, messages: list[dict[str, Any]]) -> None:
         received_ns = self.clock()
@@ -184,13 +206,16 @@ class Poller:
         self.progress.received += len(messages)
         self.progress.in_flight += len(messages)
         request_id = str(uuid.uuid4())
-        reply = await self.environment.invoke(request_id, sqs_event(messages, self.queue_arn, self.region))
+        reply = await self.environment.invoke(
+            request_id, sqs_event(messages, self.queue_arn, self.region)
+        )
+        handles = {m["ReceiptHandle"] for m in messages}
         writes = _writes(reply.writes)
         self.on_writes(writes, records)
 
         failed: set[str] = set()
         outcome = _outcome(reply)
-        error = reply.error
+        error = redact(reply.error, handles)
         if reply.ok and self.settings.report_batch_item_failures:
             named = batch_item_failures(reply.result, {r.message_id for r in records})
             if named is None:
@@ -216,8 +241,8 @@ class Poller:
                 error=error,
                 writes=writes,
                 failed_message_ids=tuple(sorted(failed)) if reply.ok else (),
-                result=reply.result,
-                log_tail=reply.log_tail,
+                result=redact(reply.result, handles),
+                log_tail=redact(reply.log_tail, handles),
                 reads=_reads(reply.writes),
             )
         )
@@ -229,7 +254,9 @@ class Poller:
             return []
         response = await self.sqs.delete_message_batch(
             QueueUrl=self.queue_url,
-            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
+            ],
         )
         acked_ns = self.clock()
         ok = {entry["Id"] for entry in response.get("Successful", [])}

@@ -139,7 +139,11 @@ class Scenario:
         sections: dict[str, dict[str, Any]] = {"consumer": {}, "workload": {}, "run": {}}
         top: dict[str, Any] = {}
         for key, value in given.items():
-            for section, cls in (("consumer", ConsumerSettings), ("workload", Workload), ("run", RunSettings)):
+            for section, cls in (
+                ("consumer", ConsumerSettings),
+                ("workload", Workload),
+                ("run", RunSettings),
+            ):
                 if key in {f.name for f in dataclasses.fields(cls)}:
                     sections[section][key] = value
                     break
@@ -235,16 +239,22 @@ def _fields(cls: type) -> set[str]:
     return {f.name for f in dataclasses.fields(cls)}
 
 
-def parse_scenario(raw: Mapping[str, Any], *, source: str, default_name: str = "scenario") -> Scenario:
+def parse_scenario(
+    raw: Mapping[str, Any], *, source: str, default_name: str = "scenario"
+) -> Scenario:
     """Validate a scenario mapping (parsed TOML) into a ``Scenario``."""
-    _check_keys(raw, {"name", "description", "seed", "variants", "workload", "consumer", "run"}, source, "")
+    _check_keys(
+        raw, {"name", "description", "seed", "variants", "workload", "consumer", "run"}, source, ""
+    )
     variants_raw = raw.get("variants", ["conditional"])
     if (
         not isinstance(variants_raw, list)
         or not variants_raw
         or not all(isinstance(v, str) and v for v in variants_raw)
     ):
-        raise ScenarioError(f"{source}: variants must be a non-empty list of names, got {variants_raw!r}")
+        raise ScenarioError(
+            f"{source}: variants must be a non-empty list of names, got {variants_raw!r}"
+        )
 
     w_raw = _take_table(raw, "workload", source)
     _check_keys(w_raw, _fields(Workload), source, "workload")
@@ -266,17 +276,25 @@ def parse_scenario(raw: Mapping[str, Any], *, source: str, default_name: str = "
         raise ScenarioError(f"{source}: consumer.report_batch_item_failures must be true or false")
     consumer = ConsumerSettings(
         batch_size=_int(c_raw, "batch_size", d.batch_size, source, "consumer."),
-        visibility_timeout_s=_int(c_raw, "visibility_timeout_s", d.visibility_timeout_s, source, "consumer."),
+        visibility_timeout_s=_int(
+            c_raw, "visibility_timeout_s", d.visibility_timeout_s, source, "consumer."
+        ),
         concurrency=_int(c_raw, "concurrency", d.concurrency, source, "consumer."),
-        max_receive_count=_int(c_raw, "max_receive_count", d.max_receive_count, source, "consumer."),
-        function_timeout_s=_int(c_raw, "function_timeout_s", d.function_timeout_s, source, "consumer."),
+        max_receive_count=_int(
+            c_raw, "max_receive_count", d.max_receive_count, source, "consumer."
+        ),
+        function_timeout_s=_int(
+            c_raw, "function_timeout_s", d.function_timeout_s, source, "consumer."
+        ),
         memory_mb=_int(c_raw, "memory_mb", d.memory_mb, source, "consumer."),
         report_batch_item_failures=rbif,
     )
 
     r_raw = _take_table(raw, "run", source)
     _check_keys(r_raw, _fields(RunSettings), source, "run")
-    run = RunSettings(deadline_s=_float(r_raw, "deadline_s", RunSettings.deadline_s, source, "run."))
+    run = RunSettings(
+        deadline_s=_float(r_raw, "deadline_s", RunSettings.deadline_s, source, "run.")
+    )
 
     return Scenario(
         name=_str(raw, "name", default_name, source, ""),

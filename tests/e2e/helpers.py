@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import boto3
 
@@ -17,7 +17,7 @@ def run_variants(scenario: Scenario, url: str, *variants: str) -> engine.RunResu
     return engine.run(scenario, refs, kind=BackendKind.ENDPOINT, endpoint_url=url)
 
 
-def client(service: str, url: str) -> Any:
+def client(service: Literal["sqs", "dynamodb"], url: str) -> Any:
     creds = dict(EMBEDDED_CREDENTIALS)
     return boto3.client(
         service,
@@ -31,5 +31,7 @@ def client(service: str, url: str) -> Any:
 def loadtest_resources(url: str) -> tuple[list[str], list[str]]:
     """Queues and tables whose names say a run created them."""
     queues = client("sqs", url).list_queues(QueueNamePrefix="loadtest-").get("QueueUrls", [])
-    tables = [t for t in client("dynamodb", url).list_tables()["TableNames"] if t.startswith("loadtest-")]
+    tables = [
+        t for t in client("dynamodb", url).list_tables()["TableNames"] if t.startswith("loadtest-")
+    ]
     return queues, tables

@@ -35,7 +35,9 @@ def test_scenarios_lists_builtins() -> None:
 
 def test_run_writes_json_and_exits_zero(backend_url: str, tmp_path: Path) -> None:
     out = tmp_path / "seed.json"
-    result = runner.invoke(app, ["run", "seed-lab", "--endpoint-url", backend_url, "--json", str(out)])
+    result = runner.invoke(
+        app, ["run", "seed-lab", "--endpoint-url", backend_url, "--json", str(out)]
+    )
     assert result.exit_code == 0, result.output
     assert "PASS" in result.output
     report = json.loads(out.read_text())
@@ -51,8 +53,20 @@ def test_run_writes_json_and_exits_zero(backend_url: str, tmp_path: Path) -> Non
 def test_failed_verdict_exits_one(backend_url: str, tmp_path: Path) -> None:
     result = runner.invoke(
         app,
-        ["run", "race-burst", "--variant", "unconditional", "--distinct-ids", "5", "--copies", "2",
-         "--endpoint-url", backend_url, "--out", str(tmp_path)],
+        [
+            "run",
+            "race-burst",
+            "--variant",
+            "unconditional",
+            "--distinct-ids",
+            "5",
+            "--copies",
+            "2",
+            "--endpoint-url",
+            backend_url,
+            "--out",
+            str(tmp_path),
+        ],
     )
     assert result.exit_code == 1, result.output
     assert "duplicate write" in result.output
@@ -100,8 +114,12 @@ def test_unknown_key_is_named(tmp_path: Path) -> None:
 
 def test_handler_that_fails_to_import_leaves_nothing(backend_url: str, tmp_path: Path) -> None:
     broken = tmp_path / "broken.py"
-    broken.write_text("import no_such_dependency_xyz\n\ndef handler(event, context):\n    return None\n")
-    result = runner.invoke(app, ["run", "seed-lab", "--handler", f"{broken}:handler", "--endpoint-url", backend_url])
+    broken.write_text(
+        "import no_such_dependency_xyz\n\ndef handler(event, context):\n    return None\n"
+    )
+    result = runner.invoke(
+        app, ["run", "seed-lab", "--handler", f"{broken}:handler", "--endpoint-url", backend_url]
+    )
     assert result.exit_code == 2, result.output
     assert "could not be loaded" in result.output and "no_such_dependency_xyz" in result.output
     assert loadtest_resources(backend_url) == ([], [])
@@ -110,7 +128,9 @@ def test_handler_that_fails_to_import_leaves_nothing(backend_url: str, tmp_path:
 def test_not_callable_handler(backend_url: str, tmp_path: Path) -> None:
     module = tmp_path / "notcallable.py"
     module.write_text("handler = 42\n")
-    result = runner.invoke(app, ["run", "seed-lab", "--handler", f"{module}:handler", "--endpoint-url", backend_url])
+    result = runner.invoke(
+        app, ["run", "seed-lab", "--handler", f"{module}:handler", "--endpoint-url", backend_url]
+    )
     assert result.exit_code == 2
     assert "is not callable" in result.output
 
@@ -135,7 +155,9 @@ def test_preexisting_resources_are_untouched(backend_url: str, tmp_path: Path) -
     dynamodb.put_item(TableName="labex-q05-reference", Item=keep)
     queue_url = sqs.create_queue(QueueName="someone-elses-queue")["QueueUrl"]
     try:
-        result = runner.invoke(app, ["run", "seed-lab", "--endpoint-url", backend_url, "--out", str(tmp_path)])
+        result = runner.invoke(
+            app, ["run", "seed-lab", "--endpoint-url", backend_url, "--out", str(tmp_path)]
+        )
         assert result.exit_code == 0, result.output
         assert dynamodb.scan(TableName="labex-q05-reference")["Items"] == [keep]
         assert queue_url in sqs.list_queues().get("QueueUrls", [])
@@ -148,9 +170,24 @@ def test_preexisting_resources_are_untouched(backend_url: str, tmp_path: Path) -
 def test_subprocess_interrupt_cleans_up(backend_url: str, tmp_path: Path) -> None:
     """Ctrl-C mid-run: exit 130, and the run's queue and table are deleted."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "loadtest", "run", "race-burst", "--variant", "conditional",
-         "--distinct-ids", "400", "--concurrency", "2", "--endpoint-url", backend_url,
-         "--out", str(tmp_path), "--quiet"],
+        [
+            sys.executable,
+            "-m",
+            "loadtest",
+            "run",
+            "race-burst",
+            "--variant",
+            "conditional",
+            "--distinct-ids",
+            "400",
+            "--concurrency",
+            "2",
+            "--endpoint-url",
+            backend_url,
+            "--out",
+            str(tmp_path),
+            "--quiet",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -162,7 +199,7 @@ def test_subprocess_interrupt_cleans_up(backend_url: str, tmp_path: Path) -> Non
     assert loadtest_resources(backend_url)[1], "the run never created its table"
     time.sleep(1.0)
     process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=60)
+    _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
     assert "interrupted" in stderr and "Traceback" not in stderr
     assert loadtest_resources(backend_url) == ([], [])

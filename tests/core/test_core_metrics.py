@@ -1,0 +1,104 @@
+"""loadtest.metrics.Latency: HdrHistogram summaries in microseconds."""
+
+from __future__ import annotations
+
+from hdrh.histogram import HdrHistogram
+
+from loadtest.metrics import HIGHEST_US, PERCENTILES, Latency
+
+SUMMARY_KEYS = ["count", "min", "p50", "p90", "p99", "p99_9", "max", "mean", "out_of_range"]
+
+
+def filled() -> Latency:
+    latency = Latency()
+    for us in range(1, 1001):  # 1..1000 µs, recorded as nanoseconds
+        latency.record_ns(us * 1000)
+    return latency
+
+
+def test_percentiles_in_microseconds() -> None:
+    summary = filled().summary()
+    assert list(summary) == SUMMARY_KEYS
+    assert summary == {
+        "count": 1000,
+        "min": 1,
+        "p50": 500,
+        "p90": 900,
+        "p99": 990,
+        "p99_9": 999,
+        "max": 1000,
+        "mean": 500.5,
+        "out_of_range": 0,
+    }
+
+
+def test_nanoseconds_are_rounded_to_whole_microseconds_min_one() -> None:
+    latency = Latency()
+    for ns in (0, 1, 499, 1_499, 1_500, 250_000):
+        latency.record_ns(ns)
+    summary = latency.summary()
+    assert summary["count"] == 6
+    assert summary["min"] == 1
+    assert summary["max"] == 250
+    assert latency.histogram.get_count_at_value(1) == 4
+    assert latency.histogram.get_count_at_value(2) == 1
+
+
+def test_value_above_one_hour_is_counted_out_of_range() -> None:
+    latency = Latency()
+    latency.record_ns(500_000)
+    latency.record_ns(2 * HIGHEST_US * 1000)  # two hours
+    summary = latency.summary()
+    assert latency.out_of_range == 1
+    assert summary["out_of_range"] == 1
+    assert summary["count"] == 1
+    assert summary["max"] == 500
+
+
+def test_one_hour_is_in_range() -> None:
+    latency = Latency()
+    latency.record_ns(HIGHEST_US * 1000)
+    assert latency.out_of_range == 0
+    assert latency.summary()["count"] == 1
+
+
+def test_empty_summary() -> None:
+    assert Latency().summary() == {
+        "count": 0,
+        "min": None,
+        "p50": None,
+        "p90": None,
+        "p99": None,
+        "p99_9": None,
+        "max": None,
+        "mean": None,
+        "out_of_range": 0,
+    }
+
+
+def test_encoded_decodes_to_the_same_percentiles() -> None:
+    latency = filled()
+    latency.record_ns(123_456_789)
+    text = latency.encoded()
+    assert isinstance(text, str)
+    decoded = HdrHistogram.decode(text)
+    original = latency.histogram
+    assert decoded.get_total_count() == 1001
+    for _, percentile in PERCENTILES:
+        assert decoded.get_value_at_percentile(percentile) == original.get_value_at_percentile(
+            percentile
+        )
+    assert decoded.get_min_value() == original.get_min_value()
+    assert decoded.get_max_value() == original.get_max_value()
+
+
+def test_encoded_histograms_merge() -> None:
+    a, b = Latency(), Latency()
+    a.record_ns(1_000_000)
+    b.record_ns(3_000_000)
+    merged = HdrHistogram.decode(a.encoded())
+    merged.add(HdrHistogram.decode(b.encoded()))
+    assert merged.get_total_count() == 2
+    assert merged.get_min_value() == a.histogram.get_min_value() == 1000
+    # Above 2048 µs a 3-significant-figure bucket is 2 µs wide: max is its highest equivalent.
+    assert merged.get_max_value() == b.histogram.get_max_value() == 3001
