@@ -11,6 +11,8 @@ import json
 import shlex
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -29,6 +31,7 @@ from loadtest.render import render
 from loadtest.report import SCHEMA_VERSION, build_report
 from loadtest.runner import Progress
 from loadtest.scenario import Scenario, builtin_scenarios, load_scenario
+from loadtest.thresholds import check_variants, parse_thresholds
 
 
 class Exit(IntEnum):
@@ -83,6 +86,14 @@ def _refs(scenario: Scenario, variants: list[str], handlers: list[str]) -> list[
     return refs
 
 
+def _backend_kind(endpoint_url: str | None, target: TargetChoice) -> BackendKind:
+    if endpoint_url and target is TargetChoice.AWS:
+        _fail(Exit.BAD_INPUT, "--endpoint-url and --target aws exclude each other; give one")
+    if target is TargetChoice.AWS:
+        return BackendKind.AWS
+    return BackendKind.ENDPOINT if endpoint_url else BackendKind.EMBEDDED
+
+
 def _command(scenario: Scenario) -> str:
     args = sys.argv[1:]
     if "--seed" not in args:
@@ -111,12 +122,49 @@ class _ProgressView:
         )
 
 
-def _write_json(path: Path, report: dict[str, Any]) -> None:
+def _write_text(path: Path, text: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(report, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot write report {str(path)!r}: {exc}") from exc
+
+
+def _write_json(path: Path, report: dict[str, Any]) -> None:
+    _write_text(path, json.dumps(report, indent=2) + "\n")
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """The optional report files besides the JSON."""
+
+    html: Path | None = None
+    markdown: Path | None = None
+    junit: Path | None = None
+
+    def write(self, report: dict[str, Any], out_dir: Path | None) -> list[Path]:
+        from loadtest.formats import junit_xml, markdown_summary
+
+        written = []
+        renderers: list[tuple[Path | None, Callable[[dict[str, Any]], str]]] = [
+            (self.html, _render_html),
+            (self.markdown, markdown_summary),
+            (self.junit, junit_xml),
+        ]
+        for path, renderer in renderers:
+            if path is None:
+                continue
+            if out_dir is not None and not path.is_absolute():
+                path = out_dir / path
+            _write_text(path, renderer(report))
+            written.append(path)
+        return written
+
+
+def _render_html(report: dict[str, Any]) -> str:
+    from loadtest.html import render_html
+
+    return render_html(report)
 
 
 def _execute(
@@ -131,21 +179,16 @@ def _execute(
     json_path: Path | None,
     out_dir: Path | None,
     quiet: bool,
+    thresholds: list[str],
+    outputs: Outputs,
 ) -> None:
     from loadtest import engine
 
     try:
         scenario = load_scenario(scenario_ref).with_overrides(seed=seed, **overrides)
         refs = _refs(scenario, variants, handlers)
-        if endpoint_url and target is TargetChoice.AWS:
-            raise InputError("--endpoint-url and --target aws exclude each other; give one")
-        kind = (
-            BackendKind.AWS
-            if target is TargetChoice.AWS
-            else BackendKind.ENDPOINT
-            if endpoint_url
-            else BackendKind.EMBEDDED
-        )
+        check_variants(parse_thresholds(thresholds), [ref.variant for ref in refs])
+        kind = _backend_kind(endpoint_url, target)
         show_progress = not quiet and err.is_terminal
         with (
             Live(Text("starting…"), console=err, transient=True, refresh_per_second=8)
@@ -159,20 +202,22 @@ def _execute(
                 endpoint_url=endpoint_url,
                 on_progress=_ProgressView(live),
             )
-        report = build_report(result, command=_command(scenario))
+        report = build_report(result, command=_command(scenario), thresholds=thresholds)
         if json_path is None:
             stamp = time.strftime("%Y%m%d-%H%M%S")
             json_path = (out_dir or Path("reports")) / f"{scenario.name}-{stamp}.json"
         elif out_dir is not None and not json_path.is_absolute():
             json_path = out_dir / json_path
         _write_json(json_path, report)
+        written = [json_path, *outputs.write(report, out_dir)]
     except KeyboardInterrupt:
         _fail(Exit.INTERRUPTED, "interrupted; the run's resources were deleted")
     except BaseException as exc:
         _raise_mapped(exc)
     if not quiet:
         out.print(render(report))
-        out.print(Text(f"Report: {json_path}", style="dim"))
+        for path in written:
+            out.print(Text(f"Report: {path}", style="dim"))
     failed = any(run["verdict"] != "pass" for run in report["runs"])
     raise typer.Exit(int(Exit.FAILED if failed else Exit.OK))
 
@@ -255,6 +300,24 @@ JsonOpt = Annotated[
 OutOpt = Annotated[
     Path | None, typer.Option("--out", help="Directory for report files (default: ./reports).")
 ]
+ThresholdOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--threshold",
+        help="Pass/fail rule, repeatable, k6-style: 'duplicate_writes == 0', "
+        "'end_to_end.p99 < 250ms', 'conditional: throughput.messages_per_s > 100'.",
+    ),
+]
+HtmlOpt = Annotated[
+    Path | None, typer.Option("--html", help="Also write a self-contained HTML report.")
+]
+MarkdownOpt = Annotated[
+    Path | None,
+    typer.Option("--markdown", help="Also write a Markdown summary (CI job summary, PR comment)."),
+]
+JunitOpt = Annotated[
+    Path | None, typer.Option("--junit", help="Also write JUnit XML: one test case per threshold.")
+]
 QuietOpt = Annotated[
     bool, typer.Option("--quiet", "-q", help="No progress and no summary; the exit code tells.")
 ]
@@ -287,7 +350,11 @@ def run(
     distinct_ids: IdsOpt = None,
     copies: CopiesOpt = None,
     deadline: DeadlineOpt = None,
+    threshold: ThresholdOpt = [],  # noqa: B006
     json_path: JsonOpt = None,
+    html: HtmlOpt = None,
+    markdown: MarkdownOpt = None,
+    junit: JunitOpt = None,
     out_dir: OutOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
@@ -315,6 +382,8 @@ def run(
         json_path=json_path,
         out_dir=out_dir,
         quiet=quiet,
+        thresholds=threshold,
+        outputs=Outputs(html=html, markdown=markdown, junit=junit),
     )
 
 
@@ -343,7 +412,11 @@ def compare(
     distinct_ids: IdsOpt = None,
     copies: CopiesOpt = None,
     deadline: DeadlineOpt = None,
+    threshold: ThresholdOpt = [],  # noqa: B006
     json_path: JsonOpt = None,
+    html: HtmlOpt = None,
+    markdown: MarkdownOpt = None,
+    junit: JunitOpt = None,
     out_dir: OutOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
@@ -370,6 +443,8 @@ def compare(
         json_path=json_path,
         out_dir=out_dir,
         quiet=quiet,
+        thresholds=threshold,
+        outputs=Outputs(html=html, markdown=markdown, junit=junit),
     )
 
 
@@ -412,18 +487,19 @@ def scenarios() -> None:
 @app.command()
 def report(
     file: Annotated[Path, typer.Argument(help="A JSON report written by run or compare.")],
+    html: HtmlOpt = None,
+    markdown: MarkdownOpt = None,
+    junit: JunitOpt = None,
 ) -> None:
-    """Show a saved JSON report again, as the run showed it."""
+    """Show a saved JSON report again, as the run showed it; optionally re-render it to files."""
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        _fail(Exit.BAD_INPUT, f"cannot read report {str(file)!r}: {exc}")
-    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-        _fail(
-            Exit.BAD_INPUT,
-            f"{str(file)!r} is not a loadtest report with schema_version {SCHEMA_VERSION}",
-        )
+        data = _read_report(file)
+        written = Outputs(html=html, markdown=markdown, junit=junit).write(data, None)
+    except InputError as exc:
+        _fail(Exit.BAD_INPUT, str(exc))
     out.print(render(data))
+    for path in written:
+        out.print(Text(f"Report: {path}", style="dim"))
     failed = any(r.get("verdict") != "pass" for r in data.get("runs", []))
     raise typer.Exit(int(Exit.FAILED if failed else Exit.OK))
 
@@ -449,6 +525,96 @@ def serve(
         _fail(Exit.BACKEND, f"cannot listen on {host}:{port}: {exc}")
     except KeyboardInterrupt:
         pass
+
+
+@app.command()
+def doctor(
+    endpoint_url: EndpointOpt = None,
+    target: TargetOpt = TargetChoice.EMBEDDED,
+    keys: Annotated[int, typer.Option(help="Keys raced per round in the atomicity check.")] = 200,
+    writers: Annotated[int, typer.Option(help="Concurrent conditional writers per key.")] = 8,
+    rounds: Annotated[int, typer.Option(help="Rounds of the atomicity check.")] = 3,
+) -> None:
+    """Check that a backend honours what loadtest's conclusions depend on.
+
+    Conditional puts on one key from many clients let exactly one win; a failed
+    condition returns the old item; a received message stays hidden from other
+    pollers; an undeleted one comes back with its receive count increased; redrive
+    reaches the DLQ. Exit code 1 when any check fails.
+    """
+    import anyio
+
+    from loadtest.doctor import exit_ok, run_doctor
+    from loadtest.engine import backend_target
+
+    kind = _backend_kind(endpoint_url, target)
+
+    def show(result: Any) -> None:
+        mark = Text("PASS", style="bold green") if result.ok else Text("FAIL", style="bold red")
+        out.print(Text.assemble(mark, f"  {result.name}: {result.summary}"))
+
+    try:
+        with backend_target(kind, endpoint_url) as resolved:
+
+            async def main() -> list[Any]:
+                return await run_doctor(
+                    resolved, keys=keys, writers=writers, rounds=rounds, on_check=show
+                )
+
+            results = anyio.run(main, backend="asyncio")
+    except KeyboardInterrupt:
+        _fail(Exit.INTERRUPTED, "interrupted; the doctor's resources were deleted")
+    except BaseException as exc:
+        _raise_mapped(exc)
+    raise typer.Exit(int(Exit.OK if exit_ok(results) else Exit.FAILED))
+
+
+@app.command()
+def diff(
+    baseline: Annotated[Path, typer.Argument(help="The baseline JSON report.")],
+    new: Annotated[Path, typer.Argument(help="The new JSON report.")],
+    max_regression: Annotated[
+        str,
+        typer.Option("--max-regression", help="Allowed latency/throughput regression, e.g. 10%."),
+    ] = "10%",
+) -> None:
+    """Compare two reports: exit 1 on any correctness or performance regression.
+
+    A count that must be 0 (duplicate, conflicting, lost, unsettled...) and is
+    not is a regression whatever the tolerance; latency p50/p90/p99 and
+    throughput may move by --max-regression.
+    """
+    from loadtest.diff import diff_reports, parse_tolerance, render_diff_table
+
+    try:
+        tolerance = parse_tolerance(max_regression)
+        result = diff_reports(
+            _read_report(baseline),
+            _read_report(new),
+            tolerance,
+            baseline_label=str(baseline),
+            new_label=str(new),
+        )
+    except InputError as exc:
+        _fail(Exit.BAD_INPUT, str(exc))
+    out.print(render_diff_table(result))
+    if result.ok:
+        out.print(Text("No regression.", style="green"))
+    else:
+        out.print(Text(f"{result.regressions} regression(s).", style="bold red"))
+    raise typer.Exit(int(Exit.OK if result.ok else Exit.FAILED))
+
+
+def _read_report(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read report {str(path)!r}: {exc}") from exc
+    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+        raise InputError(
+            f"{str(path)!r} is not a loadtest report with schema_version {SCHEMA_VERSION}"
+        )
+    return data
 
 
 def _version(value: bool) -> None:

@@ -15,6 +15,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from loadtest.formats import format_observed
+
 Row = tuple[str, Callable[[dict[str, Any]], Any], bool]
 """(label, how to read the value from a run, whether a non-zero value is bad)."""
 
@@ -79,6 +81,14 @@ def _cell(value: Any, bad_if_nonzero: bool) -> Text:
     return Text(text)
 
 
+def _verdict(run: dict[str, Any]) -> Text:
+    if run["verdict"] != "pass":
+        return Text("FAIL", style="bold red")
+    if run.get("relaxed_reasons"):
+        return Text("PASS (failure expected)", style="bold yellow")
+    return Text("PASS", style="bold green")
+
+
 def summary_table(report: dict[str, Any]) -> Table:
     runs = report["runs"]
     scenario = report["scenario"]["name"]
@@ -88,10 +98,7 @@ def summary_table(report: dict[str, Any]) -> Table:
     table.add_column("", style="bold")
     for run in runs:
         table.add_column(run["variant"], justify="right")
-    verdicts = [
-        Text(run["verdict"].upper(), style="bold green" if run["verdict"] == "pass" else "bold red")
-        for run in runs
-    ]
+    verdicts = [_verdict(run) for run in runs]
     table.add_row("verdict", *verdicts)
     for label, read, bad in ROWS:
         table.add_row(label, *(_cell(read(run), bad) for run in runs))
@@ -115,6 +122,14 @@ def details(report: dict[str, Any]) -> list[RenderableType]:
         name = run["variant"]
         for reason in run.get("reasons", []):
             out.append(Text(f"✗ {name}: {reason}", style="red"))
+        for reason in run.get("relaxed_reasons", []):
+            out.append(Text(f"~ {name}: {reason} (expected by this scenario)", style="yellow"))
+        for result in run.get("thresholds", []):
+            mark, style = ("✓", "green") if result["ok"] else ("✗", "red")
+            scoped = result["expr"].startswith(f"{name}:")
+            label = result["expr"] if scoped else f"{name}: {result['expr']}"
+            observed = format_observed(result, run)
+            out.append(Text(f"{mark} {label} (observed {observed})", style=style))
         for warning in run.get("warnings", []):
             out.append(Text(f"! {name}: {warning}", style="yellow"))
         findings = run.get("findings", [])

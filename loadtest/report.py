@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from loadtest.checker import STORING_OPERATIONS, duplicate_evidence
 from loadtest.history import InvocationOutcome, WriteOutcome
 from loadtest.scenario import to_raw
+from loadtest.thresholds import apply_thresholds, parse_thresholds, relax_default_verdict
 
 if TYPE_CHECKING:
     from loadtest.engine import RunResult, VariantRun
@@ -188,8 +190,26 @@ def run_to_dict(run: VariantRun) -> dict[str, Any]:
     }
 
 
-def build_report(result: RunResult, *, command: str | None = None) -> dict[str, Any]:
-    """The JSON report (schema_version 1) for a run or comparison."""
+def build_report(
+    result: RunResult, *, command: str | None = None, thresholds: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The JSON report (schema_version 1) for a run or comparison.
+
+    The verdict of each run is the default verdict, relaxed only where the
+    scenario's ``[verdict.allow]`` says so, then failed by any threshold (the
+    scenario's and ``thresholds``) that does not hold.
+    """
+    report = _raw_report(result, command)
+    allow = dict(result.scenario.allow)
+    report["runs"] = [
+        relax_default_verdict(run, allow[run["variant"]]) if run["variant"] in allow else run
+        for run in report["runs"]
+    ]
+    parsed = parse_thresholds([*result.scenario.thresholds, *thresholds])
+    return apply_thresholds(report, parsed)
+
+
+def _raw_report(result: RunResult, command: str | None) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "seed": result.scenario.seed,

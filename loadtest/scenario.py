@@ -34,6 +34,14 @@ File format (every table and key optional unless noted)::
 
     [run]
     deadline_s = 120                    # stop and report whatever is unfinished
+
+    thresholds = [                      # k6-style; see loadtest.thresholds
+        "duplicate_writes == 0",
+        "conditional: end_to_end.p99 < 5s",
+    ]
+
+    [verdict.allow]                     # a demonstration that expects a variant to fail
+    "read-then-write" = ["duplicate_writes"]   # pair it with a threshold expecting it
 """
 
 from __future__ import annotations
@@ -47,7 +55,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
-from loadtest.errors import ScenarioError
+from loadtest.errors import ScenarioError, ThresholdError
+from loadtest.thresholds import RELAXABLE, parse_threshold
 
 JsonObject = dict[str, Any]
 E = TypeVar("E", bound=StrEnum)
@@ -124,6 +133,10 @@ class Scenario:
     workload: Workload = field(default_factory=Workload)
     consumer: ConsumerSettings = field(default_factory=ConsumerSettings)
     run: RunSettings = field(default_factory=RunSettings)
+    thresholds: tuple[str, ...] = ()
+    """Threshold expressions (validated when parsed; see ``loadtest.thresholds``)."""
+    allow: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Per variant, default-verdict reasons this scenario relaxes (a demonstration)."""
     source: str = "<memory>"
     """Where the scenario came from (a path or ``builtin:NAME``), for messages."""
 
@@ -244,7 +257,10 @@ def parse_scenario(
 ) -> Scenario:
     """Validate a scenario mapping (parsed TOML) into a ``Scenario``."""
     _check_keys(
-        raw, {"name", "description", "seed", "variants", "workload", "consumer", "run"}, source, ""
+        raw,
+        {"name", "description", "seed", "variants", "workload", "consumer", "run", "thresholds", "verdict"},
+        source,
+        "",
     )
     variants_raw = raw.get("variants", ["conditional"])
     if (
@@ -296,6 +312,9 @@ def parse_scenario(
         deadline_s=_float(r_raw, "deadline_s", RunSettings.deadline_s, source, "run.")
     )
 
+    thresholds = _thresholds(raw.get("thresholds", []), source)
+    allow = _allow(_take_table(raw, "verdict", source), source)
+
     return Scenario(
         name=_str(raw, "name", default_name, source, ""),
         description=_str(raw, "description", "", source, ""),
@@ -304,8 +323,39 @@ def parse_scenario(
         workload=workload,
         consumer=consumer,
         run=run,
+        thresholds=thresholds,
+        allow=allow,
         source=source,
     )
+
+
+def _thresholds(raw: Any, source: str) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(t, str) for t in raw):
+        raise ScenarioError(
+            f'{source}: thresholds must be a list of strings like "duplicate_writes == 0"'
+        )
+    for text in raw:
+        try:
+            parse_threshold(text)
+        except ThresholdError as exc:
+            raise ScenarioError(f"{source}: thresholds: {exc}") from exc
+    return tuple(raw)
+
+
+def _allow(raw: Mapping[str, Any], source: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    _check_keys(raw, {"allow"}, source, "verdict")
+    table = raw.get("allow", {})
+    if not isinstance(table, Mapping):
+        raise ScenarioError(f"{source}: verdict.allow must be a table of variant = [counts]")
+    out = []
+    for variant, names in table.items():
+        if not isinstance(names, list) or not all(n in RELAXABLE for n in names):
+            raise ScenarioError(
+                f"{source}: verdict.allow.{variant} = {names!r}; allowed entries: "
+                f"{', '.join(RELAXABLE)} (unsettled messages always fail a run)"
+            )
+        out.append((str(variant), tuple(names)))
+    return tuple(out)
 
 
 def _explicit_messages(raw: Any, source: str) -> list[ExplicitMessage]:
@@ -330,6 +380,9 @@ def to_raw(scenario: Scenario) -> dict[str, Any]:
     raw = dataclasses.asdict(scenario)
     raw.pop("source")
     raw["variants"] = list(scenario.variants)
+    raw["thresholds"] = list(scenario.thresholds)
+    raw.pop("allow")
+    raw["verdict"] = {"allow": {variant: list(names) for variant, names in scenario.allow}}
     workload = raw["workload"]
     workload["arrival"] = scenario.workload.arrival.value
     workload["order"] = scenario.workload.order.value

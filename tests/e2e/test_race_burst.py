@@ -18,7 +18,19 @@ def test_race_burst_read_then_write_duplicates_conditional_never(backend_url: st
     assert racy["counts"]["acked"] == 160
     assert racy["counts"]["duplicate_writes"] > 0
     assert racy["counts"]["writes_rejected"] == 0
-    assert racy["verdict"] == "fail"
+    # A demonstration: the race is expected, so the verdict passes only because
+    # the scenario relaxes it and a threshold confirms it reproduced.
+    assert racy["verdict"] == "pass"
+    assert racy["relaxed_reasons"] == [
+        f"{racy['counts']['duplicate_writes']} duplicate write(s): an outcome was written again"
+    ]
+    assert racy["thresholds"] == [
+        {
+            "expr": "read-then-write: duplicate_writes > 0",
+            "observed": racy["counts"]["duplicate_writes"],
+            "ok": True,
+        }
+    ]
     assert racy["table_after"] == {"items": 40}  # the table alone looks correct
     finding = racy["findings"][0]
     assert finding["accepted_writes"] >= 2

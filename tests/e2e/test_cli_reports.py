@@ -1,0 +1,117 @@
+"""doctor, diff, thresholds and the report files, through the CLI."""
+
+from __future__ import annotations
+
+import copy
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from loadtest.cli import app
+
+runner = CliRunner()
+
+
+def test_doctor_passes_on_the_embedded_backend(backend_url: str) -> None:
+    result = runner.invoke(
+        app, ["doctor", "--endpoint-url", backend_url, "--keys", "40", "--rounds", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    for name in (
+        "conditional-put-atomic",
+        "all-old-on-condition-failure",
+        "visibility-hides-message",
+        "redelivery-increments-receive-count",
+        "redrive-to-dlq",
+    ):
+        assert f"PASS  {name}" in result.output
+
+
+def test_thresholds_and_report_files(backend_url: str, tmp_path: Path) -> None:
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "seed-lab",
+            "--endpoint-url",
+            backend_url,
+            "--out",
+            str(tmp_path),
+            "--json",
+            "seed.json",
+            "--html",
+            "seed.html",
+            "--markdown",
+            "seed.md",
+            "--junit",
+            "seed.xml",
+            "--threshold",
+            "duplicate_writes == 0",
+            "--threshold",
+            "end_to_end.p99 < 1us",
+        ],
+    )
+    assert result.exit_code == 1, result.output
+    assert "✗ conditional: end_to_end.p99 < 1us" in result.output
+    report = json.loads((tmp_path / "seed.json").read_text())
+    run = report["runs"][0]
+    assert [(t["expr"], t["ok"]) for t in run["thresholds"]] == [
+        ("duplicate_writes == 0", True),
+        ("end_to_end.p99 < 1us", False),
+    ]
+    assert run["verdict"] == "fail"
+    suites = ET.fromstring((tmp_path / "seed.xml").read_text())
+    assert suites.get("failures") == "1"
+    assert (
+        "| conditional |" in (tmp_path / "seed.md").read_text()
+        or "conditional" in (tmp_path / "seed.md").read_text()
+    )
+    page = (tmp_path / "seed.html").read_text()
+    assert "<svg" in page and "dedup-order" in page and "receipt" not in page.lower()
+
+    rerendered = runner.invoke(
+        app, ["report", str(tmp_path / "seed.json"), "--html", str(tmp_path / "again.html")]
+    )
+    assert rerendered.exit_code == 1
+    assert (tmp_path / "again.html").read_text() == page
+
+
+def test_bad_threshold_exits_two(backend_url: str) -> None:
+    result = runner.invoke(
+        app, ["run", "seed-lab", "--endpoint-url", backend_url, "--threshold", "p99 <<< 3"]
+    )
+    assert result.exit_code == 2
+    assert "p99 <<< 3" in result.output
+
+
+def _report(tmp_path: Path, name: str, mutate: dict[str, int] | None = None) -> Path:
+    sample = json.loads((Path(__file__).parents[1] / "html" / "sample_report.json").read_text())
+    report = copy.deepcopy(sample)
+    for key, value in (mutate or {}).items():
+        report["runs"][1]["counts"][key] = value
+    path = tmp_path / name
+    path.write_text(json.dumps(report))
+    return path
+
+
+def test_diff_flags_a_planted_regression_and_passes_identical(tmp_path: Path) -> None:
+    base = _report(tmp_path, "base.json")
+    same = runner.invoke(app, ["diff", str(base), str(_report(tmp_path, "same.json"))])
+    assert same.exit_code == 0, same.output
+    assert "No regression." in same.output
+    worse = runner.invoke(
+        app, ["diff", str(base), str(_report(tmp_path, "worse.json", {"duplicate_writes": 3}))]
+    )
+    assert worse.exit_code == 1
+    assert "1 regression(s)." in worse.output
+
+
+def test_diff_refuses_another_schema(tmp_path: Path) -> None:
+    base = _report(tmp_path, "base.json")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"schema_version": 2, "runs": []}))
+    result = runner.invoke(app, ["diff", str(base), str(other)])
+    assert result.exit_code == 2
+    assert "schema_version 1" in result.output
