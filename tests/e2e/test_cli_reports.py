@@ -64,10 +64,9 @@ def test_thresholds_and_report_files(backend_url: str, tmp_path: Path) -> None:
     assert run["verdict"] == "fail"
     suites = ET.fromstring((tmp_path / "seed.xml").read_text())
     assert suites.get("failures") == "1"
-    assert (
-        "| conditional |" in (tmp_path / "seed.md").read_text()
-        or "conditional" in (tmp_path / "seed.md").read_text()
-    )
+    markdown = (tmp_path / "seed.md").read_text()
+    assert "| `conditional` | ❌ fail | 4 | 4 | 0 | 0 | 0 | 0 | 0 |" in markdown
+    assert "`end_to_end.p99 < 1us`" in markdown
     page = (tmp_path / "seed.html").read_text()
     assert "<svg" in page and "dedup-order" in page and "receipt" not in page.lower()
 
