@@ -7,6 +7,7 @@ or refused the credentials.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 import sys
@@ -204,8 +205,11 @@ def _execute(
             )
         report = build_report(result, command=_command(scenario), thresholds=thresholds)
         if json_path is None:
+            # No file named: keep the JSON and a page to open, like k6's web dashboard export.
             stamp = time.strftime("%Y%m%d-%H%M%S")
             json_path = (out_dir or Path("reports")) / f"{scenario.name}-{stamp}.json"
+            if outputs.html is None:
+                outputs = dataclasses.replace(outputs, html=json_path.with_suffix(".html"))
         elif out_dir is not None and not json_path.is_absolute():
             json_path = out_dir / json_path
         _write_json(json_path, report)
@@ -295,28 +299,42 @@ DeadlineOpt = Annotated[
 ]
 JsonOpt = Annotated[
     Path | None,
-    typer.Option("--json", help="Write the JSON report here (default: reports/NAME-TIME.json)."),
+    typer.Option(
+        "--json",
+        metavar="FILE",
+        help="Write the JSON report here (default: reports/NAME-TIME.json, with an .html beside it).",
+    ),
 ]
 OutOpt = Annotated[
-    Path | None, typer.Option("--out", help="Directory for report files (default: ./reports).")
+    Path | None,
+    typer.Option("--out", metavar="DIR", help="Directory for report files (default: ./reports)."),
 ]
 ThresholdOpt = Annotated[
     list[str],
     typer.Option(
         "--threshold",
+        metavar="EXPR",
         help="Pass/fail rule, repeatable, k6-style: 'duplicate_writes == 0', "
         "'end_to_end.p99 < 250ms', 'conditional: throughput.messages_per_s > 100'.",
     ),
 ]
 HtmlOpt = Annotated[
-    Path | None, typer.Option("--html", help="Also write a self-contained HTML report.")
+    Path | None,
+    typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML report."),
 ]
 MarkdownOpt = Annotated[
     Path | None,
-    typer.Option("--markdown", help="Also write a Markdown summary (CI job summary, PR comment)."),
+    typer.Option(
+        "--markdown",
+        metavar="FILE",
+        help="Also write a Markdown summary (CI job summary, PR comment).",
+    ),
 ]
 JunitOpt = Annotated[
-    Path | None, typer.Option("--junit", help="Also write JUnit XML: one test case per threshold.")
+    Path | None,
+    typer.Option(
+        "--junit", metavar="FILE", help="Also write JUnit XML: one test case per threshold."
+    ),
 ]
 QuietOpt = Annotated[
     bool, typer.Option("--quiet", "-q", help="No progress and no summary; the exit code tells.")
@@ -330,6 +348,7 @@ def run(
         list[str],
         typer.Option(
             "--variant",
+            metavar="NAME",
             help=f"Consumer variant to run, repeatable: {', '.join(BUILTIN_VARIANTS)} (default: the scenario's).",
         ),
     ] = [],  # noqa: B006 - typer needs a literal default
@@ -337,6 +356,7 @@ def run(
         list[str],
         typer.Option(
             "--handler",
+            metavar="REF",
             help="Your own handler: package.module:function or path/to/file.py:function.",
         ),
     ] = [],  # noqa: B006
@@ -399,7 +419,9 @@ def compare(
     handler: Annotated[
         list[str],
         typer.Option(
-            "--handler", help="Also run your own handler (module:function or file.py:function)."
+            "--handler",
+            metavar="REF",
+            help="Also run your own handler (module:function or file.py:function).",
         ),
     ] = [],  # noqa: B006
     seed: SeedOpt = None,
