@@ -164,11 +164,18 @@ class ResourceNames:
     queue: str
     dlq: str
     table: str
+    idempotency_table: str
+    """Created only for variants that keep their own idempotency records (Powertools)."""
 
     @staticmethod
     def for_run(run_id: str, variant_index: int) -> ResourceNames:
         base = f"loadtest-{run_id}-{variant_index}"
-        return ResourceNames(queue=f"{base}-jobs", dlq=f"{base}-dlq", table=f"{base}-orders")
+        return ResourceNames(
+            queue=f"{base}-jobs",
+            dlq=f"{base}-dlq",
+            table=f"{base}-orders",
+            idempotency_table=f"{base}-idempotency",
+        )
 
 
 async def provision(
@@ -180,6 +187,7 @@ async def provision(
     max_receive_count: int,
     into: Provisioned,
     target: Target,
+    idempotency_table: bool = False,
 ) -> None:
     """Create the DLQ, the queue (with its redrive policy) and the orders table.
 
@@ -213,6 +221,16 @@ async def provision(
             Tags=[{"Key": "created-by", "Value": "loadtest"}],
         )
         into.table_name = names.table
+        if idempotency_table:
+            await dynamodb.create_table(
+                TableName=names.idempotency_table,
+                AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+                KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                BillingMode="PAY_PER_REQUEST",
+                Tags=[{"Key": "created-by", "Value": "loadtest"}],
+            )
+            into.extra_tables.append(names.idempotency_table)
+            await _wait_table_active(dynamodb, names.idempotency_table)
         await _wait_table_active(dynamodb, names.table)
     except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError) as exc:
         raise translate(exc, "create the run's queue and table", target) from exc

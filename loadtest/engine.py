@@ -26,7 +26,7 @@ from loadtest import aws
 from loadtest.checker import Check, attribute, check
 from loadtest.environments import ExecutionEnvironment, FunctionConfig, new_log_dir
 from loadtest.errors import BackendError
-from loadtest.handlers import HandlerRef
+from loadtest.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
 from loadtest.history import EndState, History, Record, WriteOutcome, WriteRecord
 from loadtest.metrics import Latency
 from loadtest.producer import produce
@@ -165,6 +165,7 @@ async def run_variant(
         handler=ref,
         function_name=names.queue.removesuffix("-jobs") + "-worker",
         table_name=names.table,
+        idempotency_table_name=names.idempotency_table,
         region=target.region,
         endpoint_url=target.endpoint_url,
         memory_mb=settings.memory_mb,
@@ -196,6 +197,7 @@ async def run_variant(
                     max_receive_count=settings.max_receive_count,
                     into=made,
                     target=target,
+                    idempotency_table=ref.variant in NEEDS_IDEMPOTENCY_TABLE,
                 )
                 await _drive(
                     scenario,

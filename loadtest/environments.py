@@ -36,6 +36,7 @@ class FunctionConfig:
     handler: HandlerRef
     function_name: str
     table_name: str
+    idempotency_table_name: str
     region: str
     endpoint_url: str | None
     memory_mb: int
@@ -49,6 +50,7 @@ class FunctionConfig:
         env.update(
             {
                 "TABLE_NAME": self.table_name,
+                "IDEMPOTENCY_TABLE_NAME": self.idempotency_table_name,
                 "AWS_REGION": self.region,
                 "AWS_DEFAULT_REGION": self.region,
                 "AWS_LAMBDA_FUNCTION_NAME": self.function_name,

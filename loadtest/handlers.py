@@ -22,6 +22,9 @@ BUILTIN_VARIANTS: dict[str, str] = {
 }
 """Built-in consumer variants and the handler each runs."""
 
+NEEDS_IDEMPOTENCY_TABLE = frozenset({"powertools"})
+"""Variants whose run must also create the table named by ``IDEMPOTENCY_TABLE_NAME``."""
+
 
 @dataclass(frozen=True)
 class HandlerRef:

@@ -44,7 +44,7 @@ def variant_run(history: History, end: EndState, variant: str = "conditional") -
         latency=latencies(history),
         duration_s=0.05,
         cold_starts=1,
-        resources=ResourceNames(queue="lt-jobs", dlq="lt-dlq", table="lt-orders"),
+        resources=ResourceNames.for_run("lt", 0),
     )
 
 
