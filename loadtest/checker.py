@@ -8,6 +8,7 @@ whatever key the consumer chose for the item.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
@@ -118,6 +119,35 @@ def attribute(invocation: Invocation, write: WriteRecord) -> tuple[str | None, s
     return None, None
 
 
+def write_unit(aw: AttributedWrite) -> tuple[str, int, int]:
+    """What counts as one write of an outcome.
+
+    The parts of one TransactWriteItems (an order and its outbox entry, say)
+    land together or not at all: one decision, counted once. Every other
+    write is its own unit.
+    """
+    if aw.write.operation.startswith("TransactWriteItems."):
+        return (aw.invocation.request_id, aw.write.started_ns, -1)
+    return (aw.invocation.request_id, aw.write.started_ns, id(aw))
+
+
+def is_storing(write: WriteRecord) -> bool:
+    """An accepted write that stored an outcome (not a rejection, error or delete)."""
+    return write.outcome is WriteOutcome.ACCEPTED and write.operation in STORING_OPERATIONS
+
+
+def outcome_writes(writes: Iterable[AttributedWrite]) -> dict[str, list[AttributedWrite]]:
+    """Per business id, one accepted storing write per write unit, in time order.
+
+    ``len(result[id]) - 1`` is that id's duplicate writes.
+    """
+    units: dict[str, dict[tuple[str, int, int], AttributedWrite]] = defaultdict(dict)
+    for aw in sorted(writes, key=lambda aw: aw.write.ended_ns):
+        if aw.business_id is not None and is_storing(aw.write):
+            units[aw.business_id].setdefault(write_unit(aw), aw)
+    return {business_id: list(by_unit.values()) for business_id, by_unit in units.items()}
+
+
 def check(history: History, end: EndState) -> Check:
     sent_ok = [m for m in history.sent if m.message_id is not None]
     business_of = {m.message_id: m.business_id for m in sent_ok}
@@ -145,7 +175,7 @@ def check(history: History, end: EndState) -> Check:
             and w.item_before != w.item_after
         ):
             conflicting += 1
-    duplicate = sum(max(0, len(ws) - 1) for ws in accepted_by_id.values())
+    duplicate = sum(len(units) - 1 for units in outcome_writes(attributed).values())
 
     acked_business = {business_of.get(mid) for mid in acked_ids} - {None}
     lost = 0
@@ -225,7 +255,7 @@ def duplicate_evidence(result: Check, limit: int = 20) -> list[dict[str, Any]]:
             if aw.write.outcome is WriteOutcome.ACCEPTED
             and aw.write.operation in STORING_OPERATIONS
         ]
-        if len(accepted) < 2:
+        if len({write_unit(aw) for aw in accepted}) < 2:
             continue
         invocations = {aw.invocation.request_id: aw for aw in writes}
         reads: list[dict[str, Any]] = [
@@ -244,7 +274,7 @@ def duplicate_evidence(result: Check, limit: int = 20) -> list[dict[str, Any]]:
         evidence.append(
             {
                 "business_id": business_id,
-                "accepted_writes": len(accepted),
+                "accepted_writes": len({write_unit(aw) for aw in accepted}),
                 "reads": sorted(reads, key=lambda r: int(r["started_ns"])),
                 "writes": [
                     {

@@ -23,15 +23,15 @@ import anyio
 import botocore.exceptions
 
 from loadtest import aws
-from loadtest.checker import Check, attribute, check
+from loadtest.checker import AttributedWrite, Check, attribute, check, outcome_writes
 from loadtest.environments import ExecutionEnvironment, FunctionConfig, new_log_dir
 from loadtest.errors import BackendError
 from loadtest.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
-from loadtest.history import EndState, History, Record, WriteOutcome, WriteRecord
+from loadtest.history import EndState, History, Invocation, InvocationOutcome, Record, WriteRecord
 from loadtest.metrics import Latency
 from loadtest.producer import produce
 from loadtest.runner import Poller, Progress, Settlement, watch_dead_letters
-from loadtest.scenario import ConsumerSettings, Scenario
+from loadtest.scenario import ConsumerSettings, Faults, Scenario
 from loadtest.schedule import PlannedMessage, plan
 
 if TYPE_CHECKING:
@@ -71,6 +71,7 @@ class VariantRun:
     duration_s: float
     cold_starts: int
     resources: aws.ResourceNames
+    faults: Faults = field(default_factory=Faults)
     cleanup_problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -103,9 +104,28 @@ def _latencies(history: History) -> dict[str, Latency]:
     return {"end_to_end": end_to_end, "handler": handler, "write": write}
 
 
-def settings_warnings(settings: ConsumerSettings) -> list[str]:
+def fault_environment(scenario: Scenario) -> tuple[tuple[str, str], ...]:
+    """The scenario's faults as the execution environments read them."""
+    faults = scenario.faults
+    return (
+        ("LOADTEST_HANDLER_DURATION_MS", str(faults.handler_duration_ms)),
+        ("LOADTEST_HANDLER_JITTER_MS", str(faults.handler_jitter_ms)),
+        ("LOADTEST_RACE_WINDOW_MS", str(faults.race_window_ms)),
+        ("LOADTEST_CRASH_AFTER_WRITE", str(faults.crash_after_write)),
+        ("LOADTEST_FAULT_SEED", str(scenario.seed)),
+    )
+
+
+def settings_warnings(settings: ConsumerSettings, faults: Faults) -> list[str]:
     """Legal but unwise settings, flagged in the report as a likely cause."""
     warnings = []
+    slowest_ms = faults.handler_duration_ms + faults.handler_jitter_ms
+    if slowest_ms and settings.visibility_timeout_s * 1000 < slowest_ms:
+        warnings.append(
+            f"visibility timeout ({settings.visibility_timeout_s} s) is shorter than the handler "
+            f"duration (up to {slowest_ms} ms): messages reappear while still being processed and "
+            "are delivered again with the same messageId"
+        )
     if settings.visibility_timeout_s < settings.function_timeout_s:
         warnings.append(
             f"visibility timeout ({settings.visibility_timeout_s} s) is shorter than the function "
@@ -135,19 +155,18 @@ class _LiveDuplicates:
 
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
-        self.accepted: dict[str, int] = defaultdict(int)
+        self.outcomes: dict[str, int] = defaultdict(int)
 
     def __call__(self, writes: tuple[WriteRecord, ...], records: tuple[Record, ...]) -> None:
-        from loadtest.history import Invocation, InvocationOutcome
-
-        probe = Invocation("", 0, records, 0, 0, 0, InvocationOutcome.SUCCESS, None, writes)
-        for w in writes:
-            if w.outcome is WriteOutcome.ACCEPTED:
-                business_id, _ = attribute(probe, w)
-                if business_id is not None:
-                    self.accepted[business_id] += 1
-                    if self.accepted[business_id] > 1:
-                        self.progress.duplicate_writes += 1
+        probe = Invocation(
+            str(id(writes)), 0, records, 0, 0, 0, InvocationOutcome.SUCCESS, None, writes
+        )
+        attributed = [AttributedWrite(*attribute(probe, w)[:1], probe, None, w) for w in writes]
+        for business_id, units in outcome_writes(attributed).items():
+            before = self.outcomes[business_id]
+            after = before + len(units)
+            self.outcomes[business_id] = after
+            self.progress.duplicate_writes += max(0, after - 1) - max(0, before - 1)
 
 
 async def run_variant(
@@ -171,6 +190,7 @@ async def run_variant(
         memory_mb=settings.memory_mb,
         timeout_s=settings.function_timeout_s,
         extra_env=target.credentials_env,
+        fault_env=fault_environment(scenario),
     )
     log_dir = new_log_dir()
     environments = [ExecutionEnvironment(config, n, log_dir) for n in range(settings.concurrency)]
@@ -233,7 +253,8 @@ async def run_variant(
         cold_starts=sum(env.cold_starts for env in environments),
         resources=names,
         cleanup_problems=problems,
-        warnings=settings_warnings(settings),
+        warnings=settings_warnings(settings, scenario.faults),
+        faults=scenario.faults,
     )
 
 
@@ -261,7 +282,16 @@ async def _drive(
         progress.sent += count
 
     async def producer() -> None:
-        await produce(sqs, queue_url, planned, history, history.started_ns, on_sent, clock)
+        await produce(
+            sqs,
+            queue_url,
+            planned,
+            history,
+            history.started_ns,
+            on_sent,
+            settlement.first_settled,
+            clock,
+        )
         settlement.expect({m.message_id for m in history.sent if m.message_id})
 
     async def watcher() -> None:

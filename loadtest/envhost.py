@@ -25,6 +25,7 @@ import importlib.util
 import io
 import json
 import os
+import random
 import sys
 import time
 import traceback
@@ -79,6 +80,37 @@ def load_handler(ref: str) -> Callable[[Any, Any], Any]:
     return handler  # type: ignore[no-any-return]
 
 
+class _Faults:
+    """The opt-in faults of this environment, seeded so a run can be reproduced."""
+
+    def __init__(
+        self, duration_ms: int, jitter_ms: int, race_window_ms: int, crash_p: float, seed: str
+    ) -> None:
+        self.duration_ms = duration_ms
+        self.jitter_ms = jitter_ms
+        self.race_window_ms = race_window_ms
+        self.crash_p = crash_p
+        self.rng = random.Random(seed)
+
+    @staticmethod
+    def from_environ() -> _Faults:
+        env = os.environ
+        return _Faults(
+            duration_ms=int(env.get("LOADTEST_HANDLER_DURATION_MS", "0")),
+            jitter_ms=int(env.get("LOADTEST_HANDLER_JITTER_MS", "0")),
+            race_window_ms=int(env.get("LOADTEST_RACE_WINDOW_MS", "0")),
+            crash_p=float(env.get("LOADTEST_CRASH_AFTER_WRITE", "0")),
+            seed=env.get("LOADTEST_FAULT_SEED", "0"),
+        )
+
+    def delay_ms(self) -> float:
+        jitter = self.rng.uniform(0, self.jitter_ms) if self.jitter_ms else 0.0
+        return self.duration_ms + jitter
+
+    def crash(self) -> bool:
+        return self.crash_p > 0 and self.rng.random() < self.crash_p
+
+
 def _jsonable(value: Any) -> Any:
     try:
         json.dumps(value)
@@ -98,7 +130,8 @@ def main() -> None:
         protocol.write(json.dumps(message, separators=(",", ":")) + "\n")
         protocol.flush()
 
-    observer = WriteObserver(os.environ["TABLE_NAME"])
+    faults = _Faults.from_environ()
+    observer = WriteObserver(os.environ["TABLE_NAME"], race_window_s=faults.race_window_ms / 1000)
     observer.install()
     started = time.monotonic_ns()
     try:
@@ -114,6 +147,9 @@ def main() -> None:
         context = LambdaContext(request["request_id"], request["timeout_ms"])
         ok, result, error = True, None, None
         started = time.monotonic_ns()
+        delay_ms = faults.delay_ms()
+        if delay_ms:
+            time.sleep(delay_ms / 1000)  # injected handler duration (a labelled fault)
         with contextlib.redirect_stdout(capture), contextlib.redirect_stderr(capture):
             try:
                 result = handler(request["event"], context)
@@ -122,10 +158,15 @@ def main() -> None:
                 error = f"{type(exc).__name__}: {exc}"
                 traceback.print_exc(file=capture)
         ended = time.monotonic_ns()
+        crash = ok and faults.crash()
+        if crash:
+            ok = False
+            error = "Runtime exited after the handler returned, before the acknowledgement (injected crash)"
         send(
             {
                 "request_id": request["request_id"],
                 "ok": ok,
+                "crashed": crash,
                 "result": _jsonable(result),
                 "error": error,
                 "started_ns": started,
@@ -134,6 +175,8 @@ def main() -> None:
                 "log_tail": capture.getvalue()[-LOG_TAIL_CHARS:],
             }
         )
+        if crash:
+            os._exit(137)  # the writes are made and reported; nothing is acknowledged
 
 
 if __name__ == "__main__":

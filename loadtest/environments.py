@@ -43,10 +43,13 @@ class FunctionConfig:
     timeout_s: int
     extra_env: tuple[tuple[str, str], ...] = ()
     """Credentials and settings passed to the function (e.g. for an embedded backend)."""
+    fault_env: tuple[tuple[str, str], ...] = ()
+    """The scenario's faults, read by the environment process (``LOADTEST_*``)."""
 
     def environ(self) -> dict[str, str]:
         env = dict(os.environ)
         env.update(self.extra_env)
+        env.update(self.fault_env)
         env.update(
             {
                 "TABLE_NAME": self.table_name,
@@ -97,9 +100,13 @@ class ExecutionEnvironment:
         """Start the process and wait for the handler import (raises HandlerRefError)."""
         # A local file opened once per cold start; not worth a thread.
         with open(self._log_path, "ab") as log:  # noqa: ASYNC230
+            env = self.config.environ()
+            # Each cold start draws its own fault sequence, reproducibly.
+            seed = f"{env.get('LOADTEST_FAULT_SEED', '0')}:{self.number}:{self.cold_starts}"
+            env["LOADTEST_FAULT_SEED"] = seed
             self._process = await anyio.open_process(
                 [sys.executable, "-m", "loadtest.envhost"],
-                env=self.config.environ(),
+                env=env,
                 stderr=log,
             )
         assert self._process.stdout is not None
@@ -172,10 +179,13 @@ class ExecutionEnvironment:
                 writes=[],
                 log_tail=tail,
             )
+        crashed = bool(reply.get("crashed"))
+        if crashed:
+            await self.aclose()  # it exits on purpose; reap it before the next invocation
         return Reply(
             ok=bool(reply["ok"]),
             timed_out=False,
-            crashed=False,
+            crashed=crashed,
             result=reply.get("result"),
             error=reply.get("error"),
             started_ns=int(reply["started_ns"]),

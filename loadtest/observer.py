@@ -66,9 +66,13 @@ def typed(item: dict[str, Any] | None) -> dict[str, Any] | None:
 class WriteObserver:
     """Collects observations for the invocation in progress."""
 
-    def __init__(self, table_name: str, key_names: tuple[str, ...] = ("id",)) -> None:
+    def __init__(
+        self, table_name: str, key_names: tuple[str, ...] = ("id",), race_window_s: float = 0.0
+    ) -> None:
         self.table_name = table_name
         self.key_names = key_names
+        self.race_window_s = race_window_s
+        """An injected pause after each read of the table (a labelled fault)."""
         self._lock = threading.Lock()
         self._records: list[Observation] = []
         self._installed: Callable[..., Any] | None = None
@@ -201,6 +205,10 @@ class WriteObserver:
         started = time.monotonic_ns()
         response = call(params)
         ended = time.monotonic_ns()
+        if self.race_window_s:
+            # Widen the gap between this read and the write the handler makes
+            # next: the check-then-act race grows with it.
+            time.sleep(self.race_window_s)
         self._add(
             {
                 "operation": "GetItem",

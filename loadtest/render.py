@@ -28,6 +28,7 @@ def _ms(us: Any) -> str:
 
 
 ROWS: list[Row] = [
+    ("faults", lambda r: r.get("faults", "none"), False),
     ("messages sent", lambda r: r["counts"]["messages_sent"], False),
     ("distinct ids", lambda r: r["counts"]["distinct_ids"], False),
     ("deliveries", lambda r: r["counts"]["deliveries"], False),

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from loadtest.checker import STORING_OPERATIONS, duplicate_evidence
+from loadtest.checker import duplicate_evidence, is_storing, outcome_writes
 from loadtest.history import InvocationOutcome, WriteOutcome
 from loadtest.scenario import to_raw
 from loadtest.thresholds import apply_thresholds, parse_thresholds, relax_default_verdict
@@ -122,17 +122,15 @@ def _series(run: VariantRun, interval_ns: int = 1_000_000_000) -> dict[str, Any]
         series["acked"][bucket(ack.acked_ns)] += 1
     for dead in run.history.dead_letters:
         series["dead_lettered"][bucket(dead.seen_ns)] += 1
-    seen: set[str] = set()
-    for aw in sorted(run.check.writes, key=lambda aw: aw.write.ended_ns):
+    for aw in run.check.writes:
         w = aw.write
         if w.outcome is WriteOutcome.REJECTED:
             series["writes_rejected"][bucket(w.ended_ns)] += 1
-        elif w.outcome is WriteOutcome.ACCEPTED and w.operation in STORING_OPERATIONS:
+        elif is_storing(w):
             series["writes_accepted"][bucket(w.ended_ns)] += 1
-            if aw.business_id is not None:
-                if aw.business_id in seen:
-                    series["duplicate_writes"][bucket(w.ended_ns)] += 1
-                seen.add(aw.business_id)
+    for units in outcome_writes(run.check.writes).values():
+        for again in units[1:]:
+            series["duplicate_writes"][bucket(again.write.ended_ns)] += 1
     return {"interval_s": interval_ns / 1e9, **series}
 
 
@@ -152,7 +150,8 @@ def run_to_dict(run: VariantRun) -> dict[str, Any]:
     return {
         "variant": run.variant,
         "handler": run.handler,
-        "settings": dataclasses.asdict(run.settings),
+        "settings": {**dataclasses.asdict(run.settings), "faults": dataclasses.asdict(run.faults)},
+        "faults": run.faults.describe(),
         "counts": counts.as_dict(),
         "queue_after": {
             "visible": run.end_state.queue_visible,

@@ -65,10 +65,20 @@ class Settlement:
     expected: set[str] | None = None
     settled: set[str] = field(default_factory=set)
     done: anyio.Event = field(default_factory=anyio.Event)
+    _by_business_id: dict[str, anyio.Event] = field(default_factory=dict)
 
-    def settle(self, message_id: str) -> None:
+    def settle(self, message_id: str, business_id: str | None) -> None:
         self.settled.add(message_id)
+        if business_id is not None:
+            self._event(business_id).set()
         self.check()
+
+    def _event(self, business_id: str) -> anyio.Event:
+        return self._by_business_id.setdefault(business_id, anyio.Event())
+
+    async def first_settled(self, business_id: str) -> None:
+        """Return once any message of ``business_id`` was settled."""
+        await self._event(business_id).wait()
 
     def expect(self, message_ids: set[str]) -> None:
         self.expected = message_ids
@@ -183,10 +193,33 @@ class Poller:
                 await self._deliver(messages)
 
     async def _receive(self) -> list[dict[str, Any]]:
+        """A batch as the event source mapping builds one.
+
+        Without a batching window, one long poll of up to ``batch_size`` (at
+        most 10, SQS's limit). With one, keep polling until the batch is full
+        or the window has passed since the first message arrived.
+        """
+        settings = self.settings
+        messages = await self._poll(min(10, settings.batch_size), POLL_WAIT_S)
+        if not messages or settings.batching_window_s <= 0:
+            return messages
+        window_ends = self.clock() + int(settings.batching_window_s * 1e9)
+        while len(messages) < settings.batch_size and not self.stopping.is_set():
+            remaining_s = (window_ends - self.clock()) / 1e9
+            if remaining_s <= 0:
+                break
+            wait_s = max(0, min(POLL_WAIT_S, int(remaining_s)))
+            more = await self._poll(min(10, settings.batch_size - len(messages)), wait_s)
+            messages.extend(more)
+            if not more and wait_s == 0:
+                await anyio.sleep(min(remaining_s, 0.05))
+        return messages
+
+    async def _poll(self, count: int, wait_s: int) -> list[dict[str, Any]]:
         response = await self.sqs.receive_message(
             QueueUrl=self.queue_url,
-            MaxNumberOfMessages=self.settings.batch_size,
-            WaitTimeSeconds=POLL_WAIT_S,
+            MaxNumberOfMessages=count,
+            WaitTimeSeconds=wait_s,
             AttributeNames=["All"],
             MessageAttributeNames=["All"],
         )
@@ -246,8 +279,9 @@ class Poller:
                 reads=_reads(reply.writes),
             )
         )
+        business = {r.message_id: r.business_id for r in records}
         for message_id in acked:
-            self.settlement.settle(message_id)
+            self.settlement.settle(message_id, business[message_id])
 
     async def _delete(self, messages: list[dict[str, Any]]) -> list[str]:
         if not messages:
@@ -293,4 +327,4 @@ async def watch_dead_letters(
             count = int(message.get("Attributes", {}).get("ApproximateReceiveCount", "0"))
             history.dead_letters.append(DeadLetter(message_id, count, clock()))
             progress.dead_lettered += 1
-            settlement.settle(message_id)
+            settlement.settle(message_id, business_id_of(message.get("Body", "")))

@@ -5,26 +5,36 @@ values. Pure: reads no clock and touches no AWS; ``load_scenario`` reads the
 one file it is given. Every refusal names the file, the field and what is
 allowed, and raises ``ScenarioError`` before anything is created.
 
-File format (every table and key optional unless noted)::
+File format (every table and key optional)::
 
     name = "race-burst"                 # defaults to the file name
     description = "one line shown by `loadtest scenarios`"
     seed = 1
     variants = ["read-then-write", "conditional"]   # names or module:function refs
+    thresholds = ["conditional: duplicate_writes == 0", "end_to_end.p99 < 5s"]
+
+    [verdict.allow]                     # a demonstration that expects a variant to fail:
+    "read-then-write" = ["duplicate_writes"]   # pair it with a threshold expecting it
 
     [workload]
     distinct_ids = 150                  # generated ids: "<id_prefix>-00001" ...
-    copies = 4                          # producer resends per id (new messageId each)
+    copies = 4                          # messages per id: original + producer resends
     id_prefix = "order"
-    arrival = "burst"                   # all messages at once
     order = "grouped"                   # copies of an id adjacent | "shuffled"
+    copy_spacing = "at-once"            # | "spread" (over copy_spread_s) | "after-completion"
+    copy_spread_s = 0.0
+    conflict_fraction = 0.0             # resends carrying different details (0..1)
+    arrival = "burst"                   # | "rate" (open loop) | "ramp" (ramp_from_per_s -> rate_per_s)
+    rate_per_s = 0.0
+    ramp_from_per_s = 1.0
 
     [[workload.messages]]               # explicit bodies instead of generated ids
     body = { id = "dedup-order", quantity = 4 }
     copies = 3
 
     [consumer]                          # the event source mapping and the function
-    batch_size = 1
+    batch_size = 1                      # 1..10; up to 10000 with a batching window >= 1 s
+    batching_window_s = 0.0
     visibility_timeout_s = 30
     concurrency = 4                     # execution environments
     max_receive_count = 3               # redrive to the DLQ after this many receives
@@ -32,40 +42,43 @@ File format (every table and key optional unless noted)::
     memory_mb = 128
     report_batch_item_failures = false
 
+    [faults]                            # opt-in, always labelled in the report
+    handler_duration_ms = 0             # extra work before the handler runs
+    handler_jitter_ms = 0               # plus a uniform 0..jitter
+    race_window_ms = 0                  # pause after each read of the orders table
+    crash_after_write = 0.0             # probability of a crash after the writes, before the ack
+
     [run]
     deadline_s = 120                    # stop and report whatever is unfinished
-
-    thresholds = [                      # k6-style; see loadtest.thresholds
-        "duplicate_writes == 0",
-        "conditional: end_to_end.p99 < 5s",
-    ]
-
-    [verdict.allow]                     # a demonstration that expects a variant to fail
-    "read-then-write" = ["duplicate_writes"]   # pair it with a threshold expecting it
 """
 
 from __future__ import annotations
 
 import dataclasses
 import tomllib
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from loadtest.errors import ScenarioError, ThresholdError
 from loadtest.thresholds import RELAXABLE, parse_threshold
 
 JsonObject = dict[str, Any]
-E = TypeVar("E", bound=StrEnum)
 
 
 class Arrival(StrEnum):
     """How the producer spaces messages in time."""
 
     BURST = "burst"
+    """Everything at once."""
+    RATE = "rate"
+    """Open loop at ``rate_per_s``: sent on schedule whatever the consumer does."""
+    RAMP = "ramp"
+    """Open loop, the rate rising linearly from ``ramp_from_per_s`` to ``rate_per_s``."""
 
 
 class Order(StrEnum):
@@ -73,6 +86,16 @@ class Order(StrEnum):
 
     GROUPED = "grouped"
     SHUFFLED = "shuffled"
+
+
+class CopySpacing(StrEnum):
+    """How far apart the copies of one business id are sent."""
+
+    AT_ONCE = "at-once"
+    SPREAD = "spread"
+    """Evenly over ``copy_spread_s`` seconds after the first copy."""
+    AFTER_COMPLETION = "after-completion"
+    """Only once the first copy was acknowledged or dead-lettered."""
 
 
 @dataclass(frozen=True)
@@ -85,15 +108,24 @@ class ExplicitMessage:
 
 @dataclass(frozen=True)
 class Workload:
-    """What the producer sends."""
+    """What the producer sends, and when."""
 
     distinct_ids: int = 100
     """Number of generated business ids (ignored when ``messages`` is given)."""
     copies: int = 3
     """Messages per generated id: the original plus producer resends."""
     id_prefix: str = "order"
-    arrival: Arrival = Arrival.BURST
     order: Order = Order.GROUPED
+    copy_spacing: CopySpacing = CopySpacing.AT_ONCE
+    copy_spread_s: float = 0.0
+    """Seconds over which ``spread`` copies are sent."""
+    conflict_fraction: float = 0.0
+    """Fraction of resends that carry different details for the same id (0..1)."""
+    arrival: Arrival = Arrival.BURST
+    rate_per_s: float = 0.0
+    """Messages per second for ``rate``; the final rate for ``ramp``."""
+    ramp_from_per_s: float = 1.0
+    """The starting rate of a ``ramp`` (messages per second)."""
     messages: tuple[ExplicitMessage, ...] = ()
     """Explicit bodies; when present they replace the generated ids."""
 
@@ -103,7 +135,9 @@ class ConsumerSettings:
     """The event source mapping and the function configuration."""
 
     batch_size: int = 1
-    """Records per invocation (1..10, as SQS ReceiveMessage allows)."""
+    """Records per invocation: 1..10, or up to 10000 with a batching window of 1 s or more."""
+    batching_window_s: float = 0.0
+    """MaximumBatchingWindowInSeconds: how long a poller gathers a batch (0..300 s)."""
     visibility_timeout_s: int = 30
     """Queue visibility timeout (in seconds, 0..43200)."""
     concurrency: int = 4
@@ -114,6 +148,35 @@ class ConsumerSettings:
     """Function timeout (in seconds); the invocation is stopped after it."""
     memory_mb: int = 128
     report_batch_item_failures: bool = False
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Opt-in faults, labelled in every report. All off by default."""
+
+    handler_duration_ms: int = 0
+    """Extra processing time (in milliseconds) before the handler runs."""
+    handler_jitter_ms: int = 0
+    """A uniform random 0..jitter milliseconds added to ``handler_duration_ms``."""
+    race_window_ms: int = 0
+    """Pause (in milliseconds) after every read of the orders table, before the handler goes on."""
+    crash_after_write: float = 0.0
+    """Probability (0..1) that an invocation's environment crashes after the handler
+    returned — its writes made — and before the messages are acknowledged."""
+
+    @property
+    def active(self) -> bool:
+        return any(getattr(self, f.name) for f in dataclasses.fields(self))
+
+    def describe(self) -> str:
+        parts = []
+        if self.handler_duration_ms or self.handler_jitter_ms:
+            parts.append(f"handler +{self.handler_duration_ms}±{self.handler_jitter_ms} ms")
+        if self.race_window_ms:
+            parts.append(f"race window {self.race_window_ms} ms")
+        if self.crash_after_write:
+            parts.append(f"crash after write {self.crash_after_write:.0%}")
+        return ", ".join(parts) or "none"
 
 
 @dataclass(frozen=True)
@@ -132,6 +195,7 @@ class Scenario:
     variants: tuple[str, ...] = ("conditional",)
     workload: Workload = field(default_factory=Workload)
     consumer: ConsumerSettings = field(default_factory=ConsumerSettings)
+    faults: Faults = field(default_factory=Faults)
     run: RunSettings = field(default_factory=RunSettings)
     thresholds: tuple[str, ...] = ()
     """Threshold expressions (validated when parsed; see ``loadtest.thresholds``)."""
@@ -143,57 +207,68 @@ class Scenario:
     def with_overrides(self, **overrides: Any) -> Scenario:
         """Return a copy with CLI overrides applied and validated.
 
-        Keys are field names of ``ConsumerSettings``, ``Workload``, ``RunSettings``
-        or ``seed``; ``None`` values are ignored.
+        Keys are field names of a section (``batch_size``, ``race_window_ms``,
+        ``distinct_ids``, ``deadline_s``, ...) or ``seed``; ``None`` values are ignored.
         """
         given = {key: value for key, value in overrides.items() if value is not None}
         if not given:
             return self
-        sections: dict[str, dict[str, Any]] = {"consumer": {}, "workload": {}, "run": {}}
-        top: dict[str, Any] = {}
-        for key, value in given.items():
-            for section, cls in (
-                ("consumer", ConsumerSettings),
-                ("workload", Workload),
-                ("run", RunSettings),
-            ):
-                if key in {f.name for f in dataclasses.fields(cls)}:
-                    sections[section][key] = value
-                    break
-            else:
-                if key not in ("seed", "variants"):
-                    raise ScenarioError(f"unknown override {key!r}")
-                top[key] = value
         raw = to_raw(self)
-        for section, values in sections.items():
-            raw.setdefault(section, {}).update(values)
-        raw.update(top)
-        return parse_scenario(raw, source=f"{self.source} (with command-line overrides)")
+        for key, value in given.items():
+            section = _SECTION_OF.get(key)
+            if section is not None:
+                raw.setdefault(section, {})[key] = value
+            elif key in ("seed", "variants"):
+                raw[key] = value
+            else:
+                raise ScenarioError(f"unknown override {key!r}")
+        return parse_scenario(
+            raw, source=f"{self.source} (with command-line overrides)", default_name=self.name
+        )
 
+
+_SECTIONS: dict[str, type] = {
+    "workload": Workload,
+    "consumer": ConsumerSettings,
+    "faults": Faults,
+    "run": RunSettings,
+}
+_SECTION_OF = {
+    f.name: section
+    for section, cls in _SECTIONS.items()
+    for f in dataclasses.fields(cls)
+    if f.name != "messages"
+}
 
 _LIMITS: dict[str, tuple[float, float]] = {
     "seed": (0, 2**63 - 1),
     "distinct_ids": (1, 1_000_000),
     "copies": (1, 1000),
-    "batch_size": (1, 10),
+    "copy_spread_s": (0, 3600),
+    "conflict_fraction": (0, 1),
+    "rate_per_s": (0, 100_000),
+    "ramp_from_per_s": (0.1, 100_000),
+    "batch_size": (1, 10_000),
+    "batching_window_s": (0, 300),
     "visibility_timeout_s": (0, 43_200),
     "concurrency": (1, 1000),
     "max_receive_count": (1, 1000),
     "function_timeout_s": (1, 900),
     "memory_mb": (128, 10_240),
+    "handler_duration_ms": (0, 900_000),
+    "handler_jitter_ms": (0, 900_000),
+    "race_window_ms": (0, 60_000),
+    "crash_after_write": (0, 1),
     "deadline_s": (1, 86_400),
 }
 
 
+_RANGE_TEXT = {"batch_size": "1..10 (up to 10000 with batching_window_s >= 1)"}
+"""Ranges that need more words than low..high."""
+
+
 def _where(source: str, path: str) -> str:
     return f"{source}: {path}" if path else source
-
-
-def _take_table(raw: Mapping[str, Any], key: str, source: str) -> Mapping[str, Any]:
-    value = raw.get(key, {})
-    if not isinstance(value, Mapping):
-        raise ScenarioError(f"{_where(source, key)} must be a table, got {type(value).__name__}")
-    return value
 
 
 def _check_keys(raw: Mapping[str, Any], allowed: set[str], source: str, path: str) -> None:
@@ -205,51 +280,54 @@ def _check_keys(raw: Mapping[str, Any], allowed: set[str], source: str, path: st
         )
 
 
-def _int(raw: Mapping[str, Any], key: str, default: int, source: str, path: str) -> int:
-    value = raw.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ScenarioError(f"{_where(source, path + key)} must be an integer, got {value!r}")
+def _value(key: str, value: Any, kind: Any, source: str, path: str) -> Any:
+    """Validate one scalar against its field type and limits."""
+    where = _where(source, path + key)
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ScenarioError(f"{where} must be true or false, got {value!r}")
+        return value
+    if kind is str:
+        if not isinstance(value, str):
+            raise ScenarioError(f"{where} must be a string, got {value!r}")
+        return value
+    if isinstance(kind, type) and issubclass(kind, StrEnum):
+        try:
+            return kind(value)
+        except ValueError:
+            allowed = ", ".join(repr(member.value) for member in kind)
+            raise ScenarioError(f"{where} = {value!r} is not allowed; allowed: {allowed}") from None
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ScenarioError(f"{where} must be an integer, got {value!r}")
+    elif isinstance(value, bool) or not isinstance(value, int | float):
+        raise ScenarioError(f"{where} must be a number, got {value!r}")
     low, high = _LIMITS[key]
     if not low <= value <= high:
-        raise ScenarioError(
-            f"{_where(source, path + key)} = {value} is out of range; allowed {int(low)}..{int(high)}"
+        shown = _RANGE_TEXT.get(key) or (
+            f"{int(low)}..{int(high)}" if kind is int else f"{low:g}..{high:g}"
         )
+        raise ScenarioError(f"{where} = {value} is out of range; allowed {shown}")
+    return value if kind is int else float(value)
+
+
+def _table(raw: Mapping[str, Any], key: str, source: str) -> Mapping[str, Any]:
+    value = raw.get(key, {})
+    if not isinstance(value, Mapping):
+        raise ScenarioError(f"{_where(source, key)} must be a table, got {type(value).__name__}")
     return value
 
 
-def _float(raw: Mapping[str, Any], key: str, default: float, source: str, path: str) -> float:
-    value = raw.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ScenarioError(f"{_where(source, path + key)} must be a number, got {value!r}")
-    low, high = _LIMITS[key]
-    if not low <= value <= high:
-        raise ScenarioError(
-            f"{_where(source, path + key)} = {value} is out of range; allowed {low:g}..{high:g}"
-        )
-    return float(value)
-
-
-def _str(raw: Mapping[str, Any], key: str, default: str, source: str, path: str) -> str:
-    value = raw.get(key, default)
-    if not isinstance(value, str):
-        raise ScenarioError(f"{_where(source, path + key)} must be a string, got {value!r}")
-    return value
-
-
-def _enum(raw: Mapping[str, Any], key: str, default: E, source: str, path: str) -> E:
-    value = raw.get(key, default.value)
-    kind = type(default)
-    try:
-        return kind(value)
-    except ValueError:
-        allowed = ", ".join(repr(member.value) for member in kind)
-        raise ScenarioError(
-            f"{_where(source, path + key)} = {value!r} is not allowed; allowed: {allowed}"
-        ) from None
-
-
-def _fields(cls: type) -> set[str]:
-    return {f.name for f in dataclasses.fields(cls)}
+def _section(cls: type[Any], raw: Mapping[str, Any], source: str, path: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    _check_keys(raw, names, source, path)
+    given = {
+        name: _value(name, raw[name], hints[name], source, f"{path}.")
+        for name in names
+        if name in raw and name != "messages"
+    }
+    return cls(**given)
 
 
 def parse_scenario(
@@ -258,75 +336,59 @@ def parse_scenario(
     """Validate a scenario mapping (parsed TOML) into a ``Scenario``."""
     _check_keys(
         raw,
-        {"name", "description", "seed", "variants", "workload", "consumer", "run", "thresholds", "verdict"},
+        {"name", "description", "seed", "variants", "thresholds", "verdict", *_SECTIONS},
         source,
         "",
     )
-    variants_raw = raw.get("variants", ["conditional"])
+    variants = raw.get("variants", ["conditional"])
     if (
-        not isinstance(variants_raw, list)
-        or not variants_raw
-        or not all(isinstance(v, str) and v for v in variants_raw)
+        not isinstance(variants, list)
+        or not variants
+        or not all(isinstance(v, str) and v for v in variants)
     ):
         raise ScenarioError(
-            f"{source}: variants must be a non-empty list of names, got {variants_raw!r}"
+            f"{source}: variants must be a non-empty list of names, got {variants!r}"
         )
-
-    w_raw = _take_table(raw, "workload", source)
-    _check_keys(w_raw, _fields(Workload), source, "workload")
-    messages = tuple(_explicit_messages(w_raw.get("messages", []), source))
-    workload = Workload(
-        distinct_ids=_int(w_raw, "distinct_ids", Workload.distinct_ids, source, "workload."),
-        copies=_int(w_raw, "copies", Workload.copies, source, "workload."),
-        id_prefix=_str(w_raw, "id_prefix", Workload.id_prefix, source, "workload."),
-        arrival=_enum(w_raw, "arrival", Arrival.BURST, source, "workload."),
-        order=_enum(w_raw, "order", Order.GROUPED, source, "workload."),
-        messages=messages,
+    w_raw = _table(raw, "workload", source)
+    workload = _section(Workload, w_raw, source, "workload")
+    workload = dataclasses.replace(
+        workload, messages=tuple(_explicit_messages(w_raw.get("messages", []), source))
     )
-
-    c_raw = _take_table(raw, "consumer", source)
-    _check_keys(c_raw, _fields(ConsumerSettings), source, "consumer")
-    d = ConsumerSettings()
-    rbif = c_raw.get("report_batch_item_failures", d.report_batch_item_failures)
-    if not isinstance(rbif, bool):
-        raise ScenarioError(f"{source}: consumer.report_batch_item_failures must be true or false")
-    consumer = ConsumerSettings(
-        batch_size=_int(c_raw, "batch_size", d.batch_size, source, "consumer."),
-        visibility_timeout_s=_int(
-            c_raw, "visibility_timeout_s", d.visibility_timeout_s, source, "consumer."
-        ),
-        concurrency=_int(c_raw, "concurrency", d.concurrency, source, "consumer."),
-        max_receive_count=_int(
-            c_raw, "max_receive_count", d.max_receive_count, source, "consumer."
-        ),
-        function_timeout_s=_int(
-            c_raw, "function_timeout_s", d.function_timeout_s, source, "consumer."
-        ),
-        memory_mb=_int(c_raw, "memory_mb", d.memory_mb, source, "consumer."),
-        report_batch_item_failures=rbif,
-    )
-
-    r_raw = _take_table(raw, "run", source)
-    _check_keys(r_raw, _fields(RunSettings), source, "run")
-    run = RunSettings(
-        deadline_s=_float(r_raw, "deadline_s", RunSettings.deadline_s, source, "run.")
-    )
-
-    thresholds = _thresholds(raw.get("thresholds", []), source)
-    allow = _allow(_take_table(raw, "verdict", source), source)
-
+    consumer = _section(ConsumerSettings, _table(raw, "consumer", source), source, "consumer")
+    faults = _section(Faults, _table(raw, "faults", source), source, "faults")
+    run = _section(RunSettings, _table(raw, "run", source), source, "run")
+    _check_combinations(workload, consumer, source)
     return Scenario(
-        name=_str(raw, "name", default_name, source, ""),
-        description=_str(raw, "description", "", source, ""),
-        seed=_int(raw, "seed", 1, source, ""),
-        variants=tuple(variants_raw),
+        name=_value("name", raw.get("name", default_name), str, source, ""),
+        description=_value("description", raw.get("description", ""), str, source, ""),
+        seed=_value("seed", raw.get("seed", 1), int, source, ""),
+        variants=tuple(variants),
         workload=workload,
         consumer=consumer,
+        faults=faults,
         run=run,
-        thresholds=thresholds,
-        allow=allow,
+        thresholds=_thresholds(raw.get("thresholds", []), source),
+        allow=_allow(_table(raw, "verdict", source), source),
         source=source,
     )
+
+
+def _check_combinations(workload: Workload, consumer: ConsumerSettings, source: str) -> None:
+    """Settings legal one by one but impossible together (refused, as AWS would)."""
+    if consumer.batch_size > 10 and consumer.batching_window_s < 1:
+        raise ScenarioError(
+            f"{source}: consumer.batch_size = {consumer.batch_size} needs consumer.batching_window_s "
+            ">= 1 (as Lambda requires for SQS batches above 10); allowed without a window: 1..10"
+        )
+    if workload.arrival in (Arrival.RATE, Arrival.RAMP) and workload.rate_per_s <= 0:
+        raise ScenarioError(
+            f"{source}: workload.arrival = {workload.arrival.value!r} needs workload.rate_per_s > 0 "
+            "(messages per second)"
+        )
+    if workload.copy_spacing is CopySpacing.SPREAD and workload.copy_spread_s <= 0:
+        raise ScenarioError(
+            f"{source}: workload.copy_spacing = 'spread' needs workload.copy_spread_s > 0 (seconds)"
+        )
 
 
 def _thresholds(raw: Any, source: str) -> tuple[str, ...]:
@@ -370,23 +432,25 @@ def _explicit_messages(raw: Any, source: str) -> list[ExplicitMessage]:
         body = entry.get("body")
         if not isinstance(body, Mapping):
             raise ScenarioError(f"{source}: {path}.body must be a table (the JSON message body)")
-        copies = _int(entry, "copies", 1, source, f"{path}.")
+        copies = _value("copies", entry.get("copies", 1), int, source, f"{path}.")
         out.append(ExplicitMessage(body=dict(body), copies=copies))
     return out
 
 
 def to_raw(scenario: Scenario) -> dict[str, Any]:
     """The scenario as plain data (the report's ``scenario`` object; parseable again)."""
-    raw = dataclasses.asdict(scenario)
-    raw.pop("source")
-    raw["variants"] = list(scenario.variants)
-    raw["thresholds"] = list(scenario.thresholds)
-    raw.pop("allow")
-    raw["verdict"] = {"allow": {variant: list(names) for variant, names in scenario.allow}}
-    workload = raw["workload"]
-    workload["arrival"] = scenario.workload.arrival.value
-    workload["order"] = scenario.workload.order.value
-    workload["messages"] = [
+    raw: dict[str, Any] = {
+        "name": scenario.name,
+        "description": scenario.description,
+        "seed": scenario.seed,
+        "variants": list(scenario.variants),
+        "thresholds": list(scenario.thresholds),
+        "verdict": {"allow": {variant: list(names) for variant, names in scenario.allow}},
+    }
+    for section in _SECTIONS:
+        values = dataclasses.asdict(getattr(scenario, section))
+        raw[section] = {k: v.value if isinstance(v, StrEnum) else v for k, v in values.items()}
+    raw["workload"]["messages"] = [
         {"body": m.body, "copies": m.copies} for m in scenario.workload.messages
     ]
     return raw

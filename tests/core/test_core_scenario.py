@@ -151,14 +151,18 @@ def test_unknown_keys_are_refused_with_the_allowed_keys(raw: dict[str, Any], fie
 
 def test_unknown_key_messages_list_the_allowed_keys_of_each_table() -> None:
     assert refusal({"bogus": 1}).endswith(
-        "allowed: consumer, description, name, run, seed, variants, workload"
+        "allowed: consumer, description, faults, name, run, seed, thresholds, variants, verdict, workload"
     )
     assert refusal({"workload": {"bogus": 1}}).endswith(
-        "allowed: arrival, copies, distinct_ids, id_prefix, messages, order"
+        "allowed: arrival, conflict_fraction, copies, copy_spacing, copy_spread_s, distinct_ids, "
+        "id_prefix, messages, order, ramp_from_per_s, rate_per_s"
     )
     assert refusal({"consumer": {"bogus": 1}}).endswith(
-        "allowed: batch_size, concurrency, function_timeout_s, max_receive_count, memory_mb, "
-        "report_batch_item_failures, visibility_timeout_s"
+        "allowed: batch_size, batching_window_s, concurrency, function_timeout_s, "
+        "max_receive_count, memory_mb, report_batch_item_failures, visibility_timeout_s"
+    )
+    assert refusal({"faults": {"bogus": 1}}).endswith(
+        "allowed: crash_after_write, handler_duration_ms, handler_jitter_ms, race_window_ms"
     )
     assert refusal({"run": {"bogus": 1}}).endswith("allowed: deadline_s")
     assert refusal({"workload": {"messages": [{"body": {}, "bogus": 1}]}}).endswith(
@@ -192,7 +196,7 @@ def test_unknown_key_messages_list_the_allowed_keys_of_each_table() -> None:
         ({"workload": {"id_prefix": 3}}, "test.toml: workload.id_prefix must be a string, got 3"),
         (
             {"consumer": {"report_batch_item_failures": 1}},
-            "test.toml: consumer.report_batch_item_failures must be true or false",
+            "test.toml: consumer.report_batch_item_failures must be true or false, got 1",
         ),
         ({"workload": 3}, "test.toml: workload must be a table, got int"),
         ({"consumer": [1]}, "test.toml: consumer must be a table, got list"),
@@ -229,11 +233,11 @@ def test_wrong_types_are_refused(raw: dict[str, Any], expected: str) -> None:
     [
         (
             {"consumer": {"batch_size": 0}},
-            "test.toml: consumer.batch_size = 0 is out of range; allowed 1..10",
+            "test.toml: consumer.batch_size = 0 is out of range; allowed 1..10 (up to 10000 with batching_window_s >= 1)",
         ),
         (
             {"consumer": {"batch_size": 11}},
-            "test.toml: consumer.batch_size = 11 is out of range; allowed 1..10",
+            "test.toml: consumer.batch_size = 11 needs consumer.batching_window_s >= 1 (as Lambda requires for SQS batches above 10); allowed without a window: 1..10",
         ),
         (
             {"workload": {"copies": 0}},
@@ -270,7 +274,7 @@ def test_batch_size_bounds_are_accepted(value: int) -> None:
 
 def test_bad_arrival_names_the_allowed_values() -> None:
     assert refusal({"workload": {"arrival": "poisson"}}) == (
-        "test.toml: workload.arrival = 'poisson' is not allowed; allowed: 'burst'"
+        "test.toml: workload.arrival = 'poisson' is not allowed; allowed: 'burst', 'rate', 'ramp'"
     )
 
 
@@ -294,7 +298,7 @@ def test_refusal_in_a_file_names_the_file(tmp_path: Path) -> None:
     path = write_toml(tmp_path, "[consumer]\nbatch_size = 0\n")
     with pytest.raises(ScenarioError) as info:
         load_scenario(str(path))
-    assert str(info.value) == f"{path}: consumer.batch_size = 0 is out of range; allowed 1..10"
+    assert str(info.value) == f"{path}: consumer.batch_size = 0 is out of range; allowed 1..10 (up to 10000 with batching_window_s >= 1)"
 
 
 def test_missing_path_is_refused(tmp_path: Path) -> None:
@@ -380,7 +384,7 @@ def test_with_overrides_validates() -> None:
         lab.with_overrides(batch_size=0)
     assert str(info.value) == (
         "builtin:seed-lab (with command-line overrides): consumer.batch_size = 0 "
-        "is out of range; allowed 1..10"
+        "is out of range; allowed 1..10 (up to 10000 with batching_window_s >= 1)"
     )
     with pytest.raises(ScenarioError, match="visibility_timeout_s must be an integer"):
         lab.with_overrides(visibility_timeout_s=True)
@@ -420,17 +424,30 @@ def test_to_raw_is_plain_data() -> None:
         "description": raw["description"],
         "seed": 1,
         "variants": ["conditional"],
+        "thresholds": [],
+        "verdict": {"allow": {}},
         "workload": {
             "distinct_ids": 100,
             "copies": 3,
             "id_prefix": "order",
-            "arrival": "burst",
             "order": "grouped",
+            "copy_spacing": "at-once",
+            "copy_spread_s": 0.0,
+            "conflict_fraction": 0.0,
+            "arrival": "burst",
+            "rate_per_s": 0.0,
+            "ramp_from_per_s": 1.0,
             "messages": [
                 {"body": {"id": "dedup-order", "quantity": 4}, "copies": 3},
                 {"body": {"id": "other-order", "quantity": 1}, "copies": 1},
             ],
         },
         "consumer": dataclasses.asdict(ConsumerSettings(concurrency=1)),
+        "faults": {
+            "handler_duration_ms": 0,
+            "handler_jitter_ms": 0,
+            "race_window_ms": 0,
+            "crash_after_write": 0.0,
+        },
         "run": {"deadline_s": 120.0},
     }
