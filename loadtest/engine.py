@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import botocore.exceptions
@@ -72,6 +72,8 @@ class VariantRun:
     cold_starts: int
     resources: aws.ResourceNames
     faults: Faults = field(default_factory=Faults)
+    cell: dict[str, Any] = field(default_factory=dict)
+    """For a sweep: the settings this run's cell overrode."""
     cleanup_problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -367,17 +369,37 @@ async def run_async(
     clock: Clock = time.monotonic_ns,
 ) -> RunResult:
     """Run the scenario's seeded workload against each variant in turn."""
+    return await sweep_async(scenario, refs, target, [{}], on_progress=on_progress, clock=clock)
+
+
+async def sweep_async(
+    scenario: Scenario,
+    refs: Sequence[HandlerRef],
+    target: aws.Target,
+    cells: Sequence[dict[str, Any]],
+    *,
+    on_progress: ProgressCallback | None = None,
+    clock: Clock = time.monotonic_ns,
+) -> RunResult:
+    """Run every variant once per cell (a dict of scenario overrides), in order.
+
+    The cells' scenarios are built (and validated) before anything runs.
+    """
+    scenarios = [scenario.with_overrides(**cell) for cell in cells]
     await check_reachable(target)
-    planned = plan(scenario.workload, scenario.seed)
     run_id = aws.new_run_id()
     runs = []
-    for index, ref in enumerate(refs):
-        names = aws.ResourceNames.for_run(run_id, index)
-        runs.append(
-            await run_variant(
-                scenario, ref, target, planned, names, on_progress=on_progress, clock=clock
+    index = 0
+    for cell, cell_scenario in zip(cells, scenarios, strict=True):
+        planned = plan(cell_scenario.workload, cell_scenario.seed)
+        for ref in refs:
+            names = aws.ResourceNames.for_run(run_id, index)
+            index += 1
+            variant_run = await run_variant(
+                cell_scenario, ref, target, planned, names, on_progress=on_progress, clock=clock
             )
-        )
+            variant_run.cell = dict(cell)
+            runs.append(variant_run)
     return RunResult(scenario=scenario, target=target, runs=runs)
 
 
@@ -400,12 +422,18 @@ def run(
     kind: aws.BackendKind = aws.BackendKind.EMBEDDED,
     endpoint_url: str | None = None,
     on_progress: ProgressCallback | None = None,
+    cells: Sequence[dict[str, Any]] = ({},),
 ) -> RunResult:
-    """Synchronous entry point: start the backend if embedded, run, stop it."""
+    """Synchronous entry point: start the backend if embedded, run, stop it.
+
+    ``cells`` makes it a sweep: each variant runs once per cell of overrides.
+    """
+    for cell in cells:
+        scenario.with_overrides(**cell)  # bad input fails before the backend starts
     with backend_target(kind, endpoint_url) as target:
 
         async def main() -> RunResult:
-            return await run_async(scenario, refs, target, on_progress=on_progress)
+            return await sweep_async(scenario, refs, target, cells, on_progress=on_progress)
 
         result: RunResult = anyio.run(main, backend="asyncio")
         return result

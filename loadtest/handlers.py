@@ -19,6 +19,8 @@ BUILTIN_VARIANTS: dict[str, str] = {
     "conditional": "consumer.conditional:handler",
     "read-then-write": "consumer.read_then_write:handler",
     "unconditional": "consumer.unconditional:handler",
+    "transactional": "consumer.transactional:handler",
+    "powertools": "consumer.powertools:handler",
 }
 """Built-in consumer variants and the handler each runs."""
 

@@ -150,6 +150,7 @@ def run_to_dict(run: VariantRun) -> dict[str, Any]:
     return {
         "variant": run.variant,
         "handler": run.handler,
+        "cell": dict(run.cell),
         "settings": {**dataclasses.asdict(run.settings), "faults": dataclasses.asdict(run.faults)},
         "faults": run.faults.describe(),
         "counts": counts.as_dict(),
