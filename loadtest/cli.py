@@ -8,6 +8,7 @@ or refused the credentials.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import shlex
 import sys
@@ -182,6 +183,7 @@ def _execute(
     quiet: bool,
     thresholds: list[str],
     outputs: Outputs,
+    cells: list[dict[str, Any]] | None = None,
 ) -> None:
     from loadtest import engine
 
@@ -202,6 +204,7 @@ def _execute(
                 kind=kind,
                 endpoint_url=endpoint_url,
                 on_progress=_ProgressView(live),
+                cells=cells or [{}],
             )
         report = build_report(result, command=_command(scenario), thresholds=thresholds)
         if json_path is None:
@@ -294,6 +297,62 @@ IdsOpt = Annotated[int | None, typer.Option("--distinct-ids", help="Generated bu
 CopiesOpt = Annotated[
     int | None, typer.Option("--copies", help="Messages per business id (producer resends).")
 ]
+DurationOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--handler-duration", metavar="MS", help="Fault: extra handler time in milliseconds."
+    ),
+]
+JitterOpt = Annotated[
+    int | None,
+    typer.Option("--handler-jitter", metavar="MS", help="Fault: plus a random 0..MS milliseconds."),
+]
+RaceOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--race-window", metavar="MS", help="Fault: pause after each read of the orders table."
+    ),
+]
+CrashOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--crash-after-write",
+        metavar="P",
+        help="Fault: probability of a crash after the writes, before the ack.",
+    ),
+]
+WindowOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--batching-window",
+        metavar="S",
+        help="Seconds a poller gathers a batch (MaximumBatchingWindowInSeconds).",
+    ),
+]
+ConflictOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--conflict-fraction",
+        metavar="F",
+        help="Fraction of resends carrying different details (0..1).",
+    ),
+]
+RateOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--rate",
+        metavar="PER_S",
+        help="Open-loop arrival rate in messages per second (sets arrival = rate).",
+    ),
+]
+PartialOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--report-batch-item-failures/--no-report-batch-item-failures",
+        help="Partial batch responses (batchItemFailures).",
+        show_default=False,
+    ),
+]
 DeadlineOpt = Annotated[
     float | None, typer.Option("--deadline", help="Stop after this many seconds and report.")
 ]
@@ -369,6 +428,14 @@ def run(
     max_receive_count: MrcOpt = None,
     distinct_ids: IdsOpt = None,
     copies: CopiesOpt = None,
+    handler_duration: DurationOpt = None,
+    handler_jitter: JitterOpt = None,
+    race_window: RaceOpt = None,
+    crash_after_write: CrashOpt = None,
+    batching_window: WindowOpt = None,
+    report_batch_item_failures: PartialOpt = None,
+    conflict_fraction: ConflictOpt = None,
+    rate: RateOpt = None,
     deadline: DeadlineOpt = None,
     threshold: ThresholdOpt = [],  # noqa: B006
     json_path: JsonOpt = None,
@@ -390,15 +457,7 @@ def run(
         seed=seed,
         endpoint_url=endpoint_url,
         target=target,
-        overrides=_overrides(
-            batch_size,
-            visibility_timeout,
-            concurrency,
-            max_receive_count,
-            distinct_ids,
-            copies,
-            deadline,
-        ),
+        overrides=_overrides(locals()),
         json_path=json_path,
         out_dir=out_dir,
         quiet=quiet,
@@ -433,6 +492,14 @@ def compare(
     max_receive_count: MrcOpt = None,
     distinct_ids: IdsOpt = None,
     copies: CopiesOpt = None,
+    handler_duration: DurationOpt = None,
+    handler_jitter: JitterOpt = None,
+    race_window: RaceOpt = None,
+    crash_after_write: CrashOpt = None,
+    batching_window: WindowOpt = None,
+    report_batch_item_failures: PartialOpt = None,
+    conflict_fraction: ConflictOpt = None,
+    rate: RateOpt = None,
     deadline: DeadlineOpt = None,
     threshold: ThresholdOpt = [],  # noqa: B006
     json_path: JsonOpt = None,
@@ -453,15 +520,7 @@ def compare(
         seed=seed,
         endpoint_url=endpoint_url,
         target=target,
-        overrides=_overrides(
-            batch_size,
-            visibility_timeout,
-            concurrency,
-            max_receive_count,
-            distinct_ids,
-            copies,
-            deadline,
-        ),
+        overrides=_overrides(locals()),
         json_path=json_path,
         out_dir=out_dir,
         quiet=quiet,
@@ -470,24 +529,154 @@ def compare(
     )
 
 
-def _overrides(
-    batch_size: int | None,
-    visibility_timeout: int | None,
-    concurrency: int | None,
-    max_receive_count: int | None,
-    distinct_ids: int | None,
-    copies: int | None,
-    deadline: float | None,
-) -> dict[str, Any]:
-    return {
-        "batch_size": batch_size,
-        "visibility_timeout_s": visibility_timeout,
-        "concurrency": concurrency,
-        "max_receive_count": max_receive_count,
-        "distinct_ids": distinct_ids,
-        "copies": copies,
-        "deadline_s": deadline,
+def _grid(axes: dict[str, str | None]) -> list[dict[str, Any]]:
+    """The cells of a sweep: the cartesian product of comma-separated values per field."""
+    values: list[tuple[str, list[Any]]] = []
+    for name, text in axes.items():
+        if text is None:
+            continue
+        field = _OVERRIDES[name]
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        try:
+            parsed = [float(item) if "." in item else int(item) for item in items]
+        except ValueError:
+            raise InputError(
+                f"--{name.replace('_', '-')} {text!r}: give comma-separated numbers, e.g. 1,10"
+            ) from None
+        if not parsed:
+            raise InputError(f"--{name.replace('_', '-')} needs at least one value")
+        values.append((field, parsed))
+    if not values:
+        raise InputError(
+            "a sweep needs at least one axis: --batch-size, --visibility-timeout, --concurrency, "
+            "--handler-duration or --race-window, each a comma-separated list"
+        )
+    return [
+        dict(zip([f for f, _ in values], combo, strict=True))
+        for combo in itertools.product(*[v for _, v in values])
+    ]
+
+
+_OVERRIDES = {
+    "batch_size": "batch_size",
+    "visibility_timeout": "visibility_timeout_s",
+    "concurrency": "concurrency",
+    "max_receive_count": "max_receive_count",
+    "distinct_ids": "distinct_ids",
+    "copies": "copies",
+    "handler_duration": "handler_duration_ms",
+    "handler_jitter": "handler_jitter_ms",
+    "race_window": "race_window_ms",
+    "crash_after_write": "crash_after_write",
+    "batching_window": "batching_window_s",
+    "report_batch_item_failures": "report_batch_item_failures",
+    "conflict_fraction": "conflict_fraction",
+    "rate": "rate_per_s",
+    "deadline": "deadline_s",
+}
+"""Command-line option (parameter name) -> scenario field it overrides."""
+
+
+def _overrides(params: dict[str, Any]) -> dict[str, Any]:
+    chosen = {
+        field: params[name] for name, field in _OVERRIDES.items() if params.get(name) is not None
     }
+    if "rate_per_s" in chosen:
+        chosen["arrival"] = "rate"
+    return chosen
+
+
+@app.command()
+def sweep(
+    scenario: ScenarioArg,
+    batch_size: Annotated[
+        str | None, typer.Option("--batch-size", metavar="N,N,...", help="Batch sizes to try.")
+    ] = None,
+    visibility_timeout: Annotated[
+        str | None,
+        typer.Option(
+            "--visibility-timeout", metavar="S,S,...", help="Visibility timeouts (seconds)."
+        ),
+    ] = None,
+    concurrency: Annotated[
+        str | None, typer.Option("--concurrency", metavar="N,N,...", help="Execution environments.")
+    ] = None,
+    handler_duration: Annotated[
+        str | None,
+        typer.Option(
+            "--handler-duration", metavar="MS,MS,...", help="Fault: handler durations (ms)."
+        ),
+    ] = None,
+    race_window: Annotated[
+        str | None,
+        typer.Option("--race-window", metavar="MS,MS,...", help="Fault: race windows (ms)."),
+    ] = None,
+    batching_window: Annotated[
+        str | None,
+        typer.Option("--batching-window", metavar="S,S,...", help="Batching windows (seconds)."),
+    ] = None,
+    variants: Annotated[
+        str | None,
+        typer.Option(
+            "--variants",
+            metavar="A,B,...",
+            help="Comma-separated variants (default: the scenario's).",
+        ),
+    ] = None,
+    handler: Annotated[
+        list[str], typer.Option("--handler", metavar="REF", help="Also sweep your own handler.")
+    ] = [],  # noqa: B006
+    distinct_ids: IdsOpt = None,
+    copies: CopiesOpt = None,
+    deadline: DeadlineOpt = None,
+    seed: SeedOpt = None,
+    endpoint_url: EndpointOpt = None,
+    target: TargetOpt = TargetChoice.EMBEDDED,
+    threshold: ThresholdOpt = [],  # noqa: B006
+    json_path: JsonOpt = None,
+    html: HtmlOpt = None,
+    markdown: MarkdownOpt = None,
+    junit: JunitOpt = None,
+    out_dir: OutOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Run a grid of settings: one run per cell and variant, one row each.
+
+    Example: loadtest sweep race-burst --batch-size 1,10 --visibility-timeout 2,30
+
+    The table shows deliveries, redeliveries, duplicate writes, dead letters,
+    throughput and p99 per cell; the JSON report holds every cell as a run.
+    """
+    try:
+        cells = _grid(
+            {
+                "batch_size": batch_size,
+                "visibility_timeout": visibility_timeout,
+                "concurrency": concurrency,
+                "handler_duration": handler_duration,
+                "race_window": race_window,
+                "batching_window": batching_window,
+            }
+        )
+    except InputError as exc:
+        _fail(Exit.BAD_INPUT, str(exc))
+    _execute(
+        scenario,
+        [variants] if variants else [],
+        handler,
+        seed=seed,
+        endpoint_url=endpoint_url,
+        target=target,
+        overrides=_overrides(
+            {"distinct_ids": distinct_ids, "copies": copies, "deadline": deadline}
+        ),
+        json_path=json_path,
+        out_dir=out_dir,
+        quiet=quiet,
+        thresholds=threshold,
+        outputs=Outputs(html=html, markdown=markdown, junit=junit),
+        cells=cells,
+    )
 
 
 @app.command()

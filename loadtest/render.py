@@ -156,5 +156,43 @@ def details(report: dict[str, Any]) -> list[RenderableType]:
     return out
 
 
+def sweep_table(report: dict[str, Any]) -> Table:
+    """One row per cell and variant: what a user tunes against."""
+    runs = report["runs"]
+    axes = list(dict.fromkeys(key for run in runs for key in run.get("cell", {})))
+    table = Table(
+        title=f"{report['scenario']['name']} sweep · seed {report['seed']}", title_justify="left"
+    )
+    for axis in axes:
+        table.add_column(axis, justify="right")
+    for column in (
+        "variant",
+        "verdict",
+        "deliveries",
+        "redeliveries",
+        "duplicate writes",
+        "dead-lettered",
+        "msg/s",
+        "e2e p99",
+    ):
+        table.add_column(column, justify="left" if column == "variant" else "right")
+    for run in runs:
+        counts = run["counts"]
+        table.add_row(
+            *(str(run["cell"].get(axis, "")) for axis in axes),
+            run["variant"],
+            _verdict(run),
+            str(counts["deliveries"]),
+            str(counts["redeliveries"]),
+            _cell(counts["duplicate_writes"], True),
+            str(counts["dead_lettered"]),
+            f"{run['throughput']['messages_per_s']:.1f}",
+            _ms(run["latency_us"]["end_to_end"]["p99"]),
+        )
+    return table
+
+
 def render(report: dict[str, Any]) -> RenderableType:
+    if any(run.get("cell") for run in report["runs"]):
+        return Group(sweep_table(report), *details(report))
     return Group(summary_table(report), *details(report))

@@ -142,7 +142,8 @@ def serve(
 
     ``port`` 0 picks a free port. ``on_ready`` is called with the endpoint URL (e.g.
     ``http://127.0.0.1:54321``) once the socket is listening. SIGTERM is handled like
-    Ctrl-C when called from the main thread.
+    Ctrl-C when called from the main thread. ``patched=False`` serves moto as shipped
+    (benchmarks only).
     """
     from moto.moto_server.werkzeug_app import MotoRequestHandler
     from werkzeug.serving import make_server
@@ -193,9 +194,12 @@ def _announce_ready(endpoint_url: str) -> None:
 
 def _stop_when_stdin_closes() -> None:
     """Stop serving once stdin reaches EOF: the parent closed it or died, even by SIGKILL."""
+    stdin_fd = sys.stdin.fileno()
 
     def watch() -> None:
-        while sys.stdin.buffer.read(4096):
+        # os.read, not sys.stdin: a daemon thread blocked inside the buffered reader holds
+        # its lock, and the interpreter aborts (SIGABRT) when it finalises stdin at exit.
+        while os.read(stdin_fd, 4096):
             pass
         _thread.interrupt_main(signal.SIGTERM)
 
@@ -238,7 +242,7 @@ class EmbeddedBackend:
     ``stop_timeout_s``) however the block ended, Ctrl-C included, and reaps it. The child
     runs in its own process group, so a Ctrl-C reaches only the parent, which stops it; it
     also stops itself if the parent dies (its stdin closes). Its stderr goes to a temporary
-    log file, removed on exit and quoted in any ``BackendError``.
+    file (unnamed on POSIX, so nothing is left behind) quoted in any ``BackendError``.
     """
 
     endpoint_url: str
@@ -257,7 +261,8 @@ class EmbeddedBackend:
         self.stop_timeout_s = stop_timeout_s
         self.endpoint_url = ""
         self._process: subprocess.Popen[bytes] | None = None
-        self._log_path: Path | None = None
+        self._log: IO[bytes] | None = None  # our own read handle on the child's stderr file
+        self._log_path: Path | None = None  # set only while the file still has a name
 
     @property
     def pid(self) -> int | None:
@@ -298,6 +303,7 @@ class EmbeddedBackend:
             command.append("--unpatched")
         fd, log_name = tempfile.mkstemp(prefix="loadtest-backend-", suffix=".log")
         self._log_path = Path(log_name)
+        self._log = self._log_path.open("rb")  # own offset: reading never moves the child's
         with os.fdopen(fd, "wb") as log:  # the child keeps its own copy
             self._process = subprocess.Popen(
                 command,
@@ -308,6 +314,11 @@ class EmbeddedBackend:
                 start_new_session=os.name == "posix",
                 creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0),
             )
+        if os.name == "posix":
+            # Nameless from now on: the file vanishes with the last open handle, even if
+            # this process is killed before __exit__ could remove it.
+            self._log_path.unlink()
+            self._log_path = None
 
     def _wait_until_ready(self) -> str:
         process = self._process
@@ -345,12 +356,11 @@ class EmbeddedBackend:
         return BackendError(f"embedded backend {what}; end of its log:\n{self._log_tail()}")
 
     def _log_tail(self) -> str:
-        if self._log_path is None:
+        if self._log is None:
             return ""
         try:
-            with self._log_path.open("rb") as log:
-                log.seek(max(0, log.seek(0, os.SEEK_END) - _LOG_TAIL_BYTES))
-                return log.read().decode("utf-8", "replace")
+            self._log.seek(max(0, self._log.seek(0, os.SEEK_END) - _LOG_TAIL_BYTES))
+            return self._log.read().decode("utf-8", "replace")
         except OSError:
             return ""
 
@@ -360,6 +370,9 @@ class EmbeddedBackend:
             if process is not None:
                 _terminate(process, self.stop_timeout_s)
         finally:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
             if self._log_path is not None:
                 self._log_path.unlink(missing_ok=True)
                 self._log_path = None

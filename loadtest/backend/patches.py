@@ -1,9 +1,9 @@
 """Narrow monkeypatches that make moto 5.2.x's server fast enough and its SQS thread-safe.
 
-Owns: the replacement of ``Queue._messages`` by an indexed store, and the handful of moto
-SQS functions that must go through it. ``apply()`` installs them once per process (it is
-idempotent) and refuses any moto outside the 5.2 series, whose ``moto/sqs/models.py`` this
-was written against. Must not touch: DynamoDB (its races are closed by serialising requests
+Owns: the indexed store that replaces ``Queue._messages``, the handful of moto SQS
+functions that must go through it, and a cache for the server's service lookup.
+``apply()`` installs them once per process (it is idempotent) and refuses any moto outside
+the 5.2 series, whose ``moto/sqs/models.py`` and ``moto/moto_server`` this mirrors. Must not touch: DynamoDB (its races are closed by serialising requests
 in ``loadtest.backend.embedded``), any other service, or anything a client can observe
 except speed.
 
@@ -14,7 +14,6 @@ Why, measured on moto 5.2.5's threaded server:
   ``stat``s each of its ~270 entries - under the dispatcher's global lock
   (``DomainDispatcherApplication.get_application``). That is ~0.7 ms of serialised
   filesystem calls per SQS request, a third of a conditional ``PutItem``.
-
 * Depth. ``Queue._messages`` is a list and every question is a scan of it.
   ``SQSBackend.send_message`` reads ``Queue.attributes``, which counts visible,
   in-flight and delayed messages (three scans); ``SQSBackend.receive_message`` scans
