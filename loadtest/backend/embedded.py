@@ -17,6 +17,7 @@ import _thread
 import argparse
 import contextlib
 import io
+import json
 import os
 import queue
 import signal
@@ -37,7 +38,15 @@ from loadtest.backend.errors import BackendError
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
-__all__ = ["READY_PREFIX", "EmbeddedBackend", "SerialisedDynamoDB", "build_app", "main", "serve"]
+__all__ = [
+    "READY_PREFIX",
+    "EmbeddedBackend",
+    "RequestCounter",
+    "SerialisedDynamoDB",
+    "build_app",
+    "main",
+    "serve",
+]
 
 READY_PREFIX = "READY "
 """The child's one line on stdout, followed by its endpoint URL, once it accepts requests."""
@@ -92,6 +101,38 @@ class SerialisedDynamoDB:
         return [body]
 
 
+class RequestCounter:
+    """WSGI middleware: counts requests served, by service; ``GET /_loadtest/stats`` reads them.
+
+    The benchmark reports requests per second from these counts, measured where
+    the requests are served rather than estimated by the clients.
+    """
+
+    STATS_PATH = "/_loadtest/stats"
+
+    def __init__(self, app: WSGIApplication) -> None:
+        self.app = app
+        self.lock = threading.Lock()
+        self.counts = {"requests": 0, "dynamodb": 0, "sqs": 0}
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == self.STATS_PATH and environ.get("REQUEST_METHOD") == "GET":
+            with self.lock:
+                body = json.dumps(self.counts).encode()
+            start_response("200 OK", [("Content-Type", "application/json")])
+            return [body]
+        target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
+        with self.lock:
+            self.counts["requests"] += 1
+            if target.startswith("DynamoDB"):
+                self.counts["dynamodb"] += 1
+            elif target.startswith("AmazonSQS") or "Action=" in str(
+                environ.get("QUERY_STRING", "")
+            ):
+                self.counts["sqs"] += 1
+        return self.app(environ, start_response)
+
+
 def _buffer_request_body(environ: WSGIEnvironment) -> None:
     stream = environ["wsgi.input"]
     length = environ.get("CONTENT_LENGTH")
@@ -118,7 +159,7 @@ def build_app(*, patched: bool = True) -> WSGIApplication:
     from loadtest.backend import patches
 
     patches.apply()
-    return SerialisedDynamoDB(app)
+    return RequestCounter(SerialisedDynamoDB(app))
 
 
 def _endpoint_url(host: str, port: int) -> str:

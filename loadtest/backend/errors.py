@@ -2,19 +2,18 @@
 
 ::
 
-    RuntimeError
-     └── BackendError                  the embedded backend could not start, answer or stop
-          └── UnsupportedMotoVersion   moto is outside the series the patches were written for
+    loadtest.errors.BackendError       the embedded backend could not start, answer or stop
+     └── UnsupportedMotoVersion        moto is outside the series the patches were written for
 
-``BackendError`` is a plain ``RuntimeError`` for now; the project's root
-``LoadtestError`` will become its first base once it exists.
+``BackendError`` is the project's own (exit code 3 from the CLI), re-exported
+here so the backend's modules name it locally.
 """
 
 from __future__ import annotations
 
+from loadtest.errors import BackendError
 
-class BackendError(RuntimeError):
-    """The embedded backend could not be started, reached or stopped."""
+__all__ = ["BackendError", "UnsupportedMotoVersion"]
 
 
 class UnsupportedMotoVersion(BackendError):
