@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -46,7 +47,12 @@ def parse_single_job(event: dict[str, Any]) -> tuple[str, int]:
     """
     if set(event) != {"Records"} or len(event["Records"]) != 1:
         raise ValueError("Expected one SQS record")
-    job = json.loads(event["Records"][0]["body"])
+    return parse_job(event["Records"][0]["body"])
+
+
+def parse_job(body: str) -> tuple[str, int]:
+    """The lab's rules for one job body; return (id, quantity) or raise ValueError."""
+    job = json.loads(body)
     if (
         not isinstance(job, dict)
         or set(job) != {"id", "quantity"}
@@ -57,6 +63,47 @@ def parse_single_job(event: dict[str, Any]) -> tuple[str, int]:
     if isinstance(quantity, bool) or not isinstance(quantity, int) or not 1 <= quantity <= 10:
         raise ValueError("Quantity must be an integer from 1 to 10")
     return job["id"], quantity
+
+
+class BatchFailedError(RuntimeError):
+    """Some records of a batch failed and partial batch responses are off: retry the batch."""
+
+
+def reports_batch_item_failures() -> bool:
+    """Whether the event source mapping has ReportBatchItemFailures on.
+
+    A function cannot ask its mapping; like a deployed function, it is told
+    through its configuration (``REPORT_BATCH_ITEM_FAILURES``, set by loadtest).
+    """
+    return os.environ.get("REPORT_BATCH_ITEM_FAILURES", "false").lower() == "true"
+
+
+def handle(event: dict[str, Any], write: Callable[[str, int], dict[str, Any]]) -> dict[str, Any]:
+    """Run ``write(id, quantity)`` for the event's records.
+
+    One record: exactly the lab (its validation, its errors, its result). A
+    batch: every record is tried; failed ones are named in a partial batch
+    response when the mapping reports batch item failures, otherwise the whole
+    batch fails and is retried — records that succeeded included, which is
+    what makes batches a source of duplicates.
+    """
+    records = event.get("Records") if set(event) == {"Records"} else None
+    if not isinstance(records, list) or len(records) <= 1:
+        order_id, quantity = parse_single_job(event)
+        return write(order_id, quantity)
+    results: list[dict[str, Any]] = []
+    failed: list[str] = []
+    for record in records:
+        try:
+            results.append(write(*parse_job(record["body"])))
+        except Exception as exc:
+            print(f"FAILED {record['messageId']}: {type(exc).__name__}: {exc}")
+            failed.append(record["messageId"])
+    if failed and not reports_batch_item_failures():
+        raise BatchFailedError(
+            f"{len(failed)} of {len(records)} records failed; retrying the batch"
+        )
+    return {"results": results, "batchItemFailures": [{"itemIdentifier": m} for m in failed]}
 
 
 def order_item(order_id: str, quantity: int) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from consumer._orders import dynamodb, order_item, parse_single_job, result, table_name
+from consumer._orders import dynamodb, handle, order_item, result, table_name
 
 
 class ConflictingOrderError(ValueError):
@@ -27,7 +27,11 @@ class ConflictingOrderError(ValueError):
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    order_id, quantity = parse_single_job(event)
+    return handle(event, write_order)
+
+
+def write_order(order_id: str, quantity: int) -> dict[str, Any]:
+    """Store one order; the lab's result, or raise to have the message retried."""
     item = order_item(order_id, quantity)
     try:
         dynamodb().put_item(

@@ -44,7 +44,7 @@ from aws_lambda_powertools.utilities.idempotency import (
 )
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 
-from consumer._orders import dynamodb, order_item, parse_single_job, result, table_name
+from consumer._orders import dynamodb, handle, order_item, result, table_name
 
 
 def _replayed(response: Any, idempotent_data: DataRecord) -> Any:
@@ -84,6 +84,7 @@ store_order: Callable[..., dict[str, Any]] = idempotent_function(
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    order_id, quantity = parse_single_job(event)
     _config.register_lambda_context(context)
-    return store_order(job={"id": order_id, "quantity": quantity})
+    return handle(
+        event, lambda order_id, quantity: store_order(job={"id": order_id, "quantity": quantity})
+    )

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from consumer._orders import dynamodb, order_item, parse_single_job, result, table_name
+from consumer._orders import dynamodb, handle, order_item, result, table_name
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    order_id, quantity = parse_single_job(event)
+    return handle(event, write_order)
+
+
+def write_order(order_id: str, quantity: int) -> dict[str, Any]:
+    """Store one order; the lab's result, or raise to have the message retried."""
     dynamodb().put_item(TableName=table_name(), Item=order_item(order_id, quantity))
     return result(order_id, quantity, duplicate=False)

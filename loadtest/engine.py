@@ -193,6 +193,7 @@ async def run_variant(
         timeout_s=settings.function_timeout_s,
         extra_env=target.credentials_env,
         fault_env=fault_environment(scenario),
+        report_batch_item_failures=settings.report_batch_item_failures,
     )
     log_dir = new_log_dir()
     environments = [ExecutionEnvironment(config, n, log_dir) for n in range(settings.concurrency)]

@@ -147,9 +147,7 @@ def main() -> None:
         context = LambdaContext(request["request_id"], request["timeout_ms"])
         ok, result, error = True, None, None
         started = time.monotonic_ns()
-        delay_ms = faults.delay_ms()
-        if delay_ms:
-            time.sleep(delay_ms / 1000)  # injected handler duration (a labelled fault)
+        observer.arm(faults.delay_ms() / 1000)  # injected handler duration (a labelled fault)
         with contextlib.redirect_stdout(capture), contextlib.redirect_stderr(capture):
             try:
                 result = handler(request["event"], context)
@@ -157,6 +155,7 @@ def main() -> None:
                 ok = False
                 error = f"{type(exc).__name__}: {exc}"
                 traceback.print_exc(file=capture)
+        observer.disarm()
         ended = time.monotonic_ns()
         crash = ok and faults.crash()
         if crash:

@@ -11,6 +11,7 @@ Owns the child processes: every one started here is stopped by ``aclose``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -24,6 +25,22 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from loadtest.errors import HandlerRefError
 from loadtest.handlers import HandlerRef
+
+
+class _AlreadyReaped(logging.Filter):
+    """Drop asyncio's "Unknown child process pid" warning for environment processes.
+
+    On Python 3.11, ``subprocess.Popen``'s own clean-up of finished children
+    (run whenever a new process starts) can reap a stopped environment before
+    asyncio's watcher thread does; asyncio then logs that it reports exit code
+    255. The environment was already waited for and stopped; nothing is lost.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Unknown child process pid")
+
+
+logging.getLogger("asyncio").addFilter(_AlreadyReaped())
 
 READY_TIMEOUT_S = 60.0
 MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -43,6 +60,8 @@ class FunctionConfig:
     timeout_s: int
     extra_env: tuple[tuple[str, str], ...] = ()
     """Credentials and settings passed to the function (e.g. for an embedded backend)."""
+    report_batch_item_failures: bool = False
+    """Told to the function as ``REPORT_BATCH_ITEM_FAILURES`` (its mapping's setting)."""
     fault_env: tuple[tuple[str, str], ...] = ()
     """The scenario's faults, read by the environment process (``LOADTEST_*``)."""
 
@@ -53,6 +72,7 @@ class FunctionConfig:
         env.update(
             {
                 "TABLE_NAME": self.table_name,
+                "REPORT_BATCH_ITEM_FAILURES": str(self.report_batch_item_failures).lower(),
                 "IDEMPOTENCY_TABLE_NAME": self.idempotency_table_name,
                 "AWS_REGION": self.region,
                 "AWS_DEFAULT_REGION": self.region,

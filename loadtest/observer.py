@@ -75,7 +75,26 @@ class WriteObserver:
         """An injected pause after each read of the table (a labelled fault)."""
         self._lock = threading.Lock()
         self._records: list[Observation] = []
+        self._armed_s = 0.0
         self._installed: Callable[..., Any] | None = None
+
+    def arm(self, delay_s: float) -> None:
+        """Sleep ``delay_s`` before this invocation's first write (the handler-duration fault).
+
+        Slow work sits between what a handler checked and what it writes — the
+        window in which a redelivery of the same message can act on the same
+        stale check.
+        """
+        self._armed_s = delay_s
+
+    def disarm(self) -> None:
+        """End of the invocation: a handler that wrote nothing still takes its duration."""
+        self._before_write()
+
+    def _before_write(self) -> None:
+        delay, self._armed_s = self._armed_s, 0.0
+        if delay > 0:
+            time.sleep(delay)
 
     def drain(self) -> list[Observation]:
         with self._lock:
@@ -136,6 +155,7 @@ class WriteObserver:
         else:
             key = dict(typed(params.get("Key")) or {})
             after = None  # an update's result is not observed; a delete stores nothing
+        self._before_write()
         started = time.monotonic_ns()
         try:
             response = call(params)
@@ -240,6 +260,7 @@ class WriteObserver:
         ]
         if not watched:
             return call(params)
+        self._before_write()
         started = time.monotonic_ns()
         try:
             response = call(params)
@@ -296,6 +317,7 @@ class WriteObserver:
         requests = params.get("RequestItems", {}).get(self.table_name)
         if not requests:
             return call(params)
+        self._before_write()
         started = time.monotonic_ns()
         response = call(params)
         ended = time.monotonic_ns()

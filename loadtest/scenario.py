@@ -24,6 +24,7 @@ File format (every table and key optional)::
     copy_spacing = "at-once"            # | "spread" (over copy_spread_s) | "after-completion"
     copy_spread_s = 0.0
     conflict_fraction = 0.0             # resends carrying different details (0..1)
+    poison_fraction = 0.0               # ids whose messages every consumer refuses (0..1)
     arrival = "burst"                   # | "rate" (open loop) | "ramp" (ramp_from_per_s -> rate_per_s)
     rate_per_s = 0.0
     ramp_from_per_s = 1.0
@@ -43,7 +44,7 @@ File format (every table and key optional)::
     report_batch_item_failures = false
 
     [faults]                            # opt-in, always labelled in the report
-    handler_duration_ms = 0             # extra work before the handler runs
+    handler_duration_ms = 0             # slow work before the invocation's first write
     handler_jitter_ms = 0               # plus a uniform 0..jitter
     race_window_ms = 0                  # pause after each read of the orders table
     crash_after_write = 0.0             # probability of a crash after the writes, before the ack
@@ -121,6 +122,8 @@ class Workload:
     """Seconds over which ``spread`` copies are sent."""
     conflict_fraction: float = 0.0
     """Fraction of resends that carry different details for the same id (0..1)."""
+    poison_fraction: float = 0.0
+    """Fraction of ids whose messages no consumer accepts (quantity 0): retried, then dead-lettered."""
     arrival: Arrival = Arrival.BURST
     rate_per_s: float = 0.0
     """Messages per second for ``rate``; the final rate for ``ramp``."""
@@ -155,7 +158,9 @@ class Faults:
     """Opt-in faults, labelled in every report. All off by default."""
 
     handler_duration_ms: int = 0
-    """Extra processing time (in milliseconds) before the handler runs."""
+    """Extra processing time (in milliseconds), spent just before the invocation's first
+    write to the orders table (or at its end, if it writes nothing): slow work between
+    what a handler checked and what it writes."""
     handler_jitter_ms: int = 0
     """A uniform random 0..jitter milliseconds added to ``handler_duration_ms``."""
     race_window_ms: int = 0
@@ -246,6 +251,7 @@ _LIMITS: dict[str, tuple[float, float]] = {
     "copies": (1, 1000),
     "copy_spread_s": (0, 3600),
     "conflict_fraction": (0, 1),
+    "poison_fraction": (0, 1),
     "rate_per_s": (0, 100_000),
     "ramp_from_per_s": (0.1, 100_000),
     "batch_size": (1, 10_000),
@@ -471,7 +477,7 @@ def _builtin_dir() -> Any:
 def builtin_scenarios() -> dict[str, Scenario]:
     """Every built-in scenario by name (the TOML files shipped with the package)."""
     found: dict[str, Scenario] = {}
-    for entry in sorted(_builtin_dir().iterdir(), key=lambda e: e.name):
+    for entry in sorted(_builtin_dir().iterdir(), key=lambda e: e.name.removesuffix(".toml")):
         if entry.name.endswith(".toml"):
             stem = entry.name.removesuffix(".toml")
             found[stem] = _parse_text(entry.read_text(encoding="utf-8"), f"builtin:{stem}", stem)

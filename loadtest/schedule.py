@@ -17,6 +17,8 @@ from loadtest.scenario import Arrival, CopySpacing, Order, Workload
 MIN_QUANTITY = 1
 MAX_QUANTITY = 10
 NS_PER_S = 1_000_000_000
+POISON_QUANTITY = 0
+"""Outside the lab's 1..10: every built-in consumer refuses it."""
 
 
 @dataclass(frozen=True)
@@ -73,9 +75,16 @@ def plan(workload: Workload, seed: int) -> tuple[PlannedMessage, ...]:
         for number in range(1, workload.distinct_ids + 1):
             business_id = f"{workload.id_prefix}-{number:0{width}d}"
             quantity = rng.randint(MIN_QUANTITY, MAX_QUANTITY)
+            if workload.poison_fraction and rng.random() < workload.poison_fraction:
+                quantity = POISON_QUANTITY
             group: list[tuple[str | None, str, int, bool]] = []
             for copy in range(workload.copies):
-                conflicting = copy > 0 and rng.random() < workload.conflict_fraction
+                conflicting = (
+                    copy > 0
+                    and quantity != POISON_QUANTITY
+                    and workload.conflict_fraction > 0
+                    and rng.random() < workload.conflict_fraction
+                )
                 sent_quantity = _other_quantity(quantity, rng) if conflicting else quantity
                 body = json.dumps(
                     {"id": business_id, "quantity": sent_quantity}, separators=(",", ":")
