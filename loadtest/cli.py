@@ -143,6 +143,8 @@ class Outputs:
     html: Path | None = None
     markdown: Path | None = None
     junit: Path | None = None
+    hgrm: Path | None = None
+    """A directory for one ``.hgrm`` percentile distribution per run and latency."""
 
     def write(self, report: dict[str, Any], out_dir: Path | None) -> list[Path]:
         from loadtest.formats import junit_xml, markdown_summary
@@ -160,6 +162,15 @@ class Outputs:
                 path = out_dir / path
             _write_text(path, renderer(report))
             written.append(path)
+        if self.hgrm is not None:
+            from loadtest.metrics import hgrm_files
+
+            directory = (
+                self.hgrm if out_dir is None or self.hgrm.is_absolute() else out_dir / self.hgrm
+            )
+            for name, text in hgrm_files(report).items():
+                _write_text(directory / name, text)
+            written.append(directory)
         return written
 
 
@@ -389,6 +400,14 @@ MarkdownOpt = Annotated[
         help="Also write a Markdown summary (CI job summary, PR comment).",
     ),
 ]
+HgrmOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--hgrm",
+        metavar="DIR",
+        help="Also write HdrHistogram percentile distributions (.hgrm, in ms) per run and latency.",
+    ),
+]
 JunitOpt = Annotated[
     Path | None,
     typer.Option(
@@ -442,6 +461,7 @@ def run(
     html: HtmlOpt = None,
     markdown: MarkdownOpt = None,
     junit: JunitOpt = None,
+    hgrm: HgrmOpt = None,
     out_dir: OutOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
@@ -462,7 +482,7 @@ def run(
         out_dir=out_dir,
         quiet=quiet,
         thresholds=threshold,
-        outputs=Outputs(html=html, markdown=markdown, junit=junit),
+        outputs=Outputs(html=html, markdown=markdown, junit=junit, hgrm=hgrm),
     )
 
 
@@ -506,6 +526,7 @@ def compare(
     html: HtmlOpt = None,
     markdown: MarkdownOpt = None,
     junit: JunitOpt = None,
+    hgrm: HgrmOpt = None,
     out_dir: OutOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
@@ -525,7 +546,7 @@ def compare(
         out_dir=out_dir,
         quiet=quiet,
         thresholds=threshold,
-        outputs=Outputs(html=html, markdown=markdown, junit=junit),
+        outputs=Outputs(html=html, markdown=markdown, junit=junit, hgrm=hgrm),
     )
 
 
@@ -637,6 +658,7 @@ def sweep(
     html: HtmlOpt = None,
     markdown: MarkdownOpt = None,
     junit: JunitOpt = None,
+    hgrm: HgrmOpt = None,
     out_dir: OutOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
@@ -674,7 +696,7 @@ def sweep(
         out_dir=out_dir,
         quiet=quiet,
         thresholds=threshold,
-        outputs=Outputs(html=html, markdown=markdown, junit=junit),
+        outputs=Outputs(html=html, markdown=markdown, junit=junit, hgrm=hgrm),
         cells=cells,
     )
 
@@ -701,11 +723,12 @@ def report(
     html: HtmlOpt = None,
     markdown: MarkdownOpt = None,
     junit: JunitOpt = None,
+    hgrm: HgrmOpt = None,
 ) -> None:
     """Show a saved JSON report again, as the run showed it; optionally re-render it to files."""
     try:
         data = _read_report(file)
-        written = Outputs(html=html, markdown=markdown, junit=junit).write(data, None)
+        written = Outputs(html=html, markdown=markdown, junit=junit, hgrm=hgrm).write(data, None)
     except InputError as exc:
         _fail(Exit.BAD_INPUT, str(exc))
     out.print(render(data))

@@ -28,7 +28,7 @@ from loadtest.environments import ExecutionEnvironment, FunctionConfig, new_log_
 from loadtest.errors import BackendError
 from loadtest.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
 from loadtest.history import EndState, History, Invocation, InvocationOutcome, Record, WriteRecord
-from loadtest.metrics import Latency
+from loadtest.metrics import Latency, latencies
 from loadtest.producer import produce
 from loadtest.runner import Poller, Progress, Settlement, watch_dead_letters
 from loadtest.scenario import ConsumerSettings, Faults, Scenario
@@ -88,22 +88,6 @@ class RunResult:
     scenario: Scenario
     target: aws.Target
     runs: list[VariantRun]
-
-
-def _latencies(history: History) -> dict[str, Latency]:
-    end_to_end, handler, write = Latency(), Latency(), Latency()
-    intended = {m.message_id: m.intended_ns for m in history.sent if m.message_id}
-    first_ack: dict[str, int] = {}
-    for ack in history.acks:
-        first_ack.setdefault(ack.message_id, ack.acked_ns)
-    for message_id, acked_ns in first_ack.items():
-        if message_id in intended:
-            end_to_end.record_ns(acked_ns - intended[message_id])
-    for invocation in history.invocations:
-        handler.record_ns(invocation.ended_ns - invocation.started_ns)
-        for w in invocation.writes:
-            write.record_ns(w.ended_ns - w.started_ns)
-    return {"end_to_end": end_to_end, "handler": handler, "write": write}
 
 
 def fault_environment(scenario: Scenario) -> tuple[tuple[str, str], ...]:
@@ -251,7 +235,7 @@ async def run_variant(
         history=history,
         end_state=end_state,
         check=result,
-        latency=_latencies(history),
+        latency=latencies(history),
         duration_s=(history.ended_ns - history.started_ns) / 1e9,
         cold_starts=sum(env.cold_starts for env in environments),
         resources=names,

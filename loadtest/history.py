@@ -117,6 +117,8 @@ class Invocation:
 class Ack:
     message_id: str
     acked_ns: int
+    requested_ns: int | None = None
+    """When the DeleteMessageBatch call that acknowledged it started."""
 
 
 @dataclass(frozen=True)

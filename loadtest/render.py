@@ -57,6 +57,13 @@ ROWS: list[Row] = [
         False,
     ),
     (
+        "queue dwell p50 / p99",
+        lambda r: (
+            f"{_ms(r['latency_us'].get('queue_dwell', {}).get('p50'))} / {_ms(r['latency_us'].get('queue_dwell', {}).get('p99'))}"
+        ),
+        False,
+    ),
+    (
         "handler p50 / p99",
         lambda r: (
             f"{_ms(r['latency_us']['handler']['p50'])} / {_ms(r['latency_us']['handler']['p99'])}"

@@ -286,6 +286,7 @@ class Poller:
     async def _delete(self, messages: list[dict[str, Any]]) -> list[str]:
         if not messages:
             return []
+        requested_ns = self.clock()
         response = await self.sqs.delete_message_batch(
             QueueUrl=self.queue_url,
             Entries=[
@@ -296,7 +297,7 @@ class Poller:
         ok = {entry["Id"] for entry in response.get("Successful", [])}
         acked = [m["MessageId"] for i, m in enumerate(messages) if str(i) in ok]
         for message_id in acked:
-            self.history.acks.append(Ack(message_id=message_id, acked_ns=acked_ns))
+            self.history.acks.append(Ack(message_id, acked_ns, requested_ns))
         self.progress.acked += len(acked)
         return acked
 

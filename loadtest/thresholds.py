@@ -62,11 +62,12 @@ from typing import Any
 
 from loadtest.checker import Counts, default_reasons
 from loadtest.errors import InputError, ThresholdError
+from loadtest.metrics import LATENCY_NAMES
 
 COUNT_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Counts))
 """Keys of ``runs[].counts``; each is a metric, bare or as ``counts.NAME``."""
 
-LATENCIES: tuple[str, ...] = ("end_to_end", "handler", "write")
+LATENCIES: tuple[str, ...] = LATENCY_NAMES
 """Keys of ``runs[].latency_us`` known by default. Callers that record more
 latencies pass their names to :func:`parse_threshold` (``latencies=``)."""
 

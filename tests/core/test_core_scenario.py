@@ -155,7 +155,7 @@ def test_unknown_key_messages_list_the_allowed_keys_of_each_table() -> None:
     )
     assert refusal({"workload": {"bogus": 1}}).endswith(
         "allowed: arrival, conflict_fraction, copies, copy_spacing, copy_spread_s, distinct_ids, "
-        "id_prefix, messages, order, ramp_from_per_s, rate_per_s"
+        "id_prefix, messages, order, poison_fraction, ramp_from_per_s, rate_per_s"
     )
     assert refusal({"consumer": {"bogus": 1}}).endswith(
         "allowed: batch_size, batching_window_s, concurrency, function_timeout_s, "
@@ -298,7 +298,10 @@ def test_refusal_in_a_file_names_the_file(tmp_path: Path) -> None:
     path = write_toml(tmp_path, "[consumer]\nbatch_size = 0\n")
     with pytest.raises(ScenarioError) as info:
         load_scenario(str(path))
-    assert str(info.value) == f"{path}: consumer.batch_size = 0 is out of range; allowed 1..10 (up to 10000 with batching_window_s >= 1)"
+    assert (
+        str(info.value)
+        == f"{path}: consumer.batch_size = 0 is out of range; allowed 1..10 (up to 10000 with batching_window_s >= 1)"
+    )
 
 
 def test_missing_path_is_refused(tmp_path: Path) -> None:
@@ -434,6 +437,7 @@ def test_to_raw_is_plain_data() -> None:
             "copy_spacing": "at-once",
             "copy_spread_s": 0.0,
             "conflict_fraction": 0.0,
+            "poison_fraction": 0.0,
             "arrival": "burst",
             "rate_per_s": 0.0,
             "ramp_from_per_s": 1.0,

@@ -161,9 +161,10 @@ def test_scope_may_be_a_handler_reference_with_a_colon() -> None:
 
 def test_extra_latency_names_are_accepted_when_passed() -> None:
     with pytest.raises(ThresholdError):
-        parse_threshold("queue_dwell.p99 < 1s")
-    t = parse_threshold("queue_dwell.p99 < 1s", latencies={"queue_dwell"})
-    assert t.metric == "latency_us.queue_dwell.p99"
+        parse_threshold("poll_wait.p99 < 1s")
+    t = parse_threshold("poll_wait.p99 < 1s", latencies={"poll_wait"})
+    assert t.metric == "latency_us.poll_wait.p99"
+    assert parse_threshold("queue_dwell.p99 < 1s").metric == "latency_us.queue_dwell.p99"
 
 
 def test_unknown_metric_is_refused_with_what_is_allowed() -> None:
@@ -174,7 +175,7 @@ def test_unknown_metric_is_refused_with_what_is_allowed() -> None:
     assert "unknown metric 'end_to_ned.p99'" in message
     assert "Operators: < <= > >= == !=" in message
     assert "duplicate_writes" in message
-    assert "LATENCY in end_to_end, handler, write" in message
+    assert "LATENCY in end_to_end, queue_dwell, handler, write, write_accepted, write_rejected, write_error, ack" in message
     assert "STAT in count, min, p50, p90, p99, p99_9, max, mean" in message
     assert "throughput.messages_per_s" in message
     assert "Units: us, ms, s" in message
