@@ -1,9 +1,9 @@
 """Developer sessions: tests, lint, typecheck, bench.
 
-    nox -s tests        the whole test suite (what CI runs)
-    nox -s lint         ruff check + ruff format --check
-    nox -s typecheck    mypy --strict over loadtest, consumer and tests
-    nox -s bench        prints throughput figures; asserts nothing about time
+nox -s tests        the whole test suite (what CI runs)
+nox -s lint         ruff check + ruff format --check
+nox -s typecheck    mypy --strict over loadtest, consumer and tests
+nox -s bench        prints throughput figures; asserts nothing about time
 """
 
 from __future__ import annotations
@@ -52,3 +52,42 @@ def bench(session: nox.Session) -> None:
     """A burst of a few thousand messages on the embedded backend; prints figures only."""
     _install(session)
     session.run("python", "-m", "loadtest.bench", *session.posargs)
+
+
+@nox.session(python="3.11")
+def regress(session: nox.Session) -> None:
+    """Rerun every scenario with a committed baseline and diff it (exit 1 on a regression).
+
+    Baselines live in reports/baselines/NAME.json; refresh one with
+    ``loadtest run NAME --json reports/baselines/NAME.json`` after an intended change.
+    Extra arguments go to ``loadtest diff`` (e.g. ``-- --max-regression 25%``).
+    """
+    import json
+    import pathlib
+    import tempfile
+
+    _install(session)
+    baselines = sorted(pathlib.Path("reports/baselines").glob("*.json"))
+    if not baselines:
+        session.error("no baselines in reports/baselines/")
+    out = pathlib.Path(tempfile.mkdtemp(prefix="loadtest-regress-"))
+    for baseline in baselines:
+        report = json.loads(baseline.read_text())
+        scenario = report["scenario"]["name"]
+        variants = ",".join(run["variant"] for run in report["runs"])
+        new = out / baseline.name
+        session.run(
+            "loadtest",
+            "compare",
+            scenario,
+            "--variants",
+            variants,
+            "--seed",
+            str(report["seed"]),
+            "--json",
+            str(new),
+            "--quiet",
+            success_codes=[0, 1],
+        )
+        # Exits 1 (and fails the session) on a regression.
+        session.run("loadtest", "diff", str(baseline), str(new), *session.posargs)
