@@ -175,7 +175,10 @@ def test_unknown_metric_is_refused_with_what_is_allowed() -> None:
     assert "unknown metric 'end_to_ned.p99'" in message
     assert "Operators: < <= > >= == !=" in message
     assert "duplicate_writes" in message
-    assert "LATENCY in end_to_end, queue_dwell, handler, write, write_accepted, write_rejected, write_error, ack" in message
+    assert (
+        "LATENCY in end_to_end, queue_dwell, handler, write, write_accepted, write_rejected, write_error, ack"
+        in message
+    )
     assert "STAT in count, min, p50, p90, p99, p99_9, max, mean" in message
     assert "throughput.messages_per_s" in message
     assert "Units: us, ms, s" in message
