@@ -101,6 +101,36 @@ class WriteObserver:
             out, self._records = self._records, []
         return out
 
+    def _write(
+        self,
+        *,
+        operation: str,
+        key: dict[str, Any] | None,
+        condition: str | None,
+        outcome: str,
+        started_ns: int,
+        ended_ns: int,
+        item_before: dict[str, Any] | None = None,
+        item_after: dict[str, Any] | None = None,
+        before_known: bool = False,
+        error_code: str | None = None,
+    ) -> None:
+        """Note one write decision (the shape ``loadtest.runner`` reads back)."""
+        self._add(
+            {
+                "operation": operation,
+                "key": key or {},
+                "condition": condition,
+                "outcome": outcome,
+                "item_before": item_before,
+                "item_after": item_after,
+                "before_known": before_known,
+                "started_ns": started_ns,
+                "ended_ns": ended_ns,
+                "error_code": error_code,
+            }
+        )
+
     def _add(self, record: Observation) -> None:
         with self._lock:
             self._records.append(record)
@@ -168,53 +198,43 @@ class WriteObserver:
                 wants_old = params.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD"
                 if added_rvc:
                     raw.pop("Item", None)
-                self._add(
-                    {
-                        "operation": operation,
-                        "key": key,
-                        "condition": condition,
-                        "outcome": "rejected",
-                        "item_before": typed(old),
-                        "item_after": typed(old),
-                        "before_known": wants_old,
-                        "started_ns": started,
-                        "ended_ns": ended,
-                        "error_code": code,
-                    }
+                self._write(
+                    operation=operation,
+                    key=key,
+                    condition=condition,
+                    outcome="rejected",
+                    item_before=typed(old),
+                    item_after=typed(old),
+                    before_known=wants_old,
+                    started_ns=started,
+                    ended_ns=ended,
+                    error_code=code,
                 )
             else:
-                self._add(
-                    {
-                        "operation": operation,
-                        "key": key,
-                        "condition": condition,
-                        "outcome": "error",
-                        "item_before": None,
-                        "item_after": None,
-                        "before_known": False,
-                        "started_ns": started,
-                        "ended_ns": ended,
-                        "error_code": code or type(error).__name__,
-                    }
+                self._write(
+                    operation=operation,
+                    key=key,
+                    condition=condition,
+                    outcome="error",
+                    started_ns=started,
+                    ended_ns=ended,
+                    error_code=code or type(error).__name__,
                 )
             raise
         ended = time.monotonic_ns()
         old_image = response.get("Attributes") if before_known else None
         if added_rv:
             response.pop("Attributes", None)
-        self._add(
-            {
-                "operation": operation,
-                "key": key,
-                "condition": condition,
-                "outcome": "accepted",
-                "item_before": typed(old_image),
-                "item_after": after,
-                "before_known": before_known,
-                "started_ns": started,
-                "ended_ns": ended,
-                "error_code": None,
-            }
+        self._write(
+            operation=operation,
+            key=key,
+            condition=condition,
+            outcome="accepted",
+            item_before=typed(old_image),
+            item_after=after,
+            before_known=before_known,
+            started_ns=started,
+            ended_ns=ended,
         )
         return response
 
@@ -297,19 +317,15 @@ class WriteObserver:
             absent_before = (
                 kind == "Put" and condition is not None and "attribute_not_exists" in condition
             )
-            self._add(
-                {
-                    "operation": f"TransactWriteItems.{kind}",
-                    "key": self._key(body.get("Item")) if kind == "Put" else typed(body.get("Key")),
-                    "condition": condition,
-                    "outcome": "accepted",
-                    "item_before": None,
-                    "item_after": typed(body.get("Item")) if kind == "Put" else None,
-                    "before_known": absent_before,
-                    "started_ns": started,
-                    "ended_ns": ended,
-                    "error_code": None,
-                }
+            self._write(
+                operation=f"TransactWriteItems.{kind}",
+                key=self._key(body.get("Item")) if kind == "Put" else typed(body.get("Key")),
+                condition=condition,
+                outcome="accepted",
+                item_after=typed(body.get("Item")) if kind == "Put" else None,
+                before_known=absent_before,
+                started_ns=started,
+                ended_ns=ended,
             )
         return response
 
@@ -336,19 +352,14 @@ class WriteObserver:
                     typed(request["DeleteRequest"].get("Key")) or {},
                     None,
                 )
-            self._add(
-                {
-                    "operation": op,
-                    "key": key,
-                    "condition": None,
-                    "outcome": "accepted",
-                    "item_before": None,
-                    "item_after": after,
-                    "before_known": False,
-                    "started_ns": started,
-                    "ended_ns": ended,
-                    "error_code": None,
-                }
+            self._write(
+                operation=op,
+                key=key,
+                condition=None,
+                outcome="accepted",
+                item_after=after,
+                started_ns=started,
+                ended_ns=ended,
             )
         return response
 
