@@ -123,6 +123,34 @@ def _item(item: dict[str, Any] | None) -> str:
     return json.dumps(flat, sort_keys=True)
 
 
+def _write_line(w: dict[str, Any]) -> str:
+    if w["outcome"] != "accepted":
+        return f"{w['operation']} {w['outcome']}, kept {_item(w['item_before'])}"
+    if w["item_before"] is None:
+        return f"{w['operation']} accepted: stored it (was absent)"
+    if w["item_before"] == w["item_after"]:
+        return f"{w['operation']} accepted: wrote the same order again"
+    return f"{w['operation']} accepted: replaced {_item(w['item_before'])}"
+
+
+def _race_story(finding: dict[str, Any]) -> str:
+    """The first double-written id, reads and writes in time order, one line each."""
+    events = [
+        (
+            r["at_ms"],
+            r["environment"],
+            "GetItem saw " + ("absent" if r["found"] is None else "the order"),
+        )
+        for r in finding.get("reads", [])
+    ] + [(w["at_ms"], w["environment"], _write_line(w)) for w in finding["writes"]]
+    stored = next((w["item_after"] for w in finding["writes"] if w["item_after"]), None)
+    lines = [
+        f"  e.g. {finding['business_id']} {_item(stored)} was written {finding['accepted_writes']} times:"
+    ]
+    lines += [f"    {at:>9.1f} ms  env {env}  {what}" for at, env, what in sorted(events)]
+    return "\n".join(lines)
+
+
 def details(report: dict[str, Any]) -> list[RenderableType]:
     """Why each failing variant failed, with one piece of evidence, and the warnings."""
     out: list[RenderableType] = []
@@ -142,14 +170,7 @@ def details(report: dict[str, Any]) -> list[RenderableType]:
             out.append(Text(f"! {name}: {warning}", style="yellow"))
         findings = run.get("findings", [])
         if findings:
-            f = findings[0]
-            lines = [f"  e.g. {f['business_id']} was written {f['accepted_writes']} times:"]
-            for w in f["writes"]:
-                lines.append(
-                    f"    {w['at_ms']:>9.1f} ms  env {w['environment']}  {w['operation']} "
-                    f"{w['outcome']:<8} before={_item(w['item_before'])} after={_item(w['item_after'])}"
-                )
-            out.append(Text("\n".join(lines)))
+            out.append(Text(_race_story(findings[0])))
         for error in run.get("errors", [])[:3]:
             out.append(
                 Text(

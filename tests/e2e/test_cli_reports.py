@@ -114,3 +114,63 @@ def test_diff_refuses_another_schema(tmp_path: Path) -> None:
     result = runner.invoke(app, ["diff", str(base), str(other)])
     assert result.exit_code == 2
     assert "schema_version 1" in result.output
+
+
+def test_sweep_runs_every_cell_and_variant(backend_url: str, tmp_path: Path) -> None:
+    result = runner.invoke(
+        app,
+        [
+            "sweep",
+            "race-burst",
+            "--endpoint-url",
+            backend_url,
+            "--distinct-ids",
+            "8",
+            "--copies",
+            "2",
+            "--concurrency",
+            "1,4",
+            "--race-window",
+            "0,20",
+            "--variants",
+            "read-then-write,conditional",
+            "--json",
+            str(tmp_path / "sweep.json"),
+        ],
+    )
+    # race-burst insists read-then-write races; with one environment it cannot,
+    # so those cells fail that threshold and the sweep exits 1.
+    assert result.exit_code == 1, result.output
+    report = json.loads((tmp_path / "sweep.json").read_text())
+    failed = [
+        (r["cell"]["concurrency"], r["variant"]) for r in report["runs"] if r["verdict"] == "fail"
+    ]
+    assert failed == [(1, "read-then-write"), (1, "read-then-write")]
+    cells = [
+        (run["cell"]["concurrency"], run["cell"]["race_window_ms"], run["variant"])
+        for run in report["runs"]
+    ]
+    assert cells == [
+        (c, w, v) for c in (1, 4) for w in (0, 20) for v in ("read-then-write", "conditional")
+    ]
+    for run in report["runs"]:
+        assert run["settings"]["concurrency"] == run["cell"]["concurrency"]
+        assert run["settings"]["faults"]["race_window_ms"] == run["cell"]["race_window_ms"]
+        assert run["counts"]["messages_sent"] == 16
+        if run["variant"] == "conditional":
+            assert run["counts"]["duplicate_writes"] == 0
+    # One environment processes copies one after another: no race, no duplicate.
+    serial = [
+        r
+        for r in report["runs"]
+        if r["cell"]["concurrency"] == 1 and r["variant"] == "read-then-write"
+    ]
+    assert all(r["counts"]["duplicate_writes"] == 0 for r in serial)
+    assert "race-burst sweep" in result.output
+
+
+def test_sweep_refuses_a_bad_axis() -> None:
+    result = runner.invoke(app, ["sweep", "race-burst", "--batch-size", "1,x"])
+    assert result.exit_code == 2
+    assert "--batch-size '1,x': give comma-separated numbers" in result.output
+    assert runner.invoke(app, ["sweep", "race-burst"]).exit_code == 2
