@@ -133,7 +133,7 @@ async def check_reachable(target: aws.Target) -> None:
                 f"{target.endpoint_url or 'AWS'} did not answer within 30 s"
             ) from exc
         except _AWS_ERRORS as exc:
-            raise aws.translate(exc, "reach SQS and DynamoDB", target) from exc
+            raise aws.translate(exc, "list its queues and tables", target) from exc
 
 
 class _LiveDuplicates:
