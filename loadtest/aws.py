@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -158,6 +158,9 @@ class Provisioned:
     table_name: str | None = None
     extra_tables: list[str] = field(default_factory=list)
 
+    def set_orders_table(self, name: str) -> None:
+        self.table_name = name
+
 
 @dataclass(frozen=True)
 class ResourceNames:
@@ -213,27 +216,37 @@ async def provision(
         into.queue_url = queue["QueueUrl"]
         attrs = await sqs.get_queue_attributes(QueueUrl=into.queue_url, AttributeNames=["QueueArn"])
         into.queue_arn = attrs["Attributes"]["QueueArn"]
-        await dynamodb.create_table(
-            TableName=names.table,
-            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-            BillingMode="PAY_PER_REQUEST",
-            Tags=[{"Key": "created-by", "Value": "loadtest"}],
-        )
-        into.table_name = names.table
+        await create_id_table(dynamodb, names.table, record=into.set_orders_table)
         if idempotency_table:
-            await dynamodb.create_table(
-                TableName=names.idempotency_table,
-                AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-                KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-                BillingMode="PAY_PER_REQUEST",
-                Tags=[{"Key": "created-by", "Value": "loadtest"}],
+            await create_id_table(
+                dynamodb, names.idempotency_table, record=into.extra_tables.append
             )
-            into.extra_tables.append(names.idempotency_table)
-            await _wait_table_active(dynamodb, names.idempotency_table)
-        await _wait_table_active(dynamodb, names.table)
     except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError) as exc:
         raise translate(exc, "create the run's queue and table", target) from exc
+
+
+async def create_id_table(
+    dynamodb: DynamoDBClient,
+    name: str,
+    *,
+    record: Callable[[str], None],
+    created_by: str = "loadtest",
+    timeout_s: float = 120,
+) -> None:
+    """Create an on-demand table keyed by ``id`` (string) and wait until it is ACTIVE.
+
+    ``record(name)`` runs the moment the table exists, before the wait, so a
+    failure while waiting still leaves it in the caller's list for teardown.
+    """
+    await dynamodb.create_table(
+        TableName=name,
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+        Tags=[{"Key": "created-by", "Value": created_by}],
+    )
+    record(name)
+    await _wait_table_active(dynamodb, name, timeout_s)
 
 
 async def _wait_table_active(dynamodb: DynamoDBClient, table: str, timeout_s: float = 120) -> None:

@@ -258,14 +258,9 @@ async def _setup(
 
     try:
         with anyio.fail_after(_SETUP_TIMEOUT_S):
-            await dynamodb.create_table(
-                TableName=names.table,
-                AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-                KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-                BillingMode="PAY_PER_REQUEST",
-                Tags=[{"Key": "created-by", "Value": "loadtest-doctor"}],
+            await aws.create_id_table(
+                dynamodb, names.table, record=made.tables.append, created_by="loadtest-doctor"
             )
-            made.tables.append(names.table)
             visibility = await queue(
                 names.visibility_queue, {"VisibilityTimeout": str(_VISIBILITY_TIMEOUT_S)}
             )
