@@ -89,6 +89,13 @@ def _esc(value: object) -> str:
     return escape(str(value), quote=True)
 
 
+def _path_d(points: Iterable[tuple[float, float]]) -> str:
+    """An SVG path's ``d`` through points already in plot coordinates."""
+    return " ".join(
+        f"{'M' if i == 0 else 'L'}{_num(x)},{_num(y)}" for i, (x, y) in enumerate(points)
+    )
+
+
 def _num(value: float) -> str:
     """A coordinate for SVG: short and deterministic."""
     text = f"{value:.1f}"
@@ -262,10 +269,7 @@ def svg_percentile_plot(
     for s in series:
         if not s.points:
             continue
-        d = " ".join(
-            f"{'M' if i == 0 else 'L'}{_num(sx(x))},{_num(sy(y / 1000))}"
-            for i, (x, y) in enumerate(s.points)
-        )
+        d = _path_d((sx(x), sy(y / 1000)) for x, y in s.points)
         out.append(
             f'<path class="series" data-variant="{_esc(s.label)}" d="{d}" fill="none" '
             f'stroke="{s.color}" stroke-width="2.2" stroke-linejoin="round"/>'
@@ -345,10 +349,7 @@ def svg_step_chart(
     for s in series:
         if not s.points:
             continue
-        d = " ".join(
-            f"{'M' if i == 0 else 'L'}{_num(sx(x))},{_num(sy(y))}"
-            for i, (x, y) in enumerate(s.points)
-        )
+        d = _path_d((sx(x), sy(y)) for x, y in s.points)
         out.append(
             f'<path class="series" data-variant="{_esc(s.label)}" d="{d}" fill="none" '
             f'stroke="{s.color}" stroke-width="2"/>'
