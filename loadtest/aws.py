@@ -48,6 +48,10 @@ _CREDENTIAL_CODES = frozenset(
 )
 
 
+ERRORS = (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError)
+"""What a call to the backend raises when it fails (translated by ``translate``)."""
+
+
 class BackendKind(StrEnum):
     EMBEDDED = "embedded"
     ENDPOINT = "endpoint"
@@ -221,7 +225,7 @@ async def provision(
             await create_id_table(
                 dynamodb, names.idempotency_table, record=into.extra_tables.append
             )
-    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError) as exc:
+    except ERRORS as exc:
         raise translate(exc, "create the run's queue and table", target) from exc
 
 
@@ -263,28 +267,47 @@ async def teardown(sqs: SQSClient, dynamodb: DynamoDBClient, made: Provisioned) 
 
     Shielded from cancellation: an interrupted run still cleans up.
     """
+    queues = [url for url in (made.queue_url, made.dlq_url) if url]
+    tables = [table for table in (made.table_name, *made.extra_tables) if table]
+    return await delete_resources(sqs, dynamodb, queues, tables)
+
+
+async def delete_resources(
+    sqs: SQSClient,
+    dynamodb: DynamoDBClient,
+    queue_urls: list[str],
+    tables: list[str],
+    *,
+    timeout_s: float | None = None,
+) -> list[str]:
+    """Delete these queues and tables, shielded from cancellation; return the problems.
+
+    What was deleted is removed from the lists, so what remains is what is
+    left behind. With ``timeout_s``, give up after that many seconds and say so.
+    """
     problems: list[str] = []
-    with anyio.CancelScope(shield=True):
-        for url in (made.queue_url, made.dlq_url):
-            if url:
-                try:
-                    await sqs.delete_queue(QueueUrl=url)
-                except (
-                    botocore.exceptions.BotoCoreError,
-                    botocore.exceptions.ClientError,
-                    OSError,
-                ) as exc:
-                    problems.append(f"queue {url}: {exc}")
-        for table in [made.table_name, *made.extra_tables]:
-            if table:
-                try:
-                    await dynamodb.delete_table(TableName=table)
-                except (
-                    botocore.exceptions.BotoCoreError,
-                    botocore.exceptions.ClientError,
-                    OSError,
-                ) as exc:
-                    problems.append(f"table {table}: {exc}")
+    with anyio.CancelScope(shield=True) as scope:
+        if timeout_s is not None:
+            scope.deadline = anyio.current_time() + timeout_s
+        for url in list(queue_urls):
+            try:
+                await sqs.delete_queue(QueueUrl=url)
+                queue_urls.remove(url)
+            except ERRORS as exc:
+                problems.append(f"queue {url}: {exc}")
+        for table in list(tables):
+            try:
+                await dynamodb.delete_table(TableName=table)
+                tables.remove(table)
+            except ERRORS as exc:
+                problems.append(f"table {table}: {exc}")
+    if scope.cancelled_caught:
+        problems.extend(
+            f"{kind} {name}: not deleted within {timeout_s:g} s"
+            for kind, names in (("queue", queue_urls), ("table", tables))
+            for name in names
+            if not any(name in problem for problem in problems)
+        )
     return problems
 
 

@@ -189,7 +189,7 @@ async def run_doctor(
                     exc.add_note("loadtest doctor could not delete: " + "; ".join(problems))
                 raise
             problems = await _teardown(sqs, dynamodb, made)
-    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError) as exc:
+    except aws.ERRORS as exc:
         # Opening or closing the clients themselves.
         raise aws.translate(exc, "open SQS and DynamoDB clients", target) from exc
     if problems:
@@ -287,44 +287,16 @@ async def _setup(
             f"{target.endpoint_url or 'AWS'}: the doctor's table and queues were not ready "
             f"within {_SETUP_TIMEOUT_S:g} s"
         ) from exc
-    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError) as exc:
+    except aws.ERRORS as exc:
         raise aws.translate(exc, "create the doctor's table and queues", target) from exc
     return _Resources(names.table, visibility, redelivery, redrive, dlq)
 
 
 async def _teardown(sqs: SQSClient, dynamodb: DynamoDBClient, made: _Made) -> list[str]:
     """Delete exactly what ``made`` lists; return problems instead of raising."""
-    problems: list[str] = []
-    with anyio.CancelScope(shield=True) as scope:
-        scope.deadline = anyio.current_time() + _TEARDOWN_TIMEOUT_S
-        for url in list(made.queue_urls):
-            try:
-                await sqs.delete_queue(QueueUrl=url)
-                made.queue_urls.remove(url)
-            except (
-                botocore.exceptions.BotoCoreError,
-                botocore.exceptions.ClientError,
-                OSError,
-            ) as exc:
-                problems.append(f"queue {url}: {exc}")
-        for table in list(made.tables):
-            try:
-                await dynamodb.delete_table(TableName=table)
-                made.tables.remove(table)
-            except (
-                botocore.exceptions.BotoCoreError,
-                botocore.exceptions.ClientError,
-                OSError,
-            ) as exc:
-                problems.append(f"table {table}: {exc}")
-    if scope.cancelled_caught:
-        problems.extend(
-            f"{kind} {name}: not deleted within {_TEARDOWN_TIMEOUT_S:g} s"
-            for kind, names in (("queue", made.queue_urls), ("table", made.tables))
-            for name in names
-            if not any(name in problem for problem in problems)
-        )
-    return problems
+    return await aws.delete_resources(
+        sqs, dynamodb, made.queue_urls, made.tables, timeout_s=_TEARDOWN_TIMEOUT_S
+    )
 
 
 # --- error handling -----------------------------------------------------------------------

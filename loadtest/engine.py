@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import botocore.exceptions
 
 from loadtest import aws
 from loadtest.checker import AttributedWrite, Check, attribute, check, outcome_writes
@@ -42,7 +41,7 @@ Clock = Callable[[], int]
 ProgressCallback = Callable[[str, Progress, int, float], None]
 """Called about ten times a second: (variant, counters, messages planned, elapsed seconds)."""
 
-_AWS_ERRORS = (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError)
+_AWS_ERRORS = aws.ERRORS
 
 
 def _aws_failure(exc: BaseException) -> BaseException | None:
