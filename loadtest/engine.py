@@ -24,7 +24,7 @@ import anyio
 from loadtest import aws
 from loadtest.checker import AttributedWrite, Check, attribute, check, outcome_writes
 from loadtest.environments import ExecutionEnvironment, FunctionConfig, new_log_dir
-from loadtest.errors import BackendError
+from loadtest.errors import BackendError, find_error
 from loadtest.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
 from loadtest.history import EndState, History, Invocation, InvocationOutcome, Record, WriteRecord
 from loadtest.metrics import Latency, latencies
@@ -40,20 +40,6 @@ if TYPE_CHECKING:
 Clock = Callable[[], int]
 ProgressCallback = Callable[[str, Progress, int, float], None]
 """Called about ten times a second: (variant, counters, messages planned, elapsed seconds)."""
-
-_AWS_ERRORS = aws.ERRORS
-
-
-def _aws_failure(exc: BaseException) -> BaseException | None:
-    """The botocore/network error inside ``exc`` (task groups wrap it in a group)."""
-    if isinstance(exc, _AWS_ERRORS):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = _aws_failure(inner)
-            if found is not None:
-                return found
-    return None
 
 
 @dataclass
@@ -131,7 +117,7 @@ async def check_reachable(target: aws.Target) -> None:
             raise BackendError(
                 f"{target.endpoint_url or 'AWS'} did not answer within 30 s"
             ) from exc
-        except _AWS_ERRORS as exc:
+        except aws.ERRORS as exc:
             raise aws.translate(exc, "list its queues and tables", target) from exc
 
 
@@ -318,7 +304,7 @@ async def _drive(
                 stopping.set()
                 watcher_scope.cancel()
     except BaseException as exc:
-        failure = _aws_failure(exc)
+        failure: BaseException | None = find_error(exc, aws.ERRORS)
         if failure is None:
             raise
         raise aws.translate(failure, "run the workload", target) from failure
@@ -339,7 +325,7 @@ async def _end_state(
         visible, in_flight = await aws.queue_depth(sqs, made.queue_url)
         dlq_visible, dlq_in_flight = await aws.queue_depth(sqs, made.dlq_url)
         items = await aws.scan_items(dynamodb, made.table_name)
-    except _AWS_ERRORS as exc:
+    except aws.ERRORS as exc:
         raise aws.translate(exc, "read the end state", target) from exc
     return EndState(visible, in_flight, dlq_visible + dlq_in_flight, items)
 

@@ -48,8 +48,11 @@ class CredentialsError(BackendError):
     """No credentials were found, or the backend refused them."""
 
 
-def find_error(exc: BaseException, kind: type[T]) -> T | None:
-    """The first ``kind`` in ``exc``, looking inside exception groups (task groups raise them)."""
+def find_error(exc: BaseException, kind: type[T] | tuple[type[T], ...]) -> T | None:
+    """The first ``kind`` in ``exc``, looking inside exception groups (task groups raise them).
+
+    ``kind`` may be a tuple of exception types, as for ``isinstance``.
+    """
     if isinstance(exc, kind):
         return exc
     if isinstance(exc, BaseExceptionGroup):
