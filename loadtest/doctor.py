@@ -11,6 +11,10 @@ The checks, in the order they run:
   ``attribute_not_exists(id)``; exactly one may win, and the stored item is the winner's.
 * ``all-old-on-condition-failure`` - every loser's ``ReturnValuesOnConditionCheckFailure=
   ALL_OLD`` item equals the item stored (read back with ``ConsistentRead``).
+* ``partiql-insert-refuses-duplicate`` - a PartiQL ``INSERT`` of a stored key is refused
+  with ``DuplicateItemException`` and leaves the item unchanged (DynamoDB's INSERT never
+  overwrites; a consumer may use it as its conditional write), and a parameterised
+  ``INSERT ... VALUE {'id': ?, 'quantity': ?}`` stores its item.
 * ``visibility-hides-message`` - concurrent pollers never receive a message another
   poller holds while its visibility timeout lasts.
 * ``redelivery-increments-receive-count`` - a received, undeleted message returns after
@@ -52,10 +56,11 @@ RESOURCE_PREFIX = "loadtest-doctor-"
 
 ATOMIC = "conditional-put-atomic"
 ALL_OLD = "all-old-on-condition-failure"
+PARTIQL = "partiql-insert-refuses-duplicate"
 VISIBILITY = "visibility-hides-message"
 REDELIVERY = "redelivery-increments-receive-count"
 REDRIVE = "redrive-to-dlq"
-CHECK_NAMES = (ATOMIC, ALL_OLD, VISIBILITY, REDELIVERY, REDRIVE)
+CHECK_NAMES = (ATOMIC, ALL_OLD, PARTIQL, VISIBILITY, REDELIVERY, REDRIVE)
 """The checks ``run_doctor`` reports, in this order."""
 
 CLEANUP = "cleanup"
@@ -70,6 +75,9 @@ _TEARDOWN_TIMEOUT_S = 60.0
 _ATOMIC_BASE_TIMEOUT_S = 30.0
 _ATOMIC_PER_PUT_TIMEOUT_S = 0.02
 """The atomicity rounds may take ``_ATOMIC_BASE_TIMEOUT_S`` plus this (in seconds) per put."""
+
+_PARTIQL_CHECK_TIMEOUT_S = 20.0
+_DUPLICATE_ITEM = "DuplicateItemException"
 
 _VISIBILITY_MESSAGES = 50
 _VISIBILITY_POLLERS = 6
@@ -160,6 +168,13 @@ async def run_doctor(
                         lambda: _check_conditional_puts(
                             dynamodb, resources.table, keys, writers, rounds, target
                         ),
+                    )
+                )
+                report(
+                    await _bounded(
+                        (PARTIQL,),
+                        _PARTIQL_CHECK_TIMEOUT_S,
+                        lambda: _check_partiql_insert(dynamodb, resources.table, target),
                     )
                 )
                 report(
@@ -514,6 +529,99 @@ def _all_old_result(puts: dict[str, list[_Put]], stored: dict[str, _ItemT | None
             "old_item_differs": differs,
         },
     )
+
+
+# --- PartiQL INSERT -----------------------------------------------------------------------
+
+
+async def _check_partiql_insert(
+    dynamodb: DynamoDBClient, table: str, target: aws.Target
+) -> list[CheckResult]:
+    """INSERT of a stored key is refused and leaves it unchanged; ``?`` parameters work.
+
+    A consumer may make ``INSERT`` its conditional write; a backend that lets it overwrite
+    (plain moto does) turns every duplicate delivery into an accepted write. Three
+    statements: a literal INSERT of key A, a second literal INSERT of A (must be refused
+    with ``DuplicateItemException``), a parameterised INSERT of key B (must store it).
+    """
+    suffix = secrets.token_hex(4)
+    duplicate_key, parameterised_key = f"partiql-a-{suffix}", f"partiql-b-{suffix}"
+    first: _ItemT = {"id": {"S": duplicate_key}, "quantity": {"N": "1"}}
+    parameterised: _ItemT = {"id": {"S": parameterised_key}, "quantity": {"N": "3"}}
+
+    async def insert(statement: str, parameters: list[Any] | None = None) -> str:
+        """ "" if accepted, else the error code the backend answered with."""
+        with _calls("run a PartiQL INSERT", target):
+            try:
+                if parameters is None:
+                    await dynamodb.execute_statement(Statement=statement)
+                else:
+                    await dynamodb.execute_statement(Statement=statement, Parameters=parameters)
+            except botocore.exceptions.ClientError as exc:
+                if isinstance(aws.translate(exc, "run a PartiQL INSERT", target), CredentialsError):
+                    raise
+                # The refusal is the finding, not a backend error.
+                return exc.response.get("Error", {}).get("Code") or "an unnamed error"
+        return ""
+
+    async def stored(key: str) -> _ItemT | None:
+        with _calls("read an item back (ConsistentRead)", target):
+            got = await dynamodb.get_item(
+                TableName=table, Key={"id": {"S": key}}, ConsistentRead=True
+            )
+        found = got.get("Item")
+        return dict(found) if found else None
+
+    def literal(quantity: int) -> str:
+        return f"INSERT INTO \"{table}\" VALUE {{'id': '{duplicate_key}', 'quantity': {quantity}}}"
+
+    seed_error = await insert(literal(1))
+    duplicate_error = await insert(literal(2)) if not seed_error else ""
+    unchanged = await stored(duplicate_key) == first
+    parameterised_error = await insert(
+        f"INSERT INTO \"{table}\" VALUE {{'id': ?, 'quantity': ?}}",
+        [parameterised["id"], parameterised["quantity"]],
+    )
+    parameterised_stored = await stored(parameterised_key) == parameterised
+
+    if seed_error:
+        duplicate = f"INSERT of a new key: refused with {seed_error}"
+    elif duplicate_error == _DUPLICATE_ITEM:
+        after = "item unchanged" if unchanged else "item changed anyway"
+        duplicate = f"INSERT of a stored key: refused with {_DUPLICATE_ITEM}, {after}"
+    elif duplicate_error:
+        duplicate = (
+            f"INSERT of a stored key: refused with {duplicate_error} (expected {_DUPLICATE_ITEM})"
+        )
+    else:
+        after = "item unchanged" if unchanged else "item overwritten"
+        duplicate = f"INSERT of a stored key: accepted, {after}"
+    if parameterised_error:
+        with_parameters = f"parameterised INSERT: refused with {parameterised_error}"
+    elif parameterised_stored:
+        with_parameters = "parameterised INSERT: stored its item"
+    else:
+        with_parameters = "parameterised INSERT: accepted, but the item stored differs"
+    ok = (
+        not seed_error
+        and duplicate_error == _DUPLICATE_ITEM
+        and unchanged
+        and not parameterised_error
+        and parameterised_stored
+    )
+    return [
+        CheckResult(
+            PARTIQL,
+            ok,
+            f"{duplicate}; {with_parameters}",
+            {
+                "duplicate_insert_error": duplicate_error or seed_error or "none",
+                "duplicate_item_unchanged": int(unchanged),
+                "parameterised_insert_error": parameterised_error or "none",
+                "parameterised_item_stored": int(parameterised_stored),
+            },
+        )
+    ]
 
 
 # --- queues -------------------------------------------------------------------------------

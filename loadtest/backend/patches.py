@@ -1,11 +1,16 @@
-"""Narrow monkeypatches that make moto 5.2.x's server fast enough and its SQS thread-safe.
+"""Narrow monkeypatches that make moto 5.2.x's server fast enough, its SQS thread-safe and
+its PartiQL writes behave like DynamoDB's.
 
 Owns: the indexed store that replaces ``Queue._messages``, the handful of moto SQS
-functions that must go through it, and a cache for the server's service lookup.
+functions that must go through it, a cache for the server's service lookup, and the three
+DynamoDB PartiQL entry points (``DynamoDBBackend.execute_statement``,
+``batch_execute_statement``, ``execute_transaction``) for INSERT / UPDATE / DELETE.
 ``apply()`` installs them once per process (it is idempotent) and refuses any moto outside
-the 5.2 series, whose ``moto/sqs/models.py`` and ``moto/moto_server`` this mirrors. Must not touch: DynamoDB (its races are closed by serialising requests
-in ``loadtest.backend.embedded``), any other service, or anything a client can observe
-except speed.
+the 5.2 series, whose ``moto/sqs/models.py``, ``moto/dynamodb/models/__init__.py`` and
+``moto/moto_server`` this mirrors. Must not touch: the rest of DynamoDB (its races are
+closed by serialising requests in ``loadtest.backend.embedded``), PartiQL SELECT (moto's
+own), any other service, or anything a client can observe except speed and the PartiQL
+answers below.
 
 Why, measured on moto 5.2.5's threaded server:
 
@@ -64,6 +69,31 @@ and on ``moto.sqs.models``:
   listing and attribute changes run under one lock, since ``Queue._setup_dlq`` iterates
   ``SQSBackend.queues``.
 
+PartiQL, measured on moto 5.2.5 (py-partiql-parser 0.6.3), which hands every statement to
+py-partiql-parser and stores whatever item it returns:
+
+* ``INSERT INTO "t" VALUE {...}`` of a stored key overwrites it (DynamoDB:
+  ``DuplicateItemException``, "Duplicate primary key exists in table"); so does an INSERT
+  inside BatchExecuteStatement (DynamoDB: that entry's ``Error.Code`` is ``DuplicateItem``)
+  and ExecuteTransaction, which also keeps the other statements' writes (DynamoDB:
+  ``TransactionCanceledException``, reasons ``[None, DuplicateItem]``, nothing written).
+* A parameterised INSERT (``VALUE {'id': ?}``) and any DELETE with a ``?`` fail with a
+  server error (``TypeError`` / ``AssertionError``), as does any RETURNING clause and any
+  WHERE condition beyond the key equalities other than a function call.
+* ``UPDATE ... WHERE id = ?`` of a missing key answers success, and an extra
+  ``AND attribute_not_exists(x)`` is ignored: the update is applied (DynamoDB: both
+  ``ConditionalCheckFailedException``; PartiQL UPDATE never creates an item).
+
+What changes: INSERT, UPDATE and DELETE are read by ``loadtest.partiql`` (key from the
+table's schema, SET/REMOVE as an UpdateExpression, the other WHERE conjuncts as a
+ConditionExpression) and run through moto's own ``put_item`` / ``update_item`` /
+``delete_item``: INSERT refuses a stored key, UPDATE a missing one, DELETE of a missing
+key succeeds deleting nothing, extra conditions are evaluated by moto's condition
+evaluator, and ``RETURNING ALL OLD * | MODIFIED OLD * | ALL NEW * | MODIFIED NEW *``
+fills ``Items``. A transaction checks every statement before applying any. Each call is
+atomic because ``SerialisedDynamoDB`` runs one DynamoDB request at a time. A statement
+the parser cannot read is a ``ValidationException``; SELECT stays moto's.
+
 Kept exactly as moto does it: the order messages are handed out (arrival order among
 visible ones), visibility timeout and ``ApproximateReceiveCount``, redrive to the dead-letter
 queue when a message due for delivery has reached ``maxReceiveCount``, deleting by any
@@ -73,23 +103,45 @@ retention, and what ``GetQueueAttributes`` counts.
 
 from __future__ import annotations
 
+import copy
 import heapq
 import itertools
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from copy import deepcopy
+from dataclasses import dataclass
 from typing import Any, cast
 
 import moto
 import moto.backends
+from moto.core.exceptions import JsonRESTError
 from moto.core.utils import unix_time, unix_time_millis
+from moto.dynamodb.comparisons import get_filter_expression
+from moto.dynamodb.exceptions import (
+    ERROR_TYPE_PREFIX,
+    ConditionalCheckFailed,
+    DynamodbException,
+    MockValidationException,
+    MultipleTransactionsException,
+    TooManyTransactionsException,
+    TransactionCanceledException,
+)
+from moto.dynamodb.models import DynamoDBBackend
 from moto.sqs import models as sqs_models
 from moto.sqs.exceptions import InvalidParameterValue, ReceiptHandleIsInvalid
 from moto.sqs.models import Message, Queue, SQSBackend
 
+from loadtest import partiql
 from loadtest.backend.errors import UnsupportedMotoVersion
 
-__all__ = ["SUPPORTED_MOTO_SERIES", "IndexedMessages", "apply", "check_moto_version", "is_applied"]
+__all__ = [
+    "SUPPORTED_MOTO_SERIES",
+    "DuplicateItemException",
+    "IndexedMessages",
+    "apply",
+    "check_moto_version",
+    "is_applied",
+]
 
 SUPPORTED_MOTO_SERIES = (5, 2)
 """The (major, minor) moto series whose ``moto/sqs/models.py`` these patches mirror."""
@@ -508,6 +560,223 @@ def _make_list_of_moto_modules(
     return list_of_moto_modules
 
 
+# -- DynamoDB: PartiQL writes -----------------------------------------------------------------
+class DuplicateItemException(DynamodbException):
+    """DynamoDB's answer to a PartiQL INSERT whose primary key is already stored."""
+
+    error_type = ERROR_TYPE_PREFIX + "DuplicateItemException"
+    message_text = "Duplicate primary key exists in table"
+
+    def __init__(self) -> None:
+        super().__init__(self.error_type, self.message_text)
+
+
+_CONDITION_FAILED = ("ConditionalCheckFailed", "The conditional request failed")
+# Error codes of a BatchExecuteStatement entry (BatchStatementErrorCodeEnum), by exception.
+_BATCH_ERROR_CODES = {
+    "DuplicateItemException": "DuplicateItem",
+    "ConditionalCheckFailedException": "ConditionalCheckFailed",
+    "ResourceNotFoundException": "ResourceNotFound",
+    "ValidationException": "ValidationError",
+}
+_MAX_TRANSACTION_STATEMENTS = 100
+
+
+@dataclass(frozen=True)
+class _PartiqlWrite:
+    """One INSERT, UPDATE or DELETE statement, interpreted against its table's key schema."""
+
+    table_name: str
+    dml: partiql.Dml
+    condition: partiql.Condition | None
+
+
+def _is_select(statement: str) -> bool:
+    return statement.lstrip().lstrip("(").lstrip()[:6].upper() == "SELECT"
+
+
+def _compile(backend: DynamoDBBackend, statement: str, parameters: Any) -> _PartiqlWrite:
+    """The write a statement makes; ValidationException for what it cannot be."""
+    try:
+        name = partiql.table_name(statement)
+    except partiql.StatementNotUnderstood as exc:
+        raise MockValidationException(
+            f"Statement wasn't well formed, can't be processed: {exc}"
+        ) from exc
+    table = backend.get_table(name)  # ResourceNotFoundException
+    key_names = [table.hash_key_attr] + ([table.range_key_attr] if table.range_key_attr else [])
+    try:
+        dml, condition = partiql.parse_with_condition(statement, parameters or [], key_names)
+    except partiql.StatementNotUnderstood as exc:
+        raise MockValidationException(
+            f"Statement wasn't well formed, can't be processed: {exc}"
+        ) from exc
+    return _PartiqlWrite(table.name, dml, condition)
+
+
+def _refusal(write: _PartiqlWrite, current: Any) -> tuple[str, str] | None:
+    """(code, message) if DynamoDB refuses ``write`` given the stored ``current`` item."""
+    kind = write.dml.kind
+    if kind == "INSERT":
+        return ("DuplicateItem", DuplicateItemException.message_text) if current else None
+    if current is None:
+        # UPDATE never creates an item; DELETE of a missing key succeeds, deleting nothing.
+        return _CONDITION_FAILED if kind == "UPDATE" else None
+    if write.condition is not None:
+        condition = get_filter_expression(
+            write.condition.expression, write.condition.names, write.condition.values
+        )
+        if not condition.expr(current):
+            return _CONDITION_FAILED
+    return None
+
+
+def _attributes(item: Any) -> dict[str, Any] | None:
+    return None if item is None else copy.deepcopy(item.to_json()["Attributes"])
+
+
+def _returned(returning: str | None, old: dict[str, Any], new: dict[str, Any]) -> list[Any]:
+    """An UPDATE's ``Items`` for its RETURNING clause (moto's UPDATED_* rule: changed keys)."""
+    if returning is None:
+        return []
+    if returning == "ALL OLD *":
+        return [old]
+    if returning == "ALL NEW *":
+        return [new]
+    changed = {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
+    image = old if returning == "MODIFIED OLD *" else new
+    modified = {k: v for k, v in image.items() if k in changed}
+    return [modified] if modified else []
+
+
+def _apply(backend: DynamoDBBackend, write: _PartiqlWrite) -> list[Any]:
+    """Run one write as DynamoDB does; its ``Items``. Atomic under ``SerialisedDynamoDB``."""
+    dml = write.dml
+    current = backend.get_item(write.table_name, dml.key)
+    refusal = _refusal(write, current)
+    if refusal is not None:
+        raise (
+            DuplicateItemException() if refusal[0] == "DuplicateItem" else ConditionalCheckFailed()
+        )
+    old = _attributes(current)
+    if dml.kind == "INSERT":
+        assert dml.item is not None
+        backend.put_item(write.table_name, dml.item)
+        return []
+    if old is None:  # DELETE of a missing key
+        return []
+    if dml.kind == "DELETE":
+        backend.delete_item(write.table_name, dml.key)
+        return [old] if dml.returning else []
+    assert dml.update_expression is not None
+    updated = backend.update_item(
+        write.table_name, dml.key, dml.update_expression, dml.names, dml.values
+    )
+    return _returned(dml.returning, old, _attributes(updated) or {})
+
+
+def _restore(backend: DynamoDBBackend, write: _PartiqlWrite, old: dict[str, Any] | None) -> None:
+    table = backend.get_table(write.table_name)
+    if old is not None:
+        table.put_item(old)
+        return
+    hash_value, range_value = backend.get_keys_value(table, write.dml.key)
+    if table.get_item(hash_value, range_value) is not None:
+        table.delete_item(hash_value, range_value)
+
+
+def _make_execute_statement(
+    moto_execute_statement: Callable[..., list[Any]],
+) -> Callable[..., list[Any]]:
+    def execute_statement(
+        backend: DynamoDBBackend, statement: str, parameters: list[dict[str, Any]]
+    ) -> list[Any]:
+        if _is_select(statement):
+            return moto_execute_statement(backend, statement, parameters)
+        return _apply(backend, _compile(backend, statement, parameters))
+
+    execute_statement.__wrapped__ = moto_execute_statement  # type: ignore[attr-defined]
+    return execute_statement
+
+
+def _batch_entry(backend: DynamoDBBackend, statement: dict[str, Any]) -> dict[str, Any]:
+    table_name: str | None = None
+    try:
+        write = _compile(backend, statement["Statement"], statement.get("Parameters"))
+        table_name = write.table_name
+        _apply(backend, write)
+    except JsonRESTError as exc:
+        relative = exc.error_type.rpartition("#")[2]
+        code = _BATCH_ERROR_CODES.get(relative, relative.removesuffix("Exception"))
+        entry: dict[str, Any] = {"Error": {"Code": code, "Message": exc.message}}
+        if table_name is not None:
+            entry["TableName"] = table_name
+        return entry
+    return {"TableName": write.table_name}
+
+
+def _make_batch_execute_statement(
+    moto_batch_execute_statement: Callable[..., list[dict[str, Any]]],
+) -> Callable[..., list[dict[str, Any]]]:
+    def batch_execute_statement(
+        backend: DynamoDBBackend, statements: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        responses: list[dict[str, Any]] = []
+        for statement in statements:
+            if _is_select(statement["Statement"]):
+                responses.extend(moto_batch_execute_statement(backend, [statement]))
+            else:
+                responses.append(_batch_entry(backend, statement))
+        return responses
+
+    batch_execute_statement.__wrapped__ = moto_batch_execute_statement  # type: ignore[attr-defined]
+    return batch_execute_statement
+
+
+def _make_execute_transaction(
+    moto_execute_transaction: Callable[..., list[dict[str, Any]]],
+) -> Callable[..., list[dict[str, Any]]]:
+    def execute_transaction(
+        backend: DynamoDBBackend, statements: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        selects = [_is_select(statement["Statement"]) for statement in statements]
+        if all(selects):
+            return moto_execute_transaction(backend, statements)
+        if any(selects):
+            raise MockValidationException("A transaction cannot mix reads (SELECT) and writes")
+        if len(statements) > _MAX_TRANSACTION_STATEMENTS:
+            raise TooManyTransactionsException()
+        writes = [
+            _compile(backend, statement["Statement"], statement.get("Parameters"))
+            for statement in statements
+        ]
+        targets = {(w.table_name, repr(sorted(w.dml.key.items()))) for w in writes}
+        if len(targets) != len(writes):
+            raise MultipleTransactionsException()
+        # All or nothing: every statement is checked against the stored items first,
+        # then all are applied (no other request runs in between: SerialisedDynamoDB).
+        currents = [backend.get_item(w.table_name, w.dml.key) for w in writes]
+        refusals = [_refusal(w, current) for w, current in zip(writes, currents, strict=True)]
+        if any(refusals):
+            raise TransactionCanceledException(
+                [(r[0], r[1], None) if r else (None, None, None) for r in refusals]
+            )
+        olds = [_attributes(current) for current in currents]
+        done = 0
+        try:
+            for write in writes:
+                _apply(backend, write)
+                done += 1
+        except Exception:
+            for write, old in zip(writes[: done + 1], olds, strict=False):
+                _restore(backend, write, old)
+            raise
+        return []
+
+    execute_transaction.__wrapped__ = moto_execute_transaction  # type: ignore[attr-defined]
+    return execute_transaction
+
+
 def _replacements() -> dict[tuple[object, str], object]:
     """(moto class or module, attribute) -> what ``apply()`` installs there."""
     replacements: dict[tuple[object, str], object] = {
@@ -526,6 +795,15 @@ def _replacements() -> dict[tuple[object, str], object]:
         (SQSBackend, "receive_message"): _make_receive_message(SQSBackend.receive_message),
         (SQSBackend, "change_message_visibility"): _change_message_visibility,
         (SQSBackend, "purge_queue"): _make_purge_queue(SQSBackend.purge_queue),
+        (DynamoDBBackend, "execute_statement"): _make_execute_statement(
+            DynamoDBBackend.execute_statement
+        ),
+        (DynamoDBBackend, "batch_execute_statement"): _make_batch_execute_statement(
+            DynamoDBBackend.batch_execute_statement
+        ),
+        (DynamoDBBackend, "execute_transaction"): _make_execute_transaction(
+            DynamoDBBackend.execute_transaction
+        ),
     }
     for name in (
         "create_queue",
@@ -548,7 +826,8 @@ def check_moto_version(version: str = moto.__version__) -> None:
     if series != SUPPORTED_MOTO_SERIES:
         expected = ".".join(map(str, SUPPORTED_MOTO_SERIES))
         raise UnsupportedMotoVersion(
-            f"loadtest's SQS patches mirror moto {expected}.x's moto/sqs/models.py, "
+            f"loadtest's patches mirror moto {expected}.x's moto/sqs/models.py and "
+            "moto/dynamodb/models/__init__.py, "
             f"but moto {version} is installed; install 'moto[server]>={expected}.5,<5.3' "
             "or port loadtest/backend/patches.py to the new moto first"
         )

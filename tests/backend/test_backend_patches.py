@@ -18,6 +18,7 @@ from unittest import mock
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from moto.dynamodb.models import DynamoDBBackend
 from moto.sqs.exceptions import PurgeQueueInProgress, ReceiptHandleIsInvalid
 from moto.sqs.models import Message, Queue, SQSBackend, sqs_backends
 
@@ -325,6 +326,8 @@ def test_apply_is_idempotent_and_installs_every_replacement() -> None:
     assert Queue.delete_message is patches._queue_delete_message
     assert isinstance(Queue.__dict__["_messages"], property)
     assert SQSBackend.change_message_visibility is patches._change_message_visibility
+    for name in ("execute_statement", "batch_execute_statement", "execute_transaction"):
+        assert hasattr(getattr(DynamoDBBackend, name), "__wrapped__"), name
 
 
 @pytest.mark.parametrize("version", ["5.3.0", "6.0.0", "4.2.14", "5", "dev"])

@@ -135,6 +135,16 @@ def test_figures(doctor_run: DoctorRun) -> None:
     assert atomic["keys_multiple_winners"] == 0
     assert atomic["accepted"] == 200
     assert by_name[doctor.ALL_OLD].details["old_item_matches"] == 2 * 100 * 7
+    assert by_name[doctor.PARTIQL].details == {
+        "duplicate_insert_error": "DuplicateItemException",
+        "duplicate_item_unchanged": 1,
+        "parameterised_insert_error": "none",
+        "parameterised_item_stored": 1,
+    }
+    assert by_name[doctor.PARTIQL].summary == (
+        "INSERT of a stored key: refused with DuplicateItemException, item unchanged; "
+        "parameterised INSERT: stored its item"
+    )
     assert by_name[doctor.VISIBILITY].details["extra_receipts_within_timeout"] == 0
     assert by_name[doctor.REDELIVERY].details["second_receive_count"] == 2
     assert by_name[doctor.REDRIVE].details["same_message_id"] == 1
@@ -234,3 +244,31 @@ def test_impossible_sizes_are_refused_before_anything_is_created() -> None:
 
     with pytest.raises(InputError, match="writers >= 2"):
         anyio.run(main, backend="asyncio")
+
+
+@pytest.mark.skipif(not HAVE_EMBEDDED, reason="needs loadtest.backend.embedded")
+def test_partiql_check_fails_on_plain_moto() -> None:
+    """moto as shipped overwrites on INSERT and fails a parameterised one (HTTP 500)."""
+    from loadtest.backend.embedded import EmbeddedBackend
+
+    with EmbeddedBackend(patched=False) as backend:
+        _, dynamodb = _sync_clients(backend.endpoint_url)
+        table = f"{RESOURCE_PREFIX}plain-{secrets.token_hex(4)}"
+        dynamodb.create_table(
+            TableName=table,
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        target = aws.Target.resolve(aws.BackendKind.ENDPOINT, backend.endpoint_url)
+
+        async def run() -> list[CheckResult]:
+            async with aws.clients(target, pool=4) as (_sqs, client):
+                return await doctor._check_partiql_insert(client, table, target)
+
+        (result,) = anyio.run(run, backend="asyncio")
+    assert not result.ok
+    assert result.details["duplicate_insert_error"] == "none"
+    assert result.details["duplicate_item_unchanged"] == 0
+    assert result.details["parameterised_insert_error"] != "none"
+    assert result.summary.startswith("INSERT of a stored key: accepted, item overwritten; ")

@@ -22,6 +22,7 @@ def test_doctor_passes_on_the_embedded_backend(backend_url: str) -> None:
     for name in (
         "conditional-put-atomic",
         "all-old-on-condition-failure",
+        "partiql-insert-refuses-duplicate",
         "visibility-hides-message",
         "redelivery-increments-receive-count",
         "redrive-to-dlq",
