@@ -24,9 +24,11 @@ import botocore.exceptions
 from aiobotocore.config import AioConfig
 
 from loadtest.errors import BackendError, CredentialsError
+from loadtest.history import key_string
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb.client import DynamoDBClient
+    from types_aiobotocore_dynamodb.type_defs import KeySchemaElementTypeDef
     from types_aiobotocore_sqs.client import SQSClient
 
 DEFAULT_REGION = "us-east-1"
@@ -195,6 +197,7 @@ async def provision(
     into: Provisioned,
     target: Target,
     idempotency_table: bool = False,
+    key_names: tuple[str, ...] = ("id",),
 ) -> None:
     """Create the DLQ, the queue (with its redrive policy) and the orders table.
 
@@ -220,7 +223,9 @@ async def provision(
         into.queue_url = queue["QueueUrl"]
         attrs = await sqs.get_queue_attributes(QueueUrl=into.queue_url, AttributeNames=["QueueArn"])
         into.queue_arn = attrs["Attributes"]["QueueArn"]
-        await create_id_table(dynamodb, names.table, record=into.set_orders_table)
+        await create_id_table(
+            dynamodb, names.table, record=into.set_orders_table, key_names=key_names
+        )
         if idempotency_table:
             await create_id_table(
                 dynamodb, names.idempotency_table, record=into.extra_tables.append
@@ -236,16 +241,21 @@ async def create_id_table(
     record: Callable[[str], None],
     created_by: str = "loadtest",
     timeout_s: float = 120,
+    key_names: tuple[str, ...] = ("id",),
 ) -> None:
-    """Create an on-demand table keyed by ``id`` (string) and wait until it is ACTIVE.
+    """Create an on-demand table keyed by ``key_names`` (strings: hash, then range; the
+    lab's ``id`` by default) and wait until it is ACTIVE.
 
     ``record(name)`` runs the moment the table exists, before the wait, so a
     failure while waiting still leaves it in the caller's list for teardown.
     """
+    schema: list[KeySchemaElementTypeDef] = [{"AttributeName": key_names[0], "KeyType": "HASH"}]
+    if len(key_names) > 1:
+        schema.append({"AttributeName": key_names[1], "KeyType": "RANGE"})
     await dynamodb.create_table(
         TableName=name,
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": n, "AttributeType": "S"} for n in key_names],
+        KeySchema=schema,
         BillingMode="PAY_PER_REQUEST",
         Tags=[{"Key": "created-by", "Value": created_by}],
     )
@@ -323,16 +333,18 @@ async def queue_depth(sqs: SQSClient, url: str) -> tuple[int, int]:
     )
 
 
-async def scan_items(dynamodb: DynamoDBClient, table: str) -> dict[str, dict[str, Any]]:
-    """Every item of a table by its ``id`` string (consistent read, all pages)."""
+async def scan_items(
+    dynamodb: DynamoDBClient, table: str, key_names: tuple[str, ...] = ("id",)
+) -> dict[str, dict[str, Any]]:
+    """Every item of a table by its key string (``history.key_string``; consistent read, all pages)."""
     items: dict[str, dict[str, Any]] = {}
     kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
     while True:
         page = await dynamodb.scan(**kwargs)
         for item in page.get("Items", []):
-            key = item.get("id", {}).get("S")
-            if isinstance(key, str):
-                items[key] = dict(item)
+            key = {n: item[n] for n in key_names if n in item}
+            if key:
+                items[key_string(key)] = dict(item)
         if "LastEvaluatedKey" not in page:
             return items
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -2,7 +2,8 @@
 
 The only module that prints or exits. Exit codes (DESIGN.md): 0 every verdict
 passed; 1 a verdict failed; 2 bad input; 3 the backend could not be reached
-or refused the credentials.
+or refused the credentials; 4 a verdict was inconclusive (the run could not
+observe everything it needed to judge).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from loadtest.aws import BackendKind
 from loadtest.errors import BackendError, InputError, LoadtestError, find_error
 from loadtest.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
 from loadtest.render import render
-from loadtest.report import SCHEMA_VERSION, build_report
+from loadtest.report import SCHEMA_VERSION, build_report, verdict_exit_code
 from loadtest.runner import Progress
 from loadtest.scenario import Scenario, builtin_scenarios, load_scenario
 from loadtest.thresholds import check_variants, parse_thresholds
@@ -41,6 +42,7 @@ class Exit(IntEnum):
     FAILED = 1
     BAD_INPUT = 2
     BACKEND = 3
+    INCONCLUSIVE = 4
     INTERRUPTED = 130
 
 
@@ -236,8 +238,7 @@ def _execute(
         out.print(render(report))
         for path in written:
             out.print(Text(f"Report: {path}", style="dim"))
-    failed = any(run["verdict"] != "pass" for run in report["runs"])
-    raise typer.Exit(int(Exit.FAILED if failed else Exit.OK))
+    raise typer.Exit(verdict_exit_code(report))
 
 
 def _raise_mapped(exc: BaseException) -> NoReturn:
@@ -691,8 +692,7 @@ def report(
     out.print(render(data))
     for path in written:
         out.print(Text(f"Report: {path}", style="dim"))
-    failed = any(r.get("verdict") != "pass" for r in data.get("runs", []))
-    raise typer.Exit(int(Exit.FAILED if failed else Exit.OK))
+    raise typer.Exit(verdict_exit_code(data))
 
 
 @app.command()

@@ -29,16 +29,15 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from loadtest.checker import BAD_WHEN_NONZERO, INCONCLUSIVE_WHEN_NONZERO
 from loadtest.errors import InputError
 from loadtest.formats import format_us
 
 SUPPORTED_SCHEMA_VERSION = 1
 
 CORRECTNESS_COUNTS: tuple[str, ...] = (
-    "duplicate_writes",
-    "conflicting_writes",
-    "lost_outcomes",
-    "unsettled",
+    *BAD_WHEN_NONZERO,
+    *INCONCLUSIVE_WHEN_NONZERO,
     "dead_lettered",
     "handler_errors",
 )

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from loadtest import aws
-from loadtest.checker import AttributedWrite, Check, attribute, check, outcome_writes
+from loadtest.checker import Check, LiveDuplicates, check
 from loadtest.environments import ExecutionEnvironment, FunctionConfig, new_log_dir
 from loadtest.errors import BackendError, find_error
 from loadtest.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
-from loadtest.history import EndState, History, Invocation, InvocationOutcome, Record, WriteRecord
+from loadtest.history import EndState, History, Record, WriteRecord
 from loadtest.metrics import Latency, latencies
 from loadtest.producer import produce
 from loadtest.runner import Poller, Progress, Settlement, watch_dead_letters
@@ -122,22 +121,14 @@ async def check_reachable(target: aws.Target) -> None:
 
 
 class _LiveDuplicates:
-    """Keeps Progress.duplicate_writes current as invocations report their writes."""
+    """Keeps Progress.duplicate_writes current with the checker's own rule."""
 
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: Progress, scenario: Scenario) -> None:
         self.progress = progress
-        self.outcomes: dict[str, int] = defaultdict(int)
+        self.count = LiveDuplicates(scenario.outcome)
 
     def __call__(self, writes: tuple[WriteRecord, ...], records: tuple[Record, ...]) -> None:
-        probe = Invocation(
-            str(id(writes)), 0, records, 0, 0, 0, InvocationOutcome.SUCCESS, None, writes
-        )
-        attributed = [AttributedWrite(*attribute(probe, w)[:1], probe, None, w) for w in writes]
-        for business_id, units in outcome_writes(attributed).items():
-            before = self.outcomes[business_id]
-            after = before + len(units)
-            self.outcomes[business_id] = after
-            self.progress.duplicate_writes += max(0, after - 1) - max(0, before - 1)
+        self.progress.duplicate_writes = self.count.add(writes)
 
 
 async def run_variant(
@@ -163,6 +154,7 @@ async def run_variant(
         extra_env=target.credentials_env,
         fault_env=fault_environment(scenario),
         report_batch_item_failures=settings.report_batch_item_failures,
+        key_names=scenario.outcome.key_names,
     )
     log_dir = new_log_dir()
     environments = [ExecutionEnvironment(config, n, log_dir) for n in range(settings.concurrency)]
@@ -190,6 +182,7 @@ async def run_variant(
                     into=made,
                     target=target,
                     idempotency_table=ref.variant in NEEDS_IDEMPOTENCY_TABLE,
+                    key_names=scenario.outcome.key_names,
                 )
                 await _drive(
                     scenario,
@@ -203,7 +196,9 @@ async def run_variant(
                     on_progress,
                     clock,
                 )
-                end_state = await _end_state(sqs, dynamodb, made, target)
+                end_state = await _end_state(
+                    sqs, dynamodb, made, target, scenario.outcome.key_names
+                )
             finally:
                 problems = await aws.teardown(sqs, dynamodb, made)
     finally:
@@ -212,7 +207,7 @@ async def run_variant(
                 await env.aclose()
         shutil.rmtree(log_dir, ignore_errors=True)
 
-    result = check(history, end_state)
+    result = check(history, end_state, scenario.outcome)
     return VariantRun(
         variant=ref.variant,
         handler=ref.ref if ref.path else f"{ref.module}:{ref.function}",
@@ -247,7 +242,7 @@ async def _drive(
     settlement = Settlement()
     stopping = anyio.Event()
     watcher_scope = anyio.CancelScope()
-    live = _LiveDuplicates(progress)
+    live = _LiveDuplicates(progress, scenario)
     history.started_ns = clock()
 
     def on_sent(count: int) -> None:
@@ -318,13 +313,17 @@ async def _drive(
 
 
 async def _end_state(
-    sqs: SQSClient, dynamodb: DynamoDBClient, made: aws.Provisioned, target: aws.Target
+    sqs: SQSClient,
+    dynamodb: DynamoDBClient,
+    made: aws.Provisioned,
+    target: aws.Target,
+    key_names: tuple[str, ...],
 ) -> EndState:
     assert made.queue_url and made.dlq_url and made.table_name
     try:
         visible, in_flight = await aws.queue_depth(sqs, made.queue_url)
         dlq_visible, dlq_in_flight = await aws.queue_depth(sqs, made.dlq_url)
-        items = await aws.scan_items(dynamodb, made.table_name)
+        items = await aws.scan_items(dynamodb, made.table_name, key_names)
     except aws.ERRORS as exc:
         raise aws.translate(exc, "read the end state", target) from exc
     return EndState(visible, in_flight, dlq_visible + dlq_in_flight, items)

@@ -11,7 +11,12 @@ Protocol (one JSON object per line)::
     child  -> {"ready": true, "init_ns": N} | {"ready": false, "error": "..."}
     parent -> {"request_id": "...", "event": {...}, "timeout_ms": N, "records": [...]}
     child  -> {"request_id": "...", "ok": bool, "result": ..., "error": "...",
-               "started_ns": N, "ended_ns": N, "writes": [...], "log_tail": "..."}
+               "started_ns": N, "ended_ns": N, "log_tail": "..."}
+
+Observations do not travel in the reply: the write observer appends each one
+to the file named by ``LOADTEST_OBSERVATIONS`` the moment it is made
+(``loadtest.observation``), so a write outlives an invocation that then times
+out, crashes or is killed.
 
 Owns nothing outside its process; it must not import the rest of loadtest
 beyond the observer (the handler should see an environment like Lambda's).
@@ -112,11 +117,27 @@ class _Faults:
 
 
 def _jsonable(value: Any) -> Any:
+    """The handler's result as JSON, or a description of it when it is not JSON."""
     try:
         json.dumps(value)
-    except (TypeError, ValueError):
-        return repr(value)
+    except (TypeError, ValueError, RecursionError):
+        try:
+            return repr(value)
+        except Exception as exc:  # a result whose repr raises: say so, keep the run going
+            return f"<unprintable {type(value).__name__}: repr raised {type(exc).__name__}: {exc}>"
     return value
+
+
+def file_sink(path: str) -> Callable[[str], None]:
+    """Append each observation line to ``path`` with one unbuffered write."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+    def write(line: str) -> None:
+        data = line.encode("utf-8")
+        while data:
+            data = data[os.write(fd, data) :]
+
+    return write
 
 
 def main() -> None:
@@ -131,7 +152,12 @@ def main() -> None:
         protocol.flush()
 
     faults = _Faults.from_environ()
-    observer = WriteObserver(os.environ["TABLE_NAME"], race_window_s=faults.race_window_ms / 1000)
+    observer = WriteObserver(
+        os.environ["TABLE_NAME"],
+        tuple(os.environ.get("LOADTEST_KEY_NAMES", "id").split(",")),
+        sink=file_sink(os.environ["LOADTEST_OBSERVATIONS"]),
+        race_window_s=faults.race_window_ms / 1000,
+    )
     observer.install()
     started = time.monotonic_ns()
     try:
@@ -145,6 +171,7 @@ def main() -> None:
         request = json.loads(line)
         capture = io.StringIO()
         context = LambdaContext(request["request_id"], request["timeout_ms"])
+        observer.request_id = request["request_id"]
         ok, result, error = True, None, None
         started = time.monotonic_ns()
         observer.arm(faults.delay_ms() / 1000)  # injected handler duration (a labelled fault)
@@ -170,7 +197,6 @@ def main() -> None:
                 "error": error,
                 "started_ns": started,
                 "ended_ns": ended,
-                "writes": observer.drain(),
                 "log_tail": capture.getvalue()[-LOG_TAIL_CHARS:],
             }
         )

@@ -25,6 +25,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from loadtest.errors import HandlerRefError
 from loadtest.handlers import HandlerRef
+from loadtest.observation import Observation, Observed, collect, decode
 
 
 class _AlreadyReaped(logging.Filter):
@@ -64,6 +65,8 @@ class FunctionConfig:
     """Told to the function as ``REPORT_BATCH_ITEM_FAILURES`` (its mapping's setting)."""
     fault_env: tuple[tuple[str, str], ...] = ()
     """The scenario's faults, read by the environment process (``LOADTEST_*``)."""
+    key_names: tuple[str, ...] = ("id",)
+    """The table's key attributes (hash, then range), for the write observer."""
 
     def environ(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -79,6 +82,7 @@ class FunctionConfig:
                 "AWS_LAMBDA_FUNCTION_NAME": self.function_name,
                 "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.memory_mb),
                 "LOADTEST_HANDLER": self.handler.ref,
+                "LOADTEST_KEY_NAMES": ",".join(self.key_names),
                 "PYTHONUNBUFFERED": "1",
                 "PYTHONPATH": os.pathsep.join(
                     p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p
@@ -101,7 +105,7 @@ class Reply:
     error: str | None
     started_ns: int
     ended_ns: int
-    writes: list[dict[str, Any]]
+    observed: Observed
     log_tail: str
 
 
@@ -113,6 +117,9 @@ class ExecutionEnvironment:
         self.number = number
         self.cold_starts = 0
         self._log_path = os.path.join(log_dir, f"env-{number}.log")
+        self._observations_path = os.path.join(log_dir, f"env-{number}.observations")
+        self._observations_offset = 0
+        self._sent_ns = 0
         self._process: Process | None = None
         self._reader: BufferedByteReceiveStream | None = None
 
@@ -124,6 +131,7 @@ class ExecutionEnvironment:
             # Each cold start draws its own fault sequence, reproducibly.
             seed = f"{env.get('LOADTEST_FAULT_SEED', '0')}:{self.number}:{self.cold_starts}"
             env["LOADTEST_FAULT_SEED"] = seed
+            env["LOADTEST_OBSERVATIONS"] = self._observations_path
             self._process = await anyio.open_process(
                 [sys.executable, "-m", "loadtest.envhost"],
                 env=env,
@@ -153,6 +161,28 @@ class ExecutionEnvironment:
         message: dict[str, Any] = json.loads(line)
         return message
 
+    def _observations(self, request_id: str) -> list[Observation]:
+        """The complete observation lines written since the last call, for ``request_id``.
+
+        Read after every invocation, however it ended: a line written before a
+        timeout, a crash or a kill is there. A line cut off by a kill (no
+        newline yet) is left for the next read.
+        """
+        try:
+            with open(self._observations_path, "rb") as source:
+                source.seek(self._observations_offset)
+                data = source.read()
+        except FileNotFoundError:
+            return []
+        complete = data[: data.rfind(b"\n") + 1]
+        self._observations_offset += len(complete)
+        out = []
+        for line in complete.splitlines():
+            observation = decode(line.decode("utf-8"))
+            if observation.request_id == request_id:
+                out.append(observation)
+        return out
+
     def _log_tail(self) -> str:
         try:
             with open(self._log_path, "rb") as log:
@@ -168,12 +198,14 @@ class ExecutionEnvironment:
         timeout_ms = self.config.timeout_s * 1000
         request = {"request_id": request_id, "event": event, "timeout_ms": timeout_ms}
         sent_ns = time.monotonic_ns()
+        self._sent_ns = sent_ns
         try:
             await self._process.stdin.send((json.dumps(request) + "\n").encode())
             with anyio.fail_after(self.config.timeout_s):
                 reply = await self._read()
         except TimeoutError:
             await self.aclose()
+            ended = time.monotonic_ns()
             return Reply(
                 ok=False,
                 timed_out=True,
@@ -181,13 +213,14 @@ class ExecutionEnvironment:
                 result=None,
                 error=f"Task timed out after {self.config.timeout_s} seconds",
                 started_ns=sent_ns,
-                ended_ns=time.monotonic_ns(),
-                writes=[],
+                ended_ns=ended,
+                observed=collect(self._observations(request_id), ended_ns=ended),
                 log_tail="",
             )
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, OSError):
             tail = self._log_tail()
             await self.aclose()
+            ended = time.monotonic_ns()
             return Reply(
                 ok=False,
                 timed_out=False,
@@ -195,8 +228,8 @@ class ExecutionEnvironment:
                 result=None,
                 error="Runtime exited: the execution environment's process died",
                 started_ns=sent_ns,
-                ended_ns=time.monotonic_ns(),
-                writes=[],
+                ended_ns=ended,
+                observed=collect(self._observations(request_id), ended_ns=ended),
                 log_tail=tail,
             )
         crashed = bool(reply.get("crashed"))
@@ -210,8 +243,24 @@ class ExecutionEnvironment:
             error=reply.get("error"),
             started_ns=int(reply["started_ns"]),
             ended_ns=int(reply["ended_ns"]),
-            writes=list(reply.get("writes", [])),
+            observed=collect(self._observations(request_id), ended_ns=int(reply["ended_ns"])),
             log_tail=str(reply.get("log_tail", "")),
+        )
+
+    async def cut_off(self, request_id: str) -> Reply:
+        """The invocation was cancelled (the run's deadline): stop the process, keep its writes."""
+        await self.aclose()
+        ended = time.monotonic_ns()
+        return Reply(
+            ok=False,
+            timed_out=True,
+            crashed=False,
+            result=None,
+            error="Cut off by the run's deadline",
+            started_ns=self._sent_ns or ended,
+            ended_ns=ended,
+            observed=collect(self._observations(request_id), ended_ns=ended),
+            log_tail="",
         )
 
     async def aclose(self) -> None:

@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from loadtest.checker import BAD_WHEN_NONZERO, INCONCLUSIVE_WHEN_NONZERO
 from loadtest.errors import ThresholdError
 from loadtest.thresholds import LATENCIES, MetricKind, parse_threshold
 
@@ -75,9 +76,7 @@ def _count(name: str) -> Callable[[Mapping[str, Any]], str]:
     return read
 
 
-_BAD_WHEN_NONZERO = frozenset(
-    {"duplicate_writes", "conflicting_writes", "lost_outcomes", "unsettled"}
-)
+_BAD_WHEN_NONZERO = frozenset(BAD_WHEN_NONZERO + INCONCLUSIVE_WHEN_NONZERO)
 
 COLUMNS: tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...] = (
     ("sent", _count("messages_sent")),

@@ -20,8 +20,12 @@ TypedItem = dict[str, Any]
 class WriteOutcome(StrEnum):
     ACCEPTED = "accepted"
     REJECTED = "rejected"
-    """Rejected by its condition (ConditionalCheckFailed): the item is unchanged."""
+    """Rejected by its condition (ConditionalCheckFailed, or a PartiQL INSERT of an
+    existing key): the item is unchanged."""
     ERROR = "error"
+    INDETERMINATE = "indeterminate"
+    """Sent, but the environment died or timed out before the answer came back:
+    the write may or may not have happened."""
 
 
 class InvocationOutcome(StrEnum):
@@ -32,6 +36,8 @@ class InvocationOutcome(StrEnum):
     """The function timeout passed; the environment was stopped and replaced."""
     CRASH = "crash"
     """The environment's process died during the invocation."""
+    CUT_OFF = "cut-off"
+    """The run ended (its deadline) during the invocation; the environment was stopped."""
 
 
 @dataclass(frozen=True)
@@ -49,31 +55,77 @@ class SentMessage:
     message_id: str | None
     """SQS messageId, or None when the send failed."""
     send_error: str | None = None
+    poison: bool = False
+    """A planted poison record: every consumer is expected to refuse it."""
 
 
 @dataclass(frozen=True)
 class WriteRecord:
-    """One DynamoDB write the consumer made to the orders table, as observed."""
+    """One DynamoDB write the consumer made to the watched table, as observed.
+
+    A call that writes several items (BatchWriteItem, TransactWriteItems,
+    BatchExecuteStatement, ExecuteTransaction) gives one record per item, all
+    with the same ``call_id``.
+    """
 
     operation: str
-    """PutItem, UpdateItem, DeleteItem, or TransactWriteItems/BatchWriteItem parts."""
+    """The API and, for multi-item calls, the part: ``PutItem``, ``UpdateItem``,
+    ``DeleteItem``, ``BatchWriteItem.Put``, ``TransactWriteItems.Update``,
+    ``ExecuteStatement.INSERT``, ``ExecuteTransaction.UPDATE``, ..."""
     key: TypedItem
     condition: str | None
     outcome: WriteOutcome
     item_before: TypedItem | None
-    """The item the write replaced (from the returned old image); None if absent."""
+    """The item before the write (from the write's own old image); None if absent."""
     item_after: TypedItem | None
-    """The item the write stored; None for a delete or when not observable."""
+    """The item after the write (what a put stored, an update computed from the
+    request and the old image); None for a delete, a rejection's unchanged item
+    is its ``item_before``."""
     before_known: bool
-    """Whether ``item_before`` was observed (an old image was returned)."""
+    """Whether ``item_before`` was observed (an old image was returned, or the
+    write could only succeed on an absent item)."""
     started_ns: int
     ended_ns: int
     error_code: str | None = None
+    call_id: str = ""
+    """Identifies the API call; the parts of one transaction share it."""
+    requested: TypedItem | None = None
+    """What the handler asked to store (a put's item, an update's result on the
+    old image): kept for rejected writes too, beside the item that stopped it."""
+    after_known: bool = True
+    """Whether ``item_after`` is exact (an update without an old image is not)."""
+    noop_when_present: bool = False
+    """The write cannot change an item that already exists (every action is
+    ``SET p = if_not_exists(p, v)``), whatever that item holds."""
+    request_id: str = ""
+    """The invocation that made it."""
+
+    @property
+    def deletes(self) -> bool:
+        return self.operation.endswith(("DeleteItem", ".Delete", ".DELETE"))
+
+
+@dataclass(frozen=True)
+class UnobservedCall:
+    """A call to the watched table the observer could not interpret (evidence missing)."""
+
+    operation: str
+    reason: str
+    request_id: str = ""
+
+
+@dataclass(frozen=True)
+class ObserverFault:
+    """The observer itself failed on a call (loadtest's own error, not the handler's)."""
+
+    operation: str
+    error: str
+    request_id: str = ""
 
 
 @dataclass(frozen=True)
 class ReadRecord:
-    """One GetItem of the orders table by the consumer, as observed."""
+    """One key lookup of the watched table (GetItem, a PartiQL SELECT by key), as observed."""
 
     key: TypedItem
     found: TypedItem | None
@@ -81,6 +133,7 @@ class ReadRecord:
     consistent: bool
     started_ns: int
     ended_ns: int
+    request_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -111,6 +164,8 @@ class Invocation:
     result: Any = None
     log_tail: str = ""
     reads: tuple[ReadRecord, ...] = ()
+    unobserved: tuple[UnobservedCall, ...] = ()
+    observer_faults: tuple[ObserverFault, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -136,7 +191,7 @@ class EndState:
     queue_in_flight: int
     dlq_messages: int
     table_items: dict[str, TypedItem]
-    """Stored items by their ``id`` string."""
+    """Stored items by their key (``key_string``)."""
 
 
 @dataclass
@@ -151,3 +206,43 @@ class History:
     ended_ns: int = 0
     timed_out: bool = False
     """The run's deadline passed before every message was settled."""
+
+
+def key_string(key: TypedItem) -> str:
+    """A stored item's key as one string: the value of a one-attribute key
+    (the lab's ``id``), or the values joined by ``|`` in attribute order."""
+    parts = []
+    for value in key.values():
+        if isinstance(value, dict) and len(value) == 1:
+            parts.append(str(next(iter(value.values()))))
+        else:
+            parts.append(str(value))
+    return "|".join(parts)
+
+
+@dataclass(frozen=True)
+class OutcomeKey:
+    """Where a message's outcome lives: the key of its outcome item, one template per key attribute.
+
+    The lab's default is the item keyed ``id = "{id}"``; a scenario may declare
+    ``pk = "ORDER#{id}"`` (and a range key such as ``sk = "ORDER"``).
+    ``{id}`` stands for the message's business id.
+    """
+
+    templates: tuple[tuple[str, str], ...] = (("id", "{id}"),)
+
+    @property
+    def key_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.templates)
+
+    def key_for(self, business_id: str) -> TypedItem:
+        return {
+            name: {"S": template.replace("{id}", business_id)} for name, template in self.templates
+        }
+
+    def describe(self) -> str:
+        return ", ".join(f"{name} = {template!r}" for name, template in self.templates)
+
+    def canonical(self, key: TypedItem) -> str:
+        """``key_string`` of the key's attributes in this key's order (callers may order them otherwise)."""
+        return key_string({name: key[name] for name in self.key_names if name in key})

@@ -26,6 +26,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from loadtest import checker
 from loadtest.formats import format_observed, format_us
 
 __all__ = ["percentile_curve", "render_html"]
@@ -54,28 +55,19 @@ COUNT_ORDER = (
     "writes_attempted",
     "writes_accepted",
     "writes_rejected",
+    "side_writes",
+    "noop_writes",
     "duplicate_writes",
     "conflicting_writes",
     "lost_outcomes",
     "acked",
     "dead_lettered",
+    "unexpected_dead_letters",
     "handler_errors",
+    "unobserved_calls",
 )
-BAD_WHEN_NONZERO = frozenset(
-    {"duplicate_writes", "conflicting_writes", "lost_outcomes", "unsettled"}
-)
-WARN_WHEN_NONZERO = frozenset(
-    {"dead_lettered", "handler_errors", "send_failures", "writes_errored", "unattributed_writes"}
-)
-STORING_OPERATIONS = frozenset(
-    {
-        "PutItem",
-        "UpdateItem",
-        "BatchWriteItem.Put",
-        "TransactWriteItems.Put",
-        "TransactWriteItems.Update",
-    }
-)
+BAD_WHEN_NONZERO = frozenset(checker.BAD_WHEN_NONZERO + checker.INCONCLUSIVE_WHEN_NONZERO)
+WARN_WHEN_NONZERO = frozenset(checker.NOTEWORTHY_WHEN_NONZERO)
 PERCENTILE_KEYS = (
     ("p50", "p50"),
     ("p90", "p90"),
@@ -428,24 +420,24 @@ def _write_events(writes: Iterable[Mapping[str, Any]], business_id: str) -> list
     ordered = sorted(
         writes, key=lambda w: (float(w.get("done_ms", w.get("at_ms", 0))), str(w.get("request_id")))
     )
-    stored = False
     events = []
     for w in ordered:
         outcome = str(w.get("outcome"))
         op = str(w.get("operation"))
+        role = str(w.get("role", ""))
         before = format_item(w.get("item_before"), skip=business_id)
         after = format_item(w.get("item_after"), skip=business_id)
-        if outcome == "accepted" and op in STORING_OPERATIONS:
-            css = "w-again" if stored else "w-accepted"
-            if w.get("item_before") is None:
+        if outcome == "accepted" and role in ("first", "again"):
+            # The checker's role: "first" found the item absent, in the backend's order.
+            css = "w-again" if role == "again" else "w-accepted"
+            if role == "first" or w.get("item_before") is None:
                 label = f"{op} ✓ stored: ∅ → {_short(after, 40)}"
             elif before == after:
                 label = f"{op} ✓ overwrote {_short(before, 40)} → same item"
             else:
                 label = f"{op} ✓ overwrote {_short(before, 28)} → {_short(after, 28)}"
-            stored = True
         elif outcome == "accepted":
-            css, label = "w-accepted", f"{op} ✓"
+            css, label = "w-accepted", f"{op} ✓ ({role or 'accepted'})"
         elif outcome == "rejected":
             css, label = "w-rejected", f"{op} ✗ rejected — kept {_short(before, 40)}"
         else:
@@ -736,16 +728,12 @@ def _percentile_plots(
 
 
 def _write_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
-    stored: set[str] = set()
     rows = []
     for index, w in enumerate(run.get("write_decisions") or []):
         outcome = str(w.get("outcome"))
         bid = str(w.get("business_id"))
-        css = outcome
-        if outcome == "accepted" and str(w.get("operation")) in STORING_OPERATIONS:
-            if bid in stored:
-                css = "again"
-            stored.add(bid)
+        role = str(w.get("role", ""))
+        css = "again" if role == "again" else outcome
         rows.append(
             {
                 "n": index + 1,
@@ -754,7 +742,7 @@ def _write_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "environment": w.get("environment"),
                 "operation": w.get("operation"),
                 "condition": w.get("condition") or "—",
-                "outcome": outcome + (" (again)" if css == "again" else ""),
+                "outcome": outcome + (f" ({role})" if role and role not in (outcome, "") else ""),
                 "error_code": w.get("error_code") or "",
                 "css": css,
                 "before": format_item(w.get("item_before"))
@@ -879,7 +867,9 @@ def render_html(report: Mapping[str, Any]) -> str:
                 "label": label,
                 "color": color,
                 "verdict": str(run.get("verdict", "unknown")),
-                "reasons": list(run.get("reasons") or []),
+                "reasons": list(run.get("reasons") or [])
+                + [f"inconclusive: {r}" for r in run.get("inconclusive") or []]
+                + list(run.get("notes") or []),
                 "relaxed": list(run.get("relaxed_reasons") or []),
                 "thresholds": _thresholds(run),
                 "write_rows": rows,

@@ -1,82 +1,171 @@
 """The write observer: records every DynamoDB write a consumer makes to one table.
 
-Runs inside an execution environment. It wraps botocore's
-``BaseClient._make_api_call`` — the one call every boto3 client and resource
-goes through — so the consumer's code is unchanged (the lab's handler works
-as written). For a write to the watched table it notes the operation, key,
-condition, outcome, the item before and the item after, with timestamps.
+Runs inside an execution environment (and, deployed, inside the function). It
+wraps two private botocore methods every boto3 client and resource goes
+through, so the consumer's code is unchanged:
+
+- ``BaseClient._emit_api_params`` returns the request parameters *after*
+  boto3's resource layer has turned native values and condition objects
+  (``Attr("id").not_exists()``) into DynamoDB's typed wire form. The observer
+  reads them there (so what it records is always plain JSON), and asks for
+  the item before when the consumer did not: ``ReturnValues=ALL_OLD``,
+  ``ReturnValuesOnConditionCheckFailure=ALL_OLD``, ``RETURNING ALL OLD *``.
+- ``BaseClient._make_request`` sends the request and parses the answer. The
+  observer reads the answer there, before any after-call handler, records the
+  decision, and strips what it added so the consumer sees exactly the
+  response it asked for.
 
 The item before comes from the write's own old image, returned atomically by
-the same request: the observer adds ``ReturnValues=ALL_OLD`` and
-``ReturnValuesOnConditionCheckFailure=ALL_OLD`` when the consumer did not ask
-for them, and strips what it added from the response before the consumer sees
-it. A separate read would race the very writes being observed.
+the same request; the item after from the request (a put's item, an update
+expression applied to the old image). A separate read would race the very
+writes being observed.
 
-It must not change what the consumer observes, and records nothing for other
-tables or services. Reads (GetItem) of the watched table are noted as well,
-so a report can show what each delivery saw before it wrote.
+Every write API is understood: PutItem, UpdateItem, DeleteItem,
+BatchWriteItem, TransactWriteItems, ExecuteStatement, BatchExecuteStatement,
+ExecuteTransaction. A call to the watched table it cannot interpret is
+reported as unobserved, never ignored; a failure of the observer itself is
+reported as the observer's, and the consumer's call goes ahead untouched.
+
+Each observation is handed to ``sink`` as one encoded line the moment it is
+made (``loadtest.observation``), so it survives the invocation dying.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import os
+import re
 import threading
 import time
-from collections.abc import Callable
-from decimal import Decimal
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-from boto3.dynamodb.types import TypeSerializer
 from botocore.client import BaseClient
-from botocore.exceptions import ClientError
 
-Observation = dict[str, Any]
+from loadtest.history import (
+    ObserverFault,
+    ReadRecord,
+    TypedItem,
+    UnobservedCall,
+    WriteOutcome,
+    WriteRecord,
+)
+from loadtest.observation import Observation, WriteBegun, encode
+from loadtest.partiql import Dml, StatementNotUnderstood, parse, with_returning_all_old
+from loadtest.updates import UpdateNotUnderstood, apply_update, noop_when_present
 
-_TYPE_TAGS = frozenset({"S", "N", "B", "SS", "NS", "BS", "M", "L", "NULL", "BOOL"})
-_serializer = TypeSerializer()
+Sink = Callable[[str], None]
+
+READ_APIS = frozenset(
+    {
+        "GetItem",
+        "BatchGetItem",
+        "Query",
+        "Scan",
+        "DescribeTable",
+        "DescribeTimeToLive",
+        "ListTagsOfResource",
+        "DescribeContinuousBackups",
+        "DescribeContributorInsights",
+        "DescribeKinesisStreamingDestination",
+        "DescribeTableReplicaAutoScaling",
+    }
+)
+"""DynamoDB calls that never change an item: not writes, nothing to observe."""
+
+_PENDING = "loadtest_observation"
+_NAME = re.compile(r"#[A-Za-z0-9_]+")
+_REJECTIONS = frozenset({"ConditionalCheckFailedException", "DuplicateItemException"})
+_PART_REJECTIONS = frozenset({"ConditionalCheckFailed", "DuplicateItem"})
 
 
-def _is_typed(item: dict[str, Any]) -> bool:
-    return all(
-        isinstance(v, dict) and len(v) == 1 and next(iter(v)) in _TYPE_TAGS for v in item.values()
-    )
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, bytes | bytearray):
-        return value.hex()
-    if isinstance(value, Decimal):
-        return str(value)
-    return value
-
-
-def typed(item: dict[str, Any] | None) -> dict[str, Any] | None:
-    """An item in DynamoDB's typed form, whether it came from a client or a resource."""
-    if item is None:
+def readable_condition(expression: str | None, names: Mapping[str, str] | None) -> str | None:
+    """A condition with its ``#name`` placeholders replaced, as a person would write it."""
+    if not expression:
         return None
-    if not _is_typed(item):
-        # boto3's resource layer hands native values to _make_api_call.
-        item = {k: _serializer.serialize(v) for k, v in item.items()}
-    return dict(_jsonable(item))
+    names = names or {}
+    return _NAME.sub(lambda m: names.get(m.group(0), m.group(0)), expression)
+
+
+@dataclass
+class _Part:
+    """One item's write inside a call."""
+
+    operation: str
+    key: TypedItem
+    condition: str | None
+    requested: TypedItem | None = None
+    """A put's item; for an update, filled in once the old image is known."""
+    update: tuple[str, dict[str, str], dict[str, Any]] | None = None
+    """An update's (expression, names, values)."""
+    deletes: bool = False
+    absent_before: bool = False
+    """The write can only succeed on an absent item (INSERT, attribute_not_exists on the key)."""
+    before_from_response: bool = False
+    """The answer carries this part's old image."""
+    after_from_response: bool = False
+    """The answer carries the item after (the consumer asked for ALL_NEW)."""
+    noop: bool = False
+    added_rvoccf: bool = False
+
+
+@dataclass
+class _Call:
+    """One API call being observed, between its parameters and its answer."""
+
+    operation: str
+    call_id: str
+    parts: list[_Part]
+    added_rv: bool = False
+    added_rvoccf: bool = False
+    added_returning: bool = False
+    kind: str = "single"
+    """single | batch | transact | partiql | partiql-batch | partiql-transact | read"""
+    read_key: TypedItem | None = None
+    consistent: bool = False
+    positions: list[int] = field(default_factory=list)
+    """For multi-item calls: each part's index in the request (answers are positional)."""
+
+
+def _key_condition_absent(condition: str | None, key_names: tuple[str, ...]) -> bool:
+    """Whether a condition requires the item to be absent (``attribute_not_exists`` on a key)."""
+    if not condition:
+        return False
+    compact = condition.replace(" ", "")
+    if " OR " in condition.upper():
+        return False
+    return any(f"attribute_not_exists({name})" in compact for name in key_names)
 
 
 class WriteObserver:
-    """Collects observations for the invocation in progress."""
+    """Observes one table's writes for the process it is installed in."""
 
     def __init__(
-        self, table_name: str, key_names: tuple[str, ...] = ("id",), race_window_s: float = 0.0
+        self,
+        table_name: str,
+        key_names: tuple[str, ...] = ("id",),
+        *,
+        sink: Sink,
+        race_window_s: float = 0.0,
+        clock: Callable[[], int] = time.monotonic_ns,
     ) -> None:
         self.table_name = table_name
         self.key_names = key_names
+        self.sink = sink
         self.race_window_s = race_window_s
         """An injected pause after each read of the table (a labelled fault)."""
-        self._lock = threading.Lock()
-        self._records: list[Observation] = []
+        self.request_id = ""
+        """The invocation in progress; set by the execution environment."""
+        self.clock = clock
         self._armed_s = 0.0
-        self._installed: Callable[..., Any] | None = None
+        self._arm_lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._prefix = f"{os.getpid()}-{time.monotonic_ns()}"
+        self._installed = False
+
+    # --- the handler-duration fault -------------------------------------------
 
     def arm(self, delay_s: float) -> None:
         """Sleep ``delay_s`` before this invocation's first write (the handler-duration fault).
@@ -92,284 +181,527 @@ class WriteObserver:
         self._before_write()
 
     def _before_write(self) -> None:
-        delay, self._armed_s = self._armed_s, 0.0
+        with self._arm_lock:
+            delay, self._armed_s = self._armed_s, 0.0
         if delay > 0:
             time.sleep(delay)
 
-    def drain(self) -> list[Observation]:
-        with self._lock:
-            out, self._records = self._records, []
-        return out
+    # --- output -----------------------------------------------------------------
 
-    def _write(
-        self,
-        *,
-        operation: str,
-        key: dict[str, Any] | None,
-        condition: str | None,
-        outcome: str,
-        started_ns: int,
-        ended_ns: int,
-        item_before: dict[str, Any] | None = None,
-        item_after: dict[str, Any] | None = None,
-        before_known: bool = False,
-        error_code: str | None = None,
-    ) -> None:
-        """Note one write decision (the shape ``loadtest.runner`` reads back)."""
-        self._add(
-            {
-                "operation": operation,
-                "key": key or {},
-                "condition": condition,
-                "outcome": outcome,
-                "item_before": item_before,
-                "item_after": item_after,
-                "before_known": before_known,
-                "started_ns": started_ns,
-                "ended_ns": ended_ns,
-                "error_code": error_code,
-            }
-        )
+    def _emit(self, observation: Observation) -> None:
+        self.sink(encode(observation))
 
-    def _add(self, record: Observation) -> None:
-        with self._lock:
-            self._records.append(record)
+    def _fault(self, operation: str, exc: BaseException) -> None:
+        # If the sink itself fails, nothing more can be said.
+        with contextlib.suppress(Exception):
+            self._emit(ObserverFault(operation, f"{type(exc).__name__}: {exc}", self.request_id))
 
-    def _key(self, item: dict[str, Any] | None) -> dict[str, Any]:
-        item = typed(item) or {}
-        return {k: item[k] for k in self.key_names if k in item}
+    # --- installation -------------------------------------------------------------
 
     def install(self) -> None:
-        """Wrap ``BaseClient._make_api_call`` for this process (idempotent)."""
-        if self._installed is not None:
+        """Wrap botocore for this process (idempotent)."""
+        if self._installed:
             return
-        # A private botocore method, absent from the type stubs: hence getattr.
-        original: Callable[[BaseClient, str, dict[str, Any]], Any] = getattr(  # noqa: B009
-            BaseClient, "_make_api_call"
-        )
         observer = self
+        # Private botocore methods, absent from the type stubs: hence getattr.
+        original_emit: Callable[..., dict[str, Any]] = getattr(BaseClient, "_emit_api_params")  # noqa: B009
+        original_request: Callable[..., Any] = getattr(BaseClient, "_make_request")  # noqa: B009
 
-        def observed(client: BaseClient, operation_name: str, api_params: dict[str, Any]) -> Any:
-            if client.meta.service_model.service_name != "dynamodb":
-                return original(client, operation_name, api_params)
-            handler = observer._handlers.get(operation_name)
-            if handler is None:
-                return original(client, operation_name, api_params)
-            return handler(
-                observer, lambda params: original(client, operation_name, params), api_params
+        def emit_api_params(
+            client: BaseClient, api_params: dict[str, Any], operation_model: Any, context: Any
+        ) -> dict[str, Any]:
+            params = original_emit(client, api_params, operation_model, context)
+            if client.meta.service_model.service_name != "dynamodb" or not isinstance(
+                context, dict
+            ):
+                return params
+            name = str(operation_model.name)
+            try:
+                planned = observer._plan(name, params)
+            except Exception as exc:
+                observer._fault(name, exc)
+                return params
+            if planned is None:
+                return params
+            new_params, call = planned
+            context[_PENDING] = call
+            return new_params
+
+        def make_request(
+            client: BaseClient, operation_model: Any, request_dict: Any, request_context: Any
+        ) -> Any:
+            call = request_context.get(_PENDING) if isinstance(request_context, dict) else None
+            if not isinstance(call, _Call):
+                return original_request(client, operation_model, request_dict, request_context)
+            del request_context[_PENDING]  # a retry of the whole call is observed afresh
+            return observer._send(
+                call,
+                lambda: original_request(client, operation_model, request_dict, request_context),
             )
 
-        setattr(BaseClient, "_make_api_call", observed)  # noqa: B010
-        self._installed = original
+        setattr(BaseClient, "_emit_api_params", emit_api_params)  # noqa: B010
+        setattr(BaseClient, "_make_request", make_request)  # noqa: B010
+        self._installed = True
 
-    # --- one handler per write operation ------------------------------------
+    # --- planning: parameters in, the call to observe out -------------------------
 
-    def _single(
-        self, operation: str, call: Callable[[dict[str, Any]], Any], params: dict[str, Any]
-    ) -> Any:
+    def _new_call(self, operation: str, parts: list[_Part], **kwargs: Any) -> _Call:
+        return _Call(operation, f"{self._prefix}-{next(self._ids)}", parts, **kwargs)
+
+    def _key_of(self, item: TypedItem | None) -> TypedItem:
+        item = item or {}
+        return {k: item[k] for k in self.key_names if k in item}
+
+    def _plan(self, operation: str, params: dict[str, Any]) -> tuple[dict[str, Any], _Call] | None:
+        planner = _PLANNERS.get(operation)
+        if planner is not None:
+            return planner(self, params)
+        if params.get("TableName") == self.table_name and operation not in READ_APIS:
+            self._emit(
+                UnobservedCall(operation, "not a call the observer understands", self.request_id)
+            )
+        return None
+
+    def _plan_get(self, params: dict[str, Any]) -> tuple[dict[str, Any], _Call] | None:
         if params.get("TableName") != self.table_name:
-            return call(params)
+            return None
+        call = self._new_call("GetItem", [], kind="read")
+        call.read_key = dict(params.get("Key") or {})
+        call.consistent = bool(params.get("ConsistentRead"))
+        return params, call
+
+    def _plan_single(
+        self, operation: str, params: dict[str, Any]
+    ) -> tuple[dict[str, Any], _Call] | None:
+        if params.get("TableName") != self.table_name:
+            return None
         params = dict(params)
-        added_rv = "ReturnValues" not in params
-        if added_rv:
+        names = params.get("ExpressionAttributeNames")
+        condition = readable_condition(params.get("ConditionExpression"), names)
+        if params.get("Expected") or params.get("AttributeUpdates"):
+            legacy = "Expected" if params.get("Expected") else "AttributeUpdates"
+            self._emit(
+                UnobservedCall(
+                    operation, f"legacy parameter {legacy} is not interpreted", self.request_id
+                )
+            )
+        call = self._new_call(operation, [])
+        asked = params.get("ReturnValues", "NONE")
+        if asked == "NONE":
             params["ReturnValues"] = "ALL_OLD"
-        before_known = params["ReturnValues"] == "ALL_OLD"
-        added_rvc = False
-        condition = params.get("ConditionExpression")
-        if condition is not None and "ReturnValuesOnConditionCheckFailure" not in params:
+            call.added_rv = True
+        if (params.get("ConditionExpression") or params.get("Expected")) and params.get(
+            "ReturnValuesOnConditionCheckFailure", "NONE"
+        ) == "NONE":
             params["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-            added_rvc = True
+            call.added_rvoccf = True
+        before_known = params["ReturnValues"] == "ALL_OLD"
         if operation == "PutItem":
-            key = self._key(params.get("Item"))
-            after = typed(params.get("Item"))
+            item = dict(params.get("Item") or {})
+            part = _Part(operation, self._key_of(item), condition, requested=item)
+        elif operation == "DeleteItem":
+            part = _Part(operation, dict(params.get("Key") or {}), condition, deletes=True)
         else:
-            key = dict(typed(params.get("Key")) or {})
-            after = None  # an update's result is not observed; a delete stores nothing
-        self._before_write()
-        started = time.monotonic_ns()
-        try:
-            response = call(params)
-        except ClientError as error:
-            ended = time.monotonic_ns()
-            raw: dict[str, Any] = error.response  # type: ignore[assignment]
-            code = raw.get("Error", {}).get("Code", "")
-            if code == "ConditionalCheckFailedException":
-                old = raw.get("Item")
-                wants_old = params.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD"
-                if added_rvc:
-                    raw.pop("Item", None)
-                self._write(
-                    operation=operation,
-                    key=key,
-                    condition=condition,
-                    outcome="rejected",
-                    item_before=typed(old),
-                    item_after=typed(old),
-                    before_known=wants_old,
-                    started_ns=started,
-                    ended_ns=ended,
-                    error_code=code,
+            expression = params.get("UpdateExpression")
+            part = _Part(operation, dict(params.get("Key") or {}), condition)
+            if expression:
+                part.update = (
+                    str(expression),
+                    dict(names or {}),
+                    dict(params.get("ExpressionAttributeValues") or {}),
                 )
+                part.noop = _safe_noop(str(expression), names)
+            part.after_from_response = params["ReturnValues"] == "ALL_NEW"
+        part.before_from_response = before_known
+        part.absent_before = _key_condition_absent(condition, self.key_names)
+        call.parts.append(part)
+        return params, call
+
+    def _plan_put(self, params: dict[str, Any]) -> tuple[dict[str, Any], _Call] | None:
+        return self._plan_single("PutItem", params)
+
+    def _plan_update(self, params: dict[str, Any]) -> tuple[dict[str, Any], _Call] | None:
+        return self._plan_single("UpdateItem", params)
+
+    def _plan_delete(self, params: dict[str, Any]) -> tuple[dict[str, Any], _Call] | None:
+        return self._plan_single("DeleteItem", params)
+
+    def _plan_batch(self, params: dict[str, Any]) -> tuple[dict[str, Any], _Call] | None:
+        requests = (params.get("RequestItems") or {}).get(self.table_name)
+        if not requests:
+            return None
+        parts = []
+        for request in requests:
+            if "PutRequest" in request:
+                item = dict(request["PutRequest"].get("Item") or {})
+                parts.append(_Part("BatchWriteItem.Put", self._key_of(item), None, requested=item))
             else:
-                self._write(
-                    operation=operation,
-                    key=key,
-                    condition=condition,
-                    outcome="error",
-                    started_ns=started,
-                    ended_ns=ended,
-                    error_code=code or type(error).__name__,
-                )
-            raise
-        ended = time.monotonic_ns()
-        old_image = response.get("Attributes") if before_known else None
-        if added_rv:
-            response.pop("Attributes", None)
-        self._write(
-            operation=operation,
-            key=key,
-            condition=condition,
-            outcome="accepted",
-            item_before=typed(old_image),
-            item_after=after,
-            before_known=before_known,
-            started_ns=started,
-            ended_ns=ended,
-        )
-        return response
+                key = dict(request.get("DeleteRequest", {}).get("Key") or {})
+                parts.append(_Part("BatchWriteItem.Delete", key, None, deletes=True))
+        return params, self._new_call("BatchWriteItem", parts, kind="batch")
 
-    def _get(self, call: Callable[[dict[str, Any]], Any], params: dict[str, Any]) -> Any:
-        """Reads are noted too: the race timeline shows what each delivery saw."""
-        if params.get("TableName") != self.table_name:
-            return call(params)
-        started = time.monotonic_ns()
-        response = call(params)
-        ended = time.monotonic_ns()
-        if self.race_window_s:
-            # Widen the gap between this read and the write the handler makes
-            # next: the check-then-act race grows with it.
-            time.sleep(self.race_window_s)
-        self._add(
-            {
-                "operation": "GetItem",
-                "key": typed(params.get("Key")) or {},
-                "found": typed(response.get("Item")),
-                "consistent": bool(params.get("ConsistentRead")),
-                "started_ns": started,
-                "ended_ns": ended,
-            }
-        )
-        return response
-
-    def _put(self, call: Callable[[dict[str, Any]], Any], params: dict[str, Any]) -> Any:
-        return self._single("PutItem", call, params)
-
-    def _update(self, call: Callable[[dict[str, Any]], Any], params: dict[str, Any]) -> Any:
-        return self._single("UpdateItem", call, params)
-
-    def _delete(self, call: Callable[[dict[str, Any]], Any], params: dict[str, Any]) -> Any:
-        return self._single("DeleteItem", call, params)
-
-    def _transact(self, call: Callable[[dict[str, Any]], Any], params: dict[str, Any]) -> Any:
-        items = params.get("TransactItems", [])
+    def _plan_transact(self, params: dict[str, Any]) -> tuple[dict[str, Any], _Call] | None:
+        entries = list(params.get("TransactItems") or [])
         watched = [
-            (index, kind, body)
-            for index, entry in enumerate(items)
+            (index, kind)
+            for index, entry in enumerate(entries)
             for kind, body in entry.items()
             if kind in ("Put", "Update", "Delete") and body.get("TableName") == self.table_name
         ]
         if not watched:
-            return call(params)
-        self._before_write()
-        started = time.monotonic_ns()
-        try:
-            response = call(params)
-        except ClientError as error:
-            ended = time.monotonic_ns()
-            raw_error: dict[str, Any] = error.response  # type: ignore[assignment]
-            code = raw_error.get("Error", {}).get("Code", "")
-            reasons = raw_error.get("CancellationReasons", [])
-            for index, kind, body in watched:
-                reason = reasons[index] if index < len(reasons) else {}
-                rejected = reason.get("Code") == "ConditionalCheckFailed"
-                old = reason.get("Item")
-                self._add(
-                    {
-                        "operation": f"TransactWriteItems.{kind}",
-                        "key": self._key(body.get("Item"))
-                        if kind == "Put"
-                        else typed(body.get("Key")),
-                        "condition": body.get("ConditionExpression"),
-                        "outcome": "rejected" if rejected else "error",
-                        "item_before": typed(old),
-                        "item_after": typed(old),
-                        "before_known": old is not None,
-                        "started_ns": started,
-                        "ended_ns": ended,
-                        "error_code": reason.get("Code") or code,
-                    }
-                )
-            raise
-        ended = time.monotonic_ns()
-        for _, kind, body in watched:
-            condition = body.get("ConditionExpression")
-            # An accepted "attribute_not_exists" put proves the item was absent before.
-            absent_before = (
-                kind == "Put" and condition is not None and "attribute_not_exists" in condition
-            )
-            self._write(
-                operation=f"TransactWriteItems.{kind}",
-                key=self._key(body.get("Item")) if kind == "Put" else typed(body.get("Key")),
-                condition=condition,
-                outcome="accepted",
-                item_after=typed(body.get("Item")) if kind == "Put" else None,
-                before_known=absent_before,
-                started_ns=started,
-                ended_ns=ended,
-            )
-        return response
-
-    def _batch(self, call: Callable[[dict[str, Any]], Any], params: dict[str, Any]) -> Any:
-        requests = params.get("RequestItems", {}).get(self.table_name)
-        if not requests:
-            return call(params)
-        self._before_write()
-        started = time.monotonic_ns()
-        response = call(params)
-        ended = time.monotonic_ns()
-        unprocessed = response.get("UnprocessedItems", {}).get(self.table_name, [])
-        for request in requests:
-            if request in unprocessed:
-                continue
-            after: dict[str, Any] | None
-            key: dict[str, Any]
-            if "PutRequest" in request:
-                item = request["PutRequest"].get("Item")
-                op, key, after = "BatchWriteItem.Put", self._key(item), typed(item)
+            return None
+        params = dict(params)
+        entries = [dict(entry) for entry in entries]
+        params["TransactItems"] = entries
+        parts: list[_Part | None] = [None] * len(entries)
+        for index, kind in watched:
+            body = dict(entries[index][kind])
+            names = body.get("ExpressionAttributeNames")
+            condition = readable_condition(body.get("ConditionExpression"), names)
+            added = False
+            if condition and body.get("ReturnValuesOnConditionCheckFailure", "NONE") == "NONE":
+                body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+                added = True
+            entries[index] = {**entries[index], kind: body}
+            operation = f"TransactWriteItems.{kind}"
+            if kind == "Put":
+                item = dict(body.get("Item") or {})
+                part = _Part(operation, self._key_of(item), condition, requested=item)
             else:
-                op, key, after = (
-                    "BatchWriteItem.Delete",
-                    typed(request["DeleteRequest"].get("Key")) or {},
-                    None,
+                part = _Part(
+                    operation, dict(body.get("Key") or {}), condition, deletes=kind == "Delete"
                 )
-            self._write(
-                operation=op,
-                key=key,
-                condition=None,
-                outcome="accepted",
-                item_after=after,
-                started_ns=started,
-                ended_ns=ended,
-            )
-        return response
+                if kind == "Update" and body.get("UpdateExpression"):
+                    expression = str(body["UpdateExpression"])
+                    part.update = (
+                        expression,
+                        dict(names or {}),
+                        dict(body.get("ExpressionAttributeValues") or {}),
+                    )
+                    part.noop = _safe_noop(expression, names)
+            part.absent_before = _key_condition_absent(condition, self.key_names)
+            part.added_rvoccf = added
+            parts[index] = part
+        call = self._new_call("TransactWriteItems", [p for p in parts if p], kind="transact")
+        call.positions = [i for i, p in enumerate(parts) if p]
+        return params, call
 
-    _handlers: ClassVar[
-        dict[str, Callable[[WriteObserver, Callable[[dict[str, Any]], Any], dict[str, Any]], Any]]
-    ] = {
-        "GetItem": _get,
-        "PutItem": _put,
-        "UpdateItem": _update,
-        "DeleteItem": _delete,
-        "TransactWriteItems": _transact,
-        "BatchWriteItem": _batch,
-    }
+    # --- PartiQL ----------------------------------------------------------------
+
+    def _parse(self, statement: str, parameters: Any) -> Dml | None:
+        """The statement's meaning, or None when it is not about the watched table."""
+        try:
+            dml = parse(statement, parameters, self.key_names)
+        except StatementNotUnderstood as exc:
+            if self.table_name in statement:
+                raise
+            del exc
+            return None
+        return dml if dml.table == self.table_name else None
+
+    def _dml_part(self, prefix: str, dml: Dml) -> _Part | None:
+        operation = f"{prefix}.{dml.kind}"
+        if dml.kind == "INSERT":
+            return _Part(operation, dml.key, dml.condition, requested=dml.item, absent_before=True)
+        if dml.kind == "DELETE":
+            return _Part(operation, dml.key, dml.condition, deletes=True)
+        if dml.kind == "UPDATE":
+            part = _Part(operation, dml.key, dml.condition)
+            if dml.update_expression:
+                part.update = (dml.update_expression, dict(dml.names), dict(dml.values))
+                part.noop = _safe_noop(dml.update_expression, dml.names)
+            return part
+        return None
+
+    def _plan_statement(self, params: dict[str, Any]) -> tuple[dict[str, Any], _Call] | None:
+        statement = str(params.get("Statement", ""))
+        try:
+            dml = self._parse(statement, params.get("Parameters"))
+        except StatementNotUnderstood as exc:
+            self._emit(UnobservedCall("ExecuteStatement", str(exc), self.request_id))
+            return None
+        if dml is None:
+            return None
+        if dml.kind == "SELECT":
+            if not dml.key:
+                return None
+            call = self._new_call("ExecuteStatement.SELECT", [], kind="read")
+            call.read_key = dml.key
+            call.consistent = bool(params.get("ConsistentRead"))
+            return params, call
+        part = self._dml_part("ExecuteStatement", dml)
+        if part is None:
+            return None
+        params = dict(params)
+        call = self._new_call("ExecuteStatement", [part], kind="partiql")
+        if dml.kind in ("UPDATE", "DELETE"):
+            if dml.returning is None:
+                params["Statement"] = with_returning_all_old(statement)
+                call.added_returning = True
+                part.before_from_response = True
+            elif dml.returning.upper().replace(" ", "") == "ALLOLD*":
+                part.before_from_response = True
+        if params.get("ReturnValuesOnConditionCheckFailure", "NONE") == "NONE":
+            params["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+            call.added_rvoccf = True
+        return params, call
+
+    def _plan_statements(
+        self, operation: str, params: dict[str, Any], list_key: str
+    ) -> tuple[dict[str, Any], _Call] | None:
+        parts: list[_Part | None] = []
+        for entry in params.get(list_key) or []:
+            statement = str(entry.get("Statement", ""))
+            try:
+                dml = self._parse(statement, entry.get("Parameters"))
+            except StatementNotUnderstood as exc:
+                self._emit(UnobservedCall(operation, str(exc), self.request_id))
+                parts.append(None)
+                continue
+            parts.append(self._dml_part(operation, dml) if dml is not None else None)
+        if not any(parts):
+            return None
+        kind = "partiql-transact" if operation == "ExecuteTransaction" else "partiql-batch"
+        call = self._new_call(operation, [p for p in parts if p], kind=kind)
+        call.positions = [i for i, p in enumerate(parts) if p]
+        return params, call
+
+    def _plan_batch_statement(self, params: dict[str, Any]) -> tuple[dict[str, Any], _Call] | None:
+        return self._plan_statements("BatchExecuteStatement", params, "Statements")
+
+    def _plan_transaction(self, params: dict[str, Any]) -> tuple[dict[str, Any], _Call] | None:
+        return self._plan_statements("ExecuteTransaction", params, "TransactStatements")
+
+    # --- sending and reading the answer ------------------------------------------
+
+    def _send(self, call: _Call, send: Callable[[], Any]) -> Any:
+        if call.kind == "read":
+            return self._send_read(call, send)
+        self._before_write()
+        started = self.clock()
+        try:
+            self._emit(
+                WriteBegun(
+                    call.call_id,
+                    call.operation,
+                    self.request_id,
+                    started,
+                    tuple(p.key for p in call.parts),
+                    tuple(p.requested for p in call.parts),
+                )
+            )
+        except Exception as exc:
+            self._fault(call.operation, exc)
+        # No answer (a connection or read failure after botocore's retries)
+        # raises here: the write may have happened, and the begin line above
+        # stands for it as an indeterminate write.
+        http, parsed = send()
+        ended = self.clock()
+        try:
+            self._record(call, int(getattr(http, "status_code", 200)), parsed, started, ended)
+        except Exception as exc:
+            self._fault(call.operation, exc)
+        return http, parsed
+
+    def _send_read(self, call: _Call, send: Callable[[], Any]) -> Any:
+        started = self.clock()
+        http, parsed = send()
+        ended = self.clock()
+        if self.race_window_s:
+            # Widen the gap between this read and the write the handler makes
+            # next: the check-then-act race grows with it.
+            time.sleep(self.race_window_s)
+        try:
+            if isinstance(parsed, dict) and int(getattr(http, "status_code", 200)) < 300:
+                found = parsed.get("Item")
+                if found is None and isinstance(parsed.get("Items"), list) and parsed["Items"]:
+                    found = parsed["Items"][0]
+                self._emit(
+                    ReadRecord(
+                        key=call.read_key or {},
+                        found=found,
+                        consistent=call.consistent,
+                        started_ns=started,
+                        ended_ns=ended,
+                        request_id=self.request_id,
+                    )
+                )
+        except Exception as exc:
+            self._fault(call.operation, exc)
+        return http, parsed
+
+    def _record(
+        self, call: _Call, status: int, parsed: dict[str, Any], started: int, ended: int
+    ) -> None:
+        error = parsed.get("Error", {}) if status >= 300 else {}
+        code = str(error.get("Code", "")) if error else ""
+        outcomes: list[tuple[WriteOutcome, str | None, TypedItem | None, bool]] = []
+        # Per part: (outcome, error code, item before, before known).
+        if call.kind in ("single", "partiql"):
+            part = call.parts[0]
+            if not code:
+                before = _old_image(call, parsed) if part.before_from_response else None
+                known = part.before_from_response or part.absent_before
+                outcomes.append((WriteOutcome.ACCEPTED, None, before, known))
+            elif code in _REJECTIONS:
+                old = parsed.get("Item")
+                if call.added_rvoccf:
+                    parsed.pop("Item", None)
+                outcomes.append((WriteOutcome.REJECTED, code, old, old is not None))
+            else:
+                outcomes.append((WriteOutcome.ERROR, code, None, False))
+            if call.added_rv and not code:
+                parsed.pop("Attributes", None)
+        elif call.kind == "batch":
+            unprocessed = (parsed.get("UnprocessedItems") or {}).get(self.table_name) or []
+            for part in call.parts:
+                if code:
+                    outcomes.append((WriteOutcome.ERROR, code, None, False))
+                elif _is_unprocessed(part, unprocessed):
+                    outcomes.append((WriteOutcome.ERROR, "Unprocessed", None, False))
+                else:
+                    outcomes.append((WriteOutcome.ACCEPTED, None, None, part.absent_before))
+        else:
+            positions = call.positions
+            reasons = parsed.get("CancellationReasons") or []
+            responses = parsed.get("Responses") or []
+            cancelled_by_condition = any(
+                isinstance(r, dict) and r.get("Code") in _PART_REJECTIONS for r in reasons
+            )
+            for part, position in zip(call.parts, positions, strict=True):
+                if call.kind == "partiql-batch" and not code:
+                    entry = responses[position] if position < len(responses) else {}
+                    part_error = entry.get("Error") if isinstance(entry, dict) else None
+                    if part_error:
+                        part_code = str(part_error.get("Code", ""))
+                        rejected = part_code in _PART_REJECTIONS
+                        old = part_error.get("Item")
+                        outcomes.append(
+                            (
+                                WriteOutcome.REJECTED if rejected else WriteOutcome.ERROR,
+                                part_code,
+                                old,
+                                old is not None,
+                            )
+                        )
+                    else:
+                        outcomes.append((WriteOutcome.ACCEPTED, None, None, part.absent_before))
+                elif not code:
+                    outcomes.append((WriteOutcome.ACCEPTED, None, None, part.absent_before))
+                elif cancelled_by_condition:
+                    reason = reasons[position] if position < len(reasons) else {}
+                    old = reason.get("Item") if isinstance(reason, dict) else None
+                    if part.added_rvoccf and isinstance(reason, dict):
+                        reason.pop("Item", None)
+                    part_code = str(reason.get("Code", "")) if isinstance(reason, dict) else ""
+                    outcomes.append(
+                        (WriteOutcome.REJECTED, part_code or code, old, old is not None)
+                    )
+                else:
+                    outcomes.append((WriteOutcome.ERROR, code, None, False))
+        for part, (outcome, code_of_part, before, before_known) in zip(
+            call.parts, outcomes, strict=True
+        ):
+            self._emit(
+                self._decision(
+                    call, part, outcome, code_of_part, before, before_known, parsed, started, ended
+                )
+            )
+
+    def _decision(
+        self,
+        call: _Call,
+        part: _Part,
+        outcome: WriteOutcome,
+        code: str | None,
+        before: TypedItem | None,
+        before_known: bool,
+        parsed: dict[str, Any],
+        started: int,
+        ended: int,
+    ) -> WriteRecord:
+        requested = part.requested
+        after: TypedItem | None = None
+        after_known = True
+        if part.update is not None:
+            expression, names, values = part.update
+            if before_known:
+                try:
+                    requested = apply_update(before, part.key, expression, names, values)
+                except UpdateNotUnderstood as exc:
+                    after_known = False
+                    self._emit(UnobservedCall(part.operation, str(exc), self.request_id))
+            elif part.after_from_response and outcome is WriteOutcome.ACCEPTED:
+                requested = dict(parsed.get("Attributes") or {}) or None
+            else:
+                after_known = False
+        elif part.deletes:
+            requested = None
+        if outcome is WriteOutcome.ACCEPTED:
+            after = requested
+        elif outcome is WriteOutcome.REJECTED:
+            after = before
+            after_known = before_known
+        else:
+            after_known = False
+        return WriteRecord(
+            operation=part.operation,
+            key=part.key,
+            condition=part.condition,
+            outcome=outcome,
+            item_before=before,
+            item_after=after,
+            before_known=before_known,
+            started_ns=started,
+            ended_ns=ended,
+            error_code=code,
+            call_id=call.call_id,
+            requested=requested,
+            after_known=after_known,
+            noop_when_present=part.noop,
+            request_id=self.request_id,
+        )
+
+
+def _old_image(call: _Call, parsed: dict[str, Any]) -> TypedItem | None:
+    """The old image in a successful answer, removed when the observer asked for it."""
+    if call.kind == "partiql":
+        items = parsed.pop("Items", None) if call.added_returning else parsed.get("Items")
+        return dict(items[0]) if items else None
+    attributes = parsed.get("Attributes")
+    return dict(attributes) if attributes else None
+
+
+def _is_unprocessed(part: _Part, unprocessed: list[dict[str, Any]]) -> bool:
+    for entry in unprocessed:
+        if "PutRequest" in entry and entry["PutRequest"].get("Item") == part.requested:
+            return True
+        if (
+            "DeleteRequest" in entry
+            and part.deletes
+            and entry["DeleteRequest"].get("Key") == part.key
+        ):
+            return True
+    return False
+
+
+def _safe_noop(expression: str, names: Mapping[str, str] | None) -> bool:
+    try:
+        return noop_when_present(expression, names)
+    except UpdateNotUnderstood:
+        return False
+
+
+_PLANNERS: dict[
+    str, Callable[[WriteObserver, dict[str, Any]], tuple[dict[str, Any], _Call] | None]
+] = {
+    "GetItem": WriteObserver._plan_get,
+    "PutItem": WriteObserver._plan_put,
+    "UpdateItem": WriteObserver._plan_update,
+    "DeleteItem": WriteObserver._plan_delete,
+    "BatchWriteItem": WriteObserver._plan_batch,
+    "TransactWriteItems": WriteObserver._plan_transact,
+    "ExecuteStatement": WriteObserver._plan_statement,
+    "BatchExecuteStatement": WriteObserver._plan_batch_statement,
+    "ExecuteTransaction": WriteObserver._plan_transaction,
+}

@@ -114,4 +114,5 @@ def _sent(
         sent_ns=sent_ns,
         message_id=message_id,
         send_error=None if message_id else (error or "not sent"),
+        poison=m.poison,
     )

@@ -35,13 +35,17 @@ ROWS: list[Row] = [
     ("redeliveries", lambda r: r["counts"]["redeliveries"], False),
     ("writes accepted", lambda r: r["counts"]["writes_accepted"], False),
     ("writes rejected (condition)", lambda r: r["counts"]["writes_rejected"], False),
+    ("side writes", lambda r: r["counts"].get("side_writes", 0), False),
+    ("no-op writes", lambda r: r["counts"].get("noop_writes", 0), False),
     ("duplicate writes", lambda r: r["counts"]["duplicate_writes"], True),
     ("conflicting writes", lambda r: r["counts"]["conflicting_writes"], True),
     ("lost outcomes", lambda r: r["counts"]["lost_outcomes"], True),
     ("acknowledged", lambda r: r["counts"]["acked"], False),
     ("dead-lettered", lambda r: r["counts"]["dead_lettered"], False),
+    ("unexpected dead letters", lambda r: r["counts"].get("unexpected_dead_letters", 0), True),
     ("handler errors", lambda r: r["counts"]["handler_errors"], False),
     ("unsettled", lambda r: r["counts"]["unsettled"], True),
+    ("unobserved calls", lambda r: r["counts"].get("unobserved_calls", 0), True),
     (
         "queue visible / in flight",
         lambda r: f"{r['queue_after']['visible']} / {r['queue_after']['in_flight']}",
@@ -90,6 +94,8 @@ def _cell(value: Any, bad_if_nonzero: bool) -> Text:
 
 
 def _verdict(run: dict[str, Any]) -> Text:
+    if run["verdict"] == "inconclusive":
+        return Text("INCONCLUSIVE", style="bold magenta")
     if run["verdict"] != "pass":
         return Text("FAIL", style="bold red")
     if run.get("relaxed_reasons"):
@@ -124,12 +130,19 @@ def _item(item: dict[str, Any] | None) -> str:
 
 
 def _write_line(w: dict[str, Any]) -> str:
+    role = w.get("role")
     if w["outcome"] != "accepted":
         return f"{w['operation']} {w['outcome']}, kept {_item(w['item_before'])}"
-    if w["item_before"] is None:
+    if role == "first":
         return f"{w['operation']} accepted: stored it (was absent)"
+    if role == "step":
+        return f"{w['operation']} accepted: the same delivery's next step"
+    if role == "noop":
+        return f"{w['operation']} accepted: changed nothing (if_not_exists)"
     if w["item_before"] == w["item_after"]:
         return f"{w['operation']} accepted: wrote the same order again"
+    if w["item_before"] is None:
+        return f"{w['operation']} accepted: stored it again"
     return f"{w['operation']} accepted: replaced {_item(w['item_before'])}"
 
 
@@ -142,12 +155,15 @@ def _race_story(finding: dict[str, Any]) -> str:
             "GetItem saw " + ("absent" if r["found"] is None else "the order"),
         )
         for r in finding.get("reads", [])
-    ] + [(w["at_ms"], w["environment"], _write_line(w)) for w in finding["writes"]]
+    ]
+    # Writes in the backend's order (as the checker found it), reads by time before each.
+    writes = [(w["at_ms"], w["environment"], _write_line(w)) for w in finding["writes"]]
     stored = next((w["item_after"] for w in finding["writes"] if w["item_after"]), None)
     lines = [
         f"  e.g. {finding['business_id']} {_item(stored)} was written {finding['accepted_writes']} times:"
     ]
     lines += [f"    {at:>9.1f} ms  env {env}  {what}" for at, env, what in sorted(events)]
+    lines += [f"    {at:>9.1f} ms  env {env}  {what}" for at, env, what in writes]
     return "\n".join(lines)
 
 
@@ -158,6 +174,10 @@ def details(report: dict[str, Any]) -> list[RenderableType]:
         name = run["variant"]
         for reason in run.get("reasons", []):
             out.append(Text(f"✗ {name}: {reason}", style="red"))
+        for reason in run.get("inconclusive", []):
+            out.append(Text(f"? {name}: inconclusive: {reason}", style="magenta"))
+        for note in run.get("notes", []):
+            out.append(Text(f"  {name}: {note}", style="dim"))
         for reason in run.get("relaxed_reasons", []):
             out.append(Text(f"~ {name}: {reason} (expected by this scenario)", style="yellow"))
         for result in run.get("thresholds", []):

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from loadtest.checker import duplicate_evidence, is_storing, outcome_writes
+from loadtest.checker import Role, duplicate_evidence
 from loadtest.history import InvocationOutcome, WriteOutcome
 from loadtest.scenario import to_raw
 from loadtest.thresholds import apply_thresholds, parse_thresholds, relax_default_verdict
 
 if TYPE_CHECKING:
+    from loadtest.checker import Decision
     from loadtest.engine import RunResult, VariantRun
 
 SCHEMA_VERSION = 1
@@ -55,26 +56,48 @@ def _dead_letters(run: VariantRun) -> list[dict[str, Any]]:
 def _write_decisions(run: VariantRun) -> list[dict[str, Any]]:
     start = run.history.started_ns
     out = []
-    for aw in sorted(run.check.writes, key=lambda aw: aw.write.started_ns)[:WRITE_DECISIONS_LIMIT]:
-        w = aw.write
+    # Time order overall; within one outcome the backend's order (a write that
+    # found the item absent always comes before the ones that found it stored).
+    by_time = sorted(run.check.decisions, key=lambda d: d.write.started_ns)
+    for d in _backend_ordered(by_time)[:WRITE_DECISIONS_LIMIT]:
+        w = d.write
         out.append(
             {
-                "business_id": aw.business_id,
-                "message_id": aw.message_id,
-                "request_id": aw.invocation.request_id,
-                "environment": aw.invocation.environment,
+                "business_id": d.business_id,
+                "message_id": d.message_id,
+                "request_id": d.invocation.request_id,
+                "environment": d.invocation.environment,
                 "operation": w.operation,
                 "key": w.key,
                 "condition": w.condition,
                 "outcome": w.outcome.value,
+                "role": d.role.value,
                 "item_before": w.item_before,
                 "item_after": w.item_after,
+                "requested": w.requested if w.outcome.value != "accepted" else None,
                 "before_known": w.before_known,
                 "at_ms": _offset_ms(w.started_ns, start),
                 "duration_us": round((w.ended_ns - w.started_ns) / 1000),
                 "error_code": w.error_code,
             }
         )
+    return out
+
+
+def _backend_ordered(decisions: list[Decision]) -> list[Decision]:
+    """Decisions in time order, except that each outcome's accepted writes keep the backend's order."""
+    slots: dict[str | None, list[int]] = {}
+    ranked: dict[str | None, list[Decision]] = {}
+    for index, d in enumerate(decisions):
+        if d.order:
+            slots.setdefault(d.business_id, []).append(index)
+            ranked.setdefault(d.business_id, []).append(d)
+    out = list(decisions)
+    for business_id, positions in slots.items():
+        for position, d in zip(
+            positions, sorted(ranked[business_id], key=lambda d: d.order), strict=True
+        ):
+            out[position] = d
     return out
 
 
@@ -122,16 +145,31 @@ def _series(run: VariantRun, interval_ns: int = 1_000_000_000) -> dict[str, Any]
         series["acked"][bucket(ack.acked_ns)] += 1
     for dead in run.history.dead_letters:
         series["dead_lettered"][bucket(dead.seen_ns)] += 1
-    for aw in run.check.writes:
-        w = aw.write
-        if w.outcome is WriteOutcome.REJECTED:
-            series["writes_rejected"][bucket(w.ended_ns)] += 1
-        elif is_storing(w):
-            series["writes_accepted"][bucket(w.ended_ns)] += 1
-    for units in outcome_writes(run.check.writes).values():
-        for again in units[1:]:
-            series["duplicate_writes"][bucket(again.write.ended_ns)] += 1
+    for d in run.check.decisions:
+        if d.role is Role.SIDE:
+            continue
+        at = bucket(d.write.ended_ns)
+        if d.write.outcome is WriteOutcome.REJECTED:
+            series["writes_rejected"][at] += 1
+        elif d.write.outcome is WriteOutcome.ACCEPTED:
+            series["writes_accepted"][at] += 1
+        if d.role is Role.AGAIN:
+            series["duplicate_writes"][at] += 1
     return {"interval_s": interval_ns / 1e9, **series}
+
+
+def _unobserved(run: VariantRun) -> list[dict[str, Any]]:
+    """Calls the observer could not interpret and its own failures, grouped, most frequent first."""
+    grouped: Counter[tuple[str, str, str]] = Counter()
+    for inv in run.history.invocations:
+        for call in inv.unobserved:
+            grouped[("unobserved", call.operation, call.reason)] += 1
+        for fault in inv.observer_faults:
+            grouped[("observer_error", fault.operation, fault.error)] += 1
+    return [
+        {"kind": kind, "operation": op, "reason": reason, "count": n}
+        for (kind, op, reason), n in grouped.most_common(20)
+    ]
 
 
 def _errors(run: VariantRun) -> list[dict[str, Any]]:
@@ -146,7 +184,7 @@ def _errors(run: VariantRun) -> list[dict[str, Any]]:
 
 def run_to_dict(run: VariantRun) -> dict[str, Any]:
     counts = run.check.counts
-    writes = [aw.write for aw in run.check.writes]
+    writes = [d.write for d in run.check.decisions]
     return {
         "variant": run.variant,
         "handler": run.handler,
@@ -169,6 +207,11 @@ def run_to_dict(run: VariantRun) -> dict[str, Any]:
         "thresholds": [],
         "verdict": run.check.verdict.value,
         "reasons": list(run.check.reasons),
+        "inconclusive": list(run.check.inconclusive),
+        "outcome": run.check.outcome,
+        "key_templates": {k: dict(v) for k, v in run.check.templates.items()},
+        "notes": list(run.check.notes),
+        "unobserved": _unobserved(run),
         "warnings": list(run.warnings),
         "timed_out": run.history.timed_out,
         "cold_starts": run.cold_starts,
@@ -222,3 +265,12 @@ def _raw_report(result: RunResult, command: str | None) -> dict[str, Any]:
         "command": command,
         "runs": [run_to_dict(run) for run in result.runs],
     }
+
+
+def verdict_exit_code(report: Mapping[str, Any]) -> int:
+    """The exit code a report's verdicts make (DESIGN.md): 1 if any run failed,
+    else 4 if any was inconclusive, else 0."""
+    verdicts = {str(run.get("verdict")) for run in report.get("runs", [])}
+    if verdicts - {"pass", "inconclusive"}:
+        return 1
+    return 4 if "inconclusive" in verdicts else 0

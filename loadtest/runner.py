@@ -29,9 +29,7 @@ from loadtest.history import (
     History,
     Invocation,
     InvocationOutcome,
-    ReadRecord,
     Record,
-    WriteOutcome,
     WriteRecord,
 )
 from loadtest.scenario import ConsumerSettings
@@ -89,39 +87,6 @@ class Settlement:
             self.done.set()
 
 
-def _reads(raw: list[dict[str, Any]]) -> tuple[ReadRecord, ...]:
-    return tuple(
-        ReadRecord(
-            key=r["key"],
-            found=r["found"],
-            consistent=bool(r["consistent"]),
-            started_ns=int(r["started_ns"]),
-            ended_ns=int(r["ended_ns"]),
-        )
-        for r in raw
-        if r["operation"] == "GetItem"
-    )
-
-
-def _writes(raw: list[dict[str, Any]]) -> tuple[WriteRecord, ...]:
-    return tuple(
-        WriteRecord(
-            operation=w["operation"],
-            key=w["key"] or {},
-            condition=w["condition"],
-            outcome=WriteOutcome(w["outcome"]),
-            item_before=w["item_before"],
-            item_after=w["item_after"],
-            before_known=bool(w["before_known"]),
-            started_ns=int(w["started_ns"]),
-            ended_ns=int(w["ended_ns"]),
-            error_code=w["error_code"],
-        )
-        for w in raw
-        if w["operation"] != "GetItem"
-    )
-
-
 REDACTED = "<receipt-handle>"
 
 
@@ -143,7 +108,9 @@ def redact(value: Any, handles: set[str]) -> Any:
     return value
 
 
-def _outcome(reply: Reply) -> InvocationOutcome:
+def _outcome(reply: Reply, cut_off: bool) -> InvocationOutcome:
+    if cut_off:
+        return InvocationOutcome.CUT_OFF
     if reply.timed_out:
         return InvocationOutcome.TIMEOUT
     if reply.crashed:
@@ -239,29 +206,55 @@ class Poller:
         self.progress.received += len(messages)
         self.progress.in_flight += len(messages)
         request_id = str(uuid.uuid4())
-        reply = await self.environment.invoke(
-            request_id, sqs_event(messages, self.queue_arn, self.region)
-        )
-        handles = {m["ReceiptHandle"] for m in messages}
-        writes = _writes(reply.writes)
+        try:
+            reply = await self.environment.invoke(
+                request_id, sqs_event(messages, self.queue_arn, self.region)
+            )
+        except anyio.get_cancelled_exc_class():
+            # The run's deadline: the invocation still happened, and its writes
+            # are on record. Count it as a delivery; acknowledge nothing.
+            with anyio.CancelScope(shield=True):
+                reply = await self.environment.cut_off(request_id)
+                self._record(request_id, records, received_ns, reply, messages, set(), cut_off=True)
+            raise
+        writes = tuple(reply.observed.writes)
         self.on_writes(writes, records)
 
         failed: set[str] = set()
-        outcome = _outcome(reply)
-        error = redact(reply.error, handles)
+        invalid = False
         if reply.ok and self.settings.report_batch_item_failures:
             named = batch_item_failures(reply.result, {r.message_id for r in records})
-            if named is None:
-                failed = {r.message_id for r in records}
-                error = "invalid batchItemFailures response: the whole batch is retried"
-            else:
-                failed = named
+            invalid = named is None
+            failed = {r.message_id for r in records} if named is None else named
         if not reply.ok:
             failed = {r.message_id for r in records}
             self.progress.handler_errors += 1
         to_delete = [m for m in messages if m["MessageId"] not in failed]
         acked = await self._delete(to_delete)
         self.progress.in_flight -= len(messages)
+        self._record(request_id, records, received_ns, reply, messages, failed, invalid=invalid)
+        business = {r.message_id: r.business_id for r in records}
+        for message_id in acked:
+            self.settlement.settle(message_id, business[message_id])
+
+    def _record(
+        self,
+        request_id: str,
+        records: tuple[Record, ...],
+        received_ns: int,
+        reply: Reply,
+        messages: list[dict[str, Any]],
+        failed: set[str],
+        *,
+        cut_off: bool = False,
+        invalid: bool = False,
+    ) -> None:
+        """Append the invocation to the history (receipt handles redacted)."""
+        handles = {m["ReceiptHandle"] for m in messages}
+        error = redact(reply.error, handles)
+        if invalid:
+            error = "invalid batchItemFailures response: the whole batch is retried"
+        observed = reply.observed
         self.history.invocations.append(
             Invocation(
                 request_id=request_id,
@@ -270,18 +263,17 @@ class Poller:
                 received_ns=received_ns,
                 started_ns=reply.started_ns,
                 ended_ns=reply.ended_ns,
-                outcome=outcome,
+                outcome=_outcome(reply, cut_off),
                 error=error,
-                writes=writes,
+                writes=tuple(observed.writes),
                 failed_message_ids=tuple(sorted(failed)) if reply.ok else (),
                 result=redact(reply.result, handles),
                 log_tail=redact(reply.log_tail, handles),
-                reads=_reads(reply.writes),
+                reads=tuple(observed.reads),
+                unobserved=tuple(observed.unobserved),
+                observer_faults=tuple(observed.faults),
             )
         )
-        business = {r.message_id: r.business_id for r in records}
-        for message_id in acked:
-            self.settlement.settle(message_id, business[message_id])
 
     async def _delete(self, messages: list[dict[str, Any]]) -> list[str]:
         if not messages:

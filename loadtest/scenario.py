@@ -32,6 +32,10 @@ File format (every table and key optional)::
     [[workload.messages]]               # explicit bodies instead of generated ids
     body = { id = "dedup-order", quantity = 4 }
     copies = 3
+    poison = false                      # true: a record every consumer must refuse
+
+    [outcome]                           # where a message's outcome is stored
+    key = { id = "{id}" }               # the table's key, per attribute; e.g. { pk = "ORDER#{id}", sk = "ORDER" }
 
     [consumer]                          # the event source mapping and the function
     batch_size = 1                      # 1..10; up to 10000 with a batching window >= 1 s
@@ -56,6 +60,7 @@ File format (every table and key optional)::
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 import typing
 from collections.abc import Mapping
@@ -66,6 +71,7 @@ from pathlib import Path
 from typing import Any
 
 from loadtest.errors import ScenarioError, ThresholdError
+from loadtest.history import OutcomeKey
 from loadtest.thresholds import RELAXABLE, parse_threshold
 
 JsonObject = dict[str, Any]
@@ -105,6 +111,8 @@ class ExplicitMessage:
 
     body: JsonObject
     copies: int = 1
+    poison: bool = False
+    """A record every consumer is expected to refuse (dead-lettering it is no failure)."""
 
 
 @dataclass(frozen=True)
@@ -206,6 +214,8 @@ class Scenario:
     """Threshold expressions (validated when parsed; see ``loadtest.thresholds``)."""
     allow: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """Per variant, default-verdict reasons this scenario relaxes (a demonstration)."""
+    outcome: OutcomeKey = field(default_factory=OutcomeKey)
+    """The key of a message's outcome item (and so of the table loadtest creates)."""
     source: str = "<memory>"
     """Where the scenario came from (a path or ``builtin:NAME``), for messages."""
 
@@ -342,7 +352,7 @@ def parse_scenario(
     """Validate a scenario mapping (parsed TOML) into a ``Scenario``."""
     _check_keys(
         raw,
-        {"name", "description", "seed", "variants", "thresholds", "verdict", *_SECTIONS},
+        {"name", "description", "seed", "variants", "thresholds", "verdict", "outcome", *_SECTIONS},
         source,
         "",
     )
@@ -375,8 +385,35 @@ def parse_scenario(
         run=run,
         thresholds=_thresholds(raw.get("thresholds", []), source),
         allow=_allow(_table(raw, "verdict", source), source),
+        outcome=_outcome(_table(raw, "outcome", source), source),
         source=source,
     )
+
+
+_ATTRIBUTE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
+
+
+def _outcome(raw: Mapping[str, Any], source: str) -> OutcomeKey:
+    """``[outcome] key = { pk = "ORDER#{id}" }``: one or two key attributes (hash, then range)."""
+    _check_keys(raw, {"key"}, source, "outcome")
+    if "key" not in raw:
+        return OutcomeKey()
+    key = raw["key"]
+    allowed = 'a table of one or two attributes, e.g. { id = "{id}" } or { pk = "ORDER#{id}", sk = "ORDER" }'
+    if not isinstance(key, Mapping) or not 1 <= len(key) <= 2:
+        raise ScenarioError(f"{source}: outcome.key must be {allowed}, got {key!r}")
+    for name, template in key.items():
+        if not _ATTRIBUTE_NAME.match(str(name)) or not isinstance(template, str) or not template:
+            raise ScenarioError(
+                f"{source}: outcome.key.{name} = {template!r}; each entry must be "
+                "an attribute name = a non-empty template string"
+            )
+    if not any("{id}" in template for template in key.values()):
+        raise ScenarioError(
+            f"{source}: outcome.key must place the business id somewhere: one template "
+            f"needs {{id}} (got {dict(key)!r})"
+        )
+    return OutcomeKey(tuple((str(name), str(template)) for name, template in key.items()))
 
 
 def _check_combinations(workload: Workload, consumer: ConsumerSettings, source: str) -> None:
@@ -434,12 +471,13 @@ def _explicit_messages(raw: Any, source: str) -> list[ExplicitMessage]:
         path = f"workload.messages[{index}]"
         if not isinstance(entry, Mapping):
             raise ScenarioError(f"{source}: {path} must be a table with body and copies")
-        _check_keys(entry, {"body", "copies"}, source, path)
+        _check_keys(entry, {"body", "copies", "poison"}, source, path)
         body = entry.get("body")
         if not isinstance(body, Mapping):
             raise ScenarioError(f"{source}: {path}.body must be a table (the JSON message body)")
         copies = _value("copies", entry.get("copies", 1), int, source, f"{path}.")
-        out.append(ExplicitMessage(body=dict(body), copies=copies))
+        poison = _value("poison", entry.get("poison", False), bool, source, f"{path}.")
+        out.append(ExplicitMessage(body=dict(body), copies=copies, poison=poison))
     return out
 
 
@@ -457,8 +495,11 @@ def to_raw(scenario: Scenario) -> dict[str, Any]:
         values = dataclasses.asdict(getattr(scenario, section))
         raw[section] = {k: v.value if isinstance(v, StrEnum) else v for k, v in values.items()}
     raw["workload"]["messages"] = [
-        {"body": m.body, "copies": m.copies} for m in scenario.workload.messages
+        {"body": m.body, "copies": m.copies, **({"poison": True} if m.poison else {})}
+        for m in scenario.workload.messages
     ]
+    if scenario.outcome != OutcomeKey():
+        raw["outcome"] = {"key": dict(scenario.outcome.templates)}
     return raw
 
 

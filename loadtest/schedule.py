@@ -34,6 +34,8 @@ class PlannedMessage:
     """Send only once the first copy of this id was acknowledged or dead-lettered."""
     conflicting: bool = False
     """A resend whose details differ from the first copy's."""
+    poison: bool = False
+    """A planted poison record: every consumer is expected to refuse it."""
 
 
 def _other_quantity(quantity: int, rng: random.Random) -> int:
@@ -61,23 +63,25 @@ def _arrival_offsets(count: int, workload: Workload) -> list[int]:
 def plan(workload: Workload, seed: int) -> tuple[PlannedMessage, ...]:
     """Build the send schedule for a workload."""
     rng = random.Random(seed)
-    # (business id, body, copy number, conflicting) per message, in send order.
-    entries: list[tuple[str | None, str, int, bool]] = []
+    # (business id, body, copy number, conflicting, poison) per message, in send order.
+    entries: list[tuple[str | None, str, int, bool, bool]] = []
     if workload.messages:
         for explicit in workload.messages:
             body = json.dumps(explicit.body, separators=(",", ":"))
             raw_id = explicit.body.get("id")
             business_id = raw_id if isinstance(raw_id, str) else None
-            entries.extend((business_id, body, copy, False) for copy in range(explicit.copies))
+            entries.extend(
+                (business_id, body, copy, False, explicit.poison) for copy in range(explicit.copies)
+            )
     else:
         width = max(5, len(str(workload.distinct_ids)))
-        groups: list[list[tuple[str | None, str, int, bool]]] = []
+        groups: list[list[tuple[str | None, str, int, bool, bool]]] = []
         for number in range(1, workload.distinct_ids + 1):
             business_id = f"{workload.id_prefix}-{number:0{width}d}"
             quantity = rng.randint(MIN_QUANTITY, MAX_QUANTITY)
             if workload.poison_fraction and rng.random() < workload.poison_fraction:
                 quantity = POISON_QUANTITY
-            group: list[tuple[str | None, str, int, bool]] = []
+            group: list[tuple[str | None, str, int, bool, bool]] = []
             for copy in range(workload.copies):
                 conflicting = (
                     copy > 0
@@ -89,7 +93,7 @@ def plan(workload: Workload, seed: int) -> tuple[PlannedMessage, ...]:
                 body = json.dumps(
                     {"id": business_id, "quantity": sent_quantity}, separators=(",", ":")
                 )
-                group.append((business_id, body, copy, conflicting))
+                group.append((business_id, body, copy, conflicting, quantity == POISON_QUANTITY))
             groups.append(group)
         rng.shuffle(groups)
         entries = [entry for group in groups for entry in group]
@@ -101,7 +105,7 @@ def plan(workload: Workload, seed: int) -> tuple[PlannedMessage, ...]:
         copies = max(workload.copies, max((m.copies for m in workload.messages), default=1))
         step_ns = round(workload.copy_spread_s * NS_PER_S / max(1, copies - 1))
         first_offset: dict[str | None, int] = {}
-        for i, (business_id, _, copy, _) in enumerate(entries):
+        for i, (business_id, _, copy, _, _) in enumerate(entries):
             if copy == 0:
                 first_offset[business_id] = offsets[i]
             else:
@@ -116,7 +120,8 @@ def plan(workload: Workload, seed: int) -> tuple[PlannedMessage, ...]:
             copy=copy,
             after_first=after_first and copy > 0 and business_id is not None,
             conflicting=conflicting,
+            poison=poison,
         )
-        for i, (business_id, body, copy, conflicting) in enumerate(entries)
+        for i, (business_id, body, copy, conflicting, poison) in enumerate(entries)
     ]
     return tuple(sorted(planned, key=lambda m: (m.offset_ns, m.index)))

@@ -51,7 +51,6 @@ the day the race stops reproducing; pairing the two keeps it honest.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 import operator
 import re
@@ -60,11 +59,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from loadtest.checker import COUNT_NAMES as CHECKER_COUNT_NAMES
 from loadtest.checker import Counts, default_reasons
 from loadtest.errors import InputError, ThresholdError
 from loadtest.metrics import LATENCY_NAMES
 
-COUNT_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Counts))
+COUNT_NAMES: tuple[str, ...] = CHECKER_COUNT_NAMES
 """Keys of ``runs[].counts``; each is a metric, bare or as ``counts.NAME``."""
 
 LATENCIES: tuple[str, ...] = LATENCY_NAMES
@@ -76,7 +76,12 @@ LATENCY_STATS: tuple[str, ...] = ("count", "min", "p50", "p90", "p99", "p99_9", 
 UNITS_US: Mapping[str, int] = {"us": 1, "ms": 1_000, "s": 1_000_000}
 """Duration units and their length in microseconds."""
 
-RELAXABLE: tuple[str, ...] = ("duplicate_writes", "conflicting_writes", "lost_outcomes")
+RELAXABLE: tuple[str, ...] = (
+    "duplicate_writes",
+    "conflicting_writes",
+    "lost_outcomes",
+    "unexpected_dead_letters",
+)
 """Default-verdict reasons a scenario may allow, by count name."""
 
 _OTHER_METRICS: tuple[str, ...] = (
@@ -352,5 +357,8 @@ def relax_default_verdict(run: Mapping[str, Any], allowed: Collection[str]) -> d
         r for r in reasons if r in droppable
     ]
     failed_threshold = any(not r.get("ok", False) for r in out.get("thresholds", []))
-    out["verdict"] = "fail" if out["reasons"] or failed_threshold else "pass"
+    if out["reasons"] or failed_threshold:
+        out["verdict"] = "fail"
+    else:
+        out["verdict"] = "inconclusive" if out.get("inconclusive") else "pass"
     return out

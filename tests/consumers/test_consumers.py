@@ -58,7 +58,7 @@ def test_transactional_stores_each_order_once_with_its_outbox_entry(
         assert entry["total_cents"] == order["total_cents"]
 
     # Per written key, one accepted write: the order was never written again.
-    writes = [aw.write for aw in run.check.writes]
+    writes = [aw.write for aw in run.check.decisions]
     accepted_keys = Counter(w.key["id"]["S"] for w in writes if w.outcome is WriteOutcome.ACCEPTED)
     assert set(accepted_keys) == set(items)
     assert set(accepted_keys.values()) == {1}
@@ -79,8 +79,9 @@ def test_transactional_stores_each_order_once_with_its_outbox_entry(
 def test_transactional_outbox_part_is_not_a_duplicate_write(
     transactional_run: VariantRun, conflicting_run: VariantRun
 ) -> None:
-    # The order and its outbox entry are one atomic outcome, written once per id.
-    assert transactional_run.check.counts.writes_accepted == 2 * IDS
+    # The order is the outcome, written once per id; its outbox entry is a side write.
+    assert transactional_run.check.counts.writes_accepted == IDS
+    assert transactional_run.check.counts.side_writes == IDS * COPIES
     assert transactional_run.check.counts.duplicate_writes == 0
     assert transactional_run.check.verdict == "pass"
     assert conflicting_run.check.counts.duplicate_writes == 0
@@ -108,7 +109,7 @@ def test_transactional_refuses_conflicting_details(
     assert counts.conflicting_writes == 0
     # The refused transactions stored nothing: one accepted write per key, both from
     # the first message's transaction (one write of the outcome: the checker counts a transaction once).
-    accepted = [aw for aw in run.check.writes if aw.write.outcome is WriteOutcome.ACCEPTED]
+    accepted = [aw for aw in run.check.decisions if aw.write.outcome is WriteOutcome.ACCEPTED]
     assert sorted(aw.write.key["id"]["S"] for aw in accepted) == ["c-1", "outbox#c-1"]
     assert len({aw.invocation.request_id for aw in accepted}) == 1
     failed = [i for i in run.history.invocations if i.outcome is not InvocationOutcome.SUCCESS]

@@ -16,6 +16,7 @@ from loadtest.history import (
     TypedItem,
     WriteOutcome,
     WriteRecord,
+    key_string,
 )
 
 CONDITION = "attribute_not_exists(id)"
@@ -31,7 +32,12 @@ def order_item(order_id: str, quantity: int) -> TypedItem:
 
 
 def sent(
-    index: int, business_id: str | None, message_id: str | None, quantity: int = 1
+    index: int,
+    business_id: str | None,
+    message_id: str | None,
+    quantity: int = 1,
+    *,
+    poison: bool = False,
 ) -> SentMessage:
     body = json.dumps({"id": business_id, "quantity": quantity})
     return SentMessage(
@@ -42,6 +48,7 @@ def sent(
         sent_ns=1_000 * index + 10,
         message_id=message_id,
         send_error=None if message_id else "not sent",
+        poison=poison,
     )
 
 
@@ -55,9 +62,13 @@ def write(
     operation: str = "PutItem",
     write_key: TypedItem | None = None,
     started_ns: int = 0,
+    noop_when_present: bool = False,
+    after_known: bool = True,
 ) -> WriteRecord:
     """A write of ``item``; a rejected write leaves the item as it was (``before``)."""
     after = item if outcome is WriteOutcome.ACCEPTED else before
+    if operation.endswith(("DeleteItem", ".Delete")) and outcome is WriteOutcome.ACCEPTED:
+        after = None
     return WriteRecord(
         operation=operation,
         key=write_key if write_key is not None else {"id": item["id"]},
@@ -68,6 +79,10 @@ def write(
         before_known=before_known,
         started_ns=started_ns,
         ended_ns=started_ns + 500_000,
+        requested=item,
+        noop_when_present=noop_when_present,
+        after_known=after_known,
+        call_id=f"c-{started_ns}-{id(item)}",
     )
 
 
@@ -106,7 +121,7 @@ def end_state(items: list[TypedItem]) -> EndState:
         queue_visible=0,
         queue_in_flight=0,
         dlq_messages=0,
-        table_items={str(item["id"]["S"]): item for item in items},
+        table_items={key_string({"id": item["id"]}): item for item in items},
     )
 
 

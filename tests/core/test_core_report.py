@@ -125,7 +125,7 @@ def test_report_contract_keys_and_types() -> None:
     assert run["verdict"] == "pass"
     assert run["reasons"] == []
     assert run["findings"] == []
-    assert run["write_outcomes"] == {"accepted": 2, "rejected": 2, "error": 0}
+    assert run["write_outcomes"] == {"accepted": 2, "rejected": 2, "error": 0, "indeterminate": 0}
     assert run["table_items"] == {
         "dedup-order": order_item("dedup-order", 4),
         "other-order": order_item("other-order", 1),

@@ -151,7 +151,7 @@ def test_unknown_keys_are_refused_with_the_allowed_keys(raw: dict[str, Any], fie
 
 def test_unknown_key_messages_list_the_allowed_keys_of_each_table() -> None:
     assert refusal({"bogus": 1}).endswith(
-        "allowed: consumer, description, faults, name, run, seed, thresholds, variants, verdict, workload"
+        "allowed: consumer, description, faults, name, outcome, run, seed, thresholds, variants, verdict, workload"
     )
     assert refusal({"workload": {"bogus": 1}}).endswith(
         "allowed: arrival, conflict_fraction, copies, copy_spacing, copy_spread_s, distinct_ids, "
@@ -166,7 +166,7 @@ def test_unknown_key_messages_list_the_allowed_keys_of_each_table() -> None:
     )
     assert refusal({"run": {"bogus": 1}}).endswith("allowed: deadline_s")
     assert refusal({"workload": {"messages": [{"body": {}, "bogus": 1}]}}).endswith(
-        "allowed: body, copies"
+        "allowed: body, copies, poison"
     )
 
 

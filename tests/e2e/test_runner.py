@@ -32,21 +32,22 @@ def test_poison_message_is_retried_then_dead_lettered(backend_url: str) -> None:
 
 def test_user_handler_keyed_by_message_id_double_writes(backend_url: str) -> None:
     # Keyed by messageId, every producer resend is a new item: the conditional
-    # write cannot help. Writes are attributed to the business id through the
-    # delivery, so the duplicates show even though the keys all differ.
+    # write cannot help. The items carry the business id and the details, so
+    # they are copies of the outcome under a per-delivery key: duplicates.
     scenario = load_scenario("race-burst").with_overrides(distinct_ids=5, copies=3, concurrency=2)
     result = run_variants(scenario, backend_url, f"{HERE / 'my_handler.py'}:handler")
     (run,) = result.runs
     report = build_report(result)["runs"][0]
     assert report["variant"].endswith("my_handler.py:handler")
     assert report["counts"]["duplicate_writes"] == 10
-    assert report["counts"]["unattributed_writes"] == 0
+    assert report["counts"]["side_writes"] == 0
+    assert "a key that changes per delivery (id={messageId})" in report["outcome"]
     assert report["table_after"] == {"items": 15}
     assert all(inv.outcome is InvocationOutcome.SUCCESS for inv in run.history.invocations)
     # The handler got a Lambda-like context with a counting-down timeout.
     assert all(0 < inv.result["remaining_ms"] <= 30_000 for inv in run.history.invocations)
     # Resource-layer items (native values) are observed in DynamoDB's typed form.
-    item = run.check.writes[0].write.item_after
+    item = run.check.decisions[0].write.item_after
     assert item is not None and set(item) == {"id", "order_id", "quantity"}
     assert item["quantity"].keys() == {"N"}
 

@@ -49,7 +49,7 @@ def test_seed_lab_matches_the_lab(backend_url: str) -> None:
 
     # The write decisions: two accepted first writes, two native conditional
     # rejections whose item before and after is the stored order, unchanged.
-    writes = [aw.write for aw in run.check.writes]
+    writes = [aw.write for aw in run.check.decisions]
     accepted = [w for w in writes if w.outcome is WriteOutcome.ACCEPTED]
     rejected = [w for w in writes if w.outcome is WriteOutcome.REJECTED]
     assert sorted(json.dumps(w.item_after, sort_keys=True) for w in accepted) == sorted(

@@ -70,7 +70,7 @@ def test_identical_reports_pass() -> None:
     assert result.ok
     assert result.regressions == 0
     # 6 correctness counts + 3 latencies x 3 percentiles + throughput, per variant.
-    assert len(result.rows) == 2 * (6 + 9 + 1)
+    assert len(result.rows) == 2 * (len(CORRECTNESS_COUNTS) + 9 + 1)
     assert all(r.change == 0 for r in result.rows)
     assert result.only_in_baseline == ()
     assert result.only_in_new == ()

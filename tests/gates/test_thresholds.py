@@ -401,7 +401,7 @@ def test_relax_keeps_reasons_not_allowed() -> None:
     relaxed = relax_default_verdict(run, {"duplicate_writes"})
     assert relaxed["verdict"] == "fail"
     assert relaxed["reasons"] == [
-        "1 lost outcome(s): acknowledged but not stored",
+        "1 lost outcome(s): acknowledged, but the message's details were never stored",
         "2 message(s) neither acknowledged nor dead-lettered",
     ]
     assert relaxed["relaxed_reasons"] == ["3 duplicate write(s): an outcome was written again"]
@@ -420,5 +420,5 @@ def test_relax_refuses_what_cannot_be_relaxed() -> None:
         relax_default_verdict(make_run("x"), {"unsettled", "duplicate_writes"})
     assert str(info.value) == (
         "cannot relax unsettled; relaxable: duplicate_writes, conflicting_writes, "
-        "lost_outcomes (unsettled messages and send failures always fail a run)"
+        "lost_outcomes, unexpected_dead_letters (unsettled messages and send failures always fail a run)"
     )

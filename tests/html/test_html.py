@@ -1,7 +1,7 @@
 """The HTML report: rendered from a recorded ``compare race-burst`` report, and in a real browser.
 
-``sample_report.json`` was produced by ``loadtest compare race-burst
---distinct-ids 10`` against a moto server: read-then-write double-wrote
+``sample_report.json`` was produced by ``loadtest compare race-burst.toml
+--distinct-ids 10`` (the built-in scenario without its [verdict.allow], so the racy variant fails) on the embedded backend: read-then-write double-wrote
 several ids, conditional rejected every duplicate.
 """
 
