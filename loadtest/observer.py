@@ -163,7 +163,7 @@ class WriteObserver:
         self._arm_lock = threading.Lock()
         self._ids = itertools.count(1)
         self._prefix = f"{os.getpid()}-{time.monotonic_ns()}"
-        self._installed = False
+        self._originals: tuple[Callable[..., Any], Callable[..., Any]] | None = None
 
     # --- the handler-duration fault -------------------------------------------
 
@@ -200,7 +200,7 @@ class WriteObserver:
 
     def install(self) -> None:
         """Wrap botocore for this process (idempotent)."""
-        if self._installed:
+        if self._originals is not None:
             return
         observer = self
         # Private botocore methods, absent from the type stubs: hence getattr.
@@ -241,7 +241,16 @@ class WriteObserver:
 
         setattr(BaseClient, "_emit_api_params", emit_api_params)  # noqa: B010
         setattr(BaseClient, "_make_request", make_request)  # noqa: B010
-        self._installed = True
+        self._originals = (original_emit, original_request)
+
+    def uninstall(self) -> None:
+        """Put botocore back as it was (for observing inside a process that goes on)."""
+        if self._originals is None:
+            return
+        original_emit, original_request = self._originals
+        self._originals = None
+        setattr(BaseClient, "_emit_api_params", original_emit)  # noqa: B010
+        setattr(BaseClient, "_make_request", original_request)  # noqa: B010
 
     # --- planning: parameters in, the call to observe out -------------------------
 
@@ -666,7 +675,9 @@ class WriteObserver:
 def _old_image(call: _Call, parsed: dict[str, Any]) -> TypedItem | None:
     """The old image in a successful answer, removed when the observer asked for it."""
     if call.kind == "partiql":
-        items = parsed.pop("Items", None) if call.added_returning else parsed.get("Items")
+        items = parsed.get("Items")
+        if call.added_returning:
+            parsed["Items"] = []  # what a write statement without RETURNING answers
         return dict(items[0]) if items else None
     attributes = parsed.get("Attributes")
     return dict(attributes) if attributes else None

@@ -1,0 +1,311 @@
+"""The write observer in-process against the real embedded backend.
+
+Two promises: it records every write API in DynamoDB's typed form, through the
+client and the resource layer; and it never changes what the consumer sees
+(each call gives the same answer with and without it).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from typing import Any
+
+import boto3
+import pytest
+from boto3.dynamodb.conditions import Attr
+from botocore.exceptions import ClientError
+
+from loadtest.history import ObserverFault, ReadRecord, UnobservedCall, WriteOutcome, WriteRecord
+from loadtest.observation import Observation, collect, decode
+from loadtest.observer import WriteObserver
+from tests.e2e.helpers import client
+
+Calls = Callable[[str], Any]
+
+
+@pytest.fixture()
+def table(backend_url: str) -> Iterator[str]:
+    name = f"observer-{uuid.uuid4().hex[:8]}"
+    dynamodb = client("dynamodb", backend_url)
+    dynamodb.create_table(
+        TableName=name,
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    yield name
+    dynamodb.delete_table(TableName=name)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, line: str) -> None:
+        self.lines.append(line)
+
+    def observations(self) -> list[Observation]:
+        return [decode(line) for line in self.lines]
+
+    def writes(self) -> list[WriteRecord]:
+        return collect(self.observations(), ended_ns=0).writes
+
+
+def _resource_table(url: str, name: str) -> Any:
+    creds = client("dynamodb", url)._request_signer._credentials
+    return boto3.resource(
+        "dynamodb",
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id=creds.access_key,
+        aws_secret_access_key=creds.secret_key,
+    ).Table(name)
+
+
+def _answers(run: Callable[[], Any]) -> Any:
+    """What the consumer sees: the response (metadata aside) or the error's response."""
+    try:
+        response = run()
+    except ClientError as error:
+        raw = dict(error.response)
+        raw.pop("ResponseMetadata", None)
+        return ("error", raw)
+    if isinstance(response, dict):
+        response = {k: v for k, v in response.items() if k != "ResponseMetadata"}
+    return ("ok", response)
+
+
+def _scenario(url: str, name: str) -> list[Callable[[], Any]]:
+    """One consumer's calls: every write API, conditions as objects and strings."""
+    ddb = client("dynamodb", url)
+    table = _resource_table(url, name)
+    item = {"id": {"S": "a"}, "quantity": {"N": "4"}}
+    return [
+        lambda: table.put_item(
+            Item={"id": "r", "quantity": Decimal(4), "tags": {"x", "y"}, "blob": b"\x00\x01"},
+            ConditionExpression=Attr("id").not_exists(),
+        ),
+        lambda: table.put_item(
+            Item={"id": "r", "quantity": Decimal(5)},
+            ConditionExpression=Attr("id").not_exists(),
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        ),
+        lambda: ddb.put_item(
+            TableName=name, Item=item, ConditionExpression="attribute_not_exists(id)"
+        ),
+        lambda: ddb.put_item(
+            TableName=name, Item=item, ConditionExpression="attribute_not_exists(id)"
+        ),
+        lambda: ddb.update_item(
+            TableName=name,
+            Key={"id": {"S": "a"}},
+            UpdateExpression="SET quantity = if_not_exists(quantity, :q), total_cents = :t",
+            ExpressionAttributeValues={":q": {"N": "9"}, ":t": {"N": "1100"}},
+        ),
+        lambda: ddb.update_item(
+            TableName=name,
+            Key={"id": {"S": "a"}},
+            UpdateExpression="ADD total_cents :t",
+            ExpressionAttributeValues={":t": {"N": "1"}},
+            ReturnValues="UPDATED_NEW",
+        ),
+        lambda: table.update_item(
+            Key={"id": "n"},
+            UpdateExpression="SET #q = :q",
+            ExpressionAttributeNames={"#q": "quantity"},
+            ExpressionAttributeValues={":q": 3},
+            ReturnValues="ALL_NEW",
+        ),
+        lambda: ddb.batch_write_item(
+            RequestItems={
+                name: [
+                    {"PutRequest": {"Item": {"id": {"S": "b1"}, "quantity": {"N": "1"}}}},
+                    {"DeleteRequest": {"Key": {"id": {"S": "n"}}}},
+                ]
+            }
+        ),
+        lambda: ddb.transact_write_items(
+            TransactItems=[
+                {
+                    "Put": {
+                        "TableName": name,
+                        "Item": {"id": {"S": "t"}, "quantity": {"N": "2"}},
+                        "ConditionExpression": "attribute_not_exists(id)",
+                    }
+                },
+                {
+                    "Put": {
+                        "TableName": name,
+                        "Item": {"id": {"S": "outbox#t"}},
+                        "ConditionExpression": "attribute_not_exists(id)",
+                    }
+                },
+            ]
+        ),
+        lambda: ddb.transact_write_items(
+            TransactItems=[
+                {
+                    "Put": {
+                        "TableName": name,
+                        "Item": {"id": {"S": "t"}, "quantity": {"N": "2"}},
+                        "ConditionExpression": "attribute_not_exists(id)",
+                    }
+                }
+            ]
+        ),
+        lambda: ddb.execute_statement(
+            Statement=f"INSERT INTO \"{name}\" VALUE {{'id': ?, 'quantity': ?}}",
+            Parameters=[{"S": "p"}, {"N": "7"}],
+        ),
+        lambda: ddb.execute_statement(
+            Statement=f"INSERT INTO \"{name}\" VALUE {{'id': ?, 'quantity': ?}}",
+            Parameters=[{"S": "p"}, {"N": "8"}],
+        ),
+        lambda: ddb.execute_statement(
+            Statement=f'UPDATE "{name}" SET quantity = quantity + ? WHERE id = ?',
+            Parameters=[{"N": "1"}, {"S": "p"}],
+        ),
+        lambda: ddb.execute_statement(
+            Statement=f'SELECT * FROM "{name}" WHERE id = ?', Parameters=[{"S": "p"}]
+        ),
+        lambda: table.delete_item(Key={"id": "b1"}),
+        lambda: ddb.get_item(TableName=name, Key={"id": {"S": "a"}}),
+    ]
+
+
+def _run_all(url: str, name: str) -> list[Any]:
+    return [_answers(call) for call in _scenario(url, name)]
+
+
+def test_the_consumer_sees_the_same_answers_with_and_without_the_observer(
+    backend_url: str, table: str
+) -> None:
+    other = f"{table}-plain"
+    ddb = client("dynamodb", backend_url)
+    ddb.create_table(
+        TableName=other,
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    try:
+        plain = _run_all(backend_url, other)
+        recorder = Recorder()
+        observer = WriteObserver(table, sink=recorder)
+        observer.install()
+        try:
+            observed = _run_all(backend_url, table)
+        finally:
+            observer.uninstall()
+    finally:
+        ddb.delete_table(TableName=other)
+
+    def same_shape(answer: Any) -> Any:
+        # Table names differ between the two runs; everything else must be equal.
+        return repr(answer).replace(other, "T").replace(table, "T")
+
+    assert [same_shape(a) for a in observed] == [same_shape(a) for a in plain]
+    assert not [o for o in recorder.observations() if isinstance(o, ObserverFault | UnobservedCall)]
+
+
+def test_every_write_api_is_recorded_with_its_images(backend_url: str, table: str) -> None:
+    recorder = Recorder()
+    observer = WriteObserver(table, sink=recorder)
+    observer.install()
+    try:
+        _run_all(backend_url, table)
+    finally:
+        observer.uninstall()
+    writes = recorder.writes()
+    summary = [(w.operation, w.outcome.value, w.key) for w in writes]
+    assert summary == [
+        ("PutItem", "accepted", {"id": {"S": "r"}}),
+        ("PutItem", "rejected", {"id": {"S": "r"}}),
+        ("PutItem", "accepted", {"id": {"S": "a"}}),
+        ("PutItem", "rejected", {"id": {"S": "a"}}),
+        ("UpdateItem", "accepted", {"id": {"S": "a"}}),
+        ("UpdateItem", "accepted", {"id": {"S": "a"}}),
+        ("UpdateItem", "accepted", {"id": {"S": "n"}}),
+        ("BatchWriteItem.Put", "accepted", {"id": {"S": "b1"}}),
+        ("BatchWriteItem.Delete", "accepted", {"id": {"S": "n"}}),
+        ("TransactWriteItems.Put", "accepted", {"id": {"S": "t"}}),
+        ("TransactWriteItems.Put", "accepted", {"id": {"S": "outbox#t"}}),
+        ("TransactWriteItems.Put", "rejected", {"id": {"S": "t"}}),
+        ("ExecuteStatement.INSERT", "accepted", {"id": {"S": "p"}}),
+        ("ExecuteStatement.INSERT", "rejected", {"id": {"S": "p"}}),
+        ("ExecuteStatement.UPDATE", "accepted", {"id": {"S": "p"}}),
+        ("DeleteItem", "accepted", {"id": {"S": "b1"}}),
+    ]
+    by_index = dict(enumerate(writes))
+    # Resource-layer values arrive typed (a set, bytes as base64 from the wire form).
+    assert by_index[0].item_after is not None
+    assert by_index[0].item_after["tags"] == {"SS": ["x", "y"]}
+    assert by_index[0].item_before is None and by_index[0].before_known
+    # The rejection keeps both the item that stopped it and what was asked.
+    assert by_index[1].item_before == by_index[1].item_after
+    assert by_index[1].requested == {"id": {"S": "r"}, "quantity": {"N": "5"}}
+    # An update's after is computed from its old image: if_not_exists kept quantity.
+    update = by_index[4]
+    assert update.item_before == {"id": {"S": "a"}, "quantity": {"N": "4"}}
+    assert update.item_after == {
+        "id": {"S": "a"},
+        "quantity": {"N": "4"},
+        "total_cents": {"N": "1100"},
+    }
+    assert not update.noop_when_present
+    # The consumer asked for UPDATED_NEW: the observer leaves its request alone, so
+    # the old image and the whole item after are not known (and say so).
+    assert not by_index[5].before_known and not by_index[5].after_known
+    # The consumer asked for ALL_NEW: no old image, the after is the answer's.
+    assert not by_index[6].before_known and by_index[6].item_after == {
+        "id": {"S": "n"},
+        "quantity": {"N": "3"},
+    }
+    # PartiQL: the INSERT's duplicate is a rejection; the UPDATE has both images.
+    assert by_index[13].error_code == "DuplicateItemException"
+    assert by_index[14].item_before == {"id": {"S": "p"}, "quantity": {"N": "7"}}
+    assert by_index[14].item_after == {"id": {"S": "p"}, "quantity": {"N": "8"}}
+    # Transaction parts share their call.
+    assert by_index[9].call_id == by_index[10].call_id != by_index[11].call_id
+    reads = [o for o in recorder.observations() if isinstance(o, ReadRecord)]
+    assert [r.key for r in reads] == [{"id": {"S": "p"}}, {"id": {"S": "a"}}]
+    assert all(w.outcome is not WriteOutcome.INDETERMINATE for w in writes)
+
+
+def test_an_observer_failure_is_its_own_and_the_call_goes_ahead(
+    backend_url: str, table: str
+) -> None:
+    def broken(line: str) -> None:
+        raise OSError("observation file is gone")
+
+    observer = WriteObserver(table, sink=broken)
+    observer.install()
+    try:
+        response = client("dynamodb", backend_url).put_item(
+            TableName=table, Item={"id": {"S": "x"}}, ReturnValues="NONE"
+        )
+    finally:
+        observer.uninstall()
+    assert "Attributes" not in response
+    stored = client("dynamodb", backend_url).get_item(TableName=table, Key={"id": {"S": "x"}})
+    assert stored["Item"] == {"id": {"S": "x"}}
+
+
+def test_a_call_it_cannot_interpret_is_named_not_ignored(backend_url: str, table: str) -> None:
+    recorder = Recorder()
+    observer = WriteObserver(table, sink=recorder)
+    observer.install()
+    try:
+        client("dynamodb", backend_url).put_item(
+            TableName=table,
+            Item={"id": {"S": "legacy"}},
+            Expected={"id": {"Exists": False}},
+        )
+    finally:
+        observer.uninstall()
+    unobserved = [o for o in recorder.observations() if isinstance(o, UnobservedCall)]
+    assert [(u.operation, u.reason) for u in unobserved] == [
+        ("PutItem", "legacy parameter Expected is not interpreted")
+    ]
