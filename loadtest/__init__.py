@@ -1,11 +1,41 @@
 """loadtest: a load tester for idempotent SQS -> DynamoDB consumers.
 
-The engine is usable as a library::
+Use it as a library::
 
-    from loadtest.engine import run_scenario
-    from loadtest.scenario import load_scenario
+    import loadtest
 
-The CLI (``loadtest.cli``) is the only place that prints or sets exit codes.
+    report = loadtest.run("race-burst", variants=["read-then-write", "conditional"], seed=7)
+    report.passed                                   # what the CLI's exit code says
+    report.runs[0].counts.duplicate_writes
+    report.runs[0].latency["end_to_end"].p99       # microseconds
+    report.write_html("out.html")
+
+``loadtest.api`` owns this facade; the CLI (``loadtest.cli``) is a thin layer
+over it and the only place that prints or sets exit codes.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+__all__ = ["Report", "Scenario", "__version__", "load_scenario", "run"]
+
+if TYPE_CHECKING:
+    from loadtest.api import Report, run
+    from loadtest.scenario import Scenario, load_scenario
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy, so `import loadtest` (and the execution environments, which import
+    # the observer through this package) stays cheap.
+    if name in ("run", "Report"):
+        from loadtest import api
+
+        return getattr(api, name)
+    if name in ("Scenario", "load_scenario"):
+        from loadtest import scenario
+
+        return getattr(scenario, name)
+    raise AttributeError(f"module 'loadtest' has no attribute {name!r}")

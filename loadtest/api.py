@@ -1,0 +1,205 @@
+"""The library: one call runs a scenario and returns the report the CLI would show.
+
+Owns ``loadtest.run`` and the ``Report`` it returns. It resolves a scenario
+(a built-in name, a path or a ``Scenario``), the variants and handlers, the
+overrides and the backend, runs the engine, and builds the report with the
+scenario's verdict rules and thresholds applied: ``report.passed`` and
+``report.exit_code`` are exactly what the CLI turns into its exit code.
+
+Bad input raises the named errors the CLI maps to exit 2 (``InputError``,
+``ScenarioError``, ``HandlerRefError``, ``ThresholdError``) and 3
+(``BackendError``, ``CredentialsError``). Prints nothing, never exits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loadtest.aws import BackendKind
+from loadtest.checker import Counts
+from loadtest.engine import ProgressCallback
+from loadtest.errors import InputError
+from loadtest.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
+from loadtest.report import build_report, verdict_exit_code
+from loadtest.scenario import Scenario, load_scenario
+from loadtest.thresholds import check_variants, parse_thresholds
+
+TARGETS = ("embedded", "endpoint", "aws")
+
+
+@dataclass(frozen=True)
+class LatencySummary:
+    """One latency's percentiles, in microseconds."""
+
+    count: int
+    min: float
+    p50: float
+    p90: float
+    p99: float
+    p99_9: float
+    max: float
+    mean: float
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """One variant's run, as in the JSON report's ``runs[]``."""
+
+    variant: str
+    verdict: str
+    """"pass", "fail" or "inconclusive" (after the scenario's rules and thresholds)."""
+    counts: Counts
+    latency: Mapping[str, LatencySummary]
+    """By name (``end_to_end``, ``handler``, ``write``, ...), in microseconds."""
+    reasons: tuple[str, ...]
+    inconclusive: tuple[str, ...]
+    raw: Mapping[str, Any]
+    """The run's JSON object, every key."""
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+
+class Report:
+    """A run's or comparison's report: typed views over exactly the JSON report."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self._data = dict(data)
+        self.runs = [_run_report(run) for run in self._data["runs"]]
+
+    @property
+    def passed(self) -> bool:
+        """Whether every verdict passed (what makes the CLI exit 0)."""
+        return self.exit_code == 0
+
+    @property
+    def exit_code(self) -> int:
+        """0 all passed, 1 a verdict or threshold failed, 4 inconclusive (DESIGN.md)."""
+        return verdict_exit_code(self._data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON report (``schema_version`` 1), as ``--json`` writes it."""
+        return json.loads(json.dumps(self._data))  # type: ignore[no-any-return]
+
+    def write_json(self, path: str | Path) -> Path:
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(self._data, indent=2) + "\n", encoding="utf-8")
+        return target
+
+    def write_html(self, path: str | Path) -> Path:
+        from loadtest.html import render_html
+
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(render_html(self._data), encoding="utf-8")
+        return target
+
+    def __repr__(self) -> str:
+        verdicts = ", ".join(f"{r.variant}={r.verdict}" for r in self.runs)
+        return f"<Report {self._data['scenario']['name']}: {verdicts}>"
+
+
+def _run_report(run: Mapping[str, Any]) -> RunReport:
+    counts = Counts(
+        **{name: int(run["counts"].get(name, 0)) for name in Counts.__dataclass_fields__}
+    )
+    latency = {name: LatencySummary(**values) for name, values in run.get("latency_us", {}).items()}
+    return RunReport(
+        variant=str(run["variant"]),
+        verdict=str(run["verdict"]),
+        counts=counts,
+        latency=latency,
+        reasons=tuple(run.get("reasons", [])),
+        inconclusive=tuple(run.get("inconclusive", [])),
+        raw=run,
+    )
+
+
+def resolve_scenario(scenario: str | Path | Scenario) -> Scenario:
+    if isinstance(scenario, Scenario):
+        return scenario
+    return load_scenario(str(scenario))
+
+
+def resolve_variants(
+    scenario: Scenario, variants: Sequence[str] = (), handlers: Sequence[str] = ()
+) -> list[HandlerRef]:
+    """The consumers to run: named variants (comma lists allowed) and handler references.
+
+    With neither, the scenario's own variants.
+    """
+    names = [v.strip() for item in variants for v in item.split(",") if v.strip()]
+    if not names and not handlers:
+        names = list(scenario.variants)
+    refs = []
+    for name in names:
+        if name not in BUILTIN_VARIANTS and ":" not in name:
+            raise InputError(
+                f"unknown variant {name!r}; built-in variants: {', '.join(BUILTIN_VARIANTS)} "
+                "(or give a handler as package.module:function or path/to/file.py:function)"
+            )
+        refs.append(parse_ref(name))
+    refs.extend(parse_ref(h) for h in handlers)
+    return refs
+
+
+def backend_kind(target: str | None, endpoint_url: str | None) -> BackendKind:
+    """embedded (default), an endpoint (when ``endpoint_url`` is given) or real AWS."""
+    if target is not None and target not in TARGETS:
+        raise InputError(f"target {target!r} is not allowed; allowed: {', '.join(TARGETS)}")
+    if target == "aws":
+        if endpoint_url:
+            raise InputError("endpoint_url and target 'aws' exclude each other; give one")
+        return BackendKind.AWS
+    if target == "endpoint" and not endpoint_url:
+        raise InputError("target 'endpoint' needs endpoint_url")
+    return BackendKind.ENDPOINT if endpoint_url else BackendKind.EMBEDDED
+
+
+def run(
+    scenario: str | Path | Scenario,
+    *,
+    variants: Sequence[str] = (),
+    handler: str | Sequence[str] | None = None,
+    endpoint_url: str | None = None,
+    target: str | None = None,
+    thresholds: Sequence[str] = (),
+    seed: int | None = None,
+    cells: Sequence[Mapping[str, Any]] | None = None,
+    on_progress: ProgressCallback | None = None,
+    command: str | None = None,
+    **overrides: Any,
+) -> Report:
+    """Run a scenario's seeded workload against its consumer variants and judge it.
+
+    ``scenario`` is a built-in name (``"race-burst"``), a path to a TOML file
+    or a ``Scenario``. ``variants`` names built-in variants or handler
+    references; ``handler`` adds your own (``"app.py:handler"`` or
+    ``"pkg.module:handler"``). Overrides are the scenario's fields
+    (``distinct_ids=40``, ``batch_size=10``, ``race_window_ms=20``, ...), as the
+    CLI's options. ``cells`` makes it a sweep (one run per cell of overrides).
+    """
+    resolved = resolve_scenario(scenario).with_overrides(seed=seed, **overrides)
+    handlers = [handler] if isinstance(handler, str) else list(handler or ())
+    refs = resolve_variants(resolved, variants, handlers)
+    parsed = parse_thresholds(thresholds)
+    check_variants(parsed, [ref.variant for ref in refs])
+    kind = backend_kind(target, endpoint_url)
+
+    from loadtest import engine
+
+    result = engine.run(
+        resolved,
+        refs,
+        kind=kind,
+        endpoint_url=endpoint_url,
+        on_progress=on_progress,
+        cells=[dict(cell) for cell in cells] if cells else ({},),
+    )
+    return Report(build_report(result, command=command, thresholds=thresholds))
