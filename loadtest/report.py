@@ -167,8 +167,11 @@ def run_to_dict(run: VariantRun) -> dict[str, Any]:
             "duration_s": round(run.duration_s, 3),
         },
         "thresholds": [],
-        "verdict": run.check.verdict.value,
-        "reasons": list(run.check.reasons),
+        # An interrupted run was not judged to the end: it cannot pass.
+        "verdict": "inconclusive" if run.incomplete else run.check.verdict.value,
+        "reasons": ([f"incomplete: {run.incomplete}"] if run.incomplete else [])
+        + list(run.check.reasons),
+        "incomplete": run.incomplete is not None,
         "warnings": list(run.warnings),
         "timed_out": run.history.timed_out,
         "cold_starts": run.cold_starts,
@@ -220,5 +223,7 @@ def _raw_report(result: RunResult, command: str | None) -> dict[str, Any]:
         },
         "backend": {"kind": result.target.kind.value, "endpoint_url": result.target.endpoint_url},
         "command": command,
+        "incomplete": result.incomplete is not None,
+        "incomplete_reason": result.incomplete,
         "runs": [run_to_dict(run) for run in result.runs],
     }
