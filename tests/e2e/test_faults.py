@@ -251,6 +251,8 @@ def test_killed_backend_exits_three_and_leaves_nothing_local(
 
 
 def test_concurrent_runs_in_one_folder_keep_every_report(tmp_path: Path, served: Served) -> None:
+    for n in range(4):
+        (tmp_path / str(n)).mkdir()
     cases = [
         Case(
             tmp_path / str(n),
@@ -265,7 +267,6 @@ def test_concurrent_runs_in_one_folder_keep_every_report(tmp_path: Path, served:
             ],
         )
         for n in range(4)
-        if (tmp_path / str(n)).mkdir() is None
     ]
     codes = [case.finish() for case in cases]
     assert codes == [0, 0, 0, 0], [c.stderr for c in cases]
