@@ -156,14 +156,15 @@ def _leaks(token: str, fragments: frozenset[str]) -> bool:
 
 def _redact(value: Any, handles: set[str], fragments: frozenset[str]) -> Any:
     if isinstance(value, str):
+        text = str(value)
         for handle in handles:
-            if handle in value:
-                value = value.replace(handle, REDACTED)
+            if handle in text:
+                text = text.replace(handle, REDACTED)
         if fragments:
-            value = _TOKEN.sub(
-                lambda m: REDACTED if _leaks(m.group(0), fragments) else m.group(0), value
+            text = _TOKEN.sub(
+                lambda m: REDACTED if _leaks(m.group(0), fragments) else m.group(0), text
             )
-        return value
+        return value if text == value else text  # a StrEnum stays itself
     if isinstance(value, dict):
         return {k: _redact(v, handles, fragments) for k, v in value.items()}
     if isinstance(value, list):
