@@ -288,7 +288,7 @@ def safe_name(text: str) -> str:
 def check_name(value: Any, source: str) -> str:
     """A scenario name that is safe in a file name and on a terminal, or ``ScenarioError``."""
     if not isinstance(value, str):
-        raise ScenarioError(f"{source}: name must be a string, got {type(value).__name__}")
+        raise ScenarioError(f"{source}: name must be a string, got {value!r}")
     if not value or len(value) > NAME_MAX_CHARS or not _NAME.fullmatch(value):
         raise ScenarioError(
             f"{source}: name = {value[: NAME_MAX_CHARS + 10]!r} is not allowed; a name is 1 to "
