@@ -163,9 +163,19 @@ class Provisioned:
     dlq_arn: str | None = None
     table_name: str | None = None
     extra_tables: list[str] = field(default_factory=list)
+    key_names: tuple[str, ...] = ("id",)
+    """The orders table's key attributes (hash, then range)."""
 
     def set_orders_table(self, name: str) -> None:
         self.table_name = name
+
+    def names(self) -> list[str]:
+        """Every queue URL and table name recorded, for a message."""
+        return [
+            name
+            for name in (self.queue_url, self.dlq_url, self.table_name, *self.extra_tables)
+            if name
+        ]
 
 
 @dataclass(frozen=True)
@@ -204,6 +214,7 @@ async def provision(
     Each resource is recorded in ``into`` the moment it exists, so a failure
     halfway still lets teardown remove what was made.
     """
+    into.key_names = key_names
     try:
         dlq = await sqs.create_queue(
             QueueName=names.dlq, Attributes={"MessageRetentionPeriod": "1209600"}
@@ -272,14 +283,18 @@ async def _wait_table_active(dynamodb: DynamoDBClient, table: str, timeout_s: fl
             await anyio.sleep(0.5)
 
 
-async def teardown(sqs: SQSClient, dynamodb: DynamoDBClient, made: Provisioned) -> list[str]:
-    """Delete exactly what ``made`` lists; return problems instead of raising.
+async def teardown(
+    sqs: SQSClient, dynamodb: DynamoDBClient, made: Provisioned, *, timeout_s: float | None = None
+) -> list[str]:
+    """Delete exactly what ``made`` lists; return problems, by name, instead of raising.
 
-    Shielded from cancellation: an interrupted run still cleans up.
+    Shielded from cancellation: an interrupted run still cleans up. With
+    ``timeout_s``, a backend that stopped answering costs at most that many
+    seconds, and each resource not deleted is named.
     """
     queues = [url for url in (made.queue_url, made.dlq_url) if url]
     tables = [table for table in (made.table_name, *made.extra_tables) if table]
-    return await delete_resources(sqs, dynamodb, queues, tables)
+    return await delete_resources(sqs, dynamodb, queues, tables, timeout_s=timeout_s)
 
 
 async def delete_resources(

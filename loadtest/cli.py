@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import os
+import secrets
 import shlex
 import sys
 import time
@@ -30,6 +32,7 @@ from loadtest import __version__
 from loadtest.aws import BackendKind
 from loadtest.errors import BackendError, InputError, LoadtestError, find_error
 from loadtest.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
+from loadtest.interrupts import Stop
 from loadtest.render import render
 from loadtest.report import SCHEMA_VERSION, build_report, verdict_exit_code
 from loadtest.runner import Progress
@@ -65,8 +68,20 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-out = Console()
-err = Console(stderr=True)
+
+def _console(*, stderr: bool = False) -> Console:
+    """On a terminal, rich's usual console; in a pipe, one that never cuts or wraps a line.
+
+    A name, path or reproduce command cut or wrapped mid-token breaks when copied.
+    """
+    console = Console(stderr=stderr)
+    if console.is_terminal:
+        return console
+    return Console(stderr=stderr, width=100_000, soft_wrap=True)
+
+
+out = _console()
+err = _console(stderr=True)
 
 
 def _fail(code: Exit, message: str) -> NoReturn:
@@ -134,6 +149,43 @@ def _write_text(path: Path, text: str) -> None:
         raise InputError(f"cannot write report {str(path)!r}: {exc}") from exc
 
 
+def _check_writable(path: Path, *, directory: bool = False) -> None:
+    """Refuse, before the run, an output path the report could not be written to."""
+    folder = path if directory else path.parent
+    if not directory and path.is_dir():
+        raise InputError(f"cannot write report {str(path)!r}: it is a directory")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot write report {str(path)!r}: {exc}") from exc
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write report {str(path)!r}: {str(folder)!r} is not writable")
+
+
+def _claim(folder: Path, stem: str, suffixes: tuple[str, ...]) -> Path:
+    """A new path ``folder/stem-XXXXXX`` whose files with ``suffixes`` did not exist.
+
+    Created exclusively (``O_EXCL``): concurrent runs finishing in the same
+    second each get their own files, and no existing file is overwritten.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    while True:
+        base = folder / f"{stem}-{secrets.token_hex(3)}"
+        made: list[Path] = []
+        try:
+            for suffix in suffixes:
+                path = base.with_name(base.name + suffix)
+                path.open("x").close()
+                made.append(path)
+        except FileExistsError:
+            for path in made:
+                path.unlink(missing_ok=True)
+            continue
+        except OSError as exc:
+            raise InputError(f"cannot write report in {str(folder)!r}: {exc}") from exc
+        return base
+
+
 def _write_json(path: Path, report: dict[str, Any]) -> None:
     _write_text(path, json.dumps(report, indent=2) + "\n")
 
@@ -147,6 +199,29 @@ class Outputs:
     junit: Path | None = None
     hgrm: Path | None = None
     """A directory for one ``.hgrm`` percentile distribution per run and latency."""
+
+    def under(self, out_dir: Path | None) -> Outputs:
+        """These outputs with relative paths placed in ``out_dir`` (once, never twice)."""
+        if out_dir is None:
+            return self
+
+        def place(path: Path | None) -> Path | None:
+            return path if path is None or path.is_absolute() else out_dir / path
+
+        return Outputs(
+            html=place(self.html),
+            markdown=place(self.markdown),
+            junit=place(self.junit),
+            hgrm=place(self.hgrm),
+        )
+
+    def check(self) -> None:
+        """Refuse unwritable paths before anything runs."""
+        for path in (self.html, self.markdown, self.junit):
+            if path is not None:
+                _check_writable(path)
+        if self.hgrm is not None:
+            _check_writable(self.hgrm, directory=True)
 
     def write(self, report: dict[str, Any], out_dir: Path | None) -> list[Path]:
         from loadtest.formats import junit_xml, markdown_summary
@@ -197,48 +272,167 @@ def _execute(
     thresholds: list[str],
     outputs: Outputs,
     cells: list[dict[str, Any]] | None = None,
+    cleanup_timeout_s: float | None = None,
 ) -> None:
     from loadtest import engine
 
-    try:
-        scenario = load_scenario(scenario_ref).with_overrides(seed=seed, **overrides)
-        refs = _refs(scenario, variants, handlers)
-        check_variants(parse_thresholds(thresholds), [ref.variant for ref in refs])
-        kind = _backend_kind(endpoint_url, target)
-        show_progress = not quiet and err.is_terminal
-        with (
-            Live(Text("starting…"), console=err, transient=True, refresh_per_second=8)
-            if show_progress
-            else _null() as live
-        ):
-            result = engine.run(
-                scenario,
-                refs,
-                kind=kind,
-                endpoint_url=endpoint_url,
-                on_progress=_ProgressView(live),
-                cells=cells or [{}],
-            )
-        report = build_report(result, command=_command(scenario), thresholds=thresholds)
-        if json_path is None:
-            # No file named: keep the JSON and a page to open, like k6's web dashboard export.
-            stamp = time.strftime("%Y%m%d-%H%M%S")
-            json_path = (out_dir or Path("reports")) / f"{scenario.name}-{stamp}.json"
-            if outputs.html is None:
-                outputs = dataclasses.replace(outputs, html=json_path.with_suffix(".html"))
-        elif out_dir is not None and not json_path.is_absolute():
-            json_path = out_dir / json_path
-        _write_json(json_path, report)
-        written = [json_path, *outputs.write(report, out_dir)]
-    except KeyboardInterrupt:
-        _fail(Exit.INTERRUPTED, "interrupted; the run's resources were deleted")
-    except BaseException as exc:
-        _raise_mapped(exc)
+    stop = Stop()
+    salvage = engine.Salvage()
+    scenario: Scenario | None = None
+    with stop.installed():
+        try:
+            scenario = load_scenario(scenario_ref).with_overrides(seed=seed, **overrides)
+            refs = _refs(scenario, variants, handlers)
+            check_variants(parse_thresholds(thresholds), [ref.variant for ref in refs])
+            kind = _backend_kind(endpoint_url, target)
+            _check_capacity(scenario, refs, cells or [{}])
+            json_path, outputs = _plan_outputs(scenario, json_path, out_dir, outputs)
+            show_progress = not quiet and err.is_terminal
+            with (
+                Live(Text("starting…"), console=err, transient=True, refresh_per_second=8)
+                if show_progress
+                else _null() as live
+            ):
+                result = engine.run(
+                    scenario,
+                    refs,
+                    kind=kind,
+                    endpoint_url=endpoint_url,
+                    on_progress=_ProgressView(live),
+                    cells=cells or [{}],
+                    stop=stop,
+                    salvage=salvage,
+                    cleanup_timeout_s=cleanup_timeout_s or engine.CLEANUP_TIMEOUT_S,
+                )
+            report = build_report(result, command=_command(scenario), thresholds=thresholds)
+            written = _write_reports(report, json_path, outputs)
+        except BaseException as exc:
+            _end_early(exc, scenario, salvage, json_path, outputs, thresholds, stop)
     if not quiet:
         out.print(render(report))
         for path in written:
             out.print(Text(f"Report: {path}", style="dim"))
+    if result.incomplete is not None:
+        _fail(Exit.INTERRUPTED, _interrupted_message(result.incomplete, salvage, written))
     raise typer.Exit(verdict_exit_code(report))
+
+
+def _check_capacity(
+    scenario: Scenario, refs: list[HandlerRef], cells: list[dict[str, Any]]
+) -> None:
+    from loadtest.capacity import estimate, machine, refuse_beyond
+
+    runs = [scenario.with_overrides(**cell) for cell in cells]
+    per_run = [
+        sum(m.copies for m in s.workload.messages)
+        if s.workload.messages
+        else s.workload.distinct_ids * s.workload.copies
+        for s in runs
+    ]
+    need = estimate(
+        concurrency=max(s.consumer.concurrency for s in runs),
+        messages=sum(per_run) * len(refs),
+    )
+    refuse_beyond(need, machine())
+
+
+def _plan_outputs(
+    scenario: Scenario, json_path: Path | None, out_dir: Path | None, outputs: Outputs
+) -> tuple[Path, Outputs]:
+    """Every report path, resolved against ``--out`` once and checked before the run.
+
+    With no ``--json``, the JSON and an HTML page get a fresh name of their own
+    (never an existing file's); ``--out`` applies to each relative path once.
+    """
+    outputs = outputs.under(out_dir)
+    if json_path is None:
+        # No file named: keep the JSON and a page to open, like k6's web dashboard export.
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        folder = out_dir or Path("reports")
+        _check_writable(folder, directory=True)
+        suffixes = (".json",) if outputs.html is not None else (".json", ".html")
+        base = _claim(folder, f"{scenario.name}-{stamp}", suffixes)
+        json_path = base.with_name(base.name + ".json")
+        if outputs.html is None:
+            outputs = dataclasses.replace(outputs, html=base.with_name(base.name + ".html"))
+    else:
+        if out_dir is not None and not json_path.is_absolute():
+            json_path = out_dir / json_path
+        _check_writable(json_path)
+    outputs.check()
+    return json_path, outputs
+
+
+def _write_reports(report: dict[str, Any], json_path: Path, outputs: Outputs) -> list[Path]:
+    _write_json(json_path, report)
+    return [json_path, *outputs.write(report, None)]
+
+
+def _end_early(
+    exc: BaseException,
+    scenario: Scenario | None,
+    salvage: Any,
+    json_path: Path | None,
+    outputs: Outputs,
+    thresholds: list[str],
+    stop: Stop,
+) -> NoReturn:
+    """A run that ended by an error or an abandoned cleanup: keep what was measured, then exit."""
+    if isinstance(exc, typer.Exit):
+        raise exc
+    written: list[Path] = []
+    interrupted = find_error(exc, KeyboardInterrupt) is not None
+    problem = "" if interrupted else _error_text(exc)
+    if scenario is not None and json_path is not None and salvage.runs:
+        from loadtest.engine import RunResult
+
+        why = f"interrupted by {stop.reason or 'SIGINT'}" if interrupted else problem
+        partial = RunResult(scenario, salvage.target, list(salvage.runs), incomplete=why)
+        try:
+            report = build_report(partial, command=_command(scenario), thresholds=thresholds)
+            written = _write_reports(report, json_path, outputs)
+        except LoadtestError as write_error:
+            err.print(Text(f"warning: {write_error}", style="yellow"))
+    elif json_path is not None:
+        # Claimed but never written: nothing was measured.
+        for path in (json_path, outputs.html):
+            if path is not None and path.exists() and path.stat().st_size == 0:
+                path.unlink(missing_ok=True)
+    if interrupted:
+        _fail(
+            Exit.INTERRUPTED,
+            _interrupted_message(
+                f"interrupted by {stop.reason or 'SIGINT'}", salvage, written, abandoned=True
+            ),
+        )
+    for path in written:
+        err.print(Text(f"Report (incomplete): {path}", style="dim"))
+    _raise_mapped(exc)
+
+
+def _error_text(exc: BaseException) -> str:
+    found = find_error(exc, LoadtestError)
+    return str(found) if found is not None else f"{type(exc).__name__}: {exc}"
+
+
+def _interrupted_message(
+    why: str, salvage: Any, written: list[Path], *, abandoned: bool = False
+) -> str:
+    left = salvage.left_behind()
+    kind = salvage.target.kind if salvage.target is not None else None
+    if not left:
+        cleanup = "the run's resources were deleted"
+    elif kind is BackendKind.EMBEDDED:
+        cleanup = "the embedded backend was stopped, so nothing the run created remains"
+    else:
+        verb = "cleanup was abandoned; " if abandoned else ""
+        cleanup = f"{verb}NOT deleted (delete them yourself): {', '.join(left)}"
+    report = (
+        f"; the report of what was measured, marked incomplete: {', '.join(map(str, written))}"
+        if written
+        else "; nothing was measured, so no report was written"
+    )
+    return f"{why}; {cleanup}{report}"
 
 
 def _raise_mapped(exc: BaseException) -> NoReturn:
@@ -246,7 +440,7 @@ def _raise_mapped(exc: BaseException) -> NoReturn:
     if isinstance(exc, typer.Exit):
         raise exc
     if find_error(exc, KeyboardInterrupt) is not None:
-        _fail(Exit.INTERRUPTED, "interrupted; the run's resources were deleted")
+        _fail(Exit.INTERRUPTED, "interrupted")
     bad = find_error(exc, InputError)
     if bad is not None:
         _fail(Exit.BAD_INPUT, str(bad))
@@ -418,6 +612,16 @@ JunitOpt = Annotated[
 QuietOpt = Annotated[
     bool, typer.Option("--quiet", "-q", help="No progress and no summary; the exit code tells.")
 ]
+CleanupOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--cleanup-timeout",
+        metavar="S",
+        min=1,
+        help="Seconds each cleanup step and the end-state read may take before loadtest gives up "
+        "and names what it could not delete (default: 20).",
+    ),
+]
 
 
 @app.command()
@@ -473,6 +677,7 @@ def run(
     hgrm: HgrmOpt = None,
     out_dir: OutOpt = None,
     quiet: QuietOpt = False,
+    cleanup_timeout: CleanupOpt = None,
 ) -> None:
     """Run a scenario against its consumer variants and check the outcome.
 
@@ -492,6 +697,7 @@ def run(
         quiet=quiet,
         thresholds=threshold,
         outputs=Outputs(html=html, markdown=markdown, junit=junit, hgrm=hgrm),
+        cleanup_timeout_s=cleanup_timeout,
     )
 
 
@@ -619,6 +825,7 @@ def sweep(
     hgrm: HgrmOpt = None,
     out_dir: OutOpt = None,
     quiet: QuietOpt = False,
+    cleanup_timeout: CleanupOpt = None,
 ) -> None:
     """Run a grid of settings: one run per cell and variant, one row each.
 
@@ -656,16 +863,19 @@ def sweep(
         thresholds=threshold,
         outputs=Outputs(html=html, markdown=markdown, junit=junit, hgrm=hgrm),
         cells=cells,
+        cleanup_timeout_s=cleanup_timeout,
     )
 
 
 @app.command()
-def scenarios() -> None:
+def scenarios(quiet: QuietOpt = False) -> None:
     """List the built-in scenarios with their descriptions."""
     try:
         found = builtin_scenarios()
     except InputError as exc:
         _fail(Exit.BAD_INPUT, str(exc))
+    if quiet:
+        raise typer.Exit(int(Exit.OK))
     table = Table(show_header=True, header_style="bold")
     table.add_column("name")
     table.add_column("variants")
@@ -682,6 +892,7 @@ def report(
     markdown: MarkdownOpt = None,
     junit: JunitOpt = None,
     hgrm: HgrmOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Show a saved JSON report again, as the run showed it; optionally re-render it to files."""
     try:
@@ -689,9 +900,10 @@ def report(
         written = Outputs(html=html, markdown=markdown, junit=junit, hgrm=hgrm).write(data, None)
     except InputError as exc:
         _fail(Exit.BAD_INPUT, str(exc))
-    out.print(render(data))
-    for path in written:
-        out.print(Text(f"Report: {path}", style="dim"))
+    if not quiet:
+        out.print(render(data))
+        for path in written:
+            out.print(Text(f"Report: {path}", style="dim"))
     raise typer.Exit(verdict_exit_code(data))
 
 
@@ -699,6 +911,7 @@ def report(
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on (0 picks a free one).")] = 5000,
+    quiet: QuietOpt = False,
 ) -> None:
     """Run the embedded backend (SQS and DynamoDB) in the foreground for other tools.
 
@@ -708,7 +921,8 @@ def serve(
     from loadtest.backend.embedded import serve as serve_backend
 
     def ready(url: str) -> None:
-        err.print(f"loadtest embedded backend listening on {url} (Ctrl-C to stop)")
+        if not quiet:
+            err.print(f"loadtest embedded backend listening on {url} (Ctrl-C to stop)")
 
     try:
         serve_backend(host, port, on_ready=ready)
@@ -725,6 +939,7 @@ def doctor(
     keys: Annotated[int, typer.Option(help="Keys raced per round in the atomicity check.")] = 200,
     writers: Annotated[int, typer.Option(help="Concurrent conditional writers per key.")] = 8,
     rounds: Annotated[int, typer.Option(help="Rounds of the atomicity check.")] = 3,
+    quiet: QuietOpt = False,
 ) -> None:
     """Check that a backend honours what loadtest's conclusions depend on.
 
@@ -741,6 +956,8 @@ def doctor(
     kind = _backend_kind(endpoint_url, target)
 
     def show(result: Any) -> None:
+        if quiet:
+            return
         mark = Text("PASS", style="bold green") if result.ok else Text("FAIL", style="bold red")
         out.print(Text.assemble(mark, f"  {result.name}: {result.summary}"))
 
@@ -768,6 +985,7 @@ def diff(
         str,
         typer.Option("--max-regression", help="Allowed latency/throughput regression, e.g. 10%."),
     ] = "10%",
+    quiet: QuietOpt = False,
 ) -> None:
     """Compare two reports: exit 1 on any correctness or performance regression.
 
@@ -788,6 +1006,8 @@ def diff(
         )
     except InputError as exc:
         _fail(Exit.BAD_INPUT, str(exc))
+    if quiet:
+        raise typer.Exit(int(Exit.OK if result.ok else Exit.FAILED))
     out.print(render_diff_table(result))
     if result.ok:
         out.print(Text("No regression.", style="green"))
@@ -805,6 +1025,14 @@ def _read_report(path: Path) -> dict[str, Any]:
         raise InputError(
             f"{str(path)!r} is not a loadtest report with schema_version {SCHEMA_VERSION}"
         )
+    from loadtest.reportcheck import missing_keys
+
+    missing = missing_keys(data)
+    if missing:
+        shown = ", ".join(missing[:8]) + (
+            f" and {len(missing) - 8} more" if len(missing) > 8 else ""
+        )
+        raise InputError(f"{str(path)!r} is not a complete loadtest report: missing {shown}")
     return data
 
 

@@ -11,7 +11,6 @@ Usable as a library (``run``); prints nothing and never exits the process.
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -22,10 +21,11 @@ import anyio
 
 from loadtest import aws
 from loadtest.checker import Check, LiveDuplicates, check
-from loadtest.environments import ExecutionEnvironment, FunctionConfig, new_log_dir
+from loadtest.environments import ExecutionEnvironment, FunctionConfig, log_directory
 from loadtest.errors import BackendError, find_error
 from loadtest.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
 from loadtest.history import EndState, History, Record, WriteRecord
+from loadtest.interrupts import Stop
 from loadtest.metrics import Latency, latencies
 from loadtest.producer import produce
 from loadtest.runner import Poller, Progress, Settlement, watch_dead_letters
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from types_aiobotocore_sqs.client import SQSClient
 
 Clock = Callable[[], int]
+CLEANUP_TIMEOUT_S = 20.0
+"""Default bound (in seconds) on each cleanup step and on the end-state read."""
 ProgressCallback = Callable[[str, Progress, int, float], None]
 """Called about ten times a second: (variant, counters, messages planned, elapsed seconds)."""
 
@@ -60,6 +62,8 @@ class VariantRun:
     """For a sweep: the settings this run's cell overrode."""
     cleanup_problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    incomplete: str | None = None
+    """Why this run stopped before its workload was settled and judged (``None`` if it was)."""
 
     @property
     def messages_per_s(self) -> float:
@@ -72,6 +76,27 @@ class RunResult:
     scenario: Scenario
     target: aws.Target
     runs: list[VariantRun]
+    incomplete: str | None = None
+    """Why the run stopped early (e.g. ``"interrupted by SIGTERM"``); ``None`` if it finished."""
+
+
+@dataclass
+class Salvage:
+    """What a run hands its caller as it goes, so an abrupt end still loses nothing.
+
+    ``runs`` gets each variant run as it ends (a partial one, marked
+    ``incomplete``, when it was interrupted or its backend failed); ``live``
+    holds what was created and not yet confirmed deleted, so a caller can say
+    by name what is left behind.
+    """
+
+    runs: list[VariantRun] = field(default_factory=list)
+    live: list[aws.Provisioned] = field(default_factory=list)
+    target: aws.Target | None = None
+
+    def left_behind(self) -> list[str]:
+        """The queues and tables not confirmed deleted, by name."""
+        return [name for made in self.live for name in made.names()]
 
 
 def fault_environment(scenario: Scenario) -> tuple[tuple[str, str], ...]:
@@ -140,7 +165,15 @@ async def run_variant(
     *,
     on_progress: ProgressCallback | None = None,
     clock: Clock = time.monotonic_ns,
+    cleanup_timeout_s: float = CLEANUP_TIMEOUT_S,
+    salvage: Salvage | None = None,
 ) -> VariantRun:
+    """Run one variant; every cleanup step and the end-state read take at most ``cleanup_timeout_s``.
+
+    When the run is cancelled (interrupted) or the backend fails mid-run, what
+    was measured is judged against a bounded end-state read and added to
+    ``salvage.runs`` marked incomplete before the exception goes on.
+    """
     settings = scenario.consumer
     config = FunctionConfig(
         handler=ref,
@@ -156,73 +189,152 @@ async def run_variant(
         report_batch_item_failures=settings.report_batch_item_failures,
         key_names=scenario.outcome.key_names,
     )
-    log_dir = new_log_dir()
-    environments = [ExecutionEnvironment(config, n, log_dir) for n in range(settings.concurrency)]
+    salvage = salvage if salvage is not None else Salvage()
     made = aws.Provisioned()
     history = History()
     progress = Progress()
-    try:
-        # Cold starts first: a handler that does not import fails here, before
-        # any AWS resource exists.
-        await environments[0].start()
-        async with anyio.create_task_group() as tg:
-            for env in environments[1:]:
-                tg.start_soon(env.start)
-        async with aws.clients(target, pool=max(16, settings.concurrency * 2 + 8)) as (
-            sqs,
-            dynamodb,
-        ):
-            try:
-                await aws.provision(
-                    sqs,
-                    dynamodb,
-                    names,
-                    visibility_timeout_s=settings.visibility_timeout_s,
-                    max_receive_count=settings.max_receive_count,
-                    into=made,
-                    target=target,
-                    idempotency_table=ref.variant in NEEDS_IDEMPOTENCY_TABLE,
-                    key_names=scenario.outcome.key_names,
+    end_state: EndState | None = None
+    problems: list[str] = []
+    failure: BaseException | None = None
+    with log_directory() as log_dir:
+        environments = [
+            ExecutionEnvironment(config, n, log_dir) for n in range(settings.concurrency)
+        ]
+        try:
+            # Cold starts first: a handler that does not import fails here, before
+            # any AWS resource exists.
+            await environments[0].start()
+            async with anyio.create_task_group() as tg:
+                for env in environments[1:]:
+                    tg.start_soon(env.start)
+            async with aws.clients(target, pool=max(16, settings.concurrency * 2 + 8)) as (
+                sqs,
+                dynamodb,
+            ):
+                salvage.live.append(made)
+                try:
+                    await aws.provision(
+                        sqs,
+                        dynamodb,
+                        names,
+                        visibility_timeout_s=settings.visibility_timeout_s,
+                        max_receive_count=settings.max_receive_count,
+                        into=made,
+                        target=target,
+                        idempotency_table=ref.variant in NEEDS_IDEMPOTENCY_TABLE,
+                        key_names=scenario.outcome.key_names,
+                    )
+                    await _drive(
+                        scenario,
+                        target,
+                        planned,
+                        environments,
+                        sqs,
+                        made,
+                        history,
+                        progress,
+                        on_progress,
+                        clock,
+                    )
+                    end_state = await _end_state(sqs, dynamodb, made, target, cleanup_timeout_s)
+                except BaseException as exc:
+                    failure = exc
+                    raise
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        # Invocations in flight are ended before anything is read or deleted.
+                        await _close_all(environments)
+                        if failure is not None and end_state is None and history.started_ns:
+                            end_state = await _salvage_end_state(
+                                sqs, dynamodb, made, target, cleanup_timeout_s
+                            )
+                        problems = await aws.teardown(
+                            sqs, dynamodb, made, timeout_s=cleanup_timeout_s
+                        )
+                    if not problems:
+                        salvage.live.remove(made)
+        except BaseException as exc:
+            failure = failure or exc
+            if history.started_ns:
+                salvage.runs.append(
+                    _variant_run(
+                        scenario,
+                        ref,
+                        names,
+                        history,
+                        end_state or EndState(0, 0, 0, {}),
+                        environments,
+                        problems,
+                        incomplete=_why(failure, end_state),
+                    )
                 )
-                await _drive(
-                    scenario,
-                    target,
-                    planned,
-                    environments,
-                    sqs,
-                    made,
-                    history,
-                    progress,
-                    on_progress,
-                    clock,
-                )
-                end_state = await _end_state(
-                    sqs, dynamodb, made, target, scenario.outcome.key_names
-                )
-            finally:
-                problems = await aws.teardown(sqs, dynamodb, made)
-    finally:
-        with anyio.CancelScope(shield=True):
-            for env in environments:
-                await env.aclose()
-        shutil.rmtree(log_dir, ignore_errors=True)
+            if problems:
+                raise _with_left_behind(exc, problems) from exc
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _close_all(environments)
 
-    result = check(history, end_state, scenario.outcome)
+    variant_run = _variant_run(
+        scenario, ref, names, history, end_state, environments, problems, incomplete=None
+    )
+    salvage.runs.append(variant_run)
+    return variant_run
+
+
+def _variant_run(
+    scenario: Scenario,
+    ref: HandlerRef,
+    names: aws.ResourceNames,
+    history: History,
+    end_state: EndState,
+    environments: Sequence[ExecutionEnvironment],
+    problems: list[str],
+    *,
+    incomplete: str | None,
+) -> VariantRun:
+    settings = scenario.consumer
+    if incomplete is not None and not history.ended_ns:
+        history.ended_ns = time.monotonic_ns()
     return VariantRun(
         variant=ref.variant,
         handler=ref.ref if ref.path else f"{ref.module}:{ref.function}",
         settings=settings,
         history=history,
         end_state=end_state,
-        check=result,
+        check=check(history, end_state, scenario.outcome),
         latency=latencies(history),
-        duration_s=(history.ended_ns - history.started_ns) / 1e9,
+        duration_s=max(0, history.ended_ns - history.started_ns) / 1e9,
         cold_starts=sum(env.cold_starts for env in environments),
         resources=names,
         cleanup_problems=problems,
         warnings=settings_warnings(settings, scenario.faults),
         faults=scenario.faults,
+        incomplete=incomplete,
     )
+
+
+async def _close_all(environments: Sequence[ExecutionEnvironment]) -> None:
+    async with anyio.create_task_group() as tg:
+        for env in environments:
+            tg.start_soon(env.aclose)
+
+
+def _why(failure: BaseException, end_state: EndState | None) -> str:
+    if isinstance(failure, anyio.get_cancelled_exc_class() | KeyboardInterrupt):
+        what = "interrupted"
+    else:
+        what = f"stopped by an error: {failure}"
+    if end_state is None:
+        what += "; the end state could not be read (table and queue counts are unknown)"
+    return what
+
+
+def _with_left_behind(exc: BaseException, problems: list[str]) -> BaseException:
+    """``exc`` saying what could not be deleted, for errors the CLI shows."""
+    if isinstance(exc, BackendError):
+        return type(exc)(f"{exc}; not deleted: {'; '.join(problems)}")
+    return exc
 
 
 async def _drive(
@@ -317,16 +429,39 @@ async def _end_state(
     dynamodb: DynamoDBClient,
     made: aws.Provisioned,
     target: aws.Target,
-    key_names: tuple[str, ...],
+    timeout_s: float = CLEANUP_TIMEOUT_S,
 ) -> EndState:
+    """Queue depths and table items at the end, read within ``timeout_s`` seconds."""
     assert made.queue_url and made.dlq_url and made.table_name
     try:
-        visible, in_flight = await aws.queue_depth(sqs, made.queue_url)
-        dlq_visible, dlq_in_flight = await aws.queue_depth(sqs, made.dlq_url)
-        items = await aws.scan_items(dynamodb, made.table_name, key_names)
+        with anyio.fail_after(timeout_s):
+            visible, in_flight = await aws.queue_depth(sqs, made.queue_url)
+            dlq_visible, dlq_in_flight = await aws.queue_depth(sqs, made.dlq_url)
+            items = await aws.scan_items(dynamodb, made.table_name, made.key_names)
+    except TimeoutError as exc:
+        where = target.endpoint_url or "AWS"
+        raise BackendError(
+            f"{where} did not answer within {timeout_s:g} s while reading the end state"
+        ) from exc
     except aws.ERRORS as exc:
         raise aws.translate(exc, "read the end state", target) from exc
     return EndState(visible, in_flight, dlq_visible + dlq_in_flight, items)
+
+
+async def _salvage_end_state(
+    sqs: SQSClient,
+    dynamodb: DynamoDBClient,
+    made: aws.Provisioned,
+    target: aws.Target,
+    timeout_s: float,
+) -> EndState | None:
+    """The end state of an interrupted run, or ``None`` if it cannot be read in time."""
+    if not (made.queue_url and made.dlq_url and made.table_name):
+        return None
+    try:
+        return await _end_state(sqs, dynamodb, made, target, timeout_s)
+    except BackendError:
+        return None
 
 
 async def run_async(
@@ -349,12 +484,17 @@ async def sweep_async(
     *,
     on_progress: ProgressCallback | None = None,
     clock: Clock = time.monotonic_ns,
+    cleanup_timeout_s: float = CLEANUP_TIMEOUT_S,
+    salvage: Salvage | None = None,
 ) -> RunResult:
     """Run every variant once per cell (a dict of scenario overrides), in order.
 
-    The cells' scenarios are built (and validated) before anything runs.
+    The cells' scenarios are built (and validated) before anything runs. Each
+    variant run is also added to ``salvage`` as it ends.
     """
     scenarios = [scenario.with_overrides(**cell) for cell in cells]
+    salvage = salvage if salvage is not None else Salvage()
+    salvage.target = target
     await check_reachable(target)
     run_id = aws.new_run_id()
     runs = []
@@ -365,7 +505,15 @@ async def sweep_async(
             names = aws.ResourceNames.for_run(run_id, index)
             index += 1
             variant_run = await run_variant(
-                cell_scenario, ref, target, planned, names, on_progress=on_progress, clock=clock
+                cell_scenario,
+                ref,
+                target,
+                planned,
+                names,
+                on_progress=on_progress,
+                clock=clock,
+                cleanup_timeout_s=cleanup_timeout_s,
+                salvage=salvage,
             )
             variant_run.cell = dict(cell)
             runs.append(variant_run)
@@ -392,17 +540,53 @@ def run(
     endpoint_url: str | None = None,
     on_progress: ProgressCallback | None = None,
     cells: Sequence[dict[str, Any]] = ({},),
+    stop: Stop | None = None,
+    cleanup_timeout_s: float = CLEANUP_TIMEOUT_S,
+    salvage: Salvage | None = None,
 ) -> RunResult:
     """Synchronous entry point: start the backend if embedded, run, stop it.
 
     ``cells`` makes it a sweep: each variant runs once per cell of overrides.
+    A ``stop`` request (a signal, see ``loadtest.interrupts``) ends the run
+    early: the result then holds what was measured, with ``incomplete`` set.
+    ``salvage`` (the caller's) keeps the finished runs and what is not yet
+    deleted even if this raises.
     """
     for cell in cells:
         scenario.with_overrides(**cell)  # bad input fails before the backend starts
+    salvage = salvage if salvage is not None else Salvage()
     with backend_target(kind, endpoint_url) as target:
 
         async def main() -> RunResult:
-            return await sweep_async(scenario, refs, target, cells, on_progress=on_progress)
+            with anyio.CancelScope() as scope:
+                if stop is None:
+                    return await sweep_async(
+                        scenario,
+                        refs,
+                        target,
+                        cells,
+                        on_progress=on_progress,
+                        cleanup_timeout_s=cleanup_timeout_s,
+                        salvage=salvage,
+                    )
+                with stop.cancels(scope):
+                    return await sweep_async(
+                        scenario,
+                        refs,
+                        target,
+                        cells,
+                        on_progress=on_progress,
+                        cleanup_timeout_s=cleanup_timeout_s,
+                        salvage=salvage,
+                    )
+            # Only a stop request cancels this scope: keep what was measured.
+            reason = stop.reason if stop is not None else None
+            return RunResult(
+                scenario=scenario,
+                target=target,
+                runs=list(salvage.runs),
+                incomplete=f"interrupted by {reason}" if reason else "interrupted",
+            )
 
         result: RunResult = anyio.run(main, backend="asyncio")
         return result

@@ -19,7 +19,8 @@ to the file named by ``LOADTEST_OBSERVATIONS`` the moment it is made
 out, crashes or is killed.
 
 Owns nothing outside its process; it must not import the rest of loadtest
-beyond the observer (the handler should see an environment like Lambda's).
+beyond the observer and its guards (``loadtest.envguard``: it dies with its
+parent and is stopped past ``memory_mb``) (the handler should see an environment like Lambda's).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from loadtest.envguard import die_with_parent, enforce_memory
 from loadtest.observer import WriteObserver
 
 LOG_TAIL_CHARS = 2000
@@ -141,6 +143,7 @@ def file_sink(path: str) -> Callable[[str], None]:
 
 
 def main() -> None:
+    die_with_parent()
     protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(
         2, 1
@@ -165,6 +168,7 @@ def main() -> None:
     except BaseException as exc:  # report any import failure, then exit
         send({"ready": False, "error": f"{type(exc).__name__}: {exc}"})
         return
+    enforce_memory(int(os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")))
     send({"ready": True, "init_ns": time.monotonic_ns() - started})
 
     for line in sys.stdin:

@@ -5,7 +5,12 @@ that imports the handler once (its cold start) and runs one invocation at a
 time, like a Lambda execution environment. A timeout or a crash stops the
 process and the next invocation starts a fresh one, as Lambda does.
 
-Owns the child processes: every one started here is stopped by ``aclose``.
+Owns the child processes: every one started here is stopped by ``aclose``,
+and dies with this process even when it is killed (the child asks the kernel
+for SIGKILL on its parent's death; see ``loadtest.envhost``). Each runs in its
+own session, so a terminal's Ctrl-C reaches loadtest only, which ends them.
+Owns the environments' log folder too (``log_directory``): removed however the
+run ends.
 """
 
 from __future__ import annotations
@@ -13,9 +18,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +53,11 @@ logging.getLogger("asyncio").addFilter(_AlreadyReaped())
 
 READY_TIMEOUT_S = 60.0
 MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The largest reply line read from an environment; a longer one fails the invocation."""
+RESULT_KEEP_BYTES = 256 * 1024
+"""The largest handler result kept (as JSON) for the report; a larger one is described."""
+OUT_OF_MEMORY_EXIT = 99
+"""Exit code of an environment stopped for using more than its ``memory_mb`` (see envhost)."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,7 @@ class FunctionConfig:
                 "AWS_DEFAULT_REGION": self.region,
                 "AWS_LAMBDA_FUNCTION_NAME": self.function_name,
                 "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.memory_mb),
+                "LOADTEST_PARENT_PID": str(os.getpid()),
                 "LOADTEST_HANDLER": self.handler.ref,
                 "LOADTEST_KEY_NAMES": ",".join(self.key_names),
                 "PYTHONUNBUFFERED": "1",
@@ -136,6 +150,7 @@ class ExecutionEnvironment:
                 [sys.executable, "-m", "loadtest.envhost"],
                 env=env,
                 stderr=log,
+                start_new_session=True,
             )
         assert self._process.stdout is not None
         self._reader = BufferedByteReceiveStream(self._process.stdout)
@@ -217,16 +232,33 @@ class ExecutionEnvironment:
                 observed=collect(self._observations(request_id), ended_ns=ended),
                 log_tail="",
             )
+        except anyio.DelimiterNotFound:
+            # The rest of the line is still in the pipe: this process cannot answer again.
+            await self.aclose()
+            return Reply(
+                ok=False,
+                timed_out=False,
+                crashed=False,
+                result=None,
+                error=(
+                    f"Function.ResponseSizeTooLarge: the reply was over {MAX_LINE_BYTES >> 20} MiB "
+                    "and was not kept (Lambda refuses responses over 6 MB); the invocation failed"
+                ),
+                started_ns=sent_ns,
+                ended_ns=time.monotonic_ns(),
+                observed=collect(self._observations(request_id), ended_ns=time.monotonic_ns()),
+                log_tail="",
+            )
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, OSError):
             tail = self._log_tail()
-            await self.aclose()
+            code = await self._reap()
             ended = time.monotonic_ns()
             return Reply(
                 ok=False,
                 timed_out=False,
                 crashed=True,
                 result=None,
-                error="Runtime exited: the execution environment's process died",
+                error=_exit_reason(code, self.config.memory_mb),
                 started_ns=sent_ns,
                 ended_ns=ended,
                 observed=collect(self._observations(request_id), ended_ns=ended),
@@ -239,8 +271,8 @@ class ExecutionEnvironment:
             ok=bool(reply["ok"]),
             timed_out=False,
             crashed=crashed,
-            result=reply.get("result"),
-            error=reply.get("error"),
+            result=keep_result(reply.get("result")),
+            error=_memory_error(reply.get("error"), self.config.memory_mb),
             started_ns=int(reply["started_ns"]),
             ended_ns=int(reply["ended_ns"]),
             observed=collect(self._observations(request_id), ended_ns=int(reply["ended_ns"])),
@@ -263,6 +295,12 @@ class ExecutionEnvironment:
             log_tail="",
         )
 
+    async def _reap(self) -> int | None:
+        """Stop the process (if still running) and return its exit code."""
+        process = self._process
+        await self.aclose()
+        return None if process is None else process.returncode
+
     async def aclose(self) -> None:
         process, self._process = self._process, None
         self._reader = None
@@ -281,3 +319,47 @@ class ExecutionEnvironment:
 
 def new_log_dir() -> str:
     return tempfile.mkdtemp(prefix="loadtest-envs-")
+
+
+@contextmanager
+def log_directory() -> Iterator[str]:
+    """A fresh ``loadtest-envs-*`` folder for the environments' logs, removed on exit."""
+    path = new_log_dir()
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def keep_result(result: Any) -> Any:
+    """``result``, or a short description when its JSON is over ``RESULT_KEEP_BYTES``."""
+    try:
+        size = len(json.dumps(result))
+    except (TypeError, ValueError):
+        return result
+    if size <= RESULT_KEEP_BYTES:
+        return result
+    return f"<result of {size} bytes not kept: over {RESULT_KEEP_BYTES // 1024} KiB>"
+
+
+def out_of_memory_error(memory_mb: int) -> str:
+    return (
+        f"Runtime.OutOfMemory: the execution environment used more than its memory_mb "
+        f"({memory_mb} MB) and was stopped, as Lambda stops it"
+    )
+
+
+def _exit_reason(code: int | None, memory_mb: int) -> str:
+    if code == OUT_OF_MEMORY_EXIT:
+        return out_of_memory_error(memory_mb)
+    return "Runtime exited: the execution environment's process died"
+
+
+def _memory_error(error: Any, memory_mb: int) -> str | None:
+    """A handler's MemoryError (the hard ceiling, see envhost) is Lambda's out of memory."""
+    if error is None:
+        return None
+    text = str(error)
+    if text.startswith("MemoryError"):
+        return out_of_memory_error(memory_mb)
+    return text

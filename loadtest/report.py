@@ -205,9 +205,17 @@ def run_to_dict(run: VariantRun) -> dict[str, Any]:
             "duration_s": round(run.duration_s, 3),
         },
         "thresholds": [],
-        "verdict": run.check.verdict.value,
+        # An interrupted run was not judged to the end: unless it already failed,
+        # it cannot pass.
+        "verdict": (
+            "inconclusive"
+            if run.incomplete and run.check.verdict.value != "fail"
+            else run.check.verdict.value
+        ),
         "reasons": list(run.check.reasons),
-        "inconclusive": list(run.check.inconclusive),
+        "inconclusive": ([f"incomplete: {run.incomplete}"] if run.incomplete else [])
+        + list(run.check.inconclusive),
+        "incomplete": run.incomplete is not None,
         "outcome": run.check.outcome,
         "key_templates": {k: dict(v) for k, v in run.check.templates.items()},
         "notes": list(run.check.notes),
@@ -263,6 +271,8 @@ def _raw_report(result: RunResult, command: str | None) -> dict[str, Any]:
         },
         "backend": {"kind": result.target.kind.value, "endpoint_url": result.target.endpoint_url},
         "command": command,
+        "incomplete": result.incomplete is not None,
+        "incomplete_reason": result.incomplete,
         "runs": [run_to_dict(run) for run in result.runs],
     }
 

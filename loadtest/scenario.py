@@ -279,6 +279,34 @@ _LIMITS: dict[str, tuple[float, float]] = {
 }
 
 
+NAME_MAX_CHARS = 64
+"""The longest scenario name: it becomes part of report file names."""
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def safe_name(text: str) -> str:
+    """``text`` as a scenario name: letters, digits, ``.``, ``_`` and ``-``; others become ``-``.
+
+    For names loadtest derives itself (a file's stem); a name the scenario
+    gives is checked by ``check_name`` instead, never silently changed.
+    """
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip(".-_")[:NAME_MAX_CHARS]
+    return slug or "scenario"
+
+
+def check_name(value: Any, source: str) -> str:
+    """A scenario name that is safe in a file name and on a terminal, or ``ScenarioError``."""
+    if not isinstance(value, str):
+        raise ScenarioError(f"{source}: name must be a string, got {value!r}")
+    if not value or len(value) > NAME_MAX_CHARS or not _NAME.fullmatch(value):
+        raise ScenarioError(
+            f"{source}: name = {value[: NAME_MAX_CHARS + 10]!r} is not allowed; a name is 1 to "
+            f"{NAME_MAX_CHARS} letters, digits, '.', '_' or '-', starting with a letter or digit "
+            "(it becomes part of the report's file name)"
+        )
+    return value
+
+
 _RANGE_TEXT = {"batch_size": "1..10 (up to 10000 with batching_window_s >= 1)"}
 """Ranges that need more words than low..high."""
 
@@ -375,7 +403,7 @@ def parse_scenario(
     run = _section(RunSettings, _table(raw, "run", source), source, "run")
     _check_combinations(workload, consumer, source)
     return Scenario(
-        name=_value("name", raw.get("name", default_name), str, source, ""),
+        name=check_name(raw["name"], source) if "name" in raw else safe_name(default_name),
         description=_value("description", raw.get("description", ""), str, source, ""),
         seed=_value("seed", raw.get("seed", 1), int, source, ""),
         variants=tuple(variants),
@@ -531,6 +559,11 @@ def _parse_text(text: str, source: str, default_name: str) -> Scenario:
     except tomllib.TOMLDecodeError as exc:
         # tomllib's message already carries "(at line N, column M)".
         raise ScenarioError(f"{source}: not valid TOML: {exc}") from exc
+    if not raw:
+        raise ScenarioError(
+            f"{source}: the scenario is empty; give at least a [workload] table (see "
+            "scenarios/*.toml), so nothing runs by accident with the defaults"
+        )
     return parse_scenario(raw, source=source, default_name=default_name)
 
 
@@ -538,6 +571,11 @@ def load_scenario(ref: str) -> Scenario:
     """Load a scenario by built-in name or by path to a TOML file."""
     path = Path(ref)
     if ref.endswith(".toml") or path.exists() or "/" in ref:
+        if path.is_dir():
+            raise ScenarioError(
+                f"scenario {ref!r} is a directory; give a path to a .toml file in it "
+                f"or a built-in name ({', '.join(builtin_scenarios())})"
+            )
         if not path.is_file():
             raise ScenarioError(
                 f"scenario file {ref!r} does not exist; give a path to a .toml file "

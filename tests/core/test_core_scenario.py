@@ -94,8 +94,15 @@ def test_valid_file_parses_every_field(tmp_path: Path) -> None:
     assert scenario.workload.order is Order.SHUFFLED
 
 
-def test_empty_file_gets_defaults_and_the_file_name(tmp_path: Path) -> None:
+def test_empty_file_is_refused(tmp_path: Path) -> None:
+    # An empty file used to run a default 300-message workload silently (issue 12).
     path = write_toml(tmp_path, "", name="my-empty.toml")
+    with pytest.raises(ScenarioError, match="the scenario is empty"):
+        load_scenario(str(path))
+
+
+def test_a_file_with_only_a_table_gets_defaults_and_the_file_name(tmp_path: Path) -> None:
+    path = write_toml(tmp_path, "[workload]\n", name="my empty!.toml")
     scenario = load_scenario(str(path))
     assert scenario.name == "my-empty"
     assert scenario.variants == ("conditional",)
@@ -103,6 +110,17 @@ def test_empty_file_gets_defaults_and_the_file_name(tmp_path: Path) -> None:
     assert scenario.workload == Workload()
     assert scenario.consumer == ConsumerSettings()
     assert scenario.run == RunSettings()
+
+
+@pytest.mark.parametrize("name", ["../escaped", "a/b", "", ".hidden", "x" * 65, "bell\x07"])
+def test_unsafe_names_are_refused(name: str) -> None:
+    with pytest.raises(ScenarioError, match="is not allowed"):
+        parse_scenario({"name": name}, source="test.toml")
+
+
+def test_a_directory_is_named_as_one(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError, match="is a directory"):
+        load_scenario(str(tmp_path))
 
 
 def test_explicit_messages_parse_in_order() -> None:

@@ -1,0 +1,70 @@
+"""Issue 12's pure pieces: handle fragments, report validation, the capacity estimate, report names."""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from loadtest.capacity import CapacityError, Machine, estimate, refuse_beyond
+from loadtest.cli import app
+from loadtest.reportcheck import missing_keys
+from loadtest.runner import REDACTED, redact
+
+HANDLE = "AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a" * 3
+SAMPLE = Path(__file__).parent.parent / "html" / "sample_report.json"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"failed for {HANDLE[:40]}…",
+        f"handle={urllib.parse.quote(HANDLE[5:60], safe='')}",
+        f"x{HANDLE[10:50]}y",
+    ],
+)
+def test_fragments_of_a_handle_are_redacted(text: str) -> None:
+    assert REDACTED in redact(text, {HANDLE})
+    assert HANDLE[10:40] not in redact(text, {HANDLE})
+
+
+def test_ordinary_text_is_untouched() -> None:
+    text = "ConditionalCheckFailedException: order-00001 already stored"
+    assert redact(text, {HANDLE}) == text
+
+
+def test_a_complete_report_has_nothing_missing() -> None:
+    assert missing_keys(json.loads(SAMPLE.read_text())) == []
+
+
+def test_missing_counts_are_named() -> None:
+    report = json.loads(SAMPLE.read_text())
+    del report["runs"][0]["counts"]["duplicate_writes"]
+    del report["runs"][0]["verdict"]
+    assert missing_keys(report) == ["runs[0].verdict", "runs[0].counts.duplicate_writes"]
+
+
+def test_report_and_diff_refuse_an_incomplete_report(tmp_path: Path) -> None:
+    report = json.loads(SAMPLE.read_text())
+    del report["runs"][0]["counts"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(report))
+    for args in (["report", str(bad)], ["diff", str(SAMPLE), str(bad)]):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 2, result.output
+        assert "runs[0].counts" in result.output
+
+
+def test_quiet_is_accepted_everywhere() -> None:
+    assert CliRunner().invoke(app, ["scenarios", "--quiet"]).exit_code == 0
+    assert CliRunner().invoke(app, ["report", str(SAMPLE), "--quiet"]).exit_code in (0, 1)
+
+
+def test_an_impossible_run_is_refused_with_the_estimate() -> None:
+    need = estimate(concurrency=1000, messages=1_000_000_000)
+    with pytest.raises(CapacityError, match="MB of memory"):
+        refuse_beyond(need, Machine(available_mb=16_000, max_processes=None, max_open_files=None))
+    refuse_beyond(estimate(concurrency=4, messages=600), Machine(16_000, 4096, 1024))
