@@ -38,7 +38,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from loadtest.envguard import die_with_parent, enforce_memory
+from loadtest.envguard import OUT_OF_MEMORY_EXIT, die_with_parent, enforce_memory, over_memory_peak
 from loadtest.observer import WriteObserver
 
 LOG_TAIL_CHARS = 2000
@@ -168,7 +168,8 @@ def main() -> None:
     except BaseException as exc:  # report any import failure, then exit
         send({"ready": False, "error": f"{type(exc).__name__}: {exc}"})
         return
-    enforce_memory(int(os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")))
+    memory_mb = int(os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"))
+    enforce_memory(memory_mb)
     send({"ready": True, "init_ns": time.monotonic_ns() - started})
 
     for line in sys.stdin:
@@ -188,6 +189,12 @@ def main() -> None:
                 traceback.print_exc(file=capture)
         observer.disarm()
         ended = time.monotonic_ns()
+        peak_mb = over_memory_peak(memory_mb)
+        if peak_mb is not None:
+            os.write(
+                2, f"loadtest: out of memory: peak {peak_mb} MB, memory_mb = {memory_mb}\n".encode()
+            )
+            os._exit(OUT_OF_MEMORY_EXIT)  # as Lambda stops the function: no reply
         crash = ok and faults.crash()
         if crash:
             ok = False

@@ -705,3 +705,67 @@ def test_every_acknowledged_message_is_stored_or_counted_lost(
     assert result.verdict is not Verdict.INCONCLUSIVE
     first = [d for d in result.decisions if d.role is Role.FIRST]
     assert all(d.write.item_before is None for d in first)
+
+
+def test_copies_in_one_batch_applied_by_updates_are_each_a_delivery() -> None:
+    """Three copies in one invocation, each applying ``ADD total_cents``: not steps."""
+
+    def total(n: int) -> TypedItem:
+        return {"id": {"S": "a"}, "quantity": {"N": "1"}, "total_cents": {"N": str(350 * n)}}
+
+    history = history_of([("m-1", "a"), ("m-2", "a"), ("m-3", "a")])
+    history.invocations = [
+        invocation(
+            "r-1",
+            [record("m-1", "a"), record("m-2", "a"), record("m-3", "a")],
+            [
+                write(
+                    total(n),
+                    operation="UpdateItem",
+                    condition=None,
+                    before=None if n == 1 else total(n - 1),
+                    before_known=True,
+                    started_ns=n,
+                )
+                for n in (1, 2, 3)
+            ],
+        )
+    ]
+    result = check(history, end_state([total(3)]))
+    assert roles(result) == [("a", "first"), ("a", "again"), ("a", "again")]
+    assert result.counts.duplicate_writes == 2
+    assert result.counts.conflicting_writes == 2
+    assert [d.message_id for d in result.decisions] == ["m-1", "m-2", "m-3"]
+
+
+def test_a_claim_then_its_result_in_a_batch_with_copies_is_one_delivery() -> None:
+    claim = {"id": {"S": "a"}, "status": {"S": "PENDING"}}
+    done = {**order_item("a", 1), "status": {"S": "DONE"}}
+    history = history_of([("m-1", "a"), ("m-2", "a")])
+    history.invocations = [
+        invocation(
+            "r-1",
+            [record("m-1", "a"), record("m-2", "a")],
+            [
+                write(claim, before=None, before_known=True, started_ns=1),
+                write(
+                    done,
+                    operation="UpdateItem",
+                    condition=None,
+                    before=claim,
+                    before_known=True,
+                    started_ns=2,
+                ),
+                write(
+                    claim,
+                    outcome=WriteOutcome.REJECTED,
+                    before=done,
+                    before_known=True,
+                    started_ns=3,
+                ),
+            ],
+        )
+    ]
+    result = check(history, end_state([done]))
+    assert roles(result) == [("a", "first"), ("a", "step"), ("a", "rejected")]
+    assert result.verdict is Verdict.PASS
