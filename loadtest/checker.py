@@ -340,13 +340,22 @@ def _records_of(invocation: Invocation, business_id: str) -> list[Record]:
 
 
 class _Messages:
-    """What was sent: business ids, details and planted poison, by messageId."""
+    """What was sent: business ids, details and planted poison, by messageId.
 
-    def __init__(self, history: History) -> None:
+    A message's details are the body fields the consumer stores: a field that
+    no written item holds under its name (a timestamp, a trace id) is left out,
+    unless no field is held by name at all, when every field is looked for by
+    value.
+    """
+
+    def __init__(self, history: History, stored_names: set[str]) -> None:
         self.sent = [m for m in history.sent if m.message_id is not None]
         self.business: dict[str, str | None] = {str(m.message_id): m.business_id for m in self.sent}
+        full = {str(m.message_id): details_of(m.body) for m in self.sent}
+        kept = {name for d in full.values() if d for name in d} & stored_names
         self.details: dict[str, dict[str, Any] | None] = {
-            str(m.message_id): details_of(m.body) for m in self.sent
+            mid: ({k: v for k, v in d.items() if k in kept} if kept and d is not None else d)
+            for mid, d in full.items()
         }
         self.poison = {str(m.message_id) for m in self.sent if m.poison}
         self.by_business: dict[str, list[str]] = defaultdict(list)
@@ -554,7 +563,14 @@ def _judge_outcome(
 def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None) -> Check:
     """Judge one variant run (DESIGN.md, "Counts")."""
     outcome_key = outcome_key or OutcomeKey()
-    messages = _Messages(history)
+    stored_names = {
+        name
+        for inv in history.invocations
+        for w in inv.writes
+        if w.outcome is WriteOutcome.ACCEPTED and w.item_after
+        for name in w.item_after
+    }
+    messages = _Messages(history, stored_names)
     outcome_keys = {outcome_key.canonical(outcome_key.key_for(b)): b for b in messages.by_business}
     writes = [
         _Write(w, inv, key_template(w.key, inv)) for inv in history.invocations for w in inv.writes

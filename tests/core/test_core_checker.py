@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from hypothesis import given, settings
@@ -769,3 +770,32 @@ def test_a_claim_then_its_result_in_a_batch_with_copies_is_one_delivery() -> Non
     result = check(history, end_state([done]))
     assert roles(result) == [("a", "first"), ("a", "step"), ("a", "rejected")]
     assert result.verdict is Verdict.PASS
+
+
+def test_body_fields_the_consumer_never_stores_are_not_details() -> None:
+    """A trace id in the body, never stored: the order is still judged by its quantity."""
+    item = order_item("a", 2)
+    history = history_of([("m-1", "a"), ("m-2", "a")])
+    history.sent = [
+        dataclasses.replace(m, body=json.dumps({"id": "a", "quantity": q, "trace": f"t-{n}"}))
+        for n, (m, q) in enumerate(zip(history.sent, (2, 3), strict=True))
+    ]
+    history.invocations = [
+        invocation("r-1", [record("m-1", "a")], [write(item, before=None, before_known=True)]),
+        invocation(
+            "r-2",
+            [record("m-2", "a")],
+            [
+                write(
+                    order_item("a", 3),
+                    outcome=WriteOutcome.REJECTED,
+                    before=item,
+                    before_known=True,
+                )
+            ],
+        ),
+    ]
+    result = check(history, end_state([item]))
+    # m-2's quantity 3 was acked and never stored: lost, whatever its trace id.
+    assert result.counts.lost_outcomes == 1
+    assert result.notes == ()
