@@ -28,7 +28,7 @@ from loadtest.scenario import Scenario
 RUN_TAG = "loadtest:run"
 """The tag every resource of a run carries; ``loadtest cleanup`` deletes by it."""
 RUNTIME = "python3.12"
-WRAPPER_HANDLER = "loadtest_lambda.handler"
+WRAPPER_HANDLER = "loadtest.lambda_entry.handler"
 """The observer layer's entry point; it calls the function's own handler."""
 ORIGINAL_HANDLER_ENV = "LOADTEST_ORIGINAL_HANDLER"
 WATCH_TABLE_ENV = "LOADTEST_WATCH_TABLE"
