@@ -71,7 +71,7 @@ def entry(aws: Clients, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 
 def _lines(aws: Clients, url: str) -> list[str]:
-    lines = []
+    lines: list[str] = []
     while True:
         got = aws.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
         messages = got.get("Messages", [])
