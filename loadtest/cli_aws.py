@@ -7,15 +7,22 @@ Like ``loadtest.cli``, it only parses, calls the library, prints and exits.
 
 from __future__ import annotations
 
+import os
 import secrets
+from typing import Annotated
 
 import typer
 from rich.text import Text
 
 from loadtest.cli import (
+    EndpointOpt,
     Exit,
+    QuietOpt,
     _fail,
+    _raise_mapped,
     _refs,
+    app,
+    err,
     out,
 )
 from loadtest.errors import InputError
@@ -31,8 +38,6 @@ def show_plan(
     region: str | None = None,
 ) -> None:
     """Print what a deploy would create, then exit 0; calls nothing, needs no credentials."""
-    import os
-
     from loadtest.aws import DEFAULT_REGION
     from loadtest.deploy_plan import plan_deploy, render_plan
     from loadtest.scenario import load_scenario
@@ -50,4 +55,58 @@ def show_plan(
     )
     plan = plan_deploy(scenario, refs, run_id=secrets.token_hex(4), region=region)
     out.print(Text(render_plan(plan)), end="")
+    raise typer.Exit(int(Exit.OK))
+
+
+@app.command()
+def cleanup(
+    run: Annotated[
+        str | None,
+        typer.Option(
+            "--run", metavar="ID", help="Only this run's resources (default: every run's)."
+        ),
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Delete without asking.")] = False,
+    endpoint_url: EndpointOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Delete the functions, mappings, layers, roles, queues and tables tagged loadtest:run.
+
+    Never anything untagged. A function a killed attach run left redirected is
+    restored, not deleted. Lists what it found and asks first, unless --yes.
+    Exit code 0 when everything found was deleted, 1 when something was not,
+    3 when the backend cannot be reached or refuses the credentials.
+    """
+    from loadtest.lambda_cleanup import (
+        delete_found,
+        find_tagged,
+        make_clients,
+        translate_call_error,
+    )
+    from loadtest.lambda_deploy import CALL_ERRORS
+
+    clients, where = make_clients(endpoint_url)
+    try:
+        found = find_tagged(clients, run)
+    except CALL_ERRORS as exc:
+        _raise_mapped(translate_call_error(exc, "list the resources tagged loadtest:run", where))
+    scope = f"run {run}" if run else "any run"
+    if not found:
+        if not quiet:
+            out.print(f"Nothing tagged loadtest:run ({scope}) in {where}.")
+        raise typer.Exit(int(Exit.OK))
+    if not quiet or not yes:
+        out.print(f"Tagged loadtest:run ({scope}) in {where}:")
+        for item in found:
+            out.print(Text(f"  {item.action} {item.kind}  {item.name}  (run {item.run_id})"))
+    if not yes and not typer.confirm(f"Delete these {len(found)} resources?", default=False):
+        err.print("Nothing deleted.")
+        raise typer.Exit(int(Exit.OK))
+    problems = delete_found(clients, found)
+    if problems:
+        for problem in problems:
+            err.print(Text(f"not deleted: {problem}", style="yellow"))
+        _fail(Exit.FAILED, f"{len(problems)} of {len(found)} resources were not deleted")
+    if not quiet:
+        out.print(f"Deleted {len(found)} resources.")
     raise typer.Exit(int(Exit.OK))
