@@ -110,3 +110,91 @@ def cleanup(
     if not quiet:
         out.print(f"Deleted {len(found)} resources.")
     raise typer.Exit(int(Exit.OK))
+
+
+@app.command()
+def lint(
+    scenario: Annotated[
+        str | None,
+        typer.Argument(help="A built-in scenario name or a TOML file (or use --function)."),
+    ] = None,
+    function: Annotated[
+        str | None,
+        typer.Option(
+            "--function", metavar="NAME", help="Read a deployed function's SQS mappings instead."
+        ),
+    ] = None,
+    variant: Annotated[
+        list[str],
+        typer.Option(
+            "--variant", metavar="NAME", help="Variants to judge (default: the scenario's)."
+        ),
+    ] = [],  # noqa: B006 - typer needs a literal default
+    idempotency_expiry: Annotated[
+        int | None,
+        typer.Option(
+            "--idempotency-expiry",
+            metavar="S",
+            help="How long the consumer's idempotency records live, in seconds "
+            "(default: Powertools' 3600 for the powertools variant, else not checked).",
+        ),
+    ] = None,
+    endpoint_url: EndpointOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Settings that invite duplicates: visibility vs function timeout, batch size and window,
+    MaximumConcurrency vs reserved concurrency, redrive maxReceiveCount, idempotency expiry.
+
+    Exit code 0 when nothing is found, 1 when something is, 2 for bad input,
+    3 when the backend cannot be reached (--function).
+    """
+    import dataclasses
+
+    from loadtest.lint import from_scenario
+    from loadtest.lint import lint as lint_settings
+    from loadtest.scenario import load_scenario
+
+    if (scenario is None) == (function is None):
+        _fail(Exit.BAD_INPUT, "give a SCENARIO or --function NAME (one of them)")
+    if function is not None:
+        from loadtest.lambda_cleanup import make_clients, translate_call_error
+        from loadtest.lambda_deploy import CALL_ERRORS
+        from loadtest.lint_aws import deployed_settings
+
+        clients, where = make_clients(endpoint_url)
+        try:
+            targets = deployed_settings(clients, function, idempotency_expiry_s=idempotency_expiry)
+        except CALL_ERRORS as exc:
+            if getattr(exc, "response", {}).get("Error", {}).get("Code") == (
+                "ResourceNotFoundException"
+            ):
+                _fail(Exit.BAD_INPUT, f"function {function} does not exist ({where})")
+            _raise_mapped(translate_call_error(exc, f"read function {function}'s mappings", where))
+        if not targets:
+            _fail(Exit.BAD_INPUT, f"function {function} has no SQS event source mapping ({where})")
+    else:
+        assert scenario is not None
+        try:
+            loaded = load_scenario(scenario)
+        except InputError as exc:
+            _fail(Exit.BAD_INPUT, str(exc))
+        settings = from_scenario(loaded, variant)
+        if idempotency_expiry is not None:
+            settings = dataclasses.replace(settings, idempotency_expiry_s=idempotency_expiry)
+        targets = [settings]
+    findings = 0
+    for settings in targets:
+        found = lint_settings(settings)
+        findings += len(found)
+        if quiet:
+            continue
+        if not found:
+            out.print(Text(f"OK  {settings.source}", style="green"))
+        for finding in found:
+            out.print(
+                Text.assemble(
+                    Text("WARN", style="bold yellow"),
+                    f"  {settings.source}: [{finding.rule}] {finding.message}",
+                )
+            )
+    raise typer.Exit(int(Exit.FAILED if findings else Exit.OK))
