@@ -317,18 +317,24 @@ def _create(
         )["QueueUrl"]
         into.created.append(Created(Kind.QUEUE, resource.name, url, _queue_arn(clients, url)))
     elif resource.kind is Kind.FUNCTION:
-        function = clients.lambda_.create_function(
-            FunctionName=resource.name,
-            Runtime=s["Runtime"],
-            Handler=s["Handler"],
-            Role=into.get(s["Role"]).arn,
-            Code={"ZipFile": code[resource.name]},
-            MemorySize=s["MemorySize"],
-            Timeout=s["Timeout"],
-            Layers=[into.get(name).arn for name in s["Layers"]],
-            Environment={"Variables": dict(s["Environment"]["Variables"])},
-            Tags=tags,
-            Description=f"loadtest run {plan.run_id}: {resource.purpose}",
+        zipped = code[resource.name]
+        function = _create_function_once_role_is_usable(
+            clients.lambda_,
+            {
+                "FunctionName": resource.name,
+                "Runtime": s["Runtime"],
+                "Handler": s["Handler"],
+                "Role": into.get(s["Role"]).arn,
+                "Code": {"ZipFile": zipped},
+                "MemorySize": s["MemorySize"],
+                "Timeout": s["Timeout"],
+                "Layers": [into.get(name).arn for name in s["Layers"]],
+                "Environment": {"Variables": dict(s["Environment"]["Variables"])},
+                "Tags": tags,
+                "Description": f"loadtest run {plan.run_id}: {resource.purpose}",
+            },
+            timeout_s=timeout_s,
+            sleep=sleep,
         )
         into.created.append(
             Created(Kind.FUNCTION, resource.name, resource.name, function["FunctionArn"])
@@ -367,6 +373,37 @@ def _create(
                 mapping.get("EventSourceMappingArn", ""),
             )
         )
+
+
+ROLE_RETRY_S = 2.0
+
+
+def _create_function_once_role_is_usable(
+    lambda_: LambdaClient,
+    kwargs: dict[str, Any],
+    *,
+    timeout_s: float,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float] = time.monotonic,
+) -> dict[str, Any]:
+    """``create_function``, retried while IAM has not yet propagated the new role.
+
+    A role is usable by Lambda some seconds after ``CreateRole`` returns
+    (IAM is eventually consistent); until then Lambda answers
+    InvalidParameterValueException "...cannot be assumed by Lambda".
+    """
+    deadline = clock() + timeout_s
+    while True:
+        try:
+            return dict(lambda_.create_function(**kwargs))
+        except botocore.exceptions.ClientError as exc:
+            error = exc.response.get("Error", {})
+            propagating = error.get("Code") == "InvalidParameterValueException" and (
+                "cannot be assumed" in error.get("Message", "")
+            )
+            if not propagating or clock() >= deadline:
+                raise
+            sleep(ROLE_RETRY_S)
 
 
 def teardown(clients: Clients, deployed: Deployed) -> list[str]:

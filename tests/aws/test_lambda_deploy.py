@@ -156,3 +156,35 @@ def test_function_zip_of_a_builtin_holds_its_package() -> None:
     names = zipfile.ZipFile(BytesIO(function_zip(parse_ref("conditional")))).namelist()
     assert "consumer/conditional.py" in names and "consumer/_orders.py" in names
     assert not any("__pycache__" in n for n in names)
+
+
+def test_function_creation_waits_for_the_new_role_to_propagate() -> None:
+    import botocore.exceptions
+
+    from loadtest.lambda_deploy import _create_function_once_role_is_usable
+
+    calls: list[dict[str, Any]] = []
+    slept: list[float] = []
+
+    class Lambda:
+        def create_function(self, **kwargs: Any) -> dict[str, Any]:
+            calls.append(kwargs)
+            if len(calls) < 3:
+                raise botocore.exceptions.ClientError(
+                    {
+                        "Error": {
+                            "Code": "InvalidParameterValueException",
+                            "Message": "The role defined for the function cannot be assumed by Lambda.",
+                        }
+                    },
+                    "CreateFunction",
+                )
+            return {"FunctionArn": "arn:fn"}
+
+    made = _create_function_once_role_is_usable(
+        Lambda(),  # type: ignore[arg-type]
+        {"FunctionName": "f"},
+        timeout_s=60,
+        sleep=slept.append,
+    )
+    assert made == {"FunctionArn": "arn:fn"} and len(calls) == 3 and len(slept) == 2
