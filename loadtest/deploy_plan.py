@@ -49,6 +49,8 @@ class Kind(StrEnum):
     QUEUE = "sqs-queue"
     FUNCTION = "lambda-function"
     MAPPING = "event-source-mapping"
+    FUNCTION_CHANGE = "lambda-function-change"
+    """Attach mode: an existing function changed for the run and restored after it."""
 
 
 @dataclass(frozen=True)
@@ -409,6 +411,104 @@ def plan_deploy(
     )
 
 
+ATTACH_ACTIONS = (
+    "lambda:GetFunctionConfiguration",
+    "lambda:UpdateFunctionConfiguration",
+    "lambda:ListEventSourceMappings",
+    "lambda:PublishLayerVersion",
+    "lambda:GetLayerVersion",
+    "lambda:DeleteLayerVersion",
+    "sqs:CreateQueue",
+    "sqs:TagQueue",
+    "sqs:SetQueueAttributes",
+    "sqs:GetQueueAttributes",
+    "sqs:SendMessage",
+    "sqs:ReceiveMessage",
+    "sqs:DeleteMessage",
+    "sqs:DeleteQueue",
+    "dynamodb:Scan",
+)
+"""What attach mode calls: the function's configuration, the layer, the observation queue,
+the user's queue (sends) and table (the end state)."""
+
+
+def plan_attach(
+    scenario: Scenario,
+    *,
+    function: str,
+    function_role_arn: str,
+    queue_url: str,
+    table: str,
+    run_id: str,
+    region: str,
+) -> Plan:
+    """What attach mode creates (layer, observation queue) and changes (the function).
+
+    The function's own role gets no new permission: the observation queue's
+    resource policy lets that role send to it, and goes with the queue.
+    """
+    tags = {RUN_TAG: run_id}
+    layer = layer_name(run_id)
+    observations = f"loadtest-{run_id}-observations"
+    key_names = scenario.outcome.key_names
+    resources = (
+        Resource(
+            Kind.LAYER,
+            layer,
+            {
+                "CompatibleRuntimes": [RUNTIME],
+                "Description": f"loadtest write observer; {RUN_TAG}={run_id}",
+                "EntryPoint": WRAPPER_HANDLER,
+            },
+            {},
+            purpose="the write observer and its handler wrapper",
+        ),
+        Resource(
+            Kind.QUEUE,
+            observations,
+            {
+                "Attributes": {"MessageRetentionPeriod": "86400"},
+                "Policy": {"Allow": "sqs:SendMessage", "Principal": function_role_arn},
+            },
+            tags,
+            purpose="observation channel; its policy lets the function's role send to it",
+        ),
+        Resource(
+            Kind.FUNCTION_CHANGE,
+            function,
+            {
+                "Handler": f"{WRAPPER_HANDLER} (the original moves to {ORIGINAL_HANDLER_ENV})",
+                "Layers": f"+ {layer} (appended)",
+                "Environment": {
+                    "added": [
+                        ORIGINAL_HANDLER_ENV,
+                        WATCH_TABLE_ENV,
+                        KEY_NAMES_ENV,
+                        OBSERVATION_QUEUE_ENV,
+                        "LOADTEST_ATTACHED",
+                    ],
+                    WATCH_TABLE_ENV: table,
+                    KEY_NAMES_ENV: ",".join(key_names),
+                    OBSERVATION_QUEUE_ENV: observations,
+                },
+                "Restore": "handler, layers and environment set back exactly at the end, "
+                "on failure and on Ctrl-C; never tagged, never deleted",
+                "Workload": f"sent to {queue_url}",
+            },
+            {},
+            purpose="observed for the run, restored after it",
+        ),
+    )
+    return Plan(
+        run_id=run_id,
+        region=region,
+        resources=resources,
+        operator_actions=ATTACH_ACTIONS,
+        function_actions=("sqs:SendMessage (granted by the observation queue's policy)",),
+        cost=estimate_cost(scenario, 1),
+    )
+
+
 def estimate_cost(scenario: Scenario, variants: int, prices: Prices | None = None) -> Cost:
     """Requests and GB-seconds of one run of ``variants`` variants (no redelivery assumed)."""
     prices = prices or Prices()
@@ -463,14 +563,17 @@ def _value(value: Any) -> str:
 
 def render_plan(plan: Plan) -> str:
     """The plan as text: resources with settings and tags, permissions, cost."""
+    changed = sum(r.kind is Kind.FUNCTION_CHANGE for r in plan.resources)
     lines = [
-        f"Plan for run {plan.run_id} in {plan.region}: {len(plan.resources)} resources to create "
-        f"(nothing has been called yet)",
+        f"Plan for run {plan.run_id} in {plan.region}: {len(plan.resources) - changed} resources "
+        f"to create{f', {changed} to change and restore' if changed else ''} "
+        "(nothing has been called yet)",
         "",
     ]
     for resource in plan.resources:
         owner = f"  [{resource.variant}]" if resource.variant else ""
-        lines.append(f"+ {resource.kind}  {resource.name}{owner}")
+        mark = "~" if resource.kind is Kind.FUNCTION_CHANGE else "+"
+        lines.append(f"{mark} {resource.kind}  {resource.name}{owner}")
         if resource.purpose:
             lines.append(f"    purpose: {resource.purpose}")
         for key, value in resource.settings.items():

@@ -133,3 +133,25 @@ def test_run_plan_refuses_bad_input_with_exit_two() -> None:
     result = runner.invoke(app, ["run", "seed-lab", "--plan", "--variant", "nope"])
     assert result.exit_code == 2
     assert "unknown variant" in result.output
+
+
+def test_attach_plan_creates_layer_and_queue_and_changes_the_function() -> None:
+    from loadtest.deploy_plan import plan_attach
+
+    plan = plan_attach(
+        load_scenario("seed-lab"),
+        function="orders-worker",
+        function_role_arn="arn:aws:iam::1:role/worker",
+        queue_url="https://sqs.us-east-1.amazonaws.com/1/orders",
+        table="orders",
+        run_id="a1",
+        region="us-east-1",
+    )
+    assert [r.kind for r in plan.resources] == [Kind.LAYER, Kind.QUEUE, Kind.FUNCTION_CHANGE]
+    change = plan.named("orders-worker")
+    assert change.tags == {}  # never tagged: cleanup must never delete the user's function
+    assert change.settings["Environment"]["LOADTEST_WATCH_TABLE"] == "orders"
+    text = render_plan(plan)
+    assert "2 resources to create, 1 to change and restore" in text
+    assert "~ lambda-function-change  orders-worker" in text
+    assert "lambda:UpdateFunctionConfiguration" in text
