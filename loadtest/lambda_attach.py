@@ -27,6 +27,7 @@ from loadtest.deploy_plan import (
     KEY_NAMES_ENV,
     OBSERVATION_QUEUE_ENV,
     ORIGINAL_HANDLER_ENV,
+    RUN_TAG,
     WATCH_TABLE_ENV,
     WRAPPER_HANDLER,
 )
@@ -35,6 +36,7 @@ from loadtest.lambda_deploy import _function_active, _poll
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda.client import LambdaClient
+    from mypy_boto3_sqs.client import SQSClient
 
 ATTACHED_ENV = "LOADTEST_ATTACHED"
 """JSON note on an attached function: the run, its original handler and layers, the keys added."""
@@ -220,3 +222,30 @@ def restore_leftover(
     )
     restore(lambda_, original, timeout_s=timeout_s, sleep=sleep)
     return str(note["run"])
+
+
+def observation_queue(sqs: SQSClient, name: str, *, role_arn: str, run_id: str) -> str:
+    """Create attach mode's observation queue, tagged with the run, whose resource policy lets
+    the function's own role send to it (so the user's role is never changed); its URL."""
+    url = sqs.create_queue(
+        QueueName=name,
+        Attributes={"MessageRetentionPeriod": "86400"},
+        tags={RUN_TAG: run_id},
+    )["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "loadtest-observer",
+                "Effect": "Allow",
+                "Principal": {"AWS": role_arn},
+                "Action": ["sqs:SendMessage", "sqs:GetQueueUrl"],
+                "Resource": arn,
+            }
+        ],
+    }
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": json.dumps(policy)})
+    return url

@@ -155,3 +155,16 @@ def test_attach_refuses_what_it_could_not_undo(aws: Clients) -> None:
             run_id="r",
         )
     assert FunctionSnapshot.of(aws.lambda_, "user-fn") == before
+
+
+def test_observation_queue_lets_the_functions_own_role_send(aws: Clients) -> None:
+    from loadtest.lambda_attach import observation_queue
+
+    role = _role(aws)
+    url = observation_queue(aws.sqs, "loadtest-a-observations", role_arn=role, run_id="a")
+    attrs = aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["Policy"])["Attributes"]
+    [statement] = json.loads(attrs["Policy"])["Statement"]
+    assert statement["Principal"] == {"AWS": role}
+    assert "sqs:SendMessage" in statement["Action"]
+    assert aws.sqs.list_queue_tags(QueueUrl=url)["Tags"] == {RUN_TAG: "a"}
+    assert aws.iam.list_role_policies(RoleName="user-role")["PolicyNames"] == []
