@@ -18,7 +18,7 @@ import pytest
 from loadtest.deploy_plan import Kind, plan_deploy
 from loadtest.handlers import parse_ref
 from loadtest.history import WriteOutcome, WriteRecord
-from loadtest.lambda_attach import FunctionSnapshot, attached
+from loadtest.lambda_attach import FunctionSnapshot, attached, observation_queue
 from loadtest.lambda_cleanup import make_clients
 from loadtest.lambda_deploy import Clients, Deployed, deploy, function_zip, layer_zip, teardown
 from loadtest.observation import Observation, decode
@@ -138,8 +138,11 @@ def test_attach_observes_a_deployed_function_and_restores_it(ministack: str) -> 
     layer = clients.lambda_.publish_layer_version(
         LayerName="loadtest-att-observer", Content={"ZipFile": layer_zip()}
     )["LayerVersionArn"]
-    observations = clients.sqs.create_queue(QueueName="loadtest-att-observations")["QueueUrl"]
     before = FunctionSnapshot.of(clients.lambda_, "user-worker")
+    role = clients.lambda_.get_function_configuration(FunctionName="user-worker")["Role"]
+    observations = observation_queue(
+        clients.sqs, "loadtest-att-observations", role_arn=role, run_id="att"
+    )
     try:
         with attached(
             clients.lambda_,
