@@ -8,6 +8,8 @@ nox -s bench        prints throughput figures; asserts nothing about time
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nox
 
 nox.options.default_venv_backend = "venv"
@@ -27,11 +29,29 @@ def _install(session: nox.Session, *groups: str, project: bool = True) -> None:
         session.install(*requirements)
 
 
+MINISTACK = "ministack==1.5.33"
+"""The local Lambda data plane the deploy and attach tests run on (tests/aws/test_ministack.py)."""
+
+
+def _ministack(session: nox.Session) -> str:
+    """MiniStack in a virtual environment of its own (it pins its own botocore), with the
+    boto3 matching it, as the Lambda Python runtime provides boto3 to functions."""
+    venv = Path(".nox") / "ministack"
+    binary = venv / "bin" / "ministack"
+    if not binary.exists():
+        session.run("python", "-m", "venv", str(venv))
+        session.run(
+            str(venv / "bin" / "pip"), "install", "--quiet", MINISTACK, "boto3", external=True
+        )
+    return str(binary.resolve())
+
+
 @nox.session(python="3.11")
 def tests(session: nox.Session) -> None:
-    """Run the test suite against the real embedded backend."""
+    """Run the test suite against the real embedded backend (and MiniStack for the Lambda path)."""
     _install(session, "test")
-    session.run("pytest", *session.posargs)
+    ministack = _ministack(session)
+    session.run("pytest", *session.posargs, env={"LOADTEST_MINISTACK": ministack})
 
 
 @nox.session(python="3.11")

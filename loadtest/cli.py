@@ -612,6 +612,14 @@ JunitOpt = Annotated[
 QuietOpt = Annotated[
     bool, typer.Option("--quiet", "-q", help="No progress and no summary; the exit code tells.")
 ]
+PlanOpt = Annotated[
+    bool,
+    typer.Option(
+        "--plan",
+        help="Print every AWS resource a --target aws run would create (settings, tags), the IAM "
+        "permissions it needs and a cost estimate; call nothing and exit 0.",
+    ),
+]
 CleanupOpt = Annotated[
     float | None,
     typer.Option(
@@ -678,12 +686,23 @@ def run(
     out_dir: OutOpt = None,
     quiet: QuietOpt = False,
     cleanup_timeout: CleanupOpt = None,
+    plan: PlanOpt = False,
 ) -> None:
     """Run a scenario against its consumer variants and check the outcome.
 
     Exit code 0 when every verdict passes, 1 when one fails, 2 for bad input,
     3 when the backend cannot be reached.
     """
+    if plan:
+        from loadtest.cli_aws import show_plan
+
+        show_plan(
+            scenario,
+            [*variant, *([variants] if variants else [])],
+            handler,
+            seed=seed,
+            overrides=_overrides(locals()),
+        )
     _execute(
         scenario,
         [*variant, *([variants] if variants else [])],
@@ -1056,3 +1075,7 @@ def _main(
 
 def main() -> None:
     app()
+
+
+# The AWS commands (cleanup, lint) register themselves on ``app``.
+from loadtest import cli_aws  # noqa: E402, F401

@@ -111,8 +111,8 @@ def fault_environment(scenario: Scenario) -> tuple[tuple[str, str], ...]:
     )
 
 
-def settings_warnings(settings: ConsumerSettings, faults: Faults) -> list[str]:
-    """Legal but unwise settings, flagged in the report as a likely cause."""
+def settings_warnings(settings: ConsumerSettings, faults: Faults, variant: str = "") -> list[str]:
+    """Legal but unwise settings, flagged in the report as a likely cause (``loadtest lint``'s too)."""
     warnings = []
     slowest_ms = faults.handler_duration_ms + faults.handler_jitter_ms
     if slowest_ms and settings.visibility_timeout_s * 1000 < slowest_ms:
@@ -127,6 +127,10 @@ def settings_warnings(settings: ConsumerSettings, faults: Faults) -> list[str]:
             f"timeout ({settings.function_timeout_s} s): a slow invocation's messages become "
             "visible again and are delivered twice (AWS recommends at least 6x the function timeout)"
         )
+    from loadtest.lint import lint_warnings
+
+    short = settings.visibility_timeout_s < settings.function_timeout_s
+    warnings.extend(lint_warnings(settings, variant, already_short=short))
     return warnings
 
 
@@ -308,7 +312,7 @@ def _variant_run(
         cold_starts=sum(env.cold_starts for env in environments),
         resources=names,
         cleanup_problems=problems,
-        warnings=settings_warnings(settings, scenario.faults),
+        warnings=settings_warnings(settings, scenario.faults, ref.variant),
         faults=scenario.faults,
         incomplete=incomplete,
     )

@@ -1,0 +1,157 @@
+"""The deploy plan (pure) and ``run --plan`` (no AWS call, no credentials)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from loadtest.cli import app
+from loadtest.deploy_plan import (
+    RUN_TAG,
+    WRAPPER_HANDLER,
+    Kind,
+    estimate_cost,
+    plan_deploy,
+    render_plan,
+)
+from loadtest.handlers import parse_ref
+from loadtest.scenario import load_scenario
+
+runner = CliRunner()
+
+
+def test_plan_lists_every_resource_of_each_variant_tagged_with_the_run() -> None:
+    scenario = load_scenario("race-burst")
+    refs = [parse_ref("conditional"), parse_ref("powertools")]
+    plan = plan_deploy(scenario, refs, run_id="r1", region="eu-west-1")
+
+    kinds = [r.kind for r in plan.resources]
+    assert kinds.count(Kind.ROLE) == 1 and kinds.count(Kind.LAYER) == 1
+    assert kinds.count(Kind.FUNCTION) == 2 and kinds.count(Kind.MAPPING) == 2
+    assert kinds.count(Kind.QUEUE) == 6  # jobs, DLQ, observations per variant
+    assert kinds.count(Kind.TABLE) == 3  # orders twice, idempotency once (powertools)
+    for resource in plan.resources:
+        if resource.kind is Kind.LAYER:
+            assert f"{RUN_TAG}=r1" in resource.settings["Description"]
+        else:
+            assert resource.tags == {RUN_TAG: "r1"}
+
+    function = plan.named("loadtest-r1-1-fn")
+    env = function.settings["Environment"]["Variables"]
+    assert function.settings["Handler"] == WRAPPER_HANDLER
+    assert env["LOADTEST_ORIGINAL_HANDLER"] == "consumer.powertools.handler"
+    assert env["TABLE_NAME"] == "loadtest-r1-1-orders"
+    assert env["IDEMPOTENCY_TABLE_NAME"] == "loadtest-r1-1-idempotency"
+    assert function.settings["MemorySize"] == scenario.consumer.memory_mb
+    assert function.settings["Timeout"] == scenario.consumer.function_timeout_s
+
+    jobs = plan.named("loadtest-r1-0-jobs")
+    assert jobs.settings["RedrivePolicy"] == {
+        "deadLetterTargetArn": "loadtest-r1-0-dlq",
+        "maxReceiveCount": scenario.consumer.max_receive_count,
+    }
+    mapping = plan.named("loadtest-r1-0-jobs -> loadtest-r1-0-fn")
+    assert mapping.settings["BatchSize"] == scenario.consumer.batch_size
+    assert mapping.settings["ScalingConfig"] == {
+        "MaximumConcurrency": scenario.consumer.concurrency
+    }
+    # Dependencies come first: a deploy creates in plan order.
+    assert kinds.index(Kind.ROLE) < kinds.index(Kind.FUNCTION) < kinds.index(Kind.MAPPING)
+
+
+def test_concurrency_below_two_uses_reserved_concurrency_and_says_so() -> None:
+    scenario = load_scenario("seed-lab")  # concurrency 1, as the lab's batch-size-1 mapping
+    plan = plan_deploy(scenario, [parse_ref("conditional")], run_id="r", region="us-east-1")
+    assert plan.named("loadtest-r-0-fn").settings["ReservedConcurrentExecutions"] == 1
+    assert plan.of_kind(Kind.MAPPING)[0].settings["ScalingConfig"] == {}
+    assert any("MaximumConcurrency" in note for note in plan.notes)
+
+
+def test_partial_batch_responses_and_window_reach_the_mapping() -> None:
+    scenario = load_scenario("seed-lab").with_overrides(
+        report_batch_item_failures=True, batching_window_s=2.5, batch_size=50, concurrency=1000
+    )
+    plan = plan_deploy(scenario, [parse_ref("conditional")], run_id="r", region="us-east-1")
+    mapping = plan.of_kind(Kind.MAPPING)[0].settings
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["MaximumBatchingWindowInSeconds"] == 3
+    assert mapping["ScalingConfig"] == {"MaximumConcurrency": 1000}
+
+
+@given(st.integers(1, 10), st.integers(1, 40), st.integers(1, 5), st.sampled_from([128, 512, 3008]))
+def test_cost_grows_with_messages_and_never_below_the_expected(
+    batch_size: int, ids: int, copies: int, memory_mb: int
+) -> None:
+    scenario = load_scenario("race-burst").with_overrides(
+        batch_size=batch_size, distinct_ids=ids, copies=copies, memory_mb=memory_mb
+    )
+    cost = estimate_cost(scenario, 2)
+    assert cost.messages == ids * copies * 2
+    assert cost.invocations == -(-ids * copies // batch_size) * 2
+    assert 0 < cost.gb_s_expected <= cost.gb_s_max
+    assert cost.usd_expected <= cost.usd_max
+    bigger = estimate_cost(scenario.with_overrides(copies=copies + 1), 2)
+    assert bigger.invocations >= cost.invocations and bigger.sqs_requests > cost.sqs_requests
+
+
+def test_render_names_resources_permissions_and_cost() -> None:
+    plan = plan_deploy(
+        load_scenario("seed-lab"), [parse_ref("conditional")], run_id="r9", region="us-east-1"
+    )
+    text = render_plan(plan)
+    for resource in plan.resources:
+        assert resource.name in text
+    assert "lambda:CreateEventSourceMapping" in text and "iam:PassRole" in text
+    assert "GB-seconds" in text and "Lambda requests: 4" in text
+    assert "loadtest:run=r9" in text
+
+
+def test_run_plan_exits_zero_without_credentials_or_network() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")} | {
+        "AWS_CONFIG_FILE": "/nonexistent",
+        "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_REGION": "eu-central-1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "loadtest", "run", "seed-lab", "--target", "aws", "--plan"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "in eu-central-1" in done.stdout and "event-source-mapping" in done.stdout
+
+
+def test_run_plan_refuses_bad_input_with_exit_two() -> None:
+    result = runner.invoke(app, ["run", "seed-lab", "--plan", "--variant", "nope"])
+    assert result.exit_code == 2
+    assert "unknown variant" in result.output
+
+
+def test_attach_plan_creates_layer_and_queue_and_changes_the_function() -> None:
+    from loadtest.deploy_plan import plan_attach
+
+    plan = plan_attach(
+        load_scenario("seed-lab"),
+        function="orders-worker",
+        function_role_arn="arn:aws:iam::1:role/worker",
+        queue_url="https://sqs.us-east-1.amazonaws.com/1/orders",
+        table="orders",
+        run_id="a1",
+        region="us-east-1",
+    )
+    assert [r.kind for r in plan.resources] == [Kind.LAYER, Kind.QUEUE, Kind.FUNCTION_CHANGE]
+    change = plan.named("orders-worker")
+    assert change.tags == {}  # never tagged: cleanup must never delete the user's function
+    assert change.settings["Environment"]["LOADTEST_WATCH_TABLE"] == "orders"
+    text = render_plan(plan)
+    assert "2 resources to create, 1 to change and restore" in text
+    assert "~ lambda-function-change  orders-worker" in text
+    assert "lambda:UpdateFunctionConfiguration" in text

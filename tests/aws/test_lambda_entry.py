@@ -1,0 +1,132 @@
+"""The observer layer's handler: the consumer runs unchanged, its writes reach the queue."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterator
+from io import BytesIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loadtest import lambda_entry
+from loadtest.history import WriteOutcome, WriteRecord
+from loadtest.lambda_deploy import Clients, layer_zip
+from loadtest.observation import decode
+
+
+class _Context:
+    def __init__(self, request_id: str) -> None:
+        self.aws_request_id = request_id
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+def _event(body: dict[str, Any], message_id: str) -> dict[str, Any]:
+    return {
+        "Records": [
+            {
+                "messageId": message_id,
+                "receiptHandle": "secret-receipt-handle",
+                "body": json.dumps(body),
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageAttributes": {},
+                "eventSource": "aws:sqs",
+            }
+        ]
+    }
+
+
+@pytest.fixture
+def entry(aws: Clients, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    aws.dynamodb.create_table(
+        TableName="orders",
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    url = aws.sqs.create_queue(QueueName="observations")["QueueUrl"]
+    for name, value in {
+        "TABLE_NAME": "orders",
+        lambda_entry.WATCH_TABLE_ENV: "orders",
+        lambda_entry.OBSERVATION_QUEUE_ENV: "observations",
+        lambda_entry.ORIGINAL_HANDLER_ENV: "consumer.conditional.handler",
+    }.items():
+        monkeypatch.setenv(name, value)
+    import consumer._orders
+
+    monkeypatch.setattr(consumer._orders, "_client", None)  # a client made inside moto
+    try:
+        yield url
+    finally:
+        if lambda_entry._state is not None:
+            lambda_entry._state.observer.uninstall()
+        lambda_entry._state = None
+
+
+def _lines(aws: Clients, url: str) -> list[str]:
+    lines: list[str] = []
+    while True:
+        got = aws.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
+        messages = got.get("Messages", [])
+        if not messages:
+            return lines
+        for message in messages:
+            lines.append(message["Body"])
+            aws.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+
+
+def test_the_lab_through_the_wrapper_ships_every_write_decision(aws: Clients, entry: str) -> None:
+    first = lambda_entry.handler(_event({"id": "dedup-order", "quantity": 4}, "m1"), _Context("r1"))
+    again = lambda_entry.handler(_event({"id": "dedup-order", "quantity": 4}, "m2"), _Context("r2"))
+    assert first == {"id": "dedup-order", "quantity": 4, "processed": True, "duplicate": False}
+    assert again["duplicate"] is True  # the consumer saw exactly the answer it asked for
+
+    lines = _lines(aws, entry)
+    assert all("secret-receipt-handle" not in line for line in lines)
+    writes = [o for o in map(decode, lines) if isinstance(o, WriteRecord)]
+    assert [(w.request_id, w.outcome) for w in writes] == [
+        ("r1", WriteOutcome.ACCEPTED),
+        ("r2", WriteOutcome.REJECTED),
+    ]
+    assert (
+        writes[1].item_before
+        == writes[1].item_after
+        == {
+            "id": {"S": "dedup-order"},
+            "quantity": {"N": "4"},
+            "total_cents": {"N": "1100"},
+        }
+    )
+
+
+def test_a_bad_original_handler_is_named() -> None:
+    with pytest.raises(ValueError, match=r"module\.function"):
+        lambda_entry.load_original("handler")
+    with pytest.raises(AttributeError, match="nope"):
+        lambda_entry.load_original("consumer.conditional.nope")
+
+
+def test_the_layer_alone_imports_the_entry_point(tmp_path: Path) -> None:
+    zipfile.ZipFile(BytesIO(layer_zip())).extractall(tmp_path)
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "import loadtest.lambda_entry as e; print(e.__file__)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", code, str(tmp_path / "python")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().startswith(str(tmp_path / "python" / "loadtest"))

@@ -1,0 +1,129 @@
+"""``loadtest lint``: the rules (pure), a scenario, a deployed mapping on moto, and reports."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from loadtest.cli import app
+from loadtest.deploy_plan import Kind, plan_deploy
+from loadtest.engine import settings_warnings
+from loadtest.handlers import parse_ref
+from loadtest.lambda_deploy import Clients, Deployed, deploy, function_zip
+from loadtest.lint import MappingSettings, Rule, from_scenario, lint
+from loadtest.lint_aws import deployed_settings
+from loadtest.scenario import Faults, load_scenario
+from tests.aws.conftest import REGION
+
+runner = CliRunner()
+
+CLEAN = MappingSettings(
+    source="test",
+    visibility_timeout_s=180,
+    function_timeout_s=30,
+    batch_size=10,
+    batching_window_s=0,
+    maximum_concurrency=5,
+    reserved_concurrency=10,
+    max_receive_count=5,
+    idempotency_expiry_s=3600,
+)
+
+
+def _rules(settings: MappingSettings) -> list[Rule]:
+    return [finding.rule for finding in lint(settings)]
+
+
+def test_clean_settings_have_no_findings() -> None:
+    assert lint(CLEAN) == []
+
+
+def test_each_rule_fires_on_its_own_setting() -> None:
+    r = dataclasses.replace
+    assert _rules(r(CLEAN, visibility_timeout_s=179)) == [Rule.VISIBILITY]
+    assert _rules(r(CLEAN, visibility_timeout_s=180, batching_window_s=5)) == [Rule.VISIBILITY]
+    assert _rules(r(CLEAN, batch_size=11)) == [Rule.BATCH_WINDOW]
+    assert _rules(r(CLEAN, batch_size=11, batching_window_s=1, visibility_timeout_s=181)) == []
+    assert _rules(r(CLEAN, maximum_concurrency=11)) == [Rule.CONCURRENCY]
+    assert _rules(r(CLEAN, reserved_concurrency=0)) == [Rule.CONCURRENCY]
+    assert _rules(r(CLEAN, max_receive_count=4)) == [Rule.REDRIVE]
+    assert _rules(r(CLEAN, max_receive_count=None)) == [Rule.REDRIVE]
+    # 5 receives x 180 s = 900 s of redeliveries; records living 899 s do not cover them.
+    assert _rules(r(CLEAN, idempotency_expiry_s=899)) == [Rule.EXPIRY]
+    assert _rules(r(CLEAN, idempotency_expiry_s=900)) == []
+
+
+@given(st.integers(0, 43200), st.integers(1, 900), st.floats(0, 300))
+def test_visibility_rule_is_exactly_six_times_timeout_plus_window(
+    visibility_s: int, timeout_s: int, window_s: float
+) -> None:
+    settings = dataclasses.replace(
+        CLEAN,
+        visibility_timeout_s=visibility_s,
+        function_timeout_s=timeout_s,
+        batching_window_s=window_s,
+        batch_size=1,
+    )
+    assert (Rule.VISIBILITY in _rules(settings)) == (visibility_s < 6 * timeout_s + window_s)
+
+
+def test_a_scenario_with_powertools_checks_the_record_expiry() -> None:
+    scenario = load_scenario("race-burst").with_overrides(
+        visibility_timeout_s=2000, function_timeout_s=30, max_receive_count=5
+    )
+    assert Rule.EXPIRY in _rules(from_scenario(scenario, ["powertools"]))
+    assert Rule.EXPIRY not in _rules(from_scenario(scenario, ["conditional"]))
+
+
+def test_the_same_warnings_reach_every_report() -> None:
+    consumer = load_scenario("seed-lab").consumer  # the lab: 30 s / 30 s, maxReceiveCount 3
+    warnings = settings_warnings(consumer, Faults(), "conditional")
+    expected = [f.message for f in lint(from_scenario(load_scenario("seed-lab")))]
+    assert warnings == expected and len(warnings) == 2
+
+
+def test_cli_lint_scenario_exit_codes() -> None:
+    found = runner.invoke(app, ["lint", "seed-lab"])
+    assert found.exit_code == 1 and "[max-receive-count]" in found.output
+    clean = runner.invoke(app, ["lint", str(_clean_scenario())])
+    assert clean.exit_code == 0, clean.output
+    assert runner.invoke(app, ["lint"]).exit_code == 2
+
+
+def _clean_scenario() -> str:
+    import tempfile
+
+    text = (
+        'name = "clean"\n[consumer]\nvisibility_timeout_s = 180\nfunction_timeout_s = 30\n'
+        "max_receive_count = 5\nconcurrency = 4\n"
+    )
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as handle:
+        handle.write(text)
+    return handle.name
+
+
+def test_lint_reads_a_deployed_mapping(aws: Clients) -> None:
+    scenario = load_scenario("race-burst").with_overrides(
+        batch_size=20, batching_window_s=2, concurrency=8, max_receive_count=2
+    )
+    plan = plan_deploy(scenario, [parse_ref("conditional")], run_id="l1", region=REGION)
+    code = {f.name: function_zip(parse_ref("conditional")) for f in plan.of_kind(Kind.FUNCTION)}
+    deploy(plan, aws, code, into=Deployed(), sleep=lambda s: None)
+    function = plan.of_kind(Kind.FUNCTION)[0].name
+    aws.lambda_.put_function_concurrency(FunctionName=function, ReservedConcurrentExecutions=4)
+
+    [settings] = deployed_settings(aws, function)
+    assert settings.batch_size == 20 and settings.batching_window_s == 2
+    assert settings.maximum_concurrency == 8 and settings.reserved_concurrency == 4
+    assert settings.max_receive_count == 2
+    assert settings.visibility_timeout_s == scenario.consumer.visibility_timeout_s
+    assert set(_rules(settings)) >= {Rule.CONCURRENCY, Rule.REDRIVE}
+
+    shown = runner.invoke(app, ["lint", "--function", function])
+    assert shown.exit_code == 1, shown.output
+    assert "MaximumConcurrency 8 is above the function's reserved concurrency 4" in shown.output
+    missing = runner.invoke(app, ["lint", "--function", "nope"])
+    assert missing.exit_code == 2 and "nope does not exist" in missing.output

@@ -1,0 +1,166 @@
+"""Deploy and attach end to end on MiniStack: real mappings, real invocations, real layers.
+
+The lab's workload through a deployed function behind a mapping gives the
+lab's table, and the observer inside the function ships the lab's four write
+decisions (two accepted, two rejected by the condition) to the run's
+observation queue. Attach mode observes a function deployed without loadtest
+and leaves it exactly as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from loadtest.deploy_plan import Kind, plan_deploy
+from loadtest.handlers import parse_ref
+from loadtest.history import WriteOutcome, WriteRecord
+from loadtest.lambda_attach import FunctionSnapshot, attached, observation_queue
+from loadtest.lambda_cleanup import make_clients
+from loadtest.lambda_deploy import Clients, Deployed, deploy, function_zip, layer_zip, teardown
+from loadtest.observation import Observation, decode
+from loadtest.scenario import load_scenario
+
+pytestmark = pytest.mark.slow
+
+LAB = [{"id": "dedup-order", "quantity": 4}] * 3 + [{"id": "other-order", "quantity": 1}]
+LAB_TABLE = [("dedup-order", "4", "1100"), ("other-order", "1", "350")]
+
+
+def _settle(clients: Clients, queue_url: str, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        attrs = clients.sqs.get_queue_attributes(
+            QueueUrl=queue_url,
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        if (
+            attrs["ApproximateNumberOfMessages"]
+            == attrs["ApproximateNumberOfMessagesNotVisible"]
+            == "0"
+        ):
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"queue not drained within {timeout_s} s: {attrs}")
+
+
+def _drain(clients: Clients, url: str, expected: int, timeout_s: float = 30) -> list[Observation]:
+    found: list[Observation] = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        got = clients.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+        for message in got.get("Messages", []):
+            found.append(decode(message["Body"]))
+            clients.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        if sum(isinstance(o, WriteRecord) for o in found) >= expected:
+            break
+    return found
+
+
+def _table(clients: Clients, name: str) -> list[tuple[str, str, str]]:
+    items = clients.dynamodb.scan(TableName=name, ConsistentRead=True)["Items"]
+    return sorted((i["id"]["S"], i["quantity"]["N"], i["total_cents"]["N"]) for i in items)
+
+
+def _outcomes(observations: list[Observation]) -> list[WriteOutcome]:
+    return sorted(o.outcome for o in observations if isinstance(o, WriteRecord))
+
+
+def test_deployed_lab_gives_the_lab_table_and_write_decisions(ministack: str) -> None:
+    clients, _ = make_clients(ministack)
+    plan = plan_deploy(
+        load_scenario("seed-lab"), [parse_ref("conditional")], run_id="e2e", region="us-east-1"
+    )
+    code = {f.name: function_zip(parse_ref("conditional")) for f in plan.of_kind(Kind.FUNCTION)}
+    made = Deployed()
+    try:
+        deploy(plan, clients, code, into=made)
+        jobs = made.get("loadtest-e2e-0-jobs").ident
+        for body in LAB:
+            clients.sqs.send_message(QueueUrl=jobs, MessageBody=json.dumps(body))
+        _settle(clients, jobs)
+        assert _table(clients, "loadtest-e2e-0-orders") == LAB_TABLE
+        observed = _drain(clients, made.get("loadtest-e2e-0-observations").ident, expected=4)
+        assert _outcomes(observed) == [WriteOutcome.ACCEPTED] * 2 + [WriteOutcome.REJECTED] * 2
+        rejected = [
+            o for o in observed if isinstance(o, WriteRecord) and o.outcome is WriteOutcome.REJECTED
+        ]
+        assert all(o.item_before == o.item_after for o in rejected)
+        assert all(o.request_id for o in observed if isinstance(o, WriteRecord))
+    finally:
+        assert teardown(clients, made) == []
+
+
+def _user_function(clients: Clients) -> tuple[str, str]:
+    """A consumer deployed without loadtest: role, table, queue, function, mapping."""
+    trust: dict[str, Any] = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "lambda.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+            }
+        ],
+    }
+    role = clients.iam.create_role(RoleName="user-role", AssumeRolePolicyDocument=json.dumps(trust))
+    clients.dynamodb.create_table(
+        TableName="user-orders",
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    queue = clients.sqs.create_queue(QueueName="user-jobs")["QueueUrl"]
+    arn = clients.sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    clients.lambda_.create_function(
+        FunctionName="user-worker",
+        Runtime="python3.12",
+        Handler="consumer.conditional.handler",
+        Role=role["Role"]["Arn"],
+        Code={"ZipFile": function_zip(parse_ref("conditional"))},
+        Environment={"Variables": {"TABLE_NAME": "user-orders", "STAGE": "prod"}},
+        Timeout=30,
+    )
+    clients.lambda_.create_event_source_mapping(
+        FunctionName="user-worker", EventSourceArn=arn, BatchSize=1, Enabled=True
+    )
+    return queue, arn
+
+
+def test_attach_observes_a_deployed_function_and_restores_it(ministack: str) -> None:
+    clients, _ = make_clients(ministack)
+    queue, _ = _user_function(clients)
+    layer = clients.lambda_.publish_layer_version(
+        LayerName="loadtest-att-observer", Content={"ZipFile": layer_zip()}
+    )["LayerVersionArn"]
+    before = FunctionSnapshot.of(clients.lambda_, "user-worker")
+    role = clients.lambda_.get_function_configuration(FunctionName="user-worker")["Role"]
+    observations = observation_queue(
+        clients.sqs, "loadtest-att-observations", role_arn=role, run_id="att"
+    )
+    try:
+        with attached(
+            clients.lambda_,
+            "user-worker",
+            layer_arn=layer,
+            watch_table="user-orders",
+            key_names=("id",),
+            observation_queue="loadtest-att-observations",
+            run_id="att",
+        ):
+            for body in LAB:
+                clients.sqs.send_message(QueueUrl=queue, MessageBody=json.dumps(body))
+            _settle(clients, queue)
+            observed = _drain(clients, observations, expected=4)
+        assert _table(clients, "user-orders") == LAB_TABLE
+        assert _outcomes(observed) == [WriteOutcome.ACCEPTED] * 2 + [WriteOutcome.REJECTED] * 2
+        assert FunctionSnapshot.of(clients.lambda_, "user-worker") == before
+    finally:
+        name, version = layer.split(":")[-2:]
+        clients.lambda_.delete_layer_version(LayerName=name, VersionNumber=int(version))
+        clients.sqs.delete_queue(QueueUrl=observations)
