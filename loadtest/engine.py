@@ -28,7 +28,14 @@ from loadtest.history import EndState, History, Record, WriteRecord
 from loadtest.interrupts import Stop
 from loadtest.metrics import Latency, latencies
 from loadtest.producer import produce
-from loadtest.runner import Poller, Progress, Settlement, watch_dead_letters
+from loadtest.runner import (
+    Dispatcher,
+    Poller,
+    Progress,
+    Settlement,
+    dispatches,
+    watch_dead_letters,
+)
 from loadtest.scenario import ConsumerSettings, Faults, Scenario
 from loadtest.schedule import PlannedMessage, plan
 
@@ -387,6 +394,7 @@ async def _drive(
         with anyio.move_on_after(scenario.run.deadline_s) as deadline:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(producer)
+                pollers = []
                 for env in environments:
                     poller = Poller(
                         sqs=sqs,
@@ -402,7 +410,12 @@ async def _drive(
                         on_writes=live,
                         clock=clock,
                     )
-                    tg.start_soon(poller.run)
+                    pollers.append(poller)
+                if dispatches(scenario.consumer):
+                    tg.start_soon(Dispatcher(pollers, lookahead=_lookahead(scenario)).run)
+                else:
+                    for poller in pollers:
+                        tg.start_soon(poller.run)
                 tg.start_soon(watcher)
                 if on_progress is not None:
                     tg.start_soon(reporter)
@@ -422,6 +435,18 @@ async def _drive(
         on_progress(
             scenario.name, progress, len(planned), (history.ended_ns - history.started_ns) / 1e9
         )
+
+
+def _lookahead(scenario: Scenario) -> bool:
+    """Whether received batches may wait for a free environment.
+
+    A batch that waits has its visibility timeout running; with injected handler
+    durations that are a sizeable part of it, the wait could make messages
+    reappear that a consumer would otherwise have finished in time.
+    """
+    faults = scenario.faults
+    slowest_ms = faults.handler_duration_ms + faults.handler_jitter_ms + faults.race_window_ms
+    return slowest_ms * 10 <= scenario.consumer.visibility_timeout_s * 1000
 
 
 async def _end_state(

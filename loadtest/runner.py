@@ -13,15 +13,17 @@ Owns the pollers and the watcher; the engine owns the task group they run in.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 import urllib.parse
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from loadtest.environments import ExecutionEnvironment, Reply
 from loadtest.events import batch_item_failures, business_id_of, sqs_event
@@ -147,8 +149,17 @@ def _outcome(reply: Reply, cut_off: bool) -> InvocationOutcome:
     return InvocationOutcome.SUCCESS if reply.ok else InvocationOutcome.ERROR
 
 
+Acknowledge = Callable[[list[dict[str, Any]], dict[str, str | None]], Awaitable[None]]
+"""Takes an invocation's messages to delete and their business ids by message id."""
+
+
 class Poller:
-    """One poller bound to one execution environment."""
+    """One poller bound to one execution environment.
+
+    Used as it stands for batches a single ReceiveMessage cannot fill (a batching
+    window, or ``batch_size`` over 10); otherwise ``Dispatcher`` receives for all
+    environments and drives each one's ``Poller._deliver``.
+    """
 
     def __init__(
         self,
@@ -165,7 +176,10 @@ class Poller:
         stopping: anyio.Event,
         on_writes: Callable[[tuple[WriteRecord, ...], tuple[Record, ...]], None],
         clock: Callable[[], int] = time.monotonic_ns,
+        acknowledge: Acknowledge | None = None,
     ) -> None:
+        """``acknowledge``, when given, takes the messages to delete instead of a
+        DeleteMessageBatch per invocation (see ``Dispatcher``)."""
         self.sqs = sqs
         self.queue_url = queue_url
         self.queue_arn = queue_arn
@@ -178,6 +192,7 @@ class Poller:
         self.stopping = stopping
         self.on_writes = on_writes
         self.clock = clock
+        self.acknowledge = acknowledge
 
     async def run(self) -> None:
         # The stop flag is checked between polls: a poll waits at most
@@ -259,10 +274,16 @@ class Poller:
             failed = {r.message_id for r in records}
             self.progress.handler_errors += 1
         to_delete = [m for m in messages if m["MessageId"] not in failed]
+        business = {r.message_id: r.business_id for r in records}
+        if self.acknowledge is not None:
+            # Batched across invocations: the acknowledger settles them once deleted.
+            self.progress.in_flight -= len(messages)
+            self._record(request_id, records, received_ns, reply, messages, failed, invalid=invalid)
+            await self.acknowledge(to_delete, business)
+            return
         acked = await self._delete(to_delete)
         self.progress.in_flight -= len(messages)
         self._record(request_id, records, received_ns, reply, messages, failed, invalid=invalid)
-        business = {r.message_id: r.business_id for r in records}
         for message_id in acked:
             self.settlement.settle(message_id, business[message_id])
 
@@ -321,6 +342,169 @@ class Poller:
             self.history.acks.append(Ack(message_id, acked_ns, requested_ns))
         self.progress.acked += len(acked)
         return acked
+
+
+RECEIVE_MAX = 10
+"""ReceiveMessage's and DeleteMessageBatch's most entries per call (SQS's limit)."""
+ACKNOWLEDGERS = 2
+"""Concurrent DeleteMessageBatch calls; acknowledgements queue up while they run."""
+
+
+def dispatches(settings: ConsumerSettings) -> bool:
+    """Whether ``Dispatcher`` can serve these settings: one ReceiveMessage fills a batch."""
+    return settings.batching_window_s <= 0 and settings.batch_size <= RECEIVE_MAX
+
+
+class _Slots:
+    """Batches the environments may hold at once: one running per environment, plus
+    the batches received for them that wait for one to be free."""
+
+    def __init__(self, count: int) -> None:
+        self.free = count
+        self._changed = anyio.Event()
+
+    async def take(self, most: int) -> int:
+        while self.free == 0:
+            await self._changed.wait()
+        taken = min(most, self.free)
+        self.free -= taken
+        return taken
+
+    def give(self, count: int) -> None:
+        if count:
+            self.free += count
+            self._changed.set()
+            self._changed = anyio.Event()
+
+
+@dataclass(frozen=True)
+class _Pending:
+    message_id: str
+    receipt_handle: str
+    business_id: str | None
+    requested_ns: int
+    """When the invocation asked for the acknowledgement (ack latency starts here)."""
+
+
+class Dispatcher:
+    """The event source mapping's pollers for all environments of a run, as Lambda's do.
+
+    One receiver long-polls ReceiveMessage for up to 10 messages (never more than
+    the environments can take: one batch running per environment plus, with
+    ``lookahead``, one more waiting for each), cuts them into batches of
+    ``batch_size`` and hands each batch to the next free environment. Successful
+    deliveries are acknowledged by DeleteMessageBatch calls of up to 10 entries
+    shared across invocations: while one call is in flight the next ones queue,
+    so under load a call carries several invocations' messages and at low load
+    each goes at once. A message is settled when its delete succeeded, and its
+    acknowledgement latency runs from the invocation's end to that moment.
+
+    ``lookahead=False`` receives only for free environments, so no message waits
+    in the harness while its visibility timeout runs (the engine chooses it when
+    handlers are slow against the visibility timeout).
+
+    Stopping: the receiver stops between polls once ``stopping`` is set; batches
+    already received are still delivered, every invocation in progress finishes and
+    its acknowledgements are sent before ``run`` returns.
+    """
+
+    def __init__(self, pollers: list[Poller], *, lookahead: bool = True) -> None:
+        self.pollers = pollers
+        first = pollers[0]
+        self.sqs = first.sqs
+        self.queue_url = first.queue_url
+        self.settings = first.settings
+        self.history = first.history
+        self.settlement = first.settlement
+        self.progress = first.progress
+        self.stopping = first.stopping
+        self.clock = first.clock
+        self.batch_size = max(1, min(RECEIVE_MAX, self.settings.batch_size))
+        self.slots = _Slots(len(pollers) * (2 if lookahead else 1))
+        self.calls = {"receive": 0, "delete": 0}
+        """ReceiveMessage and DeleteMessageBatch calls made (for the benchmark)."""
+        self._acks_send, self._acks_receive = anyio.create_memory_object_stream[_Pending](math.inf)
+
+    async def run(self) -> None:
+        batches_send, batches_receive = anyio.create_memory_object_stream[list[dict[str, Any]]](
+            math.inf
+        )
+        async with anyio.create_task_group() as acknowledgers:
+            for _ in range(ACKNOWLEDGERS):
+                acknowledgers.start_soon(self._acknowledger, self._acks_receive.clone())
+            self._acks_receive.close()
+            async with self._acks_send, anyio.create_task_group() as tg:
+                for poller in self.pollers:
+                    poller.acknowledge = self._acknowledge
+                    tg.start_soon(self._worker, poller, batches_receive.clone())
+                batches_receive.close()
+                await self._receiver(batches_send)
+
+    async def _receiver(self, batches: anyio.abc.ObjectSendStream[list[dict[str, Any]]]) -> None:
+        async with batches:
+            while not self.stopping.is_set():
+                taken = await self.slots.take(-(-RECEIVE_MAX // self.batch_size))
+                if self.stopping.is_set():
+                    self.slots.give(taken)
+                    break
+                self.calls["receive"] += 1
+                messages = await self.pollers[0]._poll(
+                    min(RECEIVE_MAX, taken * self.batch_size), POLL_WAIT_S
+                )
+                cut = [
+                    messages[i : i + self.batch_size]
+                    for i in range(0, len(messages), self.batch_size)
+                ]
+                self.slots.give(taken - len(cut))
+                for batch in cut:
+                    await batches.send(batch)
+
+    async def _worker(
+        self, poller: Poller, batches: anyio.abc.ObjectReceiveStream[list[dict[str, Any]]]
+    ) -> None:
+        async with batches:
+            async for batch in batches:
+                try:
+                    await poller._deliver(batch)
+                finally:
+                    self.slots.give(1)
+
+    async def _acknowledge(
+        self, messages: list[dict[str, Any]], business: dict[str, str | None]
+    ) -> None:
+        requested_ns = self.clock()
+        for m in messages:
+            await self._acks_send.send(
+                _Pending(m["MessageId"], m["ReceiptHandle"], business[m["MessageId"]], requested_ns)
+            )
+
+    async def _acknowledger(self, pending: MemoryObjectReceiveStream[_Pending]) -> None:
+        async with pending:
+            async for first in pending:
+                batch = [first]
+                while len(batch) < RECEIVE_MAX:
+                    try:
+                        batch.append(pending.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                await self._delete(batch)
+
+    async def _delete(self, batch: list[_Pending]) -> None:
+        self.calls["delete"] += 1
+        response = await self.sqs.delete_message_batch(
+            QueueUrl=self.queue_url,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": p.receipt_handle} for i, p in enumerate(batch)
+            ],
+        )
+        acked_ns = self.clock()
+        ok = {entry["Id"] for entry in response.get("Successful", [])}
+        acked = [p for i, p in enumerate(batch) if str(i) in ok]
+        for p in acked:
+            self.history.acks.append(Ack(p.message_id, acked_ns, p.requested_ns))
+        self.progress.acked += len(acked)
+        for p in acked:
+            self.settlement.settle(p.message_id, p.business_id)
 
 
 async def watch_dead_letters(
