@@ -348,6 +348,9 @@ RECEIVE_MAX = 10
 """ReceiveMessage's and DeleteMessageBatch's most entries per call (SQS's limit)."""
 ACKNOWLEDGERS = 2
 """Concurrent DeleteMessageBatch calls; acknowledgements queue up while they run."""
+ACK_LINGER_S = 0.01
+"""How long (in seconds) an acknowledgement waits for others to share its DeleteMessageBatch,
+while invocations are in progress; part of the measured ack and end-to-end latency."""
 
 
 def dispatches(settings: ConsumerSettings) -> bool:
@@ -361,20 +364,26 @@ class _Slots:
 
     def __init__(self, count: int) -> None:
         self.free = count
+        self.waiting = 0
+        """Batches received and not yet taken by an environment."""
         self._changed = anyio.Event()
 
-    async def take(self, most: int) -> int:
-        while self.free == 0:
+    async def take(self, full: int) -> int:
+        """Wait for room for ``full`` batches (one full ReceiveMessage), or for any
+        room once no received batch is left waiting (an environment is idle)."""
+        while not (self.free >= full or (self.free and not self.waiting)):
             await self._changed.wait()
-        taken = min(most, self.free)
+        taken = min(full, self.free)
         self.free -= taken
         return taken
 
     def give(self, count: int) -> None:
-        if count:
-            self.free += count
-            self._changed.set()
-            self._changed = anyio.Event()
+        self.free += count
+        self.changed()
+
+    def changed(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
 
 
 @dataclass(frozen=True)
@@ -391,7 +400,8 @@ class Dispatcher:
 
     One receiver long-polls ReceiveMessage for up to 10 messages (never more than
     the environments can take: one batch running per environment plus, with
-    ``lookahead``, one more waiting for each), cuts them into batches of
+    ``lookahead``, one full receive's worth waiting for them; it waits for room for
+    a full receive unless an environment has nothing to do), cuts them into batches of
     ``batch_size`` and hands each batch to the next free environment. Successful
     deliveries are acknowledged by DeleteMessageBatch calls of up to 10 entries
     shared across invocations: while one call is in flight the next ones queue,
@@ -420,7 +430,8 @@ class Dispatcher:
         self.stopping = first.stopping
         self.clock = first.clock
         self.batch_size = max(1, min(RECEIVE_MAX, self.settings.batch_size))
-        self.slots = _Slots(len(pollers) * (2 if lookahead else 1))
+        full = -(-RECEIVE_MAX // self.batch_size)
+        self.slots = _Slots(len(pollers) + (full if lookahead else 0))
         self.calls = {"receive": 0, "delete": 0}
         """ReceiveMessage and DeleteMessageBatch calls made (for the benchmark)."""
         self._acks_send, self._acks_receive = anyio.create_memory_object_stream[_Pending](math.inf)
@@ -456,6 +467,7 @@ class Dispatcher:
                     for i in range(0, len(messages), self.batch_size)
                 ]
                 self.slots.give(taken - len(cut))
+                self.slots.waiting += len(cut)
                 for batch in cut:
                     await batches.send(batch)
 
@@ -464,6 +476,8 @@ class Dispatcher:
     ) -> None:
         async with batches:
             async for batch in batches:
+                self.slots.waiting -= 1
+                self.slots.changed()
                 try:
                     await poller._deliver(batch)
                 finally:
@@ -482,11 +496,22 @@ class Dispatcher:
         async with pending:
             async for first in pending:
                 batch = [first]
-                while len(batch) < RECEIVE_MAX:
-                    try:
-                        batch.append(pending.receive_nowait())
-                    except (anyio.WouldBlock, anyio.EndOfStream):
-                        break
+                # Wait a little for other invocations' acknowledgements, but only while
+                # some are in progress: a lone message is acknowledged at once.
+                with anyio.move_on_after(ACK_LINGER_S):
+                    while len(batch) < RECEIVE_MAX:
+                        try:
+                            batch.append(pending.receive_nowait())
+                            continue
+                        except anyio.WouldBlock:
+                            if not self.progress.in_flight:
+                                break
+                        except anyio.EndOfStream:
+                            break
+                        try:
+                            batch.append(await pending.receive())
+                        except anyio.EndOfStream:
+                            break
                 await self._delete(batch)
 
     async def _delete(self, batch: list[_Pending]) -> None:

@@ -211,6 +211,9 @@ def serve(
         response.
         """
 
+        # werkzeug writes the headers and the body separately; on a kept connection
+        # Nagle's algorithm holds the body until the client's delayed ACK (~40 ms).
+        disable_nagle_algorithm = True
         _drained = False
 
         def make_environ(self) -> WSGIEnvironment:
