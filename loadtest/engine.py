@@ -28,6 +28,7 @@ from loadtest.history import EndState, History, Record, WriteRecord
 from loadtest.interrupts import Stop
 from loadtest.metrics import Latency, latencies
 from loadtest.producer import produce
+from loadtest.rate import RateWatch, rate_figures, rate_warning, requested_per_s
 from loadtest.runner import (
     Dispatcher,
     Poller,
@@ -71,6 +72,8 @@ class VariantRun:
     warnings: list[str] = field(default_factory=list)
     incomplete: str | None = None
     """Why this run stopped before its workload was settled and judged (``None`` if it was)."""
+    rate: dict[str, Any] = field(default_factory=dict)
+    """The requested and achieved rates and the backlog (``loadtest.rate.rate_figures``)."""
 
     @property
     def messages_per_s(self) -> float:
@@ -273,6 +276,7 @@ async def run_variant(
                         environments,
                         problems,
                         incomplete=_why(failure, end_state),
+                        progress=progress,
                     )
                 )
             if problems:
@@ -283,7 +287,15 @@ async def run_variant(
                 await _close_all(environments)
 
     variant_run = _variant_run(
-        scenario, ref, names, history, end_state, environments, problems, incomplete=None
+        scenario,
+        ref,
+        names,
+        history,
+        end_state,
+        environments,
+        problems,
+        incomplete=progress.stopped_early and f"stopped early: {progress.stopped_early}",
+        progress=progress,
     )
     salvage.runs.append(variant_run)
     return variant_run
@@ -299,10 +311,24 @@ def _variant_run(
     problems: list[str],
     *,
     incomplete: str | None,
+    progress: Progress | None = None,
 ) -> VariantRun:
     settings = scenario.consumer
     if incomplete is not None and not history.ended_ns:
         history.ended_ns = time.monotonic_ns()
+    latency = latencies(history)
+    summaries = {name: value.summary() for name, value in latency.items()}
+    rate = rate_figures(
+        history,
+        requested_per_s(scenario),
+        progress.backlog_peak if progress is not None else 0,
+        summaries,
+        progress.stopped_early if progress is not None else None,
+    )
+    warnings = settings_warnings(settings, scenario.faults)
+    shortfall = rate_warning(rate, summaries)
+    if shortfall is not None:
+        warnings.append(shortfall)
     return VariantRun(
         variant=ref.variant,
         handler=ref.ref if ref.path else f"{ref.module}:{ref.function}",
@@ -310,14 +336,15 @@ def _variant_run(
         history=history,
         end_state=end_state,
         check=check(history, end_state, scenario.outcome),
-        latency=latencies(history),
+        latency=latency,
         duration_s=max(0, history.ended_ns - history.started_ns) / 1e9,
         cold_starts=sum(env.cold_starts for env in environments),
         resources=names,
         cleanup_problems=problems,
-        warnings=settings_warnings(settings, scenario.faults),
+        warnings=warnings,
         faults=scenario.faults,
         incomplete=incomplete,
+        rate=rate,
     )
 
 
@@ -362,6 +389,8 @@ async def _drive(
     stopping = anyio.Event()
     watcher_scope = anyio.CancelScope()
     live = _LiveDuplicates(progress, scenario)
+    watch = RateWatch(requested_per_s(scenario))
+    stop_sending = anyio.Event()
     history.started_ns = clock()
 
     def on_sent(count: int) -> None:
@@ -377,6 +406,7 @@ async def _drive(
             on_sent,
             settlement.first_settled,
             clock,
+            stop_sending,
         )
         settlement.expect({m.message_id for m in history.sent if m.message_id})
 
@@ -385,9 +415,22 @@ async def _drive(
             await watch_dead_letters(sqs, dlq_url, history, settlement, progress, clock)
 
     async def reporter() -> None:
-        assert on_progress is not None
+        # Watches the rate and the backlog, whether or not anyone shows progress.
+        max_backlog = scenario.run.max_backlog
         while not stopping.is_set():
-            on_progress(scenario.name, progress, len(planned), (clock() - history.started_ns) / 1e9)
+            elapsed_s = (clock() - history.started_ns) / 1e9
+            settled = progress.acked + progress.dead_lettered
+            progress.rate_note = watch.sample(elapsed_s, progress.sent, settled)
+            progress.backlog_peak = watch.backlog_peak
+            backlog = progress.sent - settled
+            if max_backlog and backlog > max_backlog and not stop_sending.is_set():
+                progress.stopped_early = (
+                    f"stopped sending when {progress.sent} of {len(planned)} messages were sent "
+                    f"and {backlog} of them waited unsettled, over max_backlog ({max_backlog})"
+                )
+                stop_sending.set()
+            if on_progress is not None:
+                on_progress(scenario.name, progress, len(planned), elapsed_s)
             await anyio.sleep(0.1)
 
     try:
@@ -417,8 +460,7 @@ async def _drive(
                     for poller in pollers:
                         tg.start_soon(poller.run)
                 tg.start_soon(watcher)
-                if on_progress is not None:
-                    tg.start_soon(reporter)
+                tg.start_soon(reporter)
                 await settlement.done.wait()
                 history.ended_ns = clock()
                 stopping.set()

@@ -58,6 +58,12 @@ class Progress:
     dead_lettered: int = 0
     duplicate_writes: int = 0
     handler_errors: int = 0
+    rate_note: str = ""
+    """Set while the requested arrival rate is not being reached (both figures, the backlog)."""
+    backlog_peak: int = 0
+    """The most messages sent and not yet settled at once."""
+    stopped_early: str | None = None
+    """Why sending stopped before the workload was sent (``max_backlog``)."""
 
 
 @dataclass

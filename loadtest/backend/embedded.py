@@ -225,7 +225,7 @@ def serve(
             body = self.rfile.read(int(length)) if length else b""
             environ["wsgi.input"] = io.BytesIO(body)
             self._connection_rfile = self.rfile
-            self.rfile = io.BytesIO()  # type: ignore[assignment]
+            self.rfile = io.BytesIO()
             self._drained = True
             return environ
 
