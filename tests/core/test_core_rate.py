@@ -15,9 +15,7 @@ def _history(sent_per_s: float, consumed_per_s: float, seconds: int = 4) -> Hist
     for i in range(count):
         message = sent(i, f"id{i}", f"m{i}")
         at = int(i * S / sent_per_s)
-        history.sent.append(
-            type(message)(**{**message.__dict__, "intended_ns": at, "sent_ns": at})
-        )
+        history.sent.append(type(message)(**{**message.__dict__, "intended_ns": at, "sent_ns": at}))
         history.acks.append(Ack(f"m{i}", int(i * S / consumed_per_s) + 1000))
     history.ended_ns = max(a.acked_ns for a in history.acks)
     return history
