@@ -317,7 +317,7 @@ def _variant_run(
     if incomplete is not None and not history.ended_ns:
         history.ended_ns = time.monotonic_ns()
     latency = latencies(history)
-    summaries = {name: value.summary() for name, value in latency.items()}
+    summaries = {name: latency[name].summary() for name in ("end_to_end", "queue_dwell")}
     rate = rate_figures(
         history,
         requested_per_s(scenario),

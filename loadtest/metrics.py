@@ -81,7 +81,7 @@ class Latency:
             for key, percentile in PERCENTILES:
                 out[key] = h.get_value_at_percentile(percentile)
             out["max"] = h.get_max_value()
-            out["mean"] = round(h.get_mean_value(), 1)
+            out["mean"] = round(mean_value(h), 1)
         out["out_of_range"] = self.out_of_range
         return out
 
@@ -89,6 +89,26 @@ class Latency:
         """HdrHistogram's compressed base64 form, mergeable with ``HdrHistogram.decode``."""
         encoded: bytes = self.histogram.encode()
         return encoded.decode("ascii")
+
+
+def mean_value(histogram: HdrHistogram) -> float:
+    """``histogram.get_mean_value()``, the same figure without its per-bucket iterator.
+
+    hdrh's own walks every bucket up to the largest value through a Python iterator:
+    about 0.6 s per call on a one-hour range, more than a whole report's other work.
+    This reads the counts array once and weighs each non-empty bucket by its median
+    equivalent value, exactly as hdrh does.
+    """
+    total_count = histogram.get_total_count()
+    if not total_count:
+        return 0.0
+    total = 0
+    counts = list(histogram.counts[: histogram.counts_len])
+    for index, count in enumerate(counts):
+        if count:
+            value = histogram.get_value_from_index(index)
+            total += int(count) * int(histogram._hdr_median_equiv_value(value))
+    return total / int(total_count)
 
 
 def latencies(history: History) -> dict[str, Latency]:

@@ -111,7 +111,20 @@ def redact(value: Any, handles: set[str]) -> Any:
     any token holding a fragment of one (truncated, URL-quoted or embedded in a
     longer string) of ``HANDLE_FRAGMENT_CHARS`` characters or more.
     """
-    return _redact(value, handles, _fragments(handles))
+    return _redact(value, handles, _lazy_fragments(handles))
+
+
+def _lazy_fragments(handles: set[str]) -> Callable[[], frozenset[str]]:
+    """The fragments of ``handles``, computed on first use: most results and logs hold
+    no token long enough to need them, and building them costs more than the rest."""
+    cache: list[frozenset[str]] = []
+
+    def fragments() -> frozenset[str]:
+        if not cache:
+            cache.append(_fragments(handles))
+        return cache[0]
+
+    return fragments
 
 
 def _fragments(handles: set[str]) -> frozenset[str]:
@@ -127,16 +140,15 @@ def _leaks(token: str, fragments: frozenset[str]) -> bool:
     return False
 
 
-def _redact(value: Any, handles: set[str], fragments: frozenset[str]) -> Any:
+def _redact(value: Any, handles: set[str], fragments: Callable[[], frozenset[str]]) -> Any:
     if isinstance(value, str):
         text = str(value)
         for handle in handles:
             if handle in text:
                 text = text.replace(handle, REDACTED)
-        if fragments:
-            text = _TOKEN.sub(
-                lambda m: REDACTED if _leaks(m.group(0), fragments) else m.group(0), text
-            )
+        if handles and _TOKEN.search(text):
+            known = fragments()
+            text = _TOKEN.sub(lambda m: REDACTED if _leaks(m.group(0), known) else m.group(0), text)
         return value if text == value else text  # a StrEnum stays itself
     if isinstance(value, dict):
         return {k: _redact(v, handles, fragments) for k, v in value.items()}
@@ -307,7 +319,8 @@ class Poller:
     ) -> None:
         """Append the invocation to the history (receipt handles redacted)."""
         handles = {m["ReceiptHandle"] for m in messages}
-        error = redact(reply.error, handles)
+        fragments = _lazy_fragments(handles)
+        error = _redact(reply.error, handles, fragments)
         if invalid:
             error = "invalid batchItemFailures response: the whole batch is retried"
         observed = reply.observed
@@ -323,8 +336,8 @@ class Poller:
                 error=error,
                 writes=tuple(observed.writes),
                 failed_message_ids=tuple(sorted(failed)) if reply.ok else (),
-                result=redact(reply.result, handles),
-                log_tail=redact(reply.log_tail, handles),
+                result=_redact(reply.result, handles, fragments),
+                log_tail=_redact(reply.log_tail, handles, fragments),
                 reads=tuple(observed.reads),
                 unobserved=tuple(observed.unobserved),
                 observer_faults=tuple(observed.faults),
