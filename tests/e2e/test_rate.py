@@ -19,6 +19,7 @@ def test_an_unreachable_rate_is_reported_and_max_backlog_stops_the_run(
 ) -> None:
     out = tmp_path / "rate.json"
     html = tmp_path / "rate.html"
+    markdown = tmp_path / "rate.md"
     scenario = tmp_path / "too-fast.toml"
     scenario.write_text(
         'name = "too-fast"\nvariants = ["conditional"]\n'
@@ -39,6 +40,8 @@ def test_an_unreachable_rate_is_reported_and_max_backlog_stops_the_run(
             str(out),
             "--html",
             str(html),
+            "--markdown",
+            str(markdown),
         ],
     )
     # Stopped early: what was sent is judged, and the run cannot pass (exit 4).
@@ -59,4 +62,5 @@ def test_an_unreachable_rate_is_reported_and_max_backlog_stops_the_run(
     assert "waiting in the queue" in warning
     assert "NOT reached" in result.output  # the summary says so too
     assert "NOT reached" in html.read_text()
+    assert "Requested rate not reached" in markdown.read_text()
     assert loadtest_resources(backend_url) == ([], [])
