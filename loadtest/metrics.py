@@ -44,7 +44,9 @@ LATENCY_NAMES: tuple[str, ...] = (
 - ``handler``: each invocation, in its execution environment;
 - ``write``: each DynamoDB write to the orders table, and per outcome
   (``write_accepted``, ``write_rejected`` by its condition, ``write_error``);
-- ``ack``: each DeleteMessageBatch that acknowledged messages.
+- ``ack``: each invocation's acknowledgement, from the moment it asked for its
+  messages to be deleted to the DeleteMessageBatch that confirmed it (calls are
+  shared across invocations, so this includes the wait to share one).
 """
 HGRM_SCALE = 1000.0
 """``.hgrm`` files list milliseconds (values are recorded in microseconds)."""
