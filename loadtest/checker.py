@@ -120,6 +120,7 @@ class Counts:
     writes_indeterminate: int
     """Outcome writes whose answer never came back (the environment died)."""
     side_writes: int
+    """Writes (attempts, whatever their outcome) of items that hold no outcome."""
     noop_writes: int
     duplicate_writes: int
     conflicting_writes: int
@@ -322,6 +323,8 @@ class _Write:
     business_id: str | None = None
     role: Role = Role.SIDE
     order: int = 0
+    copy_index: int = 0
+    """Which of the invocation's records of this id made it (batches with copies)."""
 
 
 @dataclass(frozen=True)
@@ -337,13 +340,22 @@ def _records_of(invocation: Invocation, business_id: str) -> list[Record]:
 
 
 class _Messages:
-    """What was sent: business ids, details and planted poison, by messageId."""
+    """What was sent: business ids, details and planted poison, by messageId.
 
-    def __init__(self, history: History) -> None:
+    A message's details are the body fields the consumer stores: a field that
+    no written item holds under its name (a timestamp, a trace id) is left out,
+    unless no field is held by name at all, when every field is looked for by
+    value.
+    """
+
+    def __init__(self, history: History, stored_names: set[str]) -> None:
         self.sent = [m for m in history.sent if m.message_id is not None]
         self.business: dict[str, str | None] = {str(m.message_id): m.business_id for m in self.sent}
+        full = {str(m.message_id): details_of(m.body) for m in self.sent}
+        kept = {name for d in full.values() if d for name in d} & stored_names
         self.details: dict[str, dict[str, Any] | None] = {
-            str(m.message_id): details_of(m.body) for m in self.sent
+            mid: ({k: v for k, v in d.items() if k in kept} if kept and d is not None else d)
+            for mid, d in full.items()
         }
         self.poison = {str(m.message_id) for m in self.sent if m.poison}
         self.by_business: dict[str, list[str]] = defaultdict(list)
@@ -455,6 +467,33 @@ def _backend_order(writes: list[_Write]) -> list[_Write]:
     return ordered
 
 
+def _unit(
+    w: _Write,
+    business_id: str,
+    existed: bool,
+    before: TypedItem | None,
+    details: Sequence[Mapping[str, Any]],
+    units: Sequence[tuple[str, int]],
+) -> tuple[str, int]:
+    """The delivery a write belongs to: (invocation, n-th copy of the id in it).
+
+    One record of the id in the invocation: every write of it is that
+    delivery's (a claim, then the result). Several copies in one batch: a
+    write that finds the outcome already complete (the item holds a message's
+    details, or its old image is unknown) is the next copy's write, up to as
+    many deliveries as the batch carries copies.
+    """
+    request_id = w.invocation.request_id
+    copies = len(_records_of(w.invocation, business_id))
+    mine = [n for rid, n in units if rid == request_id]
+    if not mine:
+        return (request_id, 0)
+    complete = before is None or any(carries(before, d) for d in details)
+    if copies > 1 and existed and complete and len(mine) < copies:
+        return (request_id, max(mine) + 1)
+    return (request_id, max(mine))
+
+
 @dataclass
 class _Judged:
     duplicate: int = 0
@@ -471,7 +510,7 @@ def _judge_outcome(
 ) -> None:
     """Roles for one outcome's accepted writes (see the module docstring, step 3)."""
     ordered = sorted(writes, key=lambda w: w.write.ended_ns) if copies else _backend_order(writes)
-    units: list[tuple[str, ...]] = []
+    units: list[tuple[str, int]] = []
     state: TypedItem | None = None
     state_known = True
     first_after: TypedItem | None = None
@@ -483,12 +522,8 @@ def _judge_outcome(
         existed = (before is not None) if before_known else bool(units)
         if copies:
             existed = bool(units)
-        several = len(_records_of(w.invocation, business_id)) > 1
-        unit: tuple[str, ...] = (w.invocation.request_id,)
-        updates = write.operation.endswith(("UpdateItem", ".Update", ".UPDATE"))
-        if several and existed and not updates:
-            # Copies of one id in one batch: a full overwrite is another copy's write.
-            unit = (w.invocation.request_id, write.call_id)
+        unit = _unit(w, business_id, existed, before if before_known else None, details, units)
+        w.copy_index = unit[1]
         changed = not (before_known and write.after_known and same_item(before, write.item_after))
         if write.deletes:
             w.role = Role.DELETE
@@ -528,7 +563,14 @@ def _judge_outcome(
 def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None) -> Check:
     """Judge one variant run (DESIGN.md, "Counts")."""
     outcome_key = outcome_key or OutcomeKey()
-    messages = _Messages(history)
+    stored_names = {
+        name
+        for inv in history.invocations
+        for w in inv.writes
+        if w.outcome is WriteOutcome.ACCEPTED and w.item_after
+        for name in w.item_after
+    }
+    messages = _Messages(history, stored_names)
     outcome_keys = {outcome_key.canonical(outcome_key.key_for(b)): b for b in messages.by_business}
     writes = [
         _Write(w, inv, key_template(w.key, inv)) for inv in history.invocations for w in inv.writes
@@ -735,9 +777,9 @@ def _side_business_id(w: _Write) -> str | None:
 
 def _message_id(w: _Write) -> str | None:
     if w.business_id is not None:
-        for record in w.invocation.records:
-            if record.business_id == w.business_id:
-                return record.message_id
+        mine = _records_of(w.invocation, w.business_id)
+        if mine:
+            return mine[min(w.copy_index, len(mine) - 1)].message_id
     return w.invocation.records[0].message_id if len(w.invocation.records) == 1 else None
 
 
@@ -750,7 +792,7 @@ def default_reasons(counts: Counts, *, timed_out: bool) -> list[str]:
         )
     if counts.conflicting_writes:
         reasons.append(
-            f"{counts.conflicting_writes} conflicting write(s): stored details were silently replaced"
+            f"{counts.conflicting_writes} conflicting write(s): another delivery changed an outcome already stored"
         )
     if counts.lost_outcomes:
         reasons.append(

@@ -26,19 +26,21 @@ parent and is stopped past ``memory_mb``) (the handler should see an environment
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import importlib
 import importlib.util
 import io
 import json
 import os
 import random
+import signal
 import sys
 import time
 import traceback
 from collections.abc import Callable
 from typing import Any
 
-from loadtest.envguard import die_with_parent, enforce_memory
+from loadtest.envguard import OUT_OF_MEMORY_EXIT, die_with_parent, enforce_memory, over_memory_peak
 from loadtest.observer import WriteObserver
 
 LOG_TAIL_CHARS = 2000
@@ -144,6 +146,8 @@ def file_sink(path: str) -> Callable[[str], None]:
 
 def main() -> None:
     die_with_parent()
+    # A cold start that hangs is asked, by SIGUSR1, where it is (shown in the error).
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=False)
     protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(
         2, 1
@@ -168,7 +172,8 @@ def main() -> None:
     except BaseException as exc:  # report any import failure, then exit
         send({"ready": False, "error": f"{type(exc).__name__}: {exc}"})
         return
-    enforce_memory(int(os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")))
+    memory_mb = int(os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"))
+    enforce_memory(memory_mb)
     send({"ready": True, "init_ns": time.monotonic_ns() - started})
 
     for line in sys.stdin:
@@ -188,6 +193,12 @@ def main() -> None:
                 traceback.print_exc(file=capture)
         observer.disarm()
         ended = time.monotonic_ns()
+        peak_mb = over_memory_peak(memory_mb)
+        if peak_mb is not None:
+            os.write(
+                2, f"loadtest: out of memory: peak {peak_mb} MB, memory_mb = {memory_mb}\n".encode()
+            )
+            os._exit(OUT_OF_MEMORY_EXIT)  # as Lambda stops the function: no reply
         crash = ok and faults.crash()
         if crash:
             ok = False

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 import re
 import threading
@@ -287,11 +288,16 @@ class WriteObserver:
         params = dict(params)
         names = params.get("ExpressionAttributeNames")
         condition = readable_condition(params.get("ConditionExpression"), names)
-        if params.get("Expected") or params.get("AttributeUpdates"):
-            legacy = "Expected" if params.get("Expected") else "AttributeUpdates"
+        if params.get("Expected"):
+            # The legacy condition: judged by the images like any other, shown as given.
+            condition = f"Expected {json.dumps(params['Expected'], sort_keys=True)}"
+        if params.get("AttributeUpdates"):
+            # The legacy update: its result cannot be computed, so the item after is unknown.
             self._emit(
                 UnobservedCall(
-                    operation, f"legacy parameter {legacy} is not interpreted", self.request_id
+                    operation,
+                    "legacy parameter AttributeUpdates is not interpreted",
+                    self.request_id,
                 )
             )
         call = self._new_call(operation, [])
@@ -646,6 +652,8 @@ class WriteObserver:
                 after_known = False
         elif part.deletes:
             requested = None
+        elif requested is None:
+            after_known = False  # an update without an expression (legacy AttributeUpdates)
         if outcome is WriteOutcome.ACCEPTED:
             after = requested
         elif outcome is WriteOutcome.REJECTED:

@@ -241,7 +241,7 @@ def test_every_write_api_is_recorded_with_its_images(backend_url: str, table: st
     by_index = dict(enumerate(writes))
     # Resource-layer values arrive typed (a set, bytes as base64 from the wire form).
     assert by_index[0].item_after is not None
-    assert by_index[0].item_after["tags"] == {"SS": ["x", "y"]}
+    assert sorted(by_index[0].item_after["tags"]["SS"]) == ["x", "y"]
     assert by_index[0].item_before is None and by_index[0].before_known
     # The rejection keeps both the item that stopped it and what was asked.
     assert by_index[1].item_before == by_index[1].item_after
@@ -298,14 +298,37 @@ def test_a_call_it_cannot_interpret_is_named_not_ignored(backend_url: str, table
     observer = WriteObserver(table, sink=recorder)
     observer.install()
     try:
-        client("dynamodb", backend_url).put_item(
+        client("dynamodb", backend_url).update_item(
             TableName=table,
-            Item={"id": {"S": "legacy"}},
-            Expected={"id": {"Exists": False}},
+            Key={"id": {"S": "legacy"}},
+            AttributeUpdates={"quantity": {"Value": {"N": "4"}, "Action": "PUT"}},
         )
     finally:
         observer.uninstall()
     unobserved = [o for o in recorder.observations() if isinstance(o, UnobservedCall)]
     assert [(u.operation, u.reason) for u in unobserved] == [
-        ("PutItem", "legacy parameter Expected is not interpreted")
+        ("UpdateItem", "legacy parameter AttributeUpdates is not interpreted")
     ]
+
+
+def test_a_legacy_update_is_recorded_with_its_after_unknown(backend_url: str, table: str) -> None:
+    recorder = Recorder()
+    observer = WriteObserver(table, sink=recorder)
+    observer.install()
+    try:
+        client("dynamodb", backend_url).update_item(
+            TableName=table,
+            Key={"id": {"S": "legacy"}},
+            AttributeUpdates={"quantity": {"Value": {"N": "4"}, "Action": "PUT"}},
+        )
+        client("dynamodb", backend_url).put_item(
+            TableName=table, Item={"id": {"S": "legacy"}}, Expected={"id": {"Exists": False}}
+        )
+    except ClientError as error:
+        assert error.response["Error"]["Code"] == "ConditionalCheckFailedException"
+    finally:
+        observer.uninstall()
+    update, put = recorder.writes()
+    assert update.outcome is WriteOutcome.ACCEPTED and not update.after_known
+    assert put.outcome is WriteOutcome.REJECTED
+    assert put.condition == 'Expected {"id": {"Exists": false}}'

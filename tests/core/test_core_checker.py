@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from hypothesis import given, settings
@@ -152,7 +153,7 @@ def test_overwrite_with_different_details_is_conflicting() -> None:
     assert result.verdict is Verdict.FAIL
     assert result.reasons == (
         "1 duplicate write(s): an outcome was written again",
-        "1 conflicting write(s): stored details were silently replaced",
+        "1 conflicting write(s): another delivery changed an outcome already stored",
     )
 
 
@@ -705,3 +706,96 @@ def test_every_acknowledged_message_is_stored_or_counted_lost(
     assert result.verdict is not Verdict.INCONCLUSIVE
     first = [d for d in result.decisions if d.role is Role.FIRST]
     assert all(d.write.item_before is None for d in first)
+
+
+def test_copies_in_one_batch_applied_by_updates_are_each_a_delivery() -> None:
+    """Three copies in one invocation, each applying ``ADD total_cents``: not steps."""
+
+    def total(n: int) -> TypedItem:
+        return {"id": {"S": "a"}, "quantity": {"N": "1"}, "total_cents": {"N": str(350 * n)}}
+
+    history = history_of([("m-1", "a"), ("m-2", "a"), ("m-3", "a")])
+    history.invocations = [
+        invocation(
+            "r-1",
+            [record("m-1", "a"), record("m-2", "a"), record("m-3", "a")],
+            [
+                write(
+                    total(n),
+                    operation="UpdateItem",
+                    condition=None,
+                    before=None if n == 1 else total(n - 1),
+                    before_known=True,
+                    started_ns=n,
+                )
+                for n in (1, 2, 3)
+            ],
+        )
+    ]
+    result = check(history, end_state([total(3)]))
+    assert roles(result) == [("a", "first"), ("a", "again"), ("a", "again")]
+    assert result.counts.duplicate_writes == 2
+    assert result.counts.conflicting_writes == 2
+    assert [d.message_id for d in result.decisions] == ["m-1", "m-2", "m-3"]
+
+
+def test_a_claim_then_its_result_in_a_batch_with_copies_is_one_delivery() -> None:
+    claim = {"id": {"S": "a"}, "status": {"S": "PENDING"}}
+    done = {**order_item("a", 1), "status": {"S": "DONE"}}
+    history = history_of([("m-1", "a"), ("m-2", "a")])
+    history.invocations = [
+        invocation(
+            "r-1",
+            [record("m-1", "a"), record("m-2", "a")],
+            [
+                write(claim, before=None, before_known=True, started_ns=1),
+                write(
+                    done,
+                    operation="UpdateItem",
+                    condition=None,
+                    before=claim,
+                    before_known=True,
+                    started_ns=2,
+                ),
+                write(
+                    claim,
+                    outcome=WriteOutcome.REJECTED,
+                    before=done,
+                    before_known=True,
+                    started_ns=3,
+                ),
+            ],
+        )
+    ]
+    result = check(history, end_state([done]))
+    assert roles(result) == [("a", "first"), ("a", "step"), ("a", "rejected")]
+    assert result.verdict is Verdict.PASS
+
+
+def test_body_fields_the_consumer_never_stores_are_not_details() -> None:
+    """A trace id in the body, never stored: the order is still judged by its quantity."""
+    item = order_item("a", 2)
+    history = history_of([("m-1", "a"), ("m-2", "a")])
+    history.sent = [
+        dataclasses.replace(m, body=json.dumps({"id": "a", "quantity": q, "trace": f"t-{n}"}))
+        for n, (m, q) in enumerate(zip(history.sent, (2, 3), strict=True))
+    ]
+    history.invocations = [
+        invocation("r-1", [record("m-1", "a")], [write(item, before=None, before_known=True)]),
+        invocation(
+            "r-2",
+            [record("m-2", "a")],
+            [
+                write(
+                    order_item("a", 3),
+                    outcome=WriteOutcome.REJECTED,
+                    before=item,
+                    before_known=True,
+                )
+            ],
+        ),
+    ]
+    result = check(history, end_state([item]))
+    # m-2's quantity 3 was acked and never stored: lost, whatever its trace id.
+    assert result.counts.lost_outcomes == 1
+    assert result.notes == ()

@@ -102,3 +102,19 @@ def test_encoded_histograms_merge() -> None:
     assert merged.get_min_value() == a.histogram.get_min_value() == 1000
     # Above 2048 µs a 3-significant-figure bucket is 2 µs wide: max is its highest equivalent.
     assert merged.get_max_value() == b.histogram.get_max_value() == 3001
+
+
+def test_an_indeterminate_write_has_no_latency() -> None:
+    from loadtest.history import WriteOutcome
+    from loadtest.metrics import latencies
+    from tests.core.core_builders import invocation, lab_history, order_item, record, write
+
+    history, _ = lab_history()
+    history.invocations.append(
+        invocation(
+            "r-cut",
+            [record("m-1", "dedup-order")],
+            [write(order_item("dedup-order", 4), outcome=WriteOutcome.INDETERMINATE)],
+        )
+    )
+    assert latencies(history)["write"].summary()["count"] == 4

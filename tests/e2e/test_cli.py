@@ -50,6 +50,39 @@ def test_run_writes_json_and_exits_zero(backend_url: str, tmp_path: Path) -> Non
     assert shown.exit_code == 0 and "dedup-order" not in shown.output and "PASS" in shown.output
 
 
+def test_missing_evidence_is_inconclusive_and_exits_four(backend_url: str, tmp_path: Path) -> None:
+    out = tmp_path / "legacy.json"
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "seed-lab",
+            "--handler",
+            f"{HERE / 'legacy_handler.py'}:handler",
+            "--endpoint-url",
+            backend_url,
+            "--json",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 4, result.output
+    assert "INCONCLUSIVE" in result.output
+    assert "4 UpdateItem call(s) not understood: legacy parameter AttributeUpdates" in " ".join(
+        result.output.split()
+    )
+    (run,) = json.loads(out.read_text())["runs"]
+    assert run["verdict"] == "inconclusive"
+    assert run["counts"]["unobserved_calls"] == 4
+    assert run["unobserved"] == [
+        {
+            "kind": "unobserved",
+            "operation": "UpdateItem",
+            "reason": "legacy parameter AttributeUpdates is not interpreted",
+            "count": 4,
+        }
+    ]
+
+
 def test_failed_verdict_exits_one(backend_url: str, tmp_path: Path) -> None:
     result = runner.invoke(
         app,
@@ -202,4 +235,37 @@ def test_subprocess_interrupt_cleans_up(backend_url: str, tmp_path: Path) -> Non
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
     assert "interrupted" in stderr and "Traceback" not in stderr
+    assert loadtest_resources(backend_url) == ([], [])
+
+
+def test_an_import_that_hangs_is_named_with_where_it_hangs(
+    backend_url: str, tmp_path: Path
+) -> None:
+    hanging = tmp_path / "slow_import.py"
+    hanging.write_text(
+        "import time\n\ndef wait_for_config():\n    time.sleep(600)\n\nwait_for_config()\n\n"
+        "def handler(event, context):\n    return None\n"
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "loadtest",
+            "run",
+            "seed-lab",
+            "--handler",
+            f"{hanging}:handler",
+            "--endpoint-url",
+            backend_url,
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "LOADTEST_READY_TIMEOUT_S": "2"},
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "did not finish importing within 2 s" in result.stderr
+    assert "wait_for_config" in result.stderr and "Traceback" not in result.stderr
     assert loadtest_resources(backend_url) == ([], [])

@@ -252,3 +252,35 @@ def test_thresholds_failing_first_and_warnings_flagged() -> None:
     assert failing < passing
     assert 'class="nok"' in html
     assert 'id="warnings"' in html and "conditional: moto is not atomic here" in html
+
+
+def test_the_page_and_the_terminal_show_every_count_the_json_has() -> None:
+    """The HTML table and the terminal summary agree with the JSON on every count."""
+    from rich.console import Console
+
+    from loadtest.checker import COUNT_NAMES
+    from loadtest.render import ROWS, summary_table
+
+    report = _sample()
+    html = render_html(report)
+    rows = dict(
+        re.findall(
+            r'<tr class="[^"]*"><td>([a-z_]+)</td>((?:<td class="num[^"]*">[^<]*</td>)+)</tr>', html
+        )
+    )
+    runs = report["runs"]
+    for name in COUNT_NAMES:
+        if name not in rows:
+            # Counts beyond the main list appear only when they have something to say.
+            assert all(run["counts"][name] == 0 for run in runs), name
+            continue
+        cells = re.findall(r">([^<]*)</td>", rows[name])
+        assert cells == [f"{run['counts'][name]:,}" for run in runs], name
+
+    console = Console(width=200, record=True)
+    console.print(summary_table(report))
+    text = console.export_text()
+    for label, read, _ in ROWS:
+        values = [str(read(run)) for run in runs]
+        line = next(line for line in text.splitlines() if f" {label} " in line)
+        assert [cell.strip() for cell in line.split("│")[2:-1]] == values, label
