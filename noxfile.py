@@ -93,6 +93,8 @@ def regress(session: nox.Session) -> None:
     out = pathlib.Path(tempfile.mkdtemp(prefix="loadtest-regress-"))
     for baseline in baselines:
         report = json.loads(baseline.read_text())
+        if "runs" not in report:
+            continue  # not a report (bench.json holds the benchmark's figures)
         scenario = report["scenario"]["name"]
         variants = ",".join(run["variant"] for run in report["runs"])
         new = out / baseline.name

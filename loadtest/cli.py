@@ -137,6 +137,7 @@ class _ProgressView:
                 f"{name}: sent {p.sent}/{planned}  received {p.received}  in flight {p.in_flight}  "
                 f"acked {p.acked}  dead-lettered {p.dead_lettered}  duplicate writes {p.duplicate_writes}  "
                 f"{elapsed_s:.1f}s elapsed, eta {eta}"
+                + (f"  ! {p.rate_note}" if p.rate_note else "")
             )
         )
 
@@ -562,6 +563,15 @@ PartialOpt = Annotated[
 DeadlineOpt = Annotated[
     float | None, typer.Option("--deadline", help="Stop after this many seconds and report.")
 ]
+MaxBacklogOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-backlog",
+        metavar="N",
+        help="Stop sending once N sent messages wait unsettled; what was sent is judged, "
+        "the run is reported as stopped early (exit 4 unless it failed).",
+    ),
+]
 JsonOpt = Annotated[
     Path | None,
     typer.Option(
@@ -677,6 +687,7 @@ def run(
     conflict_fraction: ConflictOpt = None,
     rate: RateOpt = None,
     deadline: DeadlineOpt = None,
+    max_backlog: MaxBacklogOpt = None,
     threshold: ThresholdOpt = [],  # noqa: B006
     json_path: JsonOpt = None,
     html: HtmlOpt = None,
@@ -777,6 +788,7 @@ _OVERRIDES = {
     "conflict_fraction": "conflict_fraction",
     "rate": "rate_per_s",
     "deadline": "deadline_s",
+    "max_backlog": "max_backlog",
 }
 """Command-line option (parameter name) -> scenario field it overrides."""
 

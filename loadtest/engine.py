@@ -28,7 +28,15 @@ from loadtest.history import EndState, History, Record, WriteRecord
 from loadtest.interrupts import Stop
 from loadtest.metrics import Latency, latencies
 from loadtest.producer import produce
-from loadtest.runner import Poller, Progress, Settlement, watch_dead_letters
+from loadtest.rate import RateWatch, rate_figures, rate_warning, requested_per_s
+from loadtest.runner import (
+    Dispatcher,
+    Poller,
+    Progress,
+    Settlement,
+    dispatches,
+    watch_dead_letters,
+)
 from loadtest.scenario import ConsumerSettings, Faults, Scenario
 from loadtest.schedule import PlannedMessage, plan
 
@@ -64,6 +72,8 @@ class VariantRun:
     warnings: list[str] = field(default_factory=list)
     incomplete: str | None = None
     """Why this run stopped before its workload was settled and judged (``None`` if it was)."""
+    rate: dict[str, Any] = field(default_factory=dict)
+    """The requested and achieved rates and the backlog (``loadtest.rate.rate_figures``)."""
 
     @property
     def messages_per_s(self) -> float:
@@ -270,6 +280,7 @@ async def run_variant(
                         environments,
                         problems,
                         incomplete=_why(failure, end_state),
+                        progress=progress,
                     )
                 )
             if problems:
@@ -280,7 +291,15 @@ async def run_variant(
                 await _close_all(environments)
 
     variant_run = _variant_run(
-        scenario, ref, names, history, end_state, environments, problems, incomplete=None
+        scenario,
+        ref,
+        names,
+        history,
+        end_state,
+        environments,
+        problems,
+        incomplete=progress.stopped_early and f"stopped early: {progress.stopped_early}",
+        progress=progress,
     )
     salvage.runs.append(variant_run)
     return variant_run
@@ -296,10 +315,24 @@ def _variant_run(
     problems: list[str],
     *,
     incomplete: str | None,
+    progress: Progress | None = None,
 ) -> VariantRun:
     settings = scenario.consumer
     if incomplete is not None and not history.ended_ns:
         history.ended_ns = time.monotonic_ns()
+    latency = latencies(history)
+    summaries = {name: latency[name].summary() for name in ("end_to_end", "queue_dwell")}
+    rate = rate_figures(
+        history,
+        requested_per_s(scenario),
+        progress.backlog_peak if progress is not None else 0,
+        summaries,
+        progress.stopped_early if progress is not None else None,
+    )
+    warnings = settings_warnings(settings, scenario.faults, ref.variant)
+    shortfall = rate_warning(rate, summaries)
+    if shortfall is not None:
+        warnings.append(shortfall)
     return VariantRun(
         variant=ref.variant,
         handler=ref.ref if ref.path else f"{ref.module}:{ref.function}",
@@ -307,14 +340,15 @@ def _variant_run(
         history=history,
         end_state=end_state,
         check=check(history, end_state, scenario.outcome),
-        latency=latencies(history),
+        latency=latency,
         duration_s=max(0, history.ended_ns - history.started_ns) / 1e9,
         cold_starts=sum(env.cold_starts for env in environments),
         resources=names,
         cleanup_problems=problems,
-        warnings=settings_warnings(settings, scenario.faults, ref.variant),
+        warnings=warnings,
         faults=scenario.faults,
         incomplete=incomplete,
+        rate=rate,
     )
 
 
@@ -359,6 +393,8 @@ async def _drive(
     stopping = anyio.Event()
     watcher_scope = anyio.CancelScope()
     live = _LiveDuplicates(progress, scenario)
+    watch = RateWatch(requested_per_s(scenario))
+    stop_sending = anyio.Event()
     history.started_ns = clock()
 
     def on_sent(count: int) -> None:
@@ -374,6 +410,7 @@ async def _drive(
             on_sent,
             settlement.first_settled,
             clock,
+            stop_sending,
         )
         settlement.expect({m.message_id for m in history.sent if m.message_id})
 
@@ -382,15 +419,29 @@ async def _drive(
             await watch_dead_letters(sqs, dlq_url, history, settlement, progress, clock)
 
     async def reporter() -> None:
-        assert on_progress is not None
+        # Watches the rate and the backlog, whether or not anyone shows progress.
+        max_backlog = scenario.run.max_backlog
         while not stopping.is_set():
-            on_progress(scenario.name, progress, len(planned), (clock() - history.started_ns) / 1e9)
+            elapsed_s = (clock() - history.started_ns) / 1e9
+            settled = progress.acked + progress.dead_lettered
+            progress.rate_note = watch.sample(elapsed_s, progress.sent, settled)
+            progress.backlog_peak = watch.backlog_peak
+            backlog = progress.sent - settled
+            if max_backlog and backlog > max_backlog and not stop_sending.is_set():
+                progress.stopped_early = (
+                    f"stopped sending when {progress.sent} of {len(planned)} messages were sent "
+                    f"and {backlog} of them waited unsettled, over max_backlog ({max_backlog})"
+                )
+                stop_sending.set()
+            if on_progress is not None:
+                on_progress(scenario.name, progress, len(planned), elapsed_s)
             await anyio.sleep(0.1)
 
     try:
         with anyio.move_on_after(scenario.run.deadline_s) as deadline:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(producer)
+                pollers = []
                 for env in environments:
                     poller = Poller(
                         sqs=sqs,
@@ -406,10 +457,14 @@ async def _drive(
                         on_writes=live,
                         clock=clock,
                     )
-                    tg.start_soon(poller.run)
+                    pollers.append(poller)
+                if dispatches(scenario.consumer):
+                    tg.start_soon(Dispatcher(pollers, lookahead=_lookahead(scenario)).run)
+                else:
+                    for poller in pollers:
+                        tg.start_soon(poller.run)
                 tg.start_soon(watcher)
-                if on_progress is not None:
-                    tg.start_soon(reporter)
+                tg.start_soon(reporter)
                 await settlement.done.wait()
                 history.ended_ns = clock()
                 stopping.set()
@@ -426,6 +481,18 @@ async def _drive(
         on_progress(
             scenario.name, progress, len(planned), (history.ended_ns - history.started_ns) / 1e9
         )
+
+
+def _lookahead(scenario: Scenario) -> bool:
+    """Whether received batches may wait for a free environment.
+
+    A batch that waits has its visibility timeout running; with injected handler
+    durations that are a sizeable part of it, the wait could make messages
+    reappear that a consumer would otherwise have finished in time.
+    """
+    faults = scenario.faults
+    slowest_ms = faults.handler_duration_ms + faults.handler_jitter_ms + faults.race_window_ms
+    return slowest_ms * 10 <= scenario.consumer.visibility_timeout_s * 1000
 
 
 async def _end_state(

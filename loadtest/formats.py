@@ -148,6 +148,15 @@ def markdown_summary(report: Mapping[str, Any]) -> str:
     if relaxed:
         lines += ["", "### Allowed by the scenario (expected in this demonstration)", ""]
         lines += [f"- {_code(str(run['variant']))}: {reason}" for run, reason in relaxed]
+    missed = [
+        (run, warning)
+        for run in runs
+        for warning in run.get("warnings", [])
+        if "rate was NOT reached" in warning
+    ]
+    if missed:
+        lines += ["", "### Requested rate not reached", ""]
+        lines += [f"- {_code(str(run['variant']))}: {warning}" for run, warning in missed]
     command = report.get("command")
     if command:
         lines += ["", "Reproduce:", "", "```sh", str(command), "```"]

@@ -44,7 +44,9 @@ LATENCY_NAMES: tuple[str, ...] = (
 - ``handler``: each invocation, in its execution environment;
 - ``write``: each DynamoDB write to the orders table, and per outcome
   (``write_accepted``, ``write_rejected`` by its condition, ``write_error``);
-- ``ack``: each DeleteMessageBatch that acknowledged messages.
+- ``ack``: each invocation's acknowledgement, from the moment it asked for its
+  messages to be deleted to the DeleteMessageBatch that confirmed it (calls are
+  shared across invocations, so this includes the wait to share one).
 """
 HGRM_SCALE = 1000.0
 """``.hgrm`` files list milliseconds (values are recorded in microseconds)."""
@@ -81,7 +83,7 @@ class Latency:
             for key, percentile in PERCENTILES:
                 out[key] = h.get_value_at_percentile(percentile)
             out["max"] = h.get_max_value()
-            out["mean"] = round(h.get_mean_value(), 1)
+            out["mean"] = round(mean_value(h), 1)
         out["out_of_range"] = self.out_of_range
         return out
 
@@ -89,6 +91,26 @@ class Latency:
         """HdrHistogram's compressed base64 form, mergeable with ``HdrHistogram.decode``."""
         encoded: bytes = self.histogram.encode()
         return encoded.decode("ascii")
+
+
+def mean_value(histogram: HdrHistogram) -> float:
+    """``histogram.get_mean_value()``, the same figure without its per-bucket iterator.
+
+    hdrh's own walks every bucket up to the largest value through a Python iterator:
+    about 0.6 s per call on a one-hour range, more than a whole report's other work.
+    This reads the counts array once and weighs each non-empty bucket by its median
+    equivalent value, exactly as hdrh does.
+    """
+    total_count = histogram.get_total_count()
+    if not total_count:
+        return 0.0
+    total = 0
+    counts = list(histogram.counts[: histogram.counts_len])
+    for index, count in enumerate(counts):
+        if count:
+            value = histogram.get_value_from_index(index)
+            total += int(count) * int(histogram._hdr_median_equiv_value(value))
+    return total / int(total_count)
 
 
 def latencies(history: History) -> dict[str, Latency]:

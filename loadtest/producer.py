@@ -39,16 +39,22 @@ async def produce(
     on_sent: Callable[[int], None],
     first_settled: Callable[[str], Awaitable[None]],
     clock: Callable[[], int] = time.monotonic_ns,
+    stop_sending: anyio.Event | None = None,
 ) -> None:
     """Send every planned message; refused sends are recorded, not raised.
 
     ``first_settled(business_id)`` returns once the first copy of that id was
-    acknowledged or dead-lettered (for ``after-completion`` resends).
+    acknowledged or dead-lettered (for ``after-completion`` resends). Once
+    ``stop_sending`` is set no further batch is started (those in flight finish
+    and are recorded), so every message the backend took is in the history.
     """
+    stop = stop_sending if stop_sending is not None else anyio.Event()
     limiter = anyio.CapacityLimiter(SENDERS)
 
     async def send(chunk: Sequence[PlannedMessage], intended_ns: Sequence[int]) -> None:
         async with limiter:
+            if stop.is_set():
+                return  # never sent, so not in the history: the run judges what was sent
             entries = [{"Id": str(m.index), "MessageBody": m.body} for m in chunk]
             try:
                 response = await sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)  # type: ignore[arg-type]
@@ -71,25 +77,43 @@ async def produce(
         batch: list[PlannedMessage] = []
 
         def flush() -> None:
-            if batch:
+            if batch and not stop.is_set():
                 tg.start_soon(send, list(batch), [start_ns + m.offset_ns for m in batch])
                 batch.clear()
 
         for m in messages:
+            if stop.is_set():
+                return
             due_ns = start_ns + m.offset_ns
             wait_s = (due_ns - clock()) / 1e9
             if wait_s > 0:
                 flush()
-                await anyio.sleep(wait_s)
+                with anyio.move_on_after(wait_s):
+                    await stop.wait()
+                if stop.is_set():
+                    return
             batch.append(m)
             if len(batch) == BATCH:
                 flush()
         flush()
 
     async def after_first(business_id: str, resends: Sequence[PlannedMessage]) -> None:
-        await first_settled(business_id)
+        async with anyio.create_task_group() as first_or_stop:
+
+            async def settled() -> None:
+                await first_settled(business_id)
+                first_or_stop.cancel_scope.cancel()
+
+            async def stopped() -> None:
+                await stop.wait()
+                first_or_stop.cancel_scope.cancel()
+
+            first_or_stop.start_soon(settled)
+            first_or_stop.start_soon(stopped)
         due_ns = clock()
         for offset in range(0, len(resends), BATCH):
+            if stop.is_set():
+                return
             chunk = resends[offset : offset + BATCH]
             await send(chunk, [due_ns] * len(chunk))
 

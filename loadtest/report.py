@@ -204,6 +204,7 @@ def run_to_dict(run: VariantRun) -> dict[str, Any]:
             "messages_per_s": round(run.messages_per_s, 2),
             "duration_s": round(run.duration_s, 3),
         },
+        "rate": dict(run.rate),
         "thresholds": [],
         # An interrupted run was not judged to the end: unless it already failed,
         # it cannot pass.

@@ -196,6 +196,9 @@ class Faults:
 class RunSettings:
     deadline_s: float = 120.0
     """Wall time (in seconds) after which the run stops and reports what is unfinished."""
+    max_backlog: int = 0
+    """Stop sending once this many sent messages wait unsettled (0: no limit); what was
+    sent is still consumed and judged, and the run is reported as stopped early."""
 
 
 @dataclass(frozen=True)
@@ -276,6 +279,7 @@ _LIMITS: dict[str, tuple[float, float]] = {
     "race_window_ms": (0, 60_000),
     "crash_after_write": (0, 1),
     "deadline_s": (1, 86_400),
+    "max_backlog": (0, 100_000_000),
 }
 
 

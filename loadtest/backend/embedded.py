@@ -178,13 +178,15 @@ def serve(
     *,
     on_ready: Callable[[str], None] | None = None,
     patched: bool = True,
+    keep_alive: bool = True,
 ) -> None:
     """Serve the backend in the foreground until Ctrl-C or SIGTERM, then return.
 
     ``port`` 0 picks a free port. ``on_ready`` is called with the endpoint URL (e.g.
     ``http://127.0.0.1:54321``) once the socket is listening. SIGTERM is handled like
     Ctrl-C when called from the main thread. ``patched=False`` serves moto as shipped
-    (benchmarks only).
+    (benchmarks only); ``keep_alive=False`` closes every connection after its response,
+    as werkzeug does (for comparisons).
     """
     from moto.moto_server.werkzeug_app import MotoRequestHandler
     from werkzeug.serving import make_server
@@ -195,8 +197,58 @@ def serve(
         def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
             pass
 
+    class KeepAliveRequestHandler(QuietRequestHandler):
+        """HTTP/1.1 keep-alive, which werkzeug's server turns off for every response.
+
+        werkzeug sends ``Connection: close`` because ``http.server`` cannot skip a
+        request body the application left unread, and after each response it reads
+        whatever else the socket holds (which on a kept connection is the next request).
+        Reading the body here, before the application runs, and showing werkzeug an
+        empty stream until the response is sent leaves the connection at the next
+        request line, so it can serve again: a connect per request (a thread and a
+        socket on both sides) was a large share of the backend's CPU. A chunked body, an
+        HTTP/1.0 client or a client's own ``Connection: close`` still close after the
+        response.
+        """
+
+        # werkzeug writes the headers and the body separately; on a kept connection
+        # Nagle's algorithm holds the body until the client's delayed ACK (~40 ms).
+        disable_nagle_algorithm = True
+        _drained = False
+
+        def make_environ(self) -> WSGIEnvironment:
+            environ = super().make_environ()
+            self._drained = False
+            length = environ.get("CONTENT_LENGTH")
+            if environ.get("wsgi.input_terminated"):
+                return environ  # chunked: werkzeug's own reader, then close
+            body = self.rfile.read(int(length)) if length else b""
+            environ["wsgi.input"] = io.BytesIO(body)
+            self._connection_rfile = self.rfile
+            self.rfile = io.BytesIO()
+            self._drained = True
+            return environ
+
+        def run_wsgi(self) -> None:
+            try:
+                super().run_wsgi()
+            finally:
+                if self._drained:
+                    self.rfile = self._connection_rfile
+
+        def send_header(self, keyword: str, value: str) -> None:
+            if (
+                self._drained
+                and not self.close_connection
+                and keyword.lower() == "connection"
+                and value.lower() == "close"
+            ):
+                return
+            super().send_header(keyword, value)
+
+    handler = KeepAliveRequestHandler if keep_alive else QuietRequestHandler
     server = make_server(
-        host, port, build_app(patched=patched), threaded=True, request_handler=QuietRequestHandler
+        host, port, build_app(patched=patched), threaded=True, request_handler=handler
     )
     restore_sigterm = _sigterm_raises_keyboard_interrupt()
     try:
@@ -263,6 +315,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--unpatched", action="store_true", help="serve moto as shipped (benchmarks only)"
     )
+    parser.add_argument(
+        "--close-connections",
+        action="store_true",
+        help="close every connection after its response, as werkzeug does (comparisons only)",
+    )
     args = parser.parse_args(argv)
 
     def on_ready(endpoint_url: str) -> None:
@@ -270,7 +327,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.exit_with_parent:
             _stop_when_stdin_closes()
 
-    serve(args.host, args.port, on_ready=on_ready, patched=not args.unpatched)
+    serve(
+        args.host,
+        args.port,
+        on_ready=on_ready,
+        patched=not args.unpatched,
+        keep_alive=not args.close_connections,
+    )
     return 0
 
 
@@ -293,11 +356,14 @@ class EmbeddedBackend:
         self,
         *,
         patched: bool = True,
+        keep_alive: bool = True,
         startup_timeout_s: float = 30.0,
         stop_timeout_s: float = 10.0,
     ) -> None:
-        """``patched=False`` runs moto as shipped (benchmarks only)."""
+        """``patched=False`` runs moto as shipped, ``keep_alive=False`` closes every
+        connection after its response (both for benchmarks and comparisons only)."""
         self.patched = patched
+        self.keep_alive = keep_alive
         self.startup_timeout_s = startup_timeout_s
         self.stop_timeout_s = stop_timeout_s
         self.endpoint_url = ""
@@ -342,6 +408,8 @@ class EmbeddedBackend:
         ]
         if not self.patched:
             command.append("--unpatched")
+        if not self.keep_alive:
+            command.append("--close-connections")
         fd, log_name = tempfile.mkstemp(prefix="loadtest-backend-", suffix=".log")
         self._log_path = Path(log_name)
         self._log = self._log_path.open("rb")  # own offset: reading never moves the child's

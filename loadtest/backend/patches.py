@@ -343,6 +343,44 @@ class IndexedMessages:
         heapq.heapify(self._waiting)
 
 
+DELETED_HANDLES_KEPT = 100_000
+"""Receipt handles of deleted messages each queue remembers (the most recent ones)."""
+
+
+class RecentHandles:
+    """Stand-in for ``Queue.deleted_messages``: the handles of the latest deleted messages.
+
+    moto keeps every receipt handle of every deleted message, so that deleting one again
+    succeeds, as it does on SQS; that set grew with every message a run ever acknowledged.
+    This keeps the most recent ``limit`` (insertion-ordered) and forgets older ones: a
+    delete with a forgotten handle, long after its message was deleted, is refused as
+    invalid, as SQS refuses an expired handle.
+    """
+
+    def __init__(self, handles: Iterable[str] = (), limit: int = DELETED_HANDLES_KEPT) -> None:
+        self.limit = limit
+        self._handles: dict[str, None] = {}
+        self.update(handles)
+
+    def __contains__(self, handle: object) -> bool:
+        return handle in self._handles
+
+    def __len__(self) -> int:
+        return len(self._handles)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._handles))
+
+    def update(self, handles: Iterable[str | None]) -> None:
+        for handle in handles:
+            if handle is not None:
+                self._handles[handle] = None
+        excess = len(self._handles) - self.limit
+        if excess > 0:
+            for handle in list(itertools.islice(self._handles, excess)):
+                del self._handles[handle]
+
+
 def _store(queue: Queue) -> IndexedMessages:
     return cast(IndexedMessages, queue._messages)
 
@@ -387,7 +425,11 @@ def _queue_delete_message(queue: Queue, receipt_handle: str) -> None:
         if message is None:
             raise ReceiptHandleIsInvalid()
         queue.pending_messages.discard(message)
-        queue.deleted_messages.update(cast(list[str], message.all_receipt_handles))
+        deleted: Any = queue.deleted_messages  # moto's set until the first delete here
+        if not isinstance(deleted, RecentHandles):
+            deleted = RecentHandles(deleted)
+            queue.deleted_messages = deleted
+        deleted.update(cast(list[str], message.all_receipt_handles))
         store.remove(message)
 
 

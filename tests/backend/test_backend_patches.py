@@ -351,3 +351,13 @@ def test_store_behaves_like_the_list_moto_expects(clock: FakeClock) -> None:
     assert list(store) == [second]
     with pytest.raises(ValueError, match="not in queue"):
         store.remove(first)
+
+
+def test_deleted_receipt_handles_are_remembered_up_to_a_limit() -> None:
+    from loadtest.backend.patches import RecentHandles
+
+    handles = RecentHandles(limit=3)
+    handles.update(["a", "b", None])
+    handles.update(["c", "d"])
+    assert "a" not in handles and "b" in handles and "d" in handles
+    assert len(handles) == 3 and list(handles) == ["b", "c", "d"]
