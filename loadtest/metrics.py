@@ -14,7 +14,7 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from loadtest.history import History
+from loadtest.history import History, WriteOutcome
 
 LOWEST_US = 1
 HIGHEST_US = 3_600_000_000  # one hour
@@ -107,6 +107,8 @@ def latencies(history: History) -> dict[str, Latency]:
             first_receive.setdefault(record.message_id, invocation.received_ns)
         out["handler"].record_ns(invocation.ended_ns - invocation.started_ns)
         for w in invocation.writes:
+            if w.outcome is WriteOutcome.INDETERMINATE:
+                continue  # no answer came back: there is no latency to measure
             duration_ns = w.ended_ns - w.started_ns
             out["write"].record_ns(duration_ns)
             out[f"write_{w.outcome.value}"].record_ns(duration_ns)
