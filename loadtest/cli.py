@@ -9,6 +9,8 @@ observe everything it needed to judge).
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import itertools
 import json
 import os
@@ -29,15 +31,15 @@ from rich.table import Table
 from rich.text import Text
 
 from loadtest import __version__
+from loadtest.api import Plan, Report, execute, prepare, salvaged
 from loadtest.aws import BackendKind
 from loadtest.errors import BackendError, InputError, LoadtestError, find_error
-from loadtest.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
+from loadtest.handlers import BUILTIN_VARIANTS
 from loadtest.interrupts import Stop
 from loadtest.render import render
-from loadtest.report import SCHEMA_VERSION, build_report, verdict_exit_code
+from loadtest.report import SCHEMA_VERSION, verdict_exit_code
 from loadtest.runner import Progress
-from loadtest.scenario import Scenario, builtin_scenarios, load_scenario
-from loadtest.thresholds import check_variants, parse_thresholds
+from loadtest.scenario import Override, Scenario, builtin_scenarios, override_fields
 
 
 class Exit(IntEnum):
@@ -89,28 +91,17 @@ def _fail(code: Exit, message: str) -> NoReturn:
     raise typer.Exit(int(code))
 
 
-def _refs(scenario: Scenario, variants: list[str], handlers: list[str]) -> list[HandlerRef]:
-    names = [v.strip() for item in variants for v in item.split(",") if v.strip()]
-    if not names and not handlers:
-        names = list(scenario.variants)
-    refs = []
-    for name in names:
-        if name not in BUILTIN_VARIANTS and ":" not in name:
-            raise InputError(
-                f"unknown variant {name!r}; built-in variants: {', '.join(BUILTIN_VARIANTS)} "
-                "(or give a handler as package.module:function or path/to/file.py:function)"
-            )
-        refs.append(parse_ref(name))
-    refs.extend(parse_ref(h) for h in handlers)
-    return refs
-
-
 def _backend_kind(endpoint_url: str | None, target: TargetChoice) -> BackendKind:
     if endpoint_url and target is TargetChoice.AWS:
         _fail(Exit.BAD_INPUT, "--endpoint-url and --target aws exclude each other; give one")
     if target is TargetChoice.AWS:
         return BackendKind.AWS
     return BackendKind.ENDPOINT if endpoint_url else BackendKind.EMBEDDED
+
+
+def _target(endpoint_url: str | None, target: TargetChoice) -> str:
+    """The library's ``target`` for the command line's options (refusing both at once)."""
+    return _backend_kind(endpoint_url, target).value
 
 
 def _command(scenario: Scenario) -> str:
@@ -126,7 +117,7 @@ class _ProgressView:
     def __init__(self, live: Live | None) -> None:
         self.live = live
 
-    def __call__(self, name: str, p: Progress, planned: int, elapsed_s: float) -> None:
+    def __call__(self, variant: str, p: Progress, planned: int, elapsed_s: float) -> None:
         if self.live is None:
             return
         settled = p.acked + p.dead_lettered
@@ -134,7 +125,7 @@ class _ProgressView:
         eta = f"{(planned - settled) / rate:.0f}s" if rate > 0 and settled < planned else "-"
         self.live.update(
             Text(
-                f"{name}: sent {p.sent}/{planned}  received {p.received}  in flight {p.in_flight}  "
+                f"{variant}: sent {p.sent}/{planned}  received {p.received}  in flight {p.in_flight}  "
                 f"acked {p.acked}  dead-lettered {p.dead_lettered}  duplicate writes {p.duplicate_writes}  "
                 f"{elapsed_s:.1f}s elapsed, eta {eta}"
             )
@@ -274,66 +265,49 @@ def _execute(
     cells: list[dict[str, Any]] | None = None,
     cleanup_timeout_s: float | None = None,
 ) -> None:
-    from loadtest import engine
+    from loadtest.engine import Salvage
 
     stop = Stop()
-    salvage = engine.Salvage()
-    scenario: Scenario | None = None
+    salvage = Salvage()
+    plan: Plan | None = None
     with stop.installed():
         try:
-            scenario = load_scenario(scenario_ref).with_overrides(seed=seed, **overrides)
-            refs = _refs(scenario, variants, handlers)
-            check_variants(parse_thresholds(thresholds), [ref.variant for ref in refs])
-            kind = _backend_kind(endpoint_url, target)
-            _check_capacity(scenario, refs, cells or [{}])
-            json_path, outputs = _plan_outputs(scenario, json_path, out_dir, outputs)
+            plan = prepare(
+                scenario_ref,
+                variants=variants,
+                handler=handlers,
+                endpoint_url=endpoint_url,
+                target=_target(endpoint_url, target),
+                thresholds=thresholds,
+                seed=seed,
+                cells=cells,
+                **overrides,
+            )
+            json_path, outputs = _plan_outputs(plan.scenario, json_path, out_dir, outputs)
             show_progress = not quiet and err.is_terminal
             with (
                 Live(Text("starting…"), console=err, transient=True, refresh_per_second=8)
                 if show_progress
                 else _null() as live
             ):
-                result = engine.run(
-                    scenario,
-                    refs,
-                    kind=kind,
-                    endpoint_url=endpoint_url,
+                result = execute(
+                    plan,
                     on_progress=_ProgressView(live),
-                    cells=cells or [{}],
+                    command=_command(plan.scenario),
                     stop=stop,
                     salvage=salvage,
-                    cleanup_timeout_s=cleanup_timeout_s or engine.CLEANUP_TIMEOUT_S,
+                    cleanup_timeout_s=cleanup_timeout_s,
                 )
-            report = build_report(result, command=_command(scenario), thresholds=thresholds)
-            written = _write_reports(report, json_path, outputs)
+            written = _write_reports(result, json_path, outputs)
         except BaseException as exc:
-            _end_early(exc, scenario, salvage, json_path, outputs, thresholds, stop)
+            _end_early(exc, plan, salvage, json_path, outputs, stop)
     if not quiet:
-        out.print(render(report))
+        out.print(render(result.to_dict()))
         for path in written:
             out.print(Text(f"Report: {path}", style="dim"))
     if result.incomplete is not None:
         _fail(Exit.INTERRUPTED, _interrupted_message(result.incomplete, salvage, written))
-    raise typer.Exit(verdict_exit_code(report))
-
-
-def _check_capacity(
-    scenario: Scenario, refs: list[HandlerRef], cells: list[dict[str, Any]]
-) -> None:
-    from loadtest.capacity import estimate, machine, refuse_beyond
-
-    runs = [scenario.with_overrides(**cell) for cell in cells]
-    per_run = [
-        sum(m.copies for m in s.workload.messages)
-        if s.workload.messages
-        else s.workload.distinct_ids * s.workload.copies
-        for s in runs
-    ]
-    need = estimate(
-        concurrency=max(s.consumer.concurrency for s in runs),
-        messages=sum(per_run) * len(refs),
-    )
-    refuse_beyond(need, machine())
+    raise typer.Exit(result.exit_code)
 
 
 def _plan_outputs(
@@ -363,18 +337,18 @@ def _plan_outputs(
     return json_path, outputs
 
 
-def _write_reports(report: dict[str, Any], json_path: Path, outputs: Outputs) -> list[Path]:
-    _write_json(json_path, report)
-    return [json_path, *outputs.write(report, None)]
+def _write_reports(report: Report, json_path: Path, outputs: Outputs) -> list[Path]:
+    data = report.to_dict()
+    _write_json(json_path, data)
+    return [json_path, *outputs.write(data, None)]
 
 
 def _end_early(
     exc: BaseException,
-    scenario: Scenario | None,
+    plan: Plan | None,
     salvage: Any,
     json_path: Path | None,
     outputs: Outputs,
-    thresholds: list[str],
     stop: Stop,
 ) -> NoReturn:
     """A run that ended by an error or an abandoned cleanup: keep what was measured, then exit."""
@@ -383,14 +357,12 @@ def _end_early(
     written: list[Path] = []
     interrupted = find_error(exc, KeyboardInterrupt) is not None
     problem = "" if interrupted else _error_text(exc)
-    if scenario is not None and json_path is not None and salvage.runs:
-        from loadtest.engine import RunResult
-
+    if plan is not None and json_path is not None and salvage.runs:
         why = f"interrupted by {stop.reason or 'SIGINT'}" if interrupted else problem
-        partial = RunResult(scenario, salvage.target, list(salvage.runs), incomplete=why)
         try:
-            report = build_report(partial, command=_command(scenario), thresholds=thresholds)
-            written = _write_reports(report, json_path, outputs)
+            report = salvaged(plan, salvage, why, command=_command(plan.scenario))
+            if report is not None:
+                written = _write_reports(report, json_path, outputs)
         except LoadtestError as write_error:
             err.print(Text(f"warning: {write_error}", style="yellow"))
     elif json_path is not None:
@@ -485,83 +457,6 @@ TargetOpt = Annotated[
         "--target", help="embedded (default) or aws (real AWS, boto3's credential chain)."
     ),
 ]
-BatchOpt = Annotated[
-    int | None, typer.Option("--batch-size", help="Records per invocation (1-10).")
-]
-VisOpt = Annotated[
-    int | None, typer.Option("--visibility-timeout", help="Queue visibility timeout in seconds.")
-]
-ConcOpt = Annotated[
-    int | None,
-    typer.Option("--concurrency", help="Execution environments (concurrent invocations)."),
-]
-MrcOpt = Annotated[
-    int | None,
-    typer.Option("--max-receive-count", help="Receives before a message goes to the DLQ."),
-]
-IdsOpt = Annotated[int | None, typer.Option("--distinct-ids", help="Generated business ids.")]
-CopiesOpt = Annotated[
-    int | None, typer.Option("--copies", help="Messages per business id (producer resends).")
-]
-DurationOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--handler-duration", metavar="MS", help="Fault: extra handler time in milliseconds."
-    ),
-]
-JitterOpt = Annotated[
-    int | None,
-    typer.Option("--handler-jitter", metavar="MS", help="Fault: plus a random 0..MS milliseconds."),
-]
-RaceOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--race-window", metavar="MS", help="Fault: pause after each read of the orders table."
-    ),
-]
-CrashOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--crash-after-write",
-        metavar="P",
-        help="Fault: probability of a crash after the writes, before the ack.",
-    ),
-]
-WindowOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--batching-window",
-        metavar="S",
-        help="Seconds a poller gathers a batch (MaximumBatchingWindowInSeconds).",
-    ),
-]
-ConflictOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--conflict-fraction",
-        metavar="F",
-        help="Fraction of resends carrying different details (0..1).",
-    ),
-]
-RateOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--rate",
-        metavar="PER_S",
-        help="Open-loop arrival rate in messages per second (sets arrival = rate).",
-    ),
-]
-PartialOpt = Annotated[
-    bool | None,
-    typer.Option(
-        "--report-batch-item-failures/--no-report-batch-item-failures",
-        help="Partial batch responses (batchItemFailures).",
-        show_default=False,
-    ),
-]
-DeadlineOpt = Annotated[
-    float | None, typer.Option("--deadline", help="Stop after this many seconds and report.")
-]
 JsonOpt = Annotated[
     Path | None,
     typer.Option(
@@ -624,7 +519,93 @@ CleanupOpt = Annotated[
 ]
 
 
+# --- scenario overrides, one option per field that carries an ``Override`` ------
+
+_TYPES: dict[str, type] = {"int": int, "float": float, "bool": bool}
+
+
+def _option_name(field: str) -> str:
+    """``visibility_timeout_s`` -> ``visibility_timeout``: the option drops the unit."""
+    for suffix in ("_per_s", "_ms", "_s"):
+        if field.endswith(suffix):
+            return field.removesuffix(suffix)
+    return field
+
+
+def _axis_metavar(field: str) -> str:
+    unit = "MS" if field.endswith("_ms") else "S" if field.endswith("_s") else "N"
+    return f"{unit},{unit},..."
+
+
+def _override_annotation(field: str, kind: type, how: Override, *, axis: bool) -> Any:
+    flag = "--" + _option_name(field).replace("_", "-")
+    if axis:
+        option = typer.Option(flag, metavar=_axis_metavar(field), help=how.sweep_help)
+        return Annotated[str | None, option]
+    if kind is bool:
+        negative = "--no-" + flag.removeprefix("--")
+        return Annotated[
+            bool | None, typer.Option(f"{flag}/{negative}", help=how.help, show_default=False)
+        ]
+    return Annotated[kind | None, typer.Option(flag, metavar=how.metavar, help=how.help)]
+
+
+_Command = Callable[..., None]
+
+
+def _override_options(*, sweep: bool = False) -> Callable[[_Command], _Command]:
+    """Give a command one option per scenario override, in place of its ``overrides`` parameter.
+
+    The command receives ``overrides`` (field -> value, given options only);
+    with ``sweep``, the fields that can be an axis arrive as text in ``axes``.
+    """
+    fields = [
+        (
+            f.name,
+            _option_name(f.name),
+            _TYPES[str(f.type)],
+            how,
+            sweep and how.sweep_help is not None,
+        )
+        for f, how in override_fields()
+    ]
+
+    def decorate(func: _Command) -> _Command:
+        signature = inspect.signature(func, eval_str=True)
+        options = [
+            inspect.Parameter(
+                option,
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                default=None,
+                annotation=_override_annotation(field, kind, how, axis=axis),
+            )
+            for field, option, kind, how, axis in fields
+        ]
+        params: list[inspect.Parameter] = []
+        for param in signature.parameters.values():
+            if param.name == "overrides":
+                params.extend(options)
+            elif param.name != "axes":
+                params.append(param)
+
+        @functools.wraps(func)
+        def command(**kwargs: Any) -> None:
+            given = {field: kwargs.pop(option) for field, option, *_ in fields}
+            axis_fields = {field for field, *_, axis in fields if axis}
+            overrides = {k: v for k, v in given.items() if v is not None and k not in axis_fields}
+            if sweep:
+                kwargs["axes"] = {k: v for k, v in given.items() if k in axis_fields}
+            func(overrides=overrides, **kwargs)
+
+        command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+        return command
+
+    return decorate
+
+
 @app.command()
+@_override_options()
 def run(
     scenario: ScenarioArg,
     variants: Annotated[
@@ -654,21 +635,7 @@ def run(
     seed: SeedOpt = None,
     endpoint_url: EndpointOpt = None,
     target: TargetOpt = TargetChoice.EMBEDDED,
-    batch_size: BatchOpt = None,
-    visibility_timeout: VisOpt = None,
-    concurrency: ConcOpt = None,
-    max_receive_count: MrcOpt = None,
-    distinct_ids: IdsOpt = None,
-    copies: CopiesOpt = None,
-    handler_duration: DurationOpt = None,
-    handler_jitter: JitterOpt = None,
-    race_window: RaceOpt = None,
-    crash_after_write: CrashOpt = None,
-    batching_window: WindowOpt = None,
-    report_batch_item_failures: PartialOpt = None,
-    conflict_fraction: ConflictOpt = None,
-    rate: RateOpt = None,
-    deadline: DeadlineOpt = None,
+    overrides: dict[str, Any] | None = None,
     threshold: ThresholdOpt = [],  # noqa: B006
     json_path: JsonOpt = None,
     html: HtmlOpt = None,
@@ -691,7 +658,7 @@ def run(
         seed=seed,
         endpoint_url=endpoint_url,
         target=target,
-        overrides=_overrides(locals()),
+        overrides=overrides or {},
         json_path=json_path,
         out_dir=out_dir,
         quiet=quiet,
@@ -717,24 +684,26 @@ app.command(
 def _grid(axes: dict[str, str | None]) -> list[dict[str, Any]]:
     """The cells of a sweep: the cartesian product of comma-separated values per field."""
     values: list[tuple[str, list[Any]]] = []
-    for name, text in axes.items():
+    for field, text in axes.items():
         if text is None:
             continue
-        field = _OVERRIDES[name]
+        flag = "--" + _option_name(field).replace("_", "-")
         items = [item.strip() for item in text.split(",") if item.strip()]
         try:
             parsed = [float(item) if "." in item else int(item) for item in items]
         except ValueError:
-            raise InputError(
-                f"--{name.replace('_', '-')} {text!r}: give comma-separated numbers, e.g. 1,10"
-            ) from None
+            raise InputError(f"{flag} {text!r}: give comma-separated numbers, e.g. 1,10") from None
         if not parsed:
-            raise InputError(f"--{name.replace('_', '-')} needs at least one value")
+            raise InputError(f"{flag} needs at least one value")
         values.append((field, parsed))
     if not values:
+        flags = [
+            "--" + _option_name(f.name).replace("_", "-")
+            for f, how in override_fields()
+            if how.sweep_help is not None
+        ]
         raise InputError(
-            "a sweep needs at least one axis: --batch-size, --visibility-timeout, --concurrency, "
-            "--handler-duration or --race-window, each a comma-separated list"
+            f"a sweep needs at least one axis: {', '.join(flags)}, each a comma-separated list"
         )
     return [
         dict(zip([f for f, _ in values], combo, strict=True))
@@ -742,64 +711,11 @@ def _grid(axes: dict[str, str | None]) -> list[dict[str, Any]]:
     ]
 
 
-_OVERRIDES = {
-    "batch_size": "batch_size",
-    "visibility_timeout": "visibility_timeout_s",
-    "concurrency": "concurrency",
-    "max_receive_count": "max_receive_count",
-    "distinct_ids": "distinct_ids",
-    "copies": "copies",
-    "handler_duration": "handler_duration_ms",
-    "handler_jitter": "handler_jitter_ms",
-    "race_window": "race_window_ms",
-    "crash_after_write": "crash_after_write",
-    "batching_window": "batching_window_s",
-    "report_batch_item_failures": "report_batch_item_failures",
-    "conflict_fraction": "conflict_fraction",
-    "rate": "rate_per_s",
-    "deadline": "deadline_s",
-}
-"""Command-line option (parameter name) -> scenario field it overrides."""
-
-
-def _overrides(params: dict[str, Any]) -> dict[str, Any]:
-    chosen = {
-        field: params[name] for name, field in _OVERRIDES.items() if params.get(name) is not None
-    }
-    if "rate_per_s" in chosen:
-        chosen["arrival"] = "rate"
-    return chosen
-
-
 @app.command()
+@_override_options(sweep=True)
 def sweep(
     scenario: ScenarioArg,
-    batch_size: Annotated[
-        str | None, typer.Option("--batch-size", metavar="N,N,...", help="Batch sizes to try.")
-    ] = None,
-    visibility_timeout: Annotated[
-        str | None,
-        typer.Option(
-            "--visibility-timeout", metavar="S,S,...", help="Visibility timeouts (seconds)."
-        ),
-    ] = None,
-    concurrency: Annotated[
-        str | None, typer.Option("--concurrency", metavar="N,N,...", help="Execution environments.")
-    ] = None,
-    handler_duration: Annotated[
-        str | None,
-        typer.Option(
-            "--handler-duration", metavar="MS,MS,...", help="Fault: handler durations (ms)."
-        ),
-    ] = None,
-    race_window: Annotated[
-        str | None,
-        typer.Option("--race-window", metavar="MS,MS,...", help="Fault: race windows (ms)."),
-    ] = None,
-    batching_window: Annotated[
-        str | None,
-        typer.Option("--batching-window", metavar="S,S,...", help="Batching windows (seconds)."),
-    ] = None,
+    axes: dict[str, str | None] | None = None,
     variants: Annotated[
         str | None,
         typer.Option(
@@ -811,9 +727,7 @@ def sweep(
     handler: Annotated[
         list[str], typer.Option("--handler", metavar="REF", help="Also sweep your own handler.")
     ] = [],  # noqa: B006
-    distinct_ids: IdsOpt = None,
-    copies: CopiesOpt = None,
-    deadline: DeadlineOpt = None,
+    overrides: dict[str, Any] | None = None,
     seed: SeedOpt = None,
     endpoint_url: EndpointOpt = None,
     target: TargetOpt = TargetChoice.EMBEDDED,
@@ -835,16 +749,7 @@ def sweep(
     throughput and p99 per cell; the JSON report holds every cell as a run.
     """
     try:
-        cells = _grid(
-            {
-                "batch_size": batch_size,
-                "visibility_timeout": visibility_timeout,
-                "concurrency": concurrency,
-                "handler_duration": handler_duration,
-                "race_window": race_window,
-                "batching_window": batching_window,
-            }
-        )
+        cells = _grid(axes or {})
     except InputError as exc:
         _fail(Exit.BAD_INPUT, str(exc))
     _execute(
@@ -854,9 +759,7 @@ def sweep(
         seed=seed,
         endpoint_url=endpoint_url,
         target=target,
-        overrides=_overrides(
-            {"distinct_ids": distinct_ids, "copies": copies, "deadline": deadline}
-        ),
+        overrides=overrides or {},
         json_path=json_path,
         out_dir=out_dir,
         quiet=quiet,
@@ -868,13 +771,29 @@ def sweep(
 
 
 @app.command()
-def scenarios(quiet: QuietOpt = False) -> None:
+def scenarios(
+    quiet: QuietOpt = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print a JSON list of {name, variants, description} instead of a table."
+        ),
+    ] = False,
+) -> None:
     """List the built-in scenarios with their descriptions."""
     try:
         found = builtin_scenarios()
     except InputError as exc:
         _fail(Exit.BAD_INPUT, str(exc))
     if quiet:
+        raise typer.Exit(int(Exit.OK))
+    if as_json:
+        listing = [
+            {"name": name, "variants": list(s.variants), "description": s.description}
+            for name, s in found.items()
+        ]
+        # Plain print: rich would highlight or wrap what another program parses.
+        sys.stdout.write(json.dumps(listing, indent=2) + "\n")
         raise typer.Exit(int(Exit.OK))
     table = Table(show_header=True, header_style="bold")
     table.add_column("name")

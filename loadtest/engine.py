@@ -226,6 +226,7 @@ async def run_variant(
                     )
                     await _drive(
                         scenario,
+                        ref.variant,
                         target,
                         planned,
                         environments,
@@ -339,6 +340,7 @@ def _with_left_behind(exc: BaseException, problems: list[str]) -> BaseException:
 
 async def _drive(
     scenario: Scenario,
+    variant: str,
     target: aws.Target,
     planned: Sequence[PlannedMessage],
     environments: list[ExecutionEnvironment],
@@ -380,7 +382,7 @@ async def _drive(
     async def reporter() -> None:
         assert on_progress is not None
         while not stopping.is_set():
-            on_progress(scenario.name, progress, len(planned), (clock() - history.started_ns) / 1e9)
+            on_progress(variant, progress, len(planned), (clock() - history.started_ns) / 1e9)
             await anyio.sleep(0.1)
 
     try:
@@ -419,9 +421,7 @@ async def _drive(
         history.timed_out = True
         history.ended_ns = clock()
     if on_progress is not None:
-        on_progress(
-            scenario.name, progress, len(planned), (history.ended_ns - history.started_ns) / 1e9
-        )
+        on_progress(variant, progress, len(planned), (history.ended_ns - history.started_ns) / 1e9)
 
 
 async def _end_state(

@@ -77,6 +77,30 @@ from loadtest.thresholds import RELAXABLE, parse_threshold
 JsonObject = dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Override:
+    """How a scenario field is offered as a command-line override (``--NAME``).
+
+    The option's name is the field's without its unit suffix
+    (``visibility_timeout_s`` -> ``--visibility-timeout``).
+    """
+
+    help: str
+    metavar: str | None = None
+    sweep_help: str | None = None
+    """Set when ``loadtest sweep`` takes the field as a comma-separated axis."""
+
+
+OVERRIDE = "loadtest.override"
+"""The dataclass field metadata key holding a field's ``Override``."""
+
+
+def _override(
+    help: str, metavar: str | None = None, sweep_help: str | None = None
+) -> dict[str, Override]:
+    return {OVERRIDE: Override(help, metavar, sweep_help)}
+
+
 class Arrival(StrEnum):
     """How the producer spaces messages in time."""
 
@@ -119,21 +143,31 @@ class ExplicitMessage:
 class Workload:
     """What the producer sends, and when."""
 
-    distinct_ids: int = 100
+    distinct_ids: int = field(default=100, metadata=_override("Generated business ids."))
     """Number of generated business ids (ignored when ``messages`` is given)."""
-    copies: int = 3
+    copies: int = field(
+        default=3, metadata=_override("Messages per business id (producer resends).")
+    )
     """Messages per generated id: the original plus producer resends."""
     id_prefix: str = "order"
     order: Order = Order.GROUPED
     copy_spacing: CopySpacing = CopySpacing.AT_ONCE
     copy_spread_s: float = 0.0
     """Seconds over which ``spread`` copies are sent."""
-    conflict_fraction: float = 0.0
+    conflict_fraction: float = field(
+        default=0.0,
+        metadata=_override("Fraction of resends carrying different details (0..1).", "F"),
+    )
     """Fraction of resends that carry different details for the same id (0..1)."""
     poison_fraction: float = 0.0
     """Fraction of ids whose messages no consumer accepts (quantity 0): retried, then dead-lettered."""
     arrival: Arrival = Arrival.BURST
-    rate_per_s: float = 0.0
+    rate_per_s: float = field(
+        default=0.0,
+        metadata=_override(
+            "Open-loop arrival rate in messages per second (sets arrival = rate).", "PER_S"
+        ),
+    )
     """Messages per second for ``rate``; the final rate for ``ramp``."""
     ramp_from_per_s: float = 1.0
     """The starting rate of a ``ramp`` (messages per second)."""
@@ -145,35 +179,73 @@ class Workload:
 class ConsumerSettings:
     """The event source mapping and the function configuration."""
 
-    batch_size: int = 1
+    batch_size: int = field(
+        default=1, metadata=_override("Records per invocation (1-10).", None, "Batch sizes to try.")
+    )
     """Records per invocation: 1..10, or up to 10000 with a batching window of 1 s or more."""
-    batching_window_s: float = 0.0
+    batching_window_s: float = field(
+        default=0.0,
+        metadata=_override(
+            "Seconds a poller gathers a batch (MaximumBatchingWindowInSeconds).",
+            "S",
+            "Batching windows (seconds).",
+        ),
+    )
     """MaximumBatchingWindowInSeconds: how long a poller gathers a batch (0..300 s)."""
-    visibility_timeout_s: int = 30
+    visibility_timeout_s: int = field(
+        default=30,
+        metadata=_override(
+            "Queue visibility timeout in seconds.", None, "Visibility timeouts (seconds)."
+        ),
+    )
     """Queue visibility timeout (in seconds, 0..43200)."""
-    concurrency: int = 4
+    concurrency: int = field(
+        default=4,
+        metadata=_override(
+            "Execution environments (concurrent invocations).", None, "Execution environments."
+        ),
+    )
     """Execution environments, each running one invocation at a time."""
-    max_receive_count: int = 3
+    max_receive_count: int = field(
+        default=3, metadata=_override("Receives before a message goes to the DLQ.")
+    )
     """Receives before the redrive policy moves a message to the DLQ."""
     function_timeout_s: int = 30
     """Function timeout (in seconds); the invocation is stopped after it."""
     memory_mb: int = 128
-    report_batch_item_failures: bool = False
+    report_batch_item_failures: bool = field(
+        default=False, metadata=_override("Partial batch responses (batchItemFailures).")
+    )
 
 
 @dataclass(frozen=True)
 class Faults:
     """Opt-in faults, labelled in every report. All off by default."""
 
-    handler_duration_ms: int = 0
+    handler_duration_ms: int = field(
+        default=0,
+        metadata=_override(
+            "Fault: extra handler time in milliseconds.", "MS", "Fault: handler durations (ms)."
+        ),
+    )
     """Extra processing time (in milliseconds), spent just before the invocation's first
     write to the orders table (or at its end, if it writes nothing): slow work between
     what a handler checked and what it writes."""
-    handler_jitter_ms: int = 0
+    handler_jitter_ms: int = field(
+        default=0, metadata=_override("Fault: plus a random 0..MS milliseconds.", "MS")
+    )
     """A uniform random 0..jitter milliseconds added to ``handler_duration_ms``."""
-    race_window_ms: int = 0
+    race_window_ms: int = field(
+        default=0,
+        metadata=_override(
+            "Fault: pause after each read of the orders table.", "MS", "Fault: race windows (ms)."
+        ),
+    )
     """Pause (in milliseconds) after every read of the orders table, before the handler goes on."""
-    crash_after_write: float = 0.0
+    crash_after_write: float = field(
+        default=0.0,
+        metadata=_override("Fault: probability of a crash after the writes, before the ack.", "P"),
+    )
     """Probability (0..1) that an invocation's environment crashes after the handler
     returned — its writes made — and before the messages are acknowledged."""
 
@@ -194,7 +266,9 @@ class Faults:
 
 @dataclass(frozen=True)
 class RunSettings:
-    deadline_s: float = 120.0
+    deadline_s: float = field(
+        default=120.0, metadata=_override("Stop after this many seconds and report.")
+    )
     """Wall time (in seconds) after which the run stops and reports what is unfinished."""
 
 
@@ -228,6 +302,9 @@ class Scenario:
         given = {key: value for key, value in overrides.items() if value is not None}
         if not given:
             return self
+        if "rate_per_s" in given:
+            # A rate given on its own means an open-loop run at that rate.
+            given.setdefault("arrival", Arrival.RATE.value)
         raw = to_raw(self)
         for key, value in given.items():
             section = _SECTION_OF.get(key)
@@ -254,6 +331,17 @@ _SECTION_OF = {
     for f in dataclasses.fields(cls)
     if f.name != "messages"
 }
+
+
+def override_fields() -> list[tuple[dataclasses.Field[Any], Override]]:
+    """The fields offered as command-line overrides, in section order, with how."""
+    return [
+        (f, f.metadata[OVERRIDE])
+        for cls in _SECTIONS.values()
+        for f in dataclasses.fields(cls)
+        if OVERRIDE in f.metadata
+    ]
+
 
 _LIMITS: dict[str, tuple[float, float]] = {
     "seed": (0, 2**63 - 1),
