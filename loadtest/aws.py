@@ -1,7 +1,8 @@
 """The AWS adapter: sessions, clients, the run's resources, and error translation.
 
 Every call loadtest itself makes to SQS or DynamoDB goes through clients made
-here. ``translate`` is the one place botocore's exceptions become loadtest's
+here. ``translated`` (a context manager around calls to the backend, built on
+``translate``) is the one place botocore's exceptions become loadtest's
 (``BackendError`` / ``CredentialsError``). Resources are created with unique
 names and tracked in ``Provisioned`` so teardown deletes exactly what this run
 created and nothing else.
@@ -10,10 +11,11 @@ created and nothing else.
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -23,7 +25,7 @@ import anyio
 import botocore.exceptions
 from aiobotocore.config import AioConfig
 
-from loadtest.errors import BackendError, CredentialsError
+from loadtest.errors import BackendError, CredentialsError, find_error
 from loadtest.history import key_string
 
 if TYPE_CHECKING:
@@ -96,6 +98,24 @@ def _has_credentials() -> bool:
     import boto3
 
     return boto3.Session().get_credentials() is not None
+
+
+@contextmanager
+def translated(action: str, target: Target) -> Iterator[None]:
+    """Around calls to the backend: a botocore or connection failure, alone or inside a
+    task group's exception group, is raised as the ``BackendError`` or
+    ``CredentialsError`` that says what loadtest was trying to do (``action``).
+
+    Cancellation and loadtest's own errors pass through unchanged; so does a
+    deadline's ``TimeoutError`` when the deadline is entered outside this block.
+    """
+    try:
+        yield
+    except BaseException as exc:
+        failure = find_error(exc, ERRORS)
+        if failure is None:
+            raise
+        raise translate(failure, action, target) from failure
 
 
 def translate(exc: BaseException, action: str, target: Target) -> BaseException:
@@ -215,7 +235,7 @@ async def provision(
     halfway still lets teardown remove what was made.
     """
     into.key_names = key_names
-    try:
+    with translated("create the run's queue and table", target):
         dlq = await sqs.create_queue(
             QueueName=names.dlq, Attributes={"MessageRetentionPeriod": "1209600"}
         )
@@ -241,8 +261,6 @@ async def provision(
             await create_id_table(
                 dynamodb, names.idempotency_table, record=into.extra_tables.append
             )
-    except ERRORS as exc:
-        raise translate(exc, "create the run's queue and table", target) from exc
 
 
 async def create_id_table(
@@ -271,16 +289,19 @@ async def create_id_table(
         Tags=[{"Key": "created-by", "Value": created_by}],
     )
     record(name)
-    await _wait_table_active(dynamodb, name, timeout_s)
-
-
-async def _wait_table_active(dynamodb: DynamoDBClient, table: str, timeout_s: float = 120) -> None:
     with anyio.fail_after(timeout_s):
-        while True:
-            described = await dynamodb.describe_table(TableName=table)
-            if described["Table"]["TableStatus"] == "ACTIVE":
-                return
-            await anyio.sleep(0.5)
+        # botocore's own rule for "exists": ACTIVE, retrying while not found.
+        await dynamodb.get_waiter("table_exists").wait(
+            TableName=name,
+            WaiterConfig={
+                "Delay": _TABLE_POLL_S,
+                "MaxAttempts": math.ceil(timeout_s / _TABLE_POLL_S),
+            },
+        )
+
+
+_TABLE_POLL_S = 1
+"""How often (in seconds) a new table's status is read while waiting for it."""
 
 
 async def teardown(

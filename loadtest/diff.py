@@ -42,7 +42,7 @@ CORRECTNESS_COUNTS: tuple[str, ...] = (
     "handler_errors",
 )
 LATENCIES: tuple[str, ...] = ("end_to_end", "handler", "write")
-LATENCY_STATS: tuple[str, ...] = ("p50", "p90", "p99")
+GATED_PERCENTILES: tuple[str, ...] = ("p50", "p90", "p99")
 THROUGHPUT_METRIC = "messages_per_s"
 
 
@@ -175,7 +175,7 @@ def _metrics() -> list[tuple[str, RowKind]]:
     metrics += [
         (f"latency_us.{name}.{stat}", RowKind.LATENCY)
         for name in LATENCIES
-        for stat in LATENCY_STATS
+        for stat in GATED_PERCENTILES
     ]
     metrics.append((f"throughput.{THROUGHPUT_METRIC}", RowKind.THROUGHPUT))
     return metrics

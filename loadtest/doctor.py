@@ -151,7 +151,8 @@ async def run_doctor(
 
     names = _Names.new()
     made = _Made()
-    try:
+    # Opening or closing the clients themselves; the checks translate their own calls.
+    with aws.translated("open SQS and DynamoDB clients", target):
         async with aws.clients(target, pool=max(_MIN_POOL_CONNECTIONS, writers)) as (
             sqs,
             dynamodb,
@@ -204,9 +205,6 @@ async def run_doctor(
                     exc.add_note("loadtest doctor could not delete: " + "; ".join(problems))
                 raise
             problems = await _teardown(sqs, dynamodb, made)
-    except aws.ERRORS as exc:
-        # Opening or closing the clients themselves.
-        raise aws.translate(exc, "open SQS and DynamoDB clients", target) from exc
     if problems:
         report(
             [
@@ -272,7 +270,10 @@ async def _setup(
         return created["QueueUrl"]
 
     try:
-        with anyio.fail_after(_SETUP_TIMEOUT_S):
+        with (
+            anyio.fail_after(_SETUP_TIMEOUT_S),
+            aws.translated("create the doctor's table and queues", target),
+        ):
             await aws.create_id_table(
                 dynamodb, names.table, record=made.tables.append, created_by="loadtest-doctor"
             )
@@ -292,18 +293,11 @@ async def _setup(
             redrive = await queue(
                 names.redrive_queue, {**short, "RedrivePolicy": json.dumps(redrive_policy)}
             )
-            while True:
-                described = await dynamodb.describe_table(TableName=names.table)
-                if described["Table"].get("TableStatus") == "ACTIVE":
-                    break
-                await anyio.sleep(0.5)
     except TimeoutError as exc:
         raise BackendError(
             f"{target.endpoint_url or 'AWS'}: the doctor's table and queues were not ready "
             f"within {_SETUP_TIMEOUT_S:g} s"
         ) from exc
-    except aws.ERRORS as exc:
-        raise aws.translate(exc, "create the doctor's table and queues", target) from exc
     return _Resources(names.table, visibility, redelivery, redrive, dlq)
 
 
@@ -325,14 +319,13 @@ class _BackendAnswered(Exception):
 def _calls(action: str, target: aws.Target) -> Iterator[None]:
     """Unreachable or refused credentials raise ``BackendError``; other answers fail the check."""
     try:
-        yield
-    except botocore.exceptions.ClientError as exc:
-        translated = aws.translate(exc, action, target)
-        if isinstance(translated, CredentialsError):
-            raise translated from exc
-        raise _BackendAnswered(str(translated)) from exc
-    except (botocore.exceptions.BotoCoreError, OSError) as exc:
-        raise aws.translate(exc, action, target) from exc
+        with aws.translated(action, target):
+            yield
+    except BackendError as exc:
+        answered = isinstance(exc.__cause__, botocore.exceptions.ClientError)
+        if isinstance(exc, CredentialsError) or not answered:
+            raise
+        raise _BackendAnswered(str(exc)) from exc.__cause__
 
 
 async def _bounded(

@@ -22,7 +22,7 @@ import anyio
 from loadtest import aws
 from loadtest.checker import Check, LiveDuplicates, check
 from loadtest.environments import ExecutionEnvironment, FunctionConfig, log_directory
-from loadtest.errors import BackendError, find_error
+from loadtest.errors import BackendError
 from loadtest.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
 from loadtest.history import EndState, History, Record, WriteRecord
 from loadtest.interrupts import Stop
@@ -134,15 +134,13 @@ async def check_reachable(target: aws.Target) -> None:
     """One cheap call to each service, so an unreachable backend fails before anything is made."""
     async with aws.clients(target, pool=2) as (sqs, dynamodb):
         try:
-            with anyio.fail_after(30):
+            with anyio.fail_after(30), aws.translated("list its queues and tables", target):
                 await sqs.list_queues(MaxResults=1)
                 await dynamodb.list_tables(Limit=1)
         except TimeoutError as exc:
             raise BackendError(
                 f"{target.endpoint_url or 'AWS'} did not answer within 30 s"
             ) from exc
-        except aws.ERRORS as exc:
-            raise aws.translate(exc, "list its queues and tables", target) from exc
 
 
 class _LiveDuplicates:
@@ -385,7 +383,7 @@ async def _drive(
             on_progress(variant, progress, len(planned), (clock() - history.started_ns) / 1e9)
             await anyio.sleep(0.1)
 
-    try:
+    with aws.translated("run the workload", target):
         with anyio.move_on_after(scenario.run.deadline_s) as deadline:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(producer)
@@ -412,11 +410,6 @@ async def _drive(
                 history.ended_ns = clock()
                 stopping.set()
                 watcher_scope.cancel()
-    except BaseException as exc:
-        failure: BaseException | None = find_error(exc, aws.ERRORS)
-        if failure is None:
-            raise
-        raise aws.translate(failure, "run the workload", target) from failure
     if deadline.cancelled_caught:
         history.timed_out = True
         history.ended_ns = clock()
@@ -434,7 +427,7 @@ async def _end_state(
     """Queue depths and table items at the end, read within ``timeout_s`` seconds."""
     assert made.queue_url and made.dlq_url and made.table_name
     try:
-        with anyio.fail_after(timeout_s):
+        with anyio.fail_after(timeout_s), aws.translated("read the end state", target):
             visible, in_flight = await aws.queue_depth(sqs, made.queue_url)
             dlq_visible, dlq_in_flight = await aws.queue_depth(sqs, made.dlq_url)
             items = await aws.scan_items(dynamodb, made.table_name, made.key_names)
@@ -443,8 +436,6 @@ async def _end_state(
         raise BackendError(
             f"{where} did not answer within {timeout_s:g} s while reading the end state"
         ) from exc
-    except aws.ERRORS as exc:
-        raise aws.translate(exc, "read the end state", target) from exc
     return EndState(visible, in_flight, dlq_visible + dlq_in_flight, items)
 
 

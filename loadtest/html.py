@@ -28,6 +28,7 @@ from markupsafe import Markup
 
 from loadtest import checker
 from loadtest.formats import format_observed, format_us
+from loadtest.metrics import PERCENTILES, percentile_label
 
 __all__ = ["percentile_curve", "render_html"]
 
@@ -68,13 +69,7 @@ COUNT_ORDER = (
 )
 BAD_WHEN_NONZERO = frozenset(checker.BAD_WHEN_NONZERO + checker.INCONCLUSIVE_WHEN_NONZERO)
 WARN_WHEN_NONZERO = frozenset(checker.NOTEWORTHY_WHEN_NONZERO)
-PERCENTILE_KEYS = (
-    ("p50", "p50"),
-    ("p90", "p90"),
-    ("p99", "p99"),
-    ("p99_9", "p99.9"),
-    ("max", "max"),
-)
+PERCENTILE_KEYS = (*((key, percentile_label(key)) for key, _ in PERCENTILES), ("max", "max"))
 
 
 def _esc(value: object) -> str:
@@ -708,8 +703,8 @@ def _percentile_plots(
             points = percentile_curve(encoded) if encoded else []
             summary = (run.get("latency_us") or {}).get(name) or {}
             markers = []
-            for key, text in PERCENTILE_KEYS[:4]:
-                p = {"p50": 50, "p90": 90, "p99": 99, "p99_9": 99.9}[key]
+            for key, p in PERCENTILES:
+                text = percentile_label(key)
                 x = math.log10(1 / (1 - p / 100))
                 if points and summary.get(key) is not None and x <= points[-1][0] + 1e-9:
                     markers.append((x, float(summary[key]), text))

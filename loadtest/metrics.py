@@ -25,7 +25,16 @@ PERCENTILES: tuple[tuple[str, float], ...] = (
     ("p99", 99.0),
     ("p99_9", 99.9),
 )
-"""Report keys and their percentile on HdrHistogram's 0-100 scale."""
+"""Report keys and their percentile on HdrHistogram's 0-100 scale: the one list."""
+
+LATENCY_STATS: tuple[str, ...] = ("count", "min", *(k for k, _ in PERCENTILES), "max", "mean")
+"""The keys of one latency object in the report (``runs[].latency_us.NAME``)."""
+
+
+def percentile_label(key: str) -> str:
+    """``p99_9`` -> ``p99.9``: how a percentile key reads to a person."""
+    return key.replace("_", ".")
+
 
 LATENCY_NAMES: tuple[str, ...] = (
     "end_to_end",

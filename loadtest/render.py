@@ -15,16 +15,14 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from loadtest.formats import format_observed
+from loadtest.formats import format_observed, format_us
 
 Row = tuple[str, Callable[[dict[str, Any]], Any], bool]
 """(label, how to read the value from a run, whether a non-zero value is bad)."""
 
 
-def _ms(us: Any) -> str:
-    if us is None:
-        return "-"
-    return f"{us / 1000:.1f} ms" if us < 10_000_000 else f"{us / 1e6:.1f} s"
+def _duration(us: Any) -> str:
+    return "-" if us is None else format_us(us)
 
 
 ROWS: list[Row] = [
@@ -56,28 +54,28 @@ ROWS: list[Row] = [
     (
         "end-to-end p50 / p99",
         lambda r: (
-            f"{_ms(r['latency_us']['end_to_end']['p50'])} / {_ms(r['latency_us']['end_to_end']['p99'])}"
+            f"{_duration(r['latency_us']['end_to_end']['p50'])} / {_duration(r['latency_us']['end_to_end']['p99'])}"
         ),
         False,
     ),
     (
         "queue dwell p50 / p99",
         lambda r: (
-            f"{_ms(r['latency_us'].get('queue_dwell', {}).get('p50'))} / {_ms(r['latency_us'].get('queue_dwell', {}).get('p99'))}"
+            f"{_duration(r['latency_us'].get('queue_dwell', {}).get('p50'))} / {_duration(r['latency_us'].get('queue_dwell', {}).get('p99'))}"
         ),
         False,
     ),
     (
         "handler p50 / p99",
         lambda r: (
-            f"{_ms(r['latency_us']['handler']['p50'])} / {_ms(r['latency_us']['handler']['p99'])}"
+            f"{_duration(r['latency_us']['handler']['p50'])} / {_duration(r['latency_us']['handler']['p99'])}"
         ),
         False,
     ),
     (
         "write p50 / p99",
         lambda r: (
-            f"{_ms(r['latency_us']['write']['p50'])} / {_ms(r['latency_us']['write']['p99'])}"
+            f"{_duration(r['latency_us']['write']['p50'])} / {_duration(r['latency_us']['write']['p99'])}"
         ),
         False,
     ),
@@ -235,7 +233,7 @@ def sweep_table(report: dict[str, Any]) -> Table:
             _cell(counts["duplicate_writes"], True),
             str(counts["dead_lettered"]),
             f"{run['throughput']['messages_per_s']:.1f}",
-            _ms(run["latency_us"]["end_to_end"]["p99"]),
+            _duration(run["latency_us"]["end_to_end"]["p99"]),
         )
     return table
 

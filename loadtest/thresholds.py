@@ -62,7 +62,7 @@ from typing import Any
 from loadtest.checker import COUNT_NAMES as CHECKER_COUNT_NAMES
 from loadtest.checker import Counts, default_reasons
 from loadtest.errors import InputError, ThresholdError
-from loadtest.metrics import LATENCY_NAMES
+from loadtest.metrics import LATENCY_NAMES, LATENCY_STATS
 
 COUNT_NAMES: tuple[str, ...] = CHECKER_COUNT_NAMES
 """Keys of ``runs[].counts``; each is a metric, bare or as ``counts.NAME``."""
@@ -71,7 +71,6 @@ LATENCIES: tuple[str, ...] = LATENCY_NAMES
 """Keys of ``runs[].latency_us`` known by default. Callers that record more
 latencies pass their names to :func:`parse_threshold` (``latencies=``)."""
 
-LATENCY_STATS: tuple[str, ...] = ("count", "min", "p50", "p90", "p99", "p99_9", "max", "mean")
 
 UNITS_US: Mapping[str, int] = {"us": 1, "ms": 1_000, "s": 1_000_000}
 """Duration units and their length in microseconds."""

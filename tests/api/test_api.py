@@ -129,3 +129,25 @@ def test_library_verdict_is_the_cli_exit_code(name: str, backend_url: str, tmp_p
     report = Report(json.loads(out.read_text(encoding="utf-8")))
     assert report.exit_code == result.exit_code
     assert report.passed == (result.exit_code == 0)
+
+
+def test_progress_names_the_variant(backend_url: str) -> None:
+    seen: set[str] = set()
+    loadtest.run(
+        "resends-at-once",
+        endpoint_url=backend_url,
+        distinct_ids=2,
+        copies=2,
+        on_progress=lambda variant, *_: seen.add(variant),
+    )
+    assert seen == {"read-then-write", "conditional"}
+
+
+def test_scenarios_json_lists_every_builtin_whole() -> None:
+    result = runner.invoke(app, ["scenarios", "--json"])
+    assert result.exit_code == 0, result.output
+    listed = json.loads(result.stdout)
+    assert [s["name"] for s in listed] == sorted(builtin_scenarios())
+    assert all(set(s) == {"name", "variants", "description"} for s in listed)
+    plain = runner.invoke(app, ["scenarios"])
+    assert "visibility-timeout-short" in plain.output  # never cut in a pipe
