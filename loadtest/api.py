@@ -31,7 +31,7 @@ from loadtest.errors import InputError
 from loadtest.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
 from loadtest.report import build_report, verdict_exit_code
 from loadtest.scenario import Scenario, load_scenario
-from loadtest.thresholds import check_variants, parse_thresholds
+from loadtest.thresholds import check_scenario, check_variants, parse_thresholds
 
 if TYPE_CHECKING:
     from loadtest.interrupts import Stop
@@ -147,8 +147,8 @@ def _run_report(run: Mapping[str, Any]) -> RunReport:
 
 def resolve_scenario(scenario: str | Path | Scenario) -> Scenario:
     if isinstance(scenario, Scenario):
-        return scenario
-    return load_scenario(str(scenario))
+        return check_scenario(scenario)
+    return check_scenario(load_scenario(str(scenario)))
 
 
 def resolve_variants(

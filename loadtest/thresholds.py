@@ -61,8 +61,9 @@ from typing import Any
 
 from loadtest.checker import COUNT_NAMES as CHECKER_COUNT_NAMES
 from loadtest.checker import Counts, default_reasons
-from loadtest.errors import InputError, ThresholdError
+from loadtest.errors import InputError, ScenarioError, ThresholdError
 from loadtest.metrics import LATENCY_NAMES, LATENCY_STATS
+from loadtest.scenario import RELAXABLE, Scenario
 
 COUNT_NAMES: tuple[str, ...] = CHECKER_COUNT_NAMES
 """Keys of ``runs[].counts``; each is a metric, bare or as ``counts.NAME``."""
@@ -75,13 +76,6 @@ latencies pass their names to :func:`parse_threshold` (``latencies=``)."""
 UNITS_US: Mapping[str, int] = {"us": 1, "ms": 1_000, "s": 1_000_000}
 """Duration units and their length in microseconds."""
 
-RELAXABLE: tuple[str, ...] = (
-    "duplicate_writes",
-    "conflicting_writes",
-    "lost_outcomes",
-    "unexpected_dead_letters",
-)
-"""Default-verdict reasons a scenario may allow, by count name."""
 
 _OTHER_METRICS: tuple[str, ...] = (
     "throughput.messages_per_s",
@@ -361,3 +355,13 @@ def relax_default_verdict(run: Mapping[str, Any], allowed: Collection[str]) -> d
     else:
         out["verdict"] = "inconclusive" if out.get("inconclusive") else "pass"
     return out
+
+
+def check_scenario(scenario: Scenario) -> Scenario:
+    """Refuse a scenario whose own thresholds do not parse, naming its file (``ScenarioError``)."""
+    for text in scenario.thresholds:
+        try:
+            parse_threshold(text)
+        except ThresholdError as exc:
+            raise ScenarioError(f"{scenario.source}: thresholds: {exc}") from exc
+    return scenario

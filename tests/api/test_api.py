@@ -151,3 +151,10 @@ def test_scenarios_json_lists_every_builtin_whole() -> None:
     assert all(set(s) == {"name", "variants", "description"} for s in listed)
     plain = runner.invoke(app, ["scenarios"])
     assert "visibility-timeout-short" in plain.output  # never cut in a pipe
+
+
+def test_a_scenario_file_with_a_bad_threshold_is_refused_by_name(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text('thresholds = ["duplicate_writes ~ 0"]\n', encoding="utf-8")
+    with pytest.raises(ScenarioError, match=r"bad\.toml: thresholds"):
+        loadtest.run(path)
