@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loadtest.aws import BackendKind
-from loadtest.checker import Counts
+from loadtest.adapters.aws import BackendKind
+from loadtest.emulation.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
 from loadtest.engine import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salvage
 from loadtest.errors import InputError
-from loadtest.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
-from loadtest.report import build_report, verdict_exit_code
-from loadtest.scenario import Scenario, load_scenario
-from loadtest.thresholds import check_scenario, check_variants, parse_thresholds
+from loadtest.model.checker import Counts
+from loadtest.model.scenario import Scenario, load_scenario
+from loadtest.model.thresholds import check_scenario, check_variants, parse_thresholds
+from loadtest.reports.report import build_report, verdict_exit_code
 
 if TYPE_CHECKING:
     from loadtest.interrupts import Stop
@@ -113,7 +113,7 @@ class Report:
         return target
 
     def write_html(self, path: str | Path) -> Path:
-        from loadtest.html import render_html
+        from loadtest.reports.html import render_html
 
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -229,7 +229,7 @@ def prepare(
 def _check_capacity(
     scenario: Scenario, refs: Sequence[HandlerRef], cells: Sequence[Mapping[str, Any]]
 ) -> None:
-    from loadtest.capacity import estimate, machine, refuse_beyond
+    from loadtest.emulation.capacity import estimate, machine, refuse_beyond
 
     runs = [scenario.with_overrides(**cell) for cell in cells]
     per_run = [

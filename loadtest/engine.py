@@ -19,18 +19,18 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from loadtest import aws
-from loadtest.checker import Check, LiveDuplicates, check
-from loadtest.environments import ExecutionEnvironment, FunctionConfig, log_directory
+from loadtest.adapters import aws
+from loadtest.adapters.producer import produce
+from loadtest.emulation.environments import ExecutionEnvironment, FunctionConfig, log_directory
+from loadtest.emulation.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
+from loadtest.emulation.runner import Poller, Progress, Settlement, watch_dead_letters
 from loadtest.errors import BackendError
-from loadtest.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
-from loadtest.history import EndState, History, Record, WriteRecord
 from loadtest.interrupts import Stop
-from loadtest.metrics import Latency, latencies
-from loadtest.producer import produce
-from loadtest.runner import Poller, Progress, Settlement, watch_dead_letters
-from loadtest.scenario import ConsumerSettings, Faults, Scenario
-from loadtest.schedule import PlannedMessage, plan
+from loadtest.model.checker import Check, LiveDuplicates, check
+from loadtest.model.history import EndState, History, Record, WriteRecord
+from loadtest.model.metrics import Latency, latencies
+from loadtest.model.scenario import ConsumerSettings, Faults, Scenario
+from loadtest.model.schedule import PlannedMessage, plan
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb.client import DynamoDBClient
@@ -515,7 +515,7 @@ async def sweep_async(
 def backend_target(kind: aws.BackendKind, endpoint_url: str | None) -> Iterator[aws.Target]:
     """The run's target; for the embedded backend, start it and stop it afterwards."""
     if kind is aws.BackendKind.EMBEDDED:
-        from loadtest.backend.embedded import EmbeddedBackend
+        from loadtest.adapters.backend.embedded import EmbeddedBackend
 
         with EmbeddedBackend() as backend:
             yield aws.Target.resolve(kind, backend.endpoint_url)

@@ -13,7 +13,7 @@ import loadtest
 from loadtest.api import Report
 from loadtest.cli import app
 from loadtest.errors import HandlerRefError, InputError, ScenarioError, ThresholdError
-from loadtest.scenario import builtin_scenarios
+from loadtest.model.scenario import builtin_scenarios
 
 HERE = Path(__file__).parent
 MY_HANDLER = str(HERE.parent / "e2e" / "my_handler.py") + ":handler"

@@ -17,9 +17,15 @@ import pytest
 from boto3.dynamodb.conditions import Attr
 from botocore.exceptions import ClientError
 
-from loadtest.history import ObserverFault, ReadRecord, UnobservedCall, WriteOutcome, WriteRecord
-from loadtest.observation import Observation, collect, decode
-from loadtest.observer import WriteObserver
+from loadtest.emulation.observer import WriteObserver
+from loadtest.model.history import (
+    ObserverFault,
+    ReadRecord,
+    UnobservedCall,
+    WriteOutcome,
+    WriteRecord,
+)
+from loadtest.model.observation import Observation, collect, decode
 from tests.e2e.helpers import client
 
 Calls = Callable[[str], Any]

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from loadtest.capacity import CapacityError, Machine, estimate, refuse_beyond
 from loadtest.cli import app
-from loadtest.reportcheck import missing_keys
-from loadtest.runner import REDACTED, redact
+from loadtest.emulation.capacity import CapacityError, Machine, estimate, refuse_beyond
+from loadtest.emulation.runner import REDACTED, redact
+from loadtest.reports.reportcheck import missing_keys
 
 HANDLE = "AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a" * 3
 SAMPLE = Path(__file__).parent.parent / "html" / "sample_report.json"

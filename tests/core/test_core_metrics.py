@@ -1,10 +1,10 @@
-"""loadtest.metrics.Latency: HdrHistogram summaries in microseconds."""
+"""loadtest.model.metrics.Latency: HdrHistogram summaries in microseconds."""
 
 from __future__ import annotations
 
 from hdrh.histogram import HdrHistogram
 
-from loadtest.metrics import HIGHEST_US, PERCENTILES, Latency
+from loadtest.model.metrics import HIGHEST_US, PERCENTILES, Latency
 
 SUMMARY_KEYS = ["count", "min", "p50", "p90", "p99", "p99_9", "max", "mean", "out_of_range"]
 

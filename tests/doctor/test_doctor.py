@@ -1,6 +1,6 @@
-"""``loadtest.doctor`` against a real backend: every check passes, only its own resources go.
+"""``loadtest.adapters.doctor`` against a real backend: every check passes, only its own resources go.
 
-The backend is the embedded one when ``loadtest.backend.embedded`` is importable, else a
+The backend is the embedded one when ``loadtest.adapters.backend.embedded`` is importable, else a
 plain ``python -m moto.server``.
 """
 
@@ -22,15 +22,15 @@ import anyio
 import boto3
 import pytest
 
-from loadtest import aws, doctor
-from loadtest.doctor import CHECK_NAMES, RESOURCE_PREFIX, CheckResult, exit_ok, run_doctor
+from loadtest.adapters import aws, doctor
+from loadtest.adapters.doctor import CHECK_NAMES, RESOURCE_PREFIX, CheckResult, exit_ok, run_doctor
 from loadtest.errors import BackendError, InputError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
     from mypy_boto3_sqs.client import SQSClient
 
-HAVE_EMBEDDED = importlib.util.find_spec("loadtest.backend.embedded") is not None
+HAVE_EMBEDDED = importlib.util.find_spec("loadtest.adapters.backend.embedded") is not None
 
 
 def _free_port() -> int:
@@ -43,7 +43,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def backend_url() -> Iterator[str]:
     if HAVE_EMBEDDED:
-        from loadtest.backend.embedded import EmbeddedBackend
+        from loadtest.adapters.backend.embedded import EmbeddedBackend
 
         with EmbeddedBackend() as backend:
             yield backend.endpoint_url
@@ -246,10 +246,10 @@ def test_impossible_sizes_are_refused_before_anything_is_created() -> None:
         anyio.run(main, backend="asyncio")
 
 
-@pytest.mark.skipif(not HAVE_EMBEDDED, reason="needs loadtest.backend.embedded")
+@pytest.mark.skipif(not HAVE_EMBEDDED, reason="needs loadtest.adapters.backend.embedded")
 def test_partiql_check_fails_on_plain_moto() -> None:
     """moto as shipped overwrites on INSERT and fails a parameterised one (HTTP 500)."""
-    from loadtest.backend.embedded import EmbeddedBackend
+    from loadtest.adapters.backend.embedded import EmbeddedBackend
 
     with EmbeddedBackend(patched=False) as backend:
         _, dynamodb = _sync_clients(backend.endpoint_url)

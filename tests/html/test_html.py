@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from loadtest.html import percentile_curve, render_html
+from loadtest.reports.html import percentile_curve, render_html
 
 SAMPLE = Path(__file__).with_name("sample_report.json")
 CHROMIUM = Path("/usr/bin/chromium")

@@ -1,0 +1,352 @@
+"""The runner: Lambda's SQS event source mapping, emulated against a real queue.
+
+One poller per execution environment: long-poll ReceiveMessage for up to
+``batch_size`` messages, build the Lambda event, invoke the handler in the
+environment, and on success delete the batch (only the records not named in a
+partial batch response, with ``report_batch_item_failures``). On an exception,
+a timeout or a crash nothing is deleted, so the messages reappear after the
+visibility timeout and the queue's redrive policy eventually moves them to the
+DLQ. A DLQ watcher records what arrives there.
+
+Owns the pollers and the watcher; the engine owns the task group they run in.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import urllib.parse
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from loadtest.emulation.environments import ExecutionEnvironment, Reply
+from loadtest.emulation.events import batch_item_failures, business_id_of, sqs_event
+from loadtest.model.history import (
+    Ack,
+    DeadLetter,
+    History,
+    Invocation,
+    InvocationOutcome,
+    Record,
+    WriteRecord,
+)
+from loadtest.model.scenario import ConsumerSettings
+
+if TYPE_CHECKING:
+    from types_aiobotocore_sqs.client import SQSClient
+
+POLL_WAIT_S = 1
+"""Long-poll wait per ReceiveMessage (in seconds); short so a finished run stops promptly."""
+DLQ_HOLD_S = 43_200
+"""Visibility timeout (in seconds) the DLQ watcher sets so it sees each dead letter once."""
+
+
+@dataclass
+class Progress:
+    """Live counters for a progress display; written by the runner only."""
+
+    sent: int = 0
+    received: int = 0
+    in_flight: int = 0
+    acked: int = 0
+    dead_lettered: int = 0
+    duplicate_writes: int = 0
+    handler_errors: int = 0
+
+
+@dataclass
+class Settlement:
+    """Tracks which sent messages are settled (acknowledged or dead-lettered)."""
+
+    expected: set[str] | None = None
+    settled: set[str] = field(default_factory=set)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    _by_business_id: dict[str, anyio.Event] = field(default_factory=dict)
+
+    def settle(self, message_id: str, business_id: str | None) -> None:
+        self.settled.add(message_id)
+        if business_id is not None:
+            self._event(business_id).set()
+        self.check()
+
+    def _event(self, business_id: str) -> anyio.Event:
+        return self._by_business_id.setdefault(business_id, anyio.Event())
+
+    async def first_settled(self, business_id: str) -> None:
+        """Return once any message of ``business_id`` was settled."""
+        await self._event(business_id).wait()
+
+    def expect(self, message_ids: set[str]) -> None:
+        self.expected = message_ids
+        self.check()
+
+    def check(self) -> None:
+        if self.expected is not None and self.expected <= self.settled:
+            self.done.set()
+
+
+REDACTED = "<receipt-handle>"
+HANDLE_FRAGMENT_CHARS = 16
+"""A run of this many characters of a receipt handle, anywhere in a text, is redacted."""
+_TOKEN = re.compile(r"[A-Za-z0-9+/=_%.~-]{" + str(HANDLE_FRAGMENT_CHARS) + ",}")
+
+
+def redact(value: Any, handles: set[str]) -> Any:
+    """``value`` with every receipt handle replaced: they are credentials, never reported.
+
+    A handler may echo its event in its result, error or log; the report keeps
+    those, so the handles of the batch are cut out of them here: whole, and
+    any token holding a fragment of one (truncated, URL-quoted or embedded in a
+    longer string) of ``HANDLE_FRAGMENT_CHARS`` characters or more.
+    """
+    return _redact(value, handles, _fragments(handles))
+
+
+def _fragments(handles: set[str]) -> frozenset[str]:
+    n = HANDLE_FRAGMENT_CHARS
+    return frozenset(h[i : i + n] for h in handles for i in range(max(0, len(h) - n) + 1))
+
+
+def _leaks(token: str, fragments: frozenset[str]) -> bool:
+    n = HANDLE_FRAGMENT_CHARS
+    for text in {token, urllib.parse.unquote(token)}:
+        if any(text[i : i + n] in fragments for i in range(len(text) - n + 1)):
+            return True
+    return False
+
+
+def _redact(value: Any, handles: set[str], fragments: frozenset[str]) -> Any:
+    if isinstance(value, str):
+        text = str(value)
+        for handle in handles:
+            if handle in text:
+                text = text.replace(handle, REDACTED)
+        if fragments:
+            text = _TOKEN.sub(
+                lambda m: REDACTED if _leaks(m.group(0), fragments) else m.group(0), text
+            )
+        return value if text == value else text  # a StrEnum stays itself
+    if isinstance(value, dict):
+        return {k: _redact(v, handles, fragments) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact(v, handles, fragments) for v in value]
+    return value
+
+
+def _outcome(reply: Reply, cut_off: bool) -> InvocationOutcome:
+    if cut_off:
+        return InvocationOutcome.CUT_OFF
+    if reply.timed_out:
+        return InvocationOutcome.TIMEOUT
+    if reply.crashed:
+        return InvocationOutcome.CRASH
+    return InvocationOutcome.SUCCESS if reply.ok else InvocationOutcome.ERROR
+
+
+class Poller:
+    """One poller bound to one execution environment."""
+
+    def __init__(
+        self,
+        *,
+        sqs: SQSClient,
+        queue_url: str,
+        queue_arn: str,
+        region: str,
+        settings: ConsumerSettings,
+        environment: ExecutionEnvironment,
+        history: History,
+        settlement: Settlement,
+        progress: Progress,
+        stopping: anyio.Event,
+        on_writes: Callable[[tuple[WriteRecord, ...], tuple[Record, ...]], None],
+        clock: Callable[[], int] = time.monotonic_ns,
+    ) -> None:
+        self.sqs = sqs
+        self.queue_url = queue_url
+        self.queue_arn = queue_arn
+        self.region = region
+        self.settings = settings
+        self.environment = environment
+        self.history = history
+        self.settlement = settlement
+        self.progress = progress
+        self.stopping = stopping
+        self.on_writes = on_writes
+        self.clock = clock
+
+    async def run(self) -> None:
+        # The stop flag is checked between polls: a poll waits at most
+        # POLL_WAIT_S, and an invocation in progress always finishes, so its
+        # writes are observed before the end state is read.
+        while not self.stopping.is_set():
+            messages = await self._receive()
+            if messages:
+                await self._deliver(messages)
+
+    async def _receive(self) -> list[dict[str, Any]]:
+        """A batch as the event source mapping builds one.
+
+        Without a batching window, one long poll of up to ``batch_size`` (at
+        most 10, SQS's limit). With one, keep polling until the batch is full
+        or the window has passed since the first message arrived.
+        """
+        settings = self.settings
+        messages = await self._poll(min(10, settings.batch_size), POLL_WAIT_S)
+        if not messages or settings.batching_window_s <= 0:
+            return messages
+        window_ends = self.clock() + int(settings.batching_window_s * 1e9)
+        while len(messages) < settings.batch_size and not self.stopping.is_set():
+            remaining_s = (window_ends - self.clock()) / 1e9
+            if remaining_s <= 0:
+                break
+            wait_s = max(0, min(POLL_WAIT_S, int(remaining_s)))
+            more = await self._poll(min(10, settings.batch_size - len(messages)), wait_s)
+            messages.extend(more)
+            if not more and wait_s == 0:
+                await anyio.sleep(min(remaining_s, 0.05))
+        return messages
+
+    async def _poll(self, count: int, wait_s: int) -> list[dict[str, Any]]:
+        response = await self.sqs.receive_message(
+            QueueUrl=self.queue_url,
+            MaxNumberOfMessages=count,
+            WaitTimeSeconds=wait_s,
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        )
+        messages: list[dict[str, Any]] = [dict(m) for m in response.get("Messages", [])]
+        return messages
+
+    async def _deliver(self, messages: list[dict[str, Any]]) -> None:
+        received_ns = self.clock()
+        records = tuple(
+            Record(
+                message_id=m["MessageId"],
+                receive_count=int(m.get("Attributes", {}).get("ApproximateReceiveCount", "1")),
+                business_id=business_id_of(m["Body"]),
+            )
+            for m in messages
+        )
+        self.progress.received += len(messages)
+        self.progress.in_flight += len(messages)
+        request_id = str(uuid.uuid4())
+        try:
+            reply = await self.environment.invoke(
+                request_id, sqs_event(messages, self.queue_arn, self.region)
+            )
+        except anyio.get_cancelled_exc_class():
+            # The run's deadline: the invocation still happened, and its writes
+            # are on record. Count it as a delivery; acknowledge nothing.
+            with anyio.CancelScope(shield=True):
+                reply = await self.environment.cut_off(request_id)
+                self._record(request_id, records, received_ns, reply, messages, set(), cut_off=True)
+            raise
+        writes = tuple(reply.observed.writes)
+        self.on_writes(writes, records)
+
+        failed: set[str] = set()
+        invalid = False
+        if reply.ok and self.settings.report_batch_item_failures:
+            named = batch_item_failures(reply.result, {r.message_id for r in records})
+            invalid = named is None
+            failed = {r.message_id for r in records} if named is None else named
+        if not reply.ok:
+            failed = {r.message_id for r in records}
+            self.progress.handler_errors += 1
+        to_delete = [m for m in messages if m["MessageId"] not in failed]
+        acked = await self._delete(to_delete)
+        self.progress.in_flight -= len(messages)
+        self._record(request_id, records, received_ns, reply, messages, failed, invalid=invalid)
+        business = {r.message_id: r.business_id for r in records}
+        for message_id in acked:
+            self.settlement.settle(message_id, business[message_id])
+
+    def _record(
+        self,
+        request_id: str,
+        records: tuple[Record, ...],
+        received_ns: int,
+        reply: Reply,
+        messages: list[dict[str, Any]],
+        failed: set[str],
+        *,
+        cut_off: bool = False,
+        invalid: bool = False,
+    ) -> None:
+        """Append the invocation to the history (receipt handles redacted)."""
+        handles = {m["ReceiptHandle"] for m in messages}
+        error = redact(reply.error, handles)
+        if invalid:
+            error = "invalid batchItemFailures response: the whole batch is retried"
+        observed = reply.observed
+        self.history.invocations.append(
+            Invocation(
+                request_id=request_id,
+                environment=self.environment.number,
+                records=records,
+                received_ns=received_ns,
+                started_ns=reply.started_ns,
+                ended_ns=reply.ended_ns,
+                outcome=_outcome(reply, cut_off),
+                error=error,
+                writes=tuple(observed.writes),
+                failed_message_ids=tuple(sorted(failed)) if reply.ok else (),
+                result=redact(reply.result, handles),
+                log_tail=redact(reply.log_tail, handles),
+                reads=tuple(observed.reads),
+                unobserved=tuple(observed.unobserved),
+                observer_faults=tuple(observed.faults),
+            )
+        )
+
+    async def _delete(self, messages: list[dict[str, Any]]) -> list[str]:
+        if not messages:
+            return []
+        requested_ns = self.clock()
+        response = await self.sqs.delete_message_batch(
+            QueueUrl=self.queue_url,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
+            ],
+        )
+        acked_ns = self.clock()
+        ok = {entry["Id"] for entry in response.get("Successful", [])}
+        acked = [m["MessageId"] for i, m in enumerate(messages) if str(i) in ok]
+        for message_id in acked:
+            self.history.acks.append(Ack(message_id, acked_ns, requested_ns))
+        self.progress.acked += len(acked)
+        return acked
+
+
+async def watch_dead_letters(
+    sqs: SQSClient,
+    dlq_url: str,
+    history: History,
+    settlement: Settlement,
+    progress: Progress,
+    clock: Callable[[], int] = time.monotonic_ns,
+) -> None:
+    """Record each message that reaches the DLQ (runs until cancelled)."""
+    seen: set[str] = set()
+    while True:
+        response = await sqs.receive_message(
+            QueueUrl=dlq_url,
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=POLL_WAIT_S,
+            VisibilityTimeout=DLQ_HOLD_S,
+            AttributeNames=["All"],
+        )
+        for message in response.get("Messages", []):
+            message_id = message["MessageId"]
+            if message_id in seen:
+                continue
+            seen.add(message_id)
+            count = int(message.get("Attributes", {}).get("ApproximateReceiveCount", "0"))
+            history.dead_letters.append(DeadLetter(message_id, count, clock()))
+            progress.dead_lettered += 1
+            settlement.settle(message_id, business_id_of(message.get("Body", "")))
