@@ -1,60 +1,53 @@
-"""The command line: parses, calls the engine, renders, and maps results to exit codes.
+"""The ``loadtest`` commands: parse, call the library, render, exit.
 
-The only module that prints or exits. Exit codes (DESIGN.md): 0 every verdict
-passed; 1 a verdict failed; 2 bad input; 3 the backend could not be reached
-or refused the credentials; 4 a verdict was inconclusive (the run could not
-observe everything it needed to judge).
+The only place (with the rest of ``loadtest.cli``) that prints or exits; see
+``loadtest.cli.console`` for the exit codes.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import inspect
-import itertools
 import json
-import os
-import secrets
-import shlex
 import sys
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from enum import IntEnum, StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
 from loadtest import __version__
-from loadtest.adapters.aws import BackendKind
-from loadtest.api import Plan, Report, execute, prepare, salvaged
+from loadtest.cli.console import Exit, err, fail, out, raise_mapped
+from loadtest.cli.options import (
+    CleanupOpt,
+    EndpointOpt,
+    HgrmOpt,
+    HtmlOpt,
+    JsonOpt,
+    JunitOpt,
+    MarkdownOpt,
+    OutOpt,
+    QuietOpt,
+    ScenarioArg,
+    SeedOpt,
+    TargetChoice,
+    TargetOpt,
+    ThresholdOpt,
+    grid,
+    override_options,
+    target_kind,
+)
+from loadtest.cli.outputs import (
+    Outputs,
+    read_report,
+)
+from loadtest.cli.running import (
+    execute_run,
+)
 from loadtest.emulation.handlers import BUILTIN_VARIANTS
-from loadtest.emulation.runner import Progress
-from loadtest.errors import BackendError, InputError, LoadtestError, find_error
-from loadtest.interrupts import Stop
-from loadtest.model.scenario import Override, Scenario, builtin_scenarios, override_fields
+from loadtest.errors import InputError
+from loadtest.model.scenario import builtin_scenarios
 from loadtest.reports.render import render
-from loadtest.reports.report import SCHEMA_VERSION, verdict_exit_code
-
-
-class Exit(IntEnum):
-    OK = 0
-    FAILED = 1
-    BAD_INPUT = 2
-    BACKEND = 3
-    INCONCLUSIVE = 4
-    INTERRUPTED = 130
-
-
-class TargetChoice(StrEnum):
-    EMBEDDED = "embedded"
-    AWS = "aws"
-
+from loadtest.reports.report import verdict_exit_code
 
 app = typer.Typer(
     name="loadtest",
@@ -71,541 +64,8 @@ app = typer.Typer(
 )
 
 
-def _console(*, stderr: bool = False) -> Console:
-    """On a terminal, rich's usual console; in a pipe, one that never cuts or wraps a line.
-
-    A name, path or reproduce command cut or wrapped mid-token breaks when copied.
-    """
-    console = Console(stderr=stderr)
-    if console.is_terminal:
-        return console
-    return Console(stderr=stderr, width=100_000, soft_wrap=True)
-
-
-out = _console()
-err = _console(stderr=True)
-
-
-def _fail(code: Exit, message: str) -> NoReturn:
-    err.print(Text(f"error: {message}", style="bold red"))
-    raise typer.Exit(int(code))
-
-
-def _backend_kind(endpoint_url: str | None, target: TargetChoice) -> BackendKind:
-    if endpoint_url and target is TargetChoice.AWS:
-        _fail(Exit.BAD_INPUT, "--endpoint-url and --target aws exclude each other; give one")
-    if target is TargetChoice.AWS:
-        return BackendKind.AWS
-    return BackendKind.ENDPOINT if endpoint_url else BackendKind.EMBEDDED
-
-
-def _target(endpoint_url: str | None, target: TargetChoice) -> str:
-    """The library's ``target`` for the command line's options (refusing both at once)."""
-    return _backend_kind(endpoint_url, target).value
-
-
-def _command(scenario: Scenario) -> str:
-    args = sys.argv[1:]
-    if "--seed" not in args:
-        args = [*args, "--seed", str(scenario.seed)]
-    return "loadtest " + shlex.join(args)
-
-
-class _ProgressView:
-    """A one-line live status on a terminal; nothing otherwise."""
-
-    def __init__(self, live: Live | None) -> None:
-        self.live = live
-
-    def __call__(self, variant: str, p: Progress, planned: int, elapsed_s: float) -> None:
-        if self.live is None:
-            return
-        settled = p.acked + p.dead_lettered
-        rate = settled / elapsed_s if elapsed_s > 0 else 0.0
-        eta = f"{(planned - settled) / rate:.0f}s" if rate > 0 and settled < planned else "-"
-        self.live.update(
-            Text(
-                f"{variant}: sent {p.sent}/{planned}  received {p.received}  in flight {p.in_flight}  "
-                f"acked {p.acked}  dead-lettered {p.dead_lettered}  duplicate writes {p.duplicate_writes}  "
-                f"{elapsed_s:.1f}s elapsed, eta {eta}"
-            )
-        )
-
-
-def _write_text(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write report {str(path)!r}: {exc}") from exc
-
-
-def _check_writable(path: Path, *, directory: bool = False) -> None:
-    """Refuse, before the run, an output path the report could not be written to."""
-    folder = path if directory else path.parent
-    if not directory and path.is_dir():
-        raise InputError(f"cannot write report {str(path)!r}: it is a directory")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot write report {str(path)!r}: {exc}") from exc
-    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-        raise InputError(f"cannot write report {str(path)!r}: {str(folder)!r} is not writable")
-
-
-def _claim(folder: Path, stem: str, suffixes: tuple[str, ...]) -> Path:
-    """A new path ``folder/stem-XXXXXX`` whose files with ``suffixes`` did not exist.
-
-    Created exclusively (``O_EXCL``): concurrent runs finishing in the same
-    second each get their own files, and no existing file is overwritten.
-    """
-    folder.mkdir(parents=True, exist_ok=True)
-    while True:
-        base = folder / f"{stem}-{secrets.token_hex(3)}"
-        made: list[Path] = []
-        try:
-            for suffix in suffixes:
-                path = base.with_name(base.name + suffix)
-                path.open("x").close()
-                made.append(path)
-        except FileExistsError:
-            for path in made:
-                path.unlink(missing_ok=True)
-            continue
-        except OSError as exc:
-            raise InputError(f"cannot write report in {str(folder)!r}: {exc}") from exc
-        return base
-
-
-def _write_json(path: Path, report: dict[str, Any]) -> None:
-    _write_text(path, json.dumps(report, indent=2) + "\n")
-
-
-@dataclass(frozen=True)
-class Outputs:
-    """The optional report files besides the JSON."""
-
-    html: Path | None = None
-    markdown: Path | None = None
-    junit: Path | None = None
-    hgrm: Path | None = None
-    """A directory for one ``.hgrm`` percentile distribution per run and latency."""
-
-    def under(self, out_dir: Path | None) -> Outputs:
-        """These outputs with relative paths placed in ``out_dir`` (once, never twice)."""
-        if out_dir is None:
-            return self
-
-        def place(path: Path | None) -> Path | None:
-            return path if path is None or path.is_absolute() else out_dir / path
-
-        return Outputs(
-            html=place(self.html),
-            markdown=place(self.markdown),
-            junit=place(self.junit),
-            hgrm=place(self.hgrm),
-        )
-
-    def check(self) -> None:
-        """Refuse unwritable paths before anything runs."""
-        for path in (self.html, self.markdown, self.junit):
-            if path is not None:
-                _check_writable(path)
-        if self.hgrm is not None:
-            _check_writable(self.hgrm, directory=True)
-
-    def write(self, report: dict[str, Any], out_dir: Path | None) -> list[Path]:
-        from loadtest.reports.formats import junit_xml, markdown_summary
-
-        written = []
-        renderers: list[tuple[Path | None, Callable[[dict[str, Any]], str]]] = [
-            (self.html, _render_html),
-            (self.markdown, markdown_summary),
-            (self.junit, junit_xml),
-        ]
-        for path, renderer in renderers:
-            if path is None:
-                continue
-            if out_dir is not None and not path.is_absolute():
-                path = out_dir / path
-            _write_text(path, renderer(report))
-            written.append(path)
-        if self.hgrm is not None:
-            from loadtest.model.metrics import hgrm_files
-
-            directory = (
-                self.hgrm if out_dir is None or self.hgrm.is_absolute() else out_dir / self.hgrm
-            )
-            for name, text in hgrm_files(report).items():
-                _write_text(directory / name, text)
-            written.append(directory)
-        return written
-
-
-def _render_html(report: dict[str, Any]) -> str:
-    from loadtest.reports.html import render_html
-
-    return render_html(report)
-
-
-def _execute(
-    scenario_ref: str,
-    variants: list[str],
-    handlers: list[str],
-    *,
-    seed: int | None,
-    endpoint_url: str | None,
-    target: TargetChoice,
-    overrides: dict[str, Any],
-    json_path: Path | None,
-    out_dir: Path | None,
-    quiet: bool,
-    thresholds: list[str],
-    outputs: Outputs,
-    cells: list[dict[str, Any]] | None = None,
-    cleanup_timeout_s: float | None = None,
-) -> None:
-    from loadtest.engine import Salvage
-
-    stop = Stop()
-    salvage = Salvage()
-    plan: Plan | None = None
-    with stop.installed():
-        try:
-            plan = prepare(
-                scenario_ref,
-                variants=variants,
-                handler=handlers,
-                endpoint_url=endpoint_url,
-                target=_target(endpoint_url, target),
-                thresholds=thresholds,
-                seed=seed,
-                cells=cells,
-                **overrides,
-            )
-            json_path, outputs = _plan_outputs(plan.scenario, json_path, out_dir, outputs)
-            show_progress = not quiet and err.is_terminal
-            with (
-                Live(Text("starting…"), console=err, transient=True, refresh_per_second=8)
-                if show_progress
-                else _null() as live
-            ):
-                result = execute(
-                    plan,
-                    on_progress=_ProgressView(live),
-                    command=_command(plan.scenario),
-                    stop=stop,
-                    salvage=salvage,
-                    cleanup_timeout_s=cleanup_timeout_s,
-                )
-            written = _write_reports(result, json_path, outputs)
-        except BaseException as exc:
-            _end_early(exc, plan, salvage, json_path, outputs, stop)
-    if not quiet:
-        out.print(render(result.to_dict()))
-        for path in written:
-            out.print(Text(f"Report: {path}", style="dim"))
-    if result.incomplete is not None:
-        _fail(Exit.INTERRUPTED, _interrupted_message(result.incomplete, salvage, written))
-    raise typer.Exit(result.exit_code)
-
-
-def _plan_outputs(
-    scenario: Scenario, json_path: Path | None, out_dir: Path | None, outputs: Outputs
-) -> tuple[Path, Outputs]:
-    """Every report path, resolved against ``--out`` once and checked before the run.
-
-    With no ``--json``, the JSON and an HTML page get a fresh name of their own
-    (never an existing file's); ``--out`` applies to each relative path once.
-    """
-    outputs = outputs.under(out_dir)
-    if json_path is None:
-        # No file named: keep the JSON and a page to open, like k6's web dashboard export.
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        folder = out_dir or Path("reports")
-        _check_writable(folder, directory=True)
-        suffixes = (".json",) if outputs.html is not None else (".json", ".html")
-        base = _claim(folder, f"{scenario.name}-{stamp}", suffixes)
-        json_path = base.with_name(base.name + ".json")
-        if outputs.html is None:
-            outputs = dataclasses.replace(outputs, html=base.with_name(base.name + ".html"))
-    else:
-        if out_dir is not None and not json_path.is_absolute():
-            json_path = out_dir / json_path
-        _check_writable(json_path)
-    outputs.check()
-    return json_path, outputs
-
-
-def _write_reports(report: Report, json_path: Path, outputs: Outputs) -> list[Path]:
-    data = report.to_dict()
-    _write_json(json_path, data)
-    return [json_path, *outputs.write(data, None)]
-
-
-def _end_early(
-    exc: BaseException,
-    plan: Plan | None,
-    salvage: Any,
-    json_path: Path | None,
-    outputs: Outputs,
-    stop: Stop,
-) -> NoReturn:
-    """A run that ended by an error or an abandoned cleanup: keep what was measured, then exit."""
-    if isinstance(exc, typer.Exit):
-        raise exc
-    written: list[Path] = []
-    interrupted = find_error(exc, KeyboardInterrupt) is not None
-    problem = "" if interrupted else _error_text(exc)
-    if plan is not None and json_path is not None and salvage.runs:
-        why = f"interrupted by {stop.reason or 'SIGINT'}" if interrupted else problem
-        try:
-            report = salvaged(plan, salvage, why, command=_command(plan.scenario))
-            if report is not None:
-                written = _write_reports(report, json_path, outputs)
-        except LoadtestError as write_error:
-            err.print(Text(f"warning: {write_error}", style="yellow"))
-    elif json_path is not None:
-        # Claimed but never written: nothing was measured.
-        for path in (json_path, outputs.html):
-            if path is not None and path.exists() and path.stat().st_size == 0:
-                path.unlink(missing_ok=True)
-    if interrupted:
-        _fail(
-            Exit.INTERRUPTED,
-            _interrupted_message(
-                f"interrupted by {stop.reason or 'SIGINT'}", salvage, written, abandoned=True
-            ),
-        )
-    for path in written:
-        err.print(Text(f"Report (incomplete): {path}", style="dim"))
-    _raise_mapped(exc)
-
-
-def _error_text(exc: BaseException) -> str:
-    found = find_error(exc, LoadtestError)
-    return str(found) if found is not None else f"{type(exc).__name__}: {exc}"
-
-
-def _interrupted_message(
-    why: str, salvage: Any, written: list[Path], *, abandoned: bool = False
-) -> str:
-    left = salvage.left_behind()
-    kind = salvage.target.kind if salvage.target is not None else None
-    if not left:
-        cleanup = "the run's resources were deleted"
-    elif kind is BackendKind.EMBEDDED:
-        cleanup = "the embedded backend was stopped, so nothing the run created remains"
-    else:
-        verb = "cleanup was abandoned; " if abandoned else ""
-        cleanup = f"{verb}NOT deleted (delete them yourself): {', '.join(left)}"
-    report = (
-        f"; the report of what was measured, marked incomplete: {', '.join(map(str, written))}"
-        if written
-        else "; nothing was measured, so no report was written"
-    )
-    return f"{why}; {cleanup}{report}"
-
-
-def _raise_mapped(exc: BaseException) -> NoReturn:
-    """Turn a loadtest error (possibly inside a task group's exception group) into an exit."""
-    if isinstance(exc, typer.Exit):
-        raise exc
-    if find_error(exc, KeyboardInterrupt) is not None:
-        _fail(Exit.INTERRUPTED, "interrupted")
-    bad = find_error(exc, InputError)
-    if bad is not None:
-        _fail(Exit.BAD_INPUT, str(bad))
-    backend = find_error(exc, BackendError)
-    if backend is not None:
-        _fail(Exit.BACKEND, str(backend))
-    other = find_error(exc, LoadtestError)
-    if other is not None:
-        _fail(Exit.FAILED, str(other))
-    raise exc
-
-
-class _null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *args: object) -> None:
-        return None
-
-
-# --- options shared by run and compare ---------------------------------------
-
-ScenarioArg = Annotated[
-    str,
-    typer.Argument(
-        help="A built-in scenario name (see `loadtest scenarios`) or a path to a TOML file."
-    ),
-]
-SeedOpt = Annotated[
-    int | None, typer.Option(help="Seed for the workload (default: the scenario's).")
-]
-EndpointOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--endpoint-url",
-        help="An AWS-compatible endpoint (moto, LocalStack, DynamoDB Local…) instead of the embedded backend.",
-    ),
-]
-TargetOpt = Annotated[
-    TargetChoice,
-    typer.Option(
-        "--target", help="embedded (default) or aws (real AWS, boto3's credential chain)."
-    ),
-]
-JsonOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--json",
-        metavar="FILE",
-        help="Write the JSON report here (default: reports/NAME-TIME.json, with an .html beside it).",
-    ),
-]
-OutOpt = Annotated[
-    Path | None,
-    typer.Option("--out", metavar="DIR", help="Directory for report files (default: ./reports)."),
-]
-ThresholdOpt = Annotated[
-    list[str],
-    typer.Option(
-        "--threshold",
-        metavar="EXPR",
-        help="Pass/fail rule, repeatable, k6-style: 'duplicate_writes == 0', "
-        "'end_to_end.p99 < 250ms', 'conditional: throughput.messages_per_s > 100'.",
-    ),
-]
-HtmlOpt = Annotated[
-    Path | None,
-    typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML report."),
-]
-MarkdownOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--markdown",
-        metavar="FILE",
-        help="Also write a Markdown summary (CI job summary, PR comment).",
-    ),
-]
-HgrmOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--hgrm",
-        metavar="DIR",
-        help="Also write HdrHistogram percentile distributions (.hgrm, in ms) per run and latency.",
-    ),
-]
-JunitOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--junit", metavar="FILE", help="Also write JUnit XML: one test case per threshold."
-    ),
-]
-QuietOpt = Annotated[
-    bool, typer.Option("--quiet", "-q", help="No progress and no summary; the exit code tells.")
-]
-CleanupOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--cleanup-timeout",
-        metavar="S",
-        min=1,
-        help="Seconds each cleanup step and the end-state read may take before loadtest gives up "
-        "and names what it could not delete (default: 20).",
-    ),
-]
-
-
-# --- scenario overrides, one option per field that carries an ``Override`` ------
-
-_TYPES: dict[str, type] = {"int": int, "float": float, "bool": bool}
-
-
-def _option_name(field: str) -> str:
-    """``visibility_timeout_s`` -> ``visibility_timeout``: the option drops the unit."""
-    for suffix in ("_per_s", "_ms", "_s"):
-        if field.endswith(suffix):
-            return field.removesuffix(suffix)
-    return field
-
-
-def _axis_metavar(field: str) -> str:
-    unit = "MS" if field.endswith("_ms") else "S" if field.endswith("_s") else "N"
-    return f"{unit},{unit},..."
-
-
-def _override_annotation(field: str, kind: type, how: Override, *, axis: bool) -> Any:
-    flag = "--" + _option_name(field).replace("_", "-")
-    if axis:
-        option = typer.Option(flag, metavar=_axis_metavar(field), help=how.sweep_help)
-        return Annotated[str | None, option]
-    if kind is bool:
-        negative = "--no-" + flag.removeprefix("--")
-        return Annotated[
-            bool | None, typer.Option(f"{flag}/{negative}", help=how.help, show_default=False)
-        ]
-    return Annotated[kind | None, typer.Option(flag, metavar=how.metavar, help=how.help)]
-
-
-_Command = Callable[..., None]
-
-
-def _override_options(*, sweep: bool = False) -> Callable[[_Command], _Command]:
-    """Give a command one option per scenario override, in place of its ``overrides`` parameter.
-
-    The command receives ``overrides`` (field -> value, given options only);
-    with ``sweep``, the fields that can be an axis arrive as text in ``axes``.
-    """
-    fields = [
-        (
-            f.name,
-            _option_name(f.name),
-            _TYPES[str(f.type)],
-            how,
-            sweep and how.sweep_help is not None,
-        )
-        for f, how in override_fields()
-    ]
-
-    def decorate(func: _Command) -> _Command:
-        signature = inspect.signature(func, eval_str=True)
-        options = [
-            inspect.Parameter(
-                option,
-                inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                default=None,
-                annotation=_override_annotation(field, kind, how, axis=axis),
-            )
-            for field, option, kind, how, axis in fields
-        ]
-        params: list[inspect.Parameter] = []
-        for param in signature.parameters.values():
-            if param.name == "overrides":
-                params.extend(options)
-            elif param.name != "axes":
-                params.append(param)
-
-        @functools.wraps(func)
-        def command(**kwargs: Any) -> None:
-            given = {field: kwargs.pop(option) for field, option, *_ in fields}
-            axis_fields = {field for field, *_, axis in fields if axis}
-            overrides = {k: v for k, v in given.items() if v is not None and k not in axis_fields}
-            if sweep:
-                kwargs["axes"] = {k: v for k, v in given.items() if k in axis_fields}
-            func(overrides=overrides, **kwargs)
-
-        command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
-        command.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
-        return command
-
-    return decorate
-
-
 @app.command()
-@_override_options()
+@override_options()
 def run(
     scenario: ScenarioArg,
     variants: Annotated[
@@ -651,7 +111,7 @@ def run(
     Exit code 0 when every verdict passes, 1 when one fails, 2 for bad input,
     3 when the backend cannot be reached.
     """
-    _execute(
+    execute_run(
         scenario,
         [*variant, *([variants] if variants else [])],
         handler,
@@ -681,38 +141,8 @@ app.command(
 )(run)
 
 
-def _grid(axes: dict[str, str | None]) -> list[dict[str, Any]]:
-    """The cells of a sweep: the cartesian product of comma-separated values per field."""
-    values: list[tuple[str, list[Any]]] = []
-    for field, text in axes.items():
-        if text is None:
-            continue
-        flag = "--" + _option_name(field).replace("_", "-")
-        items = [item.strip() for item in text.split(",") if item.strip()]
-        try:
-            parsed = [float(item) if "." in item else int(item) for item in items]
-        except ValueError:
-            raise InputError(f"{flag} {text!r}: give comma-separated numbers, e.g. 1,10") from None
-        if not parsed:
-            raise InputError(f"{flag} needs at least one value")
-        values.append((field, parsed))
-    if not values:
-        flags = [
-            "--" + _option_name(f.name).replace("_", "-")
-            for f, how in override_fields()
-            if how.sweep_help is not None
-        ]
-        raise InputError(
-            f"a sweep needs at least one axis: {', '.join(flags)}, each a comma-separated list"
-        )
-    return [
-        dict(zip([f for f, _ in values], combo, strict=True))
-        for combo in itertools.product(*[v for _, v in values])
-    ]
-
-
 @app.command()
-@_override_options(sweep=True)
+@override_options(sweep=True)
 def sweep(
     scenario: ScenarioArg,
     axes: dict[str, str | None] | None = None,
@@ -749,10 +179,10 @@ def sweep(
     throughput and p99 per cell; the JSON report holds every cell as a run.
     """
     try:
-        cells = _grid(axes or {})
+        cells = grid(axes or {})
     except InputError as exc:
-        _fail(Exit.BAD_INPUT, str(exc))
-    _execute(
+        fail(Exit.BAD_INPUT, str(exc))
+    execute_run(
         scenario,
         [variants] if variants else [],
         handler,
@@ -784,7 +214,7 @@ def scenarios(
     try:
         found = builtin_scenarios()
     except InputError as exc:
-        _fail(Exit.BAD_INPUT, str(exc))
+        fail(Exit.BAD_INPUT, str(exc))
     if quiet:
         raise typer.Exit(int(Exit.OK))
     if as_json:
@@ -815,10 +245,10 @@ def report(
 ) -> None:
     """Show a saved JSON report again, as the run showed it; optionally re-render it to files."""
     try:
-        data = _read_report(file)
+        data = read_report(file)
         written = Outputs(html=html, markdown=markdown, junit=junit, hgrm=hgrm).write(data, None)
     except InputError as exc:
-        _fail(Exit.BAD_INPUT, str(exc))
+        fail(Exit.BAD_INPUT, str(exc))
     if not quiet:
         out.print(render(data))
         for path in written:
@@ -846,7 +276,7 @@ def serve(
     try:
         serve_backend(host, port, on_ready=ready)
     except OSError as exc:
-        _fail(Exit.BACKEND, f"cannot listen on {host}:{port}: {exc}")
+        fail(Exit.BACKEND, f"cannot listen on {host}:{port}: {exc}")
     except KeyboardInterrupt:
         pass
 
@@ -872,7 +302,7 @@ def doctor(
     from loadtest.adapters.doctor import exit_ok, run_doctor
     from loadtest.engine import backend_target
 
-    kind = _backend_kind(endpoint_url, target)
+    kind = target_kind(endpoint_url, target)
 
     def show(result: Any) -> None:
         if quiet:
@@ -890,9 +320,9 @@ def doctor(
 
             results = anyio.run(main, backend="asyncio")
     except KeyboardInterrupt:
-        _fail(Exit.INTERRUPTED, "interrupted; the doctor's resources were deleted")
+        fail(Exit.INTERRUPTED, "interrupted; the doctor's resources were deleted")
     except BaseException as exc:
-        _raise_mapped(exc)
+        raise_mapped(exc)
     raise typer.Exit(int(Exit.OK if exit_ok(results) else Exit.FAILED))
 
 
@@ -917,14 +347,14 @@ def diff(
     try:
         tolerance = parse_tolerance(max_regression)
         result = diff_reports(
-            _read_report(baseline),
-            _read_report(new),
+            read_report(baseline),
+            read_report(new),
             tolerance,
             baseline_label=str(baseline),
             new_label=str(new),
         )
     except InputError as exc:
-        _fail(Exit.BAD_INPUT, str(exc))
+        fail(Exit.BAD_INPUT, str(exc))
     if quiet:
         raise typer.Exit(int(Exit.OK if result.ok else Exit.FAILED))
     out.print(render_diff_table(result))
@@ -933,26 +363,6 @@ def diff(
     else:
         out.print(Text(f"{result.regressions} regression(s).", style="bold red"))
     raise typer.Exit(int(Exit.OK if result.ok else Exit.FAILED))
-
-
-def _read_report(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read report {str(path)!r}: {exc}") from exc
-    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-        raise InputError(
-            f"{str(path)!r} is not a loadtest report with schema_version {SCHEMA_VERSION}"
-        )
-    from loadtest.reports.reportcheck import missing_keys
-
-    missing = missing_keys(data)
-    if missing:
-        shown = ", ".join(missing[:8]) + (
-            f" and {len(missing) - 8} more" if len(missing) > 8 else ""
-        )
-        raise InputError(f"{str(path)!r} is not a complete loadtest report: missing {shown}")
-    return data
 
 
 def _version(value: bool) -> None:
