@@ -1,7 +1,7 @@
 """Developer sessions: tests, lint, typecheck, bench.
 
 nox -s tests        the whole test suite (what CI runs)
-nox -s lint         ruff check + ruff format --check
+nox -s lint         ruff check + ruff format --check + the import layers (lint-imports)
 nox -s typecheck    mypy --strict over loadtest, consumer and tests
 nox -s bench        prints throughput figures; asserts nothing about time
 """
@@ -59,6 +59,8 @@ def lint(session: nox.Session) -> None:
     _install(session, "lint", project=False)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    # The layers in pyproject.toml's [tool.importlinter]: an import that runs back up fails.
+    session.run("lint-imports")
 
 
 @nox.session(python="3.11")
@@ -71,7 +73,7 @@ def typecheck(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """A burst of a few thousand messages on the embedded backend; prints figures only."""
     _install(session)
-    session.run("python", "-m", "loadtest.bench", *session.posargs)
+    session.run("python", "-m", "loadtest.cli.bench", *session.posargs)
 
 
 @nox.session(python="3.11")

@@ -24,7 +24,7 @@ __all__ = ["Report", "Scenario", "__version__", "load_scenario", "run"]
 
 if TYPE_CHECKING:
     from loadtest.api import Report, run
-    from loadtest.scenario import Scenario, load_scenario
+    from loadtest.model.scenario import Scenario, load_scenario
 
 
 def __getattr__(name: str) -> Any:
@@ -35,7 +35,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(api, name)
     if name in ("Scenario", "load_scenario"):
-        from loadtest import scenario
+        from loadtest.model import scenario
 
         return getattr(scenario, name)
     raise AttributeError(f"module 'loadtest' has no attribute {name!r}")

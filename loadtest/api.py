@@ -9,6 +9,11 @@ scenario's verdict rules and thresholds applied: ``report.passed`` and
 Bad input raises the named errors the CLI maps to exit 2 (``InputError``,
 ``ScenarioError``, ``HandlerRefError``, ``ThresholdError``) and 3
 (``BackendError``, ``CredentialsError``). Prints nothing, never exits.
+
+``run`` is ``execute(prepare(...))``: a caller that must act between the
+two (the CLI claims its report files once the scenario's name is known) calls
+them apart, and ``salvaged`` turns what an interrupted run measured into a
+report marked incomplete.
 """
 
 from __future__ import annotations
@@ -17,32 +22,37 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from loadtest.aws import BackendKind
-from loadtest.checker import Counts
-from loadtest.engine import ProgressCallback
+from loadtest.adapters.aws import BackendKind
+from loadtest.emulation.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
+from loadtest.engine import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salvage
 from loadtest.errors import InputError
-from loadtest.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
-from loadtest.report import build_report, verdict_exit_code
-from loadtest.scenario import Scenario, load_scenario
-from loadtest.thresholds import check_variants, parse_thresholds
+from loadtest.model.checker import Counts
+from loadtest.model.scenario import Scenario, load_scenario
+from loadtest.model.thresholds import check_scenario, check_variants, parse_thresholds
+from loadtest.reports.report import build_report, verdict_exit_code
+
+if TYPE_CHECKING:
+    from loadtest.interrupts import Stop
 
 TARGETS = ("embedded", "endpoint", "aws")
 
 
 @dataclass(frozen=True)
 class LatencySummary:
-    """One latency's percentiles, in microseconds."""
+    """One latency's percentiles, in microseconds (``None`` when nothing was measured)."""
 
     count: int
-    min: float
-    p50: float
-    p90: float
-    p99: float
-    p99_9: float
-    max: float
-    mean: float
+    min: float | None
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    p99_9: float | None
+    max: float | None
+    mean: float | None
+    out_of_range: int = 0
+    """Values beyond the histogram's range: counted, never dropped silently."""
 
 
 @dataclass(frozen=True)
@@ -79,8 +89,18 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        """0 all passed, 1 a verdict or threshold failed, 4 inconclusive (DESIGN.md)."""
+        """0 all passed, 1 a verdict or threshold failed, 4 inconclusive (DESIGN.md).
+
+        An interrupted run's report (``incomplete``) is judged the same way; the
+        CLI exits 130 for it instead.
+        """
         return verdict_exit_code(self._data)
+
+    @property
+    def incomplete(self) -> str | None:
+        """Why the run stopped before its workload was settled (``None`` if it finished)."""
+        reason = self._data.get("incomplete_reason")
+        return str(reason) if reason is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report (``schema_version`` 1), as ``--json`` writes it."""
@@ -93,7 +113,7 @@ class Report:
         return target
 
     def write_html(self, path: str | Path) -> Path:
-        from loadtest.html import render_html
+        from loadtest.reports.html import render_html
 
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -109,7 +129,11 @@ def _run_report(run: Mapping[str, Any]) -> RunReport:
     counts = Counts(
         **{name: int(run["counts"].get(name, 0)) for name in Counts.__dataclass_fields__}
     )
-    latency = {name: LatencySummary(**values) for name, values in run.get("latency_us", {}).items()}
+    known = LatencySummary.__dataclass_fields__
+    latency = {
+        name: LatencySummary(**{k: v for k, v in values.items() if k in known})
+        for name, values in run.get("latency_us", {}).items()
+    }
     return RunReport(
         variant=str(run["variant"]),
         verdict=str(run["verdict"]),
@@ -123,8 +147,8 @@ def _run_report(run: Mapping[str, Any]) -> RunReport:
 
 def resolve_scenario(scenario: str | Path | Scenario) -> Scenario:
     if isinstance(scenario, Scenario):
-        return scenario
-    return load_scenario(str(scenario))
+        return check_scenario(scenario)
+    return check_scenario(load_scenario(str(scenario)))
 
 
 def resolve_variants(
@@ -162,6 +186,108 @@ def backend_kind(target: str | None, endpoint_url: str | None) -> BackendKind:
     return BackendKind.ENDPOINT if endpoint_url else BackendKind.EMBEDDED
 
 
+@dataclass(frozen=True)
+class Plan:
+    """A run checked and ready: bad input has already raised."""
+
+    scenario: Scenario
+    """With the overrides applied."""
+    refs: tuple[HandlerRef, ...]
+    thresholds: tuple[str, ...]
+    kind: BackendKind
+    endpoint_url: str | None
+    cells: tuple[dict[str, Any], ...]
+    """One run per cell of overrides and variant; ``({},)`` for a plain run."""
+
+
+def prepare(
+    scenario: str | Path | Scenario,
+    *,
+    variants: Sequence[str] = (),
+    handler: str | Sequence[str] | None = None,
+    endpoint_url: str | None = None,
+    target: str | None = None,
+    thresholds: Sequence[str] = (),
+    seed: int | None = None,
+    cells: Sequence[Mapping[str, Any]] | None = None,
+    **overrides: Any,
+) -> Plan:
+    """Resolve and check everything ``run`` takes, before any backend starts.
+
+    Also refuses (``CapacityError``) a run this machine could not hold.
+    """
+    resolved = resolve_scenario(scenario).with_overrides(seed=seed, **overrides)
+    handlers = [handler] if isinstance(handler, str) else list(handler or ())
+    refs = resolve_variants(resolved, variants, handlers)
+    check_variants(parse_thresholds(thresholds), [ref.variant for ref in refs])
+    kind = backend_kind(target, endpoint_url)
+    grid = tuple(dict(cell) for cell in cells) if cells else ({},)
+    _check_capacity(resolved, refs, grid)
+    return Plan(resolved, tuple(refs), tuple(thresholds), kind, endpoint_url, grid)
+
+
+def _check_capacity(
+    scenario: Scenario, refs: Sequence[HandlerRef], cells: Sequence[Mapping[str, Any]]
+) -> None:
+    from loadtest.emulation.capacity import estimate, machine, refuse_beyond
+
+    runs = [scenario.with_overrides(**cell) for cell in cells]
+    per_run = [
+        sum(m.copies for m in s.workload.messages)
+        if s.workload.messages
+        else s.workload.distinct_ids * s.workload.copies
+        for s in runs
+    ]
+    need = estimate(
+        concurrency=max(s.consumer.concurrency for s in runs),
+        messages=sum(per_run) * len(refs),
+    )
+    refuse_beyond(need, machine())
+
+
+def execute(
+    plan: Plan,
+    *,
+    on_progress: ProgressCallback | None = None,
+    command: str | None = None,
+    stop: Stop | None = None,
+    salvage: Salvage | None = None,
+    cleanup_timeout_s: float | None = None,
+) -> Report:
+    """Run a prepared plan and judge it.
+
+    A ``stop`` request (see ``loadtest.interrupts``) ends the run early; the
+    report then holds what was measured and ``incomplete`` says why.
+    ``salvage`` (the caller's) keeps finished runs and what is not yet deleted
+    even if this raises. Each cleanup step and the end-state read take at most
+    ``cleanup_timeout_s`` seconds (default 20).
+    """
+    from loadtest import engine
+
+    result = engine.run(
+        plan.scenario,
+        plan.refs,
+        kind=plan.kind,
+        endpoint_url=plan.endpoint_url,
+        on_progress=on_progress,
+        cells=plan.cells,
+        stop=stop,
+        salvage=salvage,
+        cleanup_timeout_s=cleanup_timeout_s or CLEANUP_TIMEOUT_S,
+    )
+    return Report(build_report(result, command=command, thresholds=plan.thresholds))
+
+
+def salvaged(
+    plan: Plan, salvage: Salvage, why: str, *, command: str | None = None
+) -> Report | None:
+    """The report of what a run that ended early measured, marked incomplete; ``None`` if nothing."""
+    if not salvage.runs or salvage.target is None:
+        return None
+    partial = RunResult(plan.scenario, salvage.target, list(salvage.runs), incomplete=why)
+    return Report(build_report(partial, command=command, thresholds=plan.thresholds))
+
+
 def run(
     scenario: str | Path | Scenario,
     *,
@@ -174,6 +300,7 @@ def run(
     cells: Sequence[Mapping[str, Any]] | None = None,
     on_progress: ProgressCallback | None = None,
     command: str | None = None,
+    cleanup_timeout_s: float | None = None,
     **overrides: Any,
 ) -> Report:
     """Run a scenario's seeded workload against its consumer variants and judge it.
@@ -184,22 +311,20 @@ def run(
     ``"pkg.module:handler"``). Overrides are the scenario's fields
     (``distinct_ids=40``, ``batch_size=10``, ``race_window_ms=20``, ...), as the
     CLI's options. ``cells`` makes it a sweep (one run per cell of overrides).
+    ``on_progress`` is called about ten times a second with (variant, counters,
+    messages planned, elapsed seconds).
     """
-    resolved = resolve_scenario(scenario).with_overrides(seed=seed, **overrides)
-    handlers = [handler] if isinstance(handler, str) else list(handler or ())
-    refs = resolve_variants(resolved, variants, handlers)
-    parsed = parse_thresholds(thresholds)
-    check_variants(parsed, [ref.variant for ref in refs])
-    kind = backend_kind(target, endpoint_url)
-
-    from loadtest import engine
-
-    result = engine.run(
-        resolved,
-        refs,
-        kind=kind,
+    plan = prepare(
+        scenario,
+        variants=variants,
+        handler=handler,
         endpoint_url=endpoint_url,
-        on_progress=on_progress,
-        cells=[dict(cell) for cell in cells] if cells else ({},),
+        target=target,
+        thresholds=thresholds,
+        seed=seed,
+        cells=cells,
+        **overrides,
     )
-    return Report(build_report(result, command=command, thresholds=thresholds))
+    return execute(
+        plan, on_progress=on_progress, command=command, cleanup_timeout_s=cleanup_timeout_s
+    )

@@ -19,17 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from loadtest import aws
-from loadtest.checker import Check, LiveDuplicates, check
-from loadtest.environments import ExecutionEnvironment, FunctionConfig, log_directory
-from loadtest.errors import BackendError, find_error
-from loadtest.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
-from loadtest.history import EndState, History, Record, WriteRecord
-from loadtest.interrupts import Stop
-from loadtest.metrics import Latency, latencies
-from loadtest.producer import produce
-from loadtest.rate import RateWatch, rate_figures, rate_warning, requested_per_s
-from loadtest.runner import (
+from loadtest.adapters import aws
+from loadtest.adapters.producer import produce
+from loadtest.emulation.environments import ExecutionEnvironment, FunctionConfig, log_directory
+from loadtest.emulation.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
+from loadtest.emulation.runner import (
     Dispatcher,
     Poller,
     Progress,
@@ -37,8 +31,14 @@ from loadtest.runner import (
     dispatches,
     watch_dead_letters,
 )
-from loadtest.scenario import ConsumerSettings, Faults, Scenario
-from loadtest.schedule import PlannedMessage, plan
+from loadtest.errors import BackendError
+from loadtest.interrupts import Stop
+from loadtest.model.checker import Check, LiveDuplicates, check
+from loadtest.model.history import EndState, History, Record, WriteRecord
+from loadtest.model.metrics import Latency, latencies
+from loadtest.model.rate import RateWatch, rate_figures, rate_warning, requested_per_s
+from loadtest.model.scenario import ConsumerSettings, Faults, Scenario
+from loadtest.model.schedule import PlannedMessage, plan
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb.client import DynamoDBClient
@@ -73,7 +73,7 @@ class VariantRun:
     incomplete: str | None = None
     """Why this run stopped before its workload was settled and judged (``None`` if it was)."""
     rate: dict[str, Any] = field(default_factory=dict)
-    """The requested and achieved rates and the backlog (``loadtest.rate.rate_figures``)."""
+    """The requested and achieved rates and the backlog (``loadtest.model.rate.rate_figures``)."""
 
     @property
     def messages_per_s(self) -> float:
@@ -137,7 +137,7 @@ def settings_warnings(settings: ConsumerSettings, faults: Faults, variant: str =
             f"timeout ({settings.function_timeout_s} s): a slow invocation's messages become "
             "visible again and are delivered twice (AWS recommends at least 6x the function timeout)"
         )
-    from loadtest.lint import lint_warnings
+    from loadtest.model.lint import lint_warnings
 
     short = settings.visibility_timeout_s < settings.function_timeout_s
     warnings.extend(lint_warnings(settings, variant, already_short=short))
@@ -148,15 +148,13 @@ async def check_reachable(target: aws.Target) -> None:
     """One cheap call to each service, so an unreachable backend fails before anything is made."""
     async with aws.clients(target, pool=2) as (sqs, dynamodb):
         try:
-            with anyio.fail_after(30):
+            with anyio.fail_after(30), aws.translated("list its queues and tables", target):
                 await sqs.list_queues(MaxResults=1)
                 await dynamodb.list_tables(Limit=1)
         except TimeoutError as exc:
             raise BackendError(
                 f"{target.endpoint_url or 'AWS'} did not answer within 30 s"
             ) from exc
-        except aws.ERRORS as exc:
-            raise aws.translate(exc, "list its queues and tables", target) from exc
 
 
 class _LiveDuplicates:
@@ -240,6 +238,7 @@ async def run_variant(
                     )
                     await _drive(
                         scenario,
+                        ref.variant,
                         target,
                         planned,
                         environments,
@@ -377,6 +376,7 @@ def _with_left_behind(exc: BaseException, problems: list[str]) -> BaseException:
 
 async def _drive(
     scenario: Scenario,
+    variant: str,
     target: aws.Target,
     planned: Sequence[PlannedMessage],
     environments: list[ExecutionEnvironment],
@@ -434,10 +434,10 @@ async def _drive(
                 )
                 stop_sending.set()
             if on_progress is not None:
-                on_progress(scenario.name, progress, len(planned), elapsed_s)
+                on_progress(variant, progress, len(planned), elapsed_s)
             await anyio.sleep(0.1)
 
-    try:
+    with aws.translated("run the workload", target):
         with anyio.move_on_after(scenario.run.deadline_s) as deadline:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(producer)
@@ -469,18 +469,11 @@ async def _drive(
                 history.ended_ns = clock()
                 stopping.set()
                 watcher_scope.cancel()
-    except BaseException as exc:
-        failure: BaseException | None = find_error(exc, aws.ERRORS)
-        if failure is None:
-            raise
-        raise aws.translate(failure, "run the workload", target) from failure
     if deadline.cancelled_caught:
         history.timed_out = True
         history.ended_ns = clock()
     if on_progress is not None:
-        on_progress(
-            scenario.name, progress, len(planned), (history.ended_ns - history.started_ns) / 1e9
-        )
+        on_progress(variant, progress, len(planned), (history.ended_ns - history.started_ns) / 1e9)
 
 
 def _lookahead(scenario: Scenario) -> bool:
@@ -505,7 +498,7 @@ async def _end_state(
     """Queue depths and table items at the end, read within ``timeout_s`` seconds."""
     assert made.queue_url and made.dlq_url and made.table_name
     try:
-        with anyio.fail_after(timeout_s):
+        with anyio.fail_after(timeout_s), aws.translated("read the end state", target):
             visible, in_flight = await aws.queue_depth(sqs, made.queue_url)
             dlq_visible, dlq_in_flight = await aws.queue_depth(sqs, made.dlq_url)
             items = await aws.scan_items(dynamodb, made.table_name, made.key_names)
@@ -514,8 +507,6 @@ async def _end_state(
         raise BackendError(
             f"{where} did not answer within {timeout_s:g} s while reading the end state"
         ) from exc
-    except aws.ERRORS as exc:
-        raise aws.translate(exc, "read the end state", target) from exc
     return EndState(visible, in_flight, dlq_visible + dlq_in_flight, items)
 
 
@@ -595,7 +586,7 @@ async def sweep_async(
 def backend_target(kind: aws.BackendKind, endpoint_url: str | None) -> Iterator[aws.Target]:
     """The run's target; for the embedded backend, start it and stop it afterwards."""
     if kind is aws.BackendKind.EMBEDDED:
-        from loadtest.backend.embedded import EmbeddedBackend
+        from loadtest.adapters.backend.embedded import EmbeddedBackend
 
         with EmbeddedBackend() as backend:
             yield aws.Target.resolve(kind, backend.endpoint_url)

@@ -9,7 +9,7 @@
         └── CredentialsError                 no credentials, or refused
 
 Subclasses also inherit the standard exception a caller would catch. Errors
-from botocore are translated in one place (``loadtest.aws.translate``) and
+from botocore are translated in one place (``loadtest.adapters.aws.translate``) and
 re-raised ``from`` the original.
 """
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from loadtest.backend.embedded import EmbeddedBackend
+from loadtest.adapters.backend.embedded import EmbeddedBackend
 
 
 @pytest.fixture(scope="session")

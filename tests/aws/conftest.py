@@ -15,7 +15,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from loadtest.lambda_deploy import Clients
+from loadtest.deploy.lambda_deploy import Clients
 
 REGION = "us-east-1"
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from loadtest.cli import app
-from loadtest.deploy_plan import (
+from loadtest.deploy.deploy_plan import (
     RUN_TAG,
     WRAPPER_HANDLER,
     Kind,
@@ -19,8 +19,8 @@ from loadtest.deploy_plan import (
     plan_deploy,
     render_plan,
 )
-from loadtest.handlers import parse_ref
-from loadtest.scenario import load_scenario
+from loadtest.emulation.handlers import parse_ref
+from loadtest.model.scenario import load_scenario
 
 runner = CliRunner()
 
@@ -136,7 +136,7 @@ def test_run_plan_refuses_bad_input_with_exit_two() -> None:
 
 
 def test_attach_plan_creates_layer_and_queue_and_changes_the_function() -> None:
-    from loadtest.deploy_plan import plan_attach
+    from loadtest.deploy.deploy_plan import plan_attach
 
     plan = plan_attach(
         load_scenario("seed-lab"),

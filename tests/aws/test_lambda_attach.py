@@ -9,16 +9,16 @@ from contextlib import AbstractContextManager
 
 import pytest
 
-from loadtest.deploy_plan import RUN_TAG, WRAPPER_HANDLER
-from loadtest.errors import InputError
-from loadtest.lambda_attach import (
+from loadtest.deploy.deploy_plan import RUN_TAG, WRAPPER_HANDLER
+from loadtest.deploy.lambda_attach import (
     ATTACHED_ENV,
     FunctionSnapshot,
     attached,
     observed,
     restore_leftover,
 )
-from loadtest.lambda_deploy import Clients
+from loadtest.deploy.lambda_deploy import Clients
+from loadtest.errors import InputError
 
 
 def _zip() -> bytes:
@@ -158,7 +158,7 @@ def test_attach_refuses_what_it_could_not_undo(aws: Clients) -> None:
 
 
 def test_observation_queue_lets_the_functions_own_role_send(aws: Clients) -> None:
-    from loadtest.lambda_attach import observation_queue
+    from loadtest.deploy.lambda_attach import observation_queue
 
     role = _role(aws)
     url = observation_queue(aws.sqs, "loadtest-a-observations", role_arn=role, run_id="a")

@@ -9,12 +9,12 @@ import zipfile
 from typer.testing import CliRunner
 
 from loadtest.cli import app
-from loadtest.deploy_plan import Kind, plan_deploy
-from loadtest.handlers import parse_ref
-from loadtest.lambda_attach import FunctionSnapshot, observed
-from loadtest.lambda_cleanup import ATTACHED, delete_found, find_tagged
-from loadtest.lambda_deploy import Clients, Deployed, deploy, function_zip
-from loadtest.scenario import load_scenario
+from loadtest.deploy.deploy_plan import Kind, plan_deploy
+from loadtest.deploy.lambda_attach import FunctionSnapshot, observed
+from loadtest.deploy.lambda_cleanup import ATTACHED, delete_found, find_tagged
+from loadtest.deploy.lambda_deploy import Clients, Deployed, deploy, function_zip
+from loadtest.emulation.handlers import parse_ref
+from loadtest.model.scenario import load_scenario
 from tests.aws.conftest import REGION
 
 runner = CliRunner()
@@ -130,7 +130,7 @@ def test_cleanup_restores_a_function_a_killed_attach_run_left(aws: Clients) -> N
 
 
 def _restore(lam: object, name: str) -> None:
-    from loadtest.lambda_attach import restore_leftover
+    from loadtest.deploy.lambda_attach import restore_leftover
 
     restore_leftover(lam, name, sleep=lambda s: None)  # type: ignore[arg-type]
 
@@ -156,8 +156,8 @@ def test_cli_cleanup_asks_first_and_deletes_only_tagged(aws: Clients) -> None:
 def test_refused_credentials_name_profile_and_region() -> None:
     import botocore.exceptions
 
+    from loadtest.deploy.lambda_cleanup import translate_call_error
     from loadtest.errors import CredentialsError
-    from loadtest.lambda_cleanup import translate_call_error
 
     refused = botocore.exceptions.ClientError(
         {"Error": {"Code": "InvalidClientTokenId", "Message": "bad token"}}, "ListFunctions"

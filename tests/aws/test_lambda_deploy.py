@@ -9,10 +9,8 @@ from typing import Any
 
 import pytest
 
-from loadtest.deploy_plan import RUN_TAG, Kind, Plan, plan_deploy
-from loadtest.errors import BackendError
-from loadtest.handlers import parse_ref
-from loadtest.lambda_deploy import (
+from loadtest.deploy.deploy_plan import RUN_TAG, Kind, Plan, plan_deploy
+from loadtest.deploy.lambda_deploy import (
     Clients,
     Deployed,
     deploy,
@@ -21,7 +19,9 @@ from loadtest.lambda_deploy import (
     teardown,
     wait_mapping_enabled,
 )
-from loadtest.scenario import load_scenario
+from loadtest.emulation.handlers import parse_ref
+from loadtest.errors import BackendError
+from loadtest.model.scenario import load_scenario
 from tests.aws.conftest import REGION
 
 
@@ -148,8 +148,9 @@ def test_layer_holds_the_observer_and_is_reproducible() -> None:
     data = layer_zip()
     assert data == layer_zip()
     names = zipfile.ZipFile(BytesIO(data)).namelist()
-    assert "python/loadtest/lambda_entry.py" in names
-    assert "python/loadtest/observer.py" in names and "python/loadtest/cli.py" not in names
+    assert "python/loadtest/emulation/lambda_entry.py" in names
+    assert "python/loadtest/emulation/observer.py" in names and "python/loadtest/model/updates.py" in names
+    assert not any(n.startswith("python/loadtest/cli") for n in names)
 
 
 def test_function_zip_of_a_builtin_holds_its_package() -> None:
@@ -161,7 +162,7 @@ def test_function_zip_of_a_builtin_holds_its_package() -> None:
 def test_function_creation_waits_for_the_new_role_to_propagate() -> None:
     import botocore.exceptions
 
-    from loadtest.lambda_deploy import _create_function_once_role_is_usable
+    from loadtest.deploy.lambda_deploy import _create_function_once_role_is_usable
 
     calls: list[dict[str, Any]] = []
     slept: list[float] = []

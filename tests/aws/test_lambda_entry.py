@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from loadtest import lambda_entry
-from loadtest.history import WriteOutcome, WriteRecord
-from loadtest.lambda_deploy import Clients, layer_zip
-from loadtest.observation import decode
+from loadtest.deploy.lambda_deploy import Clients, layer_zip
+from loadtest.emulation import lambda_entry
+from loadtest.model.history import WriteOutcome, WriteRecord
+from loadtest.model.observation import decode
 
 
 class _Context:
@@ -117,7 +117,7 @@ def test_the_layer_alone_imports_the_entry_point(tmp_path: Path) -> None:
     zipfile.ZipFile(BytesIO(layer_zip())).extractall(tmp_path)
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
-        "import loadtest.lambda_entry as e; print(e.__file__)"
+        "import loadtest.emulation.lambda_entry as e; print(e.__file__)"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run(

@@ -9,13 +9,13 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from loadtest.cli import app
-from loadtest.deploy_plan import Kind, plan_deploy
+from loadtest.deploy.deploy_plan import Kind, plan_deploy
+from loadtest.deploy.lambda_deploy import Clients, Deployed, deploy, function_zip
+from loadtest.deploy.lint_aws import deployed_settings
+from loadtest.emulation.handlers import parse_ref
 from loadtest.engine import settings_warnings
-from loadtest.handlers import parse_ref
-from loadtest.lambda_deploy import Clients, Deployed, deploy, function_zip
-from loadtest.lint import MappingSettings, Rule, from_scenario, lint
-from loadtest.lint_aws import deployed_settings
-from loadtest.scenario import Faults, load_scenario
+from loadtest.model.lint import MappingSettings, Rule, from_scenario, lint
+from loadtest.model.scenario import Faults, load_scenario
 from tests.aws.conftest import REGION
 
 runner = CliRunner()

@@ -15,14 +15,21 @@ from typing import Any
 
 import pytest
 
-from loadtest.deploy_plan import Kind, plan_deploy
-from loadtest.handlers import parse_ref
-from loadtest.history import WriteOutcome, WriteRecord
-from loadtest.lambda_attach import FunctionSnapshot, attached, observation_queue
-from loadtest.lambda_cleanup import make_clients
-from loadtest.lambda_deploy import Clients, Deployed, deploy, function_zip, layer_zip, teardown
-from loadtest.observation import Observation, decode
-from loadtest.scenario import load_scenario
+from loadtest.deploy.deploy_plan import Kind, plan_deploy
+from loadtest.deploy.lambda_attach import FunctionSnapshot, attached, observation_queue
+from loadtest.deploy.lambda_cleanup import make_clients
+from loadtest.deploy.lambda_deploy import (
+    Clients,
+    Deployed,
+    deploy,
+    function_zip,
+    layer_zip,
+    teardown,
+)
+from loadtest.emulation.handlers import parse_ref
+from loadtest.model.history import WriteOutcome, WriteRecord
+from loadtest.model.observation import Observation, decode
+from loadtest.model.scenario import load_scenario
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""loadtest.backend.patches, in process: moto's SQS semantics kept, work independent of depth.
+"""loadtest.adapters.backend.patches, in process: moto's SQS semantics kept, work independent of depth.
 
 These drive moto's ``SQSBackend`` directly (no server) on a fake clock, so visibility
 timeouts and delays are exercised without sleeping and every assertion is deterministic.
@@ -22,8 +22,8 @@ from moto.dynamodb.models import DynamoDBBackend
 from moto.sqs.exceptions import PurgeQueueInProgress, ReceiptHandleIsInvalid
 from moto.sqs.models import Message, Queue, SQSBackend, sqs_backends
 
-from loadtest.backend import patches
-from loadtest.backend.errors import BackendError, UnsupportedMotoVersion
+from loadtest.adapters.backend import patches
+from loadtest.adapters.backend.errors import BackendError, UnsupportedMotoVersion
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -354,7 +354,7 @@ def test_store_behaves_like_the_list_moto_expects(clock: FakeClock) -> None:
 
 
 def test_deleted_receipt_handles_are_remembered_up_to_a_limit() -> None:
-    from loadtest.backend.patches import RecentHandles
+    from loadtest.adapters.backend.patches import RecentHandles
 
     handles = RecentHandles(limit=3)
     handles.update(["a", "b", None])

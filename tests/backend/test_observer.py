@@ -17,9 +17,15 @@ import pytest
 from boto3.dynamodb.conditions import Attr
 from botocore.exceptions import ClientError
 
-from loadtest.history import ObserverFault, ReadRecord, UnobservedCall, WriteOutcome, WriteRecord
-from loadtest.observation import Observation, collect, decode
-from loadtest.observer import WriteObserver
+from loadtest.emulation.observer import WriteObserver
+from loadtest.model.history import (
+    ObserverFault,
+    ReadRecord,
+    UnobservedCall,
+    WriteOutcome,
+    WriteRecord,
+)
+from loadtest.model.observation import Observation, collect, decode
 from tests.e2e.helpers import client
 
 Calls = Callable[[str], Any]
@@ -241,6 +247,7 @@ def test_every_write_api_is_recorded_with_its_images(backend_url: str, table: st
     by_index = dict(enumerate(writes))
     # Resource-layer values arrive typed (a set, bytes as base64 from the wire form).
     assert by_index[0].item_after is not None
+    # A Python set serialises in hash order, which changes per process.
     assert sorted(by_index[0].item_after["tags"]["SS"]) == ["x", "y"]
     assert by_index[0].item_before is None and by_index[0].before_known
     # The rejection keeps both the item that stopped it and what was asked.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from loadtest.history import (
+from loadtest.model.history import (
     Ack,
     EndState,
     History,

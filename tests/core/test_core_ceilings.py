@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from loadtest.capacity import CapacityError, Machine, estimate, refuse_beyond
 from loadtest.cli import app
-from loadtest.reportcheck import missing_keys
-from loadtest.runner import REDACTED, redact
+from loadtest.emulation.capacity import CapacityError, Machine, estimate, refuse_beyond
+from loadtest.emulation.runner import REDACTED, redact
+from loadtest.reports.reportcheck import missing_keys
 
 HANDLE = "AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a" * 3
 SAMPLE = Path(__file__).parent.parent / "html" / "sample_report.json"
@@ -76,7 +76,7 @@ def test_a_large_parent_does_not_make_a_small_environment_out_of_memory() -> Non
     import sys
 
     ballast = b"x" * (300 * 1024 * 1024)  # the harness after a long session
-    code = "from loadtest.envguard import over_memory_peak; print(over_memory_peak(128))"
+    code = "from loadtest.emulation.envguard import over_memory_peak; print(over_memory_peak(128))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "None"
     assert len(ballast) == 300 * 1024 * 1024
@@ -87,7 +87,7 @@ def test_an_environment_past_its_memory_reports_its_peak() -> None:
     import sys
 
     code = (
-        "from loadtest.envguard import over_memory_peak\n"
+        "from loadtest.emulation.envguard import over_memory_peak\n"
         "hog = b'x' * (200 * 1024 * 1024)\n"
         "del hog\n"
         "print(over_memory_peak(128))"

@@ -1,4 +1,4 @@
-"""loadtest.checker: counts and verdicts on synthetic histories (DESIGN.md, "Counts")."""
+"""loadtest.model.checker: counts and verdicts on synthetic histories (DESIGN.md, "Counts")."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loadtest.checker import (
+from loadtest.model.checker import (
     COUNT_NAMES,
     Check,
     Counts,
@@ -20,7 +20,7 @@ from loadtest.checker import (
     duplicate_evidence,
     same_item,
 )
-from loadtest.history import (
+from loadtest.model.history import (
     Ack,
     DeadLetter,
     EndState,

@@ -1,4 +1,4 @@
-"""loadtest.handlers.parse_ref: variant names and handler references."""
+"""loadtest.emulation.handlers.parse_ref: variant names and handler references."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from loadtest.emulation.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
 from loadtest.errors import HandlerRefError, InputError
-from loadtest.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
 
 
 @pytest.mark.parametrize(

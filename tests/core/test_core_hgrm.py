@@ -6,7 +6,7 @@ import random
 
 from hdrh.histogram import HdrHistogram
 
-from loadtest.metrics import HGRM_SCALE, Latency, decode, hgrm, hgrm_files
+from loadtest.model.metrics import HGRM_SCALE, Latency, decode, hgrm, hgrm_files
 
 
 def _parse(text: str) -> list[tuple[float, float, int]]:

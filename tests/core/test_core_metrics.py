@@ -1,10 +1,10 @@
-"""loadtest.metrics.Latency: HdrHistogram summaries in microseconds."""
+"""loadtest.model.metrics.Latency: HdrHistogram summaries in microseconds."""
 
 from __future__ import annotations
 
 from hdrh.histogram import HdrHistogram
 
-from loadtest.metrics import HIGHEST_US, PERCENTILES, Latency
+from loadtest.model.metrics import HIGHEST_US, PERCENTILES, Latency
 
 SUMMARY_KEYS = ["count", "min", "p50", "p90", "p99", "p99_9", "max", "mean", "out_of_range"]
 
@@ -105,8 +105,8 @@ def test_encoded_histograms_merge() -> None:
 
 
 def test_an_indeterminate_write_has_no_latency() -> None:
-    from loadtest.history import WriteOutcome
-    from loadtest.metrics import latencies
+    from loadtest.model.history import WriteOutcome
+    from loadtest.model.metrics import latencies
     from tests.core.core_builders import invocation, lab_history, order_item, record, write
 
     history, _ = lab_history()

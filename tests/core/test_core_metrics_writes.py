@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from loadtest.history import History, WriteOutcome
-from loadtest.metrics import latencies
+from loadtest.model.history import History, WriteOutcome
+from loadtest.model.metrics import latencies
 from tests.core.core_builders import invocation, order_item, record, write
 
 

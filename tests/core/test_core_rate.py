@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from loadtest.history import Ack, History
-from loadtest.rate import RateWatch, rate_figures, rate_warning
+from loadtest.model.history import Ack, History
+from loadtest.model.rate import RateWatch, rate_figures, rate_warning
 from tests.core.core_builders import sent
 
 S = 1_000_000_000

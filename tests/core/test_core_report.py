@@ -1,4 +1,4 @@
-"""loadtest.report.build_report: DESIGN.md's JSON contract, built from hand-made runs."""
+"""loadtest.reports.report.build_report: DESIGN.md's JSON contract, built from hand-made runs."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from loadtest.aws import BackendKind, ResourceNames, Target
-from loadtest.checker import check
+from loadtest.adapters.aws import BackendKind, ResourceNames, Target
+from loadtest.emulation.runner import REDACTED, redact
 from loadtest.engine import RunResult, VariantRun
-from loadtest.history import Ack, EndState, History, InvocationOutcome
-from loadtest.metrics import Latency
-from loadtest.report import SCHEMA_VERSION, build_report
-from loadtest.runner import REDACTED, redact
-from loadtest.scenario import load_scenario
+from loadtest.model.checker import check
+from loadtest.model.history import Ack, EndState, History, InvocationOutcome
+from loadtest.model.metrics import Latency
+from loadtest.model.scenario import load_scenario
+from loadtest.reports.report import SCHEMA_VERSION, build_report
 from tests.core.core_builders import invocation, lab_history, order_item, record, sent, write
 
 RECEIPT_HANDLE = "AQEBzWwaftRI0KuVm4tP+/7q1rGgNqicHq1oSECRET-RECEIPT-HANDLE=="

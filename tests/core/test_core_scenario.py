@@ -1,4 +1,4 @@
-"""loadtest.scenario: parsing, refusals, built-ins, overrides and round trips."""
+"""loadtest.model.scenario: parsing, refusals, built-ins, overrides and round trips."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from loadtest.errors import InputError, LoadtestError, ScenarioError
-from loadtest.scenario import (
+from loadtest.model.scenario import (
     Arrival,
     ConsumerSettings,
     ExplicitMessage,

@@ -1,4 +1,4 @@
-"""loadtest.schedule.plan: the seeded, deterministic send schedule."""
+"""loadtest.model.schedule.plan: the seeded, deterministic send schedule."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loadtest.scenario import ExplicitMessage, Order, Workload, load_scenario
-from loadtest.schedule import MAX_QUANTITY, MIN_QUANTITY, PlannedMessage, plan
+from loadtest.model.scenario import ExplicitMessage, Order, Workload, load_scenario
+from loadtest.model.schedule import MAX_QUANTITY, MIN_QUANTITY, PlannedMessage, plan
 
 
 def quantities(planned: tuple[PlannedMessage, ...]) -> dict[str | None, int]:

@@ -1,4 +1,4 @@
-"""loadtest.updates: UpdateExpressions applied to typed items, and checked against the backend."""
+"""loadtest.model.updates: UpdateExpressions applied to typed items, and checked against the backend."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loadtest.updates import UpdateNotUnderstood, apply_update, noop_when_present, same_item
+from loadtest.model.updates import UpdateNotUnderstood, apply_update, noop_when_present, same_item
 from tests.backend import aws_clients
 
 if TYPE_CHECKING:

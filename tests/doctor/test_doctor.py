@@ -1,6 +1,6 @@
-"""``loadtest.doctor`` against a real backend: every check passes, only its own resources go.
+"""``loadtest.adapters.doctor`` against a real backend: every check passes, only its own resources go.
 
-The backend is the embedded one when ``loadtest.backend.embedded`` is importable, else a
+The backend is the embedded one when ``loadtest.adapters.backend.embedded`` is importable, else a
 plain ``python -m moto.server``.
 """
 
@@ -22,15 +22,15 @@ import anyio
 import boto3
 import pytest
 
-from loadtest import aws, doctor
-from loadtest.doctor import CHECK_NAMES, RESOURCE_PREFIX, CheckResult, exit_ok, run_doctor
+from loadtest.adapters import aws, doctor, doctor_checks, doctor_dynamodb
+from loadtest.adapters.doctor import CHECK_NAMES, RESOURCE_PREFIX, CheckResult, exit_ok, run_doctor
 from loadtest.errors import BackendError, InputError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
     from mypy_boto3_sqs.client import SQSClient
 
-HAVE_EMBEDDED = importlib.util.find_spec("loadtest.backend.embedded") is not None
+HAVE_EMBEDDED = importlib.util.find_spec("loadtest.adapters.backend.embedded") is not None
 
 
 def _free_port() -> int:
@@ -43,7 +43,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def backend_url() -> Iterator[str]:
     if HAVE_EMBEDDED:
-        from loadtest.backend.embedded import EmbeddedBackend
+        from loadtest.adapters.backend.embedded import EmbeddedBackend
 
         with EmbeddedBackend() as backend:
             yield backend.endpoint_url
@@ -129,26 +129,26 @@ def test_on_check_sees_each_result_in_order(doctor_run: DoctorRun) -> None:
 
 def test_figures(doctor_run: DoctorRun) -> None:
     by_name = {r.name: r for r in doctor_run.results}
-    atomic = by_name[doctor.ATOMIC].details
+    atomic = by_name[doctor_checks.ATOMIC].details
     assert atomic["puts"] == 2 * 100 * 8
     assert atomic["keys_exactly_one_winner"] == 200
     assert atomic["keys_multiple_winners"] == 0
     assert atomic["accepted"] == 200
-    assert by_name[doctor.ALL_OLD].details["old_item_matches"] == 2 * 100 * 7
-    assert by_name[doctor.PARTIQL].details == {
+    assert by_name[doctor_checks.ALL_OLD].details["old_item_matches"] == 2 * 100 * 7
+    assert by_name[doctor_checks.PARTIQL].details == {
         "duplicate_insert_error": "DuplicateItemException",
         "duplicate_item_unchanged": 1,
         "parameterised_insert_error": "none",
         "parameterised_item_stored": 1,
     }
-    assert by_name[doctor.PARTIQL].summary == (
+    assert by_name[doctor_checks.PARTIQL].summary == (
         "INSERT of a stored key: refused with DuplicateItemException, item unchanged; "
         "parameterised INSERT: stored its item"
     )
-    assert by_name[doctor.VISIBILITY].details["extra_receipts_within_timeout"] == 0
-    assert by_name[doctor.REDELIVERY].details["second_receive_count"] == 2
-    assert by_name[doctor.REDRIVE].details["same_message_id"] == 1
-    assert "1600 conditional puts on 200 keys" in by_name[doctor.ATOMIC].summary
+    assert by_name[doctor_checks.VISIBILITY].details["extra_receipts_within_timeout"] == 0
+    assert by_name[doctor_checks.REDELIVERY].details["second_receive_count"] == 2
+    assert by_name[doctor_checks.REDRIVE].details["same_message_id"] == 1
+    assert "1600 conditional puts on 200 keys" in by_name[doctor_checks.ATOMIC].summary
 
 
 def test_own_resources_are_gone(doctor_run: DoctorRun) -> None:
@@ -206,7 +206,7 @@ def test_a_check_that_hangs_is_reported_failed() -> None:
 def test_an_error_answer_inside_a_task_group_fails_the_check() -> None:
     async def answers_error() -> list[CheckResult]:
         async def task() -> None:
-            raise doctor._BackendAnswered("InternalError: boom")
+            raise doctor_checks.BackendAnswered("InternalError: boom")
 
         async with anyio.create_task_group() as group:
             group.start_soon(task)
@@ -246,10 +246,10 @@ def test_impossible_sizes_are_refused_before_anything_is_created() -> None:
         anyio.run(main, backend="asyncio")
 
 
-@pytest.mark.skipif(not HAVE_EMBEDDED, reason="needs loadtest.backend.embedded")
+@pytest.mark.skipif(not HAVE_EMBEDDED, reason="needs loadtest.adapters.backend.embedded")
 def test_partiql_check_fails_on_plain_moto() -> None:
     """moto as shipped overwrites on INSERT and fails a parameterised one (HTTP 500)."""
-    from loadtest.backend.embedded import EmbeddedBackend
+    from loadtest.adapters.backend.embedded import EmbeddedBackend
 
     with EmbeddedBackend(patched=False) as backend:
         _, dynamodb = _sync_clients(backend.endpoint_url)
@@ -264,7 +264,7 @@ def test_partiql_check_fails_on_plain_moto() -> None:
 
         async def run() -> list[CheckResult]:
             async with aws.clients(target, pool=4) as (_sqs, client):
-                return await doctor._check_partiql_insert(client, table, target)
+                return await doctor_dynamodb.check_partiql_insert(client, table, target)
 
         (result,) = anyio.run(run, backend="asyncio")
     assert not result.ok

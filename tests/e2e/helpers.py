@@ -7,9 +7,9 @@ from typing import Any, Literal
 import boto3
 
 from loadtest import engine
-from loadtest.aws import EMBEDDED_CREDENTIALS, BackendKind
-from loadtest.handlers import parse_ref
-from loadtest.scenario import Scenario
+from loadtest.adapters.aws import EMBEDDED_CREDENTIALS, BackendKind
+from loadtest.emulation.handlers import parse_ref
+from loadtest.model.scenario import Scenario
 
 
 def run_variants(scenario: Scenario, url: str, *variants: str) -> engine.RunResult:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from loadtest.report import build_report
-from loadtest.scenario import load_scenario
+from loadtest.model.scenario import load_scenario
+from loadtest.reports.report import build_report
 from tests.e2e.helpers import loadtest_resources, run_variants
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loadtest.history import InvocationOutcome
-from loadtest.report import build_report
-from loadtest.scenario import load_scenario
+from loadtest.model.history import InvocationOutcome
+from loadtest.model.scenario import load_scenario
+from loadtest.reports.report import build_report
 from tests.e2e.helpers import loadtest_resources, run_variants
 
 HERE = Path(__file__).parent

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from loadtest.engine import RunResult
-from loadtest.report import build_report
-from loadtest.scenario import builtin_scenarios, load_scenario
+from loadtest.model.scenario import builtin_scenarios, load_scenario
+from loadtest.reports.report import build_report
 from tests.e2e.helpers import loadtest_resources, run_variants
 
 ISSUE_3_SCENARIOS = [

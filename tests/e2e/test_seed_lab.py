@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from loadtest.history import WriteOutcome
-from loadtest.report import build_report
-from loadtest.scenario import load_scenario
+from loadtest.model.history import WriteOutcome
+from loadtest.model.scenario import load_scenario
+from loadtest.reports.report import build_report
 from tests.e2e.helpers import loadtest_resources, run_variants
 
 DEDUP = {"id": {"S": "dedup-order"}, "quantity": {"N": "4"}, "total_cents": {"N": "1100"}}

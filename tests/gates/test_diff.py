@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from loadtest.diff import (
+from loadtest.errors import InputError
+from loadtest.reports.diff import (
     CORRECTNESS_COUNTS,
     DiffRow,
     RowKind,
@@ -16,7 +17,6 @@ from loadtest.diff import (
     parse_tolerance,
     render_diff_table,
 )
-from loadtest.errors import InputError
 
 STATS = ("min", "p50", "p90", "p99", "p99_9", "max")
 
@@ -27,7 +27,7 @@ def latency(p50: int, p90: int, p99: int) -> dict[str, Any]:
 
 
 def make_run(variant: str) -> dict[str, Any]:
-    """A run dict shaped like loadtest.report.run_to_dict (only what diff reads, and a bit more)."""
+    """A run dict shaped like loadtest.reports.report.run_to_dict (only what diff reads, and a bit more)."""
     counts = dict.fromkeys(CORRECTNESS_COUNTS, 0)
     counts.update(messages_sent=600, deliveries=600, redeliveries=0, acked=600)
     return {

@@ -5,8 +5,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from loadtest.formats import format_us, junit_xml, markdown_summary
-from loadtest.thresholds import apply_thresholds, parse_threshold, relax_default_verdict
+from loadtest.model.thresholds import apply_thresholds, parse_threshold, relax_default_verdict
+from loadtest.reports.formats import format_us, junit_xml, markdown_summary
 
 
 def latency(p50: int, p99: int) -> dict[str, Any]:

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from loadtest.checker import Counts, default_reasons
 from loadtest.errors import InputError, ThresholdError
-from loadtest.thresholds import (
+from loadtest.model.checker import Counts, default_reasons
+from loadtest.model.thresholds import (
     COUNT_NAMES,
     MetricKind,
     Operator,
@@ -42,7 +42,7 @@ def latency(p50: int, p99: int, count: int = 10) -> dict[str, Any]:
 
 
 def make_run(variant: str, **counts: int) -> dict[str, Any]:
-    """A run dict shaped like loadtest.report.run_to_dict, default verdict applied."""
+    """A run dict shaped like loadtest.reports.report.run_to_dict, default verdict applied."""
     all_counts = dict.fromkeys(COUNT_NAMES, 0)
     all_counts.update(messages_sent=8, distinct_ids=2, deliveries=8, acked=8)
     all_counts.update(counts)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from loadtest.html import percentile_curve, render_html
+from loadtest.reports.html import percentile_curve, render_html
 
 SAMPLE = Path(__file__).with_name("sample_report.json")
 CHROMIUM = Path("/usr/bin/chromium")
@@ -258,8 +258,8 @@ def test_the_page_and_the_terminal_show_every_count_the_json_has() -> None:
     """The HTML table and the terminal summary agree with the JSON on every count."""
     from rich.console import Console
 
-    from loadtest.checker import COUNT_NAMES
-    from loadtest.render import ROWS, summary_table
+    from loadtest.model.checker import COUNT_NAMES
+    from loadtest.reports.render import ROWS, summary_table
 
     report = _sample()
     html = render_html(report)

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from loadtest.engine import VariantRun
-from loadtest.history import InvocationOutcome, WriteOutcome
-from loadtest.scenario import load_scenario
+from loadtest.model.history import InvocationOutcome, WriteOutcome
+from loadtest.model.scenario import load_scenario
 from tests.e2e.helpers import run_variants
 
 HERE = Path(__file__).parent

@@ -1,0 +1,386 @@
+"""The AWS adapter: sessions, clients, the run's resources, and error translation.
+
+Every call loadtest itself makes to SQS or DynamoDB goes through clients made
+here. ``translated`` (a context manager around calls to the backend, built on
+``translate``) is the one place botocore's exceptions become loadtest's
+(``BackendError`` / ``CredentialsError``). Resources are created with unique
+names and tracked in ``Provisioned`` so teardown deletes exactly what this run
+created and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import secrets
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+import aioboto3
+import anyio
+import botocore.exceptions
+from aiobotocore.config import AioConfig
+
+from loadtest.errors import BackendError, CredentialsError, find_error
+from loadtest.model.history import key_string
+
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb.client import DynamoDBClient
+    from types_aiobotocore_dynamodb.type_defs import KeySchemaElementTypeDef
+    from types_aiobotocore_sqs.client import SQSClient
+
+DEFAULT_REGION = "us-east-1"
+EMBEDDED_CREDENTIALS = (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"))
+"""Fixed credentials for an embedded or local endpoint, which accepts any."""
+
+_CREDENTIAL_CODES = frozenset(
+    {
+        "UnrecognizedClientException",
+        "InvalidClientTokenId",
+        "InvalidSignatureException",
+        "SignatureDoesNotMatch",
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "AccessDenied",
+        "AccessDeniedException",
+        "MissingAuthenticationToken",
+    }
+)
+
+
+ERRORS = (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError)
+"""What a call to the backend raises when it fails (translated by ``translate``)."""
+
+
+class BackendKind(StrEnum):
+    EMBEDDED = "embedded"
+    ENDPOINT = "endpoint"
+    AWS = "aws"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the run's queues and table live."""
+
+    kind: BackendKind
+    endpoint_url: str | None
+    region: str
+    credentials_env: tuple[tuple[str, str], ...] = ()
+    """Credentials to use and to hand the consumer; empty means boto3's normal chain."""
+
+    @staticmethod
+    def resolve(kind: BackendKind, endpoint_url: str | None) -> Target:
+        region = (
+            os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
+        )
+        if kind is BackendKind.AWS:
+            return Target(kind, None, region)
+        creds: tuple[tuple[str, str], ...] = ()
+        if kind is BackendKind.EMBEDDED or not _has_credentials():
+            # Local emulators accept any key; fixed ones avoid NoCredentialsError.
+            creds = EMBEDDED_CREDENTIALS
+        return Target(kind, endpoint_url, region, creds)
+
+    def session(self) -> aioboto3.Session:
+        kwargs = dict(self.credentials_env)
+        return aioboto3.Session(
+            aws_access_key_id=kwargs.get("AWS_ACCESS_KEY_ID"),
+            aws_secret_access_key=kwargs.get("AWS_SECRET_ACCESS_KEY"),
+            region_name=self.region,
+        )
+
+
+def _has_credentials() -> bool:
+    import boto3
+
+    return boto3.Session().get_credentials() is not None
+
+
+@contextmanager
+def translated(action: str, target: Target) -> Iterator[None]:
+    """Around calls to the backend: a botocore or connection failure, alone or inside a
+    task group's exception group, is raised as the ``BackendError`` or
+    ``CredentialsError`` that says what loadtest was trying to do (``action``).
+
+    Cancellation and loadtest's own errors pass through unchanged; so does a
+    deadline's ``TimeoutError`` when the deadline is entered outside this block.
+    """
+    try:
+        yield
+    except BaseException as exc:
+        failure = find_error(exc, ERRORS)
+        if failure is None:
+            raise
+        raise translate(failure, action, target) from failure
+
+
+def translate(exc: BaseException, action: str, target: Target) -> BaseException:
+    """Map a botocore/aiohttp failure to a loadtest error (raise it ``from exc``)."""
+    where = target.endpoint_url or f"AWS ({target.region})"
+    if isinstance(
+        exc, botocore.exceptions.NoCredentialsError | botocore.exceptions.PartialCredentialsError
+    ):
+        return CredentialsError(
+            f"no AWS credentials found while trying to {action}; configure them as for the "
+            "AWS CLI (environment, ~/.aws, SSO or an instance role), or use --endpoint-url"
+        )
+    if isinstance(exc, botocore.exceptions.ClientError):
+        code = exc.response.get("Error", {}).get("Code", "")
+        message = exc.response.get("Error", {}).get("Message", "")
+        if code in _CREDENTIAL_CODES:
+            return CredentialsError(
+                f"{where} refused the credentials while trying to {action}: {code}: {message}"
+            )
+        return BackendError(f"{where} failed to {action}: {code}: {message}")
+    if isinstance(
+        exc,
+        botocore.exceptions.EndpointConnectionError
+        | botocore.exceptions.ConnectTimeoutError
+        | botocore.exceptions.ReadTimeoutError
+        | botocore.exceptions.HTTPClientError
+        | OSError,
+    ):
+        return BackendError(f"could not reach {where} to {action}: {exc}")
+    if isinstance(exc, botocore.exceptions.BotoCoreError):
+        return BackendError(f"{where}: failed to {action}: {exc}")
+    return exc
+
+
+@asynccontextmanager
+async def clients(
+    target: Target, pool: int = 64
+) -> AsyncIterator[tuple[SQSClient, DynamoDBClient]]:
+    """SQS and DynamoDB clients for loadtest's own calls (not the consumer's)."""
+    config = AioConfig(
+        max_pool_connections=pool,
+        retries={"max_attempts": 3, "mode": "standard"},
+        connect_timeout=5,
+        read_timeout=30,
+    )
+    session = target.session()
+    async with (
+        session.client("sqs", endpoint_url=target.endpoint_url, config=config) as sqs,
+        session.client("dynamodb", endpoint_url=target.endpoint_url, config=config) as dynamodb,
+    ):
+        yield sqs, dynamodb
+
+
+def new_run_id() -> str:
+    return secrets.token_hex(4)
+
+
+@dataclass
+class Provisioned:
+    """The resources one run created; teardown deletes these and nothing else."""
+
+    queue_url: str | None = None
+    queue_arn: str | None = None
+    dlq_url: str | None = None
+    dlq_arn: str | None = None
+    table_name: str | None = None
+    extra_tables: list[str] = field(default_factory=list)
+    key_names: tuple[str, ...] = ("id",)
+    """The orders table's key attributes (hash, then range)."""
+
+    def set_orders_table(self, name: str) -> None:
+        self.table_name = name
+
+    def names(self) -> list[str]:
+        """Every queue URL and table name recorded, for a message."""
+        return [
+            name
+            for name in (self.queue_url, self.dlq_url, self.table_name, *self.extra_tables)
+            if name
+        ]
+
+
+@dataclass(frozen=True)
+class ResourceNames:
+    queue: str
+    dlq: str
+    table: str
+    idempotency_table: str
+    """Created only for variants that keep their own idempotency records (Powertools)."""
+
+    @staticmethod
+    def for_run(run_id: str, variant_index: int) -> ResourceNames:
+        base = f"loadtest-{run_id}-{variant_index}"
+        return ResourceNames(
+            queue=f"{base}-jobs",
+            dlq=f"{base}-dlq",
+            table=f"{base}-orders",
+            idempotency_table=f"{base}-idempotency",
+        )
+
+
+async def provision(
+    sqs: SQSClient,
+    dynamodb: DynamoDBClient,
+    names: ResourceNames,
+    *,
+    visibility_timeout_s: int,
+    max_receive_count: int,
+    into: Provisioned,
+    target: Target,
+    idempotency_table: bool = False,
+    key_names: tuple[str, ...] = ("id",),
+) -> None:
+    """Create the DLQ, the queue (with its redrive policy) and the orders table.
+
+    Each resource is recorded in ``into`` the moment it exists, so a failure
+    halfway still lets teardown remove what was made.
+    """
+    into.key_names = key_names
+    with translated("create the run's queue and table", target):
+        dlq = await sqs.create_queue(
+            QueueName=names.dlq, Attributes={"MessageRetentionPeriod": "1209600"}
+        )
+        into.dlq_url = dlq["QueueUrl"]
+        attrs = await sqs.get_queue_attributes(QueueUrl=into.dlq_url, AttributeNames=["QueueArn"])
+        into.dlq_arn = attrs["Attributes"]["QueueArn"]
+        queue = await sqs.create_queue(
+            QueueName=names.queue,
+            Attributes={
+                "VisibilityTimeout": str(visibility_timeout_s),
+                "RedrivePolicy": json.dumps(
+                    {"deadLetterTargetArn": into.dlq_arn, "maxReceiveCount": str(max_receive_count)}
+                ),
+            },
+        )
+        into.queue_url = queue["QueueUrl"]
+        attrs = await sqs.get_queue_attributes(QueueUrl=into.queue_url, AttributeNames=["QueueArn"])
+        into.queue_arn = attrs["Attributes"]["QueueArn"]
+        await create_id_table(
+            dynamodb, names.table, record=into.set_orders_table, key_names=key_names
+        )
+        if idempotency_table:
+            await create_id_table(
+                dynamodb, names.idempotency_table, record=into.extra_tables.append
+            )
+
+
+async def create_id_table(
+    dynamodb: DynamoDBClient,
+    name: str,
+    *,
+    record: Callable[[str], None],
+    created_by: str = "loadtest",
+    timeout_s: float = 120,
+    key_names: tuple[str, ...] = ("id",),
+) -> None:
+    """Create an on-demand table keyed by ``key_names`` (strings: hash, then range; the
+    lab's ``id`` by default) and wait until it is ACTIVE.
+
+    ``record(name)`` runs the moment the table exists, before the wait, so a
+    failure while waiting still leaves it in the caller's list for teardown.
+    """
+    schema: list[KeySchemaElementTypeDef] = [{"AttributeName": key_names[0], "KeyType": "HASH"}]
+    if len(key_names) > 1:
+        schema.append({"AttributeName": key_names[1], "KeyType": "RANGE"})
+    await dynamodb.create_table(
+        TableName=name,
+        AttributeDefinitions=[{"AttributeName": n, "AttributeType": "S"} for n in key_names],
+        KeySchema=schema,
+        BillingMode="PAY_PER_REQUEST",
+        Tags=[{"Key": "created-by", "Value": created_by}],
+    )
+    record(name)
+    with anyio.fail_after(timeout_s):
+        # botocore's own rule for "exists": ACTIVE, retrying while not found.
+        await dynamodb.get_waiter("table_exists").wait(
+            TableName=name,
+            WaiterConfig={
+                "Delay": _TABLE_POLL_S,
+                "MaxAttempts": math.ceil(timeout_s / _TABLE_POLL_S),
+            },
+        )
+
+
+_TABLE_POLL_S = 1
+"""How often (in seconds) a new table's status is read while waiting for it."""
+
+
+async def teardown(
+    sqs: SQSClient, dynamodb: DynamoDBClient, made: Provisioned, *, timeout_s: float | None = None
+) -> list[str]:
+    """Delete exactly what ``made`` lists; return problems, by name, instead of raising.
+
+    Shielded from cancellation: an interrupted run still cleans up. With
+    ``timeout_s``, a backend that stopped answering costs at most that many
+    seconds, and each resource not deleted is named.
+    """
+    queues = [url for url in (made.queue_url, made.dlq_url) if url]
+    tables = [table for table in (made.table_name, *made.extra_tables) if table]
+    return await delete_resources(sqs, dynamodb, queues, tables, timeout_s=timeout_s)
+
+
+async def delete_resources(
+    sqs: SQSClient,
+    dynamodb: DynamoDBClient,
+    queue_urls: list[str],
+    tables: list[str],
+    *,
+    timeout_s: float | None = None,
+) -> list[str]:
+    """Delete these queues and tables, shielded from cancellation; return the problems.
+
+    What was deleted is removed from the lists, so what remains is what is
+    left behind. With ``timeout_s``, give up after that many seconds and say so.
+    """
+    problems: list[str] = []
+    with anyio.CancelScope(shield=True) as scope:
+        if timeout_s is not None:
+            scope.deadline = anyio.current_time() + timeout_s
+        for url in list(queue_urls):
+            try:
+                await sqs.delete_queue(QueueUrl=url)
+                queue_urls.remove(url)
+            except ERRORS as exc:
+                problems.append(f"queue {url}: {exc}")
+        for table in list(tables):
+            try:
+                await dynamodb.delete_table(TableName=table)
+                tables.remove(table)
+            except ERRORS as exc:
+                problems.append(f"table {table}: {exc}")
+    if scope.cancelled_caught:
+        problems.extend(
+            f"{kind} {name}: not deleted within {timeout_s:g} s"
+            for kind, names in (("queue", queue_urls), ("table", tables))
+            for name in names
+            if not any(name in problem for problem in problems)
+        )
+    return problems
+
+
+async def queue_depth(sqs: SQSClient, url: str) -> tuple[int, int]:
+    """(visible, in flight) for a queue."""
+    attrs = await sqs.get_queue_attributes(
+        QueueUrl=url,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )
+    values = attrs["Attributes"]
+    return int(values["ApproximateNumberOfMessages"]), int(
+        values["ApproximateNumberOfMessagesNotVisible"]
+    )
+
+
+async def scan_items(
+    dynamodb: DynamoDBClient, table: str, key_names: tuple[str, ...] = ("id",)
+) -> dict[str, dict[str, Any]]:
+    """Every item of a table by its key string (``history.key_string``; consistent read, all pages)."""
+    items: dict[str, dict[str, Any]] = {}
+    kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+    while True:
+        page = await dynamodb.scan(**kwargs)
+        for item in page.get("Items", []):
+            key = {n: item[n] for n in key_names if n in item}
+            if key:
+                items[key_string(key)] = dict(item)
+        if "LastEvaluatedKey" not in page:
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

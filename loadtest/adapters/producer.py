@@ -1,0 +1,142 @@
+"""The producer: sends the planned messages on schedule with SendMessageBatch.
+
+Open loop: each message is sent when the schedule says, whatever the consumer
+does; sends run as concurrent tasks, so a slow backend makes messages late —
+which end-to-end latency, measured from the intended time, shows — instead of
+making the schedule wait. Resends planned "after completion" wait for their
+id's first copy to settle. Owns nothing but the sends; records each message's
+intended and actual send time in the history it is given.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
+
+import anyio
+import botocore.exceptions
+
+from loadtest.model.history import History, SentMessage
+from loadtest.model.schedule import PlannedMessage
+
+if TYPE_CHECKING:
+    from types_aiobotocore_sqs.client import SQSClient
+
+BATCH = 10
+"""SendMessageBatch's maximum entries per call."""
+SENDERS = 16
+"""Concurrent SendMessageBatch calls in flight."""
+
+
+async def produce(
+    sqs: SQSClient,
+    queue_url: str,
+    planned: Sequence[PlannedMessage],
+    history: History,
+    start_ns: int,
+    on_sent: Callable[[int], None],
+    first_settled: Callable[[str], Awaitable[None]],
+    clock: Callable[[], int] = time.monotonic_ns,
+    stop_sending: anyio.Event | None = None,
+) -> None:
+    """Send every planned message; refused sends are recorded, not raised.
+
+    ``first_settled(business_id)`` returns once the first copy of that id was
+    acknowledged or dead-lettered (for ``after-completion`` resends). Once
+    ``stop_sending`` is set no further batch is started (those in flight finish
+    and are recorded), so every message the backend took is in the history.
+    """
+    stop = stop_sending if stop_sending is not None else anyio.Event()
+    limiter = anyio.CapacityLimiter(SENDERS)
+
+    async def send(chunk: Sequence[PlannedMessage], intended_ns: Sequence[int]) -> None:
+        async with limiter:
+            if stop.is_set():
+                return  # never sent, so not in the history: the run judges what was sent
+            entries = [{"Id": str(m.index), "MessageBody": m.body} for m in chunk]
+            try:
+                response = await sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)  # type: ignore[arg-type]
+            except botocore.exceptions.ClientError as exc:
+                # A refused batch is data (send_failures); an unreachable backend
+                # propagates and ends the run.
+                sent_ns = clock()
+                for m, due in zip(chunk, intended_ns, strict=True):
+                    history.sent.append(_sent(m, due, sent_ns, None, str(exc)))
+                return
+            sent_ns = clock()
+            ids = {e["Id"]: e["MessageId"] for e in response.get("Successful", [])}
+            errors = {e["Id"]: e.get("Message", e["Code"]) for e in response.get("Failed", [])}
+            for m, due in zip(chunk, intended_ns, strict=True):
+                key = str(m.index)
+                history.sent.append(_sent(m, due, sent_ns, ids.get(key), errors.get(key)))
+            on_sent(len(ids))
+
+    async def scheduled(tg: anyio.abc.TaskGroup, messages: Sequence[PlannedMessage]) -> None:
+        batch: list[PlannedMessage] = []
+
+        def flush() -> None:
+            if batch and not stop.is_set():
+                tg.start_soon(send, list(batch), [start_ns + m.offset_ns for m in batch])
+                batch.clear()
+
+        for m in messages:
+            if stop.is_set():
+                return
+            due_ns = start_ns + m.offset_ns
+            wait_s = (due_ns - clock()) / 1e9
+            if wait_s > 0:
+                flush()
+                with anyio.move_on_after(wait_s):
+                    await stop.wait()
+                if stop.is_set():
+                    return
+            batch.append(m)
+            if len(batch) == BATCH:
+                flush()
+        flush()
+
+    async def after_first(business_id: str, resends: Sequence[PlannedMessage]) -> None:
+        async with anyio.create_task_group() as first_or_stop:
+
+            async def settled() -> None:
+                await first_settled(business_id)
+                first_or_stop.cancel_scope.cancel()
+
+            async def stopped() -> None:
+                await stop.wait()
+                first_or_stop.cancel_scope.cancel()
+
+            first_or_stop.start_soon(settled)
+            first_or_stop.start_soon(stopped)
+        due_ns = clock()
+        for offset in range(0, len(resends), BATCH):
+            if stop.is_set():
+                return
+            chunk = resends[offset : offset + BATCH]
+            await send(chunk, [due_ns] * len(chunk))
+
+    waiting: dict[str, list[PlannedMessage]] = defaultdict(list)
+    for m in planned:
+        if m.after_first and m.business_id is not None:
+            waiting[m.business_id].append(m)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(scheduled, tg, [m for m in planned if not (m.after_first and m.business_id)])
+        for business_id, resends in waiting.items():
+            tg.start_soon(after_first, business_id, resends)
+
+
+def _sent(
+    m: PlannedMessage, intended_ns: int, sent_ns: int, message_id: str | None, error: str | None
+) -> SentMessage:
+    return SentMessage(
+        index=m.index,
+        business_id=m.business_id,
+        body=m.body,
+        intended_ns=intended_ns,
+        sent_ns=sent_ns,
+        message_id=message_id,
+        send_error=None if message_id else (error or "not sent"),
+        poison=m.poison,
+    )

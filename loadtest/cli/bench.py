@@ -1,0 +1,288 @@
+"""The benchmark: a burst of a few thousand messages on the embedded backend.
+
+``nox -s bench`` (or ``python -m loadtest.cli.bench``) prints figures and asserts
+nothing about time. Figures, for one run of race-burst's conditional variant:
+
+- messages per second end to end (settled messages / run duration),
+- requests per message the backend served, by service (its own counter),
+- CPU milliseconds per message of each process kind: the harness (this
+  process), the execution environments and the backend,
+- peak resident memory of each process kind (the largest single process, and
+  for the environments their sum),
+- the sizes of the JSON and HTML reports of the run,
+
+and each figure's ratio to the one committed in ``reports/baselines/bench.json``
+(``--save-baseline`` rewrites that file; refresh it in the same commit as an
+intended change). Absolute figures depend on the machine and on what else it
+runs; compare runs made side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from loadtest import engine
+from loadtest.adapters.aws import BackendKind
+from loadtest.adapters.backend.embedded import EmbeddedBackend
+from loadtest.emulation.handlers import parse_ref
+from loadtest.model.scenario import load_scenario
+from loadtest.reports.html import render_html
+from loadtest.reports.report import build_report
+
+BASELINE = Path("reports/baselines/bench.json")
+"""Where the committed figures live (relative to the repository root)."""
+SAMPLE_S = 0.2
+"""How often (in seconds) the child processes' peak memory is read."""
+
+
+def _proc_cpu_s(pid: int) -> float:
+    """User+system CPU seconds of a live process (Linux /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def _peak_rss_mb(pid: int) -> float | None:
+    """A live process's peak resident memory (VmHWM, in MB), None if unreadable."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as children:
+                out += [int(c) for c in children.read().split()]
+    except OSError:
+        pass
+    return out
+
+
+class _PeakMemory:
+    """Samples the peak memory of this process's children while a run goes on."""
+
+    def __init__(self) -> None:
+        self.peaks_mb: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> _PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def sample(self) -> None:
+        for pid in _children(os.getpid()):
+            peak = _peak_rss_mb(pid)
+            if peak is not None:
+                self.peaks_mb[pid] = max(peak, self.peaks_mb.get(pid, 0.0))
+
+    def _sample(self) -> None:
+        while not self._stop.wait(SAMPLE_S):
+            self.sample()
+
+
+def _backend_requests(url: str) -> dict[str, Any]:
+    try:
+        with urllib.request.urlopen(f"{url}/_loadtest/stats", timeout=5) as response:
+            stats: dict[str, Any] = json.load(response)
+            return stats
+    except OSError:
+        return {}
+
+
+def _ratio(new: float | None, old: float | None) -> str:
+    if new is None or not old:
+        return ""
+    return f"  ({new / old:.2f}x baseline {old:g})"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--ids", type=int, default=1000, help="distinct business ids (default 1000)"
+    )
+    parser.add_argument("--copies", type=int, default=3, help="messages per id (default 3)")
+    parser.add_argument(
+        "--concurrency", type=int, default=8, help="execution environments (default 8)"
+    )
+    parser.add_argument(
+        "--variant", default="conditional", help="consumer variant (default conditional)"
+    )
+    parser.add_argument(
+        "--close-connections",
+        action="store_true",
+        help="the backend closes every connection after its response (for comparisons)",
+    )
+    parser.add_argument(
+        "--save-baseline",
+        action="store_true",
+        help=f"write this run's figures to {BASELINE}",
+    )
+    args = parser.parse_args(argv)
+
+    scenario = load_scenario("race-burst").with_overrides(
+        distinct_ids=args.ids, copies=args.copies, concurrency=args.concurrency, deadline_s=1800
+    )
+    refs = [parse_ref(args.variant)]
+    self_before = resource.getrusage(resource.RUSAGE_SELF)
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with (
+        EmbeddedBackend(keep_alive=not args.close_connections) as backend,
+        _PeakMemory() as memory,
+    ):
+        assert backend.pid is not None
+        backend_cpu_before = _proc_cpu_s(backend.pid)
+        requests_before = _backend_requests(backend.endpoint_url)
+        wall_start = time.perf_counter()
+        result = engine.run(
+            scenario, refs, kind=BackendKind.ENDPOINT, endpoint_url=backend.endpoint_url
+        )
+        wall_s = time.perf_counter() - wall_start
+        backend_cpu_s = _proc_cpu_s(backend.pid) - backend_cpu_before
+        requests_after = _backend_requests(backend.endpoint_url)
+        memory.sample()
+        backend_peak_mb = memory.peaks_mb.pop(backend.pid, None)
+    self_after = resource.getrusage(resource.RUSAGE_SELF)
+    children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    harness_run_peak_mb = self_after.ru_maxrss / 1024
+
+    analysis_start = time.process_time()
+    report = build_report(result)
+    json_bytes = len(json.dumps(report, indent=2)) + 1
+    html_bytes = len(render_html(report).encode())
+    analysis_cpu_s = time.process_time() - analysis_start
+    harness_peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    harness_cpu_s = (self_after.ru_utime + self_after.ru_stime) - (
+        self_before.ru_utime + self_before.ru_stime
+    )
+    # RUSAGE_CHILDREN counts waited-for children: the environments, and the
+    # backend once stopped; subtract the backend's share measured live.
+    children_cpu_s = (children_after.ru_utime + children_after.ru_stime) - (
+        children_before.ru_utime + children_before.ru_stime
+    )
+    environments_cpu_s = max(0.0, children_cpu_s - backend_cpu_s)
+    total_cpu_s = harness_cpu_s + environments_cpu_s + backend_cpu_s
+    run = result.runs[0]
+    counts = run.check.counts
+    messages = max(1, counts.messages_sent)
+
+    def served(key: str) -> int:
+        return int(requests_after.get(key, 0)) - int(requests_before.get(key, 0))
+
+    env_peaks = list(memory.peaks_mb.values())
+    figures: dict[str, float | None] = {
+        "messages_per_s": round(run.messages_per_s, 1),
+        "requests_per_message": round(served("requests") / messages, 3),
+        "sqs_requests_per_message": round(served("sqs") / messages, 3),
+        "dynamodb_requests_per_message": round(served("dynamodb") / messages, 3),
+        "cpu_ms_per_message": round(1000 * total_cpu_s / messages, 2),
+        "harness_cpu_ms_per_message": round(1000 * harness_cpu_s / messages, 2),
+        "environments_cpu_ms_per_message": round(1000 * environments_cpu_s / messages, 2),
+        "backend_cpu_ms_per_message": round(1000 * backend_cpu_s / messages, 2),
+        "cores_busy": round(total_cpu_s / wall_s, 2),
+        "harness_peak_rss_mb": round(harness_peak_mb, 1),
+        "environment_peak_rss_mb": round(max(env_peaks), 1) if env_peaks else None,
+        "environments_peak_rss_sum_mb": round(sum(env_peaks), 1) if env_peaks else None,
+        "backend_peak_rss_mb": None if backend_peak_mb is None else round(backend_peak_mb, 1),
+        "json_report_kb": round(json_bytes / 1024, 1),
+        "html_report_kb": round(html_bytes / 1024, 1),
+    }
+    baseline: dict[str, Any] = {}
+    if BASELINE.exists() and not args.save_baseline:
+        baseline = json.loads(BASELINE.read_text()).get("figures", {})
+
+    def line(label: str, key: str, unit: str) -> None:
+        value = figures[key]
+        shown = "n/a" if value is None else f"{value:g} {unit}"
+        print(f"  {label:<34}{shown}{_ratio(value, baseline.get(key))}")
+
+    print(
+        f"loadtest bench: {counts.messages_sent} messages ({args.ids} ids x {args.copies}), "
+        f"variant {run.variant}, {args.concurrency} environments, embedded backend"
+    )
+    print(
+        f"  settled                           {counts.acked + counts.dead_lettered} "
+        f"(acked {counts.acked}, dead-lettered {counts.dead_lettered}, "
+        f"duplicate writes {counts.duplicate_writes})"
+    )
+    print(
+        f"  run duration                      {run.duration_s:.2f} s "
+        f"(whole process incl. setup {wall_s:.2f} s)"
+    )
+    line("end to end", "messages_per_s", "messages/s")
+    e2e = run.latency["end_to_end"].summary()
+    if e2e["count"]:
+        print(
+            f"  end-to-end p50/p99                {e2e['p50'] / 1000:.0f} ms / "
+            f"{e2e['p99'] / 1000:.0f} ms"
+        )
+    if served("requests"):
+        line("requests per message", "requests_per_message", "")
+        line("  SQS", "sqs_requests_per_message", "")
+        line("  DynamoDB", "dynamodb_requests_per_message", "")
+    else:
+        print("  requests per message              (the backend exposes no request counter)")
+    line("CPU per message, all processes", "cpu_ms_per_message", "ms")
+    line("  harness", "harness_cpu_ms_per_message", "ms")
+    line("  execution environments", "environments_cpu_ms_per_message", "ms")
+    line("  backend", "backend_cpu_ms_per_message", "ms")
+    line("cores busy (avg)", "cores_busy", f"of {os.cpu_count()}")
+    line("peak RSS harness", "harness_peak_rss_mb", "MB")
+    print(
+        f"    (during the run {harness_run_peak_mb:.1f} MB; report analysis "
+        f"{analysis_cpu_s:.2f} s CPU)"
+    )
+    line("peak RSS one environment", "environment_peak_rss_mb", "MB")
+    line("peak RSS environments, summed", "environments_peak_rss_sum_mb", "MB")
+    line("peak RSS backend", "backend_peak_rss_mb", "MB")
+    line("JSON report", "json_report_kb", "KB")
+    line("HTML report", "html_report_kb", "KB")
+    if args.save_baseline:
+        BASELINE.parent.mkdir(parents=True, exist_ok=True)
+        BASELINE.write_text(
+            json.dumps(
+                {
+                    "bench": {
+                        "ids": args.ids,
+                        "copies": args.copies,
+                        "concurrency": args.concurrency,
+                        "variant": args.variant,
+                    },
+                    "cpu_count": os.cpu_count(),
+                    "figures": figures,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+        print(f"  figures written to {BASELINE}")
+
+
+if __name__ == "__main__":
+    main()

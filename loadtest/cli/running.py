@@ -1,0 +1,185 @@
+"""Running a scenario from the command line: the live line, the library call, and an early end.
+
+An interrupted or failed run still writes the report of what was measured,
+marked incomplete, and says by name what it could not delete.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+from rich.live import Live
+from rich.text import Text
+
+from loadtest.adapters.aws import BackendKind
+from loadtest.api import Plan, execute, prepare, salvaged
+from loadtest.cli.console import Exit, err, error_text, fail, out, raise_mapped
+from loadtest.cli.options import TargetChoice, library_target
+from loadtest.cli.outputs import Outputs, plan_outputs, write_reports
+from loadtest.emulation.runner import Progress
+from loadtest.errors import LoadtestError, find_error
+from loadtest.interrupts import Stop
+from loadtest.model.scenario import Scenario
+from loadtest.reports.render import render
+
+
+def reproduce_command(scenario: Scenario) -> str:
+    args = sys.argv[1:]
+    if "--seed" not in args:
+        args = [*args, "--seed", str(scenario.seed)]
+    return "loadtest " + shlex.join(args)
+
+
+class ProgressView:
+    """A one-line live status on a terminal; nothing otherwise."""
+
+    def __init__(self, live: Live | None) -> None:
+        self.live = live
+
+    def __call__(self, variant: str, p: Progress, planned: int, elapsed_s: float) -> None:
+        if self.live is None:
+            return
+        settled = p.acked + p.dead_lettered
+        rate = settled / elapsed_s if elapsed_s > 0 else 0.0
+        eta = f"{(planned - settled) / rate:.0f}s" if rate > 0 and settled < planned else "-"
+        self.live.update(
+            Text(
+                f"{variant}: sent {p.sent}/{planned}  received {p.received}  in flight {p.in_flight}  "
+                f"acked {p.acked}  dead-lettered {p.dead_lettered}  duplicate writes {p.duplicate_writes}  "
+                f"{elapsed_s:.1f}s elapsed, eta {eta}"
+                + (f"  ! {p.rate_note}" if p.rate_note else "")
+            )
+        )
+
+
+def execute_run(
+    scenario_ref: str,
+    variants: list[str],
+    handlers: list[str],
+    *,
+    seed: int | None,
+    endpoint_url: str | None,
+    target: TargetChoice,
+    overrides: dict[str, Any],
+    json_path: Path | None,
+    out_dir: Path | None,
+    quiet: bool,
+    thresholds: list[str],
+    outputs: Outputs,
+    cells: list[dict[str, Any]] | None = None,
+    cleanup_timeout_s: float | None = None,
+) -> None:
+    from loadtest.engine import Salvage
+
+    stop = Stop()
+    salvage = Salvage()
+    plan: Plan | None = None
+    with stop.installed():
+        try:
+            plan = prepare(
+                scenario_ref,
+                variants=variants,
+                handler=handlers,
+                endpoint_url=endpoint_url,
+                target=library_target(endpoint_url, target),
+                thresholds=thresholds,
+                seed=seed,
+                cells=cells,
+                **overrides,
+            )
+            json_path, outputs = plan_outputs(plan.scenario, json_path, out_dir, outputs)
+            show_progress = not quiet and err.is_terminal
+            with (
+                Live(Text("starting…"), console=err, transient=True, refresh_per_second=8)
+                if show_progress
+                else null_context() as live
+            ):
+                result = execute(
+                    plan,
+                    on_progress=ProgressView(live),
+                    command=reproduce_command(plan.scenario),
+                    stop=stop,
+                    salvage=salvage,
+                    cleanup_timeout_s=cleanup_timeout_s,
+                )
+            written = write_reports(result, json_path, outputs)
+        except BaseException as exc:
+            end_early(exc, plan, salvage, json_path, outputs, stop)
+    if not quiet:
+        out.print(render(result.to_dict()))
+        for path in written:
+            out.print(Text(f"Report: {path}", style="dim"))
+    if result.incomplete is not None:
+        fail(Exit.INTERRUPTED, interrupted_message(result.incomplete, salvage, written))
+    raise typer.Exit(result.exit_code)
+
+
+def end_early(
+    exc: BaseException,
+    plan: Plan | None,
+    salvage: Any,
+    json_path: Path | None,
+    outputs: Outputs,
+    stop: Stop,
+) -> NoReturn:
+    """A run that ended by an error or an abandoned cleanup: keep what was measured, then exit."""
+    if isinstance(exc, typer.Exit):
+        raise exc
+    written: list[Path] = []
+    interrupted = find_error(exc, KeyboardInterrupt) is not None
+    problem = "" if interrupted else error_text(exc)
+    if plan is not None and json_path is not None and salvage.runs:
+        why = f"interrupted by {stop.reason or 'SIGINT'}" if interrupted else problem
+        try:
+            report = salvaged(plan, salvage, why, command=reproduce_command(plan.scenario))
+            if report is not None:
+                written = write_reports(report, json_path, outputs)
+        except LoadtestError as write_error:
+            err.print(Text(f"warning: {write_error}", style="yellow"))
+    elif json_path is not None:
+        # Claimed but never written: nothing was measured.
+        for path in (json_path, outputs.html):
+            if path is not None and path.exists() and path.stat().st_size == 0:
+                path.unlink(missing_ok=True)
+    if interrupted:
+        fail(
+            Exit.INTERRUPTED,
+            interrupted_message(
+                f"interrupted by {stop.reason or 'SIGINT'}", salvage, written, abandoned=True
+            ),
+        )
+    for path in written:
+        err.print(Text(f"Report (incomplete): {path}", style="dim"))
+    raise_mapped(exc)
+
+
+def interrupted_message(
+    why: str, salvage: Any, written: list[Path], *, abandoned: bool = False
+) -> str:
+    left = salvage.left_behind()
+    kind = salvage.target.kind if salvage.target is not None else None
+    if not left:
+        cleanup = "the run's resources were deleted"
+    elif kind is BackendKind.EMBEDDED:
+        cleanup = "the embedded backend was stopped, so nothing the run created remains"
+    else:
+        verb = "cleanup was abandoned; " if abandoned else ""
+        cleanup = f"{verb}NOT deleted (delete them yourself): {', '.join(left)}"
+    report = (
+        f"; the report of what was measured, marked incomplete: {', '.join(map(str, written))}"
+        if written
+        else "; nothing was measured, so no report was written"
+    )
+    return f"{why}; {cleanup}{report}"
+
+
+class null_context:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *args: object) -> None:
+        return None

@@ -1,0 +1,457 @@
+"""Deploying a plan: the role, the observer layer, tables, queues, functions and mappings.
+
+Creates exactly the resources of a ``loadtest.deploy.deploy_plan.Plan``, in its
+order, with its settings and tags, and records each one in ``Deployed`` the
+moment it exists, so ``teardown`` deletes what was made (and nothing else)
+even when the deploy failed halfway. Control-plane calls on synchronous boto3
+clients that the caller passes in (run them off the event loop); botocore
+failures become loadtest's through ``loadtest.adapters.aws.translate``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import botocore.exceptions
+
+from loadtest.deploy.deploy_plan import RUN_TAG, Kind, Plan, Resource
+from loadtest.emulation.handlers import HandlerRef
+from loadtest.errors import BackendError, InputError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_iam.client import IAMClient
+    from mypy_boto3_lambda.client import LambdaClient
+    from mypy_boto3_sqs.client import SQSClient
+
+LAYER_MODULES = (
+    "__init__.py",
+    "emulation/__init__.py",
+    "emulation/observer.py",
+    "emulation/lambda_entry.py",
+    "model/__init__.py",
+    "model/observation.py",
+    "model/history.py",
+    "model/partiql.py",
+    "model/updates.py",
+)
+"""The loadtest modules the observer layer carries (the observer and what it imports)."""
+MAX_CODE_BYTES = 50 * 1024 * 1024
+"""Lambda's limit on a zip uploaded directly."""
+_SKIPPED_DIRS = frozenset({"__pycache__", ".git", ".venv", "venv", "node_modules", ".mypy_cache"})
+CALL_ERRORS = (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError)
+
+
+@dataclass(frozen=True)
+class Clients:
+    """The control-plane clients a deploy uses (made by the caller, region and endpoint set)."""
+
+    iam: IAMClient
+    lambda_: LambdaClient
+    sqs: SQSClient
+    dynamodb: DynamoDBClient
+
+
+@dataclass(frozen=True)
+class Created:
+    """One resource that exists: its kind, planned name and its id for deletion."""
+
+    kind: Kind
+    name: str
+    ident: str
+    """Role name, layer version ARN, table name, queue URL, function name or mapping UUID."""
+    arn: str = ""
+
+
+@dataclass
+class Deployed:
+    """What a deploy created so far, in creation order."""
+
+    created: list[Created] = field(default_factory=list)
+
+    def of_kind(self, kind: Kind) -> list[Created]:
+        return [c for c in self.created if c.kind is kind]
+
+    def get(self, name: str) -> Created:
+        for created in self.created:
+            if created.name == name:
+                return created
+        raise KeyError(name)
+
+
+def _zip(entries: Iterator[tuple[str, Path]]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for arcname, path in entries:
+            info = zipfile.ZipInfo(arcname, date_time=(2020, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16  # readable by the runtime's user
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, path.read_bytes())
+    data = buffer.getvalue()
+    if len(data) > MAX_CODE_BYTES:
+        raise InputError(f"the package is {len(data)} bytes; Lambda takes at most {MAX_CODE_BYTES}")
+    return data
+
+
+def layer_zip() -> bytes:
+    """The observer layer: ``python/loadtest/...`` (on the runtime's path under /opt/python).
+
+    Byte-for-byte reproducible (fixed timestamps), so the same observer code
+    always makes the same layer.
+    """
+    package = Path(__file__).parent.parent
+    return _zip((f"python/loadtest/{name}", package / name) for name in LAYER_MODULES)
+
+
+def _tree(root: Path, prefix: str) -> Iterator[tuple[str, Path]]:
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if any(part in _SKIPPED_DIRS or part.startswith(".") for part in relative.parts):
+            continue
+        if path.is_file() and path.suffix not in (".pyc", ".pyo"):
+            yield f"{prefix}{relative.as_posix()}", path
+
+
+def function_zip(ref: HandlerRef) -> bytes:
+    """The function's code: a file handler's directory, or a module handler's top package."""
+    if ref.path is not None:
+        return _zip(_tree(Path(ref.path).parent, ""))
+    assert ref.module is not None
+    top = ref.module.split(".")[0]
+    spec = importlib.util.find_spec(top)
+    if spec is None or spec.origin is None:
+        raise InputError(f"cannot find the package of {ref.ref} to deploy it")
+    origin = Path(spec.origin)
+    if origin.name == "__init__.py":
+        return _zip(_tree(origin.parent, f"{top}/"))
+    return _zip(iter([(origin.name, origin)]))
+
+
+def _tags_list(tags: dict[str, str]) -> list[dict[str, str]]:
+    return [{"Key": k, "Value": v} for k, v in tags.items()]
+
+
+def _queue_arn(clients: Clients, url: str) -> str:
+    attrs = clients.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
+    return attrs["Attributes"]["QueueArn"]
+
+
+def _account_of(arn: str) -> str:
+    return arn.split(":")[4]
+
+
+def _role_policy(plan: Plan, account: str) -> dict[str, Any]:
+    run = f"loadtest-{plan.run_id}-*"
+    prefix = f"arn:aws:{{}}:{plan.region}:{account}:"
+    sqs_actions = [a for a in plan.function_actions if a.startswith("sqs:")]
+    ddb_actions = [a for a in plan.function_actions if a.startswith("dynamodb:")]
+    log_actions = [a for a in plan.function_actions if a.startswith("logs:")]
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": sqs_actions, "Resource": prefix.format("sqs") + run},
+            {
+                "Effect": "Allow",
+                "Action": ddb_actions,
+                "Resource": prefix.format("dynamodb") + f"table/{run}",
+            },
+            {
+                "Effect": "Allow",
+                "Action": log_actions,
+                "Resource": prefix.format("logs") + f"log-group:/aws/lambda/{run}*",
+            },
+        ],
+    }
+
+
+def _poll(
+    what: str,
+    ready: Callable[[], bool],
+    *,
+    timeout_s: float,
+    interval_s: float = 1.0,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    deadline = clock() + timeout_s
+    while not ready():
+        if clock() >= deadline:
+            raise BackendError(f"{what} was not ready within {timeout_s:g} s")
+        sleep(interval_s)
+
+
+def wait_mapping_enabled(
+    lambda_: LambdaClient,
+    uuid: str,
+    *,
+    timeout_s: float = 300,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Wait until the mapping is Enabled (it goes Creating -> Enabled); a Disabled one is refused."""
+
+    def enabled() -> bool:
+        state = lambda_.get_event_source_mapping(UUID=uuid).get("State", "")
+        if state in ("Disabled", "Disabling"):
+            raise BackendError(f"event source mapping {uuid} is {state}, not Enabled")
+        return state == "Enabled"
+
+    _poll(f"event source mapping {uuid}", enabled, timeout_s=timeout_s, sleep=sleep)
+
+
+def _function_active(lambda_: LambdaClient, name: str) -> bool:
+    config = lambda_.get_function_configuration(FunctionName=name)
+    state = config.get("State", "Active")
+    if state == "Failed":
+        raise BackendError(f"function {name} failed to deploy: {config.get('StateReason', '')}")
+    return state == "Active" and config.get("LastUpdateStatus", "Successful") != "InProgress"
+
+
+def deploy(
+    plan: Plan,
+    clients: Clients,
+    code: dict[str, bytes],
+    *,
+    into: Deployed,
+    layer: bytes | None = None,
+    timeout_s: float = 300,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Create every resource of ``plan`` in order; ``code`` maps function names to zips.
+
+    Each resource is appended to ``into`` as soon as it exists. Returns once
+    every function is Active and every mapping Enabled.
+    """
+    try:
+        for resource in plan.resources:
+            _create(plan, clients, resource, code, into, layer, timeout_s, sleep)
+        for mapping in into.of_kind(Kind.MAPPING):
+            wait_mapping_enabled(clients.lambda_, mapping.ident, timeout_s=timeout_s, sleep=sleep)
+    except CALL_ERRORS as exc:
+        raise _translated(exc, plan) from exc
+
+
+def _translated(exc: BaseException, plan: Plan) -> BaseException:
+    from loadtest.adapters.aws import BackendKind, Target, translate
+
+    return translate(exc, "deploy the run", Target(BackendKind.AWS, None, plan.region))
+
+
+def _create(
+    plan: Plan,
+    clients: Clients,
+    resource: Resource,
+    code: dict[str, bytes],
+    into: Deployed,
+    layer: bytes | None,
+    timeout_s: float,
+    sleep: Callable[[float], None],
+) -> None:
+    s = resource.settings
+    tags = dict(resource.tags)
+    if resource.kind is Kind.ROLE:
+        role = clients.iam.create_role(
+            RoleName=resource.name,
+            AssumeRolePolicyDocument=json.dumps(s["AssumeRolePolicyDocument"]),
+            Tags=[{"Key": k, "Value": v} for k, v in tags.items()],
+            Description=f"loadtest run {plan.run_id}: execution role",
+        )["Role"]
+        into.created.append(Created(Kind.ROLE, resource.name, resource.name, role["Arn"]))
+        clients.iam.put_role_policy(
+            RoleName=resource.name,
+            PolicyName="loadtest-run",
+            PolicyDocument=json.dumps(_role_policy(plan, _account_of(role["Arn"]))),
+        )
+    elif resource.kind is Kind.LAYER:
+        published = clients.lambda_.publish_layer_version(
+            LayerName=resource.name,
+            Description=s["Description"],
+            Content={"ZipFile": layer if layer is not None else layer_zip()},
+            CompatibleRuntimes=list(s["CompatibleRuntimes"]),
+        )
+        arn = published["LayerVersionArn"]
+        into.created.append(Created(Kind.LAYER, resource.name, arn, arn))
+    elif resource.kind is Kind.TABLE:
+        key_schema = list(s["KeySchema"])
+        described = clients.dynamodb.create_table(
+            TableName=resource.name,
+            KeySchema=key_schema,
+            AttributeDefinitions=[
+                {"AttributeName": k["AttributeName"], "AttributeType": "S"} for k in key_schema
+            ],
+            BillingMode=s["BillingMode"],
+            Tags=_tags_list(tags),  # type: ignore[arg-type]
+        )["TableDescription"]
+        into.created.append(
+            Created(Kind.TABLE, resource.name, resource.name, described.get("TableArn", ""))
+        )
+        _poll(
+            f"table {resource.name}",
+            lambda: (
+                clients.dynamodb.describe_table(TableName=resource.name)["Table"].get("TableStatus")
+                == "ACTIVE"
+            ),
+            timeout_s=timeout_s,
+            sleep=sleep,
+        )
+    elif resource.kind is Kind.QUEUE:
+        attributes = dict(s["Attributes"])
+        redrive = s.get("RedrivePolicy")
+        if redrive:
+            dlq = into.get(redrive["deadLetterTargetArn"])
+            attributes["RedrivePolicy"] = json.dumps(
+                {
+                    "deadLetterTargetArn": dlq.arn,
+                    "maxReceiveCount": str(redrive["maxReceiveCount"]),
+                }
+            )
+        url = clients.sqs.create_queue(
+            QueueName=resource.name,
+            Attributes=attributes,
+            tags=tags,
+        )["QueueUrl"]
+        into.created.append(Created(Kind.QUEUE, resource.name, url, _queue_arn(clients, url)))
+    elif resource.kind is Kind.FUNCTION:
+        zipped = code[resource.name]
+        function = _create_function_once_role_is_usable(
+            clients.lambda_,
+            {
+                "FunctionName": resource.name,
+                "Runtime": s["Runtime"],
+                "Handler": s["Handler"],
+                "Role": into.get(s["Role"]).arn,
+                "Code": {"ZipFile": zipped},
+                "MemorySize": s["MemorySize"],
+                "Timeout": s["Timeout"],
+                "Layers": [into.get(name).arn for name in s["Layers"]],
+                "Environment": {"Variables": dict(s["Environment"]["Variables"])},
+                "Tags": tags,
+                "Description": f"loadtest run {plan.run_id}: {resource.purpose}",
+            },
+            timeout_s=timeout_s,
+            sleep=sleep,
+        )
+        into.created.append(
+            Created(Kind.FUNCTION, resource.name, resource.name, function["FunctionArn"])
+        )
+        if s.get("ReservedConcurrentExecutions") is not None:
+            clients.lambda_.put_function_concurrency(
+                FunctionName=resource.name,
+                ReservedConcurrentExecutions=int(s["ReservedConcurrentExecutions"]),
+            )
+        _poll(
+            f"function {resource.name}",
+            lambda: _function_active(clients.lambda_, resource.name),
+            timeout_s=timeout_s,
+            sleep=sleep,
+        )
+    elif resource.kind is Kind.MAPPING:
+        kwargs: dict[str, Any] = {
+            "FunctionName": s["FunctionName"],
+            "EventSourceArn": into.get(s["EventSourceArn"]).arn,
+            "BatchSize": s["BatchSize"],
+            "Enabled": True,
+            "Tags": tags,
+        }
+        if s.get("MaximumBatchingWindowInSeconds"):
+            kwargs["MaximumBatchingWindowInSeconds"] = s["MaximumBatchingWindowInSeconds"]
+        if s.get("FunctionResponseTypes"):
+            kwargs["FunctionResponseTypes"] = list(s["FunctionResponseTypes"])
+        if s.get("ScalingConfig"):
+            kwargs["ScalingConfig"] = dict(s["ScalingConfig"])
+        mapping = clients.lambda_.create_event_source_mapping(**kwargs)
+        into.created.append(
+            Created(
+                Kind.MAPPING,
+                resource.name,
+                mapping["UUID"],
+                mapping.get("EventSourceMappingArn", ""),
+            )
+        )
+
+
+ROLE_RETRY_S = 2.0
+
+
+def _create_function_once_role_is_usable(
+    lambda_: LambdaClient,
+    kwargs: dict[str, Any],
+    *,
+    timeout_s: float,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float] = time.monotonic,
+) -> dict[str, Any]:
+    """``create_function``, retried while IAM has not yet propagated the new role.
+
+    A role is usable by Lambda some seconds after ``CreateRole`` returns
+    (IAM is eventually consistent); until then Lambda answers
+    InvalidParameterValueException "...cannot be assumed by Lambda".
+    """
+    deadline = clock() + timeout_s
+    while True:
+        try:
+            return dict(lambda_.create_function(**kwargs))
+        except botocore.exceptions.ClientError as exc:
+            error = exc.response.get("Error", {})
+            propagating = error.get("Code") == "InvalidParameterValueException" and (
+                "cannot be assumed" in error.get("Message", "")
+            )
+            if not propagating or clock() >= deadline:
+                raise
+            sleep(ROLE_RETRY_S)
+
+
+def teardown(clients: Clients, deployed: Deployed) -> list[str]:
+    """Delete what ``deployed`` lists, newest first; return the problems instead of raising.
+
+    What was deleted leaves ``deployed``, so what remains is what is left behind.
+    """
+    problems: list[str] = []
+    for created in reversed(list(deployed.created)):
+        try:
+            delete_one(clients, created.kind, created.ident)
+            deployed.created.remove(created)
+        except CALL_ERRORS as exc:
+            problems.append(f"{created.kind} {created.name}: {exc}")
+    return problems
+
+
+def delete_one(clients: Clients, kind: Kind, ident: str) -> None:
+    """Delete one resource by kind and id (a role loses its inline policies first)."""
+    if kind is Kind.MAPPING:
+        clients.lambda_.delete_event_source_mapping(UUID=ident)
+    elif kind is Kind.FUNCTION:
+        clients.lambda_.delete_function(FunctionName=ident)
+    elif kind is Kind.LAYER:
+        name, version = ident.split(":")[-2:]
+        clients.lambda_.delete_layer_version(LayerName=name, VersionNumber=int(version))
+    elif kind is Kind.ROLE:
+        for policy in clients.iam.list_role_policies(RoleName=ident)["PolicyNames"]:
+            clients.iam.delete_role_policy(RoleName=ident, PolicyName=policy)
+        for attached in clients.iam.list_attached_role_policies(RoleName=ident)["AttachedPolicies"]:
+            clients.iam.detach_role_policy(RoleName=ident, PolicyArn=attached["PolicyArn"])
+        clients.iam.delete_role(RoleName=ident)
+    elif kind is Kind.QUEUE:
+        clients.sqs.delete_queue(QueueUrl=ident)
+    elif kind is Kind.TABLE:
+        clients.dynamodb.delete_table(TableName=ident)
+
+
+__all__ = [
+    "RUN_TAG",
+    "Clients",
+    "Created",
+    "Deployed",
+    "deploy",
+    "function_zip",
+    "layer_zip",
+    "teardown",
+    "wait_mapping_enabled",
+]

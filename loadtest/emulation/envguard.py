@@ -1,0 +1,130 @@
+"""Guards run inside an execution environment: die with the parent, and Lambda's memory limit.
+
+Imported by ``loadtest.emulation.envhost`` only; standard library only, so the handler's
+environment stays as bare as Lambda's.
+
+- **Parent death.** An environment whose parent is gone (killed by SIGKILL,
+  or crashed) must not live on, least of all inside a hung handler. On Linux
+  the kernel sends SIGKILL when the parent dies (``PR_SET_PDEATHSIG``); a
+  watchdog thread polling the parent's pid covers other systems and the race
+  where the parent died before the request was made.
+- **Memory.** Lambda stops an environment whose memory use passes the
+  function's ``memory_mb``. A watchdog thread samples this process's resident
+  set size and, past the limit, writes one line to the log and exits with
+  ``OUT_OF_MEMORY_EXIT``; the parent reports the invocation as
+  ``Runtime.OutOfMemory``. A hard ceiling on the address space
+  (``RLIMIT_AS``, well above the limit, set after the import) protects the
+  machine from an allocation the sampler cannot see in time: the handler then
+  gets a ``MemoryError``, which the parent reports the same way.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import threading
+import time
+
+OUT_OF_MEMORY_EXIT = 99
+"""Must equal ``loadtest.emulation.environments.OUT_OF_MEMORY_EXIT``."""
+PARENT_POLL_S = 0.5
+"""How often (in seconds) the watchdog checks that the parent is alive."""
+MEMORY_POLL_S = 0.02
+"""How often (in seconds) the watchdog samples the resident set size."""
+HARD_CEILING_SLACK_MB = 512
+"""Address space allowed above what the process had mapped after its import, plus ``memory_mb``."""
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Exit at once when the process that started this one is gone."""
+    expected = int(os.environ.get("LOADTEST_PARENT_PID", "0")) or os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != expected:  # the parent died before prctl took effect
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_POLL_S)
+            if os.getppid() != expected:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="loadtest-parent-watch", daemon=True).start()
+
+
+def _rss_bytes() -> int | None:
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _vm_bytes() -> int | None:
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def enforce_memory(memory_mb: int) -> None:
+    """Stop this process as out of memory once its resident set passes ``memory_mb``."""
+    limit = memory_mb * 1024 * 1024
+    if _rss_bytes() is None:
+        return  # no /proc: not enforced (the report's settings still say memory_mb)
+    mapped = _vm_bytes()
+    if mapped is not None:
+        try:
+            import resource
+
+            ceiling = mapped + limit + HARD_CEILING_SLACK_MB * 1024 * 1024
+            _, hard = resource.getrlimit(resource.RLIMIT_AS)
+            if hard == resource.RLIM_INFINITY or ceiling < hard:
+                resource.setrlimit(resource.RLIMIT_AS, (ceiling, hard))
+        except (ImportError, OSError, ValueError):
+            pass
+
+    def watch() -> None:
+        while True:
+            rss = _rss_bytes()
+            if rss is not None and rss > limit:
+                try:
+                    os.write(
+                        2,
+                        f"loadtest: out of memory: {rss >> 20} MB used, memory_mb = {memory_mb}\n".encode(),
+                    )
+                finally:
+                    os._exit(OUT_OF_MEMORY_EXIT)
+            time.sleep(MEMORY_POLL_S)
+
+    threading.Thread(target=watch, name="loadtest-memory-watch", daemon=True).start()
+
+
+def over_memory_peak(memory_mb: int) -> int | None:
+    """This process's peak resident set (in MB) when it passed ``memory_mb``, else None.
+
+    The sampler can miss a burst: one C call that allocates and frees holds
+    the interpreter lock throughout. The kernel's high-water mark cannot, so
+    the environment checks it after every invocation, as Lambda would have
+    stopped the function at that peak. ``VmHWM`` belongs to this process's own
+    memory; ``getrusage``'s ``ru_maxrss`` would not do: Linux carries it across
+    ``exec`` from the forked parent, so a large harness would look like a
+    large function.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    peak_mb = int(line.split()[1]) // 1024
+                    return peak_mb if peak_mb > memory_mb else None
+    except (OSError, ValueError, IndexError):
+        return None
+    return None

@@ -1,0 +1,228 @@
+"""An execution environment: one process that imports a handler once and runs invocations.
+
+The parent (``loadtest.emulation.environments``) starts ``python -m loadtest.emulation.envhost``
+with the function's configuration in the environment, writes one JSON line
+per invocation on stdin and reads one JSON line per reply from the protocol
+descriptor (the process's original stdout). The handler's own prints go to a
+per-invocation log capture, like Lambda's log stream, never to the protocol.
+
+Protocol (one JSON object per line)::
+
+    child  -> {"ready": true, "init_ns": N} | {"ready": false, "error": "..."}
+    parent -> {"request_id": "...", "event": {...}, "timeout_ms": N, "records": [...]}
+    child  -> {"request_id": "...", "ok": bool, "result": ..., "error": "...",
+               "started_ns": N, "ended_ns": N, "log_tail": "..."}
+
+Observations do not travel in the reply: the write observer appends each one
+to the file named by ``LOADTEST_OBSERVATIONS`` the moment it is made
+(``loadtest.model.observation``), so a write outlives an invocation that then times
+out, crashes or is killed.
+
+Owns nothing outside its process; it must not import the rest of loadtest
+beyond the observer and its guards (``loadtest.emulation.envguard``: it dies with its
+parent and is stopped past ``memory_mb``) (the handler should see an environment like Lambda's).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import importlib
+import importlib.util
+import io
+import json
+import os
+import random
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from loadtest.emulation.envguard import (
+    OUT_OF_MEMORY_EXIT,
+    die_with_parent,
+    enforce_memory,
+    over_memory_peak,
+)
+from loadtest.emulation.observer import WriteObserver
+
+LOG_TAIL_CHARS = 2000
+
+
+class LambdaContext:
+    """The subset of Lambda's context object that handlers and libraries use."""
+
+    def __init__(self, request_id: str, timeout_ms: int) -> None:
+        self.aws_request_id = request_id
+        self.function_name = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "loadtest-function")
+        self.function_version = "$LATEST"
+        region = os.environ.get("AWS_REGION", "us-east-1")
+        self.invoked_function_arn = (
+            f"arn:aws:lambda:{region}:000000000000:function:{self.function_name}"
+        )
+        self.memory_limit_in_mb = int(os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"))
+        self.log_group_name = f"/aws/lambda/{self.function_name}"
+        self.log_stream_name = "loadtest"
+        self._deadline_ns = time.monotonic_ns() + timeout_ms * 1_000_000
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, (self._deadline_ns - time.monotonic_ns()) // 1_000_000)
+
+
+def load_handler(ref: str) -> Callable[[Any, Any], Any]:
+    """Import ``module:function`` or ``/path/file.py:function`` and return the callable."""
+    target, _, function = ref.rpartition(":")
+    if target.endswith(".py"):
+        directory = os.path.dirname(target)
+        sys.path.insert(0, directory)  # sibling imports work, as in a Lambda zip
+        name = os.path.splitext(os.path.basename(target))[0]
+        spec = importlib.util.spec_from_file_location(name, target)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {target}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(target)
+    handler = getattr(module, function, None)
+    if handler is None:
+        raise AttributeError(f"{target} has no attribute {function!r}")
+    if not callable(handler):
+        raise TypeError(f"{target}:{function} is not callable")
+    return handler  # type: ignore[no-any-return]
+
+
+class _Faults:
+    """The opt-in faults of this environment, seeded so a run can be reproduced."""
+
+    def __init__(
+        self, duration_ms: int, jitter_ms: int, race_window_ms: int, crash_p: float, seed: str
+    ) -> None:
+        self.duration_ms = duration_ms
+        self.jitter_ms = jitter_ms
+        self.race_window_ms = race_window_ms
+        self.crash_p = crash_p
+        self.rng = random.Random(seed)
+
+    @staticmethod
+    def from_environ() -> _Faults:
+        env = os.environ
+        return _Faults(
+            duration_ms=int(env.get("LOADTEST_HANDLER_DURATION_MS", "0")),
+            jitter_ms=int(env.get("LOADTEST_HANDLER_JITTER_MS", "0")),
+            race_window_ms=int(env.get("LOADTEST_RACE_WINDOW_MS", "0")),
+            crash_p=float(env.get("LOADTEST_CRASH_AFTER_WRITE", "0")),
+            seed=env.get("LOADTEST_FAULT_SEED", "0"),
+        )
+
+    def delay_ms(self) -> float:
+        jitter = self.rng.uniform(0, self.jitter_ms) if self.jitter_ms else 0.0
+        return self.duration_ms + jitter
+
+    def crash(self) -> bool:
+        return self.crash_p > 0 and self.rng.random() < self.crash_p
+
+
+def _jsonable(value: Any) -> Any:
+    """The handler's result as JSON, or a description of it when it is not JSON."""
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        try:
+            return repr(value)
+        except Exception as exc:  # a result whose repr raises: say so, keep the run going
+            return f"<unprintable {type(value).__name__}: repr raised {type(exc).__name__}: {exc}>"
+    return value
+
+
+def file_sink(path: str) -> Callable[[str], None]:
+    """Append each observation line to ``path`` with one unbuffered write."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+    def write(line: str) -> None:
+        data = line.encode("utf-8")
+        while data:
+            data = data[os.write(fd, data) :]
+
+    return write
+
+
+def main() -> None:
+    die_with_parent()
+    # A cold start that hangs is asked, by SIGUSR1, where it is (shown in the error).
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=False)
+    protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(
+        2, 1
+    )  # stray writes to fd 1 (C extensions, subprocesses) go to the log, not the protocol
+    sys.stdout = sys.stderr
+
+    def send(message: dict[str, Any]) -> None:
+        protocol.write(json.dumps(message, separators=(",", ":")) + "\n")
+        protocol.flush()
+
+    faults = _Faults.from_environ()
+    observer = WriteObserver(
+        os.environ["TABLE_NAME"],
+        tuple(os.environ.get("LOADTEST_KEY_NAMES", "id").split(",")),
+        sink=file_sink(os.environ["LOADTEST_OBSERVATIONS"]),
+        race_window_s=faults.race_window_ms / 1000,
+    )
+    observer.install()
+    started = time.monotonic_ns()
+    try:
+        handler = load_handler(os.environ["LOADTEST_HANDLER"])
+    except BaseException as exc:  # report any import failure, then exit
+        send({"ready": False, "error": f"{type(exc).__name__}: {exc}"})
+        return
+    memory_mb = int(os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"))
+    enforce_memory(memory_mb)
+    send({"ready": True, "init_ns": time.monotonic_ns() - started})
+
+    for line in sys.stdin:
+        request = json.loads(line)
+        capture = io.StringIO()
+        context = LambdaContext(request["request_id"], request["timeout_ms"])
+        observer.request_id = request["request_id"]
+        ok, result, error = True, None, None
+        started = time.monotonic_ns()
+        observer.arm(faults.delay_ms() / 1000)  # injected handler duration (a labelled fault)
+        with contextlib.redirect_stdout(capture), contextlib.redirect_stderr(capture):
+            try:
+                result = handler(request["event"], context)
+            except Exception as exc:
+                ok = False
+                error = f"{type(exc).__name__}: {exc}"
+                traceback.print_exc(file=capture)
+        observer.disarm()
+        ended = time.monotonic_ns()
+        peak_mb = over_memory_peak(memory_mb)
+        if peak_mb is not None:
+            os.write(
+                2, f"loadtest: out of memory: peak {peak_mb} MB, memory_mb = {memory_mb}\n".encode()
+            )
+            os._exit(OUT_OF_MEMORY_EXIT)  # as Lambda stops the function: no reply
+        crash = ok and faults.crash()
+        if crash:
+            ok = False
+            error = "Runtime exited after the handler returned, before the acknowledgement (injected crash)"
+        send(
+            {
+                "request_id": request["request_id"],
+                "ok": ok,
+                "crashed": crash,
+                "result": _jsonable(result),
+                "error": error,
+                "started_ns": started,
+                "ended_ns": ended,
+                "log_tail": capture.getvalue()[-LOG_TAIL_CHARS:],
+            }
+        )
+        if crash:
+            os._exit(137)  # the writes are made and reported; nothing is acknowledged
+
+
+if __name__ == "__main__":
+    main()

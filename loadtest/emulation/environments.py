@@ -1,0 +1,380 @@
+"""Execution environments seen from the runner: child processes driven over pipes.
+
+Each ``ExecutionEnvironment`` is one ``python -m loadtest.emulation.envhost`` process
+that imports the handler once (its cold start) and runs one invocation at a
+time, like a Lambda execution environment. A timeout or a crash stops the
+process and the next invocation starts a fresh one, as Lambda does.
+
+Owns the child processes: every one started here is stopped by ``aclose``,
+and dies with this process even when it is killed (the child asks the kernel
+for SIGKILL on its parent's death; see ``loadtest.emulation.envhost``). Each runs in its
+own session, so a terminal's Ctrl-C reaches loadtest only, which ends them.
+Owns the environments' log folder too (``log_directory``): removed however the
+run ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from loadtest.emulation.handlers import HandlerRef
+from loadtest.errors import HandlerRefError
+from loadtest.model.observation import Observation, Observed, collect, decode
+
+
+class _AlreadyReaped(logging.Filter):
+    """Drop asyncio's "Unknown child process pid" warning for environment processes.
+
+    On Python 3.11, ``subprocess.Popen``'s own clean-up of finished children
+    (run whenever a new process starts) can reap a stopped environment before
+    asyncio's watcher thread does; asyncio then logs that it reports exit code
+    255. The environment was already waited for and stopped; nothing is lost.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Unknown child process pid")
+
+
+logging.getLogger("asyncio").addFilter(_AlreadyReaped())
+
+READY_TIMEOUT_S = float(os.environ.get("LOADTEST_READY_TIMEOUT_S", "60"))
+"""How long a cold start (the handler's import) may take, in seconds."""
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The largest reply line read from an environment; a longer one fails the invocation."""
+RESULT_KEEP_BYTES = 256 * 1024
+"""The largest handler result kept (as JSON) for the report; a larger one is described."""
+OUT_OF_MEMORY_EXIT = 99
+"""Exit code of an environment stopped for using more than its ``memory_mb`` (see envhost)."""
+
+
+@dataclass(frozen=True)
+class FunctionConfig:
+    """What a deployed function would be configured with."""
+
+    handler: HandlerRef
+    function_name: str
+    table_name: str
+    idempotency_table_name: str
+    region: str
+    endpoint_url: str | None
+    memory_mb: int
+    timeout_s: int
+    extra_env: tuple[tuple[str, str], ...] = ()
+    """Credentials and settings passed to the function (e.g. for an embedded backend)."""
+    report_batch_item_failures: bool = False
+    """Told to the function as ``REPORT_BATCH_ITEM_FAILURES`` (its mapping's setting)."""
+    fault_env: tuple[tuple[str, str], ...] = ()
+    """The scenario's faults, read by the environment process (``LOADTEST_*``)."""
+    key_names: tuple[str, ...] = ("id",)
+    """The table's key attributes (hash, then range), for the write observer."""
+
+    def environ(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(self.extra_env)
+        env.update(self.fault_env)
+        env.update(
+            {
+                "TABLE_NAME": self.table_name,
+                "REPORT_BATCH_ITEM_FAILURES": str(self.report_batch_item_failures).lower(),
+                "IDEMPOTENCY_TABLE_NAME": self.idempotency_table_name,
+                "AWS_REGION": self.region,
+                "AWS_DEFAULT_REGION": self.region,
+                "AWS_LAMBDA_FUNCTION_NAME": self.function_name,
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.memory_mb),
+                "LOADTEST_PARENT_PID": str(os.getpid()),
+                "LOADTEST_HANDLER": self.handler.ref,
+                "LOADTEST_KEY_NAMES": ",".join(self.key_names),
+                "PYTHONUNBUFFERED": "1",
+                "PYTHONPATH": os.pathsep.join(
+                    p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p
+                ),
+            }
+        )
+        if self.endpoint_url:
+            env["AWS_ENDPOINT_URL"] = self.endpoint_url
+        else:
+            env.pop("AWS_ENDPOINT_URL", None)
+        return env
+
+
+@dataclass(frozen=True)
+class Reply:
+    ok: bool
+    timed_out: bool
+    crashed: bool
+    result: Any
+    error: str | None
+    started_ns: int
+    ended_ns: int
+    observed: Observed
+    log_tail: str
+
+
+class ExecutionEnvironment:
+    """One execution environment; not safe for concurrent ``invoke`` calls."""
+
+    def __init__(self, config: FunctionConfig, number: int, log_dir: str) -> None:
+        self.config = config
+        self.number = number
+        self.cold_starts = 0
+        self._log_path = os.path.join(log_dir, f"env-{number}.log")
+        self._observations_path = os.path.join(log_dir, f"env-{number}.observations")
+        self._observations_offset = 0
+        self._sent_ns = 0
+        self._process: Process | None = None
+        self._reader: BufferedByteReceiveStream | None = None
+
+    async def start(self) -> None:
+        """Start the process and wait for the handler import (raises HandlerRefError)."""
+        # A local file opened once per cold start; not worth a thread.
+        with open(self._log_path, "ab") as log:  # noqa: ASYNC230
+            env = self.config.environ()
+            # Each cold start draws its own fault sequence, reproducibly.
+            seed = f"{env.get('LOADTEST_FAULT_SEED', '0')}:{self.number}:{self.cold_starts}"
+            env["LOADTEST_FAULT_SEED"] = seed
+            env["LOADTEST_OBSERVATIONS"] = self._observations_path
+            self._process = await anyio.open_process(
+                [sys.executable, "-m", "loadtest.emulation.envhost"],
+                env=env,
+                stderr=log,
+                start_new_session=True,
+            )
+        assert self._process.stdout is not None
+        self._reader = BufferedByteReceiveStream(self._process.stdout)
+        self.cold_starts += 1
+        try:
+            with anyio.fail_after(READY_TIMEOUT_S):
+                hello = await self._read()
+        except TimeoutError as exc:
+            # Ask the process where it is stuck (envhost registers a traceback dump on
+            # SIGUSR1), so the message names the import line that hangs.
+            with contextlib.suppress(ProcessLookupError, OSError):
+                self._process.send_signal(signal.SIGUSR1)
+                await anyio.sleep(0.5)
+            await self.aclose()
+            raise HandlerRefError(
+                f"handler {self.config.handler.variant!r} did not finish importing within "
+                f"{READY_TIMEOUT_S:g} s (a module-level call that blocks, such as a network "
+                f"call or a lock, stops a cold start); where it was: {self._log_tail() or 'unknown'}"
+            ) from exc
+        except (anyio.EndOfStream, anyio.IncompleteRead) as exc:
+            await self.aclose()
+            raise HandlerRefError(
+                f"handler {self.config.handler.variant!r} did not start: "
+                f"{self._log_tail() or type(exc).__name__}"
+            ) from exc
+        if not hello.get("ready"):
+            await self.aclose()
+            raise HandlerRefError(
+                f"handler {self.config.handler.variant!r} could not be loaded: {hello.get('error')}"
+            )
+
+    async def _read(self) -> dict[str, Any]:
+        assert self._reader is not None
+        line = await self._reader.receive_until(b"\n", MAX_LINE_BYTES)
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    def _observations(self, request_id: str) -> list[Observation]:
+        """The complete observation lines written since the last call, for ``request_id``.
+
+        Read after every invocation, however it ended: a line written before a
+        timeout, a crash or a kill is there. A line cut off by a kill (no
+        newline yet) is left for the next read.
+        """
+        try:
+            with open(self._observations_path, "rb") as source:
+                source.seek(self._observations_offset)
+                data = source.read()
+        except FileNotFoundError:
+            return []
+        complete = data[: data.rfind(b"\n") + 1]
+        self._observations_offset += len(complete)
+        out = []
+        for line in complete.splitlines():
+            observation = decode(line.decode("utf-8"))
+            if observation.request_id == request_id:
+                out.append(observation)
+        return out
+
+    def _log_tail(self) -> str:
+        try:
+            with open(self._log_path, "rb") as log:
+                return log.read()[-1500:].decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
+
+    async def invoke(self, request_id: str, event: dict[str, Any]) -> Reply:
+        """Run one invocation; a timeout or crash replaces the process."""
+        if self._process is None or self._process.returncode is not None:
+            await self.start()
+        assert self._process is not None and self._process.stdin is not None
+        timeout_ms = self.config.timeout_s * 1000
+        request = {"request_id": request_id, "event": event, "timeout_ms": timeout_ms}
+        sent_ns = time.monotonic_ns()
+        self._sent_ns = sent_ns
+        try:
+            await self._process.stdin.send((json.dumps(request) + "\n").encode())
+            with anyio.fail_after(self.config.timeout_s):
+                reply = await self._read()
+        except TimeoutError:
+            await self.aclose()
+            ended = time.monotonic_ns()
+            return Reply(
+                ok=False,
+                timed_out=True,
+                crashed=False,
+                result=None,
+                error=f"Task timed out after {self.config.timeout_s} seconds",
+                started_ns=sent_ns,
+                ended_ns=ended,
+                observed=collect(self._observations(request_id), ended_ns=ended),
+                log_tail="",
+            )
+        except anyio.DelimiterNotFound:
+            # The rest of the line is still in the pipe: this process cannot answer again.
+            await self.aclose()
+            return Reply(
+                ok=False,
+                timed_out=False,
+                crashed=False,
+                result=None,
+                error=(
+                    f"Function.ResponseSizeTooLarge: the reply was over {MAX_LINE_BYTES >> 20} MiB "
+                    "and was not kept (Lambda refuses responses over 6 MB); the invocation failed"
+                ),
+                started_ns=sent_ns,
+                ended_ns=time.monotonic_ns(),
+                observed=collect(self._observations(request_id), ended_ns=time.monotonic_ns()),
+                log_tail="",
+            )
+        except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, OSError):
+            tail = self._log_tail()
+            code = await self._reap()
+            ended = time.monotonic_ns()
+            return Reply(
+                ok=False,
+                timed_out=False,
+                crashed=True,
+                result=None,
+                error=_exit_reason(code, self.config.memory_mb),
+                started_ns=sent_ns,
+                ended_ns=ended,
+                observed=collect(self._observations(request_id), ended_ns=ended),
+                log_tail=tail,
+            )
+        crashed = bool(reply.get("crashed"))
+        if crashed:
+            await self.aclose()  # it exits on purpose; reap it before the next invocation
+        return Reply(
+            ok=bool(reply["ok"]),
+            timed_out=False,
+            crashed=crashed,
+            result=keep_result(reply.get("result")),
+            error=_memory_error(reply.get("error"), self.config.memory_mb),
+            started_ns=int(reply["started_ns"]),
+            ended_ns=int(reply["ended_ns"]),
+            observed=collect(self._observations(request_id), ended_ns=int(reply["ended_ns"])),
+            log_tail=str(reply.get("log_tail", "")),
+        )
+
+    async def cut_off(self, request_id: str) -> Reply:
+        """The invocation was cancelled (the run's deadline): stop the process, keep its writes."""
+        await self.aclose()
+        ended = time.monotonic_ns()
+        return Reply(
+            ok=False,
+            timed_out=True,
+            crashed=False,
+            result=None,
+            error="Cut off by the run's deadline",
+            started_ns=self._sent_ns or ended,
+            ended_ns=ended,
+            observed=collect(self._observations(request_id), ended_ns=ended),
+            log_tail="",
+        )
+
+    async def _reap(self) -> int | None:
+        """Stop the process (if still running) and return its exit code."""
+        process = self._process
+        await self.aclose()
+        return None if process is None else process.returncode
+
+    async def aclose(self) -> None:
+        process, self._process = self._process, None
+        self._reader = None
+        if process is None:
+            return
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                process.terminate()
+                with anyio.move_on_after(3):
+                    await process.wait()
+                if process.returncode is None:
+                    process.kill()
+                    await process.wait()
+            await process.aclose()
+
+
+def new_log_dir() -> str:
+    return tempfile.mkdtemp(prefix="loadtest-envs-")
+
+
+@contextmanager
+def log_directory() -> Iterator[str]:
+    """A fresh ``loadtest-envs-*`` folder for the environments' logs, removed on exit."""
+    path = new_log_dir()
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def keep_result(result: Any) -> Any:
+    """``result``, or a short description when its JSON is over ``RESULT_KEEP_BYTES``."""
+    try:
+        size = len(json.dumps(result))
+    except (TypeError, ValueError):
+        return result
+    if size <= RESULT_KEEP_BYTES:
+        return result
+    return f"<result of {size} bytes not kept: over {RESULT_KEEP_BYTES // 1024} KiB>"
+
+
+def out_of_memory_error(memory_mb: int) -> str:
+    return (
+        f"Runtime.OutOfMemory: the execution environment used more than its memory_mb "
+        f"({memory_mb} MB) and was stopped, as Lambda stops it"
+    )
+
+
+def _exit_reason(code: int | None, memory_mb: int) -> str:
+    if code == OUT_OF_MEMORY_EXIT:
+        return out_of_memory_error(memory_mb)
+    return "Runtime exited: the execution environment's process died"
+
+
+def _memory_error(error: Any, memory_mb: int) -> str | None:
+    """A handler's MemoryError (the hard ceiling, see envhost) is Lambda's out of memory."""
+    if error is None:
+        return None
+    text = str(error)
+    if text.startswith("MemoryError"):
+        return out_of_memory_error(memory_mb)
+    return text

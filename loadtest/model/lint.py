@@ -1,0 +1,183 @@
+"""Settings that invite duplicates: the checks behind ``loadtest lint`` and every report's warnings.
+
+Pure: a ``MappingSettings`` in, findings out. It is built from a scenario
+(``from_scenario``) or, by ``loadtest.deploy.lint_aws``, from a deployed event
+source mapping, its function and its queue, so a scenario and the system it
+models are judged by the same rules:
+
+- visibility timeout below six times the function timeout (plus the batching
+  window): a message still being processed reappears and is delivered again
+  (AWS's own recommendation for SQS event sources);
+- batch size above 10 without a batching window (Lambda refuses it);
+- MaximumConcurrency above the function's reserved concurrency: the mapping
+  invokes more than the function may run, the throttled batches return to
+  the queue and their receive counts grow;
+- a redrive ``maxReceiveCount`` below 5 (throttles and retries reach the DLQ),
+  or no redrive at all;
+- an idempotency record that expires before the redelivery horizon
+  (``maxReceiveCount`` x visibility timeout): a late redelivery finds no record
+  and is processed again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from loadtest.model.scenario import ConsumerSettings, Scenario
+
+POWERTOOLS_DEFAULT_EXPIRY_S = 3600
+"""Powertools' ``IdempotencyConfig.expires_after_seconds`` default (one hour)."""
+MIN_MAX_RECEIVE_COUNT = 5
+VISIBILITY_FACTOR = 6
+
+
+class Rule(StrEnum):
+    VISIBILITY = "visibility-timeout"
+    BATCH_WINDOW = "batch-without-window"
+    CONCURRENCY = "maximum-vs-reserved-concurrency"
+    REDRIVE = "max-receive-count"
+    EXPIRY = "idempotency-expiry"
+
+
+@dataclass(frozen=True)
+class MappingSettings:
+    """What the rules look at, whichever way it was read."""
+
+    source: str
+    """What these settings describe, for messages ("scenario seed-lab", "function orders")."""
+    visibility_timeout_s: int
+    function_timeout_s: int
+    batch_size: int
+    batching_window_s: float
+    maximum_concurrency: int | None
+    """The mapping's ScalingConfig.MaximumConcurrency (None: not set)."""
+    reserved_concurrency: int | None
+    """The function's reserved concurrency (None: none reserved)."""
+    max_receive_count: int | None
+    """The queue's redrive maxReceiveCount (None: no redrive policy)."""
+    idempotency_expiry_s: int | None = None
+    """How long the consumer's idempotency records live (None: unknown or no records)."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: Rule
+    message: str
+
+
+def lint(settings: MappingSettings) -> list[Finding]:
+    """Every rule the settings break, with a message that names the numbers and the risk."""
+    s = settings
+    findings: list[Finding] = []
+    needed_s = VISIBILITY_FACTOR * s.function_timeout_s + s.batching_window_s
+    if s.visibility_timeout_s < needed_s:
+        findings.append(
+            Finding(
+                Rule.VISIBILITY,
+                f"visibility timeout {s.visibility_timeout_s} s is below six times the function "
+                f"timeout ({s.function_timeout_s} s) plus the batching window "
+                f"({s.batching_window_s:g} s) = {needed_s:g} s: a message still being processed, "
+                "or retried after a throttle, can reappear and be delivered again",
+            )
+        )
+    if s.batch_size > 10 and s.batching_window_s < 1:
+        findings.append(
+            Finding(
+                Rule.BATCH_WINDOW,
+                f"batch size {s.batch_size} is above 10 without a batching window: Lambda needs "
+                "MaximumBatchingWindowInSeconds of at least 1 s for it",
+            )
+        )
+    if s.reserved_concurrency is not None:
+        if s.reserved_concurrency == 0:
+            findings.append(
+                Finding(
+                    Rule.CONCURRENCY,
+                    "reserved concurrency is 0: the function never runs and every message "
+                    "ends in the DLQ (or stays)",
+                )
+            )
+        elif s.maximum_concurrency is not None and s.maximum_concurrency > s.reserved_concurrency:
+            findings.append(
+                Finding(
+                    Rule.CONCURRENCY,
+                    f"MaximumConcurrency {s.maximum_concurrency} is above the function's reserved "
+                    f"concurrency {s.reserved_concurrency}: throttled batches go back to the queue "
+                    "and their receive counts grow toward the DLQ",
+                )
+            )
+    if s.max_receive_count is None:
+        findings.append(
+            Finding(
+                Rule.REDRIVE,
+                "the queue has no redrive policy: a message that always fails is retried until "
+                "its retention period ends",
+            )
+        )
+    elif s.max_receive_count < MIN_MAX_RECEIVE_COUNT:
+        findings.append(
+            Finding(
+                Rule.REDRIVE,
+                f"redrive maxReceiveCount {s.max_receive_count} is below "
+                f"{MIN_MAX_RECEIVE_COUNT}: throttled or briefly failing messages reach the DLQ "
+                "unprocessed",
+            )
+        )
+    if s.idempotency_expiry_s is not None and s.max_receive_count is not None:
+        horizon_s = s.max_receive_count * s.visibility_timeout_s
+        if s.idempotency_expiry_s < horizon_s:
+            findings.append(
+                Finding(
+                    Rule.EXPIRY,
+                    f"idempotency records expire after {s.idempotency_expiry_s} s, before the "
+                    f"redelivery horizon ({s.max_receive_count} receives x "
+                    f"{s.visibility_timeout_s} s = {horizon_s} s): a late redelivery finds no "
+                    "record and is processed again",
+                )
+            )
+    return findings
+
+
+def from_consumer(
+    consumer: ConsumerSettings, *, source: str, idempotency_expiry_s: int | None = None
+) -> MappingSettings:
+    """The settings a deploy of this consumer configuration creates (see ``deploy_plan``)."""
+    concurrency = consumer.concurrency
+    below_minimum = concurrency < 2  # MaximumConcurrency's minimum: reserved concurrency instead
+    return MappingSettings(
+        source=source,
+        visibility_timeout_s=consumer.visibility_timeout_s,
+        function_timeout_s=consumer.function_timeout_s,
+        batch_size=consumer.batch_size,
+        batching_window_s=consumer.batching_window_s,
+        maximum_concurrency=None if below_minimum else min(concurrency, 1000),
+        reserved_concurrency=concurrency if below_minimum else None,
+        max_receive_count=consumer.max_receive_count,
+        idempotency_expiry_s=idempotency_expiry_s,
+    )
+
+
+def from_scenario(scenario: Scenario, variants: Sequence[str] = ()) -> MappingSettings:
+    """The scenario's settings; Powertools' record expiry when a variant keeps records."""
+    chosen = variants or scenario.variants
+    expiry = POWERTOOLS_DEFAULT_EXPIRY_S if "powertools" in chosen else None
+    return from_consumer(
+        scenario.consumer, source=f"scenario {scenario.name}", idempotency_expiry_s=expiry
+    )
+
+
+def lint_warnings(consumer: ConsumerSettings, variant: str, *, already_short: bool) -> list[str]:
+    """The findings as a run's report warnings (``engine.settings_warnings``).
+
+    ``already_short``: the report already warns that the visibility timeout is
+    shorter than the function timeout, which says more than the 6x rule.
+    """
+    expiry = POWERTOOLS_DEFAULT_EXPIRY_S if variant == "powertools" else None
+    settings = from_consumer(consumer, source="run", idempotency_expiry_s=expiry)
+    return [
+        finding.message
+        for finding in lint(settings)
+        if not (already_short and finding.rule is Rule.VISIBILITY)
+    ]

@@ -1,0 +1,140 @@
+"""The observation protocol: what the write observer sends out of an execution environment.
+
+One owner for the shape of an observation. The observer (inside the
+environment, or inside a deployed function) encodes each observation as one
+JSON line the moment it happens; the runner decodes the lines back into the
+history's records. Observations leave the environment as they happen, so a
+write survives its invocation timing out, crashing or being killed.
+
+Lines (``t`` is the tag)::
+
+    {"t": "begin", "call_id", "operation", "request_id", "started_ns"}   # a write call is about to be sent
+    {"t": "write", ...WriteRecord fields}                               # one item's write decision
+    {"t": "read", ...ReadRecord fields}
+    {"t": "unobserved", "operation", "reason", "request_id"}
+    {"t": "fault", "operation", "error", "request_id"}                  # the observer's own failure
+
+A ``begin`` without a ``write`` of the same ``call_id`` is a write whose
+answer never came back: indeterminate. Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from loadtest.model.history import (
+    ObserverFault,
+    ReadRecord,
+    TypedItem,
+    UnobservedCall,
+    WriteOutcome,
+    WriteRecord,
+)
+
+
+@dataclass(frozen=True)
+class WriteBegun:
+    """A write call about to be sent: its parts' keys, in case no answer ever comes."""
+
+    call_id: str
+    operation: str
+    request_id: str
+    started_ns: int
+    keys: tuple[TypedItem, ...] = ()
+    requested: tuple[TypedItem | None, ...] = ()
+
+
+Observation = WriteBegun | WriteRecord | ReadRecord | UnobservedCall | ObserverFault
+
+_TAGS: dict[type[Any], str] = {
+    WriteBegun: "begin",
+    WriteRecord: "write",
+    ReadRecord: "read",
+    UnobservedCall: "unobserved",
+    ObserverFault: "fault",
+}
+
+
+def encode(observation: Observation) -> str:
+    """One JSON line (with its newline). Values are DynamoDB's typed wire form: always JSON."""
+    body = dataclasses.asdict(observation)
+    body["t"] = _TAGS[type(observation)]
+    return json.dumps(body, separators=(",", ":"), default=str) + "\n"
+
+
+def decode(line: str) -> Observation:
+    """The observation of one line; raises ValueError on a line that is not one."""
+    body = json.loads(line)
+    if not isinstance(body, dict):
+        raise ValueError("an observation is a JSON object")
+    tag = body.pop("t", None)
+    if tag == "write":
+        body["outcome"] = WriteOutcome(body["outcome"])
+        return WriteRecord(**body)
+    if tag == "read":
+        return ReadRecord(**body)
+    if tag == "begin":
+        body["keys"] = tuple(body.get("keys", ()))
+        body["requested"] = tuple(body.get("requested", ()))
+        return WriteBegun(**body)
+    if tag == "unobserved":
+        return UnobservedCall(**body)
+    if tag == "fault":
+        return ObserverFault(**body)
+    raise ValueError(f"unknown observation tag {tag!r}")
+
+
+@dataclass
+class Observed:
+    """One invocation's observations, sorted by kind."""
+
+    writes: list[WriteRecord] = dataclasses.field(default_factory=list)
+    reads: list[ReadRecord] = dataclasses.field(default_factory=list)
+    unobserved: list[UnobservedCall] = dataclasses.field(default_factory=list)
+    faults: list[ObserverFault] = dataclasses.field(default_factory=list)
+
+
+def collect(observations: Iterable[Observation], *, ended_ns: int) -> Observed:
+    """Sort observations; a begun write with no answer becomes an indeterminate write."""
+    out = Observed()
+    begun: dict[str, WriteBegun] = {}
+    answered: set[str] = set()
+    for obs in observations:
+        if isinstance(obs, WriteBegun):
+            begun[obs.call_id] = obs
+        elif isinstance(obs, WriteRecord):
+            answered.add(obs.call_id)
+            out.writes.append(obs)
+        elif isinstance(obs, ReadRecord):
+            out.reads.append(obs)
+        elif isinstance(obs, UnobservedCall):
+            out.unobserved.append(obs)
+        else:
+            out.faults.append(obs)
+    for call_id, begin in begun.items():
+        if call_id in answered:
+            continue
+        for key, requested in zip(begin.keys, begin.requested, strict=False):
+            out.writes.append(
+                WriteRecord(
+                    operation=begin.operation,
+                    key=key,
+                    condition=None,
+                    outcome=WriteOutcome.INDETERMINATE,
+                    item_before=None,
+                    item_after=None,
+                    before_known=False,
+                    started_ns=begin.started_ns,
+                    ended_ns=ended_ns,
+                    error_code="NoAnswer",
+                    call_id=call_id,
+                    requested=requested,
+                    after_known=False,
+                    request_id=begin.request_id,
+                )
+            )
+    return out

@@ -1,0 +1,505 @@
+"""The scenario model: what to send, to which consumers, with which settings.
+
+Owns parsing and validating scenario TOML (and CLI overrides) into frozen
+values. Pure: reads no clock and touches no AWS; ``load_scenario`` reads the
+one file it is given. Every refusal names the file, the field and what is
+allowed, and raises ``ScenarioError`` before anything is created.
+
+File format (every table and key optional)::
+
+    name = "race-burst"                 # defaults to the file name
+    description = "one line shown by `loadtest scenarios`"
+    seed = 1
+    variants = ["read-then-write", "conditional"]   # names or module:function refs
+    thresholds = ["conditional: duplicate_writes == 0", "end_to_end.p99 < 5s"]
+
+    [verdict.allow]                     # a demonstration that expects a variant to fail:
+    "read-then-write" = ["duplicate_writes"]   # pair it with a threshold expecting it
+
+    [workload]
+    distinct_ids = 150                  # generated ids: "<id_prefix>-00001" ...
+    copies = 4                          # messages per id: original + producer resends
+    id_prefix = "order"
+    order = "grouped"                   # copies of an id adjacent | "shuffled"
+    copy_spacing = "at-once"            # | "spread" (over copy_spread_s) | "after-completion"
+    copy_spread_s = 0.0
+    conflict_fraction = 0.0             # resends carrying different details (0..1)
+    poison_fraction = 0.0               # ids whose messages every consumer refuses (0..1)
+    arrival = "burst"                   # | "rate" (open loop) | "ramp" (ramp_from_per_s -> rate_per_s)
+    rate_per_s = 0.0
+    ramp_from_per_s = 1.0
+
+    [[workload.messages]]               # explicit bodies instead of generated ids
+    body = { id = "dedup-order", quantity = 4 }
+    copies = 3
+    poison = false                      # true: a record every consumer must refuse
+
+    [outcome]                           # where a message's outcome is stored
+    key = { id = "{id}" }               # the table's key, per attribute; e.g. { pk = "ORDER#{id}", sk = "ORDER" }
+
+    [consumer]                          # the event source mapping and the function
+    batch_size = 1                      # 1..10; up to 10000 with a batching window >= 1 s
+    batching_window_s = 0.0
+    visibility_timeout_s = 30
+    concurrency = 4                     # execution environments
+    max_receive_count = 3               # redrive to the DLQ after this many receives
+    function_timeout_s = 30
+    memory_mb = 128
+    report_batch_item_failures = false
+
+    [faults]                            # opt-in, always labelled in the report
+    handler_duration_ms = 0             # slow work before the invocation's first write
+    handler_jitter_ms = 0               # plus a uniform 0..jitter
+    race_window_ms = 0                  # pause after each read of the orders table
+    crash_after_write = 0.0             # probability of a crash after the writes, before the ack
+
+    [run]
+    deadline_s = 120                    # stop and report whatever is unfinished
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tomllib
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from loadtest.errors import ScenarioError
+from loadtest.model.history import OutcomeKey
+from loadtest.model.settings import (
+    LIMITS as LIMITS,
+)
+from loadtest.model.settings import (
+    OVERRIDE as OVERRIDE,
+)
+from loadtest.model.settings import (
+    Arrival as Arrival,
+)
+from loadtest.model.settings import (
+    ConsumerSettings as ConsumerSettings,
+)
+from loadtest.model.settings import (
+    CopySpacing as CopySpacing,
+)
+from loadtest.model.settings import (
+    ExplicitMessage as ExplicitMessage,
+)
+from loadtest.model.settings import (
+    Faults as Faults,
+)
+from loadtest.model.settings import (
+    JsonObject as JsonObject,
+)
+from loadtest.model.settings import (
+    Order as Order,
+)
+from loadtest.model.settings import (
+    Override as Override,
+)
+from loadtest.model.settings import (
+    RunSettings as RunSettings,
+)
+from loadtest.model.settings import (
+    Workload as Workload,
+)
+from loadtest.model.settings import (
+    _override as _override,
+)
+
+RELAXABLE: tuple[str, ...] = (
+    "duplicate_writes",
+    "conflicting_writes",
+    "lost_outcomes",
+    "unexpected_dead_letters",
+)
+"""Default-verdict reasons a scenario may allow (``[verdict.allow]``), by count name."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario: data only."""
+
+    name: str
+    description: str = ""
+    seed: int = 1
+    variants: tuple[str, ...] = ("conditional",)
+    workload: Workload = field(default_factory=Workload)
+    consumer: ConsumerSettings = field(default_factory=ConsumerSettings)
+    faults: Faults = field(default_factory=Faults)
+    run: RunSettings = field(default_factory=RunSettings)
+    thresholds: tuple[str, ...] = ()
+    """Threshold expressions (validated when parsed; see ``loadtest.model.thresholds``)."""
+    allow: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Per variant, default-verdict reasons this scenario relaxes (a demonstration)."""
+    outcome: OutcomeKey = field(default_factory=OutcomeKey)
+    """The key of a message's outcome item (and so of the table loadtest creates)."""
+    source: str = "<memory>"
+    """Where the scenario came from (a path or ``builtin:NAME``), for messages."""
+
+    def with_overrides(self, **overrides: Any) -> Scenario:
+        """Return a copy with CLI overrides applied and validated.
+
+        Keys are field names of a section (``batch_size``, ``race_window_ms``,
+        ``distinct_ids``, ``deadline_s``, ...) or ``seed``; ``None`` values are ignored.
+        """
+        given = {key: value for key, value in overrides.items() if value is not None}
+        if not given:
+            return self
+        if "rate_per_s" in given:
+            # A rate given on its own means an open-loop run at that rate.
+            given.setdefault("arrival", Arrival.RATE.value)
+        raw = to_raw(self)
+        for key, value in given.items():
+            section = _SECTION_OF.get(key)
+            if section is not None:
+                raw.setdefault(section, {})[key] = value
+            elif key in ("seed", "variants"):
+                raw[key] = value
+            else:
+                raise ScenarioError(f"unknown override {key!r}")
+        return parse_scenario(
+            raw, source=f"{self.source} (with command-line overrides)", default_name=self.name
+        )
+
+
+_SECTIONS: dict[str, type] = {
+    "workload": Workload,
+    "consumer": ConsumerSettings,
+    "faults": Faults,
+    "run": RunSettings,
+}
+_SECTION_OF = {
+    f.name: section
+    for section, cls in _SECTIONS.items()
+    for f in dataclasses.fields(cls)
+    if f.name != "messages"
+}
+
+
+def override_fields() -> list[tuple[dataclasses.Field[Any], Override]]:
+    """The fields offered as command-line overrides, in section order, with how."""
+    return [
+        (f, f.metadata[OVERRIDE])
+        for cls in _SECTIONS.values()
+        for f in dataclasses.fields(cls)
+        if OVERRIDE in f.metadata
+    ]
+
+
+NAME_MAX_CHARS = 64
+"""The longest scenario name: it becomes part of report file names."""
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def safe_name(text: str) -> str:
+    """``text`` as a scenario name: letters, digits, ``.``, ``_`` and ``-``; others become ``-``.
+
+    For names loadtest derives itself (a file's stem); a name the scenario
+    gives is checked by ``check_name`` instead, never silently changed.
+    """
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip(".-_")[:NAME_MAX_CHARS]
+    return slug or "scenario"
+
+
+def check_name(value: Any, source: str) -> str:
+    """A scenario name that is safe in a file name and on a terminal, or ``ScenarioError``."""
+    if not isinstance(value, str):
+        raise ScenarioError(f"{source}: name must be a string, got {value!r}")
+    if not value or len(value) > NAME_MAX_CHARS or not _NAME.fullmatch(value):
+        raise ScenarioError(
+            f"{source}: name = {value[: NAME_MAX_CHARS + 10]!r} is not allowed; a name is 1 to "
+            f"{NAME_MAX_CHARS} letters, digits, '.', '_' or '-', starting with a letter or digit "
+            "(it becomes part of the report's file name)"
+        )
+    return value
+
+
+_RANGE_TEXT = {"batch_size": "1..10 (up to 10000 with batching_window_s >= 1)"}
+"""Ranges that need more words than low..high."""
+
+
+def _where(source: str, path: str) -> str:
+    return f"{source}: {path}" if path else source
+
+
+def _check_keys(raw: Mapping[str, Any], allowed: set[str], source: str, path: str) -> None:
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        prefix = f"{path}." if path else ""
+        raise ScenarioError(
+            f"{source}: unknown key {prefix}{unknown[0]!r}; allowed: {', '.join(sorted(allowed))}"
+        )
+
+
+def _value(key: str, value: Any, kind: Any, source: str, path: str) -> Any:
+    """Validate one scalar against its field type and limits."""
+    where = _where(source, path + key)
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ScenarioError(f"{where} must be true or false, got {value!r}")
+        return value
+    if kind is str:
+        if not isinstance(value, str):
+            raise ScenarioError(f"{where} must be a string, got {value!r}")
+        return value
+    if isinstance(kind, type) and issubclass(kind, StrEnum):
+        try:
+            return kind(value)
+        except ValueError:
+            allowed = ", ".join(repr(member.value) for member in kind)
+            raise ScenarioError(f"{where} = {value!r} is not allowed; allowed: {allowed}") from None
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ScenarioError(f"{where} must be an integer, got {value!r}")
+    elif isinstance(value, bool) or not isinstance(value, int | float):
+        raise ScenarioError(f"{where} must be a number, got {value!r}")
+    low, high = LIMITS[key]
+    if not low <= value <= high:
+        shown = _RANGE_TEXT.get(key) or (
+            f"{int(low)}..{int(high)}" if kind is int else f"{low:g}..{high:g}"
+        )
+        raise ScenarioError(f"{where} = {value} is out of range; allowed {shown}")
+    return value if kind is int else float(value)
+
+
+def _table(raw: Mapping[str, Any], key: str, source: str) -> Mapping[str, Any]:
+    value = raw.get(key, {})
+    if not isinstance(value, Mapping):
+        raise ScenarioError(f"{_where(source, key)} must be a table, got {type(value).__name__}")
+    return value
+
+
+def _section(cls: type[Any], raw: Mapping[str, Any], source: str, path: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    _check_keys(raw, names, source, path)
+    given = {
+        name: _value(name, raw[name], hints[name], source, f"{path}.")
+        for name in names
+        if name in raw and name != "messages"
+    }
+    return cls(**given)
+
+
+def parse_scenario(
+    raw: Mapping[str, Any], *, source: str, default_name: str = "scenario"
+) -> Scenario:
+    """Validate a scenario mapping (parsed TOML) into a ``Scenario``."""
+    _check_keys(
+        raw,
+        {"name", "description", "seed", "variants", "thresholds", "verdict", "outcome", *_SECTIONS},
+        source,
+        "",
+    )
+    variants = raw.get("variants", ["conditional"])
+    if (
+        not isinstance(variants, list)
+        or not variants
+        or not all(isinstance(v, str) and v for v in variants)
+    ):
+        raise ScenarioError(
+            f"{source}: variants must be a non-empty list of names, got {variants!r}"
+        )
+    w_raw = _table(raw, "workload", source)
+    workload = _section(Workload, w_raw, source, "workload")
+    workload = dataclasses.replace(
+        workload, messages=tuple(_explicit_messages(w_raw.get("messages", []), source))
+    )
+    consumer = _section(ConsumerSettings, _table(raw, "consumer", source), source, "consumer")
+    faults = _section(Faults, _table(raw, "faults", source), source, "faults")
+    run = _section(RunSettings, _table(raw, "run", source), source, "run")
+    _check_combinations(workload, consumer, source)
+    return Scenario(
+        name=check_name(raw["name"], source) if "name" in raw else safe_name(default_name),
+        description=_value("description", raw.get("description", ""), str, source, ""),
+        seed=_value("seed", raw.get("seed", 1), int, source, ""),
+        variants=tuple(variants),
+        workload=workload,
+        consumer=consumer,
+        faults=faults,
+        run=run,
+        thresholds=_thresholds(raw.get("thresholds", []), source),
+        allow=_allow(_table(raw, "verdict", source), source),
+        outcome=_outcome(_table(raw, "outcome", source), source),
+        source=source,
+    )
+
+
+_ATTRIBUTE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
+
+
+def _outcome(raw: Mapping[str, Any], source: str) -> OutcomeKey:
+    """``[outcome] key = { pk = "ORDER#{id}" }``: one or two key attributes (hash, then range)."""
+    _check_keys(raw, {"key"}, source, "outcome")
+    if "key" not in raw:
+        return OutcomeKey()
+    key = raw["key"]
+    allowed = 'a table of one or two attributes, e.g. { id = "{id}" } or { pk = "ORDER#{id}", sk = "ORDER" }'
+    if not isinstance(key, Mapping) or not 1 <= len(key) <= 2:
+        raise ScenarioError(f"{source}: outcome.key must be {allowed}, got {key!r}")
+    for name, template in key.items():
+        if not _ATTRIBUTE_NAME.match(str(name)) or not isinstance(template, str) or not template:
+            raise ScenarioError(
+                f"{source}: outcome.key.{name} = {template!r}; each entry must be "
+                "an attribute name = a non-empty template string"
+            )
+    if not any("{id}" in template for template in key.values()):
+        raise ScenarioError(
+            f"{source}: outcome.key must place the business id somewhere: one template "
+            f"needs {{id}} (got {dict(key)!r})"
+        )
+    return OutcomeKey(tuple((str(name), str(template)) for name, template in key.items()))
+
+
+def _check_combinations(workload: Workload, consumer: ConsumerSettings, source: str) -> None:
+    """Settings legal one by one but impossible together (refused, as AWS would)."""
+    if consumer.batch_size > 10 and consumer.batching_window_s < 1:
+        raise ScenarioError(
+            f"{source}: consumer.batch_size = {consumer.batch_size} needs consumer.batching_window_s "
+            ">= 1 (as Lambda requires for SQS batches above 10); allowed without a window: 1..10"
+        )
+    if workload.arrival in (Arrival.RATE, Arrival.RAMP) and workload.rate_per_s <= 0:
+        raise ScenarioError(
+            f"{source}: workload.arrival = {workload.arrival.value!r} needs workload.rate_per_s > 0 "
+            "(messages per second)"
+        )
+    if workload.copy_spacing is CopySpacing.SPREAD and workload.copy_spread_s <= 0:
+        raise ScenarioError(
+            f"{source}: workload.copy_spacing = 'spread' needs workload.copy_spread_s > 0 (seconds)"
+        )
+
+
+def _thresholds(raw: Any, source: str) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(t, str) for t in raw):
+        raise ScenarioError(
+            f'{source}: thresholds must be a list of strings like "duplicate_writes == 0"'
+        )
+    # Their syntax is the evaluation's to judge (thresholds.check_scenario): the
+    # model does not import it.
+    return tuple(raw)
+
+
+def _allow(raw: Mapping[str, Any], source: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    _check_keys(raw, {"allow"}, source, "verdict")
+    table = raw.get("allow", {})
+    if not isinstance(table, Mapping):
+        raise ScenarioError(f"{source}: verdict.allow must be a table of variant = [counts]")
+    out = []
+    for variant, names in table.items():
+        if not isinstance(names, list) or not all(n in RELAXABLE for n in names):
+            raise ScenarioError(
+                f"{source}: verdict.allow.{variant} = {names!r}; allowed entries: "
+                f"{', '.join(RELAXABLE)} (unsettled messages always fail a run)"
+            )
+        out.append((str(variant), tuple(names)))
+    return tuple(out)
+
+
+def _explicit_messages(raw: Any, source: str) -> list[ExplicitMessage]:
+    if not isinstance(raw, list):
+        raise ScenarioError(f"{source}: workload.messages must be an array of tables")
+    out = []
+    for index, entry in enumerate(raw):
+        path = f"workload.messages[{index}]"
+        if not isinstance(entry, Mapping):
+            raise ScenarioError(f"{source}: {path} must be a table with body and copies")
+        _check_keys(entry, {"body", "copies", "poison"}, source, path)
+        body = entry.get("body")
+        if not isinstance(body, Mapping):
+            raise ScenarioError(f"{source}: {path}.body must be a table (the JSON message body)")
+        copies = _value("copies", entry.get("copies", 1), int, source, f"{path}.")
+        poison = _value("poison", entry.get("poison", False), bool, source, f"{path}.")
+        out.append(ExplicitMessage(body=dict(body), copies=copies, poison=poison))
+    return out
+
+
+def to_raw(scenario: Scenario) -> dict[str, Any]:
+    """The scenario as plain data (the report's ``scenario`` object; parseable again)."""
+    raw: dict[str, Any] = {
+        "name": scenario.name,
+        "description": scenario.description,
+        "seed": scenario.seed,
+        "variants": list(scenario.variants),
+        "thresholds": list(scenario.thresholds),
+        "verdict": {"allow": {variant: list(names) for variant, names in scenario.allow}},
+    }
+    for section in _SECTIONS:
+        values = dataclasses.asdict(getattr(scenario, section))
+        raw[section] = {k: v.value if isinstance(v, StrEnum) else v for k, v in values.items()}
+    raw["workload"]["messages"] = [
+        {"body": m.body, "copies": m.copies, **({"poison": True} if m.poison else {})}
+        for m in scenario.workload.messages
+    ]
+    if scenario.outcome != OutcomeKey():
+        raw["outcome"] = {"key": dict(scenario.outcome.templates)}
+    return raw
+
+
+def _builtin_dir() -> Any:
+    """The built-in scenarios: the top-level scenarios/ folder.
+
+    An installed wheel carries it as the package ``loadtest.scenarios``; an
+    editable install or a source checkout reads the folder beside the package.
+    """
+    try:
+        return resources.files("loadtest.scenarios")
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parents[2] / "scenarios"
+
+
+def builtin_scenarios() -> dict[str, Scenario]:
+    """Every built-in scenario by name (the TOML files shipped with the package)."""
+    found: dict[str, Scenario] = {}
+    for entry in sorted(_builtin_dir().iterdir(), key=lambda e: e.name.removesuffix(".toml")):
+        if entry.name.endswith(".toml"):
+            stem = entry.name.removesuffix(".toml")
+            found[stem] = _parse_text(entry.read_text(encoding="utf-8"), f"builtin:{stem}", stem)
+    return found
+
+
+def _parse_text(text: str, source: str, default_name: str) -> Scenario:
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        # tomllib's message already carries "(at line N, column M)".
+        raise ScenarioError(f"{source}: not valid TOML: {exc}") from exc
+    if not raw:
+        raise ScenarioError(
+            f"{source}: the scenario is empty; give at least a [workload] table (see "
+            "scenarios/*.toml), so nothing runs by accident with the defaults"
+        )
+    return parse_scenario(raw, source=source, default_name=default_name)
+
+
+def load_scenario(ref: str) -> Scenario:
+    """Load a scenario by built-in name or by path to a TOML file."""
+    path = Path(ref)
+    if ref.endswith(".toml") or path.exists() or "/" in ref:
+        if path.is_dir():
+            raise ScenarioError(
+                f"scenario {ref!r} is a directory; give a path to a .toml file in it "
+                f"or a built-in name ({', '.join(builtin_scenarios())})"
+            )
+        if not path.is_file():
+            raise ScenarioError(
+                f"scenario file {ref!r} does not exist; give a path to a .toml file "
+                f"or a built-in name ({', '.join(builtin_scenarios())})"
+            )
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ScenarioError(f"scenario file {ref!r} could not be read: {exc}") from exc
+        return _parse_text(text, str(path), path.stem)
+    builtins = builtin_scenarios()
+    if ref not in builtins:
+        raise ScenarioError(
+            f"unknown scenario {ref!r}; built-in scenarios: {', '.join(builtins)} "
+            "(or give a path to a .toml file)"
+        )
+    return builtins[ref]

@@ -1,0 +1,367 @@
+"""Thresholds: k6-style pass/fail expressions over one run of the JSON report.
+
+Owns the threshold grammar, its parser, the evaluation of a threshold against
+one run of a report (``schema_version`` 1) and the explicit relaxation of the
+default verdict for demonstration scenarios. Pure: no I/O, no clock, no
+printing; the report dicts passed in are never mutated (new ones are returned).
+
+Grammar (spaces around tokens are optional)::
+
+    threshold := [VARIANT ":"] METRIC OP VALUE
+    METRIC    := COUNT | "counts." COUNT
+               | LATENCY "." STAT                   e.g. end_to_end.p99
+               | "throughput." ("messages_per_s" | "duration_s")
+               | "queue_after." ("visible" | "in_flight" | "dlq")
+               | "table_after.items"
+    OP        := "<" | "<=" | ">" | ">=" | "==" | "!="
+    VALUE     := NUMBER [UNIT]                      NUMBER: 250, 0.5, -1; "250 ms" == "250ms"
+    UNIT      := "us" | "ms" | "s"
+
+- ``COUNT`` is a field of the checker's counts (``duplicate_writes``, ...).
+- ``STAT`` is one of ``count min p50 p90 p99 p99_9 max mean``.
+- A latency (every stat but ``count``) needs a unit; it is compared in
+  microseconds, the report's latency unit. A count, ``LATENCY.count``, a
+  queue or table figure and ``messages_per_s`` take no unit.
+  ``throughput.duration_s`` is in seconds and accepts a unit.
+- ``VARIANT:`` scopes the threshold to that variant; without it the threshold
+  applies to every variant. The variant is everything before the *last* colon,
+  so a handler reference such as ``pkg.mod:handler`` works as a scope.
+
+Relaxing the default verdict (DESIGN.md: a demonstration scenario may expect
+the racy variant to fail). Two pieces, both explicit:
+
+1. *Expect* the failure with an ordinary threshold, which passes only when the
+   race reproduced: ``read-then-write: duplicate_writes > 0``.
+2. *Relax* the default verdict for that variant with
+   :func:`relax_default_verdict`, naming which default-verdict reasons the
+   scenario allows (``duplicate_writes``, ``conflicting_writes``,
+   ``lost_outcomes``). A scenario file would say so in a table such as::
+
+       [verdict.allow]
+       "read-then-write" = ["duplicate_writes", "conflicting_writes"]
+
+   ``unsettled`` and ``send_failures`` can never be relaxed: they mean the run
+   itself is incomplete. The dropped reasons stay visible in the run's
+   ``relaxed_reasons`` list, so the report never hides them.
+
+Without the threshold of step 1, a relaxed demonstration would pass silently
+the day the race stops reproducing; pairing the two keeps it honest.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import operator
+import re
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from loadtest.errors import InputError, ScenarioError, ThresholdError
+from loadtest.model.checker import COUNT_NAMES as CHECKER_COUNT_NAMES
+from loadtest.model.checker import Counts, default_reasons
+from loadtest.model.metrics import LATENCY_NAMES, LATENCY_STATS
+from loadtest.model.scenario import RELAXABLE, Scenario
+
+COUNT_NAMES: tuple[str, ...] = CHECKER_COUNT_NAMES
+"""Keys of ``runs[].counts``; each is a metric, bare or as ``counts.NAME``."""
+
+LATENCIES: tuple[str, ...] = LATENCY_NAMES
+"""Keys of ``runs[].latency_us`` known by default. Callers that record more
+latencies pass their names to :func:`parse_threshold` (``latencies=``)."""
+
+
+UNITS_US: Mapping[str, int] = {"us": 1, "ms": 1_000, "s": 1_000_000}
+"""Duration units and their length in microseconds."""
+
+
+_OTHER_METRICS: tuple[str, ...] = (
+    "throughput.messages_per_s",
+    "throughput.duration_s",
+    "queue_after.visible",
+    "queue_after.in_flight",
+    "queue_after.dlq",
+    "table_after.items",
+)
+
+
+class Operator(StrEnum):
+    LT = "<"
+    LE = "<="
+    GT = ">"
+    GE = ">="
+    EQ = "=="
+    NE = "!="
+
+
+_COMPARE: Mapping[Operator, Callable[[float, float], bool]] = {
+    Operator.LT: operator.lt,
+    Operator.LE: operator.le,
+    Operator.GT: operator.gt,
+    Operator.GE: operator.ge,
+    Operator.EQ: operator.eq,
+    Operator.NE: operator.ne,
+}
+
+
+class MetricKind(StrEnum):
+    """How a metric's value is written in an expression."""
+
+    COUNT = "count"
+    """A plain number, no unit: counts, queue/table figures, ``LATENCY.count``."""
+    RATE = "rate"
+    """Messages per second, no unit."""
+    LATENCY_US = "latency_us"
+    """A duration with a unit (us, ms, s), compared in microseconds."""
+    SECONDS = "seconds"
+    """A duration in seconds; a unit is optional (a plain number is seconds)."""
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """One parsed threshold."""
+
+    expr: str
+    """The expression as written, with normalised spacing (``end_to_end.p99 < 250ms``)."""
+    variant: str | None
+    """The variant it is scoped to, or None for every variant."""
+    metric: str
+    """Canonical dotted path into a run, e.g. ``latency_us.end_to_end.p99``."""
+    operator: Operator
+    value: float
+    """The bound in the metric's report unit: microseconds for latencies, seconds for
+    ``throughput.duration_s``."""
+    kind: MetricKind
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return tuple(self.metric.split("."))
+
+    def applies_to(self, variant: str) -> bool:
+        return self.variant is None or self.variant == variant
+
+
+# The value is matched loosely (any non-space run) so a bad unit gets its own
+# message instead of "malformed expression".
+_EXPR = re.compile(
+    r"^(?P<metric>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)?)\s*"
+    r"(?P<op><=|>=|==|!=|<|>)\s*"
+    r"(?P<value>\S+(?:\s+[A-Za-zµ]+)?)$"
+)
+_VALUE = re.compile(r"^(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+))(?P<unit>[A-Za-zµ]*)$")
+
+
+def allowed_help(latencies: Iterable[str] = LATENCIES) -> str:
+    """What an expression may contain, for error messages."""
+    names = ", ".join(latencies)
+    return (
+        "expected [VARIANT:] METRIC OP VALUE, e.g. 'end_to_end.p99 < 250ms' or "
+        "'conditional: duplicate_writes == 0'. "
+        f"Operators: {' '.join(op.value for op in Operator)}. "
+        f"Metrics: counts (bare or counts.NAME): {', '.join(COUNT_NAMES)}; "
+        f"LATENCY.STAT with LATENCY in {names} and STAT in {', '.join(LATENCY_STATS)}; "
+        f"{', '.join(_OTHER_METRICS)}. "
+        f"Units: {', '.join(UNITS_US)} for latencies (required) and throughput.duration_s "
+        "(optional, default s); none for counts and messages_per_s."
+    )
+
+
+def _resolve(metric: str, latencies: Collection[str]) -> tuple[str, MetricKind] | None:
+    """The canonical path and kind of a metric as written, or None if unknown."""
+    if "." not in metric:
+        return (f"counts.{metric}", MetricKind.COUNT) if metric in COUNT_NAMES else None
+    section, name = metric.split(".", 1)
+    if section == "counts":
+        return (metric, MetricKind.COUNT) if name in COUNT_NAMES else None
+    if metric in _OTHER_METRICS:
+        if metric == "throughput.messages_per_s":
+            return metric, MetricKind.RATE
+        if metric == "throughput.duration_s":
+            return metric, MetricKind.SECONDS
+        return metric, MetricKind.COUNT
+    if section in latencies and name in LATENCY_STATS:
+        kind = MetricKind.COUNT if name == "count" else MetricKind.LATENCY_US
+        return f"latency_us.{metric}", kind
+    return None
+
+
+def _number(value: float) -> float:
+    # Whole numbers stay ints so the normalised report shows 250000, not 250000.0.
+    return int(value) if value.is_integer() else value
+
+
+def parse_threshold(text: str, *, latencies: Collection[str] = LATENCIES) -> Threshold:
+    """Parse one expression; raise ThresholdError naming it and what is allowed.
+
+    ``latencies`` are the latency names accepted before ``.STAT`` (the keys of
+    ``runs[].latency_us`` the caller records).
+    """
+    raw = text.strip()
+    variant: str | None = None
+    body = raw
+    if ":" in raw:
+        scope, _, body = raw.rpartition(":")
+        variant = scope.strip()
+        if not variant:
+            raise ThresholdError(
+                f"threshold {text!r}: empty variant before ':'; {allowed_help(latencies)}"
+            )
+    match = _EXPR.match(body.strip())
+    if match is None:
+        raise ThresholdError(f"threshold {text!r} is malformed; {allowed_help(latencies)}")
+    # "250 ms" is normalised to "250ms".
+    metric_text, op_text = match["metric"], match["op"]
+    value_text = re.sub(r"\s+", "", match["value"])
+    resolved = _resolve(metric_text, latencies)
+    if resolved is None:
+        raise ThresholdError(
+            f"threshold {text!r}: unknown metric {metric_text!r}; {allowed_help(latencies)}"
+        )
+    metric, kind = resolved
+    value_match = _VALUE.match(value_text)
+    if value_match is None:
+        raise ThresholdError(
+            f"threshold {text!r}: value {value_text!r} is not a number with an optional unit; "
+            f"{allowed_help(latencies)}"
+        )
+    number = float(value_match["number"])
+    unit = value_match["unit"]
+    if unit and unit not in UNITS_US:
+        raise ThresholdError(
+            f"threshold {text!r}: unknown unit {unit!r}; units are {', '.join(UNITS_US)}"
+        )
+    if kind is MetricKind.LATENCY_US:
+        if not unit:
+            raise ThresholdError(
+                f"threshold {text!r}: {metric_text} is a latency; add a unit "
+                f"({', '.join(UNITS_US)}), e.g. '{metric_text} {op_text} {value_text}ms'"
+            )
+        value = number * UNITS_US[unit]
+    elif kind is MetricKind.SECONDS:
+        value = number * UNITS_US[unit] / UNITS_US["s"] if unit else number
+    else:
+        if unit:
+            raise ThresholdError(
+                f"threshold {text!r}: {metric_text} is a {kind.value}, not a duration; "
+                f"remove the unit {unit!r}"
+            )
+        value = number
+    expr = f"{metric_text} {op_text} {value_text}"
+    if variant is not None:
+        expr = f"{variant}: {expr}"
+    return Threshold(
+        expr=expr,
+        variant=variant,
+        metric=metric,
+        operator=Operator(op_text),
+        value=_number(value),
+        kind=kind,
+    )
+
+
+def parse_thresholds(
+    texts: Iterable[str], *, latencies: Collection[str] = LATENCIES
+) -> list[Threshold]:
+    return [parse_threshold(text, latencies=latencies) for text in texts]
+
+
+def check_variants(thresholds: Iterable[Threshold], variants: Collection[str]) -> None:
+    """Refuse a threshold scoped to a variant that is not run.
+
+    For command-line thresholds: a typo in the scope would otherwise apply to
+    nothing and pass silently. (A scenario's own thresholds may name variants a
+    ``--variant`` selection leaves out; don't call this for those.)
+    """
+    for threshold in thresholds:
+        if threshold.variant is not None and threshold.variant not in variants:
+            raise ThresholdError(
+                f"threshold {threshold.expr!r} is scoped to variant {threshold.variant!r}, "
+                f"which is not run; variants: {', '.join(variants) or '(none)'}"
+            )
+
+
+def observe(threshold: Threshold, run: Mapping[str, Any]) -> float | None:
+    """The run's value of the threshold's metric, or None if it has no data."""
+    node: Any = run
+    for key in threshold.path:
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    # bool is an int subclass; a flag is never a metric value.
+    if isinstance(node, bool) or not isinstance(node, int | float):
+        return None
+    if isinstance(node, float) and math.isnan(node):
+        return None
+    return node
+
+
+def evaluate(threshold: Threshold, run: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"expr", "observed", "ok"}`` for one run; a metric with no data fails."""
+    observed = observe(threshold, run)
+    ok = observed is not None and _COMPARE[threshold.operator](observed, threshold.value)
+    return {"expr": threshold.expr, "observed": observed, "ok": ok}
+
+
+def apply_thresholds(report: Mapping[str, Any], thresholds: Iterable[Threshold]) -> dict[str, Any]:
+    """A new report whose runs carry the results of the thresholds that apply to them.
+
+    Each run's ``thresholds`` list is replaced (so applying twice is the same
+    as once); its ``verdict`` becomes "fail" if any result failed. An existing
+    "fail" is kept: thresholds add to the default verdict, never relax it.
+    """
+    chosen = list(thresholds)
+    out: dict[str, Any] = copy.deepcopy(dict(report))
+    for run in out["runs"]:
+        results = [evaluate(t, run) for t in chosen if t.applies_to(run["variant"])]
+        run["thresholds"] = results
+        if any(not r["ok"] for r in results):
+            run["verdict"] = "fail"
+    return out
+
+
+def relax_default_verdict(run: Mapping[str, Any], allowed: Collection[str]) -> dict[str, Any]:
+    """A new run with the default-verdict reasons for the ``allowed`` counts dropped.
+
+    ``allowed`` holds names from :data:`RELAXABLE`; only the scenario may pass
+    them (see the module docstring). The dropped reasons move to
+    ``relaxed_reasons``. The verdict is then "fail" if any reason remains or any
+    threshold result failed, else "pass", so this may run before or after
+    :func:`apply_thresholds`.
+    """
+    unknown = sorted(set(allowed) - set(RELAXABLE))
+    if unknown:
+        raise InputError(
+            f"cannot relax {', '.join(unknown)}; relaxable: {', '.join(RELAXABLE)} "
+            "(unsettled messages and send failures always fail a run)"
+        )
+    out: dict[str, Any] = copy.deepcopy(dict(run))
+    counts = out.get("counts", {})
+    # The checker's own sentences for just the allowed counts, so only those
+    # exact reasons are dropped and anything else the run reported stays.
+    only_allowed = Counts(
+        **{name: (int(counts.get(name, 0)) if name in allowed else 0) for name in COUNT_NAMES}
+    )
+    droppable = set(default_reasons(only_allowed, timed_out=bool(out.get("timed_out", False))))
+    reasons = list(out.get("reasons", []))
+    out["reasons"] = [r for r in reasons if r not in droppable]
+    out["relaxed_reasons"] = list(out.get("relaxed_reasons", [])) + [
+        r for r in reasons if r in droppable
+    ]
+    failed_threshold = any(not r.get("ok", False) for r in out.get("thresholds", []))
+    if out["reasons"] or failed_threshold:
+        out["verdict"] = "fail"
+    else:
+        out["verdict"] = "inconclusive" if out.get("inconclusive") else "pass"
+    return out
+
+
+def check_scenario(scenario: Scenario) -> Scenario:
+    """Refuse a scenario whose own thresholds do not parse, naming its file (``ScenarioError``)."""
+    for text in scenario.thresholds:
+        try:
+            parse_threshold(text)
+        except ThresholdError as exc:
+            raise ScenarioError(f"{scenario.source}: thresholds: {exc}") from exc
+    return scenario

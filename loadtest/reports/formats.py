@@ -1,0 +1,224 @@
+"""Text renderings of a JSON report for CI: a Markdown summary and JUnit XML.
+
+Owns ``--markdown`` (GitHub-flavoured, fit for ``$GITHUB_STEP_SUMMARY`` or a
+pull-request comment) and ``--junit`` (one test suite per variant, one test
+case per threshold plus the default verdict). Pure: each function takes a
+report dict (``schema_version`` 1) and returns a string; writing it to a file
+is the CLI's job.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from loadtest.errors import ThresholdError
+from loadtest.model.checker import BAD_WHEN_NONZERO, INCONCLUSIVE_WHEN_NONZERO
+from loadtest.model.thresholds import LATENCIES, MetricKind, parse_threshold
+
+DEFAULT_VERDICT_CASE = "default verdict"
+
+
+def format_us(value_us: float) -> str:
+    """A duration given in microseconds, in the largest unit that keeps it readable."""
+    magnitude = abs(value_us)
+    if magnitude >= 1_000_000:
+        return f"{value_us / 1_000_000:.2f} s"
+    if magnitude >= 1_000:
+        return f"{value_us / 1_000:.1f} ms"
+    return f"{value_us:.0f} µs"
+
+
+def _number(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:.2f}"
+    return f"{int(value)}" if isinstance(value, int | float) else str(value)
+
+
+def format_observed(result: Mapping[str, Any], run: Mapping[str, Any]) -> str:
+    """A threshold result's observed value in the unit its expression uses."""
+    observed = result.get("observed")
+    if observed is None:
+        return "no data"
+    # The expression says what the number is: a latency is stored in microseconds.
+    latencies = {*LATENCIES, *run.get("latency_us", {})}
+    try:
+        threshold = parse_threshold(str(result.get("expr", "")), latencies=latencies)
+    except ThresholdError:
+        return _number(observed)
+    if threshold.kind is MetricKind.LATENCY_US:
+        return format_us(observed)
+    if threshold.kind is MetricKind.SECONDS:
+        return f"{_number(observed)} s"
+    return _number(observed)
+
+
+def _latency(name: str, stat: str) -> Callable[[Mapping[str, Any]], str]:
+    def read(run: Mapping[str, Any]) -> str:
+        value = run.get("latency_us", {}).get(name, {}).get(stat)
+        return "–" if value is None else format_us(value)
+
+    return read
+
+
+def _count(name: str) -> Callable[[Mapping[str, Any]], str]:
+    def read(run: Mapping[str, Any]) -> str:
+        value = run.get("counts", {}).get(name)
+        text = _number(value)
+        # Make a correctness problem stand out in a table of numbers.
+        if name in _BAD_WHEN_NONZERO and isinstance(value, int) and value > 0:
+            return f"**{text}**"
+        return text
+
+    return read
+
+
+_BAD_WHEN_NONZERO = frozenset(BAD_WHEN_NONZERO + INCONCLUSIVE_WHEN_NONZERO)
+
+COLUMNS: tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...] = (
+    ("sent", _count("messages_sent")),
+    ("deliveries", _count("deliveries")),
+    ("redeliveries", _count("redeliveries")),
+    ("duplicate writes", _count("duplicate_writes")),
+    ("conflicting writes", _count("conflicting_writes")),
+    ("lost outcomes", _count("lost_outcomes")),
+    ("dead-lettered", _count("dead_lettered")),
+    ("end-to-end p50", _latency("end_to_end", "p50")),
+    ("end-to-end p99", _latency("end_to_end", "p99")),
+    ("handler p99", _latency("handler", "p99")),
+    ("write p99", _latency("write", "p99")),
+    ("msg/s", lambda run: _number(run.get("throughput", {}).get("messages_per_s"))),
+)
+"""The summary table's columns after variant and verdict."""
+
+
+def _cell(text: str) -> str:
+    # A pipe ends a GFM table cell; a newline ends the row.
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    body = _cell(text)
+    return f"`` {body} ``" if "`" in body else f"`{body}`"
+
+
+def _verdict(run: Mapping[str, Any]) -> str:
+    return "✅ pass" if run.get("verdict") == "pass" else "❌ fail"
+
+
+def markdown_summary(report: Mapping[str, Any]) -> str:
+    """GitHub-flavoured Markdown: heading, variants x key figures, failures, reproduce command."""
+    scenario = report.get("scenario", {}).get("name", "?")
+    runs: list[Mapping[str, Any]] = list(report.get("runs", []))
+    passed = sum(1 for run in runs if run.get("verdict") == "pass")
+    lines = [
+        f"## loadtest: {scenario} (seed {report.get('seed')})",
+        "",
+        f"{passed} of {len(runs)} variant(s) passed.",
+        "",
+        "| variant | verdict | " + " | ".join(label for label, _ in COLUMNS) + " |",
+        "|" + "---|" * 2 + "".join("---:|" for _ in COLUMNS),
+    ]
+    for run in runs:
+        cells = [_code(str(run.get("variant", "?"))), _verdict(run)]
+        cells += [_cell(read(run)) for _, read in COLUMNS]
+        lines.append("| " + " | ".join(cells) + " |")
+
+    failed = [
+        (run, result)
+        for run in runs
+        for result in run.get("thresholds", [])
+        if not result.get("ok", False)
+    ]
+    if failed:
+        lines += ["", "### Failed thresholds", ""]
+        for run, result in failed:
+            lines.append(
+                f"- {_code(str(run['variant']))}: {_code(str(result.get('expr', '')))} "
+                f"— observed {format_observed(result, run)}"
+            )
+    reasons = [(run, reason) for run in runs for reason in run.get("reasons", [])]
+    if reasons:
+        lines += ["", "### Default verdict failures", ""]
+        lines += [f"- {_code(str(run['variant']))}: {reason}" for run, reason in reasons]
+    relaxed = [(run, reason) for run in runs for reason in run.get("relaxed_reasons", [])]
+    if relaxed:
+        lines += ["", "### Allowed by the scenario (expected in this demonstration)", ""]
+        lines += [f"- {_code(str(run['variant']))}: {reason}" for run, reason in relaxed]
+    missed = [
+        (run, warning)
+        for run in runs
+        for warning in run.get("warnings", [])
+        if "rate was NOT reached" in warning
+    ]
+    if missed:
+        lines += ["", "### Requested rate not reached", ""]
+        lines += [f"- {_code(str(run['variant']))}: {warning}" for run, warning in missed]
+    command = report.get("command")
+    if command:
+        lines += ["", "Reproduce:", "", "```sh", str(command), "```"]
+    return "\n".join(lines) + "\n"
+
+
+def junit_xml(report: Mapping[str, Any]) -> str:
+    """JUnit XML: a ``loadtest.SCENARIO.VARIANT`` suite per run, a case per threshold result.
+
+    Each suite also has a ``default verdict`` case; it fails with the run's
+    reasons, or — for a failed run whose reasons and thresholds are all clear —
+    with the verdict itself, so a failed run never shows as a green suite.
+    """
+    scenario = str(report.get("scenario", {}).get("name", "?"))
+    root = ET.Element("testsuites", name=f"loadtest.{scenario}")
+    total_tests = total_failures = 0
+    for run in report.get("runs", []):
+        suite_name = f"loadtest.{scenario}.{run.get('variant', '?')}"
+        results: list[Mapping[str, Any]] = list(run.get("thresholds", []))
+        reasons: list[str] = [str(r) for r in run.get("reasons", [])]
+        verdict_failed = run.get("verdict") != "pass"
+        thresholds_failed = any(not r.get("ok", False) for r in results)
+        default_fails = bool(reasons) or (verdict_failed and not thresholds_failed)
+
+        suite = ET.SubElement(root, "testsuite", name=suite_name)
+        properties = ET.SubElement(suite, "properties")
+        for name, value in (
+            ("seed", report.get("seed")),
+            ("variant", run.get("variant")),
+            ("handler", run.get("handler")),
+            ("verdict", run.get("verdict")),
+        ):
+            ET.SubElement(properties, "property", name=name, value=str(value))
+
+        failures = 0
+        case = ET.SubElement(suite, "testcase", classname=suite_name, name=DEFAULT_VERDICT_CASE)
+        if default_fails:
+            failures += 1
+            message = "; ".join(reasons) if reasons else f"verdict {run.get('verdict')}"
+            failure = ET.SubElement(case, "failure", message=message, type="verdict")
+            failure.text = "\n".join(reasons) if reasons else message
+        for result in results:
+            expr = str(result.get("expr", ""))
+            case = ET.SubElement(suite, "testcase", classname=suite_name, name=expr)
+            if not result.get("ok", False):
+                failures += 1
+                observed = format_observed(result, run)
+                ET.SubElement(
+                    case, "failure", message=f"{expr}: observed {observed}", type="threshold"
+                )
+        tests = 1 + len(results)
+        suite.set("tests", str(tests))
+        suite.set("failures", str(failures))
+        suite.set("errors", "0")
+        suite.set("skipped", "0")
+        duration_s = run.get("throughput", {}).get("duration_s")
+        if isinstance(duration_s, int | float):
+            suite.set("time", f"{duration_s:.3f}")
+        total_tests += tests
+        total_failures += failures
+    root.set("tests", str(total_tests))
+    root.set("failures", str(total_failures))
+    root.set("errors", "0")
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

@@ -1,0 +1,372 @@
+"""The HTML report: one self-contained page rendered from a JSON report dict.
+
+Owns ``--html`` (and ``loadtest report saved.json --html``). Pure: takes a
+report dict (``schema_version`` 1) and returns a string; writing the file is
+the CLI's job. The page needs no network — CSS and a little JS are inline and
+every plot is an inline SVG drawn here in Python, so the same report always
+gives the same bytes and the plots are testable without a browser.
+
+All report-derived text (variant names, message bodies, handler errors) is
+escaped: by jinja2's autoescape in the template, and by :func:`esc` in the
+SVGs built here. Receipt handles are never in a report, and nothing here
+adds them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from loadtest.model import checker
+from loadtest.model.metrics import PERCENTILES, percentile_label
+from loadtest.reports.charts import (
+    PALETTE,
+    Series,
+    format_item,
+    percentile_curve,
+    step_markers,
+    step_series,
+    svg_percentile_plot,
+    svg_step_chart,
+)
+from loadtest.reports.formats import format_observed, format_us
+from loadtest.reports.timeline import (
+    find_races,
+    timeline_for,
+)
+
+__all__ = ["percentile_curve", "render_html"]
+
+WRITE_TABLE_PAGE_ROWS = 50
+"""Rows per page of the write decisions table (all rows are shown without JS)."""
+
+COUNT_ORDER = (
+    "messages_sent",
+    "distinct_ids",
+    "deliveries",
+    "redeliveries",
+    "writes_attempted",
+    "writes_accepted",
+    "writes_rejected",
+    "side_writes",
+    "noop_writes",
+    "duplicate_writes",
+    "conflicting_writes",
+    "lost_outcomes",
+    "acked",
+    "dead_lettered",
+    "unexpected_dead_letters",
+    "handler_errors",
+    "unobserved_calls",
+)
+BAD_WHEN_NONZERO = frozenset(checker.BAD_WHEN_NONZERO + checker.INCONCLUSIVE_WHEN_NONZERO)
+WARN_WHEN_NONZERO = frozenset(checker.NOTEWORTHY_WHEN_NONZERO)
+PERCENTILE_KEYS = (*((key, percentile_label(key)) for key, _ in PERCENTILES), ("max", "max"))
+
+
+# --------------------------------------------------------------------------- the page
+
+
+def _run_labels(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Variant names; a sweep's repeated names get the settings that differ between cells."""
+    names = [str(run.get("variant", f"run {i + 1}")) for i, run in enumerate(runs)]
+    if len(set(names)) == len(names):
+        return names
+    settings = [run.get("settings") or {} for run in runs]
+    keys = sorted({k for s in settings for k in s})
+    varying = [k for k in keys if len({json.dumps(s.get(k), sort_keys=True) for s in settings}) > 1]
+    labels = []
+    for name, s in zip(names, settings, strict=True):
+        extra = ", ".join(f"{k}={s.get(k)}" for k in varying)
+        labels.append(f"{name} ({extra})" if extra else name)
+    seen: Counter[str] = Counter()
+    unique = []
+    for label in labels:
+        seen[label] += 1
+        unique.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
+    return unique
+
+
+def _reproduce_command(report: Mapping[str, Any]) -> tuple[str, bool]:
+    command = report.get("command")
+    if command:
+        return str(command), False
+    scenario = report.get("scenario") or {}
+    name = scenario.get("name") or "SCENARIO"
+    variants = list(dict.fromkeys(str(run.get("variant")) for run in report.get("runs") or []))
+    seed = report.get("seed")
+    if len(variants) > 1:
+        return f"loadtest compare {name} --variants {','.join(variants)} --seed {seed}", True
+    variant = f" --variant {variants[0]}" if variants else ""
+    return f"loadtest run {name}{variant} --seed {seed}", True
+
+
+def _count_cells(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    names = list(COUNT_ORDER)
+    for run in runs:
+        for key in run.get("counts") or {}:
+            if key not in names:
+                names.append(key)
+    rows = []
+    for name in names:
+        cells = []
+        for run in runs:
+            value = (run.get("counts") or {}).get(name)
+            level = ""
+            if isinstance(value, int) and value > 0:
+                level = (
+                    "bad"
+                    if name in BAD_WHEN_NONZERO
+                    else "warn"
+                    if name in WARN_WHEN_NONZERO
+                    else ""
+                )
+            cells.append({"text": "–" if value is None else f"{value:,}", "level": level})
+        if name not in COUNT_ORDER and not any(c["level"] for c in cells):
+            continue  # counts beyond DESIGN.md's list only when they have something to say
+        rows.append({"name": name, "cells": cells, "flag": any(c["level"] == "bad" for c in cells)})
+    return rows
+
+
+def _latency_rows(runs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> list[dict[str, Any]]:
+    rows = []
+    for name in names:
+        for key, label in PERCENTILE_KEYS:
+            values = [((run.get("latency_us") or {}).get(name) or {}).get(key) for run in runs]
+            present = [v for v in values if isinstance(v, int | float)]
+            best = min(present) if len(present) > 1 else None
+            cells = [
+                {"text": "–" if v is None else format_us(v), "best": v is not None and v == best}
+                for v in values
+            ]
+            rows.append({"name": name, "stat": label, "cells": cells})
+    return rows
+
+
+def _latency_names(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    names: list[str] = []
+    for run in runs:
+        for key in list(run.get("latency_hdr") or {}) + list(run.get("latency_us") or {}):
+            if key not in names:
+                names.append(key)
+    if "end_to_end" in names:
+        names.remove("end_to_end")
+        names.insert(0, "end_to_end")
+    return names
+
+
+def _percentile_plots(
+    runs: Sequence[Mapping[str, Any]], labels: Sequence[str], names: Sequence[str]
+) -> list[Markup]:
+    plots = []
+    for index, name in enumerate(names):
+        series = []
+        for i, (run, label) in enumerate(zip(runs, labels, strict=True)):
+            encoded = (run.get("latency_hdr") or {}).get(name)
+            points = percentile_curve(encoded) if encoded else []
+            summary = (run.get("latency_us") or {}).get(name) or {}
+            markers = []
+            for key, p in PERCENTILES:
+                text = percentile_label(key)
+                x = math.log10(1 / (1 - p / 100))
+                if points and summary.get(key) is not None and x <= points[-1][0] + 1e-9:
+                    markers.append((x, float(summary[key]), text))
+            note = f"p99 {format_us(summary['p99'])}" if summary.get("p99") is not None else ""
+            series.append(Series(label, PALETTE[i % len(PALETTE)], points, note, markers))
+        title = f"{name} latency by percentile"
+        if index == 0:
+            plots.append(svg_percentile_plot(series, title=title, plot_id=f"plot-{name}"))
+        else:
+            plots.append(
+                svg_percentile_plot(
+                    series, title=title, width=510, height=280, plot_id=f"plot-{name}"
+                )
+            )
+    return plots
+
+
+def _write_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for index, w in enumerate(run.get("write_decisions") or []):
+        outcome = str(w.get("outcome"))
+        bid = str(w.get("business_id"))
+        role = str(w.get("role", ""))
+        css = "again" if role == "again" else outcome
+        rows.append(
+            {
+                "n": index + 1,
+                "at_ms": f"{float(w.get('at_ms') or 0):.1f}",
+                "business_id": bid,
+                "environment": w.get("environment"),
+                "operation": w.get("operation"),
+                "condition": w.get("condition") or "—",
+                "outcome": outcome + (f" ({role})" if role and role not in (outcome, "") else ""),
+                "error_code": w.get("error_code") or "",
+                "css": css,
+                "before": format_item(w.get("item_before"))
+                + ("" if w.get("before_known", True) else " (not observed)"),
+                "after": format_item(w.get("item_after")),
+            }
+        )
+    return rows
+
+
+def _warnings(report: Mapping[str, Any], labels: Sequence[str]) -> list[str]:
+    out = []
+    for run, label in zip(report.get("runs") or [], labels, strict=True):
+        for warning in run.get("warnings") or []:
+            out.append(f"{label}: {warning}")
+        if run.get("timed_out"):
+            out.append(f"{label}: the run hit its deadline before every message settled")
+        for problem in run.get("cleanup_problems") or []:
+            out.append(f"{label}: cleanup: {problem}")
+        total = run.get("write_decisions_total")
+        shown = len(run.get("write_decisions") or [])
+        if isinstance(total, int) and total > shown:
+            out.append(f"{label}: write decisions listed for the first {shown} of {total} writes")
+    return out
+
+
+def _thresholds(run: Mapping[str, Any]) -> list[dict[str, Any]]:
+    results = sorted(run.get("thresholds") or [], key=lambda r: bool(r.get("ok")))  # failing first
+    return [
+        {"expr": r.get("expr"), "observed": format_observed(r, run), "ok": bool(r.get("ok"))}
+        for r in results
+    ]
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("loadtest.reports", "templates"),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["us"] = format_us
+    env.filters["item"] = format_item
+    return env
+
+
+def render_html(report: Mapping[str, Any]) -> str:
+    """The report as one self-contained HTML page (no network needed to view it).
+
+    Deterministic: the same report gives the same string. ``report`` is the
+    JSON report dict (``schema_version`` 1), as built by
+    ``loadtest.reports.report.build_report`` or read back from a saved file.
+    """
+    runs: list[Mapping[str, Any]] = list(report.get("runs") or [])
+    labels = _run_labels(runs)
+    colors = [PALETTE[i % len(PALETTE)] for i in range(len(runs))]
+    latency_names = _latency_names(runs)
+    command, reconstructed = _reproduce_command(report)
+
+    race_ids, raced = find_races(runs)
+    races = []
+    for business_id in race_ids:
+        timelines = []
+        missing = []
+        for run, label in zip(runs, labels, strict=True):
+            timeline = timeline_for(run, label, business_id)
+            if timeline is None:
+                missing.append(label)
+            else:
+                timelines.append(timeline)
+        races.append({"business_id": business_id, "timelines": timelines, "missing": missing})
+    other_findings = []
+    for run, label in zip(runs, labels, strict=True):
+        for f in run.get("findings") or []:
+            if str(f.get("business_id")) in race_ids:
+                continue
+            envs = sorted({str(w.get("environment")) for w in f.get("writes") or []})
+            other_findings.append(
+                {
+                    "run": label,
+                    "business_id": f.get("business_id"),
+                    "accepted": f.get("accepted_writes"),
+                    "environments": ", ".join(envs),
+                    "reads_absent": sum(1 for r in f.get("reads") or [] if r.get("found") is None),
+                }
+            )
+
+    over_time = [
+        svg_step_chart(
+            [
+                Series(label, color, pts, markers=step_markers(pts, "msg/s"))
+                for run, label, color in zip(runs, labels, colors, strict=True)
+                for pts in [step_series(run, "acked", per_s=True)]
+            ],
+            title="Throughput: messages acknowledged per second",
+            y_label="messages/s",
+        ),
+        svg_step_chart(
+            [
+                Series(label, color, pts, markers=step_markers(pts, "duplicate writes"))
+                for run, label, color in zip(runs, labels, colors, strict=True)
+                for pts in [step_series(run, "duplicate_writes", per_s=False)]
+            ],
+            title="Duplicate writes per interval",
+            y_label="duplicate writes",
+        ),
+    ]
+
+    run_views = []
+    for run, label, color in zip(runs, labels, colors, strict=True):
+        rows = _write_rows(run)
+        errors_by_text: dict[tuple[str, str], int] = defaultdict(int)
+        for e in run.get("errors") or []:
+            errors_by_text[(str(e.get("outcome", "")), str(e.get("error", "")))] += int(
+                e.get("count") or 1
+            )
+        run_views.append(
+            {
+                "run": run,
+                "label": label,
+                "color": color,
+                "verdict": str(run.get("verdict", "unknown")),
+                "reasons": list(run.get("reasons") or [])
+                + [f"inconclusive: {r}" for r in run.get("inconclusive") or []]
+                + list(run.get("notes") or []),
+                "relaxed": list(run.get("relaxed_reasons") or []),
+                "thresholds": _thresholds(run),
+                "write_rows": rows,
+                "write_total": run.get("write_decisions_total", len(rows)),
+                "write_outcomes": run.get("write_outcomes") or {},
+                "errors": [
+                    {"outcome": o, "error": e, "count": n}
+                    for (o, e), n in sorted(errors_by_text.items(), key=lambda kv: (-kv[1], kv[0]))
+                ],
+                "dead_letters": list(run.get("dead_letters") or []),
+                "settings": run.get("settings") or {},
+                "throughput": run.get("throughput") or {},
+                "queue_after": run.get("queue_after") or {},
+                "table_after": run.get("table_after") or {},
+            }
+        )
+
+    template = _environment().get_template("report.html.j2")
+    return template.render(
+        report=report,
+        scenario=report.get("scenario") or {},
+        backend=report.get("backend") or {},
+        runs=run_views,
+        command=command,
+        command_reconstructed=reconstructed,
+        warnings=_warnings(report, labels),
+        count_rows=_count_cells(runs),
+        latency_rows=_latency_rows(runs, latency_names),
+        latency_plots=_percentile_plots(runs, labels, latency_names),
+        over_time=over_time,
+        races=races,
+        raced=raced,
+        other_findings=other_findings,
+        page_rows=WRITE_TABLE_PAGE_ROWS,
+    )

@@ -1,0 +1,244 @@
+"""Terminal rendering of a report (the JSON document), side by side per variant.
+
+Renders from the report dict, not from live objects, so ``loadtest report
+FILE.json`` shows exactly what the run showed. Returns rich renderables; the
+CLI decides where they are printed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from loadtest.reports.formats import format_observed, format_us
+
+Row = tuple[str, Callable[[dict[str, Any]], Any], bool]
+"""(label, how to read the value from a run, whether a non-zero value is bad)."""
+
+
+def _duration(us: Any) -> str:
+    return "-" if us is None else format_us(us)
+
+
+ROWS: list[Row] = [
+    ("faults", lambda r: r.get("faults", "none"), False),
+    ("messages sent", lambda r: r["counts"]["messages_sent"], False),
+    ("distinct ids", lambda r: r["counts"]["distinct_ids"], False),
+    ("deliveries", lambda r: r["counts"]["deliveries"], False),
+    ("redeliveries", lambda r: r["counts"]["redeliveries"], False),
+    ("writes accepted", lambda r: r["counts"]["writes_accepted"], False),
+    ("writes rejected (condition)", lambda r: r["counts"]["writes_rejected"], False),
+    ("side writes", lambda r: r["counts"].get("side_writes", 0), False),
+    ("no-op writes", lambda r: r["counts"].get("noop_writes", 0), False),
+    ("duplicate writes", lambda r: r["counts"]["duplicate_writes"], True),
+    ("conflicting writes", lambda r: r["counts"]["conflicting_writes"], True),
+    ("lost outcomes", lambda r: r["counts"]["lost_outcomes"], True),
+    ("acknowledged", lambda r: r["counts"]["acked"], False),
+    ("dead-lettered", lambda r: r["counts"]["dead_lettered"], False),
+    ("unexpected dead letters", lambda r: r["counts"].get("unexpected_dead_letters", 0), True),
+    ("handler errors", lambda r: r["counts"]["handler_errors"], False),
+    ("unsettled", lambda r: r["counts"]["unsettled"], True),
+    ("unobserved calls", lambda r: r["counts"].get("unobserved_calls", 0), True),
+    (
+        "queue visible / in flight",
+        lambda r: f"{r['queue_after']['visible']} / {r['queue_after']['in_flight']}",
+        False,
+    ),
+    ("dlq messages", lambda r: r["queue_after"]["dlq"], False),
+    ("table items", lambda r: r["table_after"]["items"], False),
+    (
+        "end-to-end p50 / p99",
+        lambda r: (
+            f"{_duration(r['latency_us']['end_to_end']['p50'])} / {_duration(r['latency_us']['end_to_end']['p99'])}"
+        ),
+        False,
+    ),
+    (
+        "queue dwell p50 / p99",
+        lambda r: (
+            f"{_duration(r['latency_us'].get('queue_dwell', {}).get('p50'))} / {_duration(r['latency_us'].get('queue_dwell', {}).get('p99'))}"
+        ),
+        False,
+    ),
+    (
+        "handler p50 / p99",
+        lambda r: (
+            f"{_duration(r['latency_us']['handler']['p50'])} / {_duration(r['latency_us']['handler']['p99'])}"
+        ),
+        False,
+    ),
+    (
+        "write p50 / p99",
+        lambda r: (
+            f"{_duration(r['latency_us']['write']['p50'])} / {_duration(r['latency_us']['write']['p99'])}"
+        ),
+        False,
+    ),
+    ("throughput", lambda r: f"{r['throughput']['messages_per_s']:.1f} msg/s", False),
+    ("duration", lambda r: f"{r['throughput']['duration_s']:.2f} s", False),
+]
+
+
+def _cell(value: Any, bad_if_nonzero: bool) -> Text:
+    text = str(value)
+    if bad_if_nonzero and isinstance(value, int):
+        return Text(text, style="bold red" if value else "green")
+    return Text(text)
+
+
+def _verdict(run: dict[str, Any]) -> Text:
+    if run["verdict"] == "inconclusive":
+        return Text("INCONCLUSIVE", style="bold magenta")
+    if run["verdict"] != "pass":
+        return Text("FAIL", style="bold red")
+    if run.get("relaxed_reasons"):
+        return Text("PASS (failure expected)", style="bold yellow")
+    return Text("PASS", style="bold green")
+
+
+def summary_table(report: dict[str, Any]) -> Table:
+    runs = report["runs"]
+    scenario = report["scenario"]["name"]
+    backend = report["backend"]
+    where = backend["kind"] + (f" {backend['endpoint_url']}" if backend.get("endpoint_url") else "")
+    table = Table(title=f"{scenario} · seed {report['seed']} · {where}", title_justify="left")
+    table.add_column("", style="bold")
+    for run in runs:
+        table.add_column(run["variant"], justify="right")
+    verdicts = [_verdict(run) for run in runs]
+    table.add_row("verdict", *verdicts)
+    for label, read, bad in ROWS:
+        table.add_row(label, *(_cell(read(run), bad) for run in runs))
+    return table
+
+
+def _item(item: dict[str, Any] | None) -> str:
+    if item is None:
+        return "absent"
+    flat = {
+        k: next(iter(v.values())) if isinstance(v, dict) and len(v) == 1 else v
+        for k, v in item.items()
+    }
+    return json.dumps(flat, sort_keys=True)
+
+
+def _write_line(w: dict[str, Any]) -> str:
+    role = w.get("role")
+    if w["outcome"] != "accepted":
+        return f"{w['operation']} {w['outcome']}, kept {_item(w['item_before'])}"
+    if role == "first":
+        return f"{w['operation']} accepted: stored it (was absent)"
+    if role == "step":
+        return f"{w['operation']} accepted: the same delivery's next step"
+    if role == "noop":
+        return f"{w['operation']} accepted: changed nothing (if_not_exists)"
+    if w["item_before"] == w["item_after"]:
+        return f"{w['operation']} accepted: wrote the same order again"
+    if w["item_before"] is None:
+        return f"{w['operation']} accepted: stored it again"
+    return f"{w['operation']} accepted: replaced {_item(w['item_before'])}"
+
+
+def _race_story(finding: dict[str, Any]) -> str:
+    """The first double-written id, reads and writes in time order, one line each."""
+    events = [
+        (
+            r["at_ms"],
+            r["environment"],
+            "GetItem saw " + ("absent" if r["found"] is None else "the order"),
+        )
+        for r in finding.get("reads", [])
+    ]
+    # Writes in the backend's order (as the checker found it), reads by time before each.
+    writes = [(w["at_ms"], w["environment"], _write_line(w)) for w in finding["writes"]]
+    stored = next((w["item_after"] for w in finding["writes"] if w["item_after"]), None)
+    lines = [
+        f"  e.g. {finding['business_id']} {_item(stored)} was written {finding['accepted_writes']} times:"
+    ]
+    lines += [f"    {at:>9.1f} ms  env {env}  {what}" for at, env, what in sorted(events)]
+    lines += [f"    {at:>9.1f} ms  env {env}  {what}" for at, env, what in writes]
+    return "\n".join(lines)
+
+
+def details(report: dict[str, Any]) -> list[RenderableType]:
+    """Why each failing variant failed, with one piece of evidence, and the warnings."""
+    out: list[RenderableType] = []
+    for run in report["runs"]:
+        name = run["variant"]
+        for reason in run.get("reasons", []):
+            out.append(Text(f"✗ {name}: {reason}", style="red"))
+        for reason in run.get("inconclusive", []):
+            out.append(Text(f"? {name}: inconclusive: {reason}", style="magenta"))
+        for note in run.get("notes", []):
+            out.append(Text(f"  {name}: {note}", style="dim"))
+        for reason in run.get("relaxed_reasons", []):
+            out.append(Text(f"~ {name}: {reason} (expected by this scenario)", style="yellow"))
+        for result in run.get("thresholds", []):
+            mark, style = ("✓", "green") if result["ok"] else ("✗", "red")
+            scoped = result["expr"].startswith(f"{name}:")
+            label = result["expr"] if scoped else f"{name}: {result['expr']}"
+            observed = format_observed(result, run)
+            out.append(Text(f"{mark} {label} (observed {observed})", style=style))
+        for warning in run.get("warnings", []):
+            out.append(Text(f"! {name}: {warning}", style="yellow"))
+        findings = run.get("findings", [])
+        if findings:
+            out.append(Text(_race_story(findings[0])))
+        for error in run.get("errors", [])[:3]:
+            out.append(
+                Text(
+                    f"  {name}: {error['count']}× {error['outcome']}: {error['error']}", style="dim"
+                )
+            )
+        for problem in run.get("cleanup_problems", []):
+            out.append(Text(f"! {name}: cleanup: {problem}", style="yellow"))
+    if report.get("command"):
+        out.append(Text(f"Reproduce: {report['command']}", style="dim"))
+    return out
+
+
+def sweep_table(report: dict[str, Any]) -> Table:
+    """One row per cell and variant: what a user tunes against."""
+    runs = report["runs"]
+    axes = list(dict.fromkeys(key for run in runs for key in run.get("cell", {})))
+    table = Table(
+        title=f"{report['scenario']['name']} sweep · seed {report['seed']}", title_justify="left"
+    )
+    for axis in axes:
+        table.add_column(axis, justify="right")
+    for column in (
+        "variant",
+        "verdict",
+        "deliveries",
+        "redeliveries",
+        "duplicate writes",
+        "dead-lettered",
+        "msg/s",
+        "e2e p99",
+    ):
+        table.add_column(column, justify="left" if column == "variant" else "right")
+    for run in runs:
+        counts = run["counts"]
+        table.add_row(
+            *(str(run["cell"].get(axis, "")) for axis in axes),
+            run["variant"],
+            _verdict(run),
+            str(counts["deliveries"]),
+            str(counts["redeliveries"]),
+            _cell(counts["duplicate_writes"], True),
+            str(counts["dead_lettered"]),
+            f"{run['throughput']['messages_per_s']:.1f}",
+            _duration(run["latency_us"]["end_to_end"]["p99"]),
+        )
+    return table
+
+
+def render(report: dict[str, Any]) -> RenderableType:
+    if any(run.get("cell") for run in report["runs"]):
+        return Group(sweep_table(report), *details(report))
+    return Group(summary_table(report), *details(report))

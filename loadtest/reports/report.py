@@ -1,0 +1,287 @@
+"""The report model: a run's results as the JSON document of DESIGN.md.
+
+Pure: turns a ``RunResult`` into plain data (``schema_version`` 1) and reads
+one back for re-rendering. Keys named in DESIGN.md's report contract are
+relied on by other tools; everything else is additive. Receipt handles are
+never included.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from loadtest.model.checker import Role, duplicate_evidence
+from loadtest.model.history import InvocationOutcome, WriteOutcome
+from loadtest.model.scenario import to_raw
+from loadtest.model.thresholds import apply_thresholds, parse_thresholds, relax_default_verdict
+
+if TYPE_CHECKING:
+    from loadtest.engine import RunResult, VariantRun
+    from loadtest.model.checker import Decision
+
+SCHEMA_VERSION = 1
+WRITE_DECISIONS_LIMIT = 500
+"""Write decisions kept per run in the JSON; the rest are counted, not listed."""
+
+
+def _offset_ms(ns: int, start_ns: int) -> float:
+    return round((ns - start_ns) / 1e6, 3)
+
+
+def _dead_letters(run: VariantRun) -> list[dict[str, Any]]:
+    business = {m.message_id: m.business_id for m in run.history.sent}
+    bodies = {m.message_id: m.body for m in run.history.sent}
+    last_error: dict[str, str] = {}
+    for inv in run.history.invocations:
+        if inv.outcome is not InvocationOutcome.SUCCESS or inv.failed_message_ids:
+            for record in inv.records:
+                if inv.error and (
+                    not inv.failed_message_ids or record.message_id in inv.failed_message_ids
+                ):
+                    last_error[record.message_id] = inv.error
+    return [
+        {
+            "message_id": d.message_id,
+            "business_id": business.get(d.message_id),
+            "body": bodies.get(d.message_id),
+            "last_error": last_error.get(d.message_id),
+        }
+        for d in run.history.dead_letters
+    ]
+
+
+def _write_decisions(run: VariantRun) -> list[dict[str, Any]]:
+    start = run.history.started_ns
+    out = []
+    # Time order overall; within one outcome the backend's order (a write that
+    # found the item absent always comes before the ones that found it stored).
+    by_time = sorted(run.check.decisions, key=lambda d: d.write.started_ns)
+    for d in _backend_ordered(by_time)[:WRITE_DECISIONS_LIMIT]:
+        w = d.write
+        out.append(
+            {
+                "business_id": d.business_id,
+                "message_id": d.message_id,
+                "request_id": d.invocation.request_id,
+                "environment": d.invocation.environment,
+                "operation": w.operation,
+                "key": w.key,
+                "condition": w.condition,
+                "outcome": w.outcome.value,
+                "role": d.role.value,
+                "item_before": w.item_before,
+                "item_after": w.item_after,
+                "requested": w.requested if w.outcome.value != "accepted" else None,
+                "before_known": w.before_known,
+                "at_ms": _offset_ms(w.started_ns, start),
+                "duration_us": round((w.ended_ns - w.started_ns) / 1000),
+                "error_code": w.error_code,
+            }
+        )
+    return out
+
+
+def _backend_ordered(decisions: list[Decision]) -> list[Decision]:
+    """Decisions in time order, except that each outcome's accepted writes keep the backend's order."""
+    slots: dict[str | None, list[int]] = {}
+    ranked: dict[str | None, list[Decision]] = {}
+    for index, d in enumerate(decisions):
+        if d.order:
+            slots.setdefault(d.business_id, []).append(index)
+            ranked.setdefault(d.business_id, []).append(d)
+    out = list(decisions)
+    for business_id, positions in slots.items():
+        for position, d in zip(
+            positions, sorted(ranked[business_id], key=lambda d: d.order), strict=True
+        ):
+            out[position] = d
+    return out
+
+
+def _findings(run: VariantRun) -> list[dict[str, Any]]:
+    start = run.history.started_ns
+    findings = duplicate_evidence(run.check)
+    for finding in findings:
+        for w in finding["writes"] + finding["reads"]:
+            w["at_ms"] = _offset_ms(w.pop("started_ns"), start)
+            w["done_ms"] = _offset_ms(w.pop("ended_ns"), start)
+    return findings
+
+
+def _series(run: VariantRun, interval_ns: int = 1_000_000_000) -> dict[str, Any]:
+    """Counts per interval since the run started, so a report shows *when* things happened."""
+    start = run.history.started_ns
+    end = max(run.history.ended_ns, start)
+    buckets = int((end - start) // interval_ns) + 1
+
+    def bucket(ns: int) -> int:
+        return min(buckets - 1, max(0, (ns - start) // interval_ns))
+
+    names = (
+        "sent",
+        "deliveries",
+        "redeliveries",
+        "acked",
+        "dead_lettered",
+        "writes_accepted",
+        "writes_rejected",
+        "duplicate_writes",
+        "handler_errors",
+    )
+    series: dict[str, list[int]] = {name: [0] * buckets for name in names}
+    for m in run.history.sent:
+        if m.message_id:
+            series["sent"][bucket(m.sent_ns)] += 1
+    for inv in run.history.invocations:
+        b = bucket(inv.received_ns)
+        series["deliveries"][b] += len(inv.records)
+        series["redeliveries"][b] += sum(1 for r in inv.records if r.receive_count > 1)
+        if inv.outcome is not InvocationOutcome.SUCCESS:
+            series["handler_errors"][b] += 1
+    for ack in run.history.acks:
+        series["acked"][bucket(ack.acked_ns)] += 1
+    for dead in run.history.dead_letters:
+        series["dead_lettered"][bucket(dead.seen_ns)] += 1
+    for d in run.check.decisions:
+        if d.role is Role.SIDE:
+            continue
+        at = bucket(d.write.ended_ns)
+        if d.write.outcome is WriteOutcome.REJECTED:
+            series["writes_rejected"][at] += 1
+        elif d.write.outcome is WriteOutcome.ACCEPTED:
+            series["writes_accepted"][at] += 1
+        if d.role is Role.AGAIN:
+            series["duplicate_writes"][at] += 1
+    return {"interval_s": interval_ns / 1e9, **series}
+
+
+def _unobserved(run: VariantRun) -> list[dict[str, Any]]:
+    """Calls the observer could not interpret and its own failures, grouped, most frequent first."""
+    grouped: Counter[tuple[str, str, str]] = Counter()
+    for inv in run.history.invocations:
+        for call in inv.unobserved:
+            grouped[("unobserved", call.operation, call.reason)] += 1
+        for fault in inv.observer_faults:
+            grouped[("observer_error", fault.operation, fault.error)] += 1
+    return [
+        {"kind": kind, "operation": op, "reason": reason, "count": n}
+        for (kind, op, reason), n in grouped.most_common(20)
+    ]
+
+
+def _errors(run: VariantRun) -> list[dict[str, Any]]:
+    """Handler errors grouped by message, most frequent first (repeats on one line)."""
+    grouped = Counter(
+        (inv.outcome.value, inv.error or "")
+        for inv in run.history.invocations
+        if inv.outcome is not InvocationOutcome.SUCCESS
+    )
+    return [{"outcome": o, "error": e, "count": n} for (o, e), n in grouped.most_common(20)]
+
+
+def run_to_dict(run: VariantRun) -> dict[str, Any]:
+    counts = run.check.counts
+    writes = [d.write for d in run.check.decisions]
+    return {
+        "variant": run.variant,
+        "handler": run.handler,
+        "cell": dict(run.cell),
+        "settings": {**dataclasses.asdict(run.settings), "faults": dataclasses.asdict(run.faults)},
+        "faults": run.faults.describe(),
+        "counts": counts.as_dict(),
+        "queue_after": {
+            "visible": run.end_state.queue_visible,
+            "in_flight": run.end_state.queue_in_flight,
+            "dlq": run.end_state.dlq_messages,
+        },
+        "table_after": {"items": len(run.end_state.table_items)},
+        "latency_us": {name: latency.summary() for name, latency in run.latency.items()},
+        "latency_hdr": {name: latency.encoded() for name, latency in run.latency.items()},
+        "throughput": {
+            "messages_per_s": round(run.messages_per_s, 2),
+            "duration_s": round(run.duration_s, 3),
+        },
+        "rate": dict(run.rate),
+        "thresholds": [],
+        # An interrupted run was not judged to the end: unless it already failed,
+        # it cannot pass.
+        "verdict": (
+            "inconclusive"
+            if run.incomplete and run.check.verdict.value != "fail"
+            else run.check.verdict.value
+        ),
+        "reasons": list(run.check.reasons),
+        "inconclusive": ([f"incomplete: {run.incomplete}"] if run.incomplete else [])
+        + list(run.check.inconclusive),
+        "incomplete": run.incomplete is not None,
+        "outcome": run.check.outcome,
+        "key_templates": {k: dict(v) for k, v in run.check.templates.items()},
+        "notes": list(run.check.notes),
+        "unobserved": _unobserved(run),
+        "warnings": list(run.warnings),
+        "timed_out": run.history.timed_out,
+        "cold_starts": run.cold_starts,
+        "resources": dataclasses.asdict(run.resources),
+        "cleanup_problems": list(run.cleanup_problems),
+        "series": _series(run),
+        "findings": _findings(run),
+        "errors": _errors(run),
+        "dead_letters": _dead_letters(run),
+        "results": [
+            inv.result
+            for inv in run.history.invocations
+            if inv.outcome is InvocationOutcome.SUCCESS and inv.result is not None
+        ][:WRITE_DECISIONS_LIMIT],
+        "write_decisions": _write_decisions(run),
+        "write_decisions_total": len(writes),
+        "write_outcomes": {o.value: sum(1 for w in writes if w.outcome is o) for o in WriteOutcome},
+        "table_items": dict(sorted(run.end_state.table_items.items())[:WRITE_DECISIONS_LIMIT]),
+    }
+
+
+def build_report(
+    result: RunResult, *, command: str | None = None, thresholds: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The JSON report (schema_version 1) for a run or comparison.
+
+    The verdict of each run is the default verdict, relaxed only where the
+    scenario's ``[verdict.allow]`` says so, then failed by any threshold (the
+    scenario's and ``thresholds``) that does not hold.
+    """
+    report = _raw_report(result, command)
+    allow = dict(result.scenario.allow)
+    report["runs"] = [
+        relax_default_verdict(run, allow[run["variant"]]) if run["variant"] in allow else run
+        for run in report["runs"]
+    ]
+    parsed = parse_thresholds([*result.scenario.thresholds, *thresholds])
+    return apply_thresholds(report, parsed)
+
+
+def _raw_report(result: RunResult, command: str | None) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "seed": result.scenario.seed,
+        "scenario": {
+            "name": result.scenario.name,
+            "source": result.scenario.source,
+            **to_raw(result.scenario),
+        },
+        "backend": {"kind": result.target.kind.value, "endpoint_url": result.target.endpoint_url},
+        "command": command,
+        "incomplete": result.incomplete is not None,
+        "incomplete_reason": result.incomplete,
+        "runs": [run_to_dict(run) for run in result.runs],
+    }
+
+
+def verdict_exit_code(report: Mapping[str, Any]) -> int:
+    """The exit code a report's verdicts make (DESIGN.md): 1 if any run failed,
+    else 4 if any was inconclusive, else 0."""
+    verdicts = {str(run.get("verdict")) for run in report.get("runs", [])}
+    if verdicts - {"pass", "inconclusive"}:
+        return 1
+    return 4 if "inconclusive" in verdicts else 0

@@ -1,0 +1,160 @@
+"""The library API: ``loadtest.run`` returns the report the CLI would judge."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import loadtest
+from loadtest.api import Report
+from loadtest.cli import app
+from loadtest.errors import HandlerRefError, InputError, ScenarioError, ThresholdError
+from loadtest.model.scenario import builtin_scenarios
+
+HERE = Path(__file__).parent
+MY_HANDLER = str(HERE.parent / "e2e" / "my_handler.py") + ":handler"
+runner = CliRunner()
+
+
+def test_run_by_name(backend_url: str) -> None:
+    report = loadtest.run("seed-lab", endpoint_url=backend_url)
+    assert report.passed and report.exit_code == 0
+    [run] = report.runs
+    assert run.variant == "conditional" and run.verdict == "pass"
+    assert run.counts.writes_accepted == 2 and run.counts.duplicate_writes == 0
+    p99 = run.latency["end_to_end"].p99
+    assert p99 is not None and p99 > 0  # microseconds
+    assert report.incomplete is None
+
+
+def test_run_by_path_and_by_scenario(backend_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "tiny.toml"
+    path.write_text(
+        'variants = ["conditional"]\n[workload]\ndistinct_ids = 3\ncopies = 2\n',
+        encoding="utf-8",
+    )
+    by_path = loadtest.run(path, endpoint_url=backend_url, seed=3)
+    assert by_path.passed and by_path.runs[0].counts.messages_sent == 6
+
+    scenario = loadtest.load_scenario(str(path))
+    assert isinstance(scenario, loadtest.Scenario)
+    by_value = loadtest.run(scenario, endpoint_url=backend_url, seed=3, copies=3)
+    assert by_value.passed and by_value.runs[0].counts.messages_sent == 9
+
+
+def test_handler_is_a_variant(backend_url: str) -> None:
+    report = loadtest.run(
+        "resends-at-once",
+        variants=[],
+        handler=MY_HANDLER,
+        endpoint_url=backend_url,
+        distinct_ids=3,
+        copies=2,
+        thresholds=["duplicate_writes == 0"],
+    )
+    [mine] = report.runs  # a handler alone replaces the scenario's variants
+    assert mine.variant == MY_HANDLER
+    # Keyed by messageId: every resend is written again.
+    assert mine.counts.duplicate_writes == 3
+    assert not report.passed and report.exit_code == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"scenario": "no-such-scenario"}, ScenarioError),
+        ({"scenario": "seed-lab", "handler": "nowhere.py:handler"}, HandlerRefError),
+        ({"scenario": "seed-lab", "variants": ["no-such-variant"]}, InputError),
+        ({"scenario": "seed-lab", "thresholds": ["duplicate_writes ~ 0"]}, ThresholdError),
+        ({"scenario": "seed-lab", "batch_size": 0}, ScenarioError),
+        ({"scenario": "seed-lab", "no_such_field": 1}, ScenarioError),
+        ({"scenario": "seed-lab", "target": "moon"}, InputError),
+        ({"scenario": "seed-lab", "target": "aws", "endpoint_url": "http://x"}, InputError),
+    ],
+)
+def test_bad_input_raises_named_errors(kwargs: dict[str, Any], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        loadtest.run(**kwargs)
+    assert issubclass(error, ValueError)  # what a caller would catch
+
+
+def test_to_dict_is_the_json_the_cli_writes(backend_url: str, tmp_path: Path) -> None:
+    out = tmp_path / "cli.json"
+    result = runner.invoke(
+        app, ["run", "seed-lab", "--endpoint-url", backend_url, "--json", str(out), "--quiet"]
+    )
+    assert result.exit_code == 0, result.output
+    written = json.loads(out.read_text(encoding="utf-8"))
+    assert Report(written).to_dict() == written
+
+    # A second run differs in timings and names only: same keys, counts and verdicts.
+    library = loadtest.run("seed-lab", endpoint_url=backend_url).to_dict()
+    assert library.keys() == written.keys()
+    for mine, theirs in zip(library["runs"], written["runs"], strict=True):
+        assert mine.keys() == theirs.keys()
+        assert mine["counts"] == theirs["counts"] and mine["verdict"] == theirs["verdict"]
+        assert mine["latency_us"].keys() == theirs["latency_us"].keys()
+
+    saved = tmp_path / "lib.json"
+    report = Report(written)
+    report.write_json(saved)
+    assert json.loads(saved.read_text(encoding="utf-8")) == written
+    assert "<html" in report.write_html(tmp_path / "lib.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", sorted(builtin_scenarios()))
+def test_library_verdict_is_the_cli_exit_code(name: str, backend_url: str, tmp_path: Path) -> None:
+    out = tmp_path / f"{name}.json"
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            name,
+            "--endpoint-url",
+            backend_url,
+            "--distinct-ids",
+            "5",
+            "--copies",
+            "2",
+            "--json",
+            str(out),
+            "--quiet",
+        ],
+    )
+    assert result.exit_code in (0, 1, 4), result.output
+    report = Report(json.loads(out.read_text(encoding="utf-8")))
+    assert report.exit_code == result.exit_code
+    assert report.passed == (result.exit_code == 0)
+
+
+def test_progress_names_the_variant(backend_url: str) -> None:
+    seen: set[str] = set()
+    loadtest.run(
+        "resends-at-once",
+        endpoint_url=backend_url,
+        distinct_ids=2,
+        copies=2,
+        on_progress=lambda variant, *_: seen.add(variant),
+    )
+    assert seen == {"read-then-write", "conditional"}
+
+
+def test_scenarios_json_lists_every_builtin_whole() -> None:
+    result = runner.invoke(app, ["scenarios", "--json"])
+    assert result.exit_code == 0, result.output
+    listed = json.loads(result.stdout)
+    assert [s["name"] for s in listed] == sorted(builtin_scenarios())
+    assert all(set(s) == {"name", "variants", "description"} for s in listed)
+    plain = runner.invoke(app, ["scenarios"])
+    assert "visibility-timeout-short" in plain.output  # never cut in a pipe
+
+
+def test_a_scenario_file_with_a_bad_threshold_is_refused_by_name(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text('thresholds = ["duplicate_writes ~ 0"]\n', encoding="utf-8")
+    with pytest.raises(ScenarioError, match=r"bad\.toml: thresholds"):
+        loadtest.run(path)
