@@ -64,6 +64,9 @@ class VariantRun:
     warnings: list[str] = field(default_factory=list)
     incomplete: str | None = None
     """Why this run stopped before its workload was settled and judged (``None`` if it was)."""
+    sqs_requests_served: int | None = None
+    """SQS requests the backend itself counted while the workload ran (empty
+    receives included), or None when the backend does not count them."""
 
     @property
     def messages_per_s(self) -> float:
@@ -196,6 +199,7 @@ async def run_variant(
     end_state: EndState | None = None
     problems: list[str] = []
     failure: BaseException | None = None
+    sqs_served: int | None = None
     with log_directory() as log_dir:
         environments = [
             ExecutionEnvironment(config, n, log_dir) for n in range(settings.concurrency)
@@ -224,6 +228,7 @@ async def run_variant(
                         idempotency_table=ref.variant in NEEDS_IDEMPOTENCY_TABLE,
                         key_names=scenario.outcome.key_names,
                     )
+                    served_before = await aws.served_sqs_requests(target)
                     await _drive(
                         scenario,
                         target,
@@ -236,6 +241,9 @@ async def run_variant(
                         on_progress,
                         clock,
                     )
+                    served_after = await aws.served_sqs_requests(target)
+                    if served_before is not None and served_after is not None:
+                        sqs_served = served_after - served_before
                     end_state = await _end_state(sqs, dynamodb, made, target, cleanup_timeout_s)
                 except BaseException as exc:
                     failure = exc
@@ -278,6 +286,7 @@ async def run_variant(
     variant_run = _variant_run(
         scenario, ref, names, history, end_state, environments, problems, incomplete=None
     )
+    variant_run.sqs_requests_served = sqs_served
     salvage.runs.append(variant_run)
     return variant_run
 

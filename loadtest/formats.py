@@ -53,6 +53,8 @@ def format_observed(result: Mapping[str, Any], run: Mapping[str, Any]) -> str:
         return format_us(observed)
     if threshold.kind is MetricKind.SECONDS:
         return f"{_number(observed)} s"
+    if threshold.kind is MetricKind.USD:
+        return f"${observed:.4g}"
     return _number(observed)
 
 

@@ -17,6 +17,24 @@ from rich.text import Text
 
 from loadtest.formats import format_observed
 
+
+def usd_per_million(run: dict[str, Any]) -> str:
+    """The run's cost per million messages sent, e.g. ``$1.73`` (``-`` when unknown)."""
+    value = run.get("cost", {}).get("per_million_usd")
+    return "-" if value is None else f"${value:,.2f}"
+
+
+def billed_units(run: dict[str, Any]) -> str:
+    """SQS requests, Lambda GB-s, DynamoDB write/read units, on one line."""
+    units = run.get("cost", {}).get("units")
+    if not units:
+        return "-"
+    return (
+        f"SQS {units['sqs_requests']} req · λ {units['lambda_gb_s']:.3f} GB-s · "
+        f"DDB {units['dynamodb_write_units']} WRU / {units['dynamodb_read_units']:g} RRU"
+    )
+
+
 Row = tuple[str, Callable[[dict[str, Any]], Any], bool]
 """(label, how to read the value from a run, whether a non-zero value is bad)."""
 
@@ -83,6 +101,8 @@ ROWS: list[Row] = [
     ),
     ("throughput", lambda r: f"{r['throughput']['messages_per_s']:.1f} msg/s", False),
     ("duration", lambda r: f"{r['throughput']['duration_s']:.2f} s", False),
+    ("cost per million msgs", lambda r: usd_per_million(r), False),
+    ("billed units", lambda r: billed_units(r), False),
 ]
 
 
@@ -222,6 +242,7 @@ def sweep_table(report: dict[str, Any]) -> Table:
         "dead-lettered",
         "msg/s",
         "e2e p99",
+        "$/M msgs",
     ):
         table.add_column(column, justify="left" if column == "variant" else "right")
     for run in runs:
@@ -236,6 +257,7 @@ def sweep_table(report: dict[str, Any]) -> Table:
             str(counts["dead_lettered"]),
             f"{run['throughput']['messages_per_s']:.1f}",
             _ms(run["latency_us"]["end_to_end"]["p99"]),
+            usd_per_million(run),
         )
     return table
 
