@@ -174,6 +174,7 @@ def run(
     cells: Sequence[Mapping[str, Any]] | None = None,
     on_progress: ProgressCallback | None = None,
     command: str | None = None,
+    prices: str | Path | None = None,
     **overrides: Any,
 ) -> Report:
     """Run a scenario's seeded workload against its consumer variants and judge it.
@@ -184,7 +185,11 @@ def run(
     ``"pkg.module:handler"``). Overrides are the scenario's fields
     (``distinct_ids=40``, ``batch_size=10``, ``race_window_ms=20``, ...), as the
     CLI's options. ``cells`` makes it a sweep (one run per cell of overrides).
+    ``prices`` is a price table file (default: the committed us-east-1 list prices).
     """
+    from loadtest.prices import load_prices
+
+    price_table = load_prices(Path(prices) if prices is not None else None)
     resolved = resolve_scenario(scenario).with_overrides(seed=seed, **overrides)
     handlers = [handler] if isinstance(handler, str) else list(handler or ())
     refs = resolve_variants(resolved, variants, handlers)
@@ -202,4 +207,4 @@ def run(
         on_progress=on_progress,
         cells=[dict(cell) for cell in cells] if cells else ({},),
     )
-    return Report(build_report(result, command=command, thresholds=thresholds))
+    return Report(build_report(result, command=command, thresholds=thresholds, prices=price_table))

@@ -30,6 +30,7 @@ from rich.text import Text
 
 from loadtest import __version__
 from loadtest.aws import BackendKind
+from loadtest.cost import Prices
 from loadtest.errors import BackendError, InputError, LoadtestError, find_error
 from loadtest.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
 from loadtest.interrupts import Stop
@@ -273,14 +274,18 @@ def _execute(
     outputs: Outputs,
     cells: list[dict[str, Any]] | None = None,
     cleanup_timeout_s: float | None = None,
+    prices_path: Path | None = None,
 ) -> None:
     from loadtest import engine
+    from loadtest.prices import load_prices
 
     stop = Stop()
     salvage = engine.Salvage()
     scenario: Scenario | None = None
+    prices = None
     with stop.installed():
         try:
+            prices = load_prices(prices_path)
             scenario = load_scenario(scenario_ref).with_overrides(seed=seed, **overrides)
             refs = _refs(scenario, variants, handlers)
             check_variants(parse_thresholds(thresholds), [ref.variant for ref in refs])
@@ -304,10 +309,12 @@ def _execute(
                     salvage=salvage,
                     cleanup_timeout_s=cleanup_timeout_s or engine.CLEANUP_TIMEOUT_S,
                 )
-            report = build_report(result, command=_command(scenario), thresholds=thresholds)
+            report = build_report(
+                result, command=_command(scenario), thresholds=thresholds, prices=prices
+            )
             written = _write_reports(report, json_path, outputs)
         except BaseException as exc:
-            _end_early(exc, scenario, salvage, json_path, outputs, thresholds, stop)
+            _end_early(exc, scenario, salvage, json_path, outputs, thresholds, stop, prices)
     if not quiet:
         out.print(render(report))
         for path in written:
@@ -376,6 +383,7 @@ def _end_early(
     outputs: Outputs,
     thresholds: list[str],
     stop: Stop,
+    prices: Prices | None = None,
 ) -> NoReturn:
     """A run that ended by an error or an abandoned cleanup: keep what was measured, then exit."""
     if isinstance(exc, typer.Exit):
@@ -389,7 +397,9 @@ def _end_early(
         why = f"interrupted by {stop.reason or 'SIGINT'}" if interrupted else problem
         partial = RunResult(scenario, salvage.target, list(salvage.runs), incomplete=why)
         try:
-            report = build_report(partial, command=_command(scenario), thresholds=thresholds)
+            report = build_report(
+                partial, command=_command(scenario), thresholds=thresholds, prices=prices
+            )
             written = _write_reports(report, json_path, outputs)
         except LoadtestError as write_error:
             err.print(Text(f"warning: {write_error}", style="yellow"))
@@ -609,6 +619,15 @@ JunitOpt = Annotated[
         "--junit", metavar="FILE", help="Also write JUnit XML: one test case per threshold."
     ),
 ]
+PricesOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--prices",
+        metavar="FILE",
+        help="Price table (TOML, the shape of loadtest/prices/us-east-1.toml) for the cost "
+        "per million messages (default: the committed us-east-1 on-demand list prices).",
+    ),
+]
 QuietOpt = Annotated[
     bool, typer.Option("--quiet", "-q", help="No progress and no summary; the exit code tells.")
 ]
@@ -678,6 +697,7 @@ def run(
     out_dir: OutOpt = None,
     quiet: QuietOpt = False,
     cleanup_timeout: CleanupOpt = None,
+    prices: PricesOpt = None,
 ) -> None:
     """Run a scenario against its consumer variants and check the outcome.
 
@@ -698,6 +718,7 @@ def run(
         thresholds=threshold,
         outputs=Outputs(html=html, markdown=markdown, junit=junit, hgrm=hgrm),
         cleanup_timeout_s=cleanup_timeout,
+        prices_path=prices,
     )
 
 
@@ -826,6 +847,7 @@ def sweep(
     out_dir: OutOpt = None,
     quiet: QuietOpt = False,
     cleanup_timeout: CleanupOpt = None,
+    prices: PricesOpt = None,
 ) -> None:
     """Run a grid of settings: one run per cell and variant, one row each.
 
@@ -864,6 +886,7 @@ def sweep(
         outputs=Outputs(html=html, markdown=markdown, junit=junit, hgrm=hgrm),
         cells=cells,
         cleanup_timeout_s=cleanup_timeout,
+        prices_path=prices,
     )
 
 
