@@ -33,6 +33,7 @@ from loadtest.aws import BackendKind
 from loadtest.cost import Prices
 from loadtest.errors import BackendError, InputError, LoadtestError, find_error
 from loadtest.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
+from loadtest.heatmap import metric_named
 from loadtest.interrupts import Stop
 from loadtest.render import render
 from loadtest.report import SCHEMA_VERSION, build_report, verdict_exit_code
@@ -275,6 +276,7 @@ def _execute(
     cells: list[dict[str, Any]] | None = None,
     cleanup_timeout_s: float | None = None,
     prices_path: Path | None = None,
+    metric: str | None = None,
 ) -> None:
     from loadtest import engine
     from loadtest.prices import load_prices
@@ -312,6 +314,8 @@ def _execute(
             report = build_report(
                 result, command=_command(scenario), thresholds=thresholds, prices=prices
             )
+            if metric is not None:
+                report["sweep_metric"] = metric
             written = _write_reports(report, json_path, outputs)
         except BaseException as exc:
             _end_early(exc, scenario, salvage, json_path, outputs, thresholds, stop, prices)
@@ -848,6 +852,15 @@ def sweep(
     quiet: QuietOpt = False,
     cleanup_timeout: CleanupOpt = None,
     prices: PricesOpt = None,
+    metric: Annotated[
+        str | None,
+        typer.Option(
+            "--metric",
+            metavar="NAME",
+            help="Which grid the terminal shows first (and the page's first heatmap): "
+            "duplicate_writes, redeliveries, e2e_p99 or cost (default: duplicate_writes).",
+        ),
+    ] = None,
 ) -> None:
     """Run a grid of settings: one run per cell and variant, one row each.
 
@@ -867,7 +880,9 @@ def sweep(
                 "batching_window": batching_window,
             }
         )
-    except InputError as exc:
+        if metric is not None:
+            metric = metric_named(metric).name
+    except (InputError, ValueError) as exc:
         _fail(Exit.BAD_INPUT, str(exc))
     _execute(
         scenario,
@@ -887,6 +902,7 @@ def sweep(
         cells=cells,
         cleanup_timeout_s=cleanup_timeout,
         prices_path=prices,
+        metric=metric,
     )
 
 

@@ -28,6 +28,7 @@ from markupsafe import Markup
 
 from loadtest import checker
 from loadtest.formats import format_observed, format_us
+from loadtest.heatmap import html_section
 
 __all__ = ["percentile_curve", "render_html"]
 
@@ -904,4 +905,5 @@ def render_html(report: Mapping[str, Any]) -> str:
         raced=raced,
         other_findings=other_findings,
         page_rows=WRITE_TABLE_PAGE_ROWS,
+        sweep=html_section(report, report.get("sweep_metric")),
     )

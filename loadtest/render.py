@@ -262,7 +262,11 @@ def sweep_table(report: dict[str, Any]) -> Table:
     return table
 
 
-def render(report: dict[str, Any]) -> RenderableType:
+def render(report: dict[str, Any], metric: str | None = None) -> RenderableType:
+    """The terminal summary; a sweep's grid tables start with ``metric`` (a heatmap metric name)."""
     if any(run.get("cell") for run in report["runs"]):
-        return Group(sweep_table(report), *details(report))
+        from loadtest.heatmap import grid_tables
+
+        first = metric or report.get("sweep_metric")
+        return Group(*grid_tables(report, first), sweep_table(report), *details(report))
     return Group(summary_table(report), *details(report))

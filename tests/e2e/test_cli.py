@@ -279,3 +279,9 @@ def test_prices_file_prices_the_run_and_a_bad_one_exits_two(
     assert result.exit_code == 2, result.output
     assert "standard_per_million_requests" in result.output
     assert loadtest_resources(backend_url) == ([], [])
+
+
+def test_sweep_metric_must_be_a_heatmap_metric() -> None:
+    result = runner.invoke(app, ["sweep", "seed-lab", "--batch-size", "1,2", "--metric", "latency"])
+    assert result.exit_code == 2, result.output
+    assert "duplicate_writes, redeliveries, e2e_p99, cost" in " ".join(result.output.split())
