@@ -866,8 +866,10 @@ def sweep(
 
     Example: loadtest sweep race-burst --batch-size 1,10 --visibility-timeout 2,30
 
-    The table shows deliveries, redeliveries, duplicate writes, dead letters,
-    throughput and p99 per cell; the JSON report holds every cell as a run.
+    A grid table per metric (duplicate writes, redeliveries, end-to-end p99,
+    cost per million messages; --metric picks the first), then one row per cell
+    and variant; the HTML page shows the grids as heatmaps and the JSON report
+    holds every cell as a run.
     """
     try:
         cells = _grid(
