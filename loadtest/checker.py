@@ -792,7 +792,7 @@ def default_reasons(counts: Counts, *, timed_out: bool) -> list[str]:
         )
     if counts.conflicting_writes:
         reasons.append(
-            f"{counts.conflicting_writes} conflicting write(s): stored details were silently replaced"
+            f"{counts.conflicting_writes} conflicting write(s): another delivery changed an outcome already stored"
         )
     if counts.lost_outcomes:
         reasons.append(

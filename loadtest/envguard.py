@@ -114,13 +114,17 @@ def over_memory_peak(memory_mb: int) -> int | None:
     The sampler can miss a burst: one C call that allocates and frees holds
     the interpreter lock throughout. The kernel's high-water mark cannot, so
     the environment checks it after every invocation, as Lambda would have
-    stopped the function at that peak.
+    stopped the function at that peak. ``VmHWM`` belongs to this process's own
+    memory; ``getrusage``'s ``ru_maxrss`` would not do: Linux carries it across
+    ``exec`` from the forked parent, so a large harness would look like a
+    large function.
     """
     try:
-        import resource
-
-        peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    except (ImportError, OSError):
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    peak_mb = int(line.split()[1]) // 1024
+                    return peak_mb if peak_mb > memory_mb else None
+    except (OSError, ValueError, IndexError):
         return None
-    peak_mb = peak_kb // 1024 if sys.platform.startswith("linux") else peak_kb // (1024 * 1024)
-    return int(peak_mb) if peak_mb > memory_mb else None
+    return None

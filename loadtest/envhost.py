@@ -26,12 +26,14 @@ parent and is stopped past ``memory_mb``) (the handler should see an environment
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import importlib
 import importlib.util
 import io
 import json
 import os
 import random
+import signal
 import sys
 import time
 import traceback
@@ -144,6 +146,8 @@ def file_sink(path: str) -> Callable[[str], None]:
 
 def main() -> None:
     die_with_parent()
+    # A cold start that hangs is asked, by SIGUSR1, where it is (shown in the error).
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=False)
     protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(
         2, 1

@@ -15,10 +15,12 @@ run ends.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -51,7 +53,8 @@ class _AlreadyReaped(logging.Filter):
 
 logging.getLogger("asyncio").addFilter(_AlreadyReaped())
 
-READY_TIMEOUT_S = 60.0
+READY_TIMEOUT_S = float(os.environ.get("LOADTEST_READY_TIMEOUT_S", "60"))
+"""How long a cold start (the handler's import) may take, in seconds."""
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """The largest reply line read from an environment; a longer one fails the invocation."""
 RESULT_KEEP_BYTES = 256 * 1024
@@ -158,7 +161,19 @@ class ExecutionEnvironment:
         try:
             with anyio.fail_after(READY_TIMEOUT_S):
                 hello = await self._read()
-        except (TimeoutError, anyio.EndOfStream, anyio.IncompleteRead) as exc:
+        except TimeoutError as exc:
+            # Ask the process where it is stuck (envhost registers a traceback dump on
+            # SIGUSR1), so the message names the import line that hangs.
+            with contextlib.suppress(ProcessLookupError, OSError):
+                self._process.send_signal(signal.SIGUSR1)
+                await anyio.sleep(0.5)
+            await self.aclose()
+            raise HandlerRefError(
+                f"handler {self.config.handler.variant!r} did not finish importing within "
+                f"{READY_TIMEOUT_S:g} s (a module-level call that blocks, such as a network "
+                f"call or a lock, stops a cold start); where it was: {self._log_tail() or 'unknown'}"
+            ) from exc
+        except (anyio.EndOfStream, anyio.IncompleteRead) as exc:
             await self.aclose()
             raise HandlerRefError(
                 f"handler {self.config.handler.variant!r} did not start: "

@@ -68,3 +68,29 @@ def test_an_impossible_run_is_refused_with_the_estimate() -> None:
     with pytest.raises(CapacityError, match="MB of memory"):
         refuse_beyond(need, Machine(available_mb=16_000, max_processes=None, max_open_files=None))
     refuse_beyond(estimate(concurrency=4, messages=600), Machine(16_000, 4096, 1024))
+
+
+def test_a_large_parent_does_not_make_a_small_environment_out_of_memory() -> None:
+    """Linux carries ru_maxrss across exec from the forked parent; the peak check must not."""
+    import subprocess
+    import sys
+
+    ballast = b"x" * (300 * 1024 * 1024)  # the harness after a long session
+    code = "from loadtest.envguard import over_memory_peak; print(over_memory_peak(128))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "None"
+    assert len(ballast) == 300 * 1024 * 1024
+
+
+def test_an_environment_past_its_memory_reports_its_peak() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "from loadtest.envguard import over_memory_peak\n"
+        "hog = b'x' * (200 * 1024 * 1024)\n"
+        "del hog\n"
+        "print(over_memory_peak(128))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert int(out.stdout) >= 200

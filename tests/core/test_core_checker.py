@@ -153,7 +153,7 @@ def test_overwrite_with_different_details_is_conflicting() -> None:
     assert result.verdict is Verdict.FAIL
     assert result.reasons == (
         "1 duplicate write(s): an outcome was written again",
-        "1 conflicting write(s): stored details were silently replaced",
+        "1 conflicting write(s): another delivery changed an outcome already stored",
     )
 
 

@@ -285,3 +285,36 @@ def test_sweep_metric_must_be_a_heatmap_metric() -> None:
     result = runner.invoke(app, ["sweep", "seed-lab", "--batch-size", "1,2", "--metric", "latency"])
     assert result.exit_code == 2, result.output
     assert "duplicate_writes, redeliveries, e2e_p99, cost" in " ".join(result.output.split())
+
+
+def test_an_import_that_hangs_is_named_with_where_it_hangs(
+    backend_url: str, tmp_path: Path
+) -> None:
+    hanging = tmp_path / "slow_import.py"
+    hanging.write_text(
+        "import time\n\ndef wait_for_config():\n    time.sleep(600)\n\nwait_for_config()\n\n"
+        "def handler(event, context):\n    return None\n"
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "loadtest",
+            "run",
+            "seed-lab",
+            "--handler",
+            f"{hanging}:handler",
+            "--endpoint-url",
+            backend_url,
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "LOADTEST_READY_TIMEOUT_S": "2"},
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "did not finish importing within 2 s" in result.stderr
+    assert "wait_for_config" in result.stderr and "Traceback" not in result.stderr
+    assert loadtest_resources(backend_url) == ([], [])

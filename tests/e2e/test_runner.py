@@ -57,3 +57,20 @@ def test_module_reference_handler(backend_url: str) -> None:
     result = run_variants(scenario, backend_url, "consumer.conditional:handler")
     assert result.runs[0].variant == "consumer.conditional:handler"
     assert result.runs[0].check.counts.writes_accepted == 2
+
+
+def test_an_invocation_cut_off_by_the_deadline_is_a_delivery_with_its_writes(
+    backend_url: str,
+) -> None:
+    scenario = load_scenario("seed-lab").with_overrides(
+        deadline_s=4, function_timeout_s=120, visibility_timeout_s=720, concurrency=1
+    )
+    (run,) = run_variants(scenario, backend_url, f"{HERE / 'write_then_hang.py'}:handler").runs
+    (cut,) = run.history.invocations
+    assert cut.outcome is InvocationOutcome.CUT_OFF
+    counts = run.check.counts
+    assert counts.deliveries == 1
+    assert counts.writes_accepted == 1  # made before the hang, kept although it never returned
+    assert counts.unsettled == 4
+    assert run.check.verdict == "fail"
+    assert loadtest_resources(backend_url) == ([], [])

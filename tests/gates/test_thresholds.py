@@ -387,7 +387,7 @@ def test_expect_fail_and_relax_for_a_demonstration() -> None:
     assert relaxed["reasons"] == []
     assert relaxed["relaxed_reasons"] == [
         "3 duplicate write(s): an outcome was written again",
-        "1 conflicting write(s): stored details were silently replaced",
+        "1 conflicting write(s): another delivery changed an outcome already stored",
     ]
     assert relaxed["thresholds"] == [
         {"expr": "read-then-write: duplicate_writes > 0", "observed": 3, "ok": True}

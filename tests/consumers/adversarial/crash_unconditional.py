@@ -1,0 +1,26 @@
+# ruff: noqa
+# mypy: ignore-errors
+# A user-written consumer, kept in its authors' style on purpose (not loadtest's).
+"""Orders consumer (unconditional put) whose process dies right after the first attempt's write."""
+
+import json
+import os
+
+import boto3
+
+ddb = boto3.client("dynamodb")
+
+
+def handler(event, context):
+    for record in event["Records"]:
+        body = json.loads(record["body"])
+        ddb.put_item(
+            TableName=os.environ["TABLE_NAME"],
+            Item={
+                "id": {"S": body["id"]},
+                "quantity": {"N": str(body["quantity"])},
+                "total_cents": {"N": str(body["quantity"] * 250 + 100)},
+            },
+        )
+        if record["attributes"]["ApproximateReceiveCount"] == "1":
+            os._exit(1)  # OOM-killed, segfault in a native lib, ...

@@ -1,0 +1,639 @@
+"""Adversarial consumers: plain boto3 handlers as teams write them, judged end to end.
+
+Each consumer in this folder runs once (module-scoped fixture) through the engine on
+the real embedded backend; each test asserts the verdict and counts a careful
+engineer would give from the table and the write decisions. Where concurrency makes a
+count vary, the expectation is computed from the run's own history (which records each
+invocation carried) or bounded; the verdict is always exact.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loadtest.engine import VariantRun
+from loadtest.history import InvocationOutcome, WriteOutcome
+from loadtest.scenario import load_scenario
+from tests.e2e.helpers import run_variants
+
+HERE = Path(__file__).parent
+
+
+def _run(backend_url: str, scenario: str, consumer: str, **overrides: Any) -> VariantRun:
+    loaded = load_scenario(str(HERE / scenario)).with_overrides(**overrides)
+    (run,) = run_variants(loaded, backend_url, f"{HERE / consumer}:handler").runs
+    return run
+
+
+def _roles(run: VariantRun) -> Counter[tuple[str, str, str]]:
+    """(operation, role, outcome) of every write decision, for messages."""
+    return Counter(
+        (d.write.operation, d.role.value, d.write.outcome.value) for d in run.check.decisions
+    )
+
+
+def _deliveries_per_id(run: VariantRun) -> Counter[str]:
+    return Counter(
+        r.business_id for i in run.history.invocations for r in i.records if r.business_id
+    )
+
+
+def _invocations_per_id(run: VariantRun) -> Counter[str]:
+    return Counter(
+        business_id
+        for i in run.history.invocations
+        for business_id in {r.business_id for r in i.records if r.business_id}
+    )
+
+
+def _orders(run: VariantRun) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in run.end_state.table_items.items() if k.startswith("order-")}
+
+
+def _expected_item(order_id: str, quantity: int) -> dict[str, Any]:
+    return {
+        "id": {"S": order_id},
+        "quantity": {"N": str(quantity)},
+        "total_cents": {"N": str(quantity * 250 + 100)},
+    }
+
+
+def _sent_quantities(run: VariantRun) -> dict[str, int]:
+    return {json.loads(m.body)["id"]: json.loads(m.body)["quantity"] for m in run.history.sent}
+
+
+def _assert_settled_clean(run: VariantRun) -> None:
+    counts = run.check.counts
+    assert counts.unsettled == 0
+    assert counts.unobserved_calls == 0, run.check.inconclusive
+    assert counts.observer_errors == 0, run.check.inconclusive
+
+
+# --- 1. resource API, correct -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def resource_conditional(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "resource_conditional.py")
+
+
+def test_resource_api_conditional_put_passes(resource_conditional: VariantRun) -> None:
+    run = resource_conditional
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", run.check.reasons
+    assert (c.messages_sent, c.acked, c.dead_lettered, c.handler_errors) == (30, 30, 0, 0)
+    assert (c.writes_accepted, c.writes_rejected) == (10, 20)
+    assert c.duplicate_writes == c.conflicting_writes == c.lost_outcomes == 0
+    # The condition object was recorded as the expression boto3 sent.
+    conditions = {d.write.condition for d in run.check.decisions}
+    assert len(conditions) == 1 and "attribute_not_exists" in str(conditions.pop())
+    quantities = _sent_quantities(run)
+    assert _orders(run) == {i: _expected_item(i, q) for i, q in quantities.items()}
+
+
+# --- 2. resource API, racy ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def resource_racy(backend_url: str) -> VariantRun:
+    # A 300 ms pause after every read makes the copies of an id all read "absent".
+    return _run(backend_url, "burst.toml", "resource_racy.py", race_window_ms=300)
+
+
+def test_resource_api_get_then_put_fails_with_duplicates(resource_racy: VariantRun) -> None:
+    run = resource_racy
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert c.acked == 30
+    assert 1 <= c.duplicate_writes <= 20
+    # Every accepted write beyond the first per id is a duplicate (all unconditional puts).
+    assert c.duplicate_writes == c.writes_accepted - 10
+    assert c.conflicting_writes == 0  # identical overwrites
+    assert c.lost_outcomes == 0
+    assert len(_orders(run)) == 10
+
+
+# --- 3. audit row per delivery ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def audit_rows(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "audit_rows.py")
+
+
+def test_audit_rows_are_side_writes(audit_rows: VariantRun) -> None:
+    run = audit_rows
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", run.check.reasons
+    assert c.side_writes == c.deliveries == 30
+    assert (c.writes_accepted, c.writes_rejected, c.duplicate_writes) == (10, 20, 0)
+    side = [d for d in run.check.decisions if d.role == "side"]
+    assert all(d.write.key["id"]["S"].startswith("audit#") for d in side)
+    assert len(run.end_state.table_items) == 40
+
+
+# --- 4. keyed on the messageId ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def message_id_key(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "message_id_key.py")
+
+
+def test_message_id_key_copies_are_duplicate_writes(message_id_key: VariantRun) -> None:
+    run = message_id_key
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert c.deliveries == 30 and c.redeliveries == 0
+    assert c.duplicate_writes == 10 * (3 - 1)
+    assert c.conflicting_writes == 0 and c.lost_outcomes == 0
+    assert len(run.end_state.table_items) == 30  # three copies of every order
+
+
+@pytest.fixture(scope="module")
+def message_id_key_conditional(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "message_id_key_conditional.py")
+
+
+def test_message_id_key_with_a_guard_still_duplicates(
+    message_id_key_conditional: VariantRun,
+) -> None:
+    # The guard only stops SQS redeliveries (same messageId); producer resends get a new
+    # messageId, a new item, a second copy of the order.
+    run = message_id_key_conditional
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert c.duplicate_writes == 20
+    assert len(run.end_state.table_items) == 30
+
+
+# --- 5. first message wins, later different details acked and dropped ----------------------
+
+
+@pytest.fixture(scope="module")
+def first_wins(backend_url: str) -> VariantRun:
+    return _run(backend_url, "conflict.toml", "first_wins.py")
+
+
+def test_first_wins_loses_the_resend_with_other_details(first_wins: VariantRun) -> None:
+    run = first_wins
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.messages_sent, c.acked, c.dead_lettered) == (4, 4, 0)
+    assert c.lost_outcomes == 1  # c-1 quantity 3 was acknowledged, never stored
+    assert c.duplicate_writes == c.conflicting_writes == 0
+    assert run.end_state.table_items["c-1"]["quantity"] == {"N": "2"}
+
+
+# --- 6. raises on every message --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def wrong_env(backend_url: str) -> VariantRun:
+    return _run(backend_url, "misconfigured.toml", "wrong_env.py")
+
+
+def test_misconfigured_consumer_never_passes(wrong_env: VariantRun) -> None:
+    run = wrong_env
+    c = run.check.counts
+    assert run.check.verdict == "fail"
+    assert (c.messages_sent, c.acked, c.dead_lettered) == (3, 0, 3)
+    assert c.unexpected_dead_letters == 3
+    assert c.deliveries == c.handler_errors == 6  # max_receive_count 2
+    assert c.writes_attempted == 0
+    assert run.end_state.table_items == {}
+    assert any("nothing was stored" in r for r in run.check.reasons)
+
+
+# --- 7. updates: if_not_exists everywhere (pass), ADD on every delivery (fail) --------------------
+
+
+@pytest.fixture(scope="module")
+def if_not_exists(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "if_not_exists_update.py")
+
+
+def test_if_not_exists_update_is_a_noop_not_a_duplicate(if_not_exists: VariantRun) -> None:
+    run = if_not_exists
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", run.check.reasons
+    assert c.writes_accepted == 30
+    assert c.noop_writes == 20
+    assert c.duplicate_writes == c.conflicting_writes == c.lost_outcomes == 0
+    quantities = _sent_quantities(run)
+    assert _orders(run) == {i: _expected_item(i, q) for i, q in quantities.items()}
+
+
+@pytest.fixture(scope="module")
+def increment(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "increment_update.py")
+
+
+def test_increment_on_every_delivery_fails(increment: VariantRun) -> None:
+    run = increment
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert c.duplicate_writes == 20
+    assert c.conflicting_writes == 20  # each repeat ADD changed the stored total
+    quantities = _sent_quantities(run)
+    for order_id, item in _orders(run).items():
+        assert item["total_cents"] == {"N": str(3 * (quantities[order_id] * 250 + 100))}
+
+
+@pytest.fixture(scope="module")
+def increment_returning(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "increment_returning.py")
+
+
+def test_increment_with_its_own_return_values_fails(increment_returning: VariantRun) -> None:
+    run = increment_returning
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert c.duplicate_writes == 20
+    # The handler chose ReturnValues itself, so the observer leaves the request alone
+    # and sees neither the old image nor the whole new item: whether each repeat changed
+    # the outcome is not known, and the report says so instead of guessing (the verdict
+    # still fails on the duplicates). A known limit: an ADD of a non-zero number changes
+    # any item, which a later session may teach the checker.
+    assert c.conflicting_writes == 0
+    assert any("could not compute" in note for note in run.check.notes)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the embedded backend (moto) returns the key with UPDATED_NEW on a creating "
+    "update and leaves out SET attributes whose value did not change; DynamoDB returns "
+    "exactly the updated attributes, never the key",
+)
+def test_increment_with_its_own_return_values_sees_dynamodbs_answer(
+    increment_returning: VariantRun,
+) -> None:
+    # UPDATED_NEW on DynamoDB: exactly the attributes the expression updated (never the
+    # key), also when SET wrote an unchanged value. Nothing the observer asked for.
+    for invocation in increment_returning.history.invocations:
+        (entry,) = invocation.result["totals"]
+        assert set(entry["attributes"]) == {"quantity", "total_cents"}, entry
+
+
+@pytest.fixture(scope="module")
+def batch_increment(backend_url: str) -> VariantRun:
+    return _run(backend_url, "batch9_one_invocation.toml", "increment_update.py")
+
+
+def test_increment_of_copies_in_one_batch_fails(batch_increment: VariantRun) -> None:
+    # Three copies of an id in one batch: the handler ADDs three times. The copies are
+    # three messages (three deliveries), not steps of one delivery.
+    run = batch_increment
+    c = run.check.counts
+    _assert_settled_clean(run)
+    quantities = _sent_quantities(run)
+    for order_id, item in _orders(run).items():
+        assert item["total_cents"] == {"N": str(3 * (quantities[order_id] * 250 + 100))}
+    truth = sum(n - 1 for n in _deliveries_per_id(run).values())
+    assert truth == 6
+    assert run.check.verdict == "fail", "the total was tripled and loadtest said pass"
+    assert c.duplicate_writes == truth
+    assert c.conflicting_writes == truth
+
+
+@pytest.fixture(scope="module")
+def batch_set_update(backend_url: str) -> VariantRun:
+    return _run(backend_url, "batch9_one_invocation.toml", "unconditional_update.py")
+
+
+def test_unconditional_update_of_copies_in_one_batch_is_a_duplicate(
+    batch_set_update: VariantRun,
+) -> None:
+    run = batch_set_update
+    c = run.check.counts
+    _assert_settled_clean(run)
+    truth = sum(n - 1 for n in _deliveries_per_id(run).values())
+    assert run.check.verdict == "fail"
+    assert c.duplicate_writes == truth == 6
+    assert c.conflicting_writes == 0
+
+
+@pytest.fixture(scope="module")
+def unconditional_update(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "unconditional_update.py")
+
+
+def test_unconditional_update_set_is_a_duplicate_write(unconditional_update: VariantRun) -> None:
+    run = unconditional_update
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.duplicate_writes, c.conflicting_writes, c.noop_writes) == (20, 0, 0)
+
+
+# --- 8. a lock that expires before the work is done ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def lock_expiry(backend_url: str) -> VariantRun:
+    return _run(backend_url, "lock.toml", "lock_expiry.py")
+
+
+def test_expiring_lock_lets_two_deliveries_write(lock_expiry: VariantRun) -> None:
+    run = lock_expiry
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert c.acked == 9
+    assert 1 <= c.duplicate_writes <= 6
+    assert c.duplicate_writes == c.writes_accepted - 3
+    # Locks (puts, rejected attempts and deletes) are side writes, never outcome writes.
+    lock_decisions = [d for d in run.check.decisions if d.write.key["id"]["S"].startswith("lock#")]
+    assert lock_decisions and all(d.role == "side" for d in lock_decisions)
+    assert c.side_writes == len(lock_decisions)
+    assert set(run.end_state.table_items) == {"order-00001", "order-00002", "order-00003"}
+
+
+# --- 9. write, then hang past the function timeout --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hang_after_write(backend_url: str) -> VariantRun:
+    return _run(backend_url, "timeout.toml", "hang_after_write.py")
+
+
+def test_write_before_a_timeout_is_recorded_and_redelivery_duplicates(
+    hang_after_write: VariantRun,
+) -> None:
+    run = hang_after_write
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    timeouts = [i for i in run.history.invocations if i.outcome is InvocationOutcome.TIMEOUT]
+    assert len(timeouts) == 4
+    assert all(
+        [w.outcome for w in i.writes] == [WriteOutcome.ACCEPTED] for i in timeouts
+    )  # recorded although the invocation timed out
+    # 8 deliveries, 4 of them redeliveries, unless a slow machine redelivers once more.
+    assert (c.acked, c.handler_errors) == (4, 4)
+    assert c.deliveries >= 8 and c.redeliveries >= 4
+    assert c.duplicate_writes == c.writes_accepted - 4 >= 4
+    assert c.conflicting_writes == 0
+
+
+# --- 10. write, then the process dies (first attempt only) --------------------------------------
+
+
+@pytest.fixture(scope="module")
+def crash_unconditional(backend_url: str) -> VariantRun:
+    return _run(backend_url, "crash.toml", "crash_unconditional.py")
+
+
+@pytest.fixture(scope="module")
+def crash_conditional(backend_url: str) -> VariantRun:
+    return _run(backend_url, "crash.toml", "crash_conditional.py")
+
+
+def test_crash_after_write_then_unconditional_redelivery_duplicates(
+    crash_unconditional: VariantRun,
+) -> None:
+    run = crash_unconditional
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    crashes = [i for i in run.history.invocations if i.outcome is InvocationOutcome.CRASH]
+    assert len(crashes) == 4 and all(len(i.writes) == 1 for i in crashes)
+    assert c.acked == 4 and c.deliveries >= 8
+    assert c.duplicate_writes == c.writes_accepted - 4 >= 4
+
+
+def test_crash_after_write_then_conditional_redelivery_passes(
+    crash_conditional: VariantRun,
+) -> None:
+    run = crash_conditional
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", run.check.reasons
+    assert (c.acked, c.handler_errors) == (4, 4)
+    assert c.deliveries >= 8  # more if a slow machine redelivers once more
+    assert (c.writes_accepted, c.duplicate_writes) == (4, 0)
+    assert c.writes_rejected == c.deliveries - 4
+
+
+# --- 11. batch writes and transactions ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def batch_writer(backend_url: str) -> VariantRun:
+    return _run(backend_url, "batch10.toml", "batch_writer.py")
+
+
+def test_batch_writer_duplicates_across_batches(batch_writer: VariantRun) -> None:
+    # overwrite_by_pkeys collapses copies within one batch into one put; every other
+    # invocation that carried the id wrote it again.
+    run = batch_writer
+    c = run.check.counts
+    _assert_settled_clean(run)
+    truth = sum(n - 1 for n in _invocations_per_id(run).values())
+    assert c.writes_accepted == sum(_invocations_per_id(run).values())
+    assert c.duplicate_writes == truth
+    if truth:
+        assert run.check.verdict == "fail"
+    assert c.lost_outcomes == 0 and c.acked == 30
+
+
+@pytest.fixture(scope="module")
+def transact_outbox(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "transact_outbox.py")
+
+
+def test_transaction_with_outbox_passes(transact_outbox: VariantRun) -> None:
+    run = transact_outbox
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", run.check.reasons
+    assert (c.writes_accepted, c.writes_rejected, c.duplicate_writes) == (10, 20, 0)
+    side = [d for d in run.check.decisions if d.role == "side"]
+    assert all(d.write.key["id"]["S"].startswith("outbox#") for d in side)
+    assert c.side_writes == 30
+    assert sum(1 for d in side if d.write.outcome is WriteOutcome.ACCEPTED) == 10
+    assert len(run.end_state.table_items) == 20
+
+
+# --- 12. PartiQL -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def partiql_insert(backend_url: str) -> VariantRun:
+    return _run(backend_url, "partiql.toml", "partiql_insert.py")
+
+
+def test_partiql_insert_with_duplicate_item_passes(partiql_insert: VariantRun) -> None:
+    run = partiql_insert
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.acked, c.writes_accepted, c.writes_rejected, c.duplicate_writes) == (15, 5, 10, 0)
+    assert len(_orders(run)) == 5
+
+
+# --- 13. custom outcome keys ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pk_prefix(backend_url: str) -> VariantRun:
+    return _run(backend_url, "custom_key.toml", "pk_prefix.py")
+
+
+def test_declared_custom_key_conditional_passes(pk_prefix: VariantRun) -> None:
+    run = pk_prefix
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", run.check.reasons
+    assert (c.writes_accepted, c.writes_rejected, c.duplicate_writes, c.side_writes) == (
+        10,
+        20,
+        0,
+        0,
+    )
+    assert sorted(run.end_state.table_items) == [f"ORDER#order-{n:05d}" for n in range(1, 11)]
+
+
+@pytest.fixture(scope="module")
+def id_prefix_conditional(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "id_prefix_conditional.py")
+
+
+@pytest.fixture(scope="module")
+def id_prefix_unconditional(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "id_prefix_unconditional.py")
+
+
+def test_undeclared_prefixed_key_conditional_is_judged_pass(
+    id_prefix_conditional: VariantRun,
+) -> None:
+    # Not declared, but "ORDER#{id}" is the only key carrying the ids and details: the
+    # checker finds it. Never a false lost outcome.
+    run = id_prefix_conditional
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict in ("pass", "inconclusive")
+    assert c.lost_outcomes == 0 and c.duplicate_writes == 0
+    assert run.check.verdict == "pass", run.check.inconclusive
+    assert (c.writes_accepted, c.writes_rejected) == (10, 20)
+
+
+def test_undeclared_prefixed_key_unconditional_fails(id_prefix_unconditional: VariantRun) -> None:
+    run = id_prefix_unconditional
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.duplicate_writes, c.conflicting_writes, c.lost_outcomes) == (20, 0, 0)
+
+
+# --- more consumers teams write ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def typo_guard(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "typo_guard.py")
+
+
+def test_guard_on_a_never_written_attribute_fails(typo_guard: VariantRun) -> None:
+    # ConditionExpression=Attr("orderId").not_exists() is always true: it looks guarded.
+    run = typo_guard
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.writes_accepted, c.writes_rejected, c.duplicate_writes) == (30, 0, 20)
+
+
+@pytest.fixture(scope="module")
+def dedup_marker(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "message_dedup_marker.py")
+
+
+def test_dedup_on_message_id_misses_producer_resends(dedup_marker: VariantRun) -> None:
+    run = dedup_marker
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert c.duplicate_writes == 20
+    assert c.side_writes == 30  # the markers
+    assert len(_orders(run)) == 10
+
+
+@pytest.fixture(scope="module")
+def claim_then_complete(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "claim_then_complete.py")
+
+
+def test_claim_then_complete_passes(claim_then_complete: VariantRun) -> None:
+    run = claim_then_complete
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", run.check.reasons
+    assert c.acked == 30 and c.dead_lettered == 0
+    assert c.duplicate_writes == c.conflicting_writes == c.lost_outcomes == 0
+    assert _roles(run)[("UpdateItem", "step", "accepted")] == 10
+    assert _roles(run)[("PutItem", "first", "accepted")] == 10
+    for item in _orders(run).values():
+        assert item["status"] == {"S": "COMPLETED"}
+
+
+@pytest.fixture(scope="module")
+def forgot_all_old(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "forgot_all_old.py")
+
+
+def test_forgotten_return_values_dead_letters_every_duplicate(forgot_all_old: VariantRun) -> None:
+    # The observer asks for the old item itself; it must not hand it to the consumer,
+    # which without it (as on real DynamoDB) refuses every duplicate.
+    run = forgot_all_old
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.dead_lettered, c.unexpected_dead_letters) == (10, 20, 20)
+    assert c.duplicate_writes == 0
+
+
+@pytest.fixture(scope="module")
+def overwrite_detect(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "overwrite_detect.py")
+
+
+def test_put_returning_all_old_fails_and_sees_its_answer(overwrite_detect: VariantRun) -> None:
+    run = overwrite_detect
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert c.duplicate_writes == 20
+    overwrote = [e["overwrote"] for i in run.history.invocations for e in i.result["seen"]]
+    assert overwrote.count(True) == 20 and overwrote.count(False) == 10
+
+
+@pytest.fixture(scope="module")
+def partial_batch_unconfigured(backend_url: str) -> VariantRun:
+    return _run(backend_url, "misconfigured.toml", "partial_batch_unconfigured.py", distinct_ids=4)
+
+
+def test_partial_batch_response_ignored_loses_outcomes(
+    partial_batch_unconfigured: VariantRun,
+) -> None:
+    # report_batch_item_failures is off: the batchItemFailures are ignored and the
+    # records acknowledged, though order-00001 and order-00003 were never stored.
+    run = partial_batch_unconfigured
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.lost_outcomes, c.redeliveries) == (4, 2, 0)
+    assert sorted(run.end_state.table_items) == ["order-00002", "order-00004"]
