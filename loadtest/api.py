@@ -29,6 +29,7 @@ from loadtest.emulation.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
 from loadtest.engine import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salvage
 from loadtest.errors import InputError
 from loadtest.model.checker import Counts
+from loadtest.model.cost import Prices
 from loadtest.model.scenario import Scenario, load_scenario
 from loadtest.model.thresholds import check_scenario, check_variants, parse_thresholds
 from loadtest.reports.report import build_report, verdict_exit_code
@@ -198,6 +199,8 @@ class Plan:
     endpoint_url: str | None
     cells: tuple[dict[str, Any], ...]
     """One run per cell of overrides and variant; ``({},)`` for a plain run."""
+    prices: Prices | None = None
+    """The price table for the cost per million messages (None: the committed one)."""
 
 
 def prepare(
@@ -210,12 +213,17 @@ def prepare(
     thresholds: Sequence[str] = (),
     seed: int | None = None,
     cells: Sequence[Mapping[str, Any]] | None = None,
+    prices: str | Path | None = None,
     **overrides: Any,
 ) -> Plan:
     """Resolve and check everything ``run`` takes, before any backend starts.
 
-    Also refuses (``CapacityError``) a run this machine could not hold.
+    Also refuses (``CapacityError``) a run this machine could not hold, and a
+    price table that cannot be used (``PricesError``).
     """
+    from loadtest.model.prices import load_prices
+
+    price_table = load_prices(Path(prices) if prices is not None else None)
     resolved = resolve_scenario(scenario).with_overrides(seed=seed, **overrides)
     handlers = [handler] if isinstance(handler, str) else list(handler or ())
     refs = resolve_variants(resolved, variants, handlers)
@@ -223,7 +231,7 @@ def prepare(
     kind = backend_kind(target, endpoint_url)
     grid = tuple(dict(cell) for cell in cells) if cells else ({},)
     _check_capacity(resolved, refs, grid)
-    return Plan(resolved, tuple(refs), tuple(thresholds), kind, endpoint_url, grid)
+    return Plan(resolved, tuple(refs), tuple(thresholds), kind, endpoint_url, grid, price_table)
 
 
 def _check_capacity(
@@ -275,7 +283,9 @@ def execute(
         salvage=salvage,
         cleanup_timeout_s=cleanup_timeout_s or CLEANUP_TIMEOUT_S,
     )
-    return Report(build_report(result, command=command, thresholds=plan.thresholds))
+    return Report(
+        build_report(result, command=command, thresholds=plan.thresholds, prices=plan.prices)
+    )
 
 
 def salvaged(
@@ -285,7 +295,9 @@ def salvaged(
     if not salvage.runs or salvage.target is None:
         return None
     partial = RunResult(plan.scenario, salvage.target, list(salvage.runs), incomplete=why)
-    return Report(build_report(partial, command=command, thresholds=plan.thresholds))
+    return Report(
+        build_report(partial, command=command, thresholds=plan.thresholds, prices=plan.prices)
+    )
 
 
 def run(
@@ -301,6 +313,7 @@ def run(
     on_progress: ProgressCallback | None = None,
     command: str | None = None,
     cleanup_timeout_s: float | None = None,
+    prices: str | Path | None = None,
     **overrides: Any,
 ) -> Report:
     """Run a scenario's seeded workload against its consumer variants and judge it.
@@ -312,7 +325,8 @@ def run(
     (``distinct_ids=40``, ``batch_size=10``, ``race_window_ms=20``, ...), as the
     CLI's options. ``cells`` makes it a sweep (one run per cell of overrides).
     ``on_progress`` is called about ten times a second with (variant, counters,
-    messages planned, elapsed seconds).
+    messages planned, elapsed seconds). ``prices`` is a price table file
+    (default: the committed us-east-1 list prices).
     """
     plan = prepare(
         scenario,
@@ -323,6 +337,7 @@ def run(
         thresholds=thresholds,
         seed=seed,
         cells=cells,
+        prices=prices,
         **overrides,
     )
     return execute(

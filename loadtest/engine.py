@@ -74,6 +74,9 @@ class VariantRun:
     """Why this run stopped before its workload was settled and judged (``None`` if it was)."""
     rate: dict[str, Any] = field(default_factory=dict)
     """The requested and achieved rates and the backlog (``loadtest.model.rate.rate_figures``)."""
+    sqs_requests_served: int | None = None
+    """SQS requests the backend itself counted while the workload ran (empty
+    receives included), or None when the backend does not count them."""
 
     @property
     def messages_per_s(self) -> float:
@@ -208,6 +211,7 @@ async def run_variant(
     end_state: EndState | None = None
     problems: list[str] = []
     failure: BaseException | None = None
+    sqs_served: int | None = None
     with log_directory() as log_dir:
         environments = [
             ExecutionEnvironment(config, n, log_dir) for n in range(settings.concurrency)
@@ -236,6 +240,7 @@ async def run_variant(
                         idempotency_table=ref.variant in NEEDS_IDEMPOTENCY_TABLE,
                         key_names=scenario.outcome.key_names,
                     )
+                    served_before = await aws.served_sqs_requests(target)
                     await _drive(
                         scenario,
                         ref.variant,
@@ -249,6 +254,9 @@ async def run_variant(
                         on_progress,
                         clock,
                     )
+                    served_after = await aws.served_sqs_requests(target)
+                    if served_before is not None and served_after is not None:
+                        sqs_served = served_after - served_before
                     end_state = await _end_state(sqs, dynamodb, made, target, cleanup_timeout_s)
                 except BaseException as exc:
                     failure = exc
@@ -300,6 +308,7 @@ async def run_variant(
         incomplete=progress.stopped_early and f"stopped early: {progress.stopped_early}",
         progress=progress,
     )
+    variant_run.sqs_requests_served = sqs_served
     salvage.runs.append(variant_run)
     return variant_run
 

@@ -4,7 +4,8 @@
     ├── InputError (ValueError)              bad input: exit code 2
     │   ├── ScenarioError                    scenario file or override
     │   ├── HandlerRefError                  --handler / variant reference
-    │   └── ThresholdError                   threshold expression
+    │   ├── ThresholdError                   threshold expression
+    │   └── PricesError                      price table (--prices FILE)
     └── BackendError (RuntimeError)          backend unreachable / refused: exit code 3
         └── CredentialsError                 no credentials, or refused
 
@@ -38,6 +39,10 @@ class HandlerRefError(InputError):
 
 class ThresholdError(InputError):
     """A threshold expression is malformed or names an unknown metric."""
+
+
+class PricesError(InputError):
+    """A price table (``--prices FILE``) is unreadable or lacks a price."""
 
 
 class BackendError(LoadtestError, RuntimeError):

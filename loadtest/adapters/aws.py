@@ -384,3 +384,32 @@ async def scan_items(
         if "LastEvaluatedKey" not in page:
             return items
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+STATS_PATH = "/_loadtest/stats"
+"""Where loadtest's embedded backend reports the requests it served, by service."""
+
+
+async def served_sqs_requests(target: Target) -> int | None:
+    """SQS requests the embedded backend has served so far, or None if it does not say.
+
+    Asked of local backends only (loadtest's embedded one, or ``loadtest
+    serve`` behind ``--endpoint-url``); one that does not count answers
+    nothing and the caller falls back to the history. A difference of two
+    readings is this run's count as long as nobody else uses the backend.
+    """
+    if target.kind is BackendKind.AWS or not target.endpoint_url:
+        return None
+    url = f"{target.endpoint_url}{STATS_PATH}"
+
+    def read() -> int | None:
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                value = json.load(response).get("sqs")
+        except (OSError, ValueError):
+            return None
+        return value if isinstance(value, int) else None
+
+    return await anyio.to_thread.run_sync(read)

@@ -26,6 +26,7 @@ from loadtest.cli.options import (
     JunitOpt,
     MarkdownOpt,
     OutOpt,
+    PricesOpt,
     QuietOpt,
     ScenarioArg,
     SeedOpt,
@@ -46,6 +47,7 @@ from loadtest.cli.running import (
 from loadtest.emulation.handlers import BUILTIN_VARIANTS
 from loadtest.errors import InputError
 from loadtest.model.scenario import builtin_scenarios
+from loadtest.reports.heatmap import metric_named
 from loadtest.reports.render import render
 from loadtest.reports.report import verdict_exit_code
 
@@ -105,6 +107,7 @@ def run(
     out_dir: OutOpt = None,
     quiet: QuietOpt = False,
     cleanup_timeout: CleanupOpt = None,
+    prices: PricesOpt = None,
     plan: Annotated[
         bool,
         typer.Option(
@@ -143,6 +146,7 @@ def run(
         thresholds=threshold,
         outputs=Outputs(html=html, markdown=markdown, junit=junit, hgrm=hgrm),
         cleanup_timeout_s=cleanup_timeout,
+        prices_path=prices,
     )
 
 
@@ -188,17 +192,31 @@ def sweep(
     out_dir: OutOpt = None,
     quiet: QuietOpt = False,
     cleanup_timeout: CleanupOpt = None,
+    prices: PricesOpt = None,
+    metric: Annotated[
+        str | None,
+        typer.Option(
+            "--metric",
+            metavar="NAME",
+            help="Which grid the terminal shows first (and the page's first heatmap): "
+            "duplicate_writes, redeliveries, e2e_p99 or cost (default: duplicate_writes).",
+        ),
+    ] = None,
 ) -> None:
     """Run a grid of settings: one run per cell and variant, one row each.
 
     Example: loadtest sweep race-burst --batch-size 1,10 --visibility-timeout 2,30
 
-    The table shows deliveries, redeliveries, duplicate writes, dead letters,
-    throughput and p99 per cell; the JSON report holds every cell as a run.
+    A grid table per metric (duplicate writes, redeliveries, end-to-end p99,
+    cost per million messages; --metric picks the first), then one row per cell
+    and variant; the HTML page shows the grids as heatmaps and the JSON report
+    holds every cell as a run.
     """
     try:
         cells = grid(axes or {})
-    except InputError as exc:
+        if metric is not None:
+            metric = metric_named(metric).name
+    except (InputError, ValueError) as exc:
         fail(Exit.BAD_INPUT, str(exc))
     execute_run(
         scenario,
@@ -215,6 +233,8 @@ def sweep(
         outputs=Outputs(html=html, markdown=markdown, junit=junit, hgrm=hgrm),
         cells=cells,
         cleanup_timeout_s=cleanup_timeout,
+        prices_path=prices,
+        metric=metric,
     )
 
 

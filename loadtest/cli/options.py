@@ -239,3 +239,14 @@ def grid(axes: dict[str, str | None]) -> list[dict[str, Any]]:
         dict(zip([f for f, _ in values], combo, strict=True))
         for combo in itertools.product(*[v for _, v in values])
     ]
+
+
+PricesOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--prices",
+        metavar="FILE",
+        help="Price table (TOML, the shape of loadtest/model/prices/us-east-1.toml) for the cost "
+        "per million messages (default: the committed us-east-1 on-demand list prices).",
+    ),
+]

@@ -16,7 +16,7 @@ from rich.live import Live
 from rich.text import Text
 
 from loadtest.adapters.aws import BackendKind
-from loadtest.api import Plan, execute, prepare, salvaged
+from loadtest.api import Plan, Report, execute, prepare, salvaged
 from loadtest.cli.console import Exit, err, error_text, fail, out, raise_mapped
 from loadtest.cli.options import TargetChoice, library_target
 from loadtest.cli.outputs import Outputs, plan_outputs, write_reports
@@ -72,6 +72,8 @@ def execute_run(
     outputs: Outputs,
     cells: list[dict[str, Any]] | None = None,
     cleanup_timeout_s: float | None = None,
+    prices_path: Path | None = None,
+    metric: str | None = None,
 ) -> None:
     from loadtest.engine import Salvage
 
@@ -89,6 +91,7 @@ def execute_run(
                 thresholds=thresholds,
                 seed=seed,
                 cells=cells,
+                prices=prices_path,
                 **overrides,
             )
             json_path, outputs = plan_outputs(plan.scenario, json_path, out_dir, outputs)
@@ -106,6 +109,9 @@ def execute_run(
                     salvage=salvage,
                     cleanup_timeout_s=cleanup_timeout_s,
                 )
+            if metric is not None:
+                # Which grid the terminal and the page show first (a sweep).
+                result = Report({**result.to_dict(), "sweep_metric": metric})
             written = write_reports(result, json_path, outputs)
         except BaseException as exc:
             end_early(exc, plan, salvage, json_path, outputs, stop)

@@ -13,6 +13,7 @@ Grammar (spaces around tokens are optional)::
                | "throughput." ("messages_per_s" | "duration_s")
                | "queue_after." ("visible" | "in_flight" | "dlq")
                | "table_after.items"
+               | "cost.per_million_usd"               price per million messages sent
     OP        := "<" | "<=" | ">" | ">=" | "==" | "!="
     VALUE     := NUMBER [UNIT]                      NUMBER: 250, 0.5, -1; "250 ms" == "250ms"
     UNIT      := "us" | "ms" | "s"
@@ -21,7 +22,8 @@ Grammar (spaces around tokens are optional)::
 - ``STAT`` is one of ``count min p50 p90 p99 p99_9 max mean``.
 - A latency (every stat but ``count``) needs a unit; it is compared in
   microseconds, the report's latency unit. A count, ``LATENCY.count``, a
-  queue or table figure and ``messages_per_s`` take no unit.
+  queue or table figure, ``messages_per_s`` and ``cost.per_million_usd``
+  (US dollars, see ``loadtest.model.cost``) take no unit.
   ``throughput.duration_s`` is in seconds and accepts a unit.
 - ``VARIANT:`` scopes the threshold to that variant; without it the threshold
   applies to every variant. The variant is everything before the *last* colon,
@@ -84,6 +86,7 @@ _OTHER_METRICS: tuple[str, ...] = (
     "queue_after.in_flight",
     "queue_after.dlq",
     "table_after.items",
+    "cost.per_million_usd",
 )
 
 
@@ -117,6 +120,8 @@ class MetricKind(StrEnum):
     """A duration with a unit (us, ms, s), compared in microseconds."""
     SECONDS = "seconds"
     """A duration in seconds; a unit is optional (a plain number is seconds)."""
+    USD = "usd"
+    """A price in the price table's currency (US dollars), no unit."""
 
 
 @dataclass(frozen=True)
@@ -164,7 +169,7 @@ def allowed_help(latencies: Iterable[str] = LATENCIES) -> str:
         f"LATENCY.STAT with LATENCY in {names} and STAT in {', '.join(LATENCY_STATS)}; "
         f"{', '.join(_OTHER_METRICS)}. "
         f"Units: {', '.join(UNITS_US)} for latencies (required) and throughput.duration_s "
-        "(optional, default s); none for counts and messages_per_s."
+        "(optional, default s); none for counts, messages_per_s and cost.per_million_usd."
     )
 
 
@@ -180,6 +185,8 @@ def _resolve(metric: str, latencies: Collection[str]) -> tuple[str, MetricKind] 
             return metric, MetricKind.RATE
         if metric == "throughput.duration_s":
             return metric, MetricKind.SECONDS
+        if metric == "cost.per_million_usd":
+            return metric, MetricKind.USD
         return metric, MetricKind.COUNT
     if section in latencies and name in LATENCY_STATS:
         kind = MetricKind.COUNT if name == "count" else MetricKind.LATENCY_US

@@ -53,6 +53,8 @@ def format_observed(result: Mapping[str, Any], run: Mapping[str, Any]) -> str:
         return format_us(observed)
     if threshold.kind is MetricKind.SECONDS:
         return f"{_number(observed)} s"
+    if threshold.kind is MetricKind.USD:
+        return f"${observed:.4g}"
     return _number(observed)
 
 
@@ -76,6 +78,10 @@ def _count(name: str) -> Callable[[Mapping[str, Any]], str]:
     return read
 
 
+def _usd(value: Any) -> str:
+    return "–" if value is None else f"${value:,.2f}"
+
+
 _BAD_WHEN_NONZERO = frozenset(BAD_WHEN_NONZERO + INCONCLUSIVE_WHEN_NONZERO)
 
 COLUMNS: tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...] = (
@@ -91,6 +97,7 @@ COLUMNS: tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...] = (
     ("handler p99", _latency("handler", "p99")),
     ("write p99", _latency("write", "p99")),
     ("msg/s", lambda run: _number(run.get("throughput", {}).get("messages_per_s"))),
+    ("$ per M msgs", lambda run: _usd(run.get("cost", {}).get("per_million_usd"))),
 )
 """The summary table's columns after variant and verdict."""
 

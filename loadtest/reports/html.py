@@ -37,6 +37,7 @@ from loadtest.reports.charts import (
     svg_step_chart,
 )
 from loadtest.reports.formats import format_observed, format_us
+from loadtest.reports.heatmap import html_section
 from loadtest.reports.timeline import (
     find_races,
     timeline_for,
@@ -369,4 +370,5 @@ def render_html(report: Mapping[str, Any]) -> str:
         raced=raced,
         other_findings=other_findings,
         page_rows=WRITE_TABLE_PAGE_ROWS,
+        sweep=html_section(report, report.get("sweep_metric")),
     )

@@ -17,6 +17,24 @@ from rich.text import Text
 
 from loadtest.reports.formats import format_observed, format_us
 
+
+def usd_per_million(run: dict[str, Any]) -> str:
+    """The run's cost per million messages sent, e.g. ``$1.73`` (``-`` when unknown)."""
+    value = run.get("cost", {}).get("per_million_usd")
+    return "-" if value is None else f"${value:,.2f}"
+
+
+def billed_units(run: dict[str, Any]) -> str:
+    """SQS requests, Lambda GB-s, DynamoDB write/read units, on one line."""
+    units = run.get("cost", {}).get("units")
+    if not units:
+        return "-"
+    return (
+        f"SQS {units['sqs_requests']} req · λ {units['lambda_gb_s']:.3f} GB-s · "
+        f"DDB {units['dynamodb_write_units']} WRU / {units['dynamodb_read_units']:g} RRU"
+    )
+
+
 Row = tuple[str, Callable[[dict[str, Any]], Any], bool]
 """(label, how to read the value from a run, whether a non-zero value is bad)."""
 
@@ -81,6 +99,8 @@ ROWS: list[Row] = [
     ),
     ("throughput", lambda r: f"{r['throughput']['messages_per_s']:.1f} msg/s", False),
     ("duration", lambda r: f"{r['throughput']['duration_s']:.2f} s", False),
+    ("cost per million msgs", lambda r: usd_per_million(r), False),
+    ("billed units", lambda r: billed_units(r), False),
 ]
 
 
@@ -220,6 +240,7 @@ def sweep_table(report: dict[str, Any]) -> Table:
         "dead-lettered",
         "msg/s",
         "e2e p99",
+        "$/M msgs",
     ):
         table.add_column(column, justify="left" if column == "variant" else "right")
     for run in runs:
@@ -234,11 +255,16 @@ def sweep_table(report: dict[str, Any]) -> Table:
             str(counts["dead_lettered"]),
             f"{run['throughput']['messages_per_s']:.1f}",
             _duration(run["latency_us"]["end_to_end"]["p99"]),
+            usd_per_million(run),
         )
     return table
 
 
-def render(report: dict[str, Any]) -> RenderableType:
+def render(report: dict[str, Any], metric: str | None = None) -> RenderableType:
+    """The terminal summary; a sweep's grid tables start with ``metric`` (a heatmap metric name)."""
     if any(run.get("cell") for run in report["runs"]):
-        return Group(sweep_table(report), *details(report))
+        from loadtest.reports.heatmap import grid_tables
+
+        first = metric or report.get("sweep_metric")
+        return Group(*grid_tables(report, first), sweep_table(report), *details(report))
     return Group(summary_table(report), *details(report))

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from loadtest.model.checker import Role, duplicate_evidence
+from loadtest.model.cost import Prices, priced, units_of
 from loadtest.model.history import InvocationOutcome, WriteOutcome
 from loadtest.model.scenario import to_raw
 from loadtest.model.thresholds import apply_thresholds, parse_thresholds, relax_default_verdict
@@ -182,7 +183,21 @@ def _errors(run: VariantRun) -> list[dict[str, Any]]:
     return [{"outcome": o, "error": e, "count": n} for (o, e), n in grouped.most_common(20)]
 
 
-def run_to_dict(run: VariantRun) -> dict[str, Any]:
+def _cost(run: VariantRun, prices: Prices) -> dict[str, Any]:
+    units = units_of(
+        run.history,
+        memory_mb=run.settings.memory_mb,
+        sqs_requests_served=run.sqs_requests_served,
+    )
+    return priced(units, prices, messages=run.check.counts.messages_sent)
+
+
+def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]:
+    """One run of the report; ``prices`` default to the committed us-east-1 table."""
+    if prices is None:
+        from loadtest.model.prices import default_prices  # the one file read, cached
+
+        prices = default_prices()
     counts = run.check.counts
     writes = [d.write for d in run.check.decisions]
     return {
@@ -205,6 +220,7 @@ def run_to_dict(run: VariantRun) -> dict[str, Any]:
             "duration_s": round(run.duration_s, 3),
         },
         "rate": dict(run.rate),
+        "cost": _cost(run, prices),
         "thresholds": [],
         # An interrupted run was not judged to the end: unless it already failed,
         # it cannot pass.
@@ -243,15 +259,20 @@ def run_to_dict(run: VariantRun) -> dict[str, Any]:
 
 
 def build_report(
-    result: RunResult, *, command: str | None = None, thresholds: Sequence[str] = ()
+    result: RunResult,
+    *,
+    command: str | None = None,
+    thresholds: Sequence[str] = (),
+    prices: Prices | None = None,
 ) -> dict[str, Any]:
     """The JSON report (schema_version 1) for a run or comparison.
 
     The verdict of each run is the default verdict, relaxed only where the
     scenario's ``[verdict.allow]`` says so, then failed by any threshold (the
-    scenario's and ``thresholds``) that does not hold.
+    scenario's and ``thresholds``) that does not hold. Costs are priced with
+    ``prices`` (the committed us-east-1 table when None).
     """
-    report = _raw_report(result, command)
+    report = _raw_report(result, command, prices)
     allow = dict(result.scenario.allow)
     report["runs"] = [
         relax_default_verdict(run, allow[run["variant"]]) if run["variant"] in allow else run
@@ -261,7 +282,7 @@ def build_report(
     return apply_thresholds(report, parsed)
 
 
-def _raw_report(result: RunResult, command: str | None) -> dict[str, Any]:
+def _raw_report(result: RunResult, command: str | None, prices: Prices | None) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "seed": result.scenario.seed,
@@ -274,7 +295,7 @@ def _raw_report(result: RunResult, command: str | None) -> dict[str, Any]:
         "command": command,
         "incomplete": result.incomplete is not None,
         "incomplete_reason": result.incomplete,
-        "runs": [run_to_dict(run) for run in result.runs],
+        "runs": [run_to_dict(run, prices) for run in result.runs],
     }
 
 

@@ -149,7 +149,10 @@ def test_layer_holds_the_observer_and_is_reproducible() -> None:
     assert data == layer_zip()
     names = zipfile.ZipFile(BytesIO(data)).namelist()
     assert "python/loadtest/emulation/lambda_entry.py" in names
-    assert "python/loadtest/emulation/observer.py" in names and "python/loadtest/model/updates.py" in names
+    assert (
+        "python/loadtest/emulation/observer.py" in names
+        and "python/loadtest/model/updates.py" in names
+    )
     assert not any(n.startswith("python/loadtest/cli") for n in names)
 
 

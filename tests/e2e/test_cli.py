@@ -238,6 +238,55 @@ def test_subprocess_interrupt_cleans_up(backend_url: str, tmp_path: Path) -> Non
     assert loadtest_resources(backend_url) == ([], [])
 
 
+def test_prices_file_prices_the_run_and_a_bad_one_exits_two(
+    backend_url: str, tmp_path: Path
+) -> None:
+    table = (Path(__file__).parents[2] / "loadtest/model/prices/us-east-1.toml").read_text()
+    mine = tmp_path / "mine.toml"
+    # Ten times the DynamoDB write price: the run's DynamoDB dollars follow it.
+    mine.write_text(
+        table.replace(
+            "per_million_write_request_units = 0.625", "per_million_write_request_units = 6.25"
+        )
+    )
+    out = tmp_path / "seed.json"
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "seed-lab",
+            "--endpoint-url",
+            backend_url,
+            "--json",
+            str(out),
+            "--prices",
+            str(mine),
+            "--threshold",
+            "cost.per_million_usd < 50",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "cost per million msgs" in " ".join(result.output.split())
+    cost = json.loads(out.read_text())["runs"][0]["cost"]
+    assert cost["prices"]["source"] == str(mine)
+    assert cost["usd"]["dynamodb"] == pytest.approx(4 * 6.25 / 1e6)
+
+    broken = tmp_path / "broken.toml"
+    broken.write_text('region = "x"\n[sqs]\nstandard_per_million_requests = "cheap"\n')
+    result = runner.invoke(
+        app, ["run", "seed-lab", "--endpoint-url", backend_url, "--prices", str(broken)]
+    )
+    assert result.exit_code == 2, result.output
+    assert "standard_per_million_requests" in result.output
+    assert loadtest_resources(backend_url) == ([], [])
+
+
+def test_sweep_metric_must_be_a_heatmap_metric() -> None:
+    result = runner.invoke(app, ["sweep", "seed-lab", "--batch-size", "1,2", "--metric", "latency"])
+    assert result.exit_code == 2, result.output
+    assert "duplicate_writes, redeliveries, e2e_p99, cost" in " ".join(result.output.split())
+
+
 def test_an_import_that_hangs_is_named_with_where_it_hangs(
     backend_url: str, tmp_path: Path
 ) -> None:

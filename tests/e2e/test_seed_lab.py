@@ -47,6 +47,21 @@ def test_seed_lab_matches_the_lab(backend_url: str) -> None:
     assert report["queue_after"] == {"visible": 0, "in_flight": 0, "dlq": 0}
     assert run.end_state.table_items == {"dedup-order": DEDUP, "other-order": OTHER}
 
+    # What it cost, by hand: 4 invocations; 4 x 1 WRU (36-byte items; the two
+    # rejected puts still pay); no reads; SQS at least 1 send + 4 receives + 4
+    # deletes, and the backend's own count (empty long polls too) when it has one.
+    units = report["cost"]["units"]
+    assert units["lambda_requests"] == 4
+    assert units["dynamodb_write_units"] == 4
+    assert units["dynamodb_read_units"] == 0
+    assert units["sqs_requests_history"] == 9
+    assert units["sqs_requests_source"] == "backend"
+    # The backend's own count: at least one send, one receive and one delete (one
+    # receive may feed several invocations, deletes are shared across them).
+    assert units["sqs_requests"] >= 3
+    assert units["lambda_gb_s"] == round(0.125 * units["lambda_billed_ms"] / 1000, 6)
+    assert report["cost"]["per_million_usd"] > 0
+
     # The write decisions: two accepted first writes, two native conditional
     # rejections whose item before and after is the stored order, unchanged.
     writes = [aw.write for aw in run.check.decisions]

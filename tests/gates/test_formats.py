@@ -88,16 +88,16 @@ def test_markdown_summary() -> None:
     assert lines[4] == (
         "| variant | verdict | sent | deliveries | redeliveries | duplicate writes | "
         "conflicting writes | lost outcomes | dead-lettered | end-to-end p50 | end-to-end p99 | "
-        "handler p99 | write p99 | msg/s |"
+        "handler p99 | write p99 | msg/s | $ per M msgs |"
     )
-    assert lines[5] == "|---|---|" + "---:|" * 12
+    assert lines[5] == "|---|---|" + "---:|" * 13
     assert lines[6] == (
         "| `read-then-write` | ❌ fail | 600 | 604 | 4 | **450** | 0 | 0 | 0 | 120.5 ms | "
-        "310.0 ms | 40.0 ms | 2.5 ms | 456.78 |"
+        "310.0 ms | 40.0 ms | 2.5 ms | 456.78 | – |"
     )
     assert lines[7] == (
         "| `conditional` | ❌ fail | 600 | 604 | 4 | 0 | 0 | 0 | 0 | 120.5 ms | "
-        "310.0 ms | 40.0 ms | 2.5 ms | 456.78 |"
+        "310.0 ms | 40.0 ms | 2.5 ms | 456.78 | – |"
     )
     assert "### Failed thresholds" in lines
     assert "- `read-then-write`: `duplicate_writes == 0` — observed 450" in lines

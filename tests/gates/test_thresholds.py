@@ -422,3 +422,24 @@ def test_relax_refuses_what_cannot_be_relaxed() -> None:
         "cannot relax unsettled; relaxable: duplicate_writes, conflicting_writes, "
         "lost_outcomes, unexpected_dead_letters (unsettled messages and send failures always fail a run)"
     )
+
+
+def test_cost_per_million_is_a_threshold_in_dollars() -> None:
+    threshold = parse_threshold("cost.per_million_usd < 5")
+    assert (threshold.metric, threshold.kind, threshold.value) == (
+        "cost.per_million_usd",
+        MetricKind.USD,
+        5,
+    )
+    cheap = {**make_run("conditional"), "cost": {"per_million_usd": 1.73}}
+    dear = {**make_run("conditional"), "cost": {"per_million_usd": 7.5}}
+    assert evaluate(threshold, cheap)["ok"] is True
+    assert evaluate(threshold, dear) == {
+        "expr": "cost.per_million_usd < 5",
+        "observed": 7.5,
+        "ok": False,
+    }
+    # A run without a cost (an old report) has no data, and fails.
+    assert evaluate(threshold, make_run("conditional"))["ok"] is False
+    with pytest.raises(ThresholdError, match="not a duration"):
+        parse_threshold("cost.per_million_usd < 5ms")
