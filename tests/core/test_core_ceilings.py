@@ -94,3 +94,15 @@ def test_an_environment_past_its_memory_reports_its_peak() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert int(out.stdout) >= 200
+
+
+def test_a_result_whose_repr_raises_is_described_not_a_crash() -> None:
+    from loadtest.emulation.envhost import _jsonable
+
+    class Hostile:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr for you")
+
+    shown = _jsonable(Hostile())
+    assert shown == "<unprintable Hostile: repr raised RuntimeError: no repr for you>"
+    assert _jsonable({"ok": 1}) == {"ok": 1}
