@@ -53,6 +53,7 @@ from loadtest.model.history import (
     WriteOutcome,
     WriteRecord,
 )
+from loadtest.model.updates import same_item
 
 
 class Verdict(StrEnum):
@@ -220,13 +221,6 @@ def _number(value: Any) -> Any:
 
 def _plain_item(item: TypedItem | None) -> dict[str, Any]:
     return {name: plain(value) for name, value in (item or {}).items()}
-
-
-def same_item(a: TypedItem | None, b: TypedItem | None) -> bool:
-    """Items equal as DynamoDB compares them (numbers by value, sets unordered)."""
-    if a is None or b is None:
-        return a is None and b is None
-    return _plain_item(a) == _plain_item(b)
 
 
 def details_of(body: str) -> dict[str, Any] | None:

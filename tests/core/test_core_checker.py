@@ -18,7 +18,6 @@ from loadtest.model.checker import (
     check,
     details_of,
     duplicate_evidence,
-    same_item,
 )
 from loadtest.model.history import (
     Ack,
@@ -32,6 +31,7 @@ from loadtest.model.history import (
     UnobservedCall,
     WriteOutcome,
 )
+from loadtest.model.updates import same_item
 from tests.core.core_builders import (
     end_state,
     invocation,
