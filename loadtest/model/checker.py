@@ -729,7 +729,7 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
             f"{unknown_after} accepted write(s) left an item the observer could not compute "
             "(no old image): whether they changed the outcome is not known"
         )
-    verdict = Verdict.FAIL if reasons else Verdict.INCONCLUSIVE if inconclusive else Verdict.PASS
+    verdict = verdict_of(reasons, inconclusive)
     decisions = tuple(
         Decision(
             write=w.write,
