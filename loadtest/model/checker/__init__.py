@@ -59,6 +59,7 @@ from loadtest.model.checker.roles import Judged, LiveDuplicates, Write, judge_ou
 from loadtest.model.checker.verdict import (
     BAD_WHEN_NONZERO,
     COUNT_NAMES,
+    FLAGGED_WHEN_NONZERO,
     INCONCLUSIVE_WHEN_NONZERO,
     NOTEWORTHY_WHEN_NONZERO,
     Check,
@@ -82,6 +83,7 @@ from loadtest.model.history import (
 __all__ = [
     "BAD_WHEN_NONZERO",
     "COUNT_NAMES",
+    "FLAGGED_WHEN_NONZERO",
     "INCONCLUSIVE_WHEN_NONZERO",
     "NOTEWORTHY_WHEN_NONZERO",
     "Check",

@@ -66,6 +66,10 @@ NOTEWORTHY_WHEN_NONZERO: tuple[str, ...] = (
 )
 """Counts worth a second look, though they judge nothing by themselves."""
 
+FLAGGED_WHEN_NONZERO: frozenset[str] = frozenset(BAD_WHEN_NONZERO + INCONCLUSIVE_WHEN_NONZERO)
+"""Counts every report marks as a problem when above zero: those that fail the
+default verdict or leave it inconclusive."""
+
 
 @dataclass(frozen=True)
 class Counts:
