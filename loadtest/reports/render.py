@@ -58,6 +58,16 @@ def _duration(us: Any) -> str:
     return "-" if us is None else format_us(us)
 
 
+def _latency_row(label: str, name: str, *, optional: bool = False) -> Row:
+    """``p50 / p99`` of one latency; ``optional`` for a latency older reports lack."""
+
+    def read(run: dict[str, Any]) -> str:
+        latency = run["latency_us"].get(name, {}) if optional else run["latency_us"][name]
+        return f"{_duration(latency.get('p50'))} / {_duration(latency.get('p99'))}"
+
+    return (f"{label} p50 / p99", read, False)
+
+
 ROWS: list[Row] = [
     ("faults", lambda r: r.get("faults", "none"), False),
     _count_row("messages sent", "messages_sent"),
@@ -84,34 +94,10 @@ ROWS: list[Row] = [
     ),
     ("dlq messages", lambda r: r["queue_after"]["dlq"], False),
     ("table items", lambda r: r["table_after"]["items"], False),
-    (
-        "end-to-end p50 / p99",
-        lambda r: (
-            f"{_duration(r['latency_us']['end_to_end']['p50'])} / {_duration(r['latency_us']['end_to_end']['p99'])}"
-        ),
-        False,
-    ),
-    (
-        "queue dwell p50 / p99",
-        lambda r: (
-            f"{_duration(r['latency_us'].get('queue_dwell', {}).get('p50'))} / {_duration(r['latency_us'].get('queue_dwell', {}).get('p99'))}"
-        ),
-        False,
-    ),
-    (
-        "handler p50 / p99",
-        lambda r: (
-            f"{_duration(r['latency_us']['handler']['p50'])} / {_duration(r['latency_us']['handler']['p99'])}"
-        ),
-        False,
-    ),
-    (
-        "write p50 / p99",
-        lambda r: (
-            f"{_duration(r['latency_us']['write']['p50'])} / {_duration(r['latency_us']['write']['p99'])}"
-        ),
-        False,
-    ),
+    _latency_row("end-to-end", "end_to_end"),
+    _latency_row("queue dwell", "queue_dwell", optional=True),
+    _latency_row("handler", "handler"),
+    _latency_row("write", "write"),
     ("throughput", lambda r: f"{r['throughput']['messages_per_s']:.1f} msg/s", False),
     ("duration", lambda r: f"{r['throughput']['duration_s']:.2f} s", False),
     ("cost per million msgs", lambda r: usd_per_million(r), False),
