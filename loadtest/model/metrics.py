@@ -31,6 +31,19 @@ LATENCY_STATS: tuple[str, ...] = ("count", "min", *(k for k, _ in PERCENTILES), 
 """The keys of one latency object in the report (``runs[].latency_us.NAME``)."""
 
 
+def format_us(value_us: float) -> str:
+    """A duration given in microseconds, in the largest unit that keeps it readable.
+
+    The one way a latency reads to a person, in every report and warning.
+    """
+    magnitude = abs(value_us)
+    if magnitude >= 1_000_000:
+        return f"{value_us / 1_000_000:.2f} s"
+    if magnitude >= 1_000:
+        return f"{value_us / 1_000:.1f} ms"
+    return f"{value_us:.0f} µs"
+
+
 def percentile_label(key: str) -> str:
     """``p99_9`` -> ``p99.9``: how a percentile key reads to a person."""
     return key.replace("_", ".")

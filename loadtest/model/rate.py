@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadtest.model.history import History
+from loadtest.model.metrics import format_us
 from loadtest.model.scenario import Arrival, Scenario
 
 SHORT_FRACTION = 0.9
@@ -152,8 +153,8 @@ def rate_warning(rate: dict[str, Any], latency: dict[str, dict[str, Any]]) -> st
     if e2e and dwell is not None:
         share = min(1.0, dwell / e2e)
         text += (
-            f"; latency measures the backlog: of the end-to-end p50 ({e2e / 1000:.0f} ms), "
-            f"{share:.0%} ({dwell / 1000:.0f} ms p50 queue dwell) was waiting in the queue"
+            f"; latency measures the backlog: of the end-to-end p50 ({format_us(e2e)}), "
+            f"{share:.0%} ({format_us(dwell)} p50 queue dwell) was waiting in the queue"
         )
     return text
 

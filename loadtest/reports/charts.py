@@ -16,7 +16,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from loadtest.reports.formats import format_us
+from loadtest.model.metrics import format_us
 
 PALETTE = ("#2563eb", "#ea580c", "#7c3aed", "#0891b2", "#db2777", "#854d0e", "#4b5563", "#65a30d")
 """Line colours, one per run in report order (cycled past eight); no red or green,

@@ -31,7 +31,7 @@ from rich.text import Text
 
 from loadtest.errors import InputError
 from loadtest.model.checker import BAD_WHEN_NONZERO, INCONCLUSIVE_WHEN_NONZERO
-from loadtest.reports.formats import format_us
+from loadtest.model.metrics import format_us
 
 SUPPORTED_SCHEMA_VERSION = 1
 

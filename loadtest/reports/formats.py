@@ -14,20 +14,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from loadtest.errors import ThresholdError
-from loadtest.model.checker import BAD_WHEN_NONZERO, INCONCLUSIVE_WHEN_NONZERO
+from loadtest.model.checker import FLAGGED_WHEN_NONZERO
+from loadtest.model.metrics import format_us as format_us
 from loadtest.model.thresholds import LATENCIES, MetricKind, parse_threshold
 
 DEFAULT_VERDICT_CASE = "default verdict"
-
-
-def format_us(value_us: float) -> str:
-    """A duration given in microseconds, in the largest unit that keeps it readable."""
-    magnitude = abs(value_us)
-    if magnitude >= 1_000_000:
-        return f"{value_us / 1_000_000:.2f} s"
-    if magnitude >= 1_000:
-        return f"{value_us / 1_000:.1f} ms"
-    return f"{value_us:.0f} µs"
 
 
 def _number(value: Any) -> str:
@@ -71,7 +62,7 @@ def _count(name: str) -> Callable[[Mapping[str, Any]], str]:
         value = run.get("counts", {}).get(name)
         text = _number(value)
         # Make a correctness problem stand out in a table of numbers.
-        if name in _BAD_WHEN_NONZERO and isinstance(value, int) and value > 0:
+        if name in FLAGGED_WHEN_NONZERO and isinstance(value, int) and value > 0:
             return f"**{text}**"
         return text
 
@@ -81,8 +72,6 @@ def _count(name: str) -> Callable[[Mapping[str, Any]], str]:
 def _usd(value: Any) -> str:
     return "–" if value is None else f"${value:,.2f}"
 
-
-_BAD_WHEN_NONZERO = frozenset(BAD_WHEN_NONZERO + INCONCLUSIVE_WHEN_NONZERO)
 
 COLUMNS: tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...] = (
     ("sent", _count("messages_sent")),

@@ -20,6 +20,8 @@ from markupsafe import Markup
 from rich.table import Table
 from rich.text import Text
 
+from loadtest.model.metrics import format_us
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -46,10 +48,6 @@ def _path(*keys: str) -> Callable[[Mapping[str, Any]], float | None]:
     return read
 
 
-def _ms(us: float) -> str:
-    return f"{us / 1000:.1f} ms" if us < 10_000_000 else f"{us / 1e6:.1f} s"
-
-
 METRICS: tuple[Metric, ...] = (
     Metric(
         "duplicate_writes",
@@ -62,7 +60,7 @@ METRICS: tuple[Metric, ...] = (
         "e2e_p99",
         "End-to-end p99",
         _path("latency_us", "end_to_end", "p99"),
-        _ms,
+        format_us,
     ),
     Metric(
         "cost",

@@ -25,7 +25,7 @@ import jinja2
 from markupsafe import Markup
 
 from loadtest.model import checker
-from loadtest.model.metrics import PERCENTILES, percentile_label
+from loadtest.model.metrics import PERCENTILES, format_us, percentile_label
 from loadtest.reports.charts import (
     PALETTE,
     Series,
@@ -36,7 +36,7 @@ from loadtest.reports.charts import (
     svg_percentile_plot,
     svg_step_chart,
 )
-from loadtest.reports.formats import format_observed, format_us
+from loadtest.reports.formats import format_observed
 from loadtest.reports.heatmap import html_section
 from loadtest.reports.timeline import (
     find_races,
@@ -67,7 +67,7 @@ COUNT_ORDER = (
     "handler_errors",
     "unobserved_calls",
 )
-BAD_WHEN_NONZERO = frozenset(checker.BAD_WHEN_NONZERO + checker.INCONCLUSIVE_WHEN_NONZERO)
+BAD_WHEN_NONZERO = checker.FLAGGED_WHEN_NONZERO
 WARN_WHEN_NONZERO = frozenset(checker.NOTEWORTHY_WHEN_NONZERO)
 PERCENTILE_KEYS = (*((key, percentile_label(key)) for key, _ in PERCENTILES), ("max", "max"))
 

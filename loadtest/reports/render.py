@@ -15,7 +15,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from loadtest.reports.formats import format_observed, format_us
+from loadtest.model.checker import FLAGGED_WHEN_NONZERO
+from loadtest.model.metrics import format_us
+from loadtest.reports.formats import format_observed
 
 
 def usd_per_million(run: dict[str, Any]) -> str:
@@ -39,29 +41,52 @@ Row = tuple[str, Callable[[dict[str, Any]], Any], bool]
 """(label, how to read the value from a run, whether a non-zero value is bad)."""
 
 
+def _count_row(label: str, name: str, *, missing: int | None = None) -> Row:
+    """A count's row, marked when it is one of the counts every report flags above zero.
+
+    ``missing`` is shown when an older report lacks the count; without it the count is required.
+    """
+
+    def read(run: dict[str, Any]) -> Any:
+        counts = run["counts"]
+        return counts[name] if missing is None else counts.get(name, missing)
+
+    return (label, read, name in FLAGGED_WHEN_NONZERO)
+
+
 def _duration(us: Any) -> str:
     return "-" if us is None else format_us(us)
 
 
+def _latency_row(label: str, name: str, *, optional: bool = False) -> Row:
+    """``p50 / p99`` of one latency; ``optional`` for a latency older reports lack."""
+
+    def read(run: dict[str, Any]) -> str:
+        latency = run["latency_us"].get(name, {}) if optional else run["latency_us"][name]
+        return f"{_duration(latency.get('p50'))} / {_duration(latency.get('p99'))}"
+
+    return (f"{label} p50 / p99", read, False)
+
+
 ROWS: list[Row] = [
     ("faults", lambda r: r.get("faults", "none"), False),
-    ("messages sent", lambda r: r["counts"]["messages_sent"], False),
-    ("distinct ids", lambda r: r["counts"]["distinct_ids"], False),
-    ("deliveries", lambda r: r["counts"]["deliveries"], False),
-    ("redeliveries", lambda r: r["counts"]["redeliveries"], False),
-    ("writes accepted", lambda r: r["counts"]["writes_accepted"], False),
-    ("writes rejected (condition)", lambda r: r["counts"]["writes_rejected"], False),
-    ("side writes", lambda r: r["counts"].get("side_writes", 0), False),
-    ("no-op writes", lambda r: r["counts"].get("noop_writes", 0), False),
-    ("duplicate writes", lambda r: r["counts"]["duplicate_writes"], True),
-    ("conflicting writes", lambda r: r["counts"]["conflicting_writes"], True),
-    ("lost outcomes", lambda r: r["counts"]["lost_outcomes"], True),
-    ("acknowledged", lambda r: r["counts"]["acked"], False),
-    ("dead-lettered", lambda r: r["counts"]["dead_lettered"], False),
-    ("unexpected dead letters", lambda r: r["counts"].get("unexpected_dead_letters", 0), True),
-    ("handler errors", lambda r: r["counts"]["handler_errors"], False),
-    ("unsettled", lambda r: r["counts"]["unsettled"], True),
-    ("unobserved calls", lambda r: r["counts"].get("unobserved_calls", 0), True),
+    _count_row("messages sent", "messages_sent"),
+    _count_row("distinct ids", "distinct_ids"),
+    _count_row("deliveries", "deliveries"),
+    _count_row("redeliveries", "redeliveries"),
+    _count_row("writes accepted", "writes_accepted"),
+    _count_row("writes rejected (condition)", "writes_rejected"),
+    _count_row("side writes", "side_writes", missing=0),
+    _count_row("no-op writes", "noop_writes", missing=0),
+    _count_row("duplicate writes", "duplicate_writes"),
+    _count_row("conflicting writes", "conflicting_writes"),
+    _count_row("lost outcomes", "lost_outcomes"),
+    _count_row("acknowledged", "acked"),
+    _count_row("dead-lettered", "dead_lettered"),
+    _count_row("unexpected dead letters", "unexpected_dead_letters", missing=0),
+    _count_row("handler errors", "handler_errors"),
+    _count_row("unsettled", "unsettled"),
+    _count_row("unobserved calls", "unobserved_calls", missing=0),
     (
         "queue visible / in flight",
         lambda r: f"{r['queue_after']['visible']} / {r['queue_after']['in_flight']}",
@@ -69,34 +94,10 @@ ROWS: list[Row] = [
     ),
     ("dlq messages", lambda r: r["queue_after"]["dlq"], False),
     ("table items", lambda r: r["table_after"]["items"], False),
-    (
-        "end-to-end p50 / p99",
-        lambda r: (
-            f"{_duration(r['latency_us']['end_to_end']['p50'])} / {_duration(r['latency_us']['end_to_end']['p99'])}"
-        ),
-        False,
-    ),
-    (
-        "queue dwell p50 / p99",
-        lambda r: (
-            f"{_duration(r['latency_us'].get('queue_dwell', {}).get('p50'))} / {_duration(r['latency_us'].get('queue_dwell', {}).get('p99'))}"
-        ),
-        False,
-    ),
-    (
-        "handler p50 / p99",
-        lambda r: (
-            f"{_duration(r['latency_us']['handler']['p50'])} / {_duration(r['latency_us']['handler']['p99'])}"
-        ),
-        False,
-    ),
-    (
-        "write p50 / p99",
-        lambda r: (
-            f"{_duration(r['latency_us']['write']['p50'])} / {_duration(r['latency_us']['write']['p99'])}"
-        ),
-        False,
-    ),
+    _latency_row("end-to-end", "end_to_end"),
+    _latency_row("queue dwell", "queue_dwell", optional=True),
+    _latency_row("handler", "handler"),
+    _latency_row("write", "write"),
     ("throughput", lambda r: f"{r['throughput']['messages_per_s']:.1f} msg/s", False),
     ("duration", lambda r: f"{r['throughput']['duration_s']:.2f} s", False),
     ("cost per million msgs", lambda r: usd_per_million(r), False),
@@ -251,7 +252,7 @@ def sweep_table(report: dict[str, Any]) -> Table:
             _verdict(run),
             str(counts["deliveries"]),
             str(counts["redeliveries"]),
-            _cell(counts["duplicate_writes"], True),
+            _cell(counts["duplicate_writes"], "duplicate_writes" in FLAGGED_WHEN_NONZERO),
             str(counts["dead_lettered"]),
             f"{run['throughput']['messages_per_s']:.1f}",
             _duration(run["latency_us"]["end_to_end"]["p99"]),

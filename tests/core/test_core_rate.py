@@ -40,7 +40,7 @@ def test_a_backlog_is_reported_with_both_figures_and_the_latency_it_explains() -
     assert "asked 400 messages/s" in warning
     assert f"consumed {rate['consumed_per_s']:g}/s" in warning
     assert "backlog peaked at 1200" in warning
-    assert "95% (1900 ms p50 queue dwell) was waiting in the queue" in warning
+    assert "95% (1.90 s p50 queue dwell) was waiting in the queue" in warning
 
 
 def test_a_run_stopped_for_its_backlog_never_reached_its_rate() -> None:

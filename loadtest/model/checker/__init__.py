@@ -1,0 +1,394 @@
+"""The checker: from a run's history and end state to the counts and the verdict.
+
+Pure, and the one owner of the counting rules (DESIGN.md, "Counts"): which
+item holds a message's outcome, which writes are side writes, what one
+delivery's write of an outcome is, the real order of writes, and which counts
+fail or leave a run inconclusive. The live progress line, the terminal, the
+HTML page and the thresholds all use its answers.
+
+How a run is judged, in the order the code does it:
+
+1. **Where outcomes live.** A message's outcome item is the item keyed by its
+   business id under the scenario's ``OutcomeKey`` (the lab's ``id``). An item
+   keyed by something else (a messageId, a random id) whose attributes carry
+   the business id and the message's details is the outcome stored under a
+   key that changes per delivery: it counts as a copy of the outcome, when the
+   outcome key itself carries no details. Every other item is a side write.
+   When nothing matches and the choice is ambiguous, the run is inconclusive
+   and the key templates seen are named; the checker never guesses.
+2. **Real order.** Writes of one item are ordered by their item-before
+   images (each write's old image is the previous write's new one), the
+   backend's own order, never client clocks; time only breaks ties.
+3. **Deliveries.** An outcome's first write is the one that found it absent.
+   Writes by the same invocation are steps of one delivery (a claim, then
+   the result). Another delivery's accepted write is a duplicate write,
+   unless it was a no-op by construction (``SET p = if_not_exists(p, v)``
+   throughout: ``noop_writes``); one that changed the stored outcome is also
+   a conflicting write.
+4. **Per message.** An acknowledged message whose own details were never
+   stored, or whose outcome is gone at the end, is a lost outcome; a
+   dead-lettered message that was neither a planted poison record nor a
+   resend with conflicting details is an unexpected dead letter.
+
+This module runs those steps (``check``) and decides step 1 itself; the rest
+is owned by its parts, and every name is importable from here:
+``verdict`` (the counts, roles, ``Check`` and the fail/inconclusive/pass
+rule), ``details`` (what a message said and whether an item carries it),
+``roles`` (real order, delivery units, duplicate and conflicting writes, and
+``LiveDuplicates``) and ``evidence`` (the witnesses a report shows).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from loadtest.model.checker.details import (
+    Messages,
+    carries,
+    carries_id,
+    details_of,
+    key_template,
+    plain,
+    records_of,
+    varies_per_delivery,
+)
+from loadtest.model.checker.evidence import duplicate_evidence
+from loadtest.model.checker.roles import Judged, LiveDuplicates, Write, judge_outcome
+from loadtest.model.checker.verdict import (
+    BAD_WHEN_NONZERO,
+    COUNT_NAMES,
+    FLAGGED_WHEN_NONZERO,
+    INCONCLUSIVE_WHEN_NONZERO,
+    NOTEWORTHY_WHEN_NONZERO,
+    Check,
+    Counts,
+    Decision,
+    Role,
+    Verdict,
+    default_reasons,
+    inconclusive_reasons,
+    verdict_of,
+)
+from loadtest.model.history import (
+    EndState,
+    History,
+    InvocationOutcome,
+    OutcomeKey,
+    TypedItem,
+    WriteOutcome,
+)
+
+__all__ = [
+    "BAD_WHEN_NONZERO",
+    "COUNT_NAMES",
+    "FLAGGED_WHEN_NONZERO",
+    "INCONCLUSIVE_WHEN_NONZERO",
+    "NOTEWORTHY_WHEN_NONZERO",
+    "Check",
+    "Counts",
+    "Decision",
+    "LiveDuplicates",
+    "Role",
+    "Verdict",
+    "carries",
+    "carries_id",
+    "check",
+    "default_reasons",
+    "details_of",
+    "duplicate_evidence",
+    "inconclusive_reasons",
+    "key_template",
+    "plain",
+    "verdict_of",
+]
+
+
+@dataclass(frozen=True)
+class _Model:
+    kind: str
+    """"key" (outcome items under the OutcomeKey), "copies" (under one varying template), "ambiguous"."""
+    template: str
+    description: str
+
+
+def _choose_model(
+    writes: list[Write],
+    outcome_key: OutcomeKey,
+    outcome_keys: Mapping[str, str],
+    messages: Messages,
+) -> _Model:
+    declared = outcome_key.describe()
+    on_key = [w for w in writes if outcome_key.canonical(w.write.key) in outcome_keys]
+    accepted = [
+        w for w in writes if w.write.outcome is WriteOutcome.ACCEPTED and not w.write.deletes
+    ]
+
+    def carries_outcome(w: Write) -> bool:
+        for record in w.invocation.records:
+            if record.business_id is None:
+                continue
+            after = w.write.item_after
+            if not carries_id(after, w.write.key, record.business_id):
+                continue
+            if any(carries(after, d) for d in messages.details_for(record.business_id)):
+                return True
+        return False
+
+    key_carries = any(
+        carries_outcome(w) for w in accepted if outcome_key.canonical(w.write.key) in outcome_keys
+    )
+    carriers = Counter(
+        w.template
+        for w in accepted
+        if outcome_key.canonical(w.write.key) not in outcome_keys and carries_outcome(w)
+    )
+    templates = sorted({w.template for w in writes})
+    if on_key and (key_carries or not carriers):
+        return _Model("key", declared, f"outcome items keyed {declared}")
+    if len(carriers) == 1:
+        (template,) = carriers
+        how = "a key that changes per delivery" if varies_per_delivery(template) else "another key"
+        return _Model(
+            "copies",
+            template,
+            f"outcomes stored under {how} ({template}), not under {declared}",
+        )
+    if not accepted:
+        return _Model("key", declared, f"outcome items keyed {declared}")
+    seen = ", ".join(templates) or "none"
+    why = (
+        f"{len(carriers)} key templates carry the messages' ids and details"
+        if carriers
+        else "no item carries both a message's id and its details"
+    )
+    return _Model(
+        "ambiguous",
+        "",
+        f"no write matches the outcome key {declared} and {why}; key templates seen: {seen}. "
+        "Declare where outcomes live in the scenario ([outcome] key)",
+    )
+
+
+def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None) -> Check:
+    """Judge one variant run (DESIGN.md, "Counts")."""
+    outcome_key = outcome_key or OutcomeKey()
+    stored_names = {
+        name
+        for inv in history.invocations
+        for w in inv.writes
+        if w.outcome is WriteOutcome.ACCEPTED and w.item_after
+        for name in w.item_after
+    }
+    messages = Messages(history, stored_names)
+    outcome_keys = {outcome_key.canonical(outcome_key.key_for(b)): b for b in messages.by_business}
+    writes = [
+        Write(w, inv, key_template(w.key, inv)) for inv in history.invocations for w in inv.writes
+    ]
+    for w in writes:
+        canon = outcome_key.canonical(w.write.key)
+        if canon in outcome_keys:
+            w.template = outcome_key.describe()
+    model = _choose_model(writes, outcome_key, outcome_keys, messages)
+
+    # Which writes are outcome writes, and of which business id.
+    outcome_writes: list[Write] = []
+    for w in writes:
+        if model.kind == "key":
+            business_id = outcome_keys.get(outcome_key.canonical(w.write.key))
+        elif model.kind == "copies" and w.template == model.template:
+            item = w.write.item_after or w.write.requested or w.write.item_before
+            business_id = next(
+                (
+                    r.business_id
+                    for r in w.invocation.records
+                    if r.business_id and carries_id(item, w.write.key, r.business_id)
+                ),
+                None,
+            )
+        else:
+            business_id = None
+        w.business_id = business_id
+        if business_id is not None:
+            outcome_writes.append(w)
+        else:
+            w.role = Role.SIDE
+            w.business_id = _side_business_id(w)
+
+    judged = Judged()
+    by_business: dict[str, list[Write]] = defaultdict(list)
+    for w in outcome_writes:
+        outcome = w.write.outcome
+        if outcome is WriteOutcome.ACCEPTED:
+            by_business[str(w.business_id)].append(w)
+        else:
+            w.role = {
+                WriteOutcome.REJECTED: Role.REJECTED,
+                WriteOutcome.ERROR: Role.ERROR,
+                WriteOutcome.INDETERMINATE: Role.INDETERMINATE,
+            }[outcome]
+    for business_id, group in by_business.items():
+        judge_outcome(
+            business_id, group, model.kind == "copies", judged, messages.details_for(business_id)
+        )
+
+    # The stored outcomes at the end.
+    final: dict[str, list[TypedItem]] = defaultdict(list)
+    if model.kind == "key":
+        for canon, business_id in outcome_keys.items():
+            item = end.table_items.get(canon)
+            if item is not None:
+                final[business_id].append(item)
+    elif model.kind == "copies":
+        for item in end.table_items.values():
+            for business_id in messages.by_business:
+                if carries_id(item, {}, business_id) and any(
+                    carries(item, d) for d in messages.details_for(business_id)
+                ):
+                    final[business_id].append(item)
+    versions: dict[str, list[TypedItem]] = defaultdict(list)
+    for business_id, group in by_business.items():
+        versions[business_id] = [
+            w.write.item_after for w in group if w.write.after_known and w.write.item_after
+        ]
+    for business_id, items in final.items():
+        versions[business_id].extend(items)
+    details_stored = any(
+        carries(item, d)
+        for business_id, items in versions.items()
+        for item in items
+        for d in messages.details_for(business_id)
+    )
+
+    acked_ids = {a.message_id for a in history.acks}
+    dead_ids = {d.message_id for d in history.dead_letters}
+    sent_ids = set(messages.business)
+    lost = 0
+    if model.kind != "ambiguous":
+        for message_id in sorted(acked_ids & sent_ids):
+            business_id = messages.business[message_id]
+            if business_id is None or message_id in messages.poison:
+                continue
+            if not final.get(business_id):
+                lost += 1
+                continue
+            mine = messages.details[message_id]
+            if (
+                details_stored
+                and mine is not None
+                and not any(carries(v, mine) for v in versions[business_id])
+            ):
+                lost += 1
+    unexpected_dead = sum(
+        1
+        for message_id in dead_ids & sent_ids
+        if message_id not in messages.poison
+        and messages.business.get(message_id) is not None
+        and not messages.conflicting(message_id)
+    )
+
+    records = [r for inv in history.invocations for r in inv.records]
+    outcome_records = [w.write for w in outcome_writes]
+    expected_outcomes = {
+        messages.business[mid]
+        for mid in sent_ids
+        if mid not in messages.poison and messages.business[mid] is not None
+    }
+    counts = Counts(
+        messages_sent=len(messages.sent),
+        distinct_ids=len(messages.by_business),
+        deliveries=len(records),
+        redeliveries=sum(1 for r in records if r.receive_count > 1),
+        writes_attempted=len(outcome_records),
+        writes_accepted=sum(1 for w in outcome_records if w.outcome is WriteOutcome.ACCEPTED),
+        writes_rejected=sum(1 for w in outcome_records if w.outcome is WriteOutcome.REJECTED),
+        writes_errored=sum(1 for w in outcome_records if w.outcome is WriteOutcome.ERROR),
+        writes_indeterminate=sum(
+            1 for w in outcome_records if w.outcome is WriteOutcome.INDETERMINATE
+        ),
+        side_writes=sum(1 for w in writes if w.role is Role.SIDE),
+        noop_writes=judged.noop,
+        duplicate_writes=judged.duplicate,
+        conflicting_writes=judged.conflicting,
+        lost_outcomes=lost,
+        unexpected_dead_letters=unexpected_dead,
+        acked=len(acked_ids & sent_ids),
+        dead_lettered=len(dead_ids & sent_ids),
+        handler_errors=sum(
+            1 for i in history.invocations if i.outcome is not InvocationOutcome.SUCCESS
+        ),
+        unsettled=len(sent_ids - acked_ids - dead_ids),
+        send_failures=sum(1 for m in history.sent if m.message_id is None),
+        unobserved_calls=sum(len(i.unobserved) for i in history.invocations),
+        observer_errors=sum(len(i.observer_faults) for i in history.invocations),
+    )
+    nothing_stored = bool(expected_outcomes) and not by_business and not final
+    reasons = default_reasons(counts, timed_out=history.timed_out)
+    if nothing_stored and model.kind != "ambiguous":
+        reasons.append(
+            f"nothing was stored: no write of an outcome item ({model.description}) was accepted"
+        )
+    inconclusive = inconclusive_reasons(counts, history)
+    if model.kind == "ambiguous":
+        inconclusive.append(model.description)
+    notes = []
+    if not details_stored and by_business:
+        notes.append(
+            "the stored outcomes carry none of the messages' details: "
+            "lost outcomes are judged by presence only"
+        )
+    unknown_after = sum(
+        1 for w in outcome_records if w.outcome is WriteOutcome.ACCEPTED and not w.after_known
+    )
+    if unknown_after:
+        notes.append(
+            f"{unknown_after} accepted write(s) left an item the observer could not compute "
+            "(no old image): whether they changed the outcome is not known"
+        )
+    verdict = verdict_of(reasons, inconclusive)
+    decisions = tuple(
+        Decision(
+            write=w.write,
+            invocation=w.invocation,
+            business_id=w.business_id,
+            message_id=_message_id(w),
+            role=w.role,
+            order=w.order,
+        )
+        for w in writes
+    )
+    template_roles: dict[str, dict[str, int | str]] = {}
+    for w in writes:
+        entry = template_roles.setdefault(
+            w.template, {"role": "side" if w.role is Role.SIDE else "outcome", "writes": 0}
+        )
+        entry["writes"] = int(entry["writes"]) + 1
+    return Check(
+        counts=counts,
+        verdict=verdict,
+        reasons=tuple(reasons),
+        inconclusive=tuple(inconclusive),
+        decisions=decisions,
+        outcome=model.description,
+        templates=template_roles,
+        notes=tuple(notes),
+    )
+
+
+def _side_business_id(w: Write) -> str | None:
+    """The business id a side write belongs to, for display: by its item, else its only record."""
+    ids = [r.business_id for r in w.invocation.records if r.business_id]
+    item = w.write.item_after or w.write.requested or {}
+    for business_id in ids:
+        if carries_id(item, w.write.key, business_id):
+            return business_id
+    return ids[0] if len(ids) == 1 else None
+
+
+def _message_id(w: Write) -> str | None:
+    if w.business_id is not None:
+        mine = records_of(w.invocation, w.business_id)
+        if mine:
+            return mine[min(w.copy_index, len(mine) - 1)].message_id
+    return w.invocation.records[0].message_id if len(w.invocation.records) == 1 else None

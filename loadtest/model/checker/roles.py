@@ -1,0 +1,190 @@
+"""Roles and delivery units: which accepted write of an outcome is the first, a step, a duplicate.
+
+Owns step 2 and 3 of the checker (see ``loadtest.model.checker``): the
+backend's real order of one item's writes, read from item-before images and
+never from client clocks (``backend_order``); the delivery a write belongs to,
+``(invocation, n-th copy of the id in it)`` (``delivery_unit``); and the role each
+accepted write gets, with the duplicate, conflicting and no-op counts
+(``judge_outcome``). ``LiveDuplicates`` applies the same unit rule to the
+writes seen so far, for the live progress line. It does not decide where
+outcomes live or which writes are outcome writes; the checker does.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from loadtest.model.checker.details import carries, records_of
+from loadtest.model.checker.verdict import Role
+from loadtest.model.history import Invocation, OutcomeKey, TypedItem, WriteOutcome, WriteRecord
+from loadtest.model.updates import same_item
+
+
+@dataclass
+class Write:
+    """A write being judged: its invocation and, once known, its business id."""
+
+    write: WriteRecord
+    invocation: Invocation
+    template: str
+    business_id: str | None = None
+    role: Role = Role.SIDE
+    order: int = 0
+    copy_index: int = 0
+    """Which of the invocation's records of this id made it (batches with copies)."""
+
+
+def backend_order(writes: list[Write]) -> list[Write]:
+    """One item's accepted writes in the backend's order, read from their item-before images."""
+    remaining = sorted(writes, key=lambda w: (w.write.ended_ns, w.write.started_ns))
+    ordered: list[Write] = []
+    state: TypedItem | None = None
+    state_known = True
+    while remaining:
+        pick = None
+        if state_known:
+            pick = next(
+                (
+                    w
+                    for w in remaining
+                    if w.write.before_known and same_item(w.write.item_before, state)
+                ),
+                None,
+            )
+        if pick is None:
+            pick = next((w for w in remaining if not w.write.before_known), remaining[0])
+        remaining.remove(pick)
+        ordered.append(pick)
+        if pick.write.deletes:
+            state, state_known = None, True
+        elif pick.write.after_known:
+            state, state_known = pick.write.item_after, True
+        else:
+            state_known = False
+    return ordered
+
+
+def delivery_unit(
+    w: Write,
+    business_id: str,
+    existed: bool,
+    before: TypedItem | None,
+    details: Sequence[Mapping[str, Any]],
+    units: Sequence[tuple[str, int]],
+) -> tuple[str, int]:
+    """The delivery a write belongs to: (invocation, n-th copy of the id in it).
+
+    One record of the id in the invocation: every write of it is that
+    delivery's (a claim, then the result). Several copies in one batch: a
+    write that finds the outcome already complete (the item holds a message's
+    details, or its old image is unknown) is the next copy's write, up to as
+    many deliveries as the batch carries copies.
+    """
+    request_id = w.invocation.request_id
+    copies = len(records_of(w.invocation, business_id))
+    mine = [n for rid, n in units if rid == request_id]
+    if not mine:
+        return (request_id, 0)
+    complete = before is None or any(carries(before, d) for d in details)
+    if copies > 1 and existed and complete and len(mine) < copies:
+        return (request_id, max(mine) + 1)
+    return (request_id, max(mine))
+
+
+@dataclass
+class Judged:
+    duplicate: int = 0
+    conflicting: int = 0
+    noop: int = 0
+
+
+def judge_outcome(
+    business_id: str,
+    writes: list[Write],
+    copies: bool,
+    judged: Judged,
+    details: Sequence[Mapping[str, Any]],
+) -> None:
+    """Roles for one outcome's accepted writes (see the module docstring, step 3)."""
+    ordered = sorted(writes, key=lambda w: w.write.ended_ns) if copies else backend_order(writes)
+    units: list[tuple[str, int]] = []
+    state: TypedItem | None = None
+    state_known = True
+    first_after: TypedItem | None = None
+    for position, w in enumerate(ordered, start=1):
+        write = w.write
+        w.order = position
+        before_known = write.before_known or state_known
+        before = write.item_before if write.before_known else state
+        existed = (before is not None) if before_known else bool(units)
+        if copies:
+            existed = bool(units)
+        unit = delivery_unit(
+            w, business_id, existed, before if before_known else None, details, units
+        )
+        w.copy_index = unit[1]
+        changed = not (before_known and write.after_known and same_item(before, write.item_after))
+        if write.deletes:
+            w.role = Role.DELETE
+        elif (
+            existed
+            and write.noop_when_present
+            and not (before_known and write.after_known and changed)
+        ):
+            w.role = Role.NOOP
+            judged.noop += 1
+        elif unit in units:
+            w.role = Role.STEP
+        elif not units:
+            w.role = Role.FIRST
+            units.append(unit)
+            first_after = write.item_after
+        else:
+            w.role = Role.AGAIN
+            units.append(unit)
+            judged.duplicate += 1
+            if copies:
+                # Each copy is its own item: it conflicts when it holds other
+                # details than the first copy.
+                first = next((d for d in details if carries(first_after, d)), None)
+                if write.after_known and first is not None and not carries(write.item_after, first):
+                    judged.conflicting += 1
+            elif existed and before_known and write.after_known and changed:
+                judged.conflicting += 1
+        if write.deletes:
+            state, state_known = None, True
+        elif write.after_known:
+            state, state_known = write.item_after, True
+        else:
+            state_known = False
+
+
+class LiveDuplicates:
+    """Duplicate writes so far, for the live progress line (the key model only).
+
+    The same rule as ``check``: per outcome item, the invocations that stored
+    it beyond the first, no-op-by-construction writes aside.
+    """
+
+    def __init__(self, outcome_key: OutcomeKey | None = None) -> None:
+        self.outcome_key = outcome_key or OutcomeKey()
+        self._units: dict[str, set[str]] = defaultdict(set)
+        self.duplicate_writes = 0
+
+    def add(self, writes: Iterable[WriteRecord]) -> int:
+        """Note an invocation's writes; return the new duplicate count."""
+        for w in writes:
+            if w.outcome is not WriteOutcome.ACCEPTED or w.deletes:
+                continue
+            canon = self.outcome_key.canonical(w.key)
+            units = self._units[canon]
+            if w.noop_when_present and units:
+                continue
+            if w.request_id not in units:
+                units.add(w.request_id)
+                if len(units) > 1:
+                    self.duplicate_writes += 1
+        return self.duplicate_writes

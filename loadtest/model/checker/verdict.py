@@ -1,0 +1,200 @@
+"""The vocabulary of a judged run: counts, write roles, decisions and the verdict rule.
+
+Owns what the checker's answers are made of (DESIGN.md, "Counts"): the
+``Counts`` of a variant run, which of them fail the default verdict or leave it
+inconclusive (``BAD_WHEN_NONZERO``, ``INCONCLUSIVE_WHEN_NONZERO``), the
+``Role`` of each judged write, the ``Check`` that carries them, and the one rule
+that turns reasons into a ``Verdict`` (fail, then inconclusive, then pass).
+Reports, thresholds and diffs read these names; they must not restate the sets
+or the rule. Pure value objects and sentences: it judges no write itself.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+
+from loadtest.model.history import History, Invocation, WriteRecord
+
+
+class Verdict(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    INCONCLUSIVE = "inconclusive"
+    """The run could not observe everything it needed to judge."""
+
+
+class Role(StrEnum):
+    """What one write was, as the checker judged it."""
+
+    FIRST = "first"
+    """The write that stored an outcome that was absent."""
+    AGAIN = "again"
+    """Another delivery wrote the outcome again: a duplicate write."""
+    STEP = "step"
+    """A later write of the same delivery (a claim, then the result)."""
+    NOOP = "noop"
+    """A repeat write that, by construction, changed nothing."""
+    DELETE = "delete"
+    REJECTED = "rejected"
+    ERROR = "error"
+    INDETERMINATE = "indeterminate"
+    SIDE = "side"
+    """A write of an item that holds no outcome (audit row, lock, outbox entry, ...)."""
+
+
+BAD_WHEN_NONZERO: tuple[str, ...] = (
+    "duplicate_writes",
+    "conflicting_writes",
+    "lost_outcomes",
+    "unexpected_dead_letters",
+    "unsettled",
+    "send_failures",
+)
+"""Counts that fail the default verdict when above zero."""
+
+INCONCLUSIVE_WHEN_NONZERO: tuple[str, ...] = ("unobserved_calls", "observer_errors")
+"""Counts that leave the verdict inconclusive (the evidence is incomplete)."""
+
+NOTEWORTHY_WHEN_NONZERO: tuple[str, ...] = (
+    "dead_lettered",
+    "handler_errors",
+    "writes_errored",
+    "writes_indeterminate",
+)
+"""Counts worth a second look, though they judge nothing by themselves."""
+
+FLAGGED_WHEN_NONZERO: frozenset[str] = frozenset(BAD_WHEN_NONZERO + INCONCLUSIVE_WHEN_NONZERO)
+"""Counts every report marks as a problem when above zero: those that fail the
+default verdict or leave it inconclusive."""
+
+
+@dataclass(frozen=True)
+class Counts:
+    """The counts of one variant run (DESIGN.md, "Counts")."""
+
+    messages_sent: int
+    distinct_ids: int
+    deliveries: int
+    """Handler invocations per record (an invocation cut off by the deadline included)."""
+    redeliveries: int
+    writes_attempted: int
+    """Writes of outcome items (side writes are counted apart)."""
+    writes_accepted: int
+    writes_rejected: int
+    writes_errored: int
+    writes_indeterminate: int
+    """Outcome writes whose answer never came back (the environment died)."""
+    side_writes: int
+    """Writes (attempts, whatever their outcome) of items that hold no outcome."""
+    noop_writes: int
+    duplicate_writes: int
+    conflicting_writes: int
+    lost_outcomes: int
+    unexpected_dead_letters: int
+    acked: int
+    dead_lettered: int
+    handler_errors: int
+    unsettled: int
+    """Messages neither acknowledged nor dead-lettered when the run ended."""
+    send_failures: int
+    unobserved_calls: int
+    """Calls to the watched table the observer could not interpret."""
+    observer_errors: int
+    """Failures of loadtest's own observer (never the handler's)."""
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+COUNT_NAMES: tuple[str, ...] = tuple(Counts.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One observed write, as judged."""
+
+    write: WriteRecord
+    invocation: Invocation
+    business_id: str | None
+    message_id: str | None
+    role: Role
+    order: int = 0
+    """Position in the backend's order of this outcome's writes (0 for side writes)."""
+
+
+@dataclass(frozen=True)
+class Check:
+    counts: Counts
+    verdict: Verdict
+    reasons: tuple[str, ...]
+    """Why the default verdict failed, one line each (empty when it did not)."""
+    inconclusive: tuple[str, ...]
+    """What the run could not observe, one line each."""
+    decisions: tuple[Decision, ...]
+    outcome: str
+    """Where outcomes were found, in words."""
+    templates: Mapping[str, Mapping[str, int | str]] = field(default_factory=dict)
+    """Key templates seen: ``{template: {"role": ..., "writes": n}}``."""
+    notes: tuple[str, ...] = ()
+
+
+def default_reasons(counts: Counts, *, timed_out: bool) -> list[str]:
+    """The default verdict's failures: DESIGN.md's rule, one sentence each."""
+    reasons = []
+    if counts.duplicate_writes:
+        reasons.append(
+            f"{counts.duplicate_writes} duplicate write(s): an outcome was written again"
+        )
+    if counts.conflicting_writes:
+        reasons.append(
+            f"{counts.conflicting_writes} conflicting write(s): another delivery changed an outcome already stored"
+        )
+    if counts.lost_outcomes:
+        reasons.append(
+            f"{counts.lost_outcomes} lost outcome(s): acknowledged, but the message's details were never stored"
+        )
+    if counts.unexpected_dead_letters:
+        reasons.append(
+            f"{counts.unexpected_dead_letters} unexpected dead letter(s): valid messages that never succeeded"
+        )
+    if counts.unsettled:
+        why = " (the run's deadline passed)" if timed_out else ""
+        reasons.append(f"{counts.unsettled} message(s) neither acknowledged nor dead-lettered{why}")
+    if counts.send_failures:
+        reasons.append(f"{counts.send_failures} message(s) could not be sent")
+    return reasons
+
+
+def inconclusive_reasons(counts: Counts, history: History | None = None) -> list[str]:
+    """What the run could not observe, naming the calls (e.g. "12 ExecuteStatement calls not understood")."""
+    reasons: list[str] = []
+    if counts.unobserved_calls:
+        by_operation: Counter[tuple[str, str]] = Counter()
+        for inv in history.invocations if history else ():
+            for call in inv.unobserved:
+                by_operation[(call.operation, call.reason)] += 1
+        if by_operation:
+            reasons.extend(
+                f"{n} {operation} call(s) not understood: {reason}"
+                for (operation, reason), n in by_operation.most_common(5)
+            )
+        else:
+            reasons.append(f"{counts.unobserved_calls} call(s) to the table not understood")
+    if counts.observer_errors:
+        faults: Counter[str] = Counter()
+        for inv in history.invocations if history else ():
+            for fault in inv.observer_faults:
+                faults[f"{fault.operation}: {fault.error}"] += 1
+        detail = "; ".join(f"{text} (x{n})" for text, n in faults.most_common(3))
+        reasons.append(
+            f"{counts.observer_errors} loadtest observer error(s), the handler unaffected"
+            + (f": {detail}" if detail else "")
+        )
+    return reasons
+
+
+def verdict_of(reasons: Sequence[str], inconclusive: Sequence[str]) -> Verdict:
+    return Verdict.FAIL if reasons else Verdict.INCONCLUSIVE if inconclusive else Verdict.PASS
