@@ -101,8 +101,12 @@ def _code(text: str) -> str:
     return f"`` {body} ``" if "`" in body else f"`{body}`"
 
 
+_VERDICT_CELLS = {"pass": "✅ pass", "inconclusive": "⚠️ inconclusive"}
+
+
 def _verdict(run: Mapping[str, Any]) -> str:
-    return "✅ pass" if run.get("verdict") == "pass" else "❌ fail"
+    """An inconclusive run proved nothing either way: it is named, never shown as a fail."""
+    return _VERDICT_CELLS.get(str(run.get("verdict")), "❌ fail")
 
 
 def markdown_summary(report: Mapping[str, Any]) -> str:
@@ -140,6 +144,10 @@ def markdown_summary(report: Mapping[str, Any]) -> str:
     if reasons:
         lines += ["", "### Default verdict failures", ""]
         lines += [f"- {_code(str(run['variant']))}: {reason}" for run, reason in reasons]
+    unproven = [(run, reason) for run in runs for reason in run.get("inconclusive", [])]
+    if unproven:
+        lines += ["", "### Inconclusive (the run could not prove either way)", ""]
+        lines += [f"- {_code(str(run['variant']))}: {reason}" for run, reason in unproven]
     relaxed = [(run, reason) for run in runs for reason in run.get("relaxed_reasons", [])]
     if relaxed:
         lines += ["", "### Allowed by the scenario (expected in this demonstration)", ""]

@@ -80,6 +80,18 @@ def test_format_us() -> None:
     assert format_us(2_500_000) == "2.50 s"
 
 
+def test_markdown_names_an_inconclusive_run_instead_of_calling_it_a_fail() -> None:
+    report = make_report()
+    run = report["runs"][1]
+    run["verdict"] = "inconclusive"
+    run["inconclusive"] = ["2 UpdateItem call(s) not understood"]
+    lines = markdown_summary(report).splitlines()
+    assert lines[7].startswith("| `conditional` | ⚠️ inconclusive | ")
+    assert lines[6].startswith("| `read-then-write` | ❌ fail | ")
+    assert "### Inconclusive (the run could not prove either way)" in lines
+    assert "- `conditional`: 2 UpdateItem call(s) not understood" in lines
+
+
 def test_markdown_summary() -> None:
     text = markdown_summary(make_report())
     lines = text.splitlines()
