@@ -131,6 +131,7 @@ from moto.sqs import models as sqs_models
 from moto.sqs.exceptions import InvalidParameterValue, ReceiptHandleIsInvalid
 from moto.sqs.models import Message, Queue, SQSBackend
 
+from loadtest.adapters.backend import fifo_patches
 from loadtest.adapters.backend.errors import UnsupportedMotoVersion
 from loadtest.model import partiql
 
@@ -451,6 +452,7 @@ def _make_receive_message(moto_receive_message: _Receive) -> _Receive:
             # Message groups make FIFO selection stateful; keep moto's code for it, one
             # poller at a time (its long-poll wait releases this lock), then re-index.
             with queue._messages_lock:
+                fifo_patches.release_timed_out(queue)
                 try:
                     return moto_receive_message(
                         backend,
@@ -837,6 +839,7 @@ def _replacements() -> dict[tuple[object, str], object]:
         (SQSBackend, "receive_message"): _make_receive_message(SQSBackend.receive_message),
         (SQSBackend, "change_message_visibility"): _change_message_visibility,
         (SQSBackend, "purge_queue"): _make_purge_queue(SQSBackend.purge_queue),
+        (SQSBackend, "send_message"): fifo_patches.make_send_message(SQSBackend.send_message),
         (DynamoDBBackend, "execute_statement"): _make_execute_statement(
             DynamoDBBackend.execute_statement
         ),
@@ -888,4 +891,5 @@ def apply() -> None:
         check_moto_version()
         for (owner, name), replacement in _replacements().items():
             setattr(owner, name, replacement)
+        fifo_patches.disable_moto_dedup()
         setattr(Queue, _MARKER, True)
