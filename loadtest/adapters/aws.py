@@ -238,7 +238,7 @@ async def provision(
     Each resource is recorded in ``into`` the moment it exists, so a failure
     halfway still lets teardown remove what was made.
     """
-    refuse_window_fault(fifo, embedded=target.kind is BackendKind.EMBEDDED)
+    refuse_window_fault(fifo, real_aws=target.kind is BackendKind.AWS)
     into.key_names = key_names
     fifo_attributes: dict[Any, str] = fifo.attributes() if fifo else {}
     with translated("create the run's queue and table", target):

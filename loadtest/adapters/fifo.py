@@ -3,7 +3,7 @@
 Owns what makes a run's queue and DLQ FIFO (the ``.fifo`` suffix SQS requires, the
 ``FifoQueue`` and ``ContentBasedDeduplication`` attributes) and the queue tag through which
 the ``dedup_window_s`` fault reaches loadtest's embedded backend
-(``loadtest.adapters.backend.fifo_patches`` reads it). Must not touch: creating or deleting
+(``loadtest.adapters.backend.fifo_patches`` reads it; real SQS cannot honour it). Must not touch: creating or deleting
 anything (``loadtest.adapters.aws`` does, with these attributes).
 """
 
@@ -53,11 +53,13 @@ def fifo_queue(scenario: Scenario) -> FifoQueue | None:
     )
 
 
-def refuse_window_fault(fifo: FifoQueue | None, *, embedded: bool) -> None:
-    """Refuse the shortened window where it cannot hold: only the embedded backend reads it."""
-    if fifo is not None and fifo.dedup_window_s and not embedded:
+def refuse_window_fault(fifo: FifoQueue | None, *, real_aws: bool) -> None:
+    """Refuse the shortened window on real SQS, where it cannot hold. Another endpoint
+    honours it only if it is loadtest's own backend (``loadtest serve``); ``loadtest
+    doctor`` says whether one does."""
+    if fifo is not None and fifo.dedup_window_s and real_aws:
         raise ScenarioError(
-            f"faults.dedup_window_s = {fifo.dedup_window_s:g} needs the embedded backend "
-            "(SQS's deduplication window is five minutes and cannot be changed); "
-            "allowed here: 0 (leave it out)"
+            f"faults.dedup_window_s = {fifo.dedup_window_s:g} needs loadtest's embedded "
+            "backend (SQS's deduplication window is five minutes and cannot be changed); "
+            "allowed with --target aws: 0 (leave it out)"
         )
