@@ -1,8 +1,8 @@
 """FIFO semantics moto 5.2.x gets wrong, patched so the embedded backend behaves like SQS.
 
-Owns: FIFO deduplication (``SQSBackend.send_message`` for FIFO queues) and the release of
-in-flight FIFO messages whose visibility timeout ran out before moto picks the next
-message of their group. ``loadtest.adapters.backend.patches`` installs both with the rest;
+Owns: FIFO deduplication (``SQSBackend.send_message`` for FIFO queues), the FIFO long poll,
+and the release of in-flight FIFO messages whose visibility timeout ran out before moto
+picks the next message of their group. ``loadtest.adapters.backend.patches`` installs both with the rest;
 must not touch standard queues, redrive to the DLQ (never deduplicated, as on SQS) or any
 other service.
 
@@ -30,12 +30,15 @@ Why, measured on moto 5.2.5:
   (its younger sibling still "pending") and the younger one is delivered first. Messages
   whose visibility ran out are released before moto's receive looks, so the oldest goes
   first, as on SQS.
+* Long polls. See ``receive``: moto's spins under the queue's lock while a blocked
+  group's messages are visible, stalling every send to the queue for the whole poll.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -104,6 +107,46 @@ def make_send_message(moto_send_message: _Send) -> _Send:
 
     send_message.__wrapped__ = moto_send_message  # type: ignore[attr-defined]
     return send_message
+
+
+FIFO_RECHECK_S = 0.05
+"""Longest a FIFO long poll sleeps between looks (in seconds) when nothing wakes it: a
+message of a blocked group may become visible again without any request."""
+
+
+def receive(
+    moto_receive_message: Callable[..., list[Message]],
+    backend: SQSBackend,
+    queue_name: str,
+    count: int,
+    wait_seconds_timeout: int,
+    visibility_timeout: int,
+    message_attribute_names: list[str] | None,
+    reindex: Callable[[], None],
+) -> list[Message]:
+    """A FIFO ReceiveMessage: moto's selection, one pass at a time, under the queue's lock.
+
+    moto's own long poll waits "until any message is visible", which a message of a
+    blocked group is: it spins holding the queue's lock, and sends wait for the whole
+    poll (measured: 1 s stalls at POLL_WAIT_S = 1). Here each pass returns at once and the
+    wait between passes releases the lock until a send, a delete or a visibility change
+    notifies, or ``FIFO_RECHECK_S`` passes.
+    """
+    queue = backend.get_queue(queue_name)
+    deadline = time.monotonic() + wait_seconds_timeout
+    with queue._messages_lock:
+        while True:
+            release_timed_out(queue)
+            try:
+                found = moto_receive_message(
+                    backend, queue_name, count, 0, visibility_timeout, message_attribute_names
+                )
+            finally:
+                reindex()
+            remaining_s = deadline - time.monotonic()
+            if found or remaining_s <= 0:
+                return found
+            queue._messages_lock.wait(min(remaining_s, FIFO_RECHECK_S))
 
 
 def release_timed_out(queue: Queue) -> None:

@@ -63,8 +63,9 @@ and on ``moto.sqs.models``:
 * ``SQSBackend.receive_message`` for standard queues pops available messages off the heap
   under the queue's lock (``Queue._messages_lock``); the long-poll wait releases that lock
   and sleeps until a send, a visibility change, the next message becoming visible again, or
-  the end of the poll. FIFO queues keep moto's own receive, serialised per queue, and the
-  index is rebuilt after it (O(n), as moto is).
+  the end of the poll. FIFO queues keep moto's own selection, serialised per queue (the
+  long poll is ``fifo_patches.receive``), and the index is rebuilt after it (O(n), as
+  moto is).
 * ``SQSBackend.purge_queue`` runs under the queue's lock; queue creation, deletion,
   listing and attribute changes run under one lock, since ``Queue._setup_dlq`` iterates
   ``SQSBackend.queues``.
@@ -432,6 +433,7 @@ def _queue_delete_message(queue: Queue, receipt_handle: str) -> None:
             queue.deleted_messages = deleted
         deleted.update(cast(list[str], message.all_receipt_handles))
         store.remove(message)
+        queue._messages_lock.notify_all()  # a FIFO long poll may wait for this group
 
 
 # -- SQSBackend -------------------------------------------------------------------------------
@@ -449,21 +451,18 @@ def _make_receive_message(moto_receive_message: _Receive) -> _Receive:
     ) -> list[Message]:
         queue = backend.get_queue(queue_name)
         if queue.fifo_queue:
-            # Message groups make FIFO selection stateful; keep moto's code for it, one
-            # poller at a time (its long-poll wait releases this lock), then re-index.
-            with queue._messages_lock:
-                fifo_patches.release_timed_out(queue)
-                try:
-                    return moto_receive_message(
-                        backend,
-                        queue_name,
-                        count,
-                        wait_seconds_timeout,
-                        visibility_timeout,
-                        message_attribute_names,
-                    )
-                finally:
-                    _store(queue).rebuild()
+            # Message groups make FIFO selection stateful; keep moto's selection for it, one
+            # poller at a time, then re-index (see fifo_patches.receive).
+            return fifo_patches.receive(
+                moto_receive_message,
+                backend,
+                queue_name,
+                count,
+                wait_seconds_timeout,
+                visibility_timeout,
+                message_attribute_names,
+                reindex=_store(queue).rebuild,
+            )
         return _receive_standard(
             queue, count, wait_seconds_timeout, visibility_timeout, message_attribute_names or []
         )
