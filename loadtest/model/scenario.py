@@ -3,7 +3,8 @@
 Owns parsing and validating scenario TOML (and CLI overrides) into frozen
 values. Pure: reads no clock and touches no AWS; ``load_scenario`` reads the
 one file it is given. Every refusal names the file, the field and what is
-allowed, and raises ``ScenarioError`` before anything is created.
+allowed, and raises ``ScenarioError`` before anything is created (the field
+checks, FIFO rules among them, live in ``loadtest.model.scenario_fields``).
 
 File format (every table and key optional)::
 
@@ -28,6 +29,9 @@ File format (every table and key optional)::
     arrival = "burst"                   # | "rate" (open loop) | "ramp" (ramp_from_per_s -> rate_per_s)
     rate_per_s = 0.0
     ramp_from_per_s = 1.0
+    deduplication = "per-message"       # FIFO MessageDeduplicationId | "business-id" | "content"
+    message_group = "business-id"       # FIFO MessageGroupId per id | "fixed" (message_groups)
+    message_groups = 1
 
     [[workload.messages]]               # explicit bodies instead of generated ids
     body = { id = "dedup-order", quantity = 4 }
@@ -46,12 +50,14 @@ File format (every table and key optional)::
     function_timeout_s = 30
     memory_mb = 128
     report_batch_item_failures = false
+    fifo = false                        # a .fifo queue: batch_size <= 10, no batching window
 
     [faults]                            # opt-in, always labelled in the report
     handler_duration_ms = 0             # slow work before the invocation's first write
     handler_jitter_ms = 0               # plus a uniform 0..jitter
     race_window_ms = 0                  # pause after each read of the orders table
     crash_after_write = 0.0             # probability of a crash after the writes, before the ack
+    dedup_window_s = 0                  # FIFO: shorten SQS's 300 s deduplication window
 
     [run]
     deadline_s = 120                    # stop and report whatever is unfinished
