@@ -269,3 +269,27 @@ def test_impossible_fifo_settings_are_refused_before_anything_is_created(
     with pytest.raises(ScenarioError):
         load_scenario("race-burst").with_overrides(**bad)
     assert loadtest_resources(backend_url) == ([], [])
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            ["--fifo", "--batching-window", "2"],
+            "consumer.batching_window_s = 2 is not allowed with consumer.fifo = true",
+        ),
+        (["--fifo", "--message-group", "bogus"], "workload.message_group = 'bogus' is not allowed"),
+        (["--dedup-window", "5"], "faults.dedup_window_s is set but consumer.fifo = false"),
+    ],
+)
+def test_fifo_command_line_overrides_refuse_impossible_combinations_with_exit_2(
+    backend_url: str, options: list[str], message: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from loadtest.cli import app
+
+    result = CliRunner().invoke(app, ["run", "race-burst", "--endpoint-url", backend_url, *options])
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.split())
+    assert loadtest_resources(backend_url) == ([], [])
