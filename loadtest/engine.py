@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from loadtest.adapters import aws
+from loadtest.adapters.fifo import fifo_queue
 from loadtest.adapters.producer import produce
 from loadtest.emulation.environments import ExecutionEnvironment, FunctionConfig, log_directory
 from loadtest.emulation.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
@@ -239,6 +240,7 @@ async def run_variant(
                         target=target,
                         idempotency_table=ref.variant in NEEDS_IDEMPOTENCY_TABLE,
                         key_names=scenario.outcome.key_names,
+                        fifo=fifo_queue(scenario),
                     )
                     served_before = await aws.served_sqs_requests(target)
                     await _drive(

@@ -25,8 +25,10 @@ import anyio
 import botocore.exceptions
 from aiobotocore.config import AioConfig
 
+from loadtest.adapters.endstate import queue_depth as queue_depth
+from loadtest.adapters.endstate import scan_items as scan_items
+from loadtest.adapters.fifo import FifoQueue, refuse_window_fault
 from loadtest.errors import BackendError, CredentialsError, find_error
-from loadtest.model.history import key_string
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb.client import DynamoDBClient
@@ -228,28 +230,35 @@ async def provision(
     target: Target,
     idempotency_table: bool = False,
     key_names: tuple[str, ...] = ("id",),
+    fifo: FifoQueue | None = None,
 ) -> None:
-    """Create the DLQ, the queue (with its redrive policy) and the orders table.
+    """Create the DLQ, the queue (with its redrive policy) and the orders table;
+    with ``fifo``, a FIFO queue and DLQ (a FIFO queue's DLQ must be FIFO too).
 
     Each resource is recorded in ``into`` the moment it exists, so a failure
     halfway still lets teardown remove what was made.
     """
+    refuse_window_fault(fifo, real_aws=target.kind is BackendKind.AWS)
     into.key_names = key_names
+    fifo_attributes: dict[Any, str] = fifo.attributes() if fifo else {}
     with translated("create the run's queue and table", target):
         dlq = await sqs.create_queue(
-            QueueName=names.dlq, Attributes={"MessageRetentionPeriod": "1209600"}
+            QueueName=fifo.name(names.dlq) if fifo else names.dlq,
+            Attributes={"MessageRetentionPeriod": "1209600", **fifo_attributes},
         )
         into.dlq_url = dlq["QueueUrl"]
         attrs = await sqs.get_queue_attributes(QueueUrl=into.dlq_url, AttributeNames=["QueueArn"])
         into.dlq_arn = attrs["Attributes"]["QueueArn"]
         queue = await sqs.create_queue(
-            QueueName=names.queue,
+            QueueName=fifo.name(names.queue) if fifo else names.queue,
             Attributes={
                 "VisibilityTimeout": str(visibility_timeout_s),
                 "RedrivePolicy": json.dumps(
                     {"deadLetterTargetArn": into.dlq_arn, "maxReceiveCount": str(max_receive_count)}
                 ),
+                **fifo_attributes,
             },
+            **({"tags": fifo.tags()} if fifo and fifo.tags() else {}),
         )
         into.queue_url = queue["QueueUrl"]
         attrs = await sqs.get_queue_attributes(QueueUrl=into.queue_url, AttributeNames=["QueueArn"])
@@ -355,35 +364,6 @@ async def delete_resources(
             if not any(name in problem for problem in problems)
         )
     return problems
-
-
-async def queue_depth(sqs: SQSClient, url: str) -> tuple[int, int]:
-    """(visible, in flight) for a queue."""
-    attrs = await sqs.get_queue_attributes(
-        QueueUrl=url,
-        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-    )
-    values = attrs["Attributes"]
-    return int(values["ApproximateNumberOfMessages"]), int(
-        values["ApproximateNumberOfMessagesNotVisible"]
-    )
-
-
-async def scan_items(
-    dynamodb: DynamoDBClient, table: str, key_names: tuple[str, ...] = ("id",)
-) -> dict[str, dict[str, Any]]:
-    """Every item of a table by its key string (``history.key_string``; consistent read, all pages)."""
-    items: dict[str, dict[str, Any]] = {}
-    kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
-    while True:
-        page = await dynamodb.scan(**kwargs)
-        for item in page.get("Items", []):
-            key = {n: item[n] for n in key_names if n in item}
-            if key:
-                items[key_string(key)] = dict(item)
-        if "LastEvaluatedKey" not in page:
-            return items
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
 STATS_PATH = "/_loadtest/stats"

@@ -1,7 +1,7 @@
 """``loadtest doctor``: does this backend behave the way loadtest's conclusions assume?
 
 Owns the backend conformance checks and the resources they need: one table and four
-queues, all named ``loadtest-doctor-<hex>-...``, created by ``run_doctor``, recorded the
+queues (and the FIFO checks' own FIFO queue, ``loadtest.adapters.doctor_fifo``), all named ``loadtest-doctor-<hex>-...``, created by ``run_doctor``, recorded the
 moment each exists, and deleted at the end (shielded from cancellation, also on failure).
 Must not touch any other table or queue, print, or set an exit code (the CLI does).
 
@@ -21,6 +21,10 @@ The checks, in the order they run:
   its visibility timeout with ``ApproximateReceiveCount`` 2.
 * ``redrive-to-dlq`` - a message received ``maxReceiveCount`` times without being deleted
   moves to the dead-letter queue, same ``MessageId``.
+* ``fifo-deduplication-window`` - on a FIFO queue, a deduplication id sent again while its
+  message waits, and again after that message was deleted, is accepted and not delivered.
+* ``fifo-group-order`` - a group's messages come in send order, none of them while another
+  of the group is in flight.
 
 A check that does not finish in its time bound, or whose request the backend answers with
 an error, is reported as failed. A backend that cannot be reached, or refuses the
@@ -49,6 +53,8 @@ from loadtest.adapters.doctor_checks import (
     ATOMIC,
     CHECK_NAMES,
     CLEANUP,
+    FIFO_DEDUP,
+    FIFO_ORDER,
     MIN_POOL_CONNECTIONS,
     PARTIQL,
     REDELIVERY,
@@ -66,6 +72,7 @@ from loadtest.adapters.doctor_dynamodb import (
     check_conditional_puts,
     check_partiql_insert,
 )
+from loadtest.adapters.doctor_fifo import FIFO_CHECK_TIMEOUT_S, check_fifo
 from loadtest.adapters.doctor_sqs import (
     REDELIVERY_CHECK_TIMEOUT_S,
     REDRIVE_CHECK_TIMEOUT_S,
@@ -162,6 +169,13 @@ async def run_doctor(
                         (REDRIVE,),
                         REDRIVE_CHECK_TIMEOUT_S,
                         lambda: check_redrive(sqs, resources.redrive_queue, resources.dlq, target),
+                    )
+                )
+                report(
+                    await _bounded(
+                        (FIFO_DEDUP, FIFO_ORDER),
+                        FIFO_CHECK_TIMEOUT_S,
+                        lambda: check_fifo(sqs, target, made.queue_urls.append),
                     )
                 )
             except BaseException as exc:

@@ -28,7 +28,9 @@ PARTIQL = "partiql-insert-refuses-duplicate"
 VISIBILITY = "visibility-hides-message"
 REDELIVERY = "redelivery-increments-receive-count"
 REDRIVE = "redrive-to-dlq"
-CHECK_NAMES = (ATOMIC, ALL_OLD, PARTIQL, VISIBILITY, REDELIVERY, REDRIVE)
+FIFO_DEDUP = "fifo-deduplication-window"
+FIFO_ORDER = "fifo-group-order"
+CHECK_NAMES = (ATOMIC, ALL_OLD, PARTIQL, VISIBILITY, REDELIVERY, REDRIVE, FIFO_DEDUP, FIFO_ORDER)
 """The checks ``run_doctor`` reports, in this order."""
 
 CLEANUP = "cleanup"

@@ -49,13 +49,14 @@ async def produce(
     and are recorded), so every message the backend took is in the history.
     """
     stop = stop_sending if stop_sending is not None else anyio.Event()
+    fifo = is_fifo(queue_url)
     limiter = anyio.CapacityLimiter(SENDERS)
 
     async def send(chunk: Sequence[PlannedMessage], intended_ns: Sequence[int]) -> None:
         async with limiter:
             if stop.is_set():
                 return  # never sent, so not in the history: the run judges what was sent
-            entries = [{"Id": str(m.index), "MessageBody": m.body} for m in chunk]
+            entries = [entry(m, fifo=fifo) for m in chunk]
             try:
                 response = await sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)  # type: ignore[arg-type]
             except botocore.exceptions.ClientError as exc:
@@ -125,6 +126,22 @@ async def produce(
         tg.start_soon(scheduled, tg, [m for m in planned if not (m.after_first and m.business_id)])
         for business_id, resends in waiting.items():
             tg.start_soon(after_first, business_id, resends)
+
+
+def is_fifo(queue_url: str) -> bool:
+    """Whether the queue is FIFO: SQS requires a FIFO queue's name to end in ``.fifo``."""
+    return queue_url.endswith(".fifo")
+
+
+def entry(m: PlannedMessage, *, fifo: bool) -> dict[str, str]:
+    """One SendMessageBatch entry for ``m``; a FIFO queue also gets its group and
+    deduplication ids (none for content-based deduplication: the queue hashes the body)."""
+    built = {"Id": str(m.index), "MessageBody": m.body}
+    if fifo:
+        built["MessageGroupId"] = m.group_id
+        if m.deduplication_id is not None:
+            built["MessageDeduplicationId"] = m.deduplication_id
+    return built
 
 
 def _sent(

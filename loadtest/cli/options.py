@@ -129,6 +129,7 @@ CleanupOpt = Annotated[
 # --- scenario overrides, one option per field that carries an ``Override`` ------
 
 _TYPES: dict[str, type] = {"int": int, "float": float, "bool": bool}
+"""Override field types by annotation; any other (a StrEnum) is taken as text, checked by the model."""
 
 
 def option_name(field: str) -> str:
@@ -170,7 +171,7 @@ def override_options(*, sweep: bool = False) -> Callable[[_Command], _Command]:
         (
             f.name,
             option_name(f.name),
-            _TYPES[str(f.type)],
+            _TYPES.get(str(f.type), str),
             how,
             sweep and how.sweep_help is not None,
         )

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from loadtest.adapters.fifo import fifo_queue, refuse_window_fault
 from loadtest.emulation.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
 from loadtest.model.scenario import Scenario
 
@@ -260,6 +261,9 @@ def plan_deploy(
     """Every resource a deploy of ``refs`` under ``scenario`` creates, in creation order."""
     tags = {RUN_TAG: run_id}
     consumer = scenario.consumer
+    fifo = fifo_queue(scenario)
+    refuse_window_fault(fifo, real_aws=True)
+    fifo_attributes = fifo.attributes() if fifo else {}
     key_names = scenario.outcome.key_names
     scaling, reserved, notes = _scaling(scenario)
     role = role_name(run_id)
@@ -301,6 +305,8 @@ def plan_deploy(
         notes.append("crash_after_write is not injected on Lambda (the runtime owns the process)")
     for index, ref in enumerate(refs):
         names = VariantNames.for_run(run_id, index)
+        if fifo:
+            names = replace(names, queue=fifo.name(names.queue), dlq=fifo.name(names.dlq))
         v = ref.variant
         table_settings: dict[str, Any] = {
             "KeySchema": [
@@ -341,7 +347,7 @@ def plan_deploy(
             Resource(
                 Kind.QUEUE,
                 names.dlq,
-                {"Attributes": {"MessageRetentionPeriod": "1209600"}},
+                {"Attributes": {"MessageRetentionPeriod": "1209600", **fifo_attributes}},
                 tags,
                 v,
                 "dead-letter queue",
@@ -350,7 +356,10 @@ def plan_deploy(
                 Kind.QUEUE,
                 names.queue,
                 {
-                    "Attributes": {"VisibilityTimeout": str(consumer.visibility_timeout_s)},
+                    "Attributes": {
+                        "VisibilityTimeout": str(consumer.visibility_timeout_s),
+                        **fifo_attributes,
+                    },
                     "RedrivePolicy": {
                         "deadLetterTargetArn": names.dlq,
                         "maxReceiveCount": consumer.max_receive_count,

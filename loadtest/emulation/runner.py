@@ -9,24 +9,28 @@ visibility timeout and the queue's redrive policy eventually moves them to the
 DLQ. A DLQ watcher records what arrives there.
 
 Owns the pollers and the watcher; the engine owns the task group they run in.
+``Dispatcher`` (one receiver for all pollers, and the FIFO group rules) lives in
+``loadtest.emulation.dispatcher`` and receipt-handle redaction in
+``loadtest.emulation.redaction``; both are re-exported here.
 """
 
 from __future__ import annotations
 
-import math
-import re
 import time
-import urllib.parse
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream
 
+from loadtest.emulation.dispatcher import Dispatcher as Dispatcher
+from loadtest.emulation.dispatcher import dispatches as dispatches
 from loadtest.emulation.environments import ExecutionEnvironment, Reply
 from loadtest.emulation.events import batch_item_failures, business_id_of, sqs_event
+from loadtest.emulation.redaction import REDACTED as REDACTED
+from loadtest.emulation.redaction import _lazy_fragments, _redact
+from loadtest.emulation.redaction import redact as redact
 from loadtest.model.history import (
     Ack,
     DeadLetter,
@@ -97,66 +101,6 @@ class Settlement:
             self.done.set()
 
 
-REDACTED = "<receipt-handle>"
-HANDLE_FRAGMENT_CHARS = 16
-"""A run of this many characters of a receipt handle, anywhere in a text, is redacted."""
-_TOKEN = re.compile(r"[A-Za-z0-9+/=_%.~-]{" + str(HANDLE_FRAGMENT_CHARS) + ",}")
-
-
-def redact(value: Any, handles: set[str]) -> Any:
-    """``value`` with every receipt handle replaced: they are credentials, never reported.
-
-    A handler may echo its event in its result, error or log; the report keeps
-    those, so the handles of the batch are cut out of them here: whole, and
-    any token holding a fragment of one (truncated, URL-quoted or embedded in a
-    longer string) of ``HANDLE_FRAGMENT_CHARS`` characters or more.
-    """
-    return _redact(value, handles, _lazy_fragments(handles))
-
-
-def _lazy_fragments(handles: set[str]) -> Callable[[], frozenset[str]]:
-    """The fragments of ``handles``, computed on first use: most results and logs hold
-    no token long enough to need them, and building them costs more than the rest."""
-    cache: list[frozenset[str]] = []
-
-    def fragments() -> frozenset[str]:
-        if not cache:
-            cache.append(_fragments(handles))
-        return cache[0]
-
-    return fragments
-
-
-def _fragments(handles: set[str]) -> frozenset[str]:
-    n = HANDLE_FRAGMENT_CHARS
-    return frozenset(h[i : i + n] for h in handles for i in range(max(0, len(h) - n) + 1))
-
-
-def _leaks(token: str, fragments: frozenset[str]) -> bool:
-    n = HANDLE_FRAGMENT_CHARS
-    for text in {token, urllib.parse.unquote(token)}:
-        if any(text[i : i + n] in fragments for i in range(len(text) - n + 1)):
-            return True
-    return False
-
-
-def _redact(value: Any, handles: set[str], fragments: Callable[[], frozenset[str]]) -> Any:
-    if isinstance(value, str):
-        text = str(value)
-        for handle in handles:
-            if handle in text:
-                text = text.replace(handle, REDACTED)
-        if handles and _TOKEN.search(text):
-            known = fragments()
-            text = _TOKEN.sub(lambda m: REDACTED if _leaks(m.group(0), known) else m.group(0), text)
-        return value if text == value else text  # a StrEnum stays itself
-    if isinstance(value, dict):
-        return {k: _redact(v, handles, fragments) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redact(v, handles, fragments) for v in value]
-    return value
-
-
 def _outcome(reply: Reply, cut_off: bool) -> InvocationOutcome:
     if cut_off:
         return InvocationOutcome.CUT_OFF
@@ -178,6 +122,9 @@ class Poller:
     window, or ``batch_size`` over 10); otherwise ``Dispatcher`` receives for all
     environments and drives each one's ``Poller._deliver``.
     """
+
+    poll_wait_s = POLL_WAIT_S
+    """Long-poll wait per ReceiveMessage (in seconds)."""
 
     def __init__(
         self,
@@ -255,7 +202,9 @@ class Poller:
         messages: list[dict[str, Any]] = [dict(m) for m in response.get("Messages", [])]
         return messages
 
-    async def _deliver(self, messages: list[dict[str, Any]]) -> None:
+    async def _deliver(self, messages: list[dict[str, Any]]) -> bool:
+        """Invoke the handler with ``messages`` and acknowledge what succeeded; True when
+        every record is to be deleted (the next batch of a FIFO group may follow)."""
         received_ns = self.clock()
         records = tuple(
             Record(
@@ -298,12 +247,13 @@ class Poller:
             self.progress.in_flight -= len(messages)
             self._record(request_id, records, received_ns, reply, messages, failed, invalid=invalid)
             await self.acknowledge(to_delete, business)
-            return
+            return not failed
         acked = await self._delete(to_delete)
         self.progress.in_flight -= len(messages)
         self._record(request_id, records, received_ns, reply, messages, failed, invalid=invalid)
         for message_id in acked:
             self.settlement.settle(message_id, business[message_id])
+        return len(acked) == len(messages)
 
     def _record(
         self,
@@ -361,194 +311,6 @@ class Poller:
             self.history.acks.append(Ack(message_id, acked_ns, requested_ns))
         self.progress.acked += len(acked)
         return acked
-
-
-RECEIVE_MAX = 10
-"""ReceiveMessage's and DeleteMessageBatch's most entries per call (SQS's limit)."""
-ACKNOWLEDGERS = 2
-"""Concurrent DeleteMessageBatch calls; acknowledgements queue up while they run."""
-ACK_LINGER_S = 0.01
-"""How long (in seconds) an acknowledgement waits for others to share its DeleteMessageBatch,
-while invocations are in progress; part of the measured ack and end-to-end latency."""
-
-
-def dispatches(settings: ConsumerSettings) -> bool:
-    """Whether ``Dispatcher`` can serve these settings: one ReceiveMessage fills a batch."""
-    return settings.batching_window_s <= 0 and settings.batch_size <= RECEIVE_MAX
-
-
-class _Slots:
-    """Batches the environments may hold at once: one running per environment, plus
-    the batches received for them that wait for one to be free."""
-
-    def __init__(self, count: int) -> None:
-        self.free = count
-        self.waiting = 0
-        """Batches received and not yet taken by an environment."""
-        self._changed = anyio.Event()
-
-    async def take(self, full: int) -> int:
-        """Wait for room for ``full`` batches (one full ReceiveMessage), or for any
-        room once no received batch is left waiting (an environment is idle)."""
-        while not (self.free >= full or (self.free and not self.waiting)):
-            await self._changed.wait()
-        taken = min(full, self.free)
-        self.free -= taken
-        return taken
-
-    def give(self, count: int) -> None:
-        self.free += count
-        self.changed()
-
-    def changed(self) -> None:
-        self._changed.set()
-        self._changed = anyio.Event()
-
-
-@dataclass(frozen=True)
-class _Pending:
-    message_id: str
-    receipt_handle: str
-    business_id: str | None
-    requested_ns: int
-    """When the invocation asked for the acknowledgement (ack latency starts here)."""
-
-
-class Dispatcher:
-    """The event source mapping's pollers for all environments of a run, as Lambda's do.
-
-    One receiver long-polls ReceiveMessage for up to 10 messages (never more than
-    the environments can take: one batch running per environment plus, with
-    ``lookahead``, one full receive's worth waiting for them; it waits for room for
-    a full receive unless an environment has nothing to do), cuts them into batches of
-    ``batch_size`` and hands each batch to the next free environment. Successful
-    deliveries are acknowledged by DeleteMessageBatch calls of up to 10 entries
-    shared across invocations: while one call is in flight the next ones queue,
-    so under load a call carries several invocations' messages and at low load
-    each goes at once. A message is settled when its delete succeeded, and its
-    acknowledgement latency runs from the invocation's end to that moment.
-
-    ``lookahead=False`` receives only for free environments, so no message waits
-    in the harness while its visibility timeout runs (the engine chooses it when
-    handlers are slow against the visibility timeout).
-
-    Stopping: the receiver stops between polls once ``stopping`` is set; batches
-    already received are still delivered, every invocation in progress finishes and
-    its acknowledgements are sent before ``run`` returns.
-    """
-
-    def __init__(self, pollers: list[Poller], *, lookahead: bool = True) -> None:
-        self.pollers = pollers
-        first = pollers[0]
-        self.sqs = first.sqs
-        self.queue_url = first.queue_url
-        self.settings = first.settings
-        self.history = first.history
-        self.settlement = first.settlement
-        self.progress = first.progress
-        self.stopping = first.stopping
-        self.clock = first.clock
-        self.batch_size = max(1, min(RECEIVE_MAX, self.settings.batch_size))
-        full = -(-RECEIVE_MAX // self.batch_size)
-        self.slots = _Slots(len(pollers) + (full if lookahead else 0))
-        self.calls = {"receive": 0, "delete": 0}
-        """ReceiveMessage and DeleteMessageBatch calls made (for the benchmark)."""
-        self._acks_send, self._acks_receive = anyio.create_memory_object_stream[_Pending](math.inf)
-
-    async def run(self) -> None:
-        batches_send, batches_receive = anyio.create_memory_object_stream[list[dict[str, Any]]](
-            math.inf
-        )
-        async with anyio.create_task_group() as acknowledgers:
-            for _ in range(ACKNOWLEDGERS):
-                acknowledgers.start_soon(self._acknowledger, self._acks_receive.clone())
-            self._acks_receive.close()
-            async with self._acks_send, anyio.create_task_group() as tg:
-                for poller in self.pollers:
-                    poller.acknowledge = self._acknowledge
-                    tg.start_soon(self._worker, poller, batches_receive.clone())
-                batches_receive.close()
-                await self._receiver(batches_send)
-
-    async def _receiver(self, batches: anyio.abc.ObjectSendStream[list[dict[str, Any]]]) -> None:
-        async with batches:
-            while not self.stopping.is_set():
-                taken = await self.slots.take(-(-RECEIVE_MAX // self.batch_size))
-                if self.stopping.is_set():
-                    self.slots.give(taken)
-                    break
-                self.calls["receive"] += 1
-                messages = await self.pollers[0]._poll(
-                    min(RECEIVE_MAX, taken * self.batch_size), POLL_WAIT_S
-                )
-                cut = [
-                    messages[i : i + self.batch_size]
-                    for i in range(0, len(messages), self.batch_size)
-                ]
-                self.slots.give(taken - len(cut))
-                self.slots.waiting += len(cut)
-                for batch in cut:
-                    await batches.send(batch)
-
-    async def _worker(
-        self, poller: Poller, batches: anyio.abc.ObjectReceiveStream[list[dict[str, Any]]]
-    ) -> None:
-        async with batches:
-            async for batch in batches:
-                self.slots.waiting -= 1
-                self.slots.changed()
-                try:
-                    await poller._deliver(batch)
-                finally:
-                    self.slots.give(1)
-
-    async def _acknowledge(
-        self, messages: list[dict[str, Any]], business: dict[str, str | None]
-    ) -> None:
-        requested_ns = self.clock()
-        for m in messages:
-            await self._acks_send.send(
-                _Pending(m["MessageId"], m["ReceiptHandle"], business[m["MessageId"]], requested_ns)
-            )
-
-    async def _acknowledger(self, pending: MemoryObjectReceiveStream[_Pending]) -> None:
-        async with pending:
-            async for first in pending:
-                batch = [first]
-                # Wait a little for other invocations' acknowledgements, but only while
-                # some are in progress: a lone message is acknowledged at once.
-                with anyio.move_on_after(ACK_LINGER_S):
-                    while len(batch) < RECEIVE_MAX:
-                        try:
-                            batch.append(pending.receive_nowait())
-                            continue
-                        except anyio.WouldBlock:
-                            if not self.progress.in_flight:
-                                break
-                        except anyio.EndOfStream:
-                            break
-                        try:
-                            batch.append(await pending.receive())
-                        except anyio.EndOfStream:
-                            break
-                await self._delete(batch)
-
-    async def _delete(self, batch: list[_Pending]) -> None:
-        self.calls["delete"] += 1
-        response = await self.sqs.delete_message_batch(
-            QueueUrl=self.queue_url,
-            Entries=[
-                {"Id": str(i), "ReceiptHandle": p.receipt_handle} for i, p in enumerate(batch)
-            ],
-        )
-        acked_ns = self.clock()
-        ok = {entry["Id"] for entry in response.get("Successful", [])}
-        acked = [p for i, p in enumerate(batch) if str(i) in ok]
-        for p in acked:
-            self.history.acks.append(Ack(p.message_id, acked_ns, p.requested_ns))
-        self.progress.acked += len(acked)
-        for p in acked:
-            self.settlement.settle(p.message_id, p.business_id)
 
 
 async def watch_dead_letters(

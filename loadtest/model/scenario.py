@@ -3,7 +3,8 @@
 Owns parsing and validating scenario TOML (and CLI overrides) into frozen
 values. Pure: reads no clock and touches no AWS; ``load_scenario`` reads the
 one file it is given. Every refusal names the file, the field and what is
-allowed, and raises ``ScenarioError`` before anything is created.
+allowed, and raises ``ScenarioError`` before anything is created (the field
+checks, FIFO rules among them, live in ``loadtest.model.scenario_fields``).
 
 File format (every table and key optional)::
 
@@ -28,6 +29,9 @@ File format (every table and key optional)::
     arrival = "burst"                   # | "rate" (open loop) | "ramp" (ramp_from_per_s -> rate_per_s)
     rate_per_s = 0.0
     ramp_from_per_s = 1.0
+    deduplication = "per-message"       # FIFO MessageDeduplicationId | "business-id" | "content"
+    message_group = "business-id"       # FIFO MessageGroupId per id | "fixed" (message_groups)
+    message_groups = 1
 
     [[workload.messages]]               # explicit bodies instead of generated ids
     body = { id = "dedup-order", quantity = 4 }
@@ -46,12 +50,14 @@ File format (every table and key optional)::
     function_timeout_s = 30
     memory_mb = 128
     report_batch_item_failures = false
+    fifo = false                        # a .fifo queue: batch_size <= 10, no batching window
 
     [faults]                            # opt-in, always labelled in the report
     handler_duration_ms = 0             # slow work before the invocation's first write
     handler_jitter_ms = 0               # plus a uniform 0..jitter
     race_window_ms = 0                  # pause after each read of the orders table
     crash_after_write = 0.0             # probability of a crash after the writes, before the ack
+    dedup_window_s = 0                  # FIFO: shorten SQS's 300 s deduplication window
 
     [run]
     deadline_s = 120                    # stop and report whatever is unfinished
@@ -60,9 +66,7 @@ File format (every table and key optional)::
 from __future__ import annotations
 
 import dataclasses
-import re
 import tomllib
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -72,6 +76,29 @@ from typing import Any
 
 from loadtest.errors import ScenarioError
 from loadtest.model.history import OutcomeKey
+from loadtest.model.scenario_fields import (
+    NAME_MAX_CHARS as NAME_MAX_CHARS,
+)
+from loadtest.model.scenario_fields import (
+    RELAXABLE as RELAXABLE,
+)
+from loadtest.model.scenario_fields import (
+    _allow,
+    _check_combinations,
+    _check_keys,
+    _explicit_messages,
+    _outcome,
+    _section,
+    _table,
+    _thresholds,
+    _value,
+)
+from loadtest.model.scenario_fields import (
+    check_name as check_name,
+)
+from loadtest.model.scenario_fields import (
+    safe_name as safe_name,
+)
 from loadtest.model.settings import (
     LIMITS as LIMITS,
 )
@@ -88,6 +115,9 @@ from loadtest.model.settings import (
     CopySpacing as CopySpacing,
 )
 from loadtest.model.settings import (
+    Deduplication as Deduplication,
+)
+from loadtest.model.settings import (
     ExplicitMessage as ExplicitMessage,
 )
 from loadtest.model.settings import (
@@ -95,6 +125,9 @@ from loadtest.model.settings import (
 )
 from loadtest.model.settings import (
     JsonObject as JsonObject,
+)
+from loadtest.model.settings import (
+    MessageGroup as MessageGroup,
 )
 from loadtest.model.settings import (
     Order as Order,
@@ -111,14 +144,6 @@ from loadtest.model.settings import (
 from loadtest.model.settings import (
     _override as _override,
 )
-
-RELAXABLE: tuple[str, ...] = (
-    "duplicate_writes",
-    "conflicting_writes",
-    "lost_outcomes",
-    "unexpected_dead_letters",
-)
-"""Default-verdict reasons a scenario may allow (``[verdict.allow]``), by count name."""
 
 
 @dataclass(frozen=True)
@@ -192,101 +217,6 @@ def override_fields() -> list[tuple[dataclasses.Field[Any], Override]]:
     ]
 
 
-NAME_MAX_CHARS = 64
-"""The longest scenario name: it becomes part of report file names."""
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-
-
-def safe_name(text: str) -> str:
-    """``text`` as a scenario name: letters, digits, ``.``, ``_`` and ``-``; others become ``-``.
-
-    For names loadtest derives itself (a file's stem); a name the scenario
-    gives is checked by ``check_name`` instead, never silently changed.
-    """
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip(".-_")[:NAME_MAX_CHARS]
-    return slug or "scenario"
-
-
-def check_name(value: Any, source: str) -> str:
-    """A scenario name that is safe in a file name and on a terminal, or ``ScenarioError``."""
-    if not isinstance(value, str):
-        raise ScenarioError(f"{source}: name must be a string, got {value!r}")
-    if not value or len(value) > NAME_MAX_CHARS or not _NAME.fullmatch(value):
-        raise ScenarioError(
-            f"{source}: name = {value[: NAME_MAX_CHARS + 10]!r} is not allowed; a name is 1 to "
-            f"{NAME_MAX_CHARS} letters, digits, '.', '_' or '-', starting with a letter or digit "
-            "(it becomes part of the report's file name)"
-        )
-    return value
-
-
-_RANGE_TEXT = {"batch_size": "1..10 (up to 10000 with batching_window_s >= 1)"}
-"""Ranges that need more words than low..high."""
-
-
-def _where(source: str, path: str) -> str:
-    return f"{source}: {path}" if path else source
-
-
-def _check_keys(raw: Mapping[str, Any], allowed: set[str], source: str, path: str) -> None:
-    unknown = sorted(set(raw) - allowed)
-    if unknown:
-        prefix = f"{path}." if path else ""
-        raise ScenarioError(
-            f"{source}: unknown key {prefix}{unknown[0]!r}; allowed: {', '.join(sorted(allowed))}"
-        )
-
-
-def _value(key: str, value: Any, kind: Any, source: str, path: str) -> Any:
-    """Validate one scalar against its field type and limits."""
-    where = _where(source, path + key)
-    if kind is bool:
-        if not isinstance(value, bool):
-            raise ScenarioError(f"{where} must be true or false, got {value!r}")
-        return value
-    if kind is str:
-        if not isinstance(value, str):
-            raise ScenarioError(f"{where} must be a string, got {value!r}")
-        return value
-    if isinstance(kind, type) and issubclass(kind, StrEnum):
-        try:
-            return kind(value)
-        except ValueError:
-            allowed = ", ".join(repr(member.value) for member in kind)
-            raise ScenarioError(f"{where} = {value!r} is not allowed; allowed: {allowed}") from None
-    if kind is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ScenarioError(f"{where} must be an integer, got {value!r}")
-    elif isinstance(value, bool) or not isinstance(value, int | float):
-        raise ScenarioError(f"{where} must be a number, got {value!r}")
-    low, high = LIMITS[key]
-    if not low <= value <= high:
-        shown = _RANGE_TEXT.get(key) or (
-            f"{int(low)}..{int(high)}" if kind is int else f"{low:g}..{high:g}"
-        )
-        raise ScenarioError(f"{where} = {value} is out of range; allowed {shown}")
-    return value if kind is int else float(value)
-
-
-def _table(raw: Mapping[str, Any], key: str, source: str) -> Mapping[str, Any]:
-    value = raw.get(key, {})
-    if not isinstance(value, Mapping):
-        raise ScenarioError(f"{_where(source, key)} must be a table, got {type(value).__name__}")
-    return value
-
-
-def _section(cls: type[Any], raw: Mapping[str, Any], source: str, path: str) -> Any:
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    _check_keys(raw, names, source, path)
-    given = {
-        name: _value(name, raw[name], hints[name], source, f"{path}.")
-        for name in names
-        if name in raw and name != "messages"
-    }
-    return cls(**given)
-
-
 def parse_scenario(
     raw: Mapping[str, Any], *, source: str, default_name: str = "scenario"
 ) -> Scenario:
@@ -314,7 +244,7 @@ def parse_scenario(
     consumer = _section(ConsumerSettings, _table(raw, "consumer", source), source, "consumer")
     faults = _section(Faults, _table(raw, "faults", source), source, "faults")
     run = _section(RunSettings, _table(raw, "run", source), source, "run")
-    _check_combinations(workload, consumer, source)
+    _check_combinations(workload, consumer, faults, source)
     return Scenario(
         name=check_name(raw["name"], source) if "name" in raw else safe_name(default_name),
         description=_value("description", raw.get("description", ""), str, source, ""),
@@ -329,94 +259,6 @@ def parse_scenario(
         outcome=_outcome(_table(raw, "outcome", source), source),
         source=source,
     )
-
-
-_ATTRIBUTE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
-
-
-def _outcome(raw: Mapping[str, Any], source: str) -> OutcomeKey:
-    """``[outcome] key = { pk = "ORDER#{id}" }``: one or two key attributes (hash, then range)."""
-    _check_keys(raw, {"key"}, source, "outcome")
-    if "key" not in raw:
-        return OutcomeKey()
-    key = raw["key"]
-    allowed = 'a table of one or two attributes, e.g. { id = "{id}" } or { pk = "ORDER#{id}", sk = "ORDER" }'
-    if not isinstance(key, Mapping) or not 1 <= len(key) <= 2:
-        raise ScenarioError(f"{source}: outcome.key must be {allowed}, got {key!r}")
-    for name, template in key.items():
-        if not _ATTRIBUTE_NAME.match(str(name)) or not isinstance(template, str) or not template:
-            raise ScenarioError(
-                f"{source}: outcome.key.{name} = {template!r}; each entry must be "
-                "an attribute name = a non-empty template string"
-            )
-    if not any("{id}" in template for template in key.values()):
-        raise ScenarioError(
-            f"{source}: outcome.key must place the business id somewhere: one template "
-            f"needs {{id}} (got {dict(key)!r})"
-        )
-    return OutcomeKey(tuple((str(name), str(template)) for name, template in key.items()))
-
-
-def _check_combinations(workload: Workload, consumer: ConsumerSettings, source: str) -> None:
-    """Settings legal one by one but impossible together (refused, as AWS would)."""
-    if consumer.batch_size > 10 and consumer.batching_window_s < 1:
-        raise ScenarioError(
-            f"{source}: consumer.batch_size = {consumer.batch_size} needs consumer.batching_window_s "
-            ">= 1 (as Lambda requires for SQS batches above 10); allowed without a window: 1..10"
-        )
-    if workload.arrival in (Arrival.RATE, Arrival.RAMP) and workload.rate_per_s <= 0:
-        raise ScenarioError(
-            f"{source}: workload.arrival = {workload.arrival.value!r} needs workload.rate_per_s > 0 "
-            "(messages per second)"
-        )
-    if workload.copy_spacing is CopySpacing.SPREAD and workload.copy_spread_s <= 0:
-        raise ScenarioError(
-            f"{source}: workload.copy_spacing = 'spread' needs workload.copy_spread_s > 0 (seconds)"
-        )
-
-
-def _thresholds(raw: Any, source: str) -> tuple[str, ...]:
-    if not isinstance(raw, list) or not all(isinstance(t, str) for t in raw):
-        raise ScenarioError(
-            f'{source}: thresholds must be a list of strings like "duplicate_writes == 0"'
-        )
-    # Their syntax is the evaluation's to judge (thresholds.check_scenario): the
-    # model does not import it.
-    return tuple(raw)
-
-
-def _allow(raw: Mapping[str, Any], source: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    _check_keys(raw, {"allow"}, source, "verdict")
-    table = raw.get("allow", {})
-    if not isinstance(table, Mapping):
-        raise ScenarioError(f"{source}: verdict.allow must be a table of variant = [counts]")
-    out = []
-    for variant, names in table.items():
-        if not isinstance(names, list) or not all(n in RELAXABLE for n in names):
-            raise ScenarioError(
-                f"{source}: verdict.allow.{variant} = {names!r}; allowed entries: "
-                f"{', '.join(RELAXABLE)} (unsettled messages always fail a run)"
-            )
-        out.append((str(variant), tuple(names)))
-    return tuple(out)
-
-
-def _explicit_messages(raw: Any, source: str) -> list[ExplicitMessage]:
-    if not isinstance(raw, list):
-        raise ScenarioError(f"{source}: workload.messages must be an array of tables")
-    out = []
-    for index, entry in enumerate(raw):
-        path = f"workload.messages[{index}]"
-        if not isinstance(entry, Mapping):
-            raise ScenarioError(f"{source}: {path} must be a table with body and copies")
-        _check_keys(entry, {"body", "copies", "poison"}, source, path)
-        body = entry.get("body")
-        if not isinstance(body, Mapping):
-            raise ScenarioError(f"{source}: {path}.body must be a table (the JSON message body)")
-        copies = _value("copies", entry.get("copies", 1), int, source, f"{path}.")
-        poison = _value("poison", entry.get("poison", False), bool, source, f"{path}.")
-        out.append(ExplicitMessage(body=dict(body), copies=copies, poison=poison))
-    return out
 
 
 def to_raw(scenario: Scenario) -> dict[str, Any]:

@@ -10,9 +10,17 @@ from __future__ import annotations
 import json
 import math
 import random
-from dataclasses import dataclass
+import zlib
+from dataclasses import dataclass, replace
 
-from loadtest.model.scenario import Arrival, CopySpacing, Order, Workload
+from loadtest.model.scenario import (
+    Arrival,
+    CopySpacing,
+    Deduplication,
+    MessageGroup,
+    Order,
+    Workload,
+)
 
 MIN_QUANTITY = 1
 MAX_QUANTITY = 10
@@ -36,6 +44,11 @@ class PlannedMessage:
     """A resend whose details differ from the first copy's."""
     poison: bool = False
     """A planted poison record: every consumer is expected to refuse it."""
+    group_id: str = ""
+    """The ``MessageGroupId`` a FIFO queue is sent (ignored by a standard queue)."""
+    deduplication_id: str | None = None
+    """The ``MessageDeduplicationId`` a FIFO queue is sent; ``None`` leaves it to the queue's
+    content-based deduplication."""
 
 
 def _other_quantity(quantity: int, rng: random.Random) -> int:
@@ -124,4 +137,28 @@ def plan(workload: Workload, seed: int) -> tuple[PlannedMessage, ...]:
         )
         for i, (business_id, body, copy, conflicting, poison) in enumerate(entries)
     ]
+    planned = [fifo_ids(m, workload) for m in planned]
     return tuple(sorted(planned, key=lambda m: (m.offset_ns, m.index)))
+
+
+NO_ID_GROUP = "no-id"
+"""The group of messages without a business id (explicit bodies with no ``id``)."""
+
+
+def fifo_ids(m: PlannedMessage, workload: Workload) -> PlannedMessage:
+    """``m`` with the FIFO group and deduplication ids the workload's strategies give it."""
+    key = m.business_id if m.business_id is not None else NO_ID_GROUP
+    if workload.message_group is MessageGroup.FIXED:
+        # A stable hash (not Python's salted one): the same id lands in the same group
+        # in every run and every variant.
+        group = f"group-{zlib.crc32(key.encode()) % workload.message_groups}"
+    else:
+        group = key
+    dedup: str | None
+    if workload.deduplication is Deduplication.BUSINESS_ID:
+        dedup = key
+    elif workload.deduplication is Deduplication.CONTENT:
+        dedup = None
+    else:
+        dedup = f"message-{m.index}"
+    return replace(m, group_id=group, deduplication_id=dedup)

@@ -67,6 +67,27 @@ class CopySpacing(StrEnum):
     """Only once the first copy was acknowledged or dead-lettered."""
 
 
+class MessageGroup(StrEnum):
+    """How a FIFO producer picks each message's ``MessageGroupId``."""
+
+    BUSINESS_ID = "business-id"
+    """One group per business id: the copies of an id are delivered in order, one at a time."""
+    FIXED = "fixed"
+    """``message_groups`` groups, business ids spread over them by a stable hash."""
+
+
+class Deduplication(StrEnum):
+    """How a FIFO producer sets each message's ``MessageDeduplicationId``."""
+
+    PER_MESSAGE = "per-message"
+    """A fresh id per send: the queue drops nothing (a producer that mints ids per attempt)."""
+    BUSINESS_ID = "business-id"
+    """The business id: resends of an id inside the deduplication window are dropped."""
+    CONTENT = "content"
+    """No id sent; the queue's ContentBasedDeduplication hashes the body (identical bodies
+    inside the window are dropped, a resend with different details is not)."""
+
+
 @dataclass(frozen=True)
 class ExplicitMessage:
     """A literal message body, sent ``copies`` times in a row."""
@@ -111,6 +132,22 @@ class Workload:
     """The starting rate of a ``ramp`` (messages per second)."""
     messages: tuple[ExplicitMessage, ...] = ()
     """Explicit bodies; when present they replace the generated ids."""
+    message_group: MessageGroup = field(
+        default=MessageGroup.BUSINESS_ID,
+        metadata=_override("FIFO: MessageGroupId per 'business-id' or 'fixed' groups.", "HOW"),
+    )
+    """FIFO only: how each message's ``MessageGroupId`` is chosen."""
+    message_groups: int = field(
+        default=1, metadata=_override("FIFO: number of groups for message_group = fixed.", "N")
+    )
+    """FIFO only: the number of message groups when ``message_group`` is ``fixed``."""
+    deduplication: Deduplication = field(
+        default=Deduplication.PER_MESSAGE,
+        metadata=_override(
+            "FIFO: MessageDeduplicationId 'per-message', per 'business-id' or 'content'.", "HOW"
+        ),
+    )
+    """FIFO only: how each message's ``MessageDeduplicationId`` is set."""
 
 
 @dataclass(frozen=True)
@@ -154,6 +191,12 @@ class ConsumerSettings:
     report_batch_item_failures: bool = field(
         default=False, metadata=_override("Partial batch responses (batchItemFailures).")
     )
+    fifo: bool = field(
+        default=False,
+        metadata=_override("A FIFO queue (.fifo) and the event source mapping's FIFO rules."),
+    )
+    """A FIFO queue and DLQ: messages carry a group and a deduplication id; the mapping
+    keeps each group in order with at most one batch of it in flight."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +230,15 @@ class Faults:
     """Probability (0..1) that an invocation's environment crashes after the handler
     returned — its writes made — and before the messages are acknowledged."""
 
+    dedup_window_s: float = field(
+        default=0.0,
+        metadata=_override(
+            "Fault: shorten FIFO deduplication to S seconds (embedded backend only).", "S"
+        ),
+    )
+    """Fault, FIFO on the embedded backend only: the deduplication window (in seconds)
+    instead of SQS's five minutes, so a resend after the window runs in seconds. 0: SQS's."""
+
     @property
     def active(self) -> bool:
         return any(getattr(self, f.name) for f in dataclasses.fields(self))
@@ -199,6 +251,11 @@ class Faults:
             parts.append(f"race window {self.race_window_ms} ms")
         if self.crash_after_write:
             parts.append(f"crash after write {self.crash_after_write:.0%}")
+        if self.dedup_window_s:
+            parts.append(
+                f"FIFO deduplication window shortened to {self.dedup_window_s:g} s "
+                f"(SQS: {DEDUP_WINDOW_S} s)"
+            )
         return ", ".join(parts) or "none"
 
 
@@ -220,6 +277,11 @@ class RunSettings:
     sent is still consumed and judged, and the run is reported as stopped early."""
 
 
+DEDUP_WINDOW_S = 300
+"""SQS FIFO's deduplication interval (in seconds): five minutes, even after a delete."""
+FIFO_BATCH_MAX = 10
+"""The largest batch an event source mapping takes from a FIFO queue."""
+
 LIMITS: dict[str, tuple[float, float]] = {
     "seed": (0, 2**63 - 1),
     "distinct_ids": (1, 1_000_000),
@@ -240,6 +302,8 @@ LIMITS: dict[str, tuple[float, float]] = {
     "handler_jitter_ms": (0, 900_000),
     "race_window_ms": (0, 60_000),
     "crash_after_write": (0, 1),
+    "dedup_window_s": (0, DEDUP_WINDOW_S),
+    "message_groups": (1, 100_000),
     "deadline_s": (1, 86_400),
     "max_backlog": (0, 100_000_000),
 }

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -20,6 +21,7 @@ from loadtest.deploy.deploy_plan import (
     render_plan,
 )
 from loadtest.emulation.handlers import parse_ref
+from loadtest.errors import ScenarioError
 from loadtest.model.scenario import load_scenario
 
 runner = CliRunner()
@@ -155,3 +157,22 @@ def test_attach_plan_creates_layer_and_queue_and_changes_the_function() -> None:
     assert "2 resources to create, 1 to change and restore" in text
     assert "~ lambda-function-change  orders-worker" in text
     assert "lambda:UpdateFunctionConfiguration" in text
+
+
+def test_a_fifo_scenario_plans_fifo_queues_and_refuses_the_window_fault() -> None:
+    scenario = load_scenario("fifo-resends-deduplicated").with_overrides(deduplication="content")
+    plan = plan_deploy(scenario, [parse_ref("conditional")], run_id="r", region="us-east-1")
+    queues = {r.purpose: r for r in plan.of_kind(Kind.QUEUE)}
+    for purpose in ("job queue", "dead-letter queue"):
+        assert queues[purpose].name.endswith(".fifo")
+        assert queues[purpose].settings["Attributes"]["FifoQueue"] == "true"
+        assert queues[purpose].settings["Attributes"]["ContentBasedDeduplication"] == "true"
+    assert queues["job queue"].settings["RedrivePolicy"]["deadLetterTargetArn"].endswith(".fifo")
+    assert plan.of_kind(Kind.MAPPING)[0].settings["EventSourceArn"].endswith("-jobs.fifo")
+    with pytest.raises(ScenarioError, match="dedup_window_s = 2 needs loadtest's embedded"):
+        plan_deploy(
+            load_scenario("fifo-resends-after-window"),
+            [parse_ref("conditional")],
+            run_id="r",
+            region="us-east-1",
+        )

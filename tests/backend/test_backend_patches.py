@@ -22,7 +22,7 @@ from moto.dynamodb.models import DynamoDBBackend
 from moto.sqs.exceptions import PurgeQueueInProgress, ReceiptHandleIsInvalid
 from moto.sqs.models import Message, Queue, SQSBackend, sqs_backends
 
-from loadtest.adapters.backend import patches
+from loadtest.adapters.backend import patches, sqs_store
 from loadtest.adapters.backend.errors import BackendError, UnsupportedMotoVersion
 
 ACCOUNT = "123456789012"
@@ -262,7 +262,7 @@ class WorkCounter:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.visits = 0
-        self._count(monkeypatch, patches, "_is_available")
+        self._count(monkeypatch, sqs_store, "_is_available")
         self._count(monkeypatch, Message, "had_receipt_handle")
         for name in ("visible", "delayed"):
             getter = getattr(Message, name).fget

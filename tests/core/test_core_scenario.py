@@ -172,15 +172,17 @@ def test_unknown_key_messages_list_the_allowed_keys_of_each_table() -> None:
         "allowed: consumer, description, faults, name, outcome, run, seed, thresholds, variants, verdict, workload"
     )
     assert refusal({"workload": {"bogus": 1}}).endswith(
-        "allowed: arrival, conflict_fraction, copies, copy_spacing, copy_spread_s, distinct_ids, "
-        "id_prefix, messages, order, poison_fraction, ramp_from_per_s, rate_per_s"
+        "allowed: arrival, conflict_fraction, copies, copy_spacing, copy_spread_s, deduplication, "
+        "distinct_ids, id_prefix, message_group, message_groups, messages, order, "
+        "poison_fraction, ramp_from_per_s, rate_per_s"
     )
     assert refusal({"consumer": {"bogus": 1}}).endswith(
-        "allowed: batch_size, batching_window_s, concurrency, function_timeout_s, "
+        "allowed: batch_size, batching_window_s, concurrency, fifo, function_timeout_s, "
         "max_receive_count, memory_mb, report_batch_item_failures, visibility_timeout_s"
     )
     assert refusal({"faults": {"bogus": 1}}).endswith(
-        "allowed: crash_after_write, handler_duration_ms, handler_jitter_ms, race_window_ms"
+        "allowed: crash_after_write, dedup_window_s, handler_duration_ms, handler_jitter_ms, "
+        "race_window_ms"
     )
     assert refusal({"run": {"bogus": 1}}).endswith("allowed: deadline_s, max_backlog")
     assert refusal({"workload": {"messages": [{"body": {}, "bogus": 1}]}}).endswith(
@@ -463,6 +465,9 @@ def test_to_raw_is_plain_data() -> None:
                 {"body": {"id": "dedup-order", "quantity": 4}, "copies": 3},
                 {"body": {"id": "other-order", "quantity": 1}, "copies": 1},
             ],
+            "message_group": "business-id",
+            "message_groups": 1,
+            "deduplication": "per-message",
         },
         "consumer": dataclasses.asdict(ConsumerSettings(concurrency=1)),
         "faults": {
@@ -470,6 +475,78 @@ def test_to_raw_is_plain_data() -> None:
             "handler_jitter_ms": 0,
             "race_window_ms": 0,
             "crash_after_write": 0.0,
+            "dedup_window_s": 0.0,
         },
         "run": {"deadline_s": 120.0, "max_backlog": 0},
     }
+
+
+# --- FIFO queues -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (
+            {"consumer": {"fifo": True, "batch_size": 11, "batching_window_s": 1}},
+            "test.toml: consumer.batch_size = 11 is not allowed with consumer.fifo = true; "
+            "allowed: 1..10 (Lambda's limit for FIFO queues)",
+        ),
+        (
+            {"consumer": {"fifo": True, "batching_window_s": 0.5}},
+            "test.toml: consumer.batching_window_s = 0.5 is not allowed with consumer.fifo = "
+            "true; allowed: 0 (Lambda supports no batching window for FIFO queues)",
+        ),
+        (
+            {"consumer": {"fifo": True}, "workload": {"message_groups": 4}},
+            "test.toml: workload.message_groups = 4 needs workload.message_group = 'fixed'; "
+            "with 'business-id' each id is its own group (leave message_groups out)",
+        ),
+        (
+            {"workload": {"deduplication": "business-id"}},
+            "test.toml: workload.deduplication is set but consumer.fifo = false; it applies to "
+            "FIFO queues only: set consumer.fifo = true or leave it out",
+        ),
+        (
+            {"faults": {"dedup_window_s": 5}},
+            "test.toml: faults.dedup_window_s is set but consumer.fifo = false; it applies to "
+            "FIFO queues only: set consumer.fifo = true or leave it out",
+        ),
+        (
+            {"consumer": {"fifo": True}, "workload": {"deduplication": "per-business"}},
+            "test.toml: workload.deduplication = 'per-business' is not allowed; allowed: "
+            "'per-message', 'business-id', 'content'",
+        ),
+        (
+            {"consumer": {"fifo": True}, "faults": {"dedup_window_s": 301}},
+            "test.toml: faults.dedup_window_s = 301 is out of range; allowed 0..300",
+        ),
+    ],
+)
+def test_impossible_fifo_settings_are_refused_naming_field_value_and_allowed(
+    raw: dict[str, Any], expected: str
+) -> None:
+    assert refusal(raw) == expected
+
+
+def test_fifo_settings_parse_and_override() -> None:
+    scenario = parse_scenario(
+        {
+            "consumer": {"fifo": True, "batch_size": 10},
+            "workload": {"message_group": "fixed", "message_groups": 3, "deduplication": "content"},
+            "faults": {"dedup_window_s": 2},
+        },
+        source="test.toml",
+    )
+    assert scenario.consumer.fifo
+    assert scenario.workload.message_groups == 3
+    assert "FIFO deduplication window shortened to 2 s (SQS: 300 s)" in scenario.faults.describe()
+    with pytest.raises(ScenarioError, match="batching_window_s = 2 is not allowed"):
+        scenario.with_overrides(batching_window_s=2)
+    assert not scenario.with_overrides(
+        fifo=False,
+        message_group="business-id",
+        message_groups=1,
+        deduplication="per-message",
+        dedup_window_s=0,
+    ).consumer.fifo

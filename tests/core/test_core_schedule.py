@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loadtest.model.scenario import ExplicitMessage, Order, Workload, load_scenario
+from loadtest.model.scenario import (
+    Deduplication,
+    ExplicitMessage,
+    MessageGroup,
+    Order,
+    Workload,
+    load_scenario,
+)
 from loadtest.model.schedule import MAX_QUANTITY, MIN_QUANTITY, PlannedMessage, plan
 
 
@@ -142,3 +150,22 @@ def test_plan_properties(distinct_ids: int, copies: int, order: Order, seed: int
     if order is Order.GROUPED:
         ids = [m.business_id for m in planned]
         assert all(len(set(ids[i : i + copies])) == 1 for i in range(0, len(ids), copies))
+
+
+def test_fifo_ids_follow_the_workload_strategies() -> None:
+    def ids(**fields: Any) -> list[tuple[str | None, str, str | None]]:
+        planned = plan(Workload(distinct_ids=20, copies=2, **fields), seed=3)
+        return [(m.business_id, m.group_id, m.deduplication_id) for m in planned]
+
+    by_id = ids(deduplication=Deduplication.BUSINESS_ID)
+    assert all(group == business and dedup == business for business, group, dedup in by_id)
+    per_message = ids()
+    assert len({dedup for _, _, dedup in per_message}) == len(per_message) == 40
+    fixed = ids(message_group=MessageGroup.FIXED, message_groups=3)
+    groups: dict[str | None, set[str]] = {}
+    for business, group, _ in fixed:
+        groups.setdefault(business, set()).add(group)
+    assert all(len(g) == 1 for g in groups.values())  # an id's copies share one group
+    assert {g for gs in groups.values() for g in gs} == {"group-0", "group-1", "group-2"}
+    assert fixed == ids(message_group=MessageGroup.FIXED, message_groups=3)  # stable
+    assert all(dedup is None for _, _, dedup in ids(deduplication=Deduplication.CONTENT))

@@ -272,3 +272,36 @@ def test_partiql_check_fails_on_plain_moto() -> None:
     assert result.details["duplicate_item_unchanged"] == 0
     assert result.details["parameterised_insert_error"] != "none"
     assert result.summary.startswith("INSERT of a stored key: accepted, item overwritten; ")
+
+
+def test_fifo_checks_pass_with_their_figures(doctor_run: DoctorRun) -> None:
+    found = {r.name: r for r in doctor_run.results}
+    dedup, order = found["fifo-deduplication-window"], found["fifo-group-order"]
+    assert dedup.ok and order.ok, (dedup.summary, order.summary)
+    assert dedup.details["delivered_while_queued"] == 1
+    assert dedup.details["delivered_after_delete"] == 0
+    assert order.details == {"in_order": 1, "received": 5, "group_messages_while_in_flight": 0}
+
+
+def test_fifo_deduplication_check_fails_on_plain_moto() -> None:
+    """moto as shipped forgets a deduplication id once its message is deleted."""
+    from loadtest.adapters.backend.embedded import EmbeddedBackend
+    from loadtest.adapters.doctor_fifo import check_fifo
+
+    with EmbeddedBackend(patched=False) as backend:
+        target = aws.Target.resolve(aws.BackendKind.ENDPOINT, backend.endpoint_url)
+        made: list[str] = []
+
+        async def run() -> list[CheckResult]:
+            async with aws.clients(target, pool=4) as (sqs, _dynamodb):
+                try:
+                    return await check_fifo(sqs, target, made.append)
+                finally:
+                    for url in made:
+                        await sqs.delete_queue(QueueUrl=url)
+
+        dedup, order = anyio.run(run, backend="asyncio")
+    assert not dedup.ok
+    assert dedup.details["delivered_while_queued"] == 1  # moto drops a copy while queued ...
+    assert dedup.details["delivered_after_delete"] == 1  # ... and forgets it after a delete
+    assert order.ok  # group order and exclusivity are moto's own

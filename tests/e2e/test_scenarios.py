@@ -7,6 +7,7 @@ verdict for every run is the first assertion; the rest check the mechanism.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from typing import Any
 
@@ -17,6 +18,12 @@ from loadtest.model.scenario import builtin_scenarios, load_scenario
 from loadtest.reports.report import build_report
 from tests.e2e.helpers import loadtest_resources, run_variants
 
+FIFO_SCENARIOS = [
+    "fifo-resends-deduplicated",
+    "fifo-visibility-timeout",
+    "fifo-crash-before-ack",
+    "fifo-resends-after-window",
+]
 ISSUE_3_SCENARIOS = [
     "resends-at-once",
     "resends-after-completion",
@@ -43,7 +50,7 @@ def _run(name: str, url: str) -> tuple[RunResult, dict[str, dict[str, Any]]]:
 
 def test_every_shipped_scenario_is_listed_with_a_description() -> None:
     found = builtin_scenarios()
-    assert {*ISSUE_3_SCENARIOS, "seed-lab", "race-burst"} <= set(found)
+    assert {*ISSUE_3_SCENARIOS, *FIFO_SCENARIOS, "seed-lab", "race-burst"} <= set(found)
     assert all(s.description for s in found.values())
 
 
@@ -145,4 +152,144 @@ def test_impossible_settings_are_refused_before_anything_is_created(
 
     with pytest.raises(ScenarioError):
         load_scenario("steady-rate").with_overrides(**bad)
+    assert loadtest_resources(backend_url) == ([], [])
+
+
+# --- FIFO queues (issue 11) ---------------------------------------------------------
+
+
+def _deliveries_by_id(result: RunResult, variant: str) -> Counter[str | None]:
+    run = next(r for r in result.runs if r.variant == variant)
+    return Counter(r.business_id for inv in run.history.invocations for r in inv.records)
+
+
+def _overlapping_invocations_of_one_id(result: RunResult, variant: str) -> int:
+    """Pairs of invocations of the same business id that ran at the same time."""
+    run = next(r for r in result.runs if r.variant == variant)
+    spans: dict[str | None, list[tuple[int, int]]] = {}
+    for inv in run.history.invocations:
+        for record in inv.records:
+            spans.setdefault(record.business_id, []).append((inv.started_ns, inv.ended_ns))
+    pairs = 0
+    for found in spans.values():
+        found.sort()
+        pairs += sum(1 for a, b in itertools.pairwise(found) if b[0] < a[1])
+    return pairs
+
+
+def test_fifo_resends_inside_the_window_are_dropped_by_the_queue(backend_url: str) -> None:
+    result, runs = _run("fifo-resends-deduplicated", backend_url)
+    for variant, run in runs.items():
+        assert run["counts"]["messages_sent"] == 60, variant
+        assert run["counts"]["deliveries"] == 20, variant
+        assert set(_deliveries_by_id(result, variant).values()) == {1}, variant
+        # The queue accepted every resend and answered with the first copy's messageId.
+        sent = next(r for r in result.runs if r.variant == variant).history.sent
+        ids: dict[str | None, set[str | None]] = {}
+        for m in sent:
+            ids.setdefault(m.business_id, set()).add(m.message_id)
+        assert all(len(found) == 1 and None not in found for found in ids.values())
+    assert runs["unconditional"]["counts"]["duplicate_writes"] == 0
+    # The control: the same workload on a standard queue, where nothing drops the resends.
+    standard = load_scenario("fifo-resends-deduplicated").with_overrides(
+        fifo=False, deduplication="per-message", variants=["unconditional"]
+    )
+    (control,) = build_report(run_variants(standard, backend_url))["runs"]
+    assert control["counts"]["deliveries"] == 60
+    assert control["counts"]["duplicate_writes"] == 40
+
+
+def test_fifo_redelivery_after_the_visibility_timeout_still_double_writes(
+    backend_url: str,
+) -> None:
+    result, runs = _run("fifo-visibility-timeout", backend_url)
+    for run in result.runs:
+        deliveries = Counter(r.message_id for inv in run.history.invocations for r in inv.records)
+        assert max(deliveries.values()) >= 2  # the same messageId again: no producer resend
+        assert run.check.counts.messages_sent == 8
+    # Its group was free again once the message was visible: it ran beside the first.
+    assert _overlapping_invocations_of_one_id(result, "read-then-write") > 0
+    assert runs["read-then-write"]["counts"]["duplicate_writes"] > 0
+    assert runs["conditional"]["counts"]["duplicate_writes"] == 0
+    assert runs["conditional"]["counts"]["writes_rejected"] > 0
+
+
+def test_fifo_crash_before_ack_is_redelivered_despite_deduplication(backend_url: str) -> None:
+    result, runs = _run("fifo-crash-before-ack", backend_url)
+    for run in result.runs:
+        crashed = [inv for inv in run.history.invocations if inv.outcome.value == "crash"]
+        assert crashed
+        # Every crashed message was delivered again and acknowledged after a delivery that
+        # did not crash: deduplication never sees a redelivery.
+        succeeded = {
+            record.message_id
+            for inv in run.history.invocations
+            if inv.outcome.value == "success"
+            for record in inv.records
+        }
+        deliveries = Counter(r.message_id for inv in run.history.invocations for r in inv.records)
+        for inv in crashed:
+            for record in inv.records:
+                assert deliveries[record.message_id] >= 2
+                assert record.message_id in succeeded
+    assert runs["unconditional"]["counts"]["redeliveries"] > 0
+    assert (
+        runs["unconditional"]["counts"]["duplicate_writes"]
+        == (runs["unconditional"]["counts"]["redeliveries"])
+    )
+    assert runs["read-then-write"]["counts"]["duplicate_writes"] == 0
+    assert runs["conditional"]["counts"]["duplicate_writes"] == 0
+
+
+def test_fifo_resends_after_the_shortened_window_are_delivered_again(backend_url: str) -> None:
+    result, runs = _run("fifo-resends-after-window", backend_url)
+    for variant, run in runs.items():
+        assert run["faults"] == "FIFO deduplication window shortened to 2 s (SQS: 300 s)"
+        assert set(_deliveries_by_id(result, variant).values()) == {2}, variant
+        sent = next(r for r in result.runs if r.variant == variant).history.sent
+        assert len({m.message_id for m in sent}) == 20  # each resend is a new message
+    assert runs["unconditional"]["counts"]["duplicate_writes"] == 10
+    assert runs["conditional"]["counts"]["duplicate_writes"] == 0
+    assert runs["conditional"]["counts"]["writes_rejected"] == 10
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"fifo": True, "batching_window_s": 1.0},
+        {"fifo": True, "batch_size": 20, "batching_window_s": 1.0},
+        {"deduplication": "business-id"},
+    ],
+)
+def test_impossible_fifo_settings_are_refused_before_anything_is_created(
+    backend_url: str, bad: dict[str, Any]
+) -> None:
+    from loadtest.errors import ScenarioError
+
+    with pytest.raises(ScenarioError):
+        load_scenario("race-burst").with_overrides(**bad)
+    assert loadtest_resources(backend_url) == ([], [])
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            ["--fifo", "--batching-window", "2"],
+            "consumer.batching_window_s = 2 is not allowed with consumer.fifo = true",
+        ),
+        (["--fifo", "--message-group", "bogus"], "workload.message_group = 'bogus' is not allowed"),
+        (["--dedup-window", "5"], "faults.dedup_window_s is set but consumer.fifo = false"),
+    ],
+)
+def test_fifo_command_line_overrides_refuse_impossible_combinations_with_exit_2(
+    backend_url: str, options: list[str], message: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from loadtest.cli import app
+
+    result = CliRunner().invoke(app, ["run", "race-burst", "--endpoint-url", backend_url, *options])
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.split())
     assert loadtest_resources(backend_url) == ([], [])

@@ -1,0 +1,243 @@
+"""The indexed message store that replaces moto's ``Queue._messages`` list, and the bounded
+record of deleted receipt handles.
+
+Owns ``IndexedMessages`` (arrival order, receipt-handle index, available and waiting heaps)
+and ``RecentHandles``. Pure data structures over moto's ``Message``: they take no lock
+themselves (callers hold the queue's) and install nothing; ``loadtest.adapters.backend.patches``
+explains why they exist and installs them.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Iterable, Iterator
+
+from moto.core.utils import unix_time_millis
+from moto.sqs.models import Message
+
+
+def _now_ms() -> float:
+    # moto's own clock (moto.core.utils.utcnow), the one Message.visible reads.
+    return unix_time_millis()
+
+
+def _is_available(message: Message, now_ms: float) -> bool:
+    """``message.visible and not message.delayed``, evaluated at one instant."""
+    return now_ms > message.visible_at and not now_ms < message.delayed_until
+
+
+def _available_at_ms(message: Message) -> float:
+    return max(message.visible_at, message.delayed_until)
+
+
+class IndexedMessages:
+    """List-compatible stand-in for ``Queue._messages``, indexed for the hot paths.
+
+    * ``_arrival``: member -> arrival number, in arrival order (O(1) membership and removal).
+    * ``_by_receipt``: every receipt handle a member ever had -> the member.
+    * ``_ready``: heap of ``(arrival, token, message)``, messages available now, oldest first.
+    * ``_waiting``: heap of ``(available_at_ms, arrival, token, message)``, messages in flight
+      or delayed, soonest first; ``_promote`` moves them to ``_ready`` when their time comes.
+
+    A member has exactly one live heap entry, the one carrying its current token; entries
+    left behind by a reschedule or a removal are dropped when they surface. Every method
+    expects the caller to hold the owning queue's ``_messages_lock`` (iteration snapshots,
+    so moto's unpatched readers may iterate without it).
+    """
+
+    def __init__(self, messages: Iterable[Message] = ()) -> None:
+        self._arrival: dict[Message, int] = {}
+        self._by_receipt: dict[str, Message] = {}
+        self._ready: list[tuple[int, int, Message]] = []
+        self._waiting: list[tuple[float, int, int, Message]] = []
+        self._token: dict[Message, int] = {}
+        self._ready_live: set[Message] = set()
+        self._waiting_live: set[Message] = set()
+        self._arrivals = itertools.count()
+        self._tokens = itertools.count()
+        for message in messages:
+            self.append(message)
+
+    # -- the list protocol moto's own code uses -------------------------------------------
+    def __iter__(self) -> Iterator[Message]:
+        return iter(list(self._arrival))
+
+    def __len__(self) -> int:
+        return len(self._arrival)
+
+    def __contains__(self, message: object) -> bool:
+        return message in self._arrival
+
+    def append(self, message: Message) -> None:
+        if message in self._arrival:  # moto never adds a message twice; stay a set of members
+            self.reschedule(message)
+            return
+        self._arrival[message] = next(self._arrivals)
+        for handle in message.all_receipt_handles:  # a dead-lettered message keeps its handles
+            if handle is not None:
+                self._by_receipt[handle] = message
+        self._schedule(message, _now_ms())
+
+    def remove(self, message: Message) -> None:
+        if message not in self._arrival:
+            raise ValueError("IndexedMessages.remove(x): x not in queue")
+        del self._arrival[message]
+        self._token.pop(message, None)
+        self._ready_live.discard(message)
+        self._waiting_live.discard(message)
+        for handle in message.all_receipt_handles:
+            if handle is not None and self._by_receipt.get(handle) is message:
+                del self._by_receipt[handle]
+
+    # -- indexed operations -----------------------------------------------------------------
+    def find(self, receipt_handle: str) -> Message | None:
+        """The member that has or ever had ``receipt_handle``, else None."""
+        return self._by_receipt.get(receipt_handle)
+
+    def register_receipt_handle(self, message: Message) -> None:
+        """Index the handle ``Message.mark_received`` just issued."""
+        if message in self._arrival and message.receipt_handle is not None:
+            self._by_receipt[message.receipt_handle] = message
+
+    def reschedule(self, message: Message) -> None:
+        """Re-file a member after its visibility changed (no-op for non-members)."""
+        if message in self._arrival:
+            self._schedule(message, _now_ms())
+
+    def rebuild(self) -> None:
+        """Re-derive every index from the members (after moto's own code mutated them)."""
+        members = list(self._arrival)
+        self._arrival.clear()
+        self._by_receipt.clear()
+        self._ready.clear()
+        self._waiting.clear()
+        self._token.clear()
+        self._ready_live.clear()
+        self._waiting_live.clear()
+        for message in members:
+            self.append(message)
+
+    def pop_available(self, now_ms: float) -> Message | None:
+        """Take the oldest available member out of the schedule.
+
+        The caller must hand it back with ``reschedule`` (or ``remove`` it) before it
+        releases the queue's lock; until then no other poller can see it.
+        """
+        self._promote(now_ms)
+        while self._ready:
+            _, token, message = heapq.heappop(self._ready)
+            if self._token.get(message) != token:
+                continue  # superseded entry
+            del self._token[message]
+            self._ready_live.discard(message)
+            return message
+        return None
+
+    def ms_until_available(self, now_ms: float) -> float | None:
+        """0 if a message is available, else ms until the next one may be; None if none."""
+        self._promote(now_ms)
+        if self._ready_live:
+            return 0.0
+        self._drop_stale_waiting()
+        if not self._waiting:
+            return None
+        return max(0.0, self._waiting[0][0] - now_ms)
+
+    def count_available(self, now_ms: float) -> int:
+        """Members visible and not delayed (moto's ``len(Queue.messages)``)."""
+        self._promote(now_ms)
+        return len(self._ready_live)
+
+    def count_not_visible(self, now_ms: float) -> int:
+        """Members in flight; only scheduled-later members can be, so only they are read."""
+        self._promote(now_ms)
+        return sum(1 for m in self._waiting_live if not now_ms > m.visible_at)
+
+    def count_delayed(self, now_ms: float) -> int:
+        """Members still delayed (``DelaySeconds``)."""
+        self._promote(now_ms)
+        return sum(1 for m in self._waiting_live if now_ms < m.delayed_until)
+
+    # -- internals ------------------------------------------------------------------------
+    def _schedule(self, message: Message, now_ms: float) -> None:
+        token = next(self._tokens)
+        self._token[message] = token
+        arrival = self._arrival[message]
+        if _is_available(message, now_ms):
+            self._waiting_live.discard(message)
+            self._ready_live.add(message)
+            heapq.heappush(self._ready, (arrival, token, message))
+        else:
+            self._ready_live.discard(message)
+            self._waiting_live.add(message)
+            entry = (_available_at_ms(message), arrival, token, message)
+            heapq.heappush(self._waiting, entry)
+        self._compact_if_sparse()
+
+    def _promote(self, now_ms: float) -> None:
+        waiting = self._waiting
+        while waiting:
+            _, arrival, token, message = waiting[0]
+            if self._token.get(message) != token:
+                heapq.heappop(waiting)
+                continue
+            if not _is_available(message, now_ms):
+                break  # ordered by available_at: nothing behind it is due either
+            heapq.heappop(waiting)
+            self._waiting_live.discard(message)
+            self._ready_live.add(message)
+            heapq.heappush(self._ready, (arrival, token, message))
+
+    def _drop_stale_waiting(self) -> None:
+        while self._waiting and self._token.get(self._waiting[0][3]) != self._waiting[0][2]:
+            heapq.heappop(self._waiting)
+
+    def _compact_if_sparse(self) -> None:
+        # Superseded entries are dropped when they surface; this bounds how many can pile
+        # up below the surface (e.g. messages deleted long before their timeout expires).
+        if len(self._ready) + len(self._waiting) <= 2 * len(self._token) + 1024:
+            return
+        live = self._token
+        self._ready = [e for e in self._ready if live.get(e[2]) == e[1]]
+        self._waiting = [e for e in self._waiting if live.get(e[3]) == e[2]]
+        heapq.heapify(self._ready)
+        heapq.heapify(self._waiting)
+
+
+DELETED_HANDLES_KEPT = 100_000
+"""Receipt handles of deleted messages each queue remembers (the most recent ones)."""
+
+
+class RecentHandles:
+    """Stand-in for ``Queue.deleted_messages``: the handles of the latest deleted messages.
+
+    moto keeps every receipt handle of every deleted message, so that deleting one again
+    succeeds, as it does on SQS; that set grew with every message a run ever acknowledged.
+    This keeps the most recent ``limit`` (insertion-ordered) and forgets older ones: a
+    delete with a forgotten handle, long after its message was deleted, is refused as
+    invalid, as SQS refuses an expired handle.
+    """
+
+    def __init__(self, handles: Iterable[str] = (), limit: int = DELETED_HANDLES_KEPT) -> None:
+        self.limit = limit
+        self._handles: dict[str, None] = {}
+        self.update(handles)
+
+    def __contains__(self, handle: object) -> bool:
+        return handle in self._handles
+
+    def __len__(self) -> int:
+        return len(self._handles)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._handles))
+
+    def update(self, handles: Iterable[str | None]) -> None:
+        for handle in handles:
+            if handle is not None:
+                self._handles[handle] = None
+        excess = len(self._handles) - self.limit
+        if excess > 0:
+            for handle in list(itertools.islice(self._handles, excess)):
+                del self._handles[handle]
