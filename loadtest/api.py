@@ -399,6 +399,10 @@ def _variant_run(scenario: Scenario, remote: RemoteVariant) -> VariantRun:
         warnings.append(
             f"{remote.unreadable_lines} lines on the observation queue were not loadtest's"
         )
+    if remote.orphan_invocations:
+        warnings.append(
+            f"{remote.orphan_invocations} invocations wrote without reporting their records"
+        )
     ref = remote.ref
     return VariantRun(
         variant=ref.variant,

@@ -177,6 +177,10 @@ class Collector:
             for request_id, end in self.ends.items()
         )
 
+    def orphans(self) -> int:
+        """Invocations with observations but no start line (the wrapper lost it)."""
+        return len(set(self.observations) - set(self.starts))
+
     def never_ended(self) -> list[str]:
         return [r for r in self.starts if r not in self.ends]
 
@@ -192,7 +196,14 @@ class Collector:
         """
         business = {m.message_id: m.business_id for m in history.sent if m.message_id}
         environments: dict[str, int] = {}
-        for request_id, start in sorted(self.starts.items(), key=lambda kv: kv[1].started_ns):
+        starts = dict(self.starts)
+        for request_id, observations in self.observations.items():
+            if request_id not in starts:
+                # Writes of an invocation whose start line never came (a wrapper that
+                # lost it): kept, with no records, so no write is ever dropped.
+                first = min((_started(o) for o in observations), default=0)
+                starts[request_id] = InvocationStart(request_id, "", (), first)
+        for request_id, start in sorted(starts.items(), key=lambda kv: kv[1].started_ns):
             end = self.ends.get(request_id)
             started = self.local_ns(start.started_ns)
             ended = self.local_ns(end.ended_ns) if end is not None else ended_ns
@@ -233,6 +244,10 @@ class Collector:
 
 def _by_time(item: tuple[str, int]) -> int:
     return item[1]
+
+
+def _started(observation: Observation) -> int:
+    return int(getattr(observation, "started_ns", 0))
 
 
 _Timed = TypeVar("_Timed", WriteRecord, ReadRecord)

@@ -86,6 +86,8 @@ class RemoteVariant:
     incomplete: str | None = None
     cleanup_problems: list[str] = field(default_factory=list)
     unreadable_lines: int = 0
+    orphan_invocations: int = 0
+    """Invocations whose writes arrived without their start line (no records known)."""
 
 
 @dataclass(frozen=True)
@@ -229,6 +231,7 @@ async def drive(
         names=names,
         incomplete=incomplete,
         unreadable_lines=collector.unreadable,
+        orphan_invocations=collector.orphans(),
     )
 
 
@@ -275,12 +278,14 @@ def run_deployed(
     run_id: str,
     keep: bool = False,
     on_variant: Callable[[RemoteVariant], None] | None = None,
+    layer: bytes | None = None,
 ) -> list[RemoteVariant]:
     """Deploy every variant, drive each through its mapping, delete everything (unless ``keep``).
 
     Deletion also runs when a step fails or the run is interrupted; what
     could not be deleted is in the last variant's ``cleanup_problems`` (or the
-    raised error's notes).
+    raised error's notes). ``layer`` replaces the observer layer's zip (tests
+    plant a broken wrapper with it).
     """
     deploy_plan = plan_deploy(scenario, refs, run_id=run_id, region=target.region)
     code = {
@@ -290,7 +295,7 @@ def run_deployed(
     results: list[RemoteVariant] = []
     problems: list[str] = []
     try:
-        deploy(deploy_plan, clients, code, into=made, layer=layer_zip())
+        deploy(deploy_plan, clients, code, into=made, layer=layer or layer_zip())
         for index, ref in enumerate(refs):
             names = VariantNames.for_run(run_id, index)
             where = Endpoints(
