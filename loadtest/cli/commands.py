@@ -106,12 +106,55 @@ def run(
             "IAM permissions it needs and a cost estimate; call nothing and exit 0.",
         ),
     ] = False,
+    deploy: Annotated[
+        bool,
+        typer.Option(
+            "--deploy",
+            help="With --endpoint-url: deploy each variant as a Lambda function behind an SQS "
+            "mapping there (an emulator that runs functions, e.g. MiniStack) and run through it. "
+            "--target aws always does.",
+        ),
+    ] = False,
+    keep: Annotated[
+        bool, typer.Option("--keep", help="Keep what a deploy created (loadtest cleanup later).")
+    ] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Create AWS resources without asking (CI).")
+    ] = False,
+    function: Annotated[
+        str | None,
+        typer.Option(
+            "--function",
+            metavar="NAME",
+            help="Attach: run against this deployed function (with --queue-url and --table); "
+            "it is observed for the run and restored exactly afterwards.",
+        ),
+    ] = None,
+    queue_url: Annotated[
+        str | None,
+        typer.Option("--queue-url", metavar="URL", help="Attach: the queue its mapping reads."),
+    ] = None,
+    table: Annotated[
+        str | None,
+        typer.Option("--table", metavar="NAME", help="Attach: the table it writes outcomes to."),
+    ] = None,
 ) -> None:
     """Run a scenario against its consumer variants and check the outcome.
 
+    With --target aws (or --deploy --endpoint-url URL) the workload goes
+    through deployed functions and real event source mappings; on AWS the plan
+    is shown and confirmed first, or --yes (without a terminal and without
+    --yes: exit 2, nothing created).
+
     Exit code 0 when every verdict passes, 1 when one fails, 2 for bad input,
-    3 when the backend cannot be reached, 4 when a verdict is inconclusive.
+    3 when the backend cannot be reached, 4 when a verdict is inconclusive,
+    130 when interrupted (after cleanup).
     """
+    attach = (function, queue_url, table)
+    if any(attach) and not all(attach):
+        fail(Exit.BAD_INPUT, "attach needs all three: --function, --queue-url and --table")
+    if deploy and not endpoint_url:
+        fail(Exit.BAD_INPUT, "--deploy needs --endpoint-url (for AWS itself: --target aws)")
     if plan:
         from loadtest.cli.aws import show_plan
 
@@ -121,6 +164,26 @@ def run(
             handler,
             seed=seed,
             overrides=overrides or {},
+        )
+    if deploy or all(attach) or target is TargetChoice.AWS:
+        from loadtest.cli.aws import run_remote
+
+        run_remote(
+            scenario,
+            [*variant, *([variants] if variants else [])],
+            handler,
+            seed=seed,
+            endpoint_url=endpoint_url,
+            real_aws=target is TargetChoice.AWS,
+            overrides=overrides or {},
+            attach=(function, queue_url, table) if function and queue_url and table else None,
+            keep=keep,
+            yes=yes,
+            json_path=json_path,
+            out_dir=out_dir,
+            quiet=quiet,
+            thresholds=threshold,
+            outputs=Outputs(html=html, markdown=markdown, junit=junit, hgrm=hgrm),
         )
     execute_run(
         scenario,
