@@ -211,11 +211,12 @@ async def drive(
                         if complete():
                             break
                         await anyio.sleep(0.2)
+                    history.ended_ns = clock()  # the grace below is not the run's time
                     await anyio.sleep(SETTLE_GRACE_S)
                     tg.cancel_scope.cancel()
-            history.ended_ns = clock()
             incomplete = None
             if deadline.cancelled_caught:
+                history.ended_ns = clock()
                 history.timed_out = True
                 incomplete = _shortfall(history, collector, scenario.run.deadline_s)
             end_state = await _end_state(sqs, dynamodb, where, collector, scenario)
