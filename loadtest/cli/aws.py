@@ -156,7 +156,11 @@ def run_remote(
         elif left:
             cleanup = "NOT everything was deleted: " + "; ".join(left)
         else:
-            cleanup = "what it created was deleted (an attached function restored)"
+            cleanup = (
+                "the attached function was restored"
+                if target_to is not None
+                else "what it created was deleted"
+            )
         _fail(
             Exit.INTERRUPTED,
             f"run {run_id} interrupted; {cleanup}; `loadtest cleanup --run {run_id}` "

@@ -75,3 +75,41 @@ def test_run_deploy_on_ministack_as_a_subprocess(ministack: str, tmp_path: Path)
     assert run["table_after"]["items"] == 2
     clients, _ = make_clients(ministack)
     assert find_tagged(clients, None) == []
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_deployed_run_deletes_what_it_made(ministack: str, tmp_path: Path) -> None:
+    import signal
+    import time
+
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "loadtest",
+            "run",
+            "race-burst",
+            "--deploy",
+            "--endpoint-url",
+            ministack,
+            "--distinct-ids",
+            "40",
+            "--race-window",
+            "300",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith("AWS_")},
+    )
+    clients, _ = make_clients(ministack)
+    deadline = time.monotonic() + 60
+    while not find_tagged(clients, None):  # wait until the deploy has made something
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.5)
+    time.sleep(3)
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode == 130, output
+    assert "interrupted" in output
+    assert find_tagged(clients, None) == []
