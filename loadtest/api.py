@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from loadtest.adapters.aws import BackendKind
 from loadtest.emulation.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
-from loadtest.engine import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salvage, VariantRun
+from loadtest.engine import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salvage
 from loadtest.errors import InputError
 from loadtest.model.checker import Counts
 from loadtest.model.cost import Prices
@@ -35,7 +35,6 @@ from loadtest.model.thresholds import check_scenario, check_variants, parse_thre
 from loadtest.reports.report import build_report, verdict_exit_code
 
 if TYPE_CHECKING:
-    from loadtest.deploy.remote_run import AttachTo, RemoteVariant
     from loadtest.interrupts import Stop
 
 TARGETS = ("embedded", "endpoint", "aws")
@@ -343,81 +342,4 @@ def run(
     )
     return execute(
         plan, on_progress=on_progress, command=command, cleanup_timeout_s=cleanup_timeout_s
-    )
-
-
-def execute_remote(
-    plan: Plan,
-    *,
-    keep: bool = False,
-    attach: AttachTo | None = None,
-    run_id: str | None = None,
-    command: str | None = None,
-) -> Report:
-    """Run a prepared plan through deployed Lambda functions behind real mappings, and judge it.
-
-    ``plan.kind`` is AWS or an endpoint that runs Lambda functions (MiniStack).
-    Without ``attach`` each variant is deployed (and deleted afterwards unless
-    ``keep``); with it, the one variant runs against that already deployed
-    consumer, which is restored exactly afterwards. Credentials and region
-    come from boto3's chain. Control-plane failures raise ``BackendError``.
-    """
-    from loadtest.adapters import aws
-    from loadtest.deploy import remote_run
-    from loadtest.deploy.lambda_cleanup import make_clients
-
-    target = aws.Target.resolve(plan.kind, plan.endpoint_url)
-    clients, _ = make_clients(plan.endpoint_url, target.region)
-    run_id = run_id or aws.new_run_id()
-    if attach is not None:
-        if len(plan.refs) != 1:
-            raise InputError("attach runs one variant: the deployed function's own handler")
-        remote = [
-            remote_run.run_attached(
-                plan.scenario, plan.refs[0], attach, clients, target, run_id=run_id
-            )
-        ]
-    else:
-        remote = remote_run.run_deployed(
-            plan.scenario, plan.refs, clients, target, run_id=run_id, keep=keep
-        )
-    runs = [_variant_run(plan.scenario, r) for r in remote]
-    result = RunResult(plan.scenario, target, runs)
-    return Report(
-        build_report(result, command=command, thresholds=plan.thresholds, prices=plan.prices)
-    )
-
-
-def _variant_run(scenario: Scenario, remote: RemoteVariant) -> VariantRun:
-    """The engine's record of a variant run, from one collected through a deployed mapping."""
-    from loadtest.engine import settings_warnings
-    from loadtest.model.rate import rate_figures, requested_per_s
-
-    summaries = {name: remote.latency[name].summary() for name in ("end_to_end", "queue_dwell")}
-    warnings = settings_warnings(scenario.consumer, scenario.faults, remote.ref.variant)
-    if remote.unreadable_lines:
-        warnings.append(
-            f"{remote.unreadable_lines} lines on the observation queue were not loadtest's"
-        )
-    if remote.orphan_invocations:
-        warnings.append(
-            f"{remote.orphan_invocations} invocations wrote without reporting their records"
-        )
-    ref = remote.ref
-    return VariantRun(
-        variant=ref.variant,
-        handler=ref.ref if ref.path else f"{ref.module}:{ref.function}",
-        settings=scenario.consumer,
-        history=remote.history,
-        end_state=remote.end_state,
-        check=remote.check,
-        latency=remote.latency,
-        duration_s=remote.duration_s,
-        cold_starts=remote.cold_starts,
-        resources=remote.names,
-        faults=scenario.faults,
-        cleanup_problems=remote.cleanup_problems,
-        warnings=warnings,
-        incomplete=remote.incomplete,
-        rate=rate_figures(remote.history, requested_per_s(scenario), 0, summaries),
     )

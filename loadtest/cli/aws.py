@@ -92,11 +92,12 @@ def run_remote(
     import signal
     import sys
 
-    from loadtest.api import execute_remote, prepare
+    from loadtest.api import prepare
     from loadtest.cli.outputs import plan_outputs, write_reports
     from loadtest.deploy.deploy_plan import plan_attach, plan_deploy, render_plan
     from loadtest.deploy.remote_run import AttachTo
     from loadtest.errors import LoadtestError
+    from loadtest.remote import execute_remote
     from loadtest.reports.render import render
 
     try:

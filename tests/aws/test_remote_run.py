@@ -15,13 +15,14 @@ import zipfile
 import pytest
 
 from loadtest.adapters.aws import BackendKind, Target
-from loadtest.api import execute_remote, prepare
+from loadtest.api import prepare
 from loadtest.deploy.lambda_attach import FunctionSnapshot
 from loadtest.deploy.lambda_cleanup import find_tagged, make_clients
 from loadtest.deploy.lambda_deploy import layer_zip
 from loadtest.deploy.remote_run import AttachTo, run_deployed
 from loadtest.emulation.handlers import parse_ref
 from loadtest.model.scenario import load_scenario
+from loadtest.remote import execute_remote
 from tests.aws.test_ministack import LAB_TABLE, _user_function
 
 pytestmark = pytest.mark.slow
