@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from loadtest.deploy.collect import InvocationEnd, InvocationStart, parse
 from loadtest.deploy.deploy_plan import Kind, plan_deploy
 from loadtest.deploy.lambda_attach import FunctionSnapshot, attached, observation_queue
 from loadtest.deploy.lambda_cleanup import make_clients
@@ -28,7 +29,7 @@ from loadtest.deploy.lambda_deploy import (
 )
 from loadtest.emulation.handlers import parse_ref
 from loadtest.model.history import WriteOutcome, WriteRecord
-from loadtest.model.observation import Observation, decode
+from loadtest.model.observation import Observation
 from loadtest.model.scenario import load_scenario
 
 pytestmark = pytest.mark.slow
@@ -60,7 +61,9 @@ def _drain(clients: Clients, url: str, expected: int, timeout_s: float = 30) -> 
     while time.monotonic() < deadline:
         got = clients.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
         for message in got.get("Messages", []):
-            found.append(decode(message["Body"]))
+            line = parse(message["Body"])
+            if not isinstance(line, InvocationStart | InvocationEnd):
+                found.append(line)
             clients.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
         if sum(isinstance(o, WriteRecord) for o in found) >= expected:
             break
