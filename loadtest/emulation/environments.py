@@ -34,6 +34,7 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from loadtest.emulation.handlers import HandlerRef
+from loadtest.emulation.lambda_entry import is_invocation_line
 from loadtest.errors import HandlerRefError
 from loadtest.model.observation import Observation, Observed, collect, decode
 
@@ -208,7 +209,10 @@ class ExecutionEnvironment:
         self._observations_offset += len(complete)
         out = []
         for line in complete.splitlines():
-            observation = decode(line.decode("utf-8"))
+            text = line.decode("utf-8")
+            if is_invocation_line(text):
+                continue  # the entry point's own start/end lines: this parent times invocations
+            observation = decode(text)
             if observation.request_id == request_id:
                 out.append(observation)
         return out

@@ -100,13 +100,28 @@ class _State:
     sink: _CountingSink
     environment: str
     """Identifies this execution environment (one per cold start)."""
+    clock: Callable[[], int]
 
 
 _state: _State | None = None
 
 
-def start(environ: dict[str, str] | None = None, sink: Sink | None = None) -> _State:
-    """Install the observer and import the original handler (once per environment)."""
+def start(
+    environ: dict[str, str] | None = None,
+    sink: Sink | None = None,
+    *,
+    clock: Callable[[], int] = time.time_ns,
+    load: Callable[[], Handler] | None = None,
+    rng: random.Random | None = None,
+) -> _State:
+    """Install the observer, then import the original handler (once per environment).
+
+    On Lambda everything comes from the environment. A local execution
+    environment (``loadtest.emulation.envhost``) runs this same code with its
+    own sink (a file), the monotonic ``clock`` its parent shares, its own
+    handler loader (``load``: it also takes ``path/file.py:function``) and its
+    seeded fault ``rng``.
+    """
     env = dict(os.environ if environ is None else environ)
     counting = _CountingSink(sink or queue_sink(env[OBSERVATION_QUEUE_ENV]))
     observer = WriteObserver(
@@ -114,18 +129,25 @@ def start(environ: dict[str, str] | None = None, sink: Sink | None = None) -> _S
         tuple(env.get(KEY_NAMES_ENV, "id").split(",")),
         sink=counting,
         race_window_s=int(env.get("LOADTEST_RACE_WINDOW_MS", "0")) / 1000,
-        clock=time.time_ns,
+        clock=clock,
     )
     observer.install()
+    original = load() if load is not None else load_original(env[ORIGINAL_HANDLER_ENV])
     return _State(
         observer=observer,
-        original=load_original(env[ORIGINAL_HANDLER_ENV]),
+        original=original,
         duration_ms=int(env.get("LOADTEST_HANDLER_DURATION_MS", "0")),
         jitter_ms=int(env.get("LOADTEST_HANDLER_JITTER_MS", "0")),
-        rng=random.Random(),
+        rng=rng if rng is not None else random.Random(),
         sink=counting,
         environment=secrets.token_hex(6),
+        clock=clock,
     )
+
+
+def is_invocation_line(line: str) -> bool:
+    """Whether a line on the channel is one of this handler's own (not an observation)."""
+    return line.startswith(('{"t":"' + INVOKE_TAG + '"', '{"t":"' + INVOKED_TAG + '"'))
 
 
 def _records(event: Any) -> list[dict[str, Any]]:
@@ -163,7 +185,11 @@ def handler(event: Any, context: Any) -> Any:
     global _state
     if _state is None:
         _state = start()
-    state = _state
+    return invoke(_state, event, context)
+
+
+def invoke(state: _State, event: Any, context: Any) -> Any:
+    """One invocation: its start line, the original handler observed, its end line."""
     request_id = str(getattr(context, "aws_request_id", ""))
     state.observer.request_id = request_id
     state.sink.sink(
@@ -173,7 +199,7 @@ def handler(event: Any, context: Any) -> Any:
                 "request_id": request_id,
                 "env": state.environment,
                 "records": _records(event),
-                "started_ns": time.time_ns(),
+                "started_ns": state.clock(),
             }
         )
     )
@@ -197,5 +223,5 @@ def handler(event: Any, context: Any) -> Any:
         # A BaseException that is not an Exception (the runtime stopping us) sends no
         # end: the collector then sees an invocation that never ended.
         if "outcome" in end:
-            end |= {"ended_ns": time.time_ns(), "lines": state.sink.sent}
+            end |= {"ended_ns": state.clock(), "lines": state.sink.sent}
             state.sink.sink(_line(end))
