@@ -195,6 +195,7 @@ async def drive(
                 )
             )
 
+        accounted = False
         with aws.translated("run the workload through the mapping", target):
             with anyio.move_on_after(scenario.run.deadline_s) as deadline:
                 async with anyio.create_task_group() as tg:
@@ -212,14 +213,18 @@ async def drive(
                             break
                         await anyio.sleep(0.2)
                     history.ended_ns = clock()  # the grace below is not the run's time
+                    accounted = True
                     await anyio.sleep(SETTLE_GRACE_S)
                     tg.cancel_scope.cancel()
             incomplete = None
-            if deadline.cancelled_caught:
+            # The deadline may also pass during the grace drain: then nothing was missing.
+            short = deadline.cancelled_caught and not accounted
+            if short:
                 history.ended_ns = clock()
                 history.timed_out = True
-                incomplete = _shortfall(history, collector, scenario.run.deadline_s)
             end_state = await _end_state(sqs, dynamodb, where, collector, scenario)
+            if short:
+                incomplete = _shortfall(history, collector, scenario.run.deadline_s, end_state)
     collector.build(history, ended_ns=history.ended_ns)
     return RemoteVariant(
         ref=ref,
@@ -236,12 +241,17 @@ async def drive(
     )
 
 
-def _shortfall(history: History, collector: Collector, deadline_s: float) -> str:
+def _shortfall(history: History, collector: Collector, deadline_s: float, end: EndState) -> str:
+    """Why the run is incomplete, telling a backlog from evidence that never came."""
     sent = {m.message_id for m in history.sent if m.message_id}
     unsettled = len(sent - collector.settled())
     parts = [f"the deadline ({deadline_s:g} s) passed"]
     if unsettled:
         parts.append(f"{unsettled} of {len(sent)} messages neither acknowledged nor dead-lettered")
+        if end.queue_visible + end.queue_in_flight == 0:
+            # The mapping deleted them (or they expired), yet no invocation reported them:
+            # what is missing is the evidence, not necessarily the outcome.
+            parts.append("the queue is empty, so no invocation reported them")
     if collector.missing_lines():
         parts.append(f"{collector.missing_lines()} observation lines never arrived")
     if collector.never_ended():

@@ -112,6 +112,8 @@ def test_a_wrapper_that_loses_a_message_id_is_caught(ministack: str) -> None:
     )
     # The function acknowledged other-order, but nothing said so: never settled.
     assert run.incomplete is not None and "1 of 4 messages" in run.incomplete
+    assert "the queue is empty, so no invocation reported them" in run.incomplete
+    assert run.history.timed_out
     assert run.check.counts.unsettled == 1
     assert run.check.counts.deliveries == 3
     assert run.check.verdict != "pass"
