@@ -13,7 +13,6 @@ from __future__ import annotations
 from loadtest.api import Plan, Report
 from loadtest.deploy.remote_run import AttachTo, RemoteVariant
 from loadtest.engine import RunResult, VariantRun
-from loadtest.errors import InputError
 from loadtest.model.scenario import Scenario
 from loadtest.reports.report import build_report
 
@@ -30,8 +29,9 @@ def execute_remote(
 
     ``plan.kind`` is AWS or an endpoint that runs Lambda functions (MiniStack).
     Without ``attach`` each variant is deployed (and deleted afterwards unless
-    ``keep``); with it, the one variant runs against that already deployed
-    consumer, which is restored exactly afterwards. Credentials and region
+    ``keep``); with it, that already deployed consumer's own handler runs (one
+    run, reported as ``attached:NAME``, the plan's variants ignored) and the
+    function is restored exactly afterwards. Credentials and region
     come from boto3's chain. Control-plane failures raise ``BackendError``.
     """
     from loadtest.adapters import aws
@@ -42,13 +42,8 @@ def execute_remote(
     clients, _ = make_clients(plan.endpoint_url, target.region)
     run_id = run_id or aws.new_run_id()
     if attach is not None:
-        if len(plan.refs) != 1:
-            raise InputError("attach runs one variant: the deployed function's own handler")
-        remote = [
-            remote_run.run_attached(
-                plan.scenario, plan.refs[0], attach, clients, target, run_id=run_id
-            )
-        ]
+        # The function's own handler runs, whatever variants the scenario names.
+        remote = [remote_run.run_attached(plan.scenario, attach, clients, target, run_id=run_id)]
     else:
         remote = remote_run.run_deployed(
             plan.scenario, plan.refs, clients, target, run_id=run_id, keep=keep

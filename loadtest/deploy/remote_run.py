@@ -354,14 +354,13 @@ def _attach_layer(clients: Clients, run_id: str) -> Iterator[str]:
 
 def run_attached(
     scenario: Scenario,
-    ref: HandlerRef,
     attach: AttachTo,
     clients: Clients,
     target: aws.Target,
     *,
     run_id: str,
 ) -> RemoteVariant:
-    """Observe ``attach.function`` for one run and restore it exactly afterwards.
+    """Observe ``attach.function`` (its own handler) for one run and restore it exactly afterwards.
 
     Adds a layer version and an observation queue (deleted at the end), sends
     the workload to the user's queue and reads its DLQ from the redrive policy.
@@ -371,6 +370,9 @@ def run_attached(
     from loadtest.deploy.lambda_attach import attached, observation_queue
 
     config = clients.lambda_.get_function_configuration(FunctionName=attach.function)
+    module, _, function = config["Handler"].rpartition(".")
+    # Reported under the function's name: its own handler runs, not a built-in variant.
+    ref = HandlerRef(f"attached:{attach.function}", module.replace("/", "."), None, function)
     mappings = clients.lambda_.list_event_source_mappings(FunctionName=attach.function)
     queue_arn = clients.sqs.get_queue_attributes(
         QueueUrl=attach.queue_url, AttributeNames=["QueueArn", "RedrivePolicy"]

@@ -136,6 +136,8 @@ def test_attach_runs_the_workload_through_a_deployed_function_and_restores_it(
         run_id="att2",
     )
     (run,) = report.runs
+    assert run.variant == "attached:user-worker-run"
+    assert run.raw["handler"] == "consumer.conditional:handler"
     assert run.verdict == "pass"
     assert (run.counts.deliveries, run.counts.writes_accepted, run.counts.writes_rejected) == (
         4,
