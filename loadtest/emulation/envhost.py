@@ -174,7 +174,7 @@ def main() -> None:
         return
     memory_mb = int(os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"))
     enforce_memory(memory_mb)
-    send({"ready": True, "init_ns": time.monotonic_ns() - started})
+    send({"ready": True, "init_ns": time.monotonic_ns() - started, "entry": lambda_entry.__file__})
 
     for line in sys.stdin:
         request = json.loads(line)

@@ -148,3 +148,37 @@ def test_the_layer_alone_imports_the_entry_point(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().startswith(str(tmp_path / "python" / "loadtest"))
+
+
+def test_a_local_environment_runs_the_entry_point_from_the_unpacked_layer(
+    tmp_path: Path,
+) -> None:
+    import anyio
+
+    from loadtest.emulation.environments import ExecutionEnvironment, FunctionConfig
+    from loadtest.emulation.handlers import parse_ref
+
+    config = FunctionConfig(
+        handler=parse_ref("conditional"),
+        function_name="local-fn",
+        table_name="orders",
+        idempotency_table_name="idem",
+        region="us-east-1",
+        endpoint_url="http://127.0.0.1:9",  # never called: no invocation is sent
+        memory_mb=128,
+        timeout_s=5,
+    )
+
+    async def cold_start() -> str:
+        env = ExecutionEnvironment(config, 0, str(tmp_path))
+        try:
+            await env.start()
+            return env.entry_file
+        finally:
+            await env.aclose()
+
+    entry = anyio.run(cold_start)
+    layer_dir = tmp_path / "layer" / "python"
+    assert entry == str(layer_dir / "loadtest" / "emulation" / "lambda_entry.py")
+    packed = zipfile.ZipFile(BytesIO(layer_zip()))
+    assert Path(entry).read_bytes() == packed.read("python/loadtest/emulation/lambda_entry.py")
