@@ -35,7 +35,7 @@ def execute_remote(
     come from boto3's chain. Control-plane failures raise ``BackendError``.
     """
     from loadtest.adapters import aws
-    from loadtest.deploy import remote_run
+    from loadtest.deploy import remote_attach, remote_run
     from loadtest.deploy.lambda_cleanup import make_clients
 
     target = aws.Target.resolve(plan.kind, plan.endpoint_url)
@@ -43,7 +43,7 @@ def execute_remote(
     run_id = run_id or aws.new_run_id()
     if attach is not None:
         # The function's own handler runs, whatever variants the scenario names.
-        remote = [remote_run.run_attached(plan.scenario, attach, clients, target, run_id=run_id)]
+        remote = [remote_attach.run_attached(plan.scenario, attach, clients, target, run_id=run_id)]
     else:
         remote = remote_run.run_deployed(
             plan.scenario, plan.refs, clients, target, run_id=run_id, keep=keep

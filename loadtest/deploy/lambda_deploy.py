@@ -6,24 +6,24 @@ moment it exists, so ``teardown`` deletes what was made (and nothing else)
 even when the deploy failed halfway. Control-plane calls on synchronous boto3
 clients that the caller passes in (run them off the event loop); botocore
 failures become loadtest's through ``loadtest.adapters.aws.translate``.
+The zips come from ``loadtest.deploy.packaging`` (the function's code) and
+``loadtest.emulation.layer`` (the observer layer), re-exported here.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import botocore.exceptions
 
 from loadtest.deploy.deploy_plan import RUN_TAG, Kind, Plan, Resource
-from loadtest.emulation.handlers import HandlerRef
-from loadtest.emulation.layer import LAYER_MODULES, MAX_CODE_BYTES, layer_zip, zip_entries
-from loadtest.errors import BackendError, InputError
+from loadtest.deploy.packaging import function_zip
+from loadtest.emulation.layer import LAYER_MODULES, MAX_CODE_BYTES, layer_zip
+from loadtest.errors import BackendError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from mypy_boto3_lambda.client import LambdaClient
     from mypy_boto3_sqs.client import SQSClient
 
-_SKIPPED_DIRS = frozenset({"__pycache__", ".git", ".venv", "venv", "node_modules", ".mypy_cache"})
 CALL_ERRORS = (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError)
 
 
@@ -70,30 +69,6 @@ class Deployed:
             if created.name == name:
                 return created
         raise KeyError(name)
-
-
-def _tree(root: Path, prefix: str) -> Iterator[tuple[str, Path]]:
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root)
-        if any(part in _SKIPPED_DIRS or part.startswith(".") for part in relative.parts):
-            continue
-        if path.is_file() and path.suffix not in (".pyc", ".pyo"):
-            yield f"{prefix}{relative.as_posix()}", path
-
-
-def function_zip(ref: HandlerRef) -> bytes:
-    """The function's code: a file handler's directory, or a module handler's top package."""
-    if ref.path is not None:
-        return zip_entries(_tree(Path(ref.path).parent, ""))
-    assert ref.module is not None
-    top = ref.module.split(".")[0]
-    spec = importlib.util.find_spec(top)
-    if spec is None or spec.origin is None:
-        raise InputError(f"cannot find the package of {ref.ref} to deploy it")
-    origin = Path(spec.origin)
-    if origin.name == "__init__.py":
-        return zip_entries(_tree(origin.parent, f"{top}/"))
-    return zip_entries(iter([(origin.name, origin)]))
 
 
 def _tags_list(tags: dict[str, str]) -> list[dict[str, str]]:
