@@ -1,4 +1,4 @@
-"""The command line's AWS part: ``run --plan``, ``cleanup`` and ``lint``.
+"""The command line's AWS part: ``run --plan``, runs through deployed functions, ``cleanup``, ``lint``.
 
 ``loadtest.cli.commands`` registers these on its app (``register``), so the
 Lambda path adds commands without reshaping the main module.
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import secrets
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.text import Text
@@ -20,6 +21,7 @@ from loadtest.cli.console import Exit, err, out
 from loadtest.cli.console import fail as _fail
 from loadtest.cli.console import raise_mapped as _raise_mapped
 from loadtest.cli.options import EndpointOpt, QuietOpt
+from loadtest.cli.outputs import Outputs
 from loadtest.errors import InputError
 
 
@@ -51,6 +53,131 @@ def show_plan(
     plan = plan_deploy(scenario, refs, run_id=secrets.token_hex(4), region=region)
     out.print(Text(render_plan(plan)), end="")
     raise typer.Exit(int(Exit.OK))
+
+
+CONFIRM_REFUSED = Exit.BAD_INPUT
+"""Exit code when real AWS resources would be created without a confirmation (no terminal,
+no --yes): 2, like any other input the run cannot go on without."""
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def run_remote(
+    scenario_ref: str,
+    variants: list[str],
+    handlers: list[str],
+    *,
+    seed: int | None,
+    endpoint_url: str | None,
+    real_aws: bool,
+    overrides: dict[str, Any],
+    attach: tuple[str, str, str] | None,
+    keep: bool,
+    yes: bool,
+    json_path: Path | None,
+    out_dir: Path | None,
+    quiet: bool,
+    thresholds: list[str],
+    outputs: Outputs,
+) -> NoReturn:
+    """Deploy (or attach), run the workload through the real mapping, collect, judge, exit.
+
+    On real AWS the plan is printed and confirmed first (``--yes`` skips the
+    question; without a terminal and without ``--yes`` it refuses, exit 2).
+    What was made is deleted, and an attached function restored, also on an
+    error, Ctrl-C or SIGTERM (then exit 130).
+    """
+    import signal
+    import sys
+
+    from loadtest.api import prepare
+    from loadtest.cli.outputs import plan_outputs, write_reports
+    from loadtest.deploy.deploy_plan import plan_attach, plan_deploy, render_plan
+    from loadtest.deploy.remote_run import AttachTo
+    from loadtest.errors import LoadtestError
+    from loadtest.remote import execute_remote
+    from loadtest.reports.render import render
+
+    try:
+        plan = prepare(
+            scenario_ref,
+            variants=variants,
+            handler=handlers,
+            endpoint_url=endpoint_url,
+            target="aws" if real_aws else None,
+            thresholds=thresholds,
+            seed=seed,
+            **overrides,
+        )
+    except LoadtestError as exc:
+        _raise_mapped(exc)
+    run_id = secrets.token_hex(4)
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    target_to = AttachTo(*attach) if attach is not None else None
+    if real_aws and not yes:
+        if target_to is not None:
+            shown = plan_attach(
+                plan.scenario,
+                function=target_to.function,
+                function_role_arn="(the function's role)",
+                queue_url=target_to.queue_url,
+                table=target_to.table,
+                run_id=run_id,
+                region=region,
+            )
+        else:
+            shown = plan_deploy(plan.scenario, plan.refs, run_id=run_id, region=region)
+        out.print(Text(render_plan(shown)), end="")
+        if not sys.stdin.isatty():
+            _fail(
+                CONFIRM_REFUSED,
+                "this run creates resources in your AWS account (the plan above); "
+                "nobody is here to confirm, so nothing was done: pass --yes to run it unattended",
+            )
+        if not typer.confirm("Create these resources and run?", default=False):
+            err.print("Nothing created.")
+            raise typer.Exit(int(Exit.OK))
+    json_path, outputs = plan_outputs(plan.scenario, json_path, out_dir, outputs)
+    previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    try:
+        report = execute_remote(
+            plan,
+            keep=keep,
+            attach=target_to,
+            run_id=run_id,
+            command="loadtest " + " ".join(sys.argv[1:]),
+        )
+        written = write_reports(report, json_path, outputs)
+    except KeyboardInterrupt as exc:
+        left = [note for note in getattr(exc, "__notes__", []) if note.startswith("left behind")]
+        if keep:
+            cleanup = "its resources were kept (--keep)"
+        elif left:
+            cleanup = "NOT everything was deleted: " + "; ".join(left)
+        else:
+            cleanup = (
+                "the attached function was restored"
+                if target_to is not None
+                else "what it created was deleted"
+            )
+        _fail(
+            Exit.INTERRUPTED,
+            f"run {run_id} interrupted; {cleanup}; `loadtest cleanup --run {run_id}` "
+            "finds anything left",
+        )
+    except LoadtestError as exc:
+        _raise_mapped(exc)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if not quiet:
+        out.print(render(report.to_dict()))
+        if keep and target_to is None:
+            out.print(Text(f"Kept run {run_id}'s resources: loadtest cleanup --run {run_id}"))
+        for path in written:
+            out.print(Text(f"Report: {path}", style="dim"))
+    raise typer.Exit(report.exit_code)
 
 
 @app.command()

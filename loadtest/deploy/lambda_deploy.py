@@ -6,25 +6,24 @@ moment it exists, so ``teardown`` deletes what was made (and nothing else)
 even when the deploy failed halfway. Control-plane calls on synchronous boto3
 clients that the caller passes in (run them off the event loop); botocore
 failures become loadtest's through ``loadtest.adapters.aws.translate``.
+The zips come from ``loadtest.deploy.packaging`` (the function's code) and
+``loadtest.emulation.layer`` (the observer layer), re-exported here.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import io
 import json
 import time
-import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import botocore.exceptions
 
 from loadtest.deploy.deploy_plan import RUN_TAG, Kind, Plan, Resource
-from loadtest.emulation.handlers import HandlerRef
-from loadtest.errors import BackendError, InputError
+from loadtest.deploy.packaging import function_zip
+from loadtest.emulation.layer import LAYER_MODULES, MAX_CODE_BYTES, layer_zip
+from loadtest.errors import BackendError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -32,21 +31,6 @@ if TYPE_CHECKING:
     from mypy_boto3_lambda.client import LambdaClient
     from mypy_boto3_sqs.client import SQSClient
 
-LAYER_MODULES = (
-    "__init__.py",
-    "emulation/__init__.py",
-    "emulation/observer.py",
-    "emulation/lambda_entry.py",
-    "model/__init__.py",
-    "model/observation.py",
-    "model/history.py",
-    "model/partiql.py",
-    "model/updates.py",
-)
-"""The loadtest modules the observer layer carries (the observer and what it imports)."""
-MAX_CODE_BYTES = 50 * 1024 * 1024
-"""Lambda's limit on a zip uploaded directly."""
-_SKIPPED_DIRS = frozenset({"__pycache__", ".git", ".venv", "venv", "node_modules", ".mypy_cache"})
 CALL_ERRORS = (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError)
 
 
@@ -85,54 +69,6 @@ class Deployed:
             if created.name == name:
                 return created
         raise KeyError(name)
-
-
-def _zip(entries: Iterator[tuple[str, Path]]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for arcname, path in entries:
-            info = zipfile.ZipInfo(arcname, date_time=(2020, 1, 1, 0, 0, 0))
-            info.external_attr = 0o644 << 16  # readable by the runtime's user
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, path.read_bytes())
-    data = buffer.getvalue()
-    if len(data) > MAX_CODE_BYTES:
-        raise InputError(f"the package is {len(data)} bytes; Lambda takes at most {MAX_CODE_BYTES}")
-    return data
-
-
-def layer_zip() -> bytes:
-    """The observer layer: ``python/loadtest/...`` (on the runtime's path under /opt/python).
-
-    Byte-for-byte reproducible (fixed timestamps), so the same observer code
-    always makes the same layer.
-    """
-    package = Path(__file__).parent.parent
-    return _zip((f"python/loadtest/{name}", package / name) for name in LAYER_MODULES)
-
-
-def _tree(root: Path, prefix: str) -> Iterator[tuple[str, Path]]:
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root)
-        if any(part in _SKIPPED_DIRS or part.startswith(".") for part in relative.parts):
-            continue
-        if path.is_file() and path.suffix not in (".pyc", ".pyo"):
-            yield f"{prefix}{relative.as_posix()}", path
-
-
-def function_zip(ref: HandlerRef) -> bytes:
-    """The function's code: a file handler's directory, or a module handler's top package."""
-    if ref.path is not None:
-        return _zip(_tree(Path(ref.path).parent, ""))
-    assert ref.module is not None
-    top = ref.module.split(".")[0]
-    spec = importlib.util.find_spec(top)
-    if spec is None or spec.origin is None:
-        raise InputError(f"cannot find the package of {ref.ref} to deploy it")
-    origin = Path(spec.origin)
-    if origin.name == "__init__.py":
-        return _zip(_tree(origin.parent, f"{top}/"))
-    return _zip(iter([(origin.name, origin)]))
 
 
 def _tags_list(tags: dict[str, str]) -> list[dict[str, str]]:
@@ -445,6 +381,8 @@ def delete_one(clients: Clients, kind: Kind, ident: str) -> None:
 
 
 __all__ = [
+    "LAYER_MODULES",
+    "MAX_CODE_BYTES",
     "RUN_TAG",
     "Clients",
     "Created",

@@ -18,8 +18,13 @@ to the file named by ``LOADTEST_OBSERVATIONS`` the moment it is made
 (``loadtest.model.observation``), so a write outlives an invocation that then times
 out, crashes or is killed.
 
+The observer is installed and every invocation run by the observer layer's
+own entry point (``loadtest.emulation.lambda_entry``: ``start`` and
+``invoke``), the code a deployed function runs; its invocation lines land in
+the same file and are skipped by the parent, which measures invocations itself.
+
 Owns nothing outside its process; it must not import the rest of loadtest
-beyond the observer and its guards (``loadtest.emulation.envguard``: it dies with its
+beyond the observer layer and its guards (``loadtest.emulation.envguard``: it dies with its
 parent and is stopped past ``memory_mb``) (the handler should see an environment like Lambda's).
 """
 
@@ -40,13 +45,13 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from loadtest.emulation import lambda_entry
 from loadtest.emulation.envguard import (
     OUT_OF_MEMORY_EXIT,
     die_with_parent,
     enforce_memory,
     over_memory_peak,
 )
-from loadtest.emulation.observer import WriteObserver
 
 LOG_TAIL_CHARS = 2000
 
@@ -95,14 +100,10 @@ def load_handler(ref: str) -> Callable[[Any, Any], Any]:
 
 
 class _Faults:
-    """The opt-in faults of this environment, seeded so a run can be reproduced."""
+    """This environment's seeded fault sequence: the handler duration's jitter (drawn by
+    the entry point) and the injected crash, drawn in that order so a run can be reproduced."""
 
-    def __init__(
-        self, duration_ms: int, jitter_ms: int, race_window_ms: int, crash_p: float, seed: str
-    ) -> None:
-        self.duration_ms = duration_ms
-        self.jitter_ms = jitter_ms
-        self.race_window_ms = race_window_ms
+    def __init__(self, crash_p: float, seed: str) -> None:
         self.crash_p = crash_p
         self.rng = random.Random(seed)
 
@@ -110,16 +111,9 @@ class _Faults:
     def from_environ() -> _Faults:
         env = os.environ
         return _Faults(
-            duration_ms=int(env.get("LOADTEST_HANDLER_DURATION_MS", "0")),
-            jitter_ms=int(env.get("LOADTEST_HANDLER_JITTER_MS", "0")),
-            race_window_ms=int(env.get("LOADTEST_RACE_WINDOW_MS", "0")),
             crash_p=float(env.get("LOADTEST_CRASH_AFTER_WRITE", "0")),
             seed=env.get("LOADTEST_FAULT_SEED", "0"),
         )
-
-    def delay_ms(self) -> float:
-        jitter = self.rng.uniform(0, self.jitter_ms) if self.jitter_ms else 0.0
-        return self.duration_ms + jitter
 
     def crash(self) -> bool:
         return self.crash_p > 0 and self.rng.random() < self.crash_p
@@ -164,39 +158,38 @@ def main() -> None:
         protocol.flush()
 
     faults = _Faults.from_environ()
-    observer = WriteObserver(
-        os.environ["TABLE_NAME"],
-        tuple(os.environ.get("LOADTEST_KEY_NAMES", "id").split(",")),
-        sink=file_sink(os.environ["LOADTEST_OBSERVATIONS"]),
-        race_window_s=faults.race_window_ms / 1000,
-    )
-    observer.install()
     started = time.monotonic_ns()
     try:
-        handler = load_handler(os.environ["LOADTEST_HANDLER"])
+        # The observer layer's own entry point, as on Lambda: it installs the observer,
+        # then imports the handler; only the sink, clock and loader are local.
+        state = lambda_entry.start(
+            {**os.environ, lambda_entry.WATCH_TABLE_ENV: os.environ["TABLE_NAME"]},
+            file_sink(os.environ["LOADTEST_OBSERVATIONS"]),
+            clock=time.monotonic_ns,
+            load=lambda: load_handler(os.environ["LOADTEST_HANDLER"]),
+            rng=faults.rng,
+        )
     except BaseException as exc:  # report any import failure, then exit
         send({"ready": False, "error": f"{type(exc).__name__}: {exc}"})
         return
     memory_mb = int(os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"))
     enforce_memory(memory_mb)
-    send({"ready": True, "init_ns": time.monotonic_ns() - started})
+    send({"ready": True, "init_ns": time.monotonic_ns() - started, "entry": lambda_entry.__file__})
 
     for line in sys.stdin:
         request = json.loads(line)
         capture = io.StringIO()
         context = LambdaContext(request["request_id"], request["timeout_ms"])
-        observer.request_id = request["request_id"]
         ok, result, error = True, None, None
         started = time.monotonic_ns()
-        observer.arm(faults.delay_ms() / 1000)  # injected handler duration (a labelled fault)
         with contextlib.redirect_stdout(capture), contextlib.redirect_stderr(capture):
             try:
-                result = handler(request["event"], context)
+                # Arms the injected handler duration (a labelled fault) and ends it.
+                result = lambda_entry.invoke(state, request["event"], context)
             except Exception as exc:
                 ok = False
                 error = f"{type(exc).__name__}: {exc}"
                 traceback.print_exc(file=capture)
-        observer.disarm()
         ended = time.monotonic_ns()
         peak_mb = over_memory_peak(memory_mb)
         if peak_mb is not None:

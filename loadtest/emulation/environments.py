@@ -1,8 +1,10 @@
 """Execution environments seen from the runner: child processes driven over pipes.
 
-Each ``ExecutionEnvironment`` is one ``python -m loadtest.emulation.envhost`` process
-that imports the handler once (its cold start) and runs one invocation at a
-time, like a Lambda execution environment. A timeout or a crash stops the
+Each ``ExecutionEnvironment`` is one ``loadtest.emulation.envhost`` process that
+imports the handler once (its cold start) and runs one invocation at a time,
+like a Lambda execution environment. It runs the observer and its entry point
+from the observer layer zip (``loadtest.emulation.layer``), unpacked once per
+run into the log folder: the artifact a deploy publishes. A timeout or a crash stops the
 process and the next invocation starts a fresh one, as Lambda does.
 
 Owns the child processes: every one started here is stopped by ``aclose``,
@@ -33,7 +35,9 @@ import anyio
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from loadtest.emulation import layer
 from loadtest.emulation.handlers import HandlerRef
+from loadtest.emulation.lambda_entry import is_invocation_line
 from loadtest.errors import HandlerRefError
 from loadtest.model.observation import Observation, Observed, collect, decode
 
@@ -133,6 +137,9 @@ class ExecutionEnvironment:
         self.config = config
         self.number = number
         self.cold_starts = 0
+        self._log_dir = log_dir
+        self.entry_file = ""
+        """Where the observer's entry point was imported from (the unpacked layer zip)."""
         self._log_path = os.path.join(log_dir, f"env-{number}.log")
         self._observations_path = os.path.join(log_dir, f"env-{number}.observations")
         self._observations_offset = 0
@@ -149,8 +156,11 @@ class ExecutionEnvironment:
             seed = f"{env.get('LOADTEST_FAULT_SEED', '0')}:{self.number}:{self.cold_starts}"
             env["LOADTEST_FAULT_SEED"] = seed
             env["LOADTEST_OBSERVATIONS"] = self._observations_path
+            layer_dir = os.path.join(self._log_dir, "layer", layer.PYTHON_DIR)
+            if not os.path.isdir(layer_dir):  # noqa: ASYNC240 - a local temp folder, once per run
+                layer.unpack(self._log_dir)  # once per run: the same bytes a deploy publishes
             self._process = await anyio.open_process(
-                [sys.executable, "-m", "loadtest.emulation.envhost"],
+                [sys.executable, "-c", layer.BOOTSTRAP, layer_dir, str(layer.package_dir())],
                 env=env,
                 stderr=log,
                 start_new_session=True,
@@ -179,6 +189,7 @@ class ExecutionEnvironment:
                 f"handler {self.config.handler.variant!r} did not start: "
                 f"{self._log_tail() or type(exc).__name__}"
             ) from exc
+        self.entry_file = str(hello.get("entry", ""))
         if not hello.get("ready"):
             await self.aclose()
             raise HandlerRefError(
@@ -208,7 +219,10 @@ class ExecutionEnvironment:
         self._observations_offset += len(complete)
         out = []
         for line in complete.splitlines():
-            observation = decode(line.decode("utf-8"))
+            text = line.decode("utf-8")
+            if is_invocation_line(text):
+                continue  # the entry point's own start/end lines: this parent times invocations
+            observation = decode(text)
             if observation.request_id == request_id:
                 out.append(observation)
         return out

@@ -9,6 +9,20 @@ named by ``LOADTEST_WATCH_TABLE``, with a sink that sends each observation
 line to the queue named by ``LOADTEST_OBSERVATION_QUEUE`` as it happens, then
 imports the original handler; every invocation then runs it unchanged.
 
+Around each invocation it sends two lines of its own on the same channel, so
+a collector can rebuild the history the local runner records (deliveries,
+acknowledgements, redeliveries, invocations that never ended)::
+
+    {"t": "invoke", "request_id", "env", "records": [{"message_id", "receive_count",
+     "sent_ms"}], "started_ns"}
+    {"t": "invoked", "request_id", "env", "ended_ns", "outcome": "ok" | "batchItemFailures"
+     | "exception", "failed": [message ids], "error", "lines": observation lines sent}
+
+Times are wall-clock nanoseconds (``time.time_ns``): a deployed function's
+monotonic clock means nothing outside its host. ``lines`` counts the
+observations this invocation sent before its end line, so the collector knows
+when it holds all of them. A start without an end is a timeout or a crash.
+
 Must not import the rest of loadtest beyond the observer and what it imports:
 the layer carries only those modules. Never sends a receipt handle anywhere.
 """
@@ -16,8 +30,11 @@ the layer carries only those modules. Never sends a receipt handle anywhere.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import random
+import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -57,6 +74,22 @@ def queue_sink(queue_name: str, sqs: Any = None) -> Sink:
     return send
 
 
+INVOKE_TAG = "invoke"
+INVOKED_TAG = "invoked"
+
+
+class _CountingSink:
+    """The observer's sink, counting the lines it sent (per invocation)."""
+
+    def __init__(self, sink: Sink) -> None:
+        self.sink = sink
+        self.sent = 0
+
+    def __call__(self, line: str) -> None:
+        self.sink(line)
+        self.sent += 1
+
+
 @dataclass
 class _State:
     observer: WriteObserver
@@ -64,28 +97,87 @@ class _State:
     duration_ms: int
     jitter_ms: int
     rng: random.Random
+    sink: _CountingSink
+    environment: str
+    """Identifies this execution environment (one per cold start)."""
+    clock: Callable[[], int]
 
 
 _state: _State | None = None
 
 
-def start(environ: dict[str, str] | None = None, sink: Sink | None = None) -> _State:
-    """Install the observer and import the original handler (once per environment)."""
+def start(
+    environ: dict[str, str] | None = None,
+    sink: Sink | None = None,
+    *,
+    clock: Callable[[], int] = time.time_ns,
+    load: Callable[[], Handler] | None = None,
+    rng: random.Random | None = None,
+) -> _State:
+    """Install the observer, then import the original handler (once per environment).
+
+    On Lambda everything comes from the environment. A local execution
+    environment (``loadtest.emulation.envhost``) runs this same code with its
+    own sink (a file), the monotonic ``clock`` its parent shares, its own
+    handler loader (``load``: it also takes ``path/file.py:function``) and its
+    seeded fault ``rng``.
+    """
     env = dict(os.environ if environ is None else environ)
+    counting = _CountingSink(sink or queue_sink(env[OBSERVATION_QUEUE_ENV]))
     observer = WriteObserver(
         env[WATCH_TABLE_ENV],
         tuple(env.get(KEY_NAMES_ENV, "id").split(",")),
-        sink=sink or queue_sink(env[OBSERVATION_QUEUE_ENV]),
+        sink=counting,
         race_window_s=int(env.get("LOADTEST_RACE_WINDOW_MS", "0")) / 1000,
+        clock=clock,
     )
     observer.install()
+    original = load() if load is not None else load_original(env[ORIGINAL_HANDLER_ENV])
     return _State(
         observer=observer,
-        original=load_original(env[ORIGINAL_HANDLER_ENV]),
+        original=original,
         duration_ms=int(env.get("LOADTEST_HANDLER_DURATION_MS", "0")),
         jitter_ms=int(env.get("LOADTEST_HANDLER_JITTER_MS", "0")),
-        rng=random.Random(),
+        rng=rng if rng is not None else random.Random(),
+        sink=counting,
+        environment=secrets.token_hex(6),
+        clock=clock,
     )
+
+
+def is_invocation_line(line: str) -> bool:
+    """Whether a line on the channel is one of this handler's own (not an observation)."""
+    return line.startswith(('{"t":"' + INVOKE_TAG + '"', '{"t":"' + INVOKED_TAG + '"'))
+
+
+def _records(event: Any) -> list[dict[str, Any]]:
+    """Each SQS record's messageId, receive count and send time (never its receipt handle)."""
+    records = event.get("Records", []) if isinstance(event, dict) else []
+    out = []
+    for record in records:
+        if not isinstance(record, dict):
+            continue
+        attributes = record.get("attributes") or {}
+        out.append(
+            {
+                "message_id": str(record.get("messageId", "")),
+                "receive_count": int(attributes.get("ApproximateReceiveCount", 1)),
+                "sent_ms": int(attributes.get("SentTimestamp", 0)),
+            }
+        )
+    return out
+
+
+def _failed_ids(result: Any) -> list[str] | None:
+    """The messageIds of a partial batch response, or None when the answer is not one."""
+    if not isinstance(result, dict) or "batchItemFailures" not in result:
+        return None
+    failures = result.get("batchItemFailures") or []
+    return [str(f.get("itemIdentifier", "")) for f in failures if isinstance(f, dict)]
+
+
+def _line(body: dict[str, Any]) -> str:
+    return json.dumps(body, separators=(",", ":"), default=str) + "\n"
 
 
 def handler(event: Any, context: Any) -> Any:
@@ -93,11 +185,43 @@ def handler(event: Any, context: Any) -> Any:
     global _state
     if _state is None:
         _state = start()
-    state = _state
-    state.observer.request_id = str(getattr(context, "aws_request_id", ""))
+    return invoke(_state, event, context)
+
+
+def invoke(state: _State, event: Any, context: Any) -> Any:
+    """One invocation: its start line, the original handler observed, its end line."""
+    request_id = str(getattr(context, "aws_request_id", ""))
+    state.observer.request_id = request_id
+    state.sink.sink(
+        _line(
+            {
+                "t": INVOKE_TAG,
+                "request_id": request_id,
+                "env": state.environment,
+                "records": _records(event),
+                "started_ns": state.clock(),
+            }
+        )
+    )
+    state.sink.sent = 0
     jitter = state.rng.uniform(0, state.jitter_ms) if state.jitter_ms else 0.0
     state.observer.arm((state.duration_ms + jitter) / 1000)
+    end: dict[str, Any] = {"t": INVOKED_TAG, "request_id": request_id, "env": state.environment}
     try:
-        return state.original(event, context)
+        try:
+            result = state.original(event, context)
+        finally:
+            state.observer.disarm()
+    except Exception as exc:
+        end |= {"outcome": "exception", "error": f"{type(exc).__name__}: {exc}", "failed": []}
+        raise
+    else:
+        failed = _failed_ids(result)
+        end |= {"outcome": "ok" if failed is None else "batchItemFailures", "failed": failed or []}
+        return result
     finally:
-        state.observer.disarm()
+        # A BaseException that is not an Exception (the runtime stopping us) sends no
+        # end: the collector then sees an invocation that never ended.
+        if "outcome" in end:
+            end |= {"ended_ns": state.clock(), "lines": state.sink.sent}
+            state.sink.sink(_line(end))

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from loadtest.deploy.collect import InvocationEnd, InvocationStart, parse
 from loadtest.deploy.lambda_deploy import Clients, layer_zip
 from loadtest.emulation import lambda_entry
 from loadtest.model.history import WriteOutcome, WriteRecord
-from loadtest.model.observation import decode
 
 
 class _Context:
@@ -90,7 +90,8 @@ def test_the_lab_through_the_wrapper_ships_every_write_decision(aws: Clients, en
 
     lines = _lines(aws, entry)
     assert all("secret-receipt-handle" not in line for line in lines)
-    writes = [o for o in map(decode, lines) if isinstance(o, WriteRecord)]
+    parsed = [parse(line) for line in lines]
+    writes = [o for o in parsed if isinstance(o, WriteRecord)]
     assert [(w.request_id, w.outcome) for w in writes] == [
         ("r1", WriteOutcome.ACCEPTED),
         ("r2", WriteOutcome.REJECTED),
@@ -104,6 +105,23 @@ def test_the_lab_through_the_wrapper_ships_every_write_decision(aws: Clients, en
             "total_cents": {"N": "1100"},
         }
     )
+    # Each invocation reports its records and its end, around its write decisions.
+    starts = [o for o in parsed if isinstance(o, InvocationStart)]
+    ends = [o for o in parsed if isinstance(o, InvocationEnd)]
+    assert [(s.request_id, s.records[0][:2]) for s in starts] == [
+        ("r1", ("m1", 1)),
+        ("r2", ("m2", 1)),
+    ]
+    assert [(e.request_id, e.outcome, e.lines) for e in ends] == [("r1", "ok", 2), ("r2", "ok", 2)]
+    assert all(s.started_ns <= w.started_ns for s, w in zip(starts, writes, strict=True))
+
+
+def test_a_raising_handler_reports_an_exception_end(aws: Clients, entry: str) -> None:
+    with pytest.raises(ValueError):
+        lambda_entry.handler(_event({"id": "x", "quantity": 99}, "m1"), _Context("r1"))
+    (end,) = [o for o in map(parse, _lines(aws, entry)) if isinstance(o, InvocationEnd)]
+    assert (end.request_id, end.outcome, end.failed) == ("r1", "exception", ())
+    assert end.error is not None and end.error.startswith("ValueError")
 
 
 def test_a_bad_original_handler_is_named() -> None:
@@ -130,3 +148,37 @@ def test_the_layer_alone_imports_the_entry_point(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().startswith(str(tmp_path / "python" / "loadtest"))
+
+
+def test_a_local_environment_runs_the_entry_point_from_the_unpacked_layer(
+    tmp_path: Path,
+) -> None:
+    import anyio
+
+    from loadtest.emulation.environments import ExecutionEnvironment, FunctionConfig
+    from loadtest.emulation.handlers import parse_ref
+
+    config = FunctionConfig(
+        handler=parse_ref("conditional"),
+        function_name="local-fn",
+        table_name="orders",
+        idempotency_table_name="idem",
+        region="us-east-1",
+        endpoint_url="http://127.0.0.1:9",  # never called: no invocation is sent
+        memory_mb=128,
+        timeout_s=5,
+    )
+
+    async def cold_start() -> str:
+        env = ExecutionEnvironment(config, 0, str(tmp_path))
+        try:
+            await env.start()
+            return env.entry_file
+        finally:
+            await env.aclose()
+
+    entry = anyio.run(cold_start)
+    layer_dir = tmp_path / "layer" / "python"
+    assert entry == str(layer_dir / "loadtest" / "emulation" / "lambda_entry.py")
+    packed = zipfile.ZipFile(BytesIO(layer_zip()))
+    assert Path(entry).read_bytes() == packed.read("python/loadtest/emulation/lambda_entry.py")

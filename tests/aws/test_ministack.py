@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from loadtest.deploy.collect import InvocationEnd, InvocationStart, parse
 from loadtest.deploy.deploy_plan import Kind, plan_deploy
 from loadtest.deploy.lambda_attach import FunctionSnapshot, attached, observation_queue
 from loadtest.deploy.lambda_cleanup import make_clients
@@ -28,7 +29,7 @@ from loadtest.deploy.lambda_deploy import (
 )
 from loadtest.emulation.handlers import parse_ref
 from loadtest.model.history import WriteOutcome, WriteRecord
-from loadtest.model.observation import Observation, decode
+from loadtest.model.observation import Observation
 from loadtest.model.scenario import load_scenario
 
 pytestmark = pytest.mark.slow
@@ -60,7 +61,9 @@ def _drain(clients: Clients, url: str, expected: int, timeout_s: float = 30) -> 
     while time.monotonic() < deadline:
         got = clients.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
         for message in got.get("Messages", []):
-            found.append(decode(message["Body"]))
+            line = parse(message["Body"])
+            if not isinstance(line, InvocationStart | InvocationEnd):
+                found.append(line)
             clients.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
         if sum(isinstance(o, WriteRecord) for o in found) >= expected:
             break
@@ -101,8 +104,9 @@ def test_deployed_lab_gives_the_lab_table_and_write_decisions(ministack: str) ->
         assert teardown(clients, made) == []
 
 
-def _user_function(clients: Clients) -> tuple[str, str]:
-    """A consumer deployed without loadtest: role, table, queue, function, mapping."""
+def _user_function(clients: Clients, suffix: str = "") -> tuple[str, str]:
+    """A consumer deployed without loadtest: role, table, queue, function, mapping
+    (names ``user-*`` with ``suffix``, so several tests share one MiniStack)."""
     trust: dict[str, Any] = {
         "Version": "2012-10-17",
         "Statement": [
@@ -113,28 +117,30 @@ def _user_function(clients: Clients) -> tuple[str, str]:
             }
         ],
     }
-    role = clients.iam.create_role(RoleName="user-role", AssumeRolePolicyDocument=json.dumps(trust))
+    role = clients.iam.create_role(
+        RoleName=f"user-role{suffix}", AssumeRolePolicyDocument=json.dumps(trust)
+    )
     clients.dynamodb.create_table(
-        TableName="user-orders",
+        TableName=f"user-orders{suffix}",
         KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
-    queue = clients.sqs.create_queue(QueueName="user-jobs")["QueueUrl"]
+    queue = clients.sqs.create_queue(QueueName=f"user-jobs{suffix}")["QueueUrl"]
     arn = clients.sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])[
         "Attributes"
     ]["QueueArn"]
     clients.lambda_.create_function(
-        FunctionName="user-worker",
+        FunctionName=f"user-worker{suffix}",
         Runtime="python3.12",
         Handler="consumer.conditional.handler",
         Role=role["Role"]["Arn"],
         Code={"ZipFile": function_zip(parse_ref("conditional"))},
-        Environment={"Variables": {"TABLE_NAME": "user-orders", "STAGE": "prod"}},
+        Environment={"Variables": {"TABLE_NAME": f"user-orders{suffix}", "STAGE": "prod"}},
         Timeout=30,
     )
     clients.lambda_.create_event_source_mapping(
-        FunctionName="user-worker", EventSourceArn=arn, BatchSize=1, Enabled=True
+        FunctionName=f"user-worker{suffix}", EventSourceArn=arn, BatchSize=1, Enabled=True
     )
     return queue, arn
 

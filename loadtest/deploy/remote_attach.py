@@ -1,0 +1,111 @@
+"""Attach on run: the workload through an already deployed consumer, observed for the run.
+
+Publishes the observer layer and an observation queue for the run, redirects
+the function to the observer's entry point (``lambda_attach.attached``), drives
+the workload through its own mapping (``remote_run.drive``), then restores
+the function exactly and deletes the layer version and the queue, also on
+an error or Ctrl-C. Reads the mapping's settings (partial batch responses)
+and the queue's DLQ (from its redrive policy) instead of choosing them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+
+import anyio
+
+from loadtest.adapters import aws
+from loadtest.deploy.deploy_plan import layer_name
+from loadtest.deploy.lambda_attach import attached, observation_queue
+from loadtest.deploy.lambda_deploy import CALL_ERRORS, Clients, layer_zip
+from loadtest.deploy.remote_run import AttachTo, Endpoints, RemoteVariant, drive
+from loadtest.emulation.handlers import HandlerRef
+from loadtest.model.scenario import Scenario
+
+
+@contextlib.contextmanager
+def _attach_layer(clients: Clients, run_id: str) -> Iterator[str]:
+    published = clients.lambda_.publish_layer_version(
+        LayerName=layer_name(run_id),
+        Description=f"loadtest write observer; loadtest:run={run_id}",
+        Content={"ZipFile": layer_zip()},
+        CompatibleRuntimes=["python3.12"],
+    )
+    arn = published["LayerVersionArn"]
+    try:
+        yield arn
+    finally:
+        with contextlib.suppress(*CALL_ERRORS):
+            name, version = arn.split(":")[-2:]
+            clients.lambda_.delete_layer_version(LayerName=name, VersionNumber=int(version))
+
+
+def run_attached(
+    scenario: Scenario,
+    attach: AttachTo,
+    clients: Clients,
+    target: aws.Target,
+    *,
+    run_id: str,
+) -> RemoteVariant:
+    """Observe ``attach.function`` (its own handler) for one run and restore it exactly afterwards.
+
+    Adds a layer version and an observation queue (deleted at the end), sends
+    the workload to the user's queue and reads its DLQ from the redrive policy.
+    """
+    config = clients.lambda_.get_function_configuration(FunctionName=attach.function)
+    module, _, function = config["Handler"].rpartition(".")
+    # Reported under the function's name: its own handler runs, not a built-in variant.
+    ref = HandlerRef(f"attached:{attach.function}", module.replace("/", "."), None, function)
+    mappings = clients.lambda_.list_event_source_mappings(FunctionName=attach.function)
+    queue_arn = clients.sqs.get_queue_attributes(
+        QueueUrl=attach.queue_url, AttributeNames=["QueueArn", "RedrivePolicy"]
+    )["Attributes"]
+    partial = any(
+        m.get("EventSourceArn") == queue_arn.get("QueueArn")
+        and "ReportBatchItemFailures" in m.get("FunctionResponseTypes", [])
+        for m in mappings.get("EventSourceMappings", [])
+    )
+    dlq_url = None
+    if "RedrivePolicy" in queue_arn:
+        dlq_name = json.loads(queue_arn["RedrivePolicy"])["deadLetterTargetArn"].split(":")[-1]
+        dlq_url = clients.sqs.get_queue_url(QueueName=dlq_name)["QueueUrl"]
+    queue_name = f"loadtest-{run_id}-observations"
+    observations = observation_queue(
+        clients.sqs, queue_name, role_arn=config["Role"], run_id=run_id
+    )
+    try:
+        with (
+            _attach_layer(clients, run_id) as layer,
+            attached(
+                clients.lambda_,
+                attach.function,
+                layer_arn=layer,
+                watch_table=attach.table,
+                key_names=scenario.outcome.key_names,
+                observation_queue=queue_name,
+                run_id=run_id,
+            ),
+        ):
+            where = Endpoints(
+                queue_url=attach.queue_url,
+                dlq_url=dlq_url,
+                observations_url=observations,
+                table=attach.table,
+                partial=partial,
+            )
+            names = aws.ResourceNames(
+                queue=attach.queue_url.rsplit("/", 1)[-1],
+                dlq=dlq_url.rsplit("/", 1)[-1] if dlq_url else "",
+                table=attach.table,
+                idempotency_table="",
+            )
+            result: RemoteVariant = anyio.run(
+                drive, scenario, ref, target, where, names, backend="asyncio"
+            )
+            return result
+    finally:
+        with contextlib.suppress(*CALL_ERRORS):
+            clients.sqs.delete_queue(QueueUrl=observations)
