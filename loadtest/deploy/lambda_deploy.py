@@ -22,7 +22,7 @@ import botocore.exceptions
 
 from loadtest.deploy.deploy_plan import RUN_TAG, Kind, Plan, Resource
 from loadtest.deploy.packaging import function_zip
-from loadtest.emulation.layer import LAYER_MODULES, MAX_CODE_BYTES, layer_zip
+from loadtest.emulation.layer import MAX_CODE_BYTES, layer_modules, layer_zip
 from loadtest.errors import BackendError
 
 if TYPE_CHECKING:
@@ -381,7 +381,6 @@ def delete_one(clients: Clients, kind: Kind, ident: str) -> None:
 
 
 __all__ = [
-    "LAYER_MODULES",
     "MAX_CODE_BYTES",
     "RUN_TAG",
     "Clients",
@@ -389,6 +388,7 @@ __all__ = [
     "Deployed",
     "deploy",
     "function_zip",
+    "layer_modules",
     "layer_zip",
     "teardown",
     "wait_mapping_enabled",

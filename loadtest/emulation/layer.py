@@ -1,13 +1,15 @@
 """The observer layer artifact: the zip a deployed function and a local environment both run.
 
-Owns the layer's contents (``LAYER_MODULES``: the observer, its entry point
-``lambda_entry`` and what they import), its reproducible zip (``layer_zip``)
-and unpacking it for local execution environments (``unpack``). The deploy
-path publishes the same bytes as a Lambda layer. Must not import boto3.
+Owns the layer's contents (``layer_modules()``: the observer, its entry point
+``lambda_entry`` and what they import, derived from their imports), its
+reproducible zip (``layer_zip``) and unpacking it for local execution
+environments (``unpack``). The deploy path publishes the same bytes as a
+Lambda layer. Must not import boto3.
 """
 
 from __future__ import annotations
 
+import ast
 import io
 import os
 import zipfile
@@ -16,18 +18,68 @@ from pathlib import Path
 
 from loadtest.errors import InputError
 
-LAYER_MODULES = (
-    "__init__.py",
-    "emulation/__init__.py",
-    "emulation/observer.py",
-    "emulation/lambda_entry.py",
-    "model/__init__.py",
-    "model/observation.py",
-    "model/history.py",
-    "model/partiql.py",
-    "model/updates.py",
-)
-"""The loadtest modules the observer layer carries (the observer and what it imports)."""
+LAYER_ENTRIES = ("emulation/lambda_entry.py", "emulation/observer.py")
+"""What a function's runtime imports from the layer; everything else follows from their imports."""
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_imports(tree: ast.AST) -> Iterator[str]:
+    """The ``loadtest`` modules a module imports when it is imported: not under ``if
+    TYPE_CHECKING`` and not inside functions (the package's lazy attributes are never used in a
+    function; the isolated import test in tests/aws/test_lambda_entry.py checks the result)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            yield from (name for child in node.orelse for name in _runtime_imports(child))
+            continue
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if alias.name.startswith("loadtest"))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("loadtest"):
+            assert node.module is not None
+            yield node.module
+            # ``from loadtest.model import history`` imports the submodule history.
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+        else:
+            yield from _runtime_imports(node)
+
+
+def _module_file(package: Path, dotted: str) -> str | None:
+    """``loadtest.model.history`` -> ``model/history.py``; None when it is not a module."""
+    parts = dotted.split(".")[1:]
+    for candidate in ("/".join(parts) + ".py", "/".join([*parts, "__init__.py"])):
+        if (package / candidate).is_file():
+            return candidate.removeprefix("/")
+    return None
+
+
+def layer_modules(package: Path | None = None) -> tuple[str, ...]:
+    """The files the layer must carry: its entries, what they import at run time, transitively,
+    and every package ``__init__.py`` on the way (derived, so a new module cannot be forgotten)."""
+    package = package or package_dir()
+    wanted: set[str] = set()
+    pending = list(LAYER_ENTRIES)
+    while pending:
+        name = pending.pop()
+        if name in wanted:
+            continue
+        wanted.add(name)
+        folders = Path(name).parent.parts
+        for depth in range(len(folders) + 1):
+            pending.append("/".join([*folders[:depth], "__init__.py"]))
+        tree = ast.parse((package / name).read_text(encoding="utf-8"), filename=name)
+        for dotted in _runtime_imports(tree):
+            found = _module_file(package, dotted)
+            if found is not None:
+                pending.append(found)
+    return tuple(sorted(wanted, key=lambda n: (n.count("/"), n)))
+
+
 MAX_CODE_BYTES = 50 * 1024 * 1024
 """Lambda's limit on a zip uploaded directly."""
 PYTHON_DIR = "python"
@@ -61,7 +113,9 @@ def layer_zip() -> bytes:
     always makes the same layer.
     """
     package = package_dir()
-    return zip_entries((f"{PYTHON_DIR}/loadtest/{name}", package / name) for name in LAYER_MODULES)
+    return zip_entries(
+        (f"{PYTHON_DIR}/loadtest/{name}", package / name) for name in layer_modules(package)
+    )
 
 
 def unpack(into: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from loadtest.deploy.collect import InvocationEnd, InvocationStart, parse
-from loadtest.deploy.lambda_deploy import Clients, layer_zip
+from loadtest.deploy.lambda_deploy import Clients, layer_modules, layer_zip
 from loadtest.emulation import lambda_entry
 from loadtest.model.history import WriteOutcome, WriteRecord
 
@@ -135,7 +135,8 @@ def test_the_layer_alone_imports_the_entry_point(tmp_path: Path) -> None:
     zipfile.ZipFile(BytesIO(layer_zip())).extractall(tmp_path)
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
-        "import loadtest.emulation.lambda_entry as e; print(e.__file__)"
+        "import loadtest.emulation.lambda_entry as e; print(e.__file__);"
+        "[print(m.__file__) for n, m in list(sys.modules.items()) if n.startswith('loadtest')]"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run(
@@ -147,7 +148,20 @@ def test_the_layer_alone_imports_the_entry_point(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().startswith(str(tmp_path / "python" / "loadtest"))
+    # Every loadtest module the observer needs came from the layer: none is missing from it.
+    loaded = done.stdout.split()
+    assert loaded[0].startswith(str(tmp_path / "python" / "loadtest"))
+    assert all(path.startswith(str(tmp_path / "python" / "loadtest")) for path in loaded)
+    assert "partiql_syntax.py" in " ".join(loaded)  # the observer's imports were followed
+
+
+def test_the_layer_carries_what_the_observer_imports_and_nothing_above_it() -> None:
+    names = layer_modules()
+    assert {"emulation/observer.py", "model/update_expressions.py", "model/__init__.py"} <= set(
+        names
+    )
+    assert not any(n.startswith(("cli/", "reports/", "deploy/", "adapters/")) for n in names)
+    assert "api.py" not in names and "engine.py" not in names
 
 
 def test_a_local_environment_runs_the_entry_point_from_the_unpacked_layer(
