@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -146,3 +147,32 @@ def test_attach_runs_the_workload_through_a_deployed_function_and_restores_it(
     )
     assert FunctionSnapshot.of(clients.lambda_, "user-worker-run") == before
     assert find_tagged(clients, "att2") == []
+
+
+def test_a_consumer_keyed_on_the_message_id_fails_through_the_mapping_as_it_does_locally(
+    ministack: str,
+) -> None:
+    # The planted bug of issue 9: the guard stops SQS redeliveries (same messageId) but a
+    # producer resend has a new messageId, so every copy stores another order. The embedded
+    # backend counts 20 duplicate writes for 10 ids x 3 copies (tests/consumers/adversarial);
+    # through a real mapping, 4 ids x 3 copies must give 8, and a FAIL.
+    adversarial = Path(__file__).parent.parent / "consumers" / "adversarial"
+    plan = prepare(
+        adversarial / "burst.toml",
+        handler=f"{adversarial / 'message_id_key_conditional.py'}:handler",
+        endpoint_url=ministack,
+        distinct_ids=4,
+        copies=3,
+        concurrency=4,
+        visibility_timeout_s=30,
+        deadline_s=90,
+    )
+    report = execute_remote(plan, run_id="msgid")
+    (run,) = report.runs
+    c = run.counts
+    assert (c.messages_sent, c.acked, c.dead_lettered) == (12, 12, 0)
+    assert c.duplicate_writes == 4 * (3 - 1)
+    assert c.conflicting_writes == c.lost_outcomes == 0
+    assert run.verdict == "fail" and not report.passed and report.exit_code == 1
+    clients, _ = make_clients(ministack)
+    assert find_tagged(clients, "msgid") == []
