@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from loadtest.adapters import aws
-from loadtest.adapters.producer import produce
+from loadtest.adapters.producers import Send, producing
 from loadtest.emulation.environments import ExecutionEnvironment, FunctionConfig, log_directory
 from loadtest.emulation.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
 from loadtest.emulation.runner import (
@@ -241,19 +241,24 @@ async def run_variant(
                         key_names=scenario.outcome.key_names,
                     )
                     served_before = await aws.served_sqs_requests(target)
-                    await _drive(
-                        scenario,
-                        ref.variant,
-                        target,
-                        planned,
-                        environments,
-                        sqs,
-                        made,
-                        history,
-                        progress,
-                        on_progress,
-                        clock,
-                    )
+                    assert made.queue_url
+                    async with producing(
+                        scenario.run.producers, target, made.queue_url, planned
+                    ) as send:
+                        await _drive(
+                            scenario,
+                            ref.variant,
+                            target,
+                            send,
+                            len(planned),
+                            environments,
+                            sqs,
+                            made,
+                            history,
+                            progress,
+                            on_progress,
+                            clock,
+                        )
                     served_after = await aws.served_sqs_requests(target)
                     if served_before is not None and served_after is not None:
                         sqs_served = served_after - served_before
@@ -387,7 +392,8 @@ async def _drive(
     scenario: Scenario,
     variant: str,
     target: aws.Target,
-    planned: Sequence[PlannedMessage],
+    send: Send,
+    planned_count: int,
     environments: list[ExecutionEnvironment],
     sqs: SQSClient,
     made: aws.Provisioned,
@@ -410,16 +416,8 @@ async def _drive(
         progress.sent += count
 
     async def producer() -> None:
-        await produce(
-            sqs,
-            queue_url,
-            planned,
-            history,
-            history.started_ns,
-            on_sent,
-            settlement.first_settled,
-            clock,
-            stop_sending,
+        await send(
+            sqs, history, history.started_ns, on_sent, settlement.first_settled, clock, stop_sending
         )
         settlement.expect({m.message_id for m in history.sent if m.message_id})
 
@@ -438,12 +436,12 @@ async def _drive(
             backlog = progress.sent - settled
             if max_backlog and backlog > max_backlog and not stop_sending.is_set():
                 progress.stopped_early = (
-                    f"stopped sending when {progress.sent} of {len(planned)} messages were sent "
+                    f"stopped sending when {progress.sent} of {planned_count} messages were sent "
                     f"and {backlog} of them waited unsettled, over max_backlog ({max_backlog})"
                 )
                 stop_sending.set()
             if on_progress is not None:
-                on_progress(variant, progress, len(planned), elapsed_s)
+                on_progress(variant, progress, planned_count, elapsed_s)
             await anyio.sleep(0.1)
 
     with aws.translated("run the workload", target):
@@ -482,7 +480,7 @@ async def _drive(
         history.timed_out = True
         history.ended_ns = clock()
     if on_progress is not None:
-        on_progress(variant, progress, len(planned), (history.ended_ns - history.started_ns) / 1e9)
+        on_progress(variant, progress, planned_count, (history.ended_ns - history.started_ns) / 1e9)
 
 
 def _lookahead(scenario: Scenario) -> bool:
