@@ -10,6 +10,9 @@ nothing about time. Figures, for one run of race-burst's conditional variant:
 - peak resident memory of each process kind (the largest single process, and
   for the environments their sum),
 - the sizes of the JSON and HTML reports of the run,
+- the producer's own ceiling: one producer process sending a burst with
+  SendMessageBatch to a stub endpoint that answers at once (messages per CPU
+  second of the producer, i.e. per core, and per wall second),
 
 and each figure's ratio to the one committed in ``reports/baselines/bench.json``
 (``--save-baseline`` rewrites that file; refresh it in the same commit as an
@@ -32,6 +35,7 @@ from typing import Any
 from loadtest import engine
 from loadtest.adapters.aws import BackendKind
 from loadtest.adapters.backend.embedded import EmbeddedBackend
+from loadtest.adapters.backend.stub import producer_ceiling
 from loadtest.emulation.handlers import parse_ref
 from loadtest.model.scenario import load_scenario
 from loadtest.reports.html import render_html
@@ -139,6 +143,18 @@ def main(argv: list[str] | None = None) -> None:
         help="the backend closes every connection after its response (for comparisons)",
     )
     parser.add_argument(
+        "--ceiling-messages",
+        type=int,
+        default=20_000,
+        help="messages for the producer-ceiling measurement (default 20000; 0 skips it)",
+    )
+    parser.add_argument(
+        "--producers",
+        type=int,
+        default=1,
+        help="producer processes of the run (default 1)",
+    )
+    parser.add_argument(
         "--save-baseline",
         action="store_true",
         help=f"write this run's figures to {BASELINE}",
@@ -146,7 +162,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     scenario = load_scenario("race-burst").with_overrides(
-        distinct_ids=args.ids, copies=args.copies, concurrency=args.concurrency, deadline_s=1800
+        distinct_ids=args.ids,
+        copies=args.copies,
+        concurrency=args.concurrency,
+        deadline_s=3600,
+        producers=args.producers,
     )
     refs = [parse_ref(args.variant)]
     self_before = resource.getrusage(resource.RUSAGE_SELF)
@@ -213,6 +233,10 @@ def main(argv: list[str] | None = None) -> None:
         "json_report_kb": round(json_bytes / 1024, 1),
         "html_report_kb": round(html_bytes / 1024, 1),
     }
+    if args.ceiling_messages > 0:
+        ceiling = producer_ceiling(args.ceiling_messages)
+        figures["producer_ceiling_per_cpu_s"] = round(ceiling.messages_per_cpu_s)
+        figures["producer_ceiling_per_s"] = round(ceiling.messages_per_s)
     baseline: dict[str, Any] = {}
     if BASELINE.exists() and not args.save_baseline:
         baseline = json.loads(BASELINE.read_text()).get("figures", {})
@@ -263,6 +287,9 @@ def main(argv: list[str] | None = None) -> None:
     line("peak RSS backend", "backend_peak_rss_mb", "MB")
     line("JSON report", "json_report_kb", "KB")
     line("HTML report", "html_report_kb", "KB")
+    if args.ceiling_messages > 0:
+        line("producer ceiling, per core", "producer_ceiling_per_cpu_s", "messages/s")
+        line("  per wall second", "producer_ceiling_per_s", "messages/s")
     if args.save_baseline:
         BASELINE.parent.mkdir(parents=True, exist_ok=True)
         BASELINE.write_text(
@@ -273,6 +300,7 @@ def main(argv: list[str] | None = None) -> None:
                         "copies": args.copies,
                         "concurrency": args.concurrency,
                         "variant": args.variant,
+                        "producers": args.producers,
                     },
                     "cpu_count": os.cpu_count(),
                     "figures": figures,

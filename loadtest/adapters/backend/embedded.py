@@ -157,8 +157,10 @@ def build_app(*, patched: bool = True) -> WSGIApplication:
     if not patched:
         return app
     from loadtest.adapters.backend import patches
+    from loadtest.adapters.backend.untracked import stop_tracking_instances
 
     patches.apply()
+    stop_tracking_instances()
     return RequestCounter(SerialisedDynamoDB(app))
 
 

@@ -15,7 +15,9 @@ import hashlib
 import json
 import multiprocessing
 import socket
+import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 _OK_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: "
@@ -92,3 +94,67 @@ class StubSqs:
         self._process.terminate()
         self._process.join(5)
         self._sock.close()
+
+
+@dataclass(frozen=True)
+class ProducerCeiling:
+    """What one producer process achieved against :class:`StubSqs`."""
+
+    messages: int
+    """Messages the stub accepted."""
+    wall_s: float
+    """Wall time of the sending (in seconds)."""
+    cpu_s: float
+    """CPU time of the producing process while sending (in seconds)."""
+
+    @property
+    def messages_per_s(self) -> float:
+        """Messages per second of wall time."""
+        return self.messages / self.wall_s if self.wall_s else 0.0
+
+    @property
+    def messages_per_cpu_s(self) -> float:
+        """Messages per CPU second: the ceiling per core."""
+        return self.messages / self.cpu_s if self.cpu_s else 0.0
+
+
+def producer_ceiling(messages: int = 20_000) -> ProducerCeiling:
+    """Run the product's producer (one process, a burst, SendMessageBatch of 10) against a
+    stub that answers at once; the stub runs in its own process, so the CPU counted is
+    the producer's alone. A warm-up of 100 messages is not counted."""
+    import anyio
+
+    from loadtest.adapters import aws
+    from loadtest.adapters.producer import produce
+    from loadtest.model.history import History
+    from loadtest.model.schedule import PlannedMessage
+
+    planned = [
+        PlannedMessage(
+            i, f"order-{i % 1000}", json.dumps({"id": f"order-{i % 1000}", "quantity": 3}), 0
+        )
+        for i in range(messages)
+    ]
+
+    def ignore(count: int) -> None:
+        del count
+
+    async def no_first(business_id: str) -> None:
+        del business_id
+
+    async def main(url: str) -> ProducerCeiling:
+        target = aws.Target.resolve(aws.BackendKind.ENDPOINT, url)
+        queue_url = f"{url}/000000000000/ceiling"
+        async with aws.clients(target) as (sqs, _):
+            await produce(
+                sqs, queue_url, planned[:100], History(), time.monotonic_ns(), ignore, no_first
+            )
+            history = History()
+            cpu_start, wall_start = time.process_time(), time.perf_counter()
+            await produce(sqs, queue_url, planned, history, time.monotonic_ns(), ignore, no_first)
+            cpu_s, wall_s = time.process_time() - cpu_start, time.perf_counter() - wall_start
+        accepted = sum(1 for m in history.sent if m.message_id)
+        return ProducerCeiling(accepted, wall_s, cpu_s)
+
+    with StubSqs() as stub:
+        return anyio.run(main, stub.endpoint_url)
