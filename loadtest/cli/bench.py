@@ -12,7 +12,8 @@ nothing about time. Figures, for one run of race-burst's conditional variant:
 - the sizes of the JSON and HTML reports of the run,
 - the producer's own ceiling: one producer process sending a burst with
   SendMessageBatch to a stub endpoint that answers at once (messages per CPU
-  second of the producer, i.e. per core, and per wall second),
+  second of the producer, i.e. per core, and per wall second), and the same
+  burst split across ``--ceiling-producers`` processes (``--producers``),
 
 and each figure's ratio to the one committed in ``reports/baselines/bench.json``
 (``--save-baseline`` rewrites that file; refresh it in the same commit as an
@@ -149,6 +150,12 @@ def main(argv: list[str] | None = None) -> None:
         help="messages for the producer-ceiling measurement (default 20000; 0 skips it)",
     )
     parser.add_argument(
+        "--ceiling-producers",
+        type=int,
+        default=2,
+        help="also measure the ceiling with this many producer processes (default 2; 1 skips)",
+    )
+    parser.add_argument(
         "--producers",
         type=int,
         default=1,
@@ -237,6 +244,10 @@ def main(argv: list[str] | None = None) -> None:
         ceiling = producer_ceiling(args.ceiling_messages)
         figures["producer_ceiling_per_cpu_s"] = round(ceiling.messages_per_cpu_s)
         figures["producer_ceiling_per_s"] = round(ceiling.messages_per_s)
+        if args.ceiling_producers > 1:
+            several = producer_ceiling(args.ceiling_messages, args.ceiling_producers)
+            figures["producers_ceiling_per_s"] = round(several.messages_per_s)
+            figures["producers_ceiling_per_cpu_s"] = round(several.messages_per_cpu_s)
     baseline: dict[str, Any] = {}
     if BASELINE.exists() and not args.save_baseline:
         baseline = json.loads(BASELINE.read_text()).get("figures", {})
@@ -290,6 +301,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.ceiling_messages > 0:
         line("producer ceiling, per core", "producer_ceiling_per_cpu_s", "messages/s")
         line("  per wall second", "producer_ceiling_per_s", "messages/s")
+        if args.ceiling_producers > 1:
+            line(
+                f"  {args.ceiling_producers} processes, per wall second",
+                "producers_ceiling_per_s",
+                "messages/s",
+            )
+            line("  ... per CPU second, all", "producers_ceiling_per_cpu_s", "messages/s")
     if args.save_baseline:
         BASELINE.parent.mkdir(parents=True, exist_ok=True)
         BASELINE.write_text(

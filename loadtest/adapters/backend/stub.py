@@ -118,14 +118,20 @@ class ProducerCeiling:
         return self.messages / self.cpu_s if self.cpu_s else 0.0
 
 
-def producer_ceiling(messages: int = 20_000) -> ProducerCeiling:
-    """Run the product's producer (one process, a burst, SendMessageBatch of 10) against a
-    stub that answers at once; the stub runs in its own process, so the CPU counted is
-    the producer's alone. A warm-up of 100 messages is not counted."""
+def producer_ceiling(messages: int = 20_000, processes: int = 1) -> ProducerCeiling:
+    """Run the product's producer (a burst, SendMessageBatch of 10) against a stub that
+    answers at once; the stub runs in its own process, so the CPU counted is the
+    producer's alone. With one process a warm-up of 100 messages is not counted; with
+    ``processes`` > 1 (``--producers``) the children are started and their clients open
+    before the clock starts, and the CPU is theirs plus the collecting harness's."""
+    import resource
+    from typing import cast
+
     import anyio
 
     from loadtest.adapters import aws
     from loadtest.adapters.producer import produce
+    from loadtest.adapters.producers import producing
     from loadtest.model.history import History
     from loadtest.model.schedule import PlannedMessage
 
@@ -142,7 +148,35 @@ def producer_ceiling(messages: int = 20_000) -> ProducerCeiling:
     async def no_first(business_id: str) -> None:
         del business_id
 
+    def children_cpu_s() -> float:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+    async def several(url: str) -> ProducerCeiling:
+        target = aws.Target.resolve(aws.BackendKind.ENDPOINT, url)
+        queue_url = f"{url}/000000000000/ceiling"
+        history = History()
+        children_before = children_cpu_s()
+        async with producing(processes, target, queue_url, planned) as send:
+            cpu_start, wall_start = time.process_time(), time.perf_counter()
+            await send(
+                cast(Any, None),
+                history,
+                time.monotonic_ns(),
+                ignore,
+                no_first,
+                time.monotonic_ns,
+                anyio.Event(),
+            )
+            wall_s = time.perf_counter() - wall_start
+            own_cpu_s = time.process_time() - cpu_start
+        cpu_s = own_cpu_s + children_cpu_s() - children_before  # the children were joined
+        accepted = sum(1 for m in history.sent if m.message_id)
+        return ProducerCeiling(accepted, wall_s, cpu_s)
+
     async def main(url: str) -> ProducerCeiling:
+        if processes > 1:
+            return await several(url)
         target = aws.Target.resolve(aws.BackendKind.ENDPOINT, url)
         queue_url = f"{url}/000000000000/ceiling"
         async with aws.clients(target) as (sqs, _):
