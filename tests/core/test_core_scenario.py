@@ -182,7 +182,7 @@ def test_unknown_key_messages_list_the_allowed_keys_of_each_table() -> None:
     assert refusal({"faults": {"bogus": 1}}).endswith(
         "allowed: crash_after_write, handler_duration_ms, handler_jitter_ms, race_window_ms"
     )
-    assert refusal({"run": {"bogus": 1}}).endswith("allowed: deadline_s, max_backlog")
+    assert refusal({"run": {"bogus": 1}}).endswith("allowed: deadline_s, max_backlog, producers")
     assert refusal({"workload": {"messages": [{"body": {}, "bogus": 1}]}}).endswith(
         "allowed: body, copies, poison"
     )
@@ -471,5 +471,5 @@ def test_to_raw_is_plain_data() -> None:
             "race_window_ms": 0,
             "crash_after_write": 0.0,
         },
-        "run": {"deadline_s": 120.0, "max_backlog": 0},
+        "run": {"deadline_s": 120.0, "max_backlog": 0, "producers": 1},
     }
