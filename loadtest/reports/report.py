@@ -120,7 +120,8 @@ def _findings(run: VariantRun) -> list[dict[str, Any]]:
 def _series_interval_ns(run: VariantRun) -> int:
     """Whole seconds per interval, so no series has more than SERIES_POINTS_LIMIT points."""
     span_ns = max(run.history.ended_ns - run.history.started_ns, 0)
-    return max(1, -(-span_ns // (SERIES_POINTS_LIMIT * 1_000_000_000))) * 1_000_000_000
+    # span // interval + 1 points (the last, partial interval included)
+    return max(1, -(-span_ns // ((SERIES_POINTS_LIMIT - 1) * 1_000_000_000))) * 1_000_000_000
 
 
 def _series(run: VariantRun, interval_ns: int | None = None) -> dict[str, Any]:
