@@ -82,11 +82,27 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def _kind(pid: int) -> str:
+    """What a child process is, from its command line."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            args = cmdline.read()
+    except OSError:
+        return "other"
+    if b"loadtest.emulation.envhost" in args:
+        return "environment"
+    if b"multiprocessing" in args:
+        return "producer"  # the only processes loadtest spawns through multiprocessing
+    return "other"
+
+
 class _PeakMemory:
     """Samples the peak memory of this process's children while a run goes on."""
 
     def __init__(self) -> None:
         self.peaks_mb: dict[int, float] = {}
+        self.kinds: dict[int, str] = {}
+        """Each child's kind: ``environment`` or ``producer`` (``--producers``), else ``other``."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -103,6 +119,8 @@ class _PeakMemory:
             peak = _peak_rss_mb(pid)
             if peak is not None:
                 self.peaks_mb[pid] = max(peak, self.peaks_mb.get(pid, 0.0))
+                if pid not in self.kinds:
+                    self.kinds[pid] = _kind(pid)
 
     def _sample(self) -> None:
         while not self._stop.wait(SAMPLE_S):
@@ -222,7 +240,12 @@ def main(argv: list[str] | None = None) -> None:
     def served(key: str) -> int:
         return int(requests_after.get(key, 0)) - int(requests_before.get(key, 0))
 
-    env_peaks = list(memory.peaks_mb.values())
+    env_peaks = [
+        mb for pid, mb in memory.peaks_mb.items() if memory.kinds.get(pid) == "environment"
+    ]
+    producer_peaks = [
+        mb for pid, mb in memory.peaks_mb.items() if memory.kinds.get(pid) == "producer"
+    ]
     figures: dict[str, float | None] = {
         "messages_per_s": round(run.messages_per_s, 1),
         "requests_per_message": round(served("requests") / messages, 3),
@@ -236,6 +259,7 @@ def main(argv: list[str] | None = None) -> None:
         "harness_peak_rss_mb": round(harness_peak_mb, 1),
         "environment_peak_rss_mb": round(max(env_peaks), 1) if env_peaks else None,
         "environments_peak_rss_sum_mb": round(sum(env_peaks), 1) if env_peaks else None,
+        "producer_peak_rss_mb": round(max(producer_peaks), 1) if producer_peaks else None,
         "backend_peak_rss_mb": None if backend_peak_mb is None else round(backend_peak_mb, 1),
         "json_report_kb": round(json_bytes / 1024, 1),
         "html_report_kb": round(html_bytes / 1024, 1),
@@ -285,7 +309,11 @@ def main(argv: list[str] | None = None) -> None:
         print("  requests per message              (the backend exposes no request counter)")
     line("CPU per message, all processes", "cpu_ms_per_message", "ms")
     line("  harness", "harness_cpu_ms_per_message", "ms")
-    line("  execution environments", "environments_cpu_ms_per_message", "ms")
+    line(
+        "  execution environments" + (" + producers" if args.producers > 1 else ""),
+        "environments_cpu_ms_per_message",
+        "ms",
+    )
     line("  backend", "backend_cpu_ms_per_message", "ms")
     line("cores busy (avg)", "cores_busy", f"of {os.cpu_count()}")
     line("peak RSS harness", "harness_peak_rss_mb", "MB")
@@ -296,6 +324,8 @@ def main(argv: list[str] | None = None) -> None:
     line("peak RSS one environment", "environment_peak_rss_mb", "MB")
     line("peak RSS environments, summed", "environments_peak_rss_sum_mb", "MB")
     line("peak RSS backend", "backend_peak_rss_mb", "MB")
+    if figures["producer_peak_rss_mb"] is not None:
+        line("peak RSS one producer process", "producer_peak_rss_mb", "MB")
     line("JSON report", "json_report_kb", "KB")
     line("HTML report", "html_report_kb", "KB")
     if args.ceiling_messages > 0:
