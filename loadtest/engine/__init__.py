@@ -7,6 +7,11 @@ message is settled or the deadline passes, read the end state, check it, and
 delete exactly what was created — also when the run fails or is interrupted.
 
 Usable as a library (``run``); prints nothing and never exits the process.
+
+This module owns the orchestration (``run``, ``run_async``, ``sweep_async``,
+``run_variant``: set up, run, check, clean up). The live phase of a run is
+``drive``'s, the end-of-run steps ``ending``'s, and the result types and
+pre-run checks ``results``' (re-exported here).
 """
 
 from __future__ import annotations
