@@ -141,9 +141,9 @@ class ProducerPool:
 
         async def collect(conn: multiprocessing.connection.Connection) -> None:
             while True:
+                if stop_sending is not None and stop_sending.is_set():
+                    stop_event.set()  # max_backlog: the children start no further batch
                 if not await anyio.to_thread.run_sync(conn.poll, FLUSH_S):
-                    if stop_sending is not None and stop_sending.is_set():
-                        stop_event.set()
                     continue
                 try:
                     sent: list[SentMessage] | None = conn.recv()

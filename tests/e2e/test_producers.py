@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from loadtest.cli import app
 from loadtest.model.scenario import load_scenario
 from loadtest.reports.report import build_report
 from tests.e2e.helpers import run_variants
@@ -28,3 +34,37 @@ def test_after_completion_resends_stay_in_the_harness_with_two_producers(
     assert run["counts"]["messages_sent"] == run["counts"]["acked"] + run["counts"]["dead_lettered"]
     assert run["counts"]["send_failures"] == 0
     assert run["counts"]["duplicate_writes"] == 0
+
+
+def test_max_backlog_stops_producer_processes_and_everything_sent_is_judged(
+    backend_url: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "rate.json"
+    scenario = tmp_path / "too-fast.toml"
+    scenario.write_text(
+        'name = "too-fast"\nvariants = ["conditional"]\n'
+        '[workload]\ndistinct_ids = 2000\narrival = "rate"\nrate_per_s = 5000\n'
+    )
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            str(scenario),
+            "--endpoint-url",
+            backend_url,
+            "--concurrency",
+            "1",
+            "--max-backlog",
+            "50",
+            "--producers",
+            "2",
+            "--json",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 4, result.output
+    (run,) = json.loads(out.read_text())["runs"]
+    assert "over max_backlog (50)" in run["rate"]["stopped_early"]
+    counts = run["counts"]
+    assert 50 < counts["messages_sent"] < 2000
+    assert counts["acked"] == counts["messages_sent"]  # every message the backend took was judged
