@@ -10,6 +10,10 @@ nothing about time. Figures, for one run of race-burst's conditional variant:
 - peak resident memory of each process kind (the largest single process, and
   for the environments their sum),
 - the sizes of the JSON and HTML reports of the run,
+- the producer's own ceiling: one producer process sending a burst with
+  SendMessageBatch to a stub endpoint that answers at once (messages per CPU
+  second of the producer, i.e. per core, and per wall second), and the same
+  burst split across ``--ceiling-producers`` processes (``--producers``),
 
 and each figure's ratio to the one committed in ``reports/baselines/bench.json``
 (``--save-baseline`` rewrites that file; refresh it in the same commit as an
@@ -32,6 +36,7 @@ from typing import Any
 from loadtest import engine
 from loadtest.adapters.aws import BackendKind
 from loadtest.adapters.backend.embedded import EmbeddedBackend
+from loadtest.adapters.backend.stub import producer_ceiling
 from loadtest.emulation.handlers import parse_ref
 from loadtest.model.scenario import load_scenario
 from loadtest.reports.html import render_html
@@ -77,11 +82,27 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def _kind(pid: int) -> str:
+    """What a child process is, from its command line."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            args = cmdline.read()
+    except OSError:
+        return "other"
+    if b"loadtest.emulation.envhost" in args:
+        return "environment"
+    if b"multiprocessing" in args:
+        return "producer"  # the only processes loadtest spawns through multiprocessing
+    return "other"
+
+
 class _PeakMemory:
     """Samples the peak memory of this process's children while a run goes on."""
 
     def __init__(self) -> None:
         self.peaks_mb: dict[int, float] = {}
+        self.kinds: dict[int, str] = {}
+        """Each child's kind: ``environment`` or ``producer`` (``--producers``), else ``other``."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -98,6 +119,8 @@ class _PeakMemory:
             peak = _peak_rss_mb(pid)
             if peak is not None:
                 self.peaks_mb[pid] = max(peak, self.peaks_mb.get(pid, 0.0))
+                if pid not in self.kinds:
+                    self.kinds[pid] = _kind(pid)
 
     def _sample(self) -> None:
         while not self._stop.wait(SAMPLE_S):
@@ -139,6 +162,24 @@ def main(argv: list[str] | None = None) -> None:
         help="the backend closes every connection after its response (for comparisons)",
     )
     parser.add_argument(
+        "--ceiling-messages",
+        type=int,
+        default=20_000,
+        help="messages for the producer-ceiling measurement (default 20000; 0 skips it)",
+    )
+    parser.add_argument(
+        "--ceiling-producers",
+        type=int,
+        default=2,
+        help="also measure the ceiling with this many producer processes (default 2; 1 skips)",
+    )
+    parser.add_argument(
+        "--producers",
+        type=int,
+        default=1,
+        help="producer processes of the run (default 1)",
+    )
+    parser.add_argument(
         "--save-baseline",
         action="store_true",
         help=f"write this run's figures to {BASELINE}",
@@ -146,7 +187,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     scenario = load_scenario("race-burst").with_overrides(
-        distinct_ids=args.ids, copies=args.copies, concurrency=args.concurrency, deadline_s=1800
+        distinct_ids=args.ids,
+        copies=args.copies,
+        concurrency=args.concurrency,
+        deadline_s=3600,
+        producers=args.producers,
     )
     refs = [parse_ref(args.variant)]
     self_before = resource.getrusage(resource.RUSAGE_SELF)
@@ -195,7 +240,12 @@ def main(argv: list[str] | None = None) -> None:
     def served(key: str) -> int:
         return int(requests_after.get(key, 0)) - int(requests_before.get(key, 0))
 
-    env_peaks = list(memory.peaks_mb.values())
+    env_peaks = [
+        mb for pid, mb in memory.peaks_mb.items() if memory.kinds.get(pid) == "environment"
+    ]
+    producer_peaks = [
+        mb for pid, mb in memory.peaks_mb.items() if memory.kinds.get(pid) == "producer"
+    ]
     figures: dict[str, float | None] = {
         "messages_per_s": round(run.messages_per_s, 1),
         "requests_per_message": round(served("requests") / messages, 3),
@@ -209,10 +259,19 @@ def main(argv: list[str] | None = None) -> None:
         "harness_peak_rss_mb": round(harness_peak_mb, 1),
         "environment_peak_rss_mb": round(max(env_peaks), 1) if env_peaks else None,
         "environments_peak_rss_sum_mb": round(sum(env_peaks), 1) if env_peaks else None,
+        "producer_peak_rss_mb": round(max(producer_peaks), 1) if producer_peaks else None,
         "backend_peak_rss_mb": None if backend_peak_mb is None else round(backend_peak_mb, 1),
         "json_report_kb": round(json_bytes / 1024, 1),
         "html_report_kb": round(html_bytes / 1024, 1),
     }
+    if args.ceiling_messages > 0:
+        ceiling = producer_ceiling(args.ceiling_messages)
+        figures["producer_ceiling_per_cpu_s"] = round(ceiling.messages_per_cpu_s)
+        figures["producer_ceiling_per_s"] = round(ceiling.messages_per_s)
+        if args.ceiling_producers > 1:
+            several = producer_ceiling(args.ceiling_messages, args.ceiling_producers)
+            figures["producers_ceiling_per_s"] = round(several.messages_per_s)
+            figures["producers_ceiling_per_cpu_s"] = round(several.messages_per_cpu_s)
     baseline: dict[str, Any] = {}
     if BASELINE.exists() and not args.save_baseline:
         baseline = json.loads(BASELINE.read_text()).get("figures", {})
@@ -250,7 +309,11 @@ def main(argv: list[str] | None = None) -> None:
         print("  requests per message              (the backend exposes no request counter)")
     line("CPU per message, all processes", "cpu_ms_per_message", "ms")
     line("  harness", "harness_cpu_ms_per_message", "ms")
-    line("  execution environments", "environments_cpu_ms_per_message", "ms")
+    line(
+        "  execution environments" + (" + producers" if args.producers > 1 else ""),
+        "environments_cpu_ms_per_message",
+        "ms",
+    )
     line("  backend", "backend_cpu_ms_per_message", "ms")
     line("cores busy (avg)", "cores_busy", f"of {os.cpu_count()}")
     line("peak RSS harness", "harness_peak_rss_mb", "MB")
@@ -261,8 +324,20 @@ def main(argv: list[str] | None = None) -> None:
     line("peak RSS one environment", "environment_peak_rss_mb", "MB")
     line("peak RSS environments, summed", "environments_peak_rss_sum_mb", "MB")
     line("peak RSS backend", "backend_peak_rss_mb", "MB")
+    if figures["producer_peak_rss_mb"] is not None:
+        line("peak RSS one producer process", "producer_peak_rss_mb", "MB")
     line("JSON report", "json_report_kb", "KB")
     line("HTML report", "html_report_kb", "KB")
+    if args.ceiling_messages > 0:
+        line("producer ceiling, per core", "producer_ceiling_per_cpu_s", "messages/s")
+        line("  per wall second", "producer_ceiling_per_s", "messages/s")
+        if args.ceiling_producers > 1:
+            line(
+                f"  {args.ceiling_producers} processes, per wall second",
+                "producers_ceiling_per_s",
+                "messages/s",
+            )
+            line("  ... per CPU second, all", "producers_ceiling_per_cpu_s", "messages/s")
     if args.save_baseline:
         BASELINE.parent.mkdir(parents=True, exist_ok=True)
         BASELINE.write_text(
@@ -273,6 +348,7 @@ def main(argv: list[str] | None = None) -> None:
                         "copies": args.copies,
                         "concurrency": args.concurrency,
                         "variant": args.variant,
+                        "producers": args.producers,
                     },
                     "cpu_count": os.cpu_count(),
                     "figures": figures,

@@ -275,6 +275,15 @@ class RunSettings:
     )
     """Stop sending once this many sent messages wait unsettled (0: no limit); what was
     sent is still consumed and judged, and the run is reported as stopped early."""
+    producers: int = field(
+        default=1,
+        metadata=_override(
+            "Producer processes splitting the schedule (each keeps the intended send times).",
+            metavar="N",
+        ),
+    )
+    """Processes that send the scheduled messages (1: the harness itself); more lift the
+    producer's own ceiling of a few thousand messages per second per core."""
 
 
 DEDUP_WINDOW_S = 300
@@ -306,4 +315,5 @@ LIMITS: dict[str, tuple[float, float]] = {
     "message_groups": (1, 100_000),
     "deadline_s": (1, 86_400),
     "max_backlog": (0, 100_000_000),
+    "producers": (1, 64),
 }

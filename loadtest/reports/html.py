@@ -232,6 +232,9 @@ def _warnings(report: Mapping[str, Any], labels: Sequence[str]) -> list[str]:
         shown = len(run.get("write_decisions") or [])
         if isinstance(total, int) and total > shown:
             out.append(f"{label}: write decisions listed for the first {shown} of {total} writes")
+        for name, cut in (run.get("cut") or {}).items():
+            if name != "write_decisions" and isinstance(cut, dict) and cut.get("cut"):
+                out.append(f"{label}: {name} listed for {cut['listed']} of {cut['total']}")
     return out
 
 

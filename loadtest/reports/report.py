@@ -26,6 +26,11 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 WRITE_DECISIONS_LIMIT = 500
 """Write decisions kept per run in the JSON; the rest are counted, not listed."""
+FINDINGS_LIMIT = 100
+"""Duplicate-write findings (each with its writes and reads) listed per run; the
+counts are always over every write."""
+SERIES_POINTS_LIMIT = 600
+"""Most points per time series: a longer run gets wider intervals (whole seconds)."""
 
 
 def _offset_ms(ns: int, start_ns: int) -> float:
@@ -112,8 +117,17 @@ def _findings(run: VariantRun) -> list[dict[str, Any]]:
     return findings
 
 
-def _series(run: VariantRun, interval_ns: int = 1_000_000_000) -> dict[str, Any]:
+def _series_interval_ns(run: VariantRun) -> int:
+    """Whole seconds per interval, so no series has more than SERIES_POINTS_LIMIT points."""
+    span_ns = max(run.history.ended_ns - run.history.started_ns, 0)
+    # span // interval + 1 points (the last, partial interval included)
+    return max(1, -(-span_ns // ((SERIES_POINTS_LIMIT - 1) * 1_000_000_000))) * 1_000_000_000
+
+
+def _series(run: VariantRun, interval_ns: int | None = None) -> dict[str, Any]:
     """Counts per interval since the run started, so a report shows *when* things happened."""
+    if interval_ns is None:
+        interval_ns = _series_interval_ns(run)
     start = run.history.started_ns
     end = max(run.history.ended_ns, start)
     buckets = int((end - start) // interval_ns) + 1
@@ -200,6 +214,15 @@ def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]
         prices = default_prices()
     counts = run.check.counts
     writes = [d.write for d in run.check.decisions]
+    series = _series(run)
+    findings = _findings(run)
+    dead_letters = _dead_letters(run)
+    results = [
+        inv.result
+        for inv in run.history.invocations
+        if inv.outcome is InvocationOutcome.SUCCESS and inv.result is not None
+    ]
+    items = sorted(run.end_state.table_items.items())
     return {
         "variant": run.variant,
         "handler": run.handler,
@@ -242,19 +265,35 @@ def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]
         "cold_starts": run.cold_starts,
         "resources": dataclasses.asdict(run.resources),
         "cleanup_problems": list(run.cleanup_problems),
-        "series": _series(run),
-        "findings": _findings(run),
+        "series": series,
+        "findings": findings[:FINDINGS_LIMIT],
         "errors": _errors(run),
-        "dead_letters": _dead_letters(run),
-        "results": [
-            inv.result
-            for inv in run.history.invocations
-            if inv.outcome is InvocationOutcome.SUCCESS and inv.result is not None
-        ][:WRITE_DECISIONS_LIMIT],
+        "dead_letters": dead_letters[:WRITE_DECISIONS_LIMIT],
+        "results": results[:WRITE_DECISIONS_LIMIT],
         "write_decisions": _write_decisions(run),
         "write_decisions_total": len(writes),
         "write_outcomes": {o.value: sum(1 for w in writes if w.outcome is o) for o in WriteOutcome},
-        "table_items": dict(sorted(run.end_state.table_items.items())[:WRITE_DECISIONS_LIMIT]),
+        "table_items": dict(items[:WRITE_DECISIONS_LIMIT]),
+        "cut": _cut(
+            series_interval_s=series["interval_s"],
+            findings=(len(findings), FINDINGS_LIMIT),
+            dead_letters=(len(dead_letters), WRITE_DECISIONS_LIMIT),
+            results=(len(results), WRITE_DECISIONS_LIMIT),
+            write_decisions=(len(writes), WRITE_DECISIONS_LIMIT),
+            table_items=(len(items), WRITE_DECISIONS_LIMIT),
+        ),
+    }
+
+
+def _cut(series_interval_s: float, **lists: tuple[int, int]) -> dict[str, Any]:
+    """What the report lists of each long list, and of how many: counts are always over
+    everything, the lists are the first ``listed`` (in the order the report gives)."""
+    return {
+        "series_interval_s": series_interval_s,
+        **{
+            name: {"listed": min(total, limit), "total": total, "cut": total > limit}
+            for name, (total, limit) in lists.items()
+        },
     }
 
 

@@ -184,7 +184,7 @@ def test_unknown_key_messages_list_the_allowed_keys_of_each_table() -> None:
         "allowed: crash_after_write, dedup_window_s, handler_duration_ms, handler_jitter_ms, "
         "race_window_ms"
     )
-    assert refusal({"run": {"bogus": 1}}).endswith("allowed: deadline_s, max_backlog")
+    assert refusal({"run": {"bogus": 1}}).endswith("allowed: deadline_s, max_backlog, producers")
     assert refusal({"workload": {"messages": [{"body": {}, "bogus": 1}]}}).endswith(
         "allowed: body, copies, poison"
     )
@@ -477,7 +477,7 @@ def test_to_raw_is_plain_data() -> None:
             "crash_after_write": 0.0,
             "dedup_window_s": 0.0,
         },
-        "run": {"deadline_s": 120.0, "max_backlog": 0},
+        "run": {"deadline_s": 120.0, "max_backlog": 0, "producers": 1},
     }
 
 

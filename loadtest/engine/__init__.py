@@ -1,0 +1,402 @@
+"""The engine: runs a scenario's seeded workload against each consumer variant.
+
+For every variant: start the execution environments (importing the handler
+validates it before anything is created), create a fresh queue, DLQ and
+table, run the producer, pollers and DLQ watcher in one task group until every
+message is settled or the deadline passes, read the end state, check it, and
+delete exactly what was created — also when the run fails or is interrupted.
+
+Usable as a library (``run``); prints nothing and never exits the process.
+
+This module owns the orchestration (``run``, ``run_async``, ``sweep_async``,
+``run_variant``: set up, run, check, clean up). The live phase of a run is
+``drive``'s, the end-of-run steps ``ending``'s, and the result types and
+pre-run checks ``results``' (re-exported here).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from loadtest.adapters import aws
+from loadtest.adapters.fifo import fifo_queue
+from loadtest.adapters.producers import producing
+from loadtest.emulation.environments import ExecutionEnvironment, FunctionConfig, log_directory
+from loadtest.emulation.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
+from loadtest.emulation.runner import (
+    Progress,
+)
+from loadtest.interrupts import Stop
+from loadtest.model.checker import check
+from loadtest.model.history import EndState, History
+from loadtest.model.metrics import latencies
+from loadtest.model.rate import rate_figures, rate_warning, requested_per_s
+from loadtest.model.scenario import Scenario
+from loadtest.model.schedule import PlannedMessage, plan
+
+if TYPE_CHECKING:
+    pass
+
+from loadtest.engine.drive import drive
+from loadtest.engine.ending import (
+    close_all,
+    read_end_state,
+    salvage_end_state,
+    why,
+    with_left_behind,
+)
+from loadtest.engine.results import (
+    CLEANUP_TIMEOUT_S,
+    Clock,
+    ProgressCallback,
+    RunResult,
+    Salvage,
+    VariantRun,
+    check_reachable,
+    fault_environment,
+    settings_warnings,
+)
+
+__all__ = [
+    "CLEANUP_TIMEOUT_S",
+    "Clock",
+    "ProgressCallback",
+    "RunResult",
+    "Salvage",
+    "VariantRun",
+    "backend_target",
+    "check_reachable",
+    "fault_environment",
+    "run",
+    "run_async",
+    "settings_warnings",
+    "sweep_async",
+]
+
+
+async def run_variant(
+    scenario: Scenario,
+    ref: HandlerRef,
+    target: aws.Target,
+    planned: Sequence[PlannedMessage],
+    names: aws.ResourceNames,
+    *,
+    on_progress: ProgressCallback | None = None,
+    clock: Clock = time.monotonic_ns,
+    cleanup_timeout_s: float = CLEANUP_TIMEOUT_S,
+    salvage: Salvage | None = None,
+) -> VariantRun:
+    """Run one variant; every cleanup step and the end-state read take at most ``cleanup_timeout_s``.
+
+    When the run is cancelled (interrupted) or the backend fails mid-run, what
+    was measured is judged against a bounded end-state read and added to
+    ``salvage.runs`` marked incomplete before the exception goes on.
+    """
+    settings = scenario.consumer
+    config = FunctionConfig(
+        handler=ref,
+        function_name=names.queue.removesuffix("-jobs") + "-worker",
+        table_name=names.table,
+        idempotency_table_name=names.idempotency_table,
+        region=target.region,
+        endpoint_url=target.endpoint_url,
+        memory_mb=settings.memory_mb,
+        timeout_s=settings.function_timeout_s,
+        extra_env=target.credentials_env,
+        fault_env=fault_environment(scenario),
+        report_batch_item_failures=settings.report_batch_item_failures,
+        key_names=scenario.outcome.key_names,
+    )
+    salvage = salvage if salvage is not None else Salvage()
+    made = aws.Provisioned()
+    history = History()
+    progress = Progress()
+    end_state: EndState | None = None
+    problems: list[str] = []
+    failure: BaseException | None = None
+    sqs_served: int | None = None
+    with log_directory() as log_dir:
+        environments = [
+            ExecutionEnvironment(config, n, log_dir) for n in range(settings.concurrency)
+        ]
+        try:
+            # Cold starts first: a handler that does not import fails here, before
+            # any AWS resource exists.
+            await environments[0].start()
+            async with anyio.create_task_group() as tg:
+                for env in environments[1:]:
+                    tg.start_soon(env.start)
+            async with aws.clients(target, pool=max(16, settings.concurrency * 2 + 8)) as (
+                sqs,
+                dynamodb,
+            ):
+                salvage.live.append(made)
+                try:
+                    await aws.provision(
+                        sqs,
+                        dynamodb,
+                        names,
+                        visibility_timeout_s=settings.visibility_timeout_s,
+                        max_receive_count=settings.max_receive_count,
+                        into=made,
+                        target=target,
+                        idempotency_table=ref.variant in NEEDS_IDEMPOTENCY_TABLE,
+                        key_names=scenario.outcome.key_names,
+                        fifo=fifo_queue(scenario),
+                    )
+                    served_before = await aws.served_sqs_requests(target)
+                    assert made.queue_url
+                    async with producing(
+                        scenario.run.producers, target, made.queue_url, planned
+                    ) as send:
+                        await drive(
+                            scenario,
+                            ref.variant,
+                            target,
+                            send,
+                            len(planned),
+                            environments,
+                            sqs,
+                            made,
+                            history,
+                            progress,
+                            on_progress,
+                            clock,
+                        )
+                    served_after = await aws.served_sqs_requests(target)
+                    if served_before is not None and served_after is not None:
+                        sqs_served = served_after - served_before
+                    end_state = await read_end_state(sqs, dynamodb, made, target, cleanup_timeout_s)
+                except BaseException as exc:
+                    failure = exc
+                    raise
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        # Invocations in flight are ended before anything is read or deleted.
+                        await close_all(environments)
+                        if failure is not None and end_state is None and history.started_ns:
+                            end_state = await salvage_end_state(
+                                sqs, dynamodb, made, target, cleanup_timeout_s
+                            )
+                        problems = await aws.teardown(
+                            sqs, dynamodb, made, timeout_s=cleanup_timeout_s
+                        )
+                    if not problems:
+                        salvage.live.remove(made)
+        except BaseException as exc:
+            failure = failure or exc
+            if history.started_ns:
+                salvage.runs.append(
+                    _variant_run(
+                        scenario,
+                        ref,
+                        names,
+                        history,
+                        end_state or EndState(0, 0, 0, {}),
+                        environments,
+                        problems,
+                        incomplete=why(failure, end_state),
+                        progress=progress,
+                    )
+                )
+            if problems:
+                raise with_left_behind(exc, problems) from exc
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                await close_all(environments)
+
+    variant_run = _variant_run(
+        scenario,
+        ref,
+        names,
+        history,
+        end_state,
+        environments,
+        problems,
+        incomplete=progress.stopped_early and f"stopped early: {progress.stopped_early}",
+        progress=progress,
+    )
+    variant_run.sqs_requests_served = sqs_served
+    salvage.runs.append(variant_run)
+    return variant_run
+
+
+def _variant_run(
+    scenario: Scenario,
+    ref: HandlerRef,
+    names: aws.ResourceNames,
+    history: History,
+    end_state: EndState,
+    environments: Sequence[ExecutionEnvironment],
+    problems: list[str],
+    *,
+    incomplete: str | None,
+    progress: Progress | None = None,
+) -> VariantRun:
+    settings = scenario.consumer
+    if incomplete is not None and not history.ended_ns:
+        history.ended_ns = time.monotonic_ns()
+    latency = latencies(history)
+    summaries = {name: latency[name].summary() for name in ("end_to_end", "queue_dwell")}
+    rate = rate_figures(
+        history,
+        requested_per_s(scenario),
+        progress.backlog_peak if progress is not None else 0,
+        summaries,
+        progress.stopped_early if progress is not None else None,
+    )
+    warnings = settings_warnings(settings, scenario.faults, ref.variant)
+    shortfall = rate_warning(rate, summaries)
+    if shortfall is not None:
+        warnings.append(shortfall)
+    return VariantRun(
+        variant=ref.variant,
+        handler=ref.ref if ref.path else f"{ref.module}:{ref.function}",
+        settings=settings,
+        history=history,
+        end_state=end_state,
+        check=check(history, end_state, scenario.outcome),
+        latency=latency,
+        duration_s=max(0, history.ended_ns - history.started_ns) / 1e9,
+        cold_starts=sum(env.cold_starts for env in environments),
+        resources=names,
+        cleanup_problems=problems,
+        warnings=warnings,
+        faults=scenario.faults,
+        incomplete=incomplete,
+        rate=rate,
+    )
+
+
+async def run_async(
+    scenario: Scenario,
+    refs: Sequence[HandlerRef],
+    target: aws.Target,
+    *,
+    on_progress: ProgressCallback | None = None,
+    clock: Clock = time.monotonic_ns,
+) -> RunResult:
+    """Run the scenario's seeded workload against each variant in turn."""
+    return await sweep_async(scenario, refs, target, [{}], on_progress=on_progress, clock=clock)
+
+
+async def sweep_async(
+    scenario: Scenario,
+    refs: Sequence[HandlerRef],
+    target: aws.Target,
+    cells: Sequence[dict[str, Any]],
+    *,
+    on_progress: ProgressCallback | None = None,
+    clock: Clock = time.monotonic_ns,
+    cleanup_timeout_s: float = CLEANUP_TIMEOUT_S,
+    salvage: Salvage | None = None,
+) -> RunResult:
+    """Run every variant once per cell (a dict of scenario overrides), in order.
+
+    The cells' scenarios are built (and validated) before anything runs. Each
+    variant run is also added to ``salvage`` as it ends.
+    """
+    scenarios = [scenario.with_overrides(**cell) for cell in cells]
+    salvage = salvage if salvage is not None else Salvage()
+    salvage.target = target
+    await check_reachable(target)
+    run_id = aws.new_run_id()
+    runs = []
+    index = 0
+    for cell, cell_scenario in zip(cells, scenarios, strict=True):
+        planned = plan(cell_scenario.workload, cell_scenario.seed)
+        for ref in refs:
+            names = aws.ResourceNames.for_run(run_id, index)
+            index += 1
+            variant_run = await run_variant(
+                cell_scenario,
+                ref,
+                target,
+                planned,
+                names,
+                on_progress=on_progress,
+                clock=clock,
+                cleanup_timeout_s=cleanup_timeout_s,
+                salvage=salvage,
+            )
+            variant_run.cell = dict(cell)
+            runs.append(variant_run)
+    return RunResult(scenario=scenario, target=target, runs=runs)
+
+
+@contextmanager
+def backend_target(kind: aws.BackendKind, endpoint_url: str | None) -> Iterator[aws.Target]:
+    """The run's target; for the embedded backend, start it and stop it afterwards."""
+    if kind is aws.BackendKind.EMBEDDED:
+        from loadtest.adapters.backend.embedded import EmbeddedBackend
+
+        with EmbeddedBackend() as backend:
+            yield aws.Target.resolve(kind, backend.endpoint_url)
+    else:
+        yield aws.Target.resolve(kind, endpoint_url)
+
+
+def run(
+    scenario: Scenario,
+    refs: Sequence[HandlerRef],
+    *,
+    kind: aws.BackendKind = aws.BackendKind.EMBEDDED,
+    endpoint_url: str | None = None,
+    on_progress: ProgressCallback | None = None,
+    cells: Sequence[dict[str, Any]] = ({},),
+    stop: Stop | None = None,
+    cleanup_timeout_s: float = CLEANUP_TIMEOUT_S,
+    salvage: Salvage | None = None,
+) -> RunResult:
+    """Synchronous entry point: start the backend if embedded, run, stop it.
+
+    ``cells`` makes it a sweep: each variant runs once per cell of overrides.
+    A ``stop`` request (a signal, see ``loadtest.interrupts``) ends the run
+    early: the result then holds what was measured, with ``incomplete`` set.
+    ``salvage`` (the caller's) keeps the finished runs and what is not yet
+    deleted even if this raises.
+    """
+    for cell in cells:
+        scenario.with_overrides(**cell)  # bad input fails before the backend starts
+    salvage = salvage if salvage is not None else Salvage()
+    with backend_target(kind, endpoint_url) as target:
+
+        async def main() -> RunResult:
+            with anyio.CancelScope() as scope:
+                if stop is None:
+                    return await sweep_async(
+                        scenario,
+                        refs,
+                        target,
+                        cells,
+                        on_progress=on_progress,
+                        cleanup_timeout_s=cleanup_timeout_s,
+                        salvage=salvage,
+                    )
+                with stop.cancels(scope):
+                    return await sweep_async(
+                        scenario,
+                        refs,
+                        target,
+                        cells,
+                        on_progress=on_progress,
+                        cleanup_timeout_s=cleanup_timeout_s,
+                        salvage=salvage,
+                    )
+            # Only a stop request cancels this scope: keep what was measured.
+            reason = stop.reason if stop is not None else None
+            return RunResult(
+                scenario=scenario,
+                target=target,
+                runs=list(salvage.runs),
+                incomplete=f"interrupted by {reason}" if reason else "interrupted",
+            )
+
+        result: RunResult = anyio.run(main, backend="asyncio")
+        return result

@@ -1,0 +1,87 @@
+"""How a variant's run ends: closing its environments, reading the end state (also
+when the run failed part-way), and saying why it stopped.
+
+Owns only those end-of-run steps; must not delete resources (``run_variant``'s
+cleanup) nor judge the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import anyio
+
+from loadtest.adapters import aws
+from loadtest.emulation.environments import ExecutionEnvironment
+from loadtest.errors import BackendError
+from loadtest.model.history import EndState
+
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb.client import DynamoDBClient
+    from types_aiobotocore_sqs.client import SQSClient
+
+from loadtest.engine.results import (
+    CLEANUP_TIMEOUT_S,
+)
+
+
+async def close_all(environments: Sequence[ExecutionEnvironment]) -> None:
+    async with anyio.create_task_group() as tg:
+        for env in environments:
+            tg.start_soon(env.aclose)
+
+
+def why(failure: BaseException, end_state: EndState | None) -> str:
+    if isinstance(failure, anyio.get_cancelled_exc_class() | KeyboardInterrupt):
+        what = "interrupted"
+    else:
+        what = f"stopped by an error: {failure}"
+    if end_state is None:
+        what += "; the end state could not be read (table and queue counts are unknown)"
+    return what
+
+
+def with_left_behind(exc: BaseException, problems: list[str]) -> BaseException:
+    """``exc`` saying what could not be deleted, for errors the CLI shows."""
+    if isinstance(exc, BackendError):
+        return type(exc)(f"{exc}; not deleted: {'; '.join(problems)}")
+    return exc
+
+
+async def read_end_state(
+    sqs: SQSClient,
+    dynamodb: DynamoDBClient,
+    made: aws.Provisioned,
+    target: aws.Target,
+    timeout_s: float = CLEANUP_TIMEOUT_S,
+) -> EndState:
+    """Queue depths and table items at the end, read within ``timeout_s`` seconds."""
+    assert made.queue_url and made.dlq_url and made.table_name
+    try:
+        with anyio.fail_after(timeout_s), aws.translated("read the end state", target):
+            visible, in_flight = await aws.queue_depth(sqs, made.queue_url)
+            dlq_visible, dlq_in_flight = await aws.queue_depth(sqs, made.dlq_url)
+            items = await aws.scan_items(dynamodb, made.table_name, made.key_names)
+    except TimeoutError as exc:
+        where = target.endpoint_url or "AWS"
+        raise BackendError(
+            f"{where} did not answer within {timeout_s:g} s while reading the end state"
+        ) from exc
+    return EndState(visible, in_flight, dlq_visible + dlq_in_flight, items)
+
+
+async def salvage_end_state(
+    sqs: SQSClient,
+    dynamodb: DynamoDBClient,
+    made: aws.Provisioned,
+    target: aws.Target,
+    timeout_s: float,
+) -> EndState | None:
+    """The end state of an interrupted run, or ``None`` if it cannot be read in time."""
+    if not (made.queue_url and made.dlq_url and made.table_name):
+        return None
+    try:
+        return await read_end_state(sqs, dynamodb, made, target, timeout_s)
+    except BackendError:
+        return None

@@ -1,0 +1,141 @@
+"""What a run produces and the checks before one: the result types, the faults and
+settings warnings handed to environments and reports, and the reachability probe.
+
+Owns the run's result records (``VariantRun``, ``RunResult``, ``Salvage``); must not
+run anything (that is the engine's ``run_variant``) nor drive the workload (``drive``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from loadtest.adapters import aws
+from loadtest.emulation.runner import (
+    Progress,
+)
+from loadtest.errors import BackendError
+from loadtest.model.checker import Check
+from loadtest.model.history import EndState, History
+from loadtest.model.metrics import Latency
+from loadtest.model.scenario import ConsumerSettings, Faults, Scenario
+
+if TYPE_CHECKING:
+    pass
+Clock = Callable[[], int]
+CLEANUP_TIMEOUT_S = 20.0
+"""Default bound (in seconds) on each cleanup step and on the end-state read."""
+ProgressCallback = Callable[[str, Progress, int, float], None]
+"""Called about ten times a second: (variant, counters, messages planned, elapsed seconds)."""
+
+
+@dataclass
+class VariantRun:
+    """One variant's run: its history, end state, check and measurements."""
+
+    variant: str
+    handler: str
+    settings: ConsumerSettings
+    history: History
+    end_state: EndState
+    check: Check
+    latency: dict[str, Latency]
+    duration_s: float
+    cold_starts: int
+    resources: aws.ResourceNames
+    faults: Faults = field(default_factory=Faults)
+    cell: dict[str, Any] = field(default_factory=dict)
+    """For a sweep: the settings this run's cell overrode."""
+    cleanup_problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    incomplete: str | None = None
+    """Why this run stopped before its workload was settled and judged (``None`` if it was)."""
+    rate: dict[str, Any] = field(default_factory=dict)
+    """The requested and achieved rates and the backlog (``loadtest.model.rate.rate_figures``)."""
+    sqs_requests_served: int | None = None
+    """SQS requests the backend itself counted while the workload ran (empty
+    receives included), or None when the backend does not count them."""
+
+    @property
+    def messages_per_s(self) -> float:
+        settled = self.check.counts.acked + self.check.counts.dead_lettered
+        return settled / self.duration_s if self.duration_s > 0 else 0.0
+
+
+@dataclass
+class RunResult:
+    scenario: Scenario
+    target: aws.Target
+    runs: list[VariantRun]
+    incomplete: str | None = None
+    """Why the run stopped early (e.g. ``"interrupted by SIGTERM"``); ``None`` if it finished."""
+
+
+@dataclass
+class Salvage:
+    """What a run hands its caller as it goes, so an abrupt end still loses nothing.
+
+    ``runs`` gets each variant run as it ends (a partial one, marked
+    ``incomplete``, when it was interrupted or its backend failed); ``live``
+    holds what was created and not yet confirmed deleted, so a caller can say
+    by name what is left behind.
+    """
+
+    runs: list[VariantRun] = field(default_factory=list)
+    live: list[aws.Provisioned] = field(default_factory=list)
+    target: aws.Target | None = None
+
+    def left_behind(self) -> list[str]:
+        """The queues and tables not confirmed deleted, by name."""
+        return [name for made in self.live for name in made.names()]
+
+
+def fault_environment(scenario: Scenario) -> tuple[tuple[str, str], ...]:
+    """The scenario's faults as the execution environments read them."""
+    faults = scenario.faults
+    return (
+        ("LOADTEST_HANDLER_DURATION_MS", str(faults.handler_duration_ms)),
+        ("LOADTEST_HANDLER_JITTER_MS", str(faults.handler_jitter_ms)),
+        ("LOADTEST_RACE_WINDOW_MS", str(faults.race_window_ms)),
+        ("LOADTEST_CRASH_AFTER_WRITE", str(faults.crash_after_write)),
+        ("LOADTEST_FAULT_SEED", str(scenario.seed)),
+    )
+
+
+def settings_warnings(settings: ConsumerSettings, faults: Faults, variant: str = "") -> list[str]:
+    """Legal but unwise settings, flagged in the report as a likely cause (``loadtest lint``'s too)."""
+    warnings = []
+    slowest_ms = faults.handler_duration_ms + faults.handler_jitter_ms
+    if slowest_ms and settings.visibility_timeout_s * 1000 < slowest_ms:
+        warnings.append(
+            f"visibility timeout ({settings.visibility_timeout_s} s) is shorter than the handler "
+            f"duration (up to {slowest_ms} ms): messages reappear while still being processed and "
+            "are delivered again with the same messageId"
+        )
+    if settings.visibility_timeout_s < settings.function_timeout_s:
+        warnings.append(
+            f"visibility timeout ({settings.visibility_timeout_s} s) is shorter than the function "
+            f"timeout ({settings.function_timeout_s} s): a slow invocation's messages become "
+            "visible again and are delivered twice (AWS recommends at least 6x the function timeout)"
+        )
+    from loadtest.model.lint import lint_warnings
+
+    short = settings.visibility_timeout_s < settings.function_timeout_s
+    warnings.extend(lint_warnings(settings, variant, already_short=short))
+    return warnings
+
+
+async def check_reachable(target: aws.Target) -> None:
+    """One cheap call to each service, so an unreachable backend fails before anything is made."""
+    async with aws.clients(target, pool=2) as (sqs, dynamodb):
+        try:
+            with anyio.fail_after(30), aws.translated("list its queues and tables", target):
+                await sqs.list_queues(MaxResults=1)
+                await dynamodb.list_tables(Limit=1)
+        except TimeoutError as exc:
+            raise BackendError(
+                f"{target.endpoint_url or 'AWS'} did not answer within 30 s"
+            ) from exc
