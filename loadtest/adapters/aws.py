@@ -52,6 +52,8 @@ _CREDENTIAL_CODES = frozenset(
         "MissingAuthenticationToken",
     }
 )
+_DENIED_CODES = frozenset({"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"})
+"""Refusals of one action: the message names the operation whose permission is missing."""
 
 
 ERRORS = (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError)
@@ -86,6 +88,12 @@ class Target:
             # Local emulators accept any key; fixed ones avoid NoCredentialsError.
             creds = EMBEDDED_CREDENTIALS
         return Target(kind, endpoint_url, region, creds)
+
+    @staticmethod
+    def control_plane(where: str) -> Target:
+        """Real AWS as the deploy, cleanup and lint calls reach it (synchronous boto3), named in
+        messages as ``AWS (where)``: a region, or "profile P, region R[, endpoint E]"."""
+        return Target(BackendKind.AWS, None, where)
 
     def session(self) -> aioboto3.Session:
         kwargs = dict(self.credentials_env)
@@ -133,11 +141,17 @@ def translate(exc: BaseException, action: str, target: Target) -> BaseException:
     if isinstance(exc, botocore.exceptions.ClientError):
         code = exc.response.get("Error", {}).get("Code", "")
         message = exc.response.get("Error", {}).get("Message", "")
+        hint = (
+            f" (the missing permission is likely for {exc.operation_name})"
+            if code in _DENIED_CODES
+            else ""
+        )
         if code in _CREDENTIAL_CODES:
             return CredentialsError(
                 f"{where} refused the credentials while trying to {action}: {code}: {message}"
+                + hint
             )
-        return BackendError(f"{where} failed to {action}: {code}: {message}")
+        return BackendError(f"{where} failed to {action}: {code}: {message}{hint}")
     if isinstance(
         exc,
         botocore.exceptions.EndpointConnectionError

@@ -5,7 +5,7 @@ order, with its settings and tags, and records each one in ``Deployed`` the
 moment it exists, so ``teardown`` deletes what was made (and nothing else)
 even when the deploy failed halfway. Control-plane calls on synchronous boto3
 clients that the caller passes in (run them off the event loop); botocore
-failures become loadtest's through ``loadtest.adapters.aws.translate``.
+failures become loadtest's through ``loadtest.adapters.aws.translated``.
 The zips come from ``loadtest.deploy.packaging`` (the function's code) and
 ``loadtest.emulation.layer`` (the observer layer), re-exported here.
 """
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import botocore.exceptions
 
+from loadtest.adapters import aws
 from loadtest.deploy.deploy_plan import RUN_TAG, Kind, Plan, Resource
 from loadtest.deploy.packaging import function_zip
 from loadtest.emulation.layer import MAX_CODE_BYTES, layer_modules, layer_zip
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
     from mypy_boto3_iam.client import IAMClient
     from mypy_boto3_lambda.client import LambdaClient
     from mypy_boto3_sqs.client import SQSClient
-
-CALL_ERRORS = (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError)
 
 
 @dataclass(frozen=True)
@@ -165,19 +164,11 @@ def deploy(
     Each resource is appended to ``into`` as soon as it exists. Returns once
     every function is Active and every mapping Enabled.
     """
-    try:
+    with aws.translated("deploy the run", aws.Target.control_plane(plan.region)):
         for resource in plan.resources:
             _create(plan, clients, resource, code, into, layer, timeout_s, sleep)
         for mapping in into.of_kind(Kind.MAPPING):
             wait_mapping_enabled(clients.lambda_, mapping.ident, timeout_s=timeout_s, sleep=sleep)
-    except CALL_ERRORS as exc:
-        raise _translated(exc, plan) from exc
-
-
-def _translated(exc: BaseException, plan: Plan) -> BaseException:
-    from loadtest.adapters.aws import BackendKind, Target, translate
-
-    return translate(exc, "deploy the run", Target(BackendKind.AWS, None, plan.region))
 
 
 def _create(
@@ -354,7 +345,7 @@ def teardown(clients: Clients, deployed: Deployed) -> list[str]:
         try:
             delete_one(clients, created.kind, created.ident)
             deployed.created.remove(created)
-        except CALL_ERRORS as exc:
+        except aws.ERRORS as exc:
             problems.append(f"{created.kind} {created.name}: {exc}")
     return problems
 
