@@ -13,6 +13,7 @@ The zips come from ``loadtest.deploy.packaging`` (the function's code) and
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -123,6 +124,27 @@ def _poll(
         sleep(interval_s)
 
 
+TABLE_POLL_S = 1
+"""Seconds between the ``table_exists`` waiter's DescribeTable calls."""
+
+
+def wait_table_active(dynamodb: DynamoDBClient, name: str, *, timeout_s: float = 300) -> None:
+    """Wait until the table is ACTIVE, with boto3's ``table_exists`` waiter.
+
+    The waiter sleeps by itself (``time.sleep``): a table on moto or MiniStack is
+    ACTIVE at once, so tests that stub ``sleep`` do not wait here either.
+    """
+    attempts = max(1, math.ceil(timeout_s / TABLE_POLL_S))
+    try:
+        dynamodb.get_waiter("table_exists").wait(
+            TableName=name, WaiterConfig={"Delay": TABLE_POLL_S, "MaxAttempts": attempts}
+        )
+    except botocore.exceptions.WaiterError as exc:
+        if exc.kwargs.get("reason") != "Max attempts exceeded":
+            raise  # a refusal, not slowness: the adapter translates it with the rest
+        raise BackendError(f"table {name} was not ready within {timeout_s:g} s") from exc
+
+
 def wait_mapping_enabled(
     lambda_: LambdaClient,
     uuid: str,
@@ -162,7 +184,8 @@ def deploy(
     """Create every resource of ``plan`` in order; ``code`` maps function names to zips.
 
     Each resource is appended to ``into`` as soon as it exists. Returns once
-    every function is Active and every mapping Enabled.
+    every table is ACTIVE (``wait_table_active``, boto3's waiter), every function
+    Active and every mapping Enabled (polled, pausing with ``sleep``).
     """
     with aws.translated("deploy the run", aws.Target.control_plane(plan.region)):
         for resource in plan.resources:
@@ -219,15 +242,7 @@ def _create(
         into.created.append(
             Created(Kind.TABLE, resource.name, resource.name, described.get("TableArn", ""))
         )
-        _poll(
-            f"table {resource.name}",
-            lambda: (
-                clients.dynamodb.describe_table(TableName=resource.name)["Table"].get("TableStatus")
-                == "ACTIVE"
-            ),
-            timeout_s=timeout_s,
-            sleep=sleep,
-        )
+        wait_table_active(clients.dynamodb, resource.name, timeout_s=timeout_s)
     elif resource.kind is Kind.QUEUE:
         attributes = dict(s["Attributes"])
         redrive = s.get("RedrivePolicy")
@@ -383,4 +398,5 @@ __all__ = [
     "layer_zip",
     "teardown",
     "wait_mapping_enabled",
+    "wait_table_active",
 ]
