@@ -42,7 +42,11 @@ TARGETS = ("embedded", "endpoint", "aws")
 
 @dataclass(frozen=True)
 class LatencySummary:
-    """One latency's percentiles, in microseconds (``None`` when nothing was measured)."""
+    """One latency's percentiles, in microseconds (``None`` when nothing was measured).
+
+    The fields are ``loadtest.model.metrics.LATENCY_STATS`` spelled out (so type
+    checkers and editors know ``.p99``); a test holds the two equal.
+    """
 
     count: int
     min: float | None

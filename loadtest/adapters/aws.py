@@ -2,8 +2,9 @@
 
 Every call loadtest itself makes to SQS or DynamoDB goes through clients made
 here. ``translated`` (a context manager around calls to the backend, built on
-``translate``) is the one place botocore's exceptions become loadtest's
-(``BackendError`` / ``CredentialsError``). Resources are created with unique
+``translate``; both in ``loadtest.adapters.aws_errors``, re-exported here) is
+the one place botocore's exceptions become loadtest's (``BackendError`` /
+``CredentialsError``). Resources are created with unique
 names and tracked in ``Provisioned`` so teardown deletes exactly what this run
 created and nothing else.
 """
@@ -14,21 +15,22 @@ import json
 import math
 import os
 import secrets
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 import aioboto3
 import anyio
-import botocore.exceptions
 from aiobotocore.config import AioConfig
 
+from loadtest.adapters.aws_errors import ERRORS as ERRORS
+from loadtest.adapters.aws_errors import translate as translate
+from loadtest.adapters.aws_errors import translated as translated
 from loadtest.adapters.endstate import queue_depth as queue_depth
 from loadtest.adapters.endstate import scan_items as scan_items
 from loadtest.adapters.fifo import FifoQueue, refuse_window_fault
-from loadtest.errors import BackendError, CredentialsError, find_error
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb.client import DynamoDBClient
@@ -38,24 +40,6 @@ if TYPE_CHECKING:
 DEFAULT_REGION = "us-east-1"
 EMBEDDED_CREDENTIALS = (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"))
 """Fixed credentials for an embedded or local endpoint, which accepts any."""
-
-_CREDENTIAL_CODES = frozenset(
-    {
-        "UnrecognizedClientException",
-        "InvalidClientTokenId",
-        "InvalidSignatureException",
-        "SignatureDoesNotMatch",
-        "ExpiredToken",
-        "ExpiredTokenException",
-        "AccessDenied",
-        "AccessDeniedException",
-        "MissingAuthenticationToken",
-    }
-)
-
-
-ERRORS = (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError)
-"""What a call to the backend raises when it fails (translated by ``translate``)."""
 
 
 class BackendKind(StrEnum):
@@ -87,6 +71,12 @@ class Target:
             creds = EMBEDDED_CREDENTIALS
         return Target(kind, endpoint_url, region, creds)
 
+    @staticmethod
+    def control_plane(where: str) -> Target:
+        """Real AWS as the deploy, cleanup and lint calls reach it (synchronous boto3), named in
+        messages as ``AWS (where)``: a region, or "profile P, region R[, endpoint E]"."""
+        return Target(BackendKind.AWS, None, where)
+
     def session(self) -> aioboto3.Session:
         kwargs = dict(self.credentials_env)
         return aioboto3.Session(
@@ -100,56 +90,6 @@ def _has_credentials() -> bool:
     import boto3
 
     return boto3.Session().get_credentials() is not None
-
-
-@contextmanager
-def translated(action: str, target: Target) -> Iterator[None]:
-    """Around calls to the backend: a botocore or connection failure, alone or inside a
-    task group's exception group, is raised as the ``BackendError`` or
-    ``CredentialsError`` that says what loadtest was trying to do (``action``).
-
-    Cancellation and loadtest's own errors pass through unchanged; so does a
-    deadline's ``TimeoutError`` when the deadline is entered outside this block.
-    """
-    try:
-        yield
-    except BaseException as exc:
-        failure = find_error(exc, ERRORS)
-        if failure is None:
-            raise
-        raise translate(failure, action, target) from failure
-
-
-def translate(exc: BaseException, action: str, target: Target) -> BaseException:
-    """Map a botocore/aiohttp failure to a loadtest error (raise it ``from exc``)."""
-    where = target.endpoint_url or f"AWS ({target.region})"
-    if isinstance(
-        exc, botocore.exceptions.NoCredentialsError | botocore.exceptions.PartialCredentialsError
-    ):
-        return CredentialsError(
-            f"no AWS credentials found while trying to {action}; configure them as for the "
-            "AWS CLI (environment, ~/.aws, SSO or an instance role), or use --endpoint-url"
-        )
-    if isinstance(exc, botocore.exceptions.ClientError):
-        code = exc.response.get("Error", {}).get("Code", "")
-        message = exc.response.get("Error", {}).get("Message", "")
-        if code in _CREDENTIAL_CODES:
-            return CredentialsError(
-                f"{where} refused the credentials while trying to {action}: {code}: {message}"
-            )
-        return BackendError(f"{where} failed to {action}: {code}: {message}")
-    if isinstance(
-        exc,
-        botocore.exceptions.EndpointConnectionError
-        | botocore.exceptions.ConnectTimeoutError
-        | botocore.exceptions.ReadTimeoutError
-        | botocore.exceptions.HTTPClientError
-        | OSError,
-    ):
-        return BackendError(f"could not reach {where} to {action}: {exc}")
-    if isinstance(exc, botocore.exceptions.BotoCoreError):
-        return BackendError(f"{where}: failed to {action}: {exc}")
-    return exc
 
 
 @asynccontextmanager

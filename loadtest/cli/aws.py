@@ -199,19 +199,15 @@ def cleanup(
     Exit code 0 when everything found was deleted, 1 when something was not,
     3 when the backend cannot be reached or refuses the credentials.
     """
-    from loadtest.deploy.lambda_cleanup import (
-        delete_found,
-        find_tagged,
-        make_clients,
-        translate_call_error,
-    )
-    from loadtest.deploy.lambda_deploy import CALL_ERRORS
+    from loadtest.deploy.lambda_cleanup import delete_found, find_tagged, make_clients, translated
+    from loadtest.errors import LoadtestError
 
     clients, where = make_clients(endpoint_url)
     try:
-        found = find_tagged(clients, run)
-    except CALL_ERRORS as exc:
-        _raise_mapped(translate_call_error(exc, "list the resources tagged loadtest:run", where))
+        with translated("list the resources tagged loadtest:run", where):
+            found = find_tagged(clients, run)
+    except LoadtestError as exc:
+        _raise_mapped(exc)
     scope = f"run {run}" if run else "any run"
     if not found:
         if not quiet:
@@ -279,19 +275,17 @@ def lint(
     if (scenario is None) == (function is None):
         _fail(Exit.BAD_INPUT, "give a SCENARIO or --function NAME (one of them)")
     if function is not None:
-        from loadtest.deploy.lambda_cleanup import make_clients, translate_call_error
-        from loadtest.deploy.lambda_deploy import CALL_ERRORS
+        from loadtest.deploy.lambda_cleanup import make_clients
         from loadtest.deploy.lint_aws import deployed_settings
+        from loadtest.errors import LoadtestError
 
         clients, where = make_clients(endpoint_url)
         try:
-            targets = deployed_settings(clients, function, idempotency_expiry_s=idempotency_expiry)
-        except CALL_ERRORS as exc:
-            if getattr(exc, "response", {}).get("Error", {}).get("Code") == (
-                "ResourceNotFoundException"
-            ):
-                _fail(Exit.BAD_INPUT, f"function {function} does not exist ({where})")
-            _raise_mapped(translate_call_error(exc, f"read function {function}'s mappings", where))
+            targets = deployed_settings(
+                clients, function, idempotency_expiry_s=idempotency_expiry, where=where
+            )
+        except LoadtestError as exc:
+            _raise_mapped(exc)
         if not targets:
             _fail(Exit.BAD_INPUT, f"function {function} has no SQS event source mapping ({where})")
     else:

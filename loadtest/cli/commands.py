@@ -150,6 +150,8 @@ def run(
     3 when the backend cannot be reached, 4 when a verdict is inconclusive,
     130 when interrupted (after cleanup).
     """
+    chosen = [*variant, *([variants] if variants else [])]
+    outputs = Outputs(html=html, markdown=markdown, junit=junit, hgrm=hgrm)
     attach = (function, queue_url, table)
     if any(attach) and not all(attach):
         fail(Exit.BAD_INPUT, "attach needs all three: --function, --queue-url and --table")
@@ -160,7 +162,7 @@ def run(
 
         show_plan(
             scenario,
-            [*variant, *([variants] if variants else [])],
+            chosen,
             handler,
             seed=seed,
             overrides=overrides or {},
@@ -170,7 +172,7 @@ def run(
 
         run_remote(
             scenario,
-            [*variant, *([variants] if variants else [])],
+            chosen,
             handler,
             seed=seed,
             endpoint_url=endpoint_url,
@@ -183,11 +185,11 @@ def run(
             out_dir=out_dir,
             quiet=quiet,
             thresholds=threshold,
-            outputs=Outputs(html=html, markdown=markdown, junit=junit, hgrm=hgrm),
+            outputs=outputs,
         )
     execute_run(
         scenario,
-        [*variant, *([variants] if variants else [])],
+        chosen,
         handler,
         seed=seed,
         endpoint_url=endpoint_url,
@@ -197,7 +199,7 @@ def run(
         out_dir=out_dir,
         quiet=quiet,
         thresholds=threshold,
-        outputs=Outputs(html=html, markdown=markdown, junit=junit, hgrm=hgrm),
+        outputs=outputs,
         cleanup_timeout_s=cleanup_timeout,
         prices_path=prices,
     )

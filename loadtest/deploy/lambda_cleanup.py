@@ -12,16 +12,17 @@ passed in; nothing printed.
 from __future__ import annotations
 
 import os
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import boto3
-import botocore.exceptions
 from botocore.config import Config
 
+from loadtest.adapters import aws
 from loadtest.deploy.deploy_plan import RUN_TAG, Kind
 from loadtest.deploy.lambda_attach import ATTACHED_ENV, restore_leftover
-from loadtest.deploy.lambda_deploy import CALL_ERRORS, Clients, delete_one
+from loadtest.deploy.lambda_deploy import Clients, delete_one
 from loadtest.errors import BackendError
 
 if TYPE_CHECKING:
@@ -142,7 +143,7 @@ def delete_found(
             else:
                 assert isinstance(item.kind, Kind)
                 delete_one(clients, item.kind, item.ident)
-        except (*CALL_ERRORS, BackendError) as exc:
+        except (*aws.ERRORS, BackendError) as exc:
             problems.append(f"{item.kind} {item.name}: {exc}")
     return problems
 
@@ -186,16 +187,12 @@ def make_clients(endpoint_url: str | None, region: str | None = None) -> tuple[C
     )
 
 
-def translate_call_error(exc: BaseException, action: str, where: str) -> BaseException:
-    """A botocore failure as loadtest's error, naming the profile and region (and the action)."""
-    from loadtest.adapters.aws import BackendKind, Target, translate
+def translated(action: str, where: str) -> AbstractContextManager[None]:
+    """The adapter's translation around control-plane calls made with ``make_clients``'
+    clients: errors name the profile and region (``where``) and the ``action``."""
+    return aws.translated(action, aws.Target.control_plane(where))
 
-    translated = translate(exc, action, Target(BackendKind.AWS, None, where))
-    if isinstance(exc, botocore.exceptions.ClientError):
-        code = exc.response.get("Error", {}).get("Code", "")
-        if code in ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation"):
-            operation = exc.operation_name
-            return type(translated)(
-                f"{translated} (the missing permission is likely for {operation})"
-            )
-    return translated
+
+def translate_call_error(exc: BaseException, action: str, where: str) -> BaseException:
+    """One botocore failure as ``translated`` would raise it (the adapter's ``translate``)."""
+    return aws.translate(exc, action, aws.Target.control_plane(where))

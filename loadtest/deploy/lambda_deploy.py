@@ -5,7 +5,7 @@ order, with its settings and tags, and records each one in ``Deployed`` the
 moment it exists, so ``teardown`` deletes what was made (and nothing else)
 even when the deploy failed halfway. Control-plane calls on synchronous boto3
 clients that the caller passes in (run them off the event loop); botocore
-failures become loadtest's through ``loadtest.adapters.aws.translate``.
+failures become loadtest's through ``loadtest.adapters.aws.translated``.
 The zips come from ``loadtest.deploy.packaging`` (the function's code) and
 ``loadtest.emulation.layer`` (the observer layer), re-exported here.
 """
@@ -13,6 +13,7 @@ The zips come from ``loadtest.deploy.packaging`` (the function's code) and
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import botocore.exceptions
 
+from loadtest.adapters import aws
 from loadtest.deploy.deploy_plan import RUN_TAG, Kind, Plan, Resource
 from loadtest.deploy.packaging import function_zip
 from loadtest.emulation.layer import MAX_CODE_BYTES, layer_modules, layer_zip
@@ -30,8 +32,6 @@ if TYPE_CHECKING:
     from mypy_boto3_iam.client import IAMClient
     from mypy_boto3_lambda.client import LambdaClient
     from mypy_boto3_sqs.client import SQSClient
-
-CALL_ERRORS = (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError)
 
 
 @dataclass(frozen=True)
@@ -124,6 +124,27 @@ def _poll(
         sleep(interval_s)
 
 
+TABLE_POLL_S = 1
+"""Seconds between the ``table_exists`` waiter's DescribeTable calls."""
+
+
+def wait_table_active(dynamodb: DynamoDBClient, name: str, *, timeout_s: float = 300) -> None:
+    """Wait until the table is ACTIVE, with boto3's ``table_exists`` waiter.
+
+    The waiter sleeps by itself (``time.sleep``): a table on moto or MiniStack is
+    ACTIVE at once, so tests that stub ``sleep`` do not wait here either.
+    """
+    attempts = max(1, math.ceil(timeout_s / TABLE_POLL_S))
+    try:
+        dynamodb.get_waiter("table_exists").wait(
+            TableName=name, WaiterConfig={"Delay": TABLE_POLL_S, "MaxAttempts": attempts}
+        )
+    except botocore.exceptions.WaiterError as exc:
+        if exc.kwargs.get("reason") != "Max attempts exceeded":
+            raise  # a refusal, not slowness: the adapter translates it with the rest
+        raise BackendError(f"table {name} was not ready within {timeout_s:g} s") from exc
+
+
 def wait_mapping_enabled(
     lambda_: LambdaClient,
     uuid: str,
@@ -163,21 +184,14 @@ def deploy(
     """Create every resource of ``plan`` in order; ``code`` maps function names to zips.
 
     Each resource is appended to ``into`` as soon as it exists. Returns once
-    every function is Active and every mapping Enabled.
+    every table is ACTIVE (``wait_table_active``, boto3's waiter), every function
+    Active and every mapping Enabled (polled, pausing with ``sleep``).
     """
-    try:
+    with aws.translated("deploy the run", aws.Target.control_plane(plan.region)):
         for resource in plan.resources:
             _create(plan, clients, resource, code, into, layer, timeout_s, sleep)
         for mapping in into.of_kind(Kind.MAPPING):
             wait_mapping_enabled(clients.lambda_, mapping.ident, timeout_s=timeout_s, sleep=sleep)
-    except CALL_ERRORS as exc:
-        raise _translated(exc, plan) from exc
-
-
-def _translated(exc: BaseException, plan: Plan) -> BaseException:
-    from loadtest.adapters.aws import BackendKind, Target, translate
-
-    return translate(exc, "deploy the run", Target(BackendKind.AWS, None, plan.region))
 
 
 def _create(
@@ -228,15 +242,7 @@ def _create(
         into.created.append(
             Created(Kind.TABLE, resource.name, resource.name, described.get("TableArn", ""))
         )
-        _poll(
-            f"table {resource.name}",
-            lambda: (
-                clients.dynamodb.describe_table(TableName=resource.name)["Table"].get("TableStatus")
-                == "ACTIVE"
-            ),
-            timeout_s=timeout_s,
-            sleep=sleep,
-        )
+        wait_table_active(clients.dynamodb, resource.name, timeout_s=timeout_s)
     elif resource.kind is Kind.QUEUE:
         attributes = dict(s["Attributes"])
         redrive = s.get("RedrivePolicy")
@@ -354,7 +360,7 @@ def teardown(clients: Clients, deployed: Deployed) -> list[str]:
         try:
             delete_one(clients, created.kind, created.ident)
             deployed.created.remove(created)
-        except CALL_ERRORS as exc:
+        except aws.ERRORS as exc:
             problems.append(f"{created.kind} {created.name}: {exc}")
     return problems
 
@@ -392,4 +398,5 @@ __all__ = [
     "layer_zip",
     "teardown",
     "wait_mapping_enabled",
+    "wait_table_active",
 ]

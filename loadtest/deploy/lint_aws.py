@@ -3,24 +3,49 @@
 One ``MappingSettings`` per SQS event source mapping of the function: the
 mapping's batch size, window and MaximumConcurrency, the function's timeout
 and reserved concurrency, the queue's visibility timeout and redrive policy.
-Synchronous boto3, clients passed in; botocore errors are left to the caller
-to translate.
+Synchronous boto3, clients passed in; a function that does not exist is bad
+input (``InputError``), other botocore errors are translated by the adapter.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import botocore.exceptions
+
+from loadtest.deploy.lambda_cleanup import translated
 from loadtest.deploy.lambda_deploy import Clients
+from loadtest.errors import InputError
 from loadtest.model.lint import MappingSettings
 
 
 def deployed_settings(
-    clients: Clients, function: str, *, idempotency_expiry_s: int | None = None
+    clients: Clients,
+    function: str,
+    *,
+    idempotency_expiry_s: int | None = None,
+    where: str = "AWS",
 ) -> list[MappingSettings]:
-    """The settings of every SQS mapping that invokes ``function`` (empty if none)."""
+    """The settings of every SQS mapping that invokes ``function`` (empty if none).
+
+    ``where`` names the profile and region in messages (``make_clients`` gives it).
+    Raises ``InputError`` when the function does not exist.
+    """
+    with translated(f"read function {function}'s mappings", where):
+        try:
+            config = clients.lambda_.get_function_configuration(FunctionName=function)
+        except botocore.exceptions.ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+                raise InputError(f"function {function} does not exist ({where})") from exc
+            raise
+        return _mappings(clients, function, config, idempotency_expiry_s)
+
+
+def _mappings(
+    clients: Clients, function: str, config: Any, idempotency_expiry_s: int | None
+) -> list[MappingSettings]:
     lam = clients.lambda_
-    config = lam.get_function_configuration(FunctionName=function)
     reserved = lam.get_function_concurrency(FunctionName=function).get(
         "ReservedConcurrentExecutions"
     )

@@ -19,7 +19,7 @@ import anyio
 from loadtest.adapters import aws
 from loadtest.deploy.deploy_plan import layer_name
 from loadtest.deploy.lambda_attach import attached, observation_queue
-from loadtest.deploy.lambda_deploy import CALL_ERRORS, Clients, layer_zip
+from loadtest.deploy.lambda_deploy import Clients, layer_zip
 from loadtest.deploy.remote_run import AttachTo, Endpoints, RemoteVariant, drive
 from loadtest.emulation.handlers import HandlerRef
 from loadtest.model.scenario import Scenario
@@ -37,7 +37,7 @@ def _attach_layer(clients: Clients, run_id: str) -> Iterator[str]:
     try:
         yield arn
     finally:
-        with contextlib.suppress(*CALL_ERRORS):
+        with contextlib.suppress(*aws.ERRORS):
             name, version = arn.split(":")[-2:]
             clients.lambda_.delete_layer_version(LayerName=name, VersionNumber=int(version))
 
@@ -107,5 +107,5 @@ def run_attached(
             )
             return result
     finally:
-        with contextlib.suppress(*CALL_ERRORS):
+        with contextlib.suppress(*aws.ERRORS):
             clients.sqs.delete_queue(QueueUrl=observations)

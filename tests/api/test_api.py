@@ -158,3 +158,25 @@ def test_a_scenario_file_with_a_bad_threshold_is_refused_by_name(tmp_path: Path)
     path.write_text('thresholds = ["duplicate_writes ~ 0"]\n', encoding="utf-8")
     with pytest.raises(ScenarioError, match=r"bad\.toml: thresholds"):
         loadtest.run(path)
+
+
+def test_latency_summary_has_the_metrics_stats() -> None:
+    import dataclasses
+
+    from loadtest.api import LatencySummary
+    from loadtest.model.metrics import LATENCY_STATS
+
+    names = [f.name for f in dataclasses.fields(LatencySummary)]
+    assert names == [*LATENCY_STATS, "out_of_range"]
+
+
+def test_run_takes_everything_prepare_takes() -> None:
+    import inspect
+
+    from loadtest.api import prepare
+
+    prepared = inspect.signature(prepare).parameters
+    ran = inspect.signature(loadtest.run).parameters
+    for name, parameter in prepared.items():
+        assert name in ran, name
+        assert ran[name].kind == parameter.kind and ran[name].default == parameter.default, name

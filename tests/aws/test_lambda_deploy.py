@@ -192,3 +192,47 @@ def test_function_creation_waits_for_the_new_role_to_propagate() -> None:
         sleep=slept.append,
     )
     assert made == {"FunctionArn": "arn:fn"} and len(calls) == 3 and len(slept) == 2
+
+
+class _Waiter:
+    def __init__(self, failure: BaseException | None = None) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.failure = failure
+
+    def wait(self, **kwargs: Any) -> None:
+        self.calls.append(kwargs)
+        if self.failure is not None:
+            raise self.failure
+
+
+class _DynamoDB:
+    def __init__(self, waiter: _Waiter) -> None:
+        self.waiter = waiter
+        self.names: list[str] = []
+
+    def get_waiter(self, name: str) -> _Waiter:
+        self.names.append(name)
+        return self.waiter
+
+
+def test_tables_are_awaited_with_the_boto3_waiter() -> None:
+    from loadtest.deploy.lambda_deploy import wait_table_active
+
+    dynamodb = _DynamoDB(_Waiter())
+    wait_table_active(dynamodb, "orders", timeout_s=30)  # type: ignore[arg-type]
+    assert dynamodb.names == ["table_exists"]
+    assert dynamodb.waiter.calls == [
+        {"TableName": "orders", "WaiterConfig": {"Delay": 1, "MaxAttempts": 30}}
+    ]
+
+
+def test_a_table_never_active_is_named_with_the_timeout() -> None:
+    import botocore.exceptions
+
+    from loadtest.deploy.lambda_deploy import wait_table_active
+
+    slow = botocore.exceptions.WaiterError(
+        name="TableExists", reason="Max attempts exceeded", last_response={}
+    )
+    with pytest.raises(BackendError, match="table orders was not ready within 5 s"):
+        wait_table_active(_DynamoDB(_Waiter(slow)), "orders", timeout_s=5)  # type: ignore[arg-type]
