@@ -61,7 +61,10 @@ def _variant_run(scenario: Scenario, remote: RemoteVariant) -> VariantRun:
     from loadtest.model.rate import rate_figures, requested_per_s
 
     summaries = {name: remote.latency[name].summary() for name in ("end_to_end", "queue_dwell")}
-    warnings = settings_warnings(scenario.consumer, scenario.faults, remote.ref.variant)
+    if remote.deployed_warnings is not None:  # an attached consumer runs its own settings
+        warnings = list(remote.deployed_warnings)
+    else:
+        warnings = settings_warnings(scenario.consumer, scenario.faults, remote.ref.variant)
     if remote.unreadable_lines:
         warnings.append(
             f"{remote.unreadable_lines} lines on the observation queue were not loadtest's"

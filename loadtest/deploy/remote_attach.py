@@ -11,6 +11,7 @@ and the queue's DLQ (from its redrive policy) instead of choosing them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from collections.abc import Iterator
 
@@ -22,6 +23,8 @@ from loadtest.deploy.lambda_attach import attached, observation_queue
 from loadtest.deploy.lambda_deploy import Clients, layer_zip
 from loadtest.deploy.remote_run import AttachTo, Endpoints, RemoteVariant, drive
 from loadtest.emulation.handlers import HandlerRef
+from loadtest.errors import InputError
+from loadtest.model.lint import lint
 from loadtest.model.scenario import Scenario
 
 
@@ -55,6 +58,9 @@ def run_attached(
     Adds a layer version and an observation queue (deleted at the end), sends
     the workload to the user's queue and reads its DLQ from the redrive policy.
     """
+    where_text = f"region {target.region}" + (
+        f", endpoint {target.endpoint_url}" if target.endpoint_url else ""
+    )
     config = clients.lambda_.get_function_configuration(FunctionName=attach.function)
     module, _, function = config["Handler"].rpartition(".")
     # Reported under the function's name: its own handler runs, not a built-in variant.
@@ -105,7 +111,27 @@ def run_attached(
             result: RemoteVariant = anyio.run(
                 drive, scenario, ref, target, where, names, backend="asyncio"
             )
-            return result
+            return dataclasses.replace(
+                result, deployed_warnings=_deployed_warnings(clients, attach, where_text)
+            )
     finally:
         with contextlib.suppress(*aws.ERRORS):
             clients.sqs.delete_queue(QueueUrl=observations)
+
+
+def _deployed_warnings(clients: Clients, attach: AttachTo, where: str) -> list[str]:
+    """What ``loadtest lint --function`` says of the attached consumer's mapping on this queue:
+    its own settings, not the scenario's, are what the run exercised."""
+    from loadtest.deploy.lint_aws import deployed_settings
+
+    queue = attach.queue_url.rsplit("/", 1)[-1]
+    try:
+        found = deployed_settings(clients, attach.function, where=where)
+    except (*aws.ERRORS, InputError) as exc:
+        return [f"the deployed settings of {attach.function} could not be read to lint them: {exc}"]
+    return [
+        f"{settings.source}: {finding.message}"
+        for settings in found
+        if settings.source.endswith(f"queue {queue}")
+        for finding in lint(settings)
+    ]

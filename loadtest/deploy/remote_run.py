@@ -86,6 +86,9 @@ class RemoteVariant:
     cleanup_problems: list[str] = field(default_factory=list)
     unreadable_lines: int = 0
     orphan_invocations: int = 0
+    deployed_warnings: list[str] | None = None
+    """An attached consumer's own settings, linted (``loadtest lint --function``'s findings);
+    None when the run deployed the scenario's settings, which are linted instead."""
     """Invocations whose writes arrived without their start line (no records known)."""
 
 

@@ -20,8 +20,10 @@ from loadtest.api import prepare
 from loadtest.deploy.lambda_attach import FunctionSnapshot
 from loadtest.deploy.lambda_cleanup import find_tagged, make_clients
 from loadtest.deploy.lambda_deploy import layer_zip
+from loadtest.deploy.lint_aws import deployed_settings
 from loadtest.deploy.remote_run import AttachTo, run_deployed
 from loadtest.emulation.handlers import parse_ref
+from loadtest.model.lint import lint
 from loadtest.model.scenario import load_scenario
 from loadtest.remote import execute_remote
 from tests.aws.test_ministack import LAB_TABLE, _user_function
@@ -129,6 +131,7 @@ def test_attach_runs_the_workload_through_a_deployed_function_and_restores_it(
 ) -> None:
     clients, _ = make_clients(ministack)
     queue, _ = _user_function(clients, suffix="-run")
+    queue_name = queue.rsplit("/", 1)[-1]
     before = FunctionSnapshot.of(clients.lambda_, "user-worker-run")
     plan = prepare("seed-lab", endpoint_url=ministack)
     report = execute_remote(
@@ -147,6 +150,13 @@ def test_attach_runs_the_workload_through_a_deployed_function_and_restores_it(
     )
     assert FunctionSnapshot.of(clients.lambda_, "user-worker-run") == before
     assert find_tagged(clients, "att2") == []
+    # The warnings are the deployed mapping's own settings linted, not the scenario's.
+    (mapping,) = [
+        m for m in deployed_settings(clients, "user-worker-run") if m.source.endswith(queue_name)
+    ]
+    expected = [f"{mapping.source}: {finding.message}" for finding in lint(mapping)]
+    assert expected, "the user function is deployed with settings loadtest lint flags"
+    assert run.raw["warnings"] == expected
 
 
 def test_a_consumer_keyed_on_the_message_id_fails_through_the_mapping_as_it_does_locally(
