@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -369,17 +369,7 @@ def run(
 
         async def main() -> RunResult:
             with anyio.CancelScope() as scope:
-                if stop is None:
-                    return await sweep_async(
-                        scenario,
-                        refs,
-                        target,
-                        cells,
-                        on_progress=on_progress,
-                        cleanup_timeout_s=cleanup_timeout_s,
-                        salvage=salvage,
-                    )
-                with stop.cancels(scope):
+                with stop.cancels(scope) if stop is not None else nullcontext():
                     return await sweep_async(
                         scenario,
                         refs,
