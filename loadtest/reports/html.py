@@ -228,6 +228,14 @@ def _warnings(report: Mapping[str, Any], labels: Sequence[str]) -> list[str]:
             out.append(f"{label}: the run hit its deadline before every message settled")
         for problem in run.get("cleanup_problems") or []:
             out.append(f"{label}: cleanup: {problem}")
+    return out
+
+
+def _cuts(report: Mapping[str, Any], labels: Sequence[str]) -> list[str]:
+    """What the page lists only in part (the counts are always over everything): stated apart
+    from the warnings, which are about the consumer and the run, not the report's size."""
+    out = []
+    for run, label in zip(report.get("runs") or [], labels, strict=True):
         total = run.get("write_decisions_total")
         shown = len(run.get("write_decisions") or [])
         if isinstance(total, int) and total > shown:
@@ -365,6 +373,7 @@ def render_html(report: Mapping[str, Any]) -> str:
         command=command,
         command_reconstructed=reconstructed,
         warnings=_warnings(report, labels),
+        cuts=_cuts(report, labels),
         count_rows=_count_cells(runs),
         latency_rows=_latency_rows(runs, latency_names),
         latency_plots=_percentile_plots(runs, labels, latency_names),

@@ -83,4 +83,8 @@ def test_the_html_page_says_what_was_cut() -> None:
     page = render_html(report)
 
     assert f"table_items listed for {WRITE_DECISIONS_LIMIT} of {MESSAGES}" in page
+    # Stated apart from the warnings, which are about the consumer, not the report's size.
+    cuts = page.split('id="cuts"', 1)[1]
+    assert "table_items listed for" in cuts.split("</div>", 1)[0]
+    assert "listed for" not in page.split('id="warnings"', 1)[-1].split("</div>", 1)[0]
     assert len(json.dumps(report)) < 5 * 1024 * 1024
