@@ -249,48 +249,29 @@ class ExecutionEnvironment:
                 reply = await self._read()
         except TimeoutError:
             await self.aclose()
-            ended = time.monotonic_ns()
-            return Reply(
-                ok=False,
+            return self._failed(
+                request_id,
+                sent_ns,
+                f"Task timed out after {self.config.timeout_s} seconds",
                 timed_out=True,
-                crashed=False,
-                result=None,
-                error=f"Task timed out after {self.config.timeout_s} seconds",
-                started_ns=sent_ns,
-                ended_ns=ended,
-                observed=collect(self._observations(request_id), ended_ns=ended),
-                log_tail="",
             )
         except anyio.DelimiterNotFound:
             # The rest of the line is still in the pipe: this process cannot answer again.
             await self.aclose()
-            return Reply(
-                ok=False,
-                timed_out=False,
-                crashed=False,
-                result=None,
-                error=(
-                    f"Function.ResponseSizeTooLarge: the reply was over {MAX_LINE_BYTES >> 20} MiB "
-                    "and was not kept (Lambda refuses responses over 6 MB); the invocation failed"
-                ),
-                started_ns=sent_ns,
-                ended_ns=time.monotonic_ns(),
-                observed=collect(self._observations(request_id), ended_ns=time.monotonic_ns()),
-                log_tail="",
+            return self._failed(
+                request_id,
+                sent_ns,
+                f"Function.ResponseSizeTooLarge: the reply was over {MAX_LINE_BYTES >> 20} MiB "
+                "and was not kept (Lambda refuses responses over 6 MB); the invocation failed",
             )
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, OSError):
             tail = self._log_tail()
             code = await self._reap()
-            ended = time.monotonic_ns()
-            return Reply(
-                ok=False,
-                timed_out=False,
+            return self._failed(
+                request_id,
+                sent_ns,
+                _exit_reason(code, self.config.memory_mb),
                 crashed=True,
-                result=None,
-                error=_exit_reason(code, self.config.memory_mb),
-                started_ns=sent_ns,
-                ended_ns=ended,
-                observed=collect(self._observations(request_id), ended_ns=ended),
                 log_tail=tail,
             )
         crashed = bool(reply.get("crashed"))
@@ -311,17 +292,32 @@ class ExecutionEnvironment:
     async def cut_off(self, request_id: str) -> Reply:
         """The invocation was cancelled (the run's deadline): stop the process, keep its writes."""
         await self.aclose()
+        return self._failed(
+            request_id, self._sent_ns, "Cut off by the run's deadline", timed_out=True
+        )
+
+    def _failed(
+        self,
+        request_id: str,
+        started_ns: int | None,
+        error: str,
+        *,
+        timed_out: bool = False,
+        crashed: bool = False,
+        log_tail: str = "",
+    ) -> Reply:
+        """An invocation that gave no answer of its own, ended now, with the writes it made."""
         ended = time.monotonic_ns()
         return Reply(
             ok=False,
-            timed_out=True,
-            crashed=False,
+            timed_out=timed_out,
+            crashed=crashed,
             result=None,
-            error="Cut off by the run's deadline",
-            started_ns=self._sent_ns or ended,
+            error=error,
+            started_ns=started_ns or ended,
             ended_ns=ended,
             observed=collect(self._observations(request_id), ended_ns=ended),
-            log_tail="",
+            log_tail=log_tail,
         )
 
     async def _reap(self) -> int | None:
