@@ -8,7 +8,10 @@ nothing about time. Figures, for one run of race-burst's conditional variant:
 - CPU milliseconds per message of each process kind: the harness (this
   process), the execution environments and the backend,
 - peak resident memory of each process kind (the largest single process, and
-  for the environments their sum),
+  for the environments their sum), and the run's memory across all its
+  processes: the largest sum of their proportional set sizes (PSS: a page
+  shared by several processes is counted once, split between them), sampled
+  every ``SAMPLE_S`` seconds through the report analysis,
 - the sizes of the JSON and HTML reports of the run,
 - the producer's own ceiling: one producer process sending a burst with
   SendMessageBatch to a stub endpoint that answers at once (messages per CPU
@@ -71,6 +74,19 @@ def _peak_rss_mb(pid: int) -> float | None:
     return None
 
 
+def _pss_mb(pid: int) -> float | None:
+    """A live process's proportional set size (MB): its private pages plus its share
+    of pages it shares with others, so a sum over processes counts each page once."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as rollup:
+            for line in rollup:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
 def _children(pid: int) -> list[int]:
     out: list[int] = []
     try:
@@ -82,6 +98,17 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (environments may be a zygote's children)."""
+    out: list[int] = []
+    todo = _children(pid)
+    while todo:
+        child = todo.pop()
+        out.append(child)
+        todo += _children(child)
+    return out
+
+
 def _kind(pid: int) -> str:
     """What a child process is, from its command line."""
     try:
@@ -89,7 +116,7 @@ def _kind(pid: int) -> str:
             args = cmdline.read()
     except OSError:
         return "other"
-    if b"loadtest.emulation.envhost" in args:
+    if b"loadtest.emulation.envhost" in args or b"envhost.main()" in args:
         return "environment"
     if b"multiprocessing" in args:
         return "producer"  # the only processes loadtest spawns through multiprocessing
@@ -103,6 +130,9 @@ class _PeakMemory:
         self.peaks_mb: dict[int, float] = {}
         self.kinds: dict[int, str] = {}
         """Each child's kind: ``environment`` or ``producer`` (``--producers``), else ``other``."""
+        self.pss_sum_peak_mb = 0.0
+        """The largest sum of PSS over this process and all its descendants at one sample:
+        the run's memory across all its processes, shared pages counted once."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -115,12 +145,15 @@ class _PeakMemory:
         self._thread.join()
 
     def sample(self) -> None:
-        for pid in _children(os.getpid()):
+        pss_sum = _pss_mb(os.getpid()) or 0.0
+        for pid in _descendants(os.getpid()):
             peak = _peak_rss_mb(pid)
             if peak is not None:
                 self.peaks_mb[pid] = max(peak, self.peaks_mb.get(pid, 0.0))
                 if pid not in self.kinds:
                     self.kinds[pid] = _kind(pid)
+            pss_sum += _pss_mb(pid) or 0.0
+        self.pss_sum_peak_mb = max(self.pss_sum_peak_mb, pss_sum)
 
     def _sample(self) -> None:
         while not self._stop.wait(SAMPLE_S):
@@ -196,32 +229,32 @@ def main(argv: list[str] | None = None) -> None:
     refs = [parse_ref(args.variant)]
     self_before = resource.getrusage(resource.RUSAGE_SELF)
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    with (
-        EmbeddedBackend(keep_alive=not args.close_connections) as backend,
-        _PeakMemory() as memory,
-    ):
-        assert backend.pid is not None
-        backend_cpu_before = _proc_cpu_s(backend.pid)
-        requests_before = _backend_requests(backend.endpoint_url)
-        wall_start = time.perf_counter()
-        result = engine.run(
-            scenario, refs, kind=BackendKind.ENDPOINT, endpoint_url=backend.endpoint_url
-        )
-        wall_s = time.perf_counter() - wall_start
-        backend_cpu_s = _proc_cpu_s(backend.pid) - backend_cpu_before
-        requests_after = _backend_requests(backend.endpoint_url)
-        memory.sample()
-        backend_peak_mb = memory.peaks_mb.pop(backend.pid, None)
-    self_after = resource.getrusage(resource.RUSAGE_SELF)
-    children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    harness_run_peak_mb = self_after.ru_maxrss / 1024
+    # The sampler runs through the report analysis too: its memory is the run's.
+    with _PeakMemory() as memory:
+        with EmbeddedBackend(keep_alive=not args.close_connections) as backend:
+            assert backend.pid is not None
+            backend_cpu_before = _proc_cpu_s(backend.pid)
+            requests_before = _backend_requests(backend.endpoint_url)
+            wall_start = time.perf_counter()
+            result = engine.run(
+                scenario, refs, kind=BackendKind.ENDPOINT, endpoint_url=backend.endpoint_url
+            )
+            wall_s = time.perf_counter() - wall_start
+            backend_cpu_s = _proc_cpu_s(backend.pid) - backend_cpu_before
+            requests_after = _backend_requests(backend.endpoint_url)
+            memory.sample()
+            backend_peak_mb = memory.peaks_mb.pop(backend.pid, None)
+        self_after = resource.getrusage(resource.RUSAGE_SELF)
+        children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        harness_run_peak_mb = self_after.ru_maxrss / 1024
 
-    analysis_start = time.process_time()
-    report = build_report(result)
-    json_bytes = len(json.dumps(report, indent=2)) + 1
-    html_bytes = len(render_html(report).encode())
-    analysis_cpu_s = time.process_time() - analysis_start
-    harness_peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        analysis_start = time.process_time()
+        report = build_report(result)
+        json_bytes = len(json.dumps(report, indent=2)) + 1
+        html_bytes = len(render_html(report).encode())
+        analysis_cpu_s = time.process_time() - analysis_start
+        harness_peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        memory.sample()
 
     harness_cpu_s = (self_after.ru_utime + self_after.ru_stime) - (
         self_before.ru_utime + self_before.ru_stime
@@ -261,6 +294,7 @@ def main(argv: list[str] | None = None) -> None:
         "environments_peak_rss_sum_mb": round(sum(env_peaks), 1) if env_peaks else None,
         "producer_peak_rss_mb": round(max(producer_peaks), 1) if producer_peaks else None,
         "backend_peak_rss_mb": None if backend_peak_mb is None else round(backend_peak_mb, 1),
+        "all_processes_peak_pss_mb": round(memory.pss_sum_peak_mb, 1),
         "json_report_kb": round(json_bytes / 1024, 1),
         "html_report_kb": round(html_bytes / 1024, 1),
     }
@@ -324,6 +358,7 @@ def main(argv: list[str] | None = None) -> None:
     line("peak RSS one environment", "environment_peak_rss_mb", "MB")
     line("peak RSS environments, summed", "environments_peak_rss_sum_mb", "MB")
     line("peak RSS backend", "backend_peak_rss_mb", "MB")
+    line("peak memory, all processes (PSS)", "all_processes_peak_pss_mb", "MB")
     if figures["producer_peak_rss_mb"] is not None:
         line("peak RSS one producer process", "producer_peak_rss_mb", "MB")
     line("JSON report", "json_report_kb", "KB")
