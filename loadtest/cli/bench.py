@@ -11,7 +11,7 @@ nothing about time. Figures, for one run of race-burst's conditional variant:
   for the environments their sum), and the run's memory across all its
   processes: the largest sum of their proportional set sizes (PSS: a page
   shared by several processes is counted once, split between them), sampled
-  every ``SAMPLE_S`` seconds through the report analysis,
+  every ``SAMPLE_S * PSS_EVERY`` seconds through the report analysis,
 - the sizes of the JSON and HTML reports of the run,
 - the producer's own ceiling: one producer process sending a burst with
   SendMessageBatch to a stub endpoint that answers at once (messages per CPU
@@ -49,6 +49,9 @@ BASELINE = Path("reports/baselines/bench.json")
 """Where the committed figures live (relative to the repository root)."""
 SAMPLE_S = 0.2
 """How often (in seconds) the child processes' peak memory is read."""
+PSS_EVERY = 10
+"""Every how many samples the processes' PSS is summed: the kernel walks every page
+table to answer, which costs far more than the peak figures."""
 
 
 def _proc_cpu_s(pid: int) -> float:
@@ -130,6 +133,7 @@ class _PeakMemory:
         self.peaks_mb: dict[int, float] = {}
         self.kinds: dict[int, str] = {}
         """Each child's kind: ``environment`` or ``producer`` (``--producers``), else ``other``."""
+        self._samples = 0
         self.pss_sum_peak_mb = 0.0
         """The largest sum of PSS over this process and all its descendants at one sample:
         the run's memory across all its processes, shared pages counted once."""
@@ -144,15 +148,18 @@ class _PeakMemory:
         self._stop.set()
         self._thread.join()
 
-    def sample(self) -> None:
-        pss_sum = _pss_mb(os.getpid()) or 0.0
+    def sample(self, pss: bool = False) -> None:
+        pss = pss or self._samples % PSS_EVERY == 0
+        self._samples += 1
+        pss_sum = (_pss_mb(os.getpid()) or 0.0) if pss else 0.0
         for pid in _descendants(os.getpid()):
             peak = _peak_rss_mb(pid)
             if peak is not None:
                 self.peaks_mb[pid] = max(peak, self.peaks_mb.get(pid, 0.0))
                 if pid not in self.kinds:
                     self.kinds[pid] = _kind(pid)
-            pss_sum += _pss_mb(pid) or 0.0
+            if pss:
+                pss_sum += _pss_mb(pid) or 0.0
         self.pss_sum_peak_mb = max(self.pss_sum_peak_mb, pss_sum)
 
     def _sample(self) -> None:
@@ -242,7 +249,7 @@ def main(argv: list[str] | None = None) -> None:
             wall_s = time.perf_counter() - wall_start
             backend_cpu_s = _proc_cpu_s(backend.pid) - backend_cpu_before
             requests_after = _backend_requests(backend.endpoint_url)
-            memory.sample()
+            memory.sample(pss=True)
             backend_peak_mb = memory.peaks_mb.pop(backend.pid, None)
         self_after = resource.getrusage(resource.RUSAGE_SELF)
         children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -254,7 +261,7 @@ def main(argv: list[str] | None = None) -> None:
         html_bytes = len(render_html(report).encode())
         analysis_cpu_s = time.process_time() - analysis_start
         harness_peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        memory.sample()
+        memory.sample(pss=True)
 
     harness_cpu_s = (self_after.ru_utime + self_after.ru_stime) - (
         self_before.ru_utime + self_before.ru_stime
