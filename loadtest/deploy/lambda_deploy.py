@@ -180,14 +180,18 @@ def deploy(
     layer: bytes | None = None,
     timeout_s: float = 300,
     sleep: Callable[[float], None] = time.sleep,
+    target: aws.Target | None = None,
 ) -> None:
     """Create every resource of ``plan`` in order; ``code`` maps function names to zips.
+
+    ``target`` names where the clients point in error messages (an endpoint
+    such as MiniStack's); by default AWS in the plan's region.
 
     Each resource is appended to ``into`` as soon as it exists. Returns once
     every table is ACTIVE (``wait_table_active``, boto3's waiter), every function
     Active and every mapping Enabled (polled, pausing with ``sleep``).
     """
-    with aws.translated("deploy the run", aws.Target.control_plane(plan.region)):
+    with aws.translated("deploy the run", target or aws.Target.control_plane(plan.region)):
         for resource in plan.resources:
             _create(plan, clients, resource, code, into, layer, timeout_s, sleep)
         for mapping in into.of_kind(Kind.MAPPING):

@@ -308,7 +308,14 @@ def run_deployed(
     results: list[RemoteVariant] = []
     problems: list[str] = []
     try:
-        deploy(deploy_plan, clients, code, into=made, layer=layer or layer_zip())
+        deploy(
+            deploy_plan,
+            clients,
+            code,
+            into=made,
+            layer=layer or layer_zip(),
+            target=target if target.endpoint_url else None,
+        )
         for index, ref in enumerate(refs):
             names = VariantNames.for_run(run_id, index)
             where = Endpoints(

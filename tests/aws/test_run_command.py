@@ -46,6 +46,16 @@ def test_attach_needs_its_three_options_and_deploy_needs_an_endpoint() -> None:
     assert "--endpoint-url" in lone.output
 
 
+def test_a_deploy_to_an_unreachable_endpoint_names_the_endpoint_not_aws() -> None:
+    result = runner.invoke(
+        app, ["run", "seed-lab", "--deploy", "--endpoint-url", "http://127.0.0.1:9", "--yes"]
+    )
+    assert result.exit_code == 3, result.output
+    message = " ".join(result.output.split())
+    assert "could not reach http://127.0.0.1:9 to deploy the run" in message
+    assert "AWS (" not in message
+
+
 @pytest.mark.slow
 def test_run_deploy_on_ministack_as_a_subprocess(ministack: str, tmp_path: Path) -> None:
     report = tmp_path / "lab.json"
