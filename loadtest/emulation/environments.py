@@ -7,6 +7,13 @@ from the observer layer zip (``loadtest.emulation.layer``), unpacked once per
 run into the log folder: the artifact a deploy publishes. A timeout or a crash stops the
 process and the next invocation starts a fresh one, as Lambda does.
 
+Within ``log_directory`` (a run), environments are forked from the run's zygote
+(``loadtest.emulation.zygotes``), which has already imported what an
+environment imports before the handler; the handler is still imported in
+each environment, as its cold start. ``LOADTEST_ZYGOTE=0``, a platform
+without pidfds, or an environment outside ``log_directory`` starts the
+process directly instead (``python -c layer.BOOTSTRAP``).
+
 Owns the child processes: every one started here is stopped by ``aclose``,
 and dies with this process even when it is killed (the child asks the kernel
 for SIGKILL on its parent's death; see ``loadtest.emulation.envhost``). Each runs in its

@@ -44,6 +44,7 @@ def _fail(message: str) -> NoReturn:
 def serve() -> tuple[int, int]:
     """Serve fork requests; return only in a forked child, as ``(zygote pid, harness pidfd)``."""
     harness = int(os.environ.get("LOADTEST_PARENT_PID", "0")) or os.getppid()
+    zygote = os.getpid()  # the children's parent, whatever has happened to it by the time they look
     parent_death_signal()
     try:
         harness_fd = os.pidfd_open(harness)
@@ -91,7 +92,7 @@ def serve() -> tuple[int, int]:
                     control.close()
                     os.close(wake_r)
                     os.close(wake_w)
-                    return os.getppid(), harness_fd
+                    return zygote, harness_fd
 
 
 def _fork(proto: int, log: int, status: int, *, children: dict[int, socket.socket]) -> bool:

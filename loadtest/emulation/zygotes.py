@@ -244,7 +244,10 @@ class Zygote:
         status_stream = _SocketStream(status)
         proto_stream = _SocketStream(proto)
         try:
-            data, fds = await status_stream.receive_fds(64, 1)
+            try:
+                data, fds = await status_stream.receive_fds(64, 1)
+            except (anyio.EndOfStream, anyio.BrokenResourceError) as exc:
+                raise self.died() from exc
             first, _, rest = data.partition(b"\n")
             if not first.startswith(b"pid ") or not fds:
                 for fd in fds:

@@ -12,16 +12,16 @@ import pytest
 
 from loadtest.emulation import zygotes
 from loadtest.emulation.environments import (
+    _RUNS,
     ExecutionEnvironment,
     FunctionConfig,
-    _RUNS,
     log_directory,
 )
 from loadtest.emulation.handlers import parse_ref
 
 pytestmark = pytest.mark.skipif(not zygotes.available(), reason="needs Linux pidfds")
 
-HANDLER = '''
+HANDLER = """
 import os, sys, time
 SEEN = {
     "modules": sorted(sys.modules),
@@ -41,7 +41,7 @@ def handler(event, context):
     if action == "sleep":
         time.sleep(float(event["s"]))
     return {**SEEN, "pid": os.getpid(), "ppid": os.getppid()}
-'''
+"""
 
 
 def _config(handler: Path) -> FunctionConfig:
