@@ -21,6 +21,7 @@ end of its control socket), and its children die with it. Linux only.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import select
@@ -100,6 +101,9 @@ def _fork(proto: int, log: int, status: int, *, children: dict[int, socket.socke
     status_sock = socket.socket(fileno=status)
     sys.stdout.flush()
     sys.stderr.flush()
+    # The imported modules' objects move to the collector's permanent generation: a child's
+    # collections then never write to their pages, which stay shared (see gc.freeze).
+    gc.freeze()
     try:
         pid = os.fork()
     except OSError as exc:
