@@ -29,6 +29,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Set
 from typing import NoReturn
 
 from loadtest.emulation.envguard import parent_death_signal
@@ -42,8 +43,12 @@ def _fail(message: str) -> NoReturn:
     os._exit(1)
 
 
-def serve() -> tuple[int, int]:
-    """Serve fork requests; return only in a forked child, as ``(zygote pid, harness pidfd)``."""
+def serve(environment_modules: Set[str]) -> tuple[int, int]:
+    """Serve fork requests; return only in a forked child, as ``(zygote pid, harness pidfd)``.
+
+    ``environment_modules`` are the modules a direct start has imported before
+    its handler; a child drops any other (this module and what it imported).
+    """
     harness = int(os.environ.get("LOADTEST_PARENT_PID", "0")) or os.getppid()
     zygote = os.getpid()  # the children's parent, whatever has happened to it by the time they look
     parent_death_signal()
@@ -85,7 +90,7 @@ def serve() -> tuple[int, int]:
                     for extra in fds:
                         os.close(extra)
                     continue
-                forked = _fork(*fds, children=children)
+                forked = _fork(*fds, children=children, keep=environment_modules)
                 if forked:
                     # This process is now an environment: drop the zygote's own descriptors.
                     for child in children.values():
@@ -96,7 +101,9 @@ def serve() -> tuple[int, int]:
                     return zygote, harness_fd
 
 
-def _fork(proto: int, log: int, status: int, *, children: dict[int, socket.socket]) -> bool:
+def _fork(
+    proto: int, log: int, status: int, *, children: dict[int, socket.socket], keep: Set[str]
+) -> bool:
     """Fork one environment; True in the child (set up as one), False in the zygote."""
     status_sock = socket.socket(fileno=status)
     sys.stdout.flush()
@@ -115,7 +122,7 @@ def _fork(proto: int, log: int, status: int, *, children: dict[int, socket.socke
         return False
     if pid == 0:
         status_sock.close()
-        become_environment(proto, log)
+        become_environment(proto, log, keep)
         return True
     os.close(proto)
     os.close(log)
@@ -185,7 +192,7 @@ def _read_line(fd: int) -> bytes:
     return data
 
 
-def become_environment(proto: int, log: int) -> None:
+def become_environment(proto: int, log: int, keep: Set[str]) -> None:
     """In the forked child: the session, descriptors, environ and working folder of a fresh start.
 
     The harness's set-up line (``{"environ": {...}, "cwd": ...}``) is read
@@ -204,8 +211,9 @@ def become_environment(proto: int, log: int) -> None:
     os.environ.update(setup["environ"])
     time.tzset()  # TZ may differ from the zygote's
     os.chdir(setup["cwd"])
-    # The zygote's own module is not part of an environment's state.
-    sys.modules.pop(__name__, None)
+    # The zygote's own modules are not part of an environment's state.
+    for name in set(sys.modules) - keep:
+        del sys.modules[name]
     package = sys.modules.get("loadtest.emulation")
     if package is not None and hasattr(package, "envzygote"):
         delattr(package, "envzygote")

@@ -154,9 +154,11 @@ import loadtest, loadtest.emulation, loadtest.model
 loadtest.__path__.append(installed)
 loadtest.emulation.__path__.append(installed + "/emulation")
 loadtest.model.__path__.append(installed + "/model")
-from loadtest.emulation import envhost, envzygote
-parent_pid, harness_pidfd = envzygote.serve()
-del envzygote
+from loadtest.emulation import envhost
+environment_modules = frozenset(sys.modules)
+from loadtest.emulation import envzygote
+parent_pid, harness_pidfd = envzygote.serve(environment_modules)
+del envzygote, environment_modules
 envhost.main(parent_pid, harness_pidfd)
 """
 """``python -c ZYGOTE LAYER_DIR PACKAGE_DIR``: BOOTSTRAP's imports, then fork requests served
