@@ -31,7 +31,9 @@ import anyio.lowlevel
 from anyio.abc import ByteReceiveStream, ByteSendStream, ByteStream, Process
 
 from loadtest.emulation import layer
-from loadtest.errors import LoadtestError
+from loadtest.errors import ZygoteError
+
+__all__ = ["ForkedProcess", "Zygote", "ZygoteError", "available", "startup_key"]
 
 STOP_TIMEOUT_S = 5.0
 """How long (in seconds) a stopped zygote may take to reap its children and exit."""
@@ -103,10 +105,6 @@ class _SocketStream(ByteStream):
             anyio.notify_closing(self._sock)
             self._sock.close()
         await anyio.lowlevel.checkpoint()
-
-
-class ZygoteError(LoadtestError, RuntimeError):
-    """The zygote that forks execution environments did not start, or died during the run."""
 
 
 def available() -> bool:
