@@ -6,8 +6,9 @@
     │   ├── HandlerRefError                  --handler / variant reference
     │   ├── ThresholdError                   threshold expression
     │   └── PricesError                      price table (--prices FILE)
-    └── BackendError (RuntimeError)          backend unreachable / refused: exit code 3
-        └── CredentialsError                 no credentials, or refused
+    ├── BackendError (RuntimeError)          backend unreachable / refused: exit code 3
+    │   └── CredentialsError                 no credentials, or refused
+    └── ZygoteError (RuntimeError)           the environments' zygote failed: exit code 1
 
 Subclasses also inherit the standard exception a caller would catch. Errors
 from botocore are translated in one place (``loadtest.adapters.aws.translate``) and
@@ -51,6 +52,10 @@ class BackendError(LoadtestError, RuntimeError):
 
 class CredentialsError(BackendError):
     """No credentials were found, or the backend refused them."""
+
+
+class ZygoteError(LoadtestError, RuntimeError):
+    """The zygote that forks execution environments did not start, or died during the run."""
 
 
 def find_error(exc: BaseException, kind: type[T] | tuple[type[T], ...]) -> T | None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import signal
 import sys
 import threading
@@ -38,21 +39,38 @@ HARD_CEILING_SLACK_MB = 512
 _PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent() -> None:
-    """Exit at once when the process that started this one is gone."""
-    expected = int(os.environ.get("LOADTEST_PARENT_PID", "0")) or os.getppid()
+def parent_death_signal() -> None:
+    """Ask the kernel for SIGKILL when this process's parent dies (Linux; elsewhere a no-op)."""
     if sys.platform.startswith("linux"):
         try:
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         except (OSError, AttributeError):
             pass
+
+
+def die_with_parent(parent_pid: int | None = None, harness_pidfd: int | None = None) -> None:
+    """Exit at once when the process that started this one is gone.
+
+    Started directly, the parent is the harness (``LOADTEST_PARENT_PID``).
+    Forked by the zygote (``loadtest.emulation.envzygote``), the parent is the
+    zygote (``parent_pid``), which itself dies with the harness; the harness is
+    also watched directly through ``harness_pidfd``, which becomes readable
+    when it exits.
+    """
+    expected = parent_pid or int(os.environ.get("LOADTEST_PARENT_PID", "0")) or os.getppid()
+    parent_death_signal()
     if os.getppid() != expected:  # the parent died before prctl took effect
         os._exit(1)
 
     def watch() -> None:
         while True:
-            time.sleep(PARENT_POLL_S)
+            if harness_pidfd is not None:
+                ready, _, _ = select.select([harness_pidfd], [], [], PARENT_POLL_S)
+                if ready:
+                    os._exit(1)
+            else:
+                time.sleep(PARENT_POLL_S)
             if os.getppid() != expected:
                 os._exit(1)
 

@@ -143,8 +143,10 @@ def file_sink(path: str) -> Callable[[str], None]:
     return write
 
 
-def main() -> None:
-    die_with_parent()
+def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> None:
+    """Serve invocations on stdin/stdout; started directly, or forked by the zygote, which
+    passes its own pid (this process's parent) and a pidfd on the harness to watch."""
+    die_with_parent(parent_pid, harness_pidfd)
     # A cold start that hangs is asked, by SIGUSR1, where it is (shown in the error).
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=False)
     protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")

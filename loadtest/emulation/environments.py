@@ -7,6 +7,13 @@ from the observer layer zip (``loadtest.emulation.layer``), unpacked once per
 run into the log folder: the artifact a deploy publishes. A timeout or a crash stops the
 process and the next invocation starts a fresh one, as Lambda does.
 
+Within ``log_directory`` (a run), environments are forked from the run's zygote
+(``loadtest.emulation.zygotes``), which has already imported what an
+environment imports before the handler; the handler is still imported in
+each environment, as its cold start. ``LOADTEST_ZYGOTE=0``, a platform
+without pidfds, or an environment outside ``log_directory`` starts the
+process directly instead (``python -c layer.BOOTSTRAP``).
+
 Owns the child processes: every one started here is stopped by ``aclose``,
 and dies with this process even when it is killed (the child asks the kernel
 for SIGKILL on its parent's death; see ``loadtest.emulation.envhost``). Each runs in its
@@ -35,7 +42,7 @@ import anyio
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from loadtest.emulation import layer
+from loadtest.emulation import layer, zygotes
 from loadtest.emulation.handlers import HandlerRef
 from loadtest.emulation.lambda_entry import is_invocation_line
 from loadtest.errors import HandlerRefError
@@ -159,12 +166,16 @@ class ExecutionEnvironment:
             layer_dir = os.path.join(self._log_dir, "layer", layer.PYTHON_DIR)
             if not os.path.isdir(layer_dir):  # noqa: ASYNC240 - a local temp folder, once per run
                 layer.unpack(self._log_dir)  # once per run: the same bytes a deploy publishes
-            self._process = await anyio.open_process(
-                [sys.executable, "-c", layer.BOOTSTRAP, layer_dir, str(layer.package_dir())],
-                env=env,
-                stderr=log,
-                start_new_session=True,
-            )
+            zygote = await _zygote_for(self._log_dir, layer_dir, env)
+            if zygote is not None:
+                self._process = await zygote.spawn(env, self._log_path)
+            else:
+                self._process = await anyio.open_process(
+                    [sys.executable, "-c", layer.BOOTSTRAP, layer_dir, str(layer.package_dir())],
+                    env=env,
+                    stderr=log,
+                    start_new_session=True,
+                )
         assert self._process.stdout is not None
         self._reader = BufferedByteReceiveStream(self._process.stdout)
         self.cold_starts += 1
@@ -184,7 +195,7 @@ class ExecutionEnvironment:
                 f"call or a lock, stops a cold start); where it was: {self._log_tail() or 'unknown'}"
             ) from exc
         except (anyio.EndOfStream, anyio.IncompleteRead) as exc:
-            await self.aclose()
+            await self._reap()  # a zygote that died raises its own error here
             raise HandlerRefError(
                 f"handler {self.config.handler.variant!r} did not start: "
                 f"{self._log_tail() or type(exc).__name__}"
@@ -321,9 +332,18 @@ class ExecutionEnvironment:
         )
 
     async def _reap(self) -> int | None:
-        """Stop the process (if still running) and return its exit code."""
+        """Stop the process (if still running) and return its exit code.
+
+        Raises ZygoteError when the process died with its zygote: that death is
+        loadtest's, not the consumer's crash.
+        """
         process = self._process
         await self.aclose()
+        if isinstance(process, zygotes.ForkedProcess) and process.zygote_lost:
+            zygote = _RUNS.get(self._log_dir)
+            if zygote is not None and zygote.zygote is not None:
+                raise zygote.zygote.died()
+            raise zygotes.ZygoteError("the execution environments' zygote died")
         return None if process is None else process.returncode
 
     async def aclose(self) -> None:
@@ -346,13 +366,56 @@ def new_log_dir() -> str:
     return tempfile.mkdtemp(prefix="loadtest-envs-")
 
 
+@dataclass
+class _Run:
+    """The zygote of one run (one log folder), started by the first environment that needs it."""
+
+    zygote: zygotes.Zygote | None = None
+    lock: anyio.Lock | None = None
+
+
+_RUNS: dict[str, _Run] = {}
+"""The runs under way in this process, by log folder (``log_directory`` adds and removes them)."""
+
+
+async def _zygote_for(log_dir: str, layer_dir: str, env: dict[str, str]) -> zygotes.Zygote | None:
+    """The run's zygote (started now if need be), or None for a direct start: outside
+    ``log_directory``, where fork servers are unavailable, or for an environ whose interpreter
+    start-up settings differ from the zygote's."""
+    run = _RUNS.get(log_dir)
+    if run is None or not zygotes.available():
+        return None
+    if run.lock is None:
+        run.lock = anyio.Lock()
+    async with run.lock:
+        if run.zygote is None:
+            run.zygote = await zygotes.Zygote.start(
+                layer_dir, env, os.path.join(log_dir, "zygote.log")
+            )
+    zygote = run.zygote
+    if not zygote.alive():
+        raise zygote.died()
+    if zygote.key != zygotes.startup_key(env, os.getcwd()):
+        return None
+    return zygote
+
+
 @contextmanager
 def log_directory() -> Iterator[str]:
-    """A fresh ``loadtest-envs-*`` folder for the environments' logs, removed on exit."""
+    """A fresh ``loadtest-envs-*`` folder for the environments' logs, removed on exit.
+
+    Also the scope of the run's zygote (``loadtest.emulation.zygotes``): its
+    environments are forked from it, and it is stopped and reaped here
+    however the run ends.
+    """
     path = new_log_dir()
+    _RUNS[path] = _Run()
     try:
         yield path
     finally:
+        zygote = _RUNS.pop(path).zygote
+        if zygote is not None:
+            zygote.stop()
         shutil.rmtree(path, ignore_errors=True)
 
 

@@ -141,3 +141,25 @@ envhost.main()
 """
 """``python -c BOOTSTRAP LAYER_DIR PACKAGE_DIR``: an execution environment that runs the observer
 and its entry point from the unpacked layer."""
+
+ZYGOTE_MARKER = "# loadtest-zygote"
+"""The first line of ``ZYGOTE``: in ``/proc/PID/cmdline`` of the zygote and of every
+environment it forks (a forked child keeps its parent's command line)."""
+ZYGOTE = f"""\
+{ZYGOTE_MARKER}: forks execution environments (loadtest.emulation.envzygote)
+import sys
+layer, installed = sys.argv[1], sys.argv[2]
+sys.path.insert(0, layer)
+import loadtest, loadtest.emulation, loadtest.model
+loadtest.__path__.append(installed)
+loadtest.emulation.__path__.append(installed + "/emulation")
+loadtest.model.__path__.append(installed + "/model")
+from loadtest.emulation import envhost
+environment_modules = frozenset(sys.modules)
+from loadtest.emulation import envzygote
+parent_pid, harness_pidfd = envzygote.serve(environment_modules)
+del envzygote, environment_modules
+envhost.main(parent_pid, harness_pidfd)
+"""
+"""``python -c ZYGOTE LAYER_DIR PACKAGE_DIR``: BOOTSTRAP's imports, then fork requests served
+until one returns in a child, which runs as an environment (``loadtest.emulation.envzygote``)."""
