@@ -6,7 +6,8 @@ nothing about time. Figures, for one run of race-burst's conditional variant:
 - messages per second end to end (settled messages / run duration),
 - requests per message the backend served, by service (its own counter),
 - CPU milliseconds per message of each process kind: the harness (this
-  process), the execution environments and the backend,
+  process), the execution environments (with the zygote that forks them) and
+  the backend,
 - peak resident memory of each process kind (the largest single process, and
   for the environments their sum), and the run's memory across all its
   processes: the largest sum of their proportional set sizes (PSS: a page
@@ -40,6 +41,7 @@ from loadtest import engine
 from loadtest.adapters.aws import BackendKind
 from loadtest.adapters.backend.embedded import EmbeddedBackend
 from loadtest.adapters.backend.stub import producer_ceiling
+from loadtest.emulation import layer
 from loadtest.emulation.handlers import parse_ref
 from loadtest.model.scenario import load_scenario
 from loadtest.reports.html import render_html
@@ -113,12 +115,21 @@ def _descendants(pid: int) -> list[int]:
 
 
 def _kind(pid: int) -> str:
-    """What a child process is, from its command line."""
+    """What a process below the harness is, from its command line and its parent.
+
+    A run's zygote is the harness's child running ``layer.ZYGOTE``; the
+    environments it forks keep that command line, so they are told apart by
+    their parent. Environments started directly run ``layer.BOOTSTRAP``.
+    """
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
             args = cmdline.read()
-    except OSError:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            parent = int(stat.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
         return "other"
+    if layer.ZYGOTE_MARKER.encode() in args:
+        return "zygote" if parent == os.getpid() else "environment"
     if b"loadtest.emulation.envhost" in args or b"envhost.main()" in args:
         return "environment"
     if b"multiprocessing" in args:
@@ -132,7 +143,8 @@ class _PeakMemory:
     def __init__(self) -> None:
         self.peaks_mb: dict[int, float] = {}
         self.kinds: dict[int, str] = {}
-        """Each child's kind: ``environment`` or ``producer`` (``--producers``), else ``other``."""
+        """Each process's kind: ``environment``, ``zygote`` or ``producer`` (``--producers``),
+        else ``other``."""
         self._samples = 0
         self.pss_sum_peak_mb = 0.0
         """The largest sum of PSS over this process and all its descendants at one sample:
@@ -283,6 +295,7 @@ def main(argv: list[str] | None = None) -> None:
     env_peaks = [
         mb for pid, mb in memory.peaks_mb.items() if memory.kinds.get(pid) == "environment"
     ]
+    zygote_peaks = [mb for pid, mb in memory.peaks_mb.items() if memory.kinds.get(pid) == "zygote"]
     producer_peaks = [
         mb for pid, mb in memory.peaks_mb.items() if memory.kinds.get(pid) == "producer"
     ]
@@ -299,6 +312,7 @@ def main(argv: list[str] | None = None) -> None:
         "harness_peak_rss_mb": round(harness_peak_mb, 1),
         "environment_peak_rss_mb": round(max(env_peaks), 1) if env_peaks else None,
         "environments_peak_rss_sum_mb": round(sum(env_peaks), 1) if env_peaks else None,
+        "zygote_peak_rss_mb": round(max(zygote_peaks), 1) if zygote_peaks else None,
         "producer_peak_rss_mb": round(max(producer_peaks), 1) if producer_peaks else None,
         "backend_peak_rss_mb": None if backend_peak_mb is None else round(backend_peak_mb, 1),
         "all_processes_peak_pss_mb": round(memory.pss_sum_peak_mb, 1),
@@ -364,6 +378,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     line("peak RSS one environment", "environment_peak_rss_mb", "MB")
     line("peak RSS environments, summed", "environments_peak_rss_sum_mb", "MB")
+    print("    (each environment's RSS counts the pages it shares with the zygote and the others)")
+    line("peak RSS zygote", "zygote_peak_rss_mb", "MB")
     line("peak RSS backend", "backend_peak_rss_mb", "MB")
     line("peak memory, all processes (PSS)", "all_processes_peak_pss_mb", "MB")
     if figures["producer_peak_rss_mb"] is not None:
