@@ -190,8 +190,9 @@ class EndState:
     queue_visible: int
     queue_in_flight: int
     dlq_messages: int
-    table_items: dict[str, TypedItem]
-    """Stored items by their key (``key_string``)."""
+    table_items: dict[str, TypedItem] = field(repr=False)
+    """Stored items by their key (``key_string``); left out of the repr, which
+    must stay short whatever the table holds."""
 
 
 @dataclass
@@ -206,6 +207,16 @@ class History:
     ended_ns: int = 0
     timed_out: bool = False
     """The run's deadline passed before every message was settled."""
+
+    def __repr__(self) -> str:
+        # Short whatever the run's size: asyncio formats a finished task's
+        # result with repr() (a SIGINT check in Runner.run), and reprlib only
+        # truncates the string after building all of it.
+        return (
+            f"History(sent={len(self.sent)}, invocations={len(self.invocations)}, "
+            f"acks={len(self.acks)}, dead_letters={len(self.dead_letters)}, "
+            f"timed_out={self.timed_out})"
+        )
 
 
 def key_string(key: TypedItem) -> str:
