@@ -40,7 +40,7 @@ class InvocationOutcome(StrEnum):
     """The run ended (its deadline) during the invocation; the environment was stopped."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SentMessage:
     """One message the producer sent (or tried to)."""
 
@@ -59,7 +59,7 @@ class SentMessage:
     """A planted poison record: every consumer is expected to refuse it."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WriteRecord:
     """One DynamoDB write the consumer made to the watched table, as observed.
 
@@ -105,7 +105,7 @@ class WriteRecord:
         return self.operation.endswith(("DeleteItem", ".Delete", ".DELETE"))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class UnobservedCall:
     """A call to the watched table the observer could not interpret (evidence missing)."""
 
@@ -114,7 +114,7 @@ class UnobservedCall:
     request_id: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ObserverFault:
     """The observer itself failed on a call (loadtest's own error, not the handler's)."""
 
@@ -123,7 +123,7 @@ class ObserverFault:
     request_id: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReadRecord:
     """One key lookup of the watched table (GetItem, a PartiQL SELECT by key), as observed."""
 
@@ -136,7 +136,7 @@ class ReadRecord:
     request_id: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Record:
     """One SQS record of an invocation: a delivery of one message."""
 
@@ -146,7 +146,7 @@ class Record:
     business_id: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Invocation:
     """One handler invocation in one execution environment."""
 
@@ -168,7 +168,7 @@ class Invocation:
     observer_faults: tuple[ObserverFault, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Ack:
     message_id: str
     acked_ns: int
@@ -176,7 +176,7 @@ class Ack:
     """When the DeleteMessageBatch call that acknowledged it started."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DeadLetter:
     message_id: str
     receive_count: int
