@@ -230,7 +230,7 @@ class ExecutionEnvironment:
             text = line.decode("utf-8")
             if is_invocation_line(text):
                 continue  # the entry point's own start/end lines: this parent times invocations
-            observation = decode(text, self._shared)
+            observation = decode(text, self._shared, request_id)
             if observation.request_id == request_id:
                 out.append(observation)
         return out

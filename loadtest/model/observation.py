@@ -111,15 +111,20 @@ _TEXT_FIELDS = {
 }
 
 
-def decode(line: str, shared: SharedValues | None = None) -> Observation:
+def decode(
+    line: str, shared: SharedValues | None = None, request_id: str | None = None
+) -> Observation:
     """The observation of one line; raises ValueError on a line that is not one.
 
-    With ``shared``, the items and keys it holds are the table's copies of equal values.
+    With ``shared``, the items and keys it holds are the table's copies of equal
+    values; an observation of ``request_id`` holds that string, not a copy of it.
     """
     body = json.loads(line)
     if not isinstance(body, dict):
         raise ValueError("an observation is a JSON object")
     tag = body.pop("t", None)
+    if request_id is not None and body.get("request_id") == request_id:
+        body["request_id"] = request_id
     if shared is not None:
         for name in _ITEM_FIELDS.get(tag, ()):
             if name in body:

@@ -112,7 +112,7 @@ class Counts:
 COUNT_NAMES: tuple[str, ...] = tuple(Counts.__dataclass_fields__)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Decision:
     """One observed write, as judged."""
 
