@@ -46,7 +46,7 @@ from loadtest.emulation import layer, zygotes
 from loadtest.emulation.handlers import HandlerRef
 from loadtest.emulation.lambda_entry import is_invocation_line
 from loadtest.errors import HandlerRefError
-from loadtest.model.observation import Observation, Observed, collect, decode
+from loadtest.model.observation import Observation, Observed, SharedValues, collect, decode
 
 
 class _AlreadyReaped(logging.Filter):
@@ -140,9 +140,17 @@ class Reply:
 class ExecutionEnvironment:
     """One execution environment; not safe for concurrent ``invoke`` calls."""
 
-    def __init__(self, config: FunctionConfig, number: int, log_dir: str) -> None:
+    def __init__(
+        self,
+        config: FunctionConfig,
+        number: int,
+        log_dir: str,
+        shared: SharedValues | None = None,
+    ) -> None:
         self.config = config
         self.number = number
+        self._shared = shared if shared is not None else SharedValues()
+        """Equal items, keys and results decoded once (one table for a run's environments)."""
         self.cold_starts = 0
         self._log_dir = log_dir
         self.entry_file = ""
@@ -233,7 +241,7 @@ class ExecutionEnvironment:
             text = line.decode("utf-8")
             if is_invocation_line(text):
                 continue  # the entry point's own start/end lines: this parent times invocations
-            observation = decode(text)
+            observation = decode(text, self._shared, request_id)
             if observation.request_id == request_id:
                 out.append(observation)
         return out
@@ -292,7 +300,7 @@ class ExecutionEnvironment:
             ok=bool(reply["ok"]),
             timed_out=False,
             crashed=crashed,
-            result=keep_result(reply.get("result")),
+            result=self._shared.share(keep_result(reply.get("result"))),
             error=_memory_error(reply.get("error"), self.config.memory_mb),
             started_ns=int(reply["started_ns"]),
             ended_ns=int(reply["ended_ns"]),

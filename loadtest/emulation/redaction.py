@@ -64,8 +64,13 @@ def _redact(value: Any, handles: set[str], fragments: Callable[[], frozenset[str
             known = fragments()
             text = _TOKEN.sub(lambda m: REDACTED if _leaks(m.group(0), known) else m.group(0), text)
         return value if text == value else text  # a StrEnum stays itself
+    # A container is copied only when something in it changed: an unchanged
+    # value stays the one object the environments' shared table handed out.
     if isinstance(value, dict):
-        return {k: _redact(v, handles, fragments) for k, v in value.items()}
+        redacted = {k: _redact(v, handles, fragments) for k, v in value.items()}
+        unchanged = all(redacted[k] is v for k, v in value.items())
+        return value if unchanged else redacted
     if isinstance(value, list):
-        return [_redact(v, handles, fragments) for v in value]
+        items = [_redact(v, handles, fragments) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     return value

@@ -35,6 +35,7 @@ from loadtest.interrupts import Stop
 from loadtest.model.checker import check
 from loadtest.model.history import EndState, History
 from loadtest.model.metrics import latencies
+from loadtest.model.observation import SharedValues
 from loadtest.model.rate import rate_figures, rate_warning, requested_per_s
 from loadtest.model.scenario import Scenario
 from loadtest.model.schedule import PlannedMessage, plan
@@ -121,8 +122,9 @@ async def run_variant(
     failure: BaseException | None = None
     sqs_served: int | None = None
     with log_directory() as log_dir:
+        shared = SharedValues()
         environments = [
-            ExecutionEnvironment(config, n, log_dir) for n in range(settings.concurrency)
+            ExecutionEnvironment(config, n, log_dir, shared) for n in range(settings.concurrency)
         ]
         try:
             # Cold starts first: a handler that does not import fails here, before

@@ -40,7 +40,7 @@ class InvocationOutcome(StrEnum):
     """The run ended (its deadline) during the invocation; the environment was stopped."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SentMessage:
     """One message the producer sent (or tried to)."""
 
@@ -59,7 +59,7 @@ class SentMessage:
     """A planted poison record: every consumer is expected to refuse it."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WriteRecord:
     """One DynamoDB write the consumer made to the watched table, as observed.
 
@@ -105,7 +105,7 @@ class WriteRecord:
         return self.operation.endswith(("DeleteItem", ".Delete", ".DELETE"))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class UnobservedCall:
     """A call to the watched table the observer could not interpret (evidence missing)."""
 
@@ -114,7 +114,7 @@ class UnobservedCall:
     request_id: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ObserverFault:
     """The observer itself failed on a call (loadtest's own error, not the handler's)."""
 
@@ -123,7 +123,7 @@ class ObserverFault:
     request_id: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReadRecord:
     """One key lookup of the watched table (GetItem, a PartiQL SELECT by key), as observed."""
 
@@ -136,7 +136,7 @@ class ReadRecord:
     request_id: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Record:
     """One SQS record of an invocation: a delivery of one message."""
 
@@ -146,7 +146,7 @@ class Record:
     business_id: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Invocation:
     """One handler invocation in one execution environment."""
 
@@ -168,7 +168,7 @@ class Invocation:
     observer_faults: tuple[ObserverFault, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Ack:
     message_id: str
     acked_ns: int
@@ -176,7 +176,7 @@ class Ack:
     """When the DeleteMessageBatch call that acknowledged it started."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DeadLetter:
     message_id: str
     receive_count: int
@@ -190,8 +190,9 @@ class EndState:
     queue_visible: int
     queue_in_flight: int
     dlq_messages: int
-    table_items: dict[str, TypedItem]
-    """Stored items by their key (``key_string``)."""
+    table_items: dict[str, TypedItem] = field(repr=False)
+    """Stored items by their key (``key_string``); left out of the repr, which
+    must stay short whatever the table holds."""
 
 
 @dataclass
@@ -206,6 +207,16 @@ class History:
     ended_ns: int = 0
     timed_out: bool = False
     """The run's deadline passed before every message was settled."""
+
+    def __repr__(self) -> str:
+        # Short whatever the run's size: asyncio formats a finished task's
+        # result with repr() (a SIGINT check in Runner.run), and reprlib only
+        # truncates the string after building all of it.
+        return (
+            f"History(sent={len(self.sent)}, invocations={len(self.invocations)}, "
+            f"acks={len(self.acks)}, dead_letters={len(self.dead_letters)}, "
+            f"timed_out={self.timed_out})"
+        )
 
 
 def key_string(key: TypedItem) -> str:

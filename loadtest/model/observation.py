@@ -66,12 +66,72 @@ def encode(observation: Observation) -> str:
     return json.dumps(body, separators=(",", ":"), default=str) + "\n"
 
 
-def decode(line: str) -> Observation:
-    """The observation of one line; raises ValueError on a line that is not one."""
+class SharedValues:
+    """One copy of each distinct JSON value a run's records hold many times.
+
+    Duplicate deliveries write the same items under the same keys: a run of N
+    messages holds a few copies of each item (the write's request, the item
+    before and after it, the next write's item before). Decoded once per line,
+    each copy is its own dict; shared, equal values are one object. Values are
+    matched by their exact JSON text (attribute order included, so a shared
+    item's ``key_string`` is the one its own write gave); the table keeps only
+    the text's hash, and a hash collision with an unequal value shares nothing.
+
+    The records are frozen and nothing mutates their items: a shared value must
+    never be changed in place.
+    """
+
+    def __init__(self) -> None:
+        self._by_hash: dict[int, Any] = {}
+        self._texts: dict[str, str] = {}
+
+    def text(self, value: str | None) -> str | None:
+        """One copy of a repeated string (an operation's name, a condition, an error code)."""
+        return None if value is None else self._texts.setdefault(value, value)
+
+    def share(self, value: Any) -> Any:
+        """``value``, or the equal value seen before (None and scalars as they are)."""
+        if not isinstance(value, dict | list):
+            return value
+        digest = hash(json.dumps(value, separators=(",", ":"), default=str))
+        seen = self._by_hash.setdefault(digest, value)
+        return seen if seen is value or seen == value else value
+
+    def __len__(self) -> int:
+        return len(self._by_hash)
+
+
+_ITEM_FIELDS = {
+    "write": ("key", "item_before", "item_after", "requested"),
+    "read": ("key", "found"),
+}
+_TEXT_FIELDS = {
+    "write": ("operation", "condition", "error_code"),
+    "begin": ("operation",),
+}
+
+
+def decode(
+    line: str, shared: SharedValues | None = None, request_id: str | None = None
+) -> Observation:
+    """The observation of one line; raises ValueError on a line that is not one.
+
+    With ``shared``, the items and keys it holds are the table's copies of equal
+    values; an observation of ``request_id`` holds that string, not a copy of it.
+    """
     body = json.loads(line)
     if not isinstance(body, dict):
         raise ValueError("an observation is a JSON object")
     tag = body.pop("t", None)
+    if request_id is not None and body.get("request_id") == request_id:
+        body["request_id"] = request_id
+    if shared is not None:
+        for name in _ITEM_FIELDS.get(tag, ()):
+            if name in body:
+                body[name] = shared.share(body[name])
+        for name in _TEXT_FIELDS.get(tag, ()):
+            if isinstance(body.get(name), str):
+                body[name] = shared.text(body[name])
     if tag == "write":
         body["outcome"] = WriteOutcome(body["outcome"])
         return WriteRecord(**body)
@@ -80,6 +140,9 @@ def decode(line: str) -> Observation:
     if tag == "begin":
         body["keys"] = tuple(body.get("keys", ()))
         body["requested"] = tuple(body.get("requested", ()))
+        if shared is not None:
+            body["keys"] = tuple(shared.share(k) for k in body["keys"])
+            body["requested"] = tuple(shared.share(r) for r in body["requested"])
         return WriteBegun(**body)
     if tag == "unobserved":
         return UnobservedCall(**body)

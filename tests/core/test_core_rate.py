@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from loadtest.model.history import Ack, History
 from loadtest.model.rate import RateWatch, rate_figures, rate_warning
 from tests.core.core_builders import sent
@@ -15,7 +17,7 @@ def _history(sent_per_s: float, consumed_per_s: float, seconds: int = 4) -> Hist
     for i in range(count):
         message = sent(i, f"id{i}", f"m{i}")
         at = int(i * S / sent_per_s)
-        history.sent.append(type(message)(**{**message.__dict__, "intended_ns": at, "sent_ns": at}))
+        history.sent.append(dataclasses.replace(message, intended_ns=at, sent_ns=at))
         history.acks.append(Ack(f"m{i}", int(i * S / consumed_per_s) + 1000))
     history.ended_ns = max(a.acked_ns for a in history.acks)
     return history

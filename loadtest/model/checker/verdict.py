@@ -112,7 +112,7 @@ class Counts:
 COUNT_NAMES: tuple[str, ...] = tuple(Counts.__dataclass_fields__)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Decision:
     """One observed write, as judged."""
 
@@ -133,7 +133,8 @@ class Check:
     """Why the default verdict failed, one line each (empty when it did not)."""
     inconclusive: tuple[str, ...]
     """What the run could not observe, one line each."""
-    decisions: tuple[Decision, ...]
+    decisions: tuple[Decision, ...] = field(repr=False)
+    """One per observed write (left out of the repr, which must stay short)."""
     outcome: str
     """Where outcomes were found, in words."""
     templates: Mapping[str, Mapping[str, int | str]] = field(default_factory=dict)
