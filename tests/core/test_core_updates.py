@@ -421,6 +421,7 @@ def updates(draw: st.DrawFn) -> Case:
         return f"{render(target)} {value(operand)}"
 
     clauses = []
+    removed: list[tuple[str | int, ...]] = []
     kinds = st.sampled_from(["SET", "REMOVE", "ADD", "DELETE"])
     for clause in draw(st.lists(kinds, min_size=1, max_size=2, unique=True)):
         actions = []
@@ -428,7 +429,8 @@ def updates(draw: st.DrawFn) -> Case:
             if clause == "SET":
                 actions.append(set_action(target()))
             elif clause == "REMOVE":
-                actions.append(render(target()))
+                removed.append(target())
+                actions.append(render(removed[-1]))
             elif clause == "ADD":
                 actions.append(add_or_delete(clause, target("N", "SS", "NS")))
             else:
@@ -440,6 +442,13 @@ def updates(draw: st.DrawFn) -> Case:
     # DynamoDB evaluates every action on the item as it was before the update (documented),
     # as apply_update does: such cases are left out of the comparison.
     aliased = any(t[: len(c)] == c and t != c for c in copied for t in targets)
+    # Likewise moto removes a list element before the other actions run, so their indices
+    # into that list shift (REMOVE l[0] ADD l[1] :n adds to what was l[2]).
+    aliased = aliased or any(
+        isinstance(r[-1], int) and isinstance(t[-1], int) and t[:-1] == r[:-1] and t != r
+        for r in removed
+        for t in targets
+    )
     return Case(before, " ".join(clauses), names, values, aliased)
 
 
