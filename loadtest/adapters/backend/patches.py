@@ -107,10 +107,13 @@ import threading
 
 import moto
 import moto.backends
+import moto.core.responses
+import moto.dynamodb.models
+import moto.dynamodb.models.table
 from moto.dynamodb.models import DynamoDBBackend
 from moto.sqs.models import Queue, SQSBackend
 
-from loadtest.adapters.backend import fifo_patches
+from loadtest.adapters.backend import fifo_patches, memo, partiql_patches
 from loadtest.adapters.backend.errors import UnsupportedMotoVersion
 from loadtest.adapters.backend.partiql_patches import (
     DuplicateItemException as DuplicateItemException,
@@ -176,6 +179,12 @@ def _replacements() -> dict[tuple[object, str], object]:
         (SQSBackend, "change_message_visibility"): _change_message_visibility,
         (SQSBackend, "purge_queue"): _make_purge_queue(SQSBackend.purge_queue),
         (SQSBackend, "send_message"): fifo_patches.make_send_message(SQSBackend.send_message),
+        (moto.core.responses, "method_names_from_class"): memo.memo_method_names(
+            moto.core.responses.method_names_from_class
+        ),
+        (moto.core.responses, "camelcase_to_underscores"): memo.memo_camelcase(
+            moto.core.responses.camelcase_to_underscores
+        ),
         (DynamoDBBackend, "execute_statement"): _make_execute_statement(
             DynamoDBBackend.execute_statement
         ),
@@ -186,6 +195,9 @@ def _replacements() -> dict[tuple[object, str], object]:
             DynamoDBBackend.execute_transaction
         ),
     }
+    parse_condition = memo.memo_filter_expression(moto.dynamodb.models.get_filter_expression)
+    for module in (moto.dynamodb.models, moto.dynamodb.models.table, partiql_patches):
+        replacements[module, "get_filter_expression"] = parse_condition
     for name in (
         "create_queue",
         "delete_queue",
