@@ -110,6 +110,7 @@ import moto.backends
 import moto.core.responses
 import moto.dynamodb.models
 import moto.dynamodb.models.table
+import moto.sqs.models
 from moto.dynamodb.models import DynamoDBBackend
 from moto.sqs.models import Queue, SQSBackend
 
@@ -127,6 +128,7 @@ from loadtest.adapters.backend.sqs_patches import (
     _approximate_number_of_messages,
     _approximate_number_of_messages_delayed,
     _approximate_number_of_messages_not_visible,
+    _generate_receipt_handle,
     _get_messages,
     _make_list_of_moto_modules,
     _make_purge_queue,
@@ -175,6 +177,7 @@ def _replacements() -> dict[tuple[object, str], object]:
             _approximate_number_of_messages_delayed
         ),
         (Queue, "delete_message"): _queue_delete_message,
+        (moto.sqs.models, "generate_receipt_handle"): _generate_receipt_handle,
         (SQSBackend, "receive_message"): _make_receive_message(SQSBackend.receive_message),
         (SQSBackend, "change_message_visibility"): _change_message_visibility,
         (SQSBackend, "purge_queue"): _make_purge_queue(SQSBackend.purge_queue),
