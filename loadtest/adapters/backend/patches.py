@@ -47,6 +47,9 @@ What changes:
 
 * ``moto.backends.list_of_moto_modules`` returns the list it computed once: moto's own
   subpackages do not change while it runs.
+* moto's per-request method listing, action-name conversion and condition-expression
+  parsing are kept once computed (``memo`` says why each is safe to keep), and a receipt
+  handle is drawn in one call instead of one per letter.
 
 and on ``moto.sqs.models``:
 
