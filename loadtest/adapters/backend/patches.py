@@ -111,6 +111,8 @@ import threading
 import moto
 import moto.backends
 import moto.core.responses
+import moto.core.utils
+import moto.dynamodb.comparisons
 import moto.dynamodb.models
 import moto.dynamodb.models.table
 import moto.sqs.models
@@ -186,10 +188,10 @@ def _replacements() -> dict[tuple[object, str], object]:
         (SQSBackend, "purge_queue"): _make_purge_queue(SQSBackend.purge_queue),
         (SQSBackend, "send_message"): fifo_patches.make_send_message(SQSBackend.send_message),
         (moto.core.responses, "method_names_from_class"): memo.memo_method_names(
-            moto.core.responses.method_names_from_class
+            moto.core.utils.method_names_from_class
         ),
         (moto.core.responses, "camelcase_to_underscores"): memo.memo_camelcase(
-            moto.core.responses.camelcase_to_underscores
+            moto.core.utils.camelcase_to_underscores
         ),
         (DynamoDBBackend, "execute_statement"): _make_execute_statement(
             DynamoDBBackend.execute_statement
@@ -201,7 +203,7 @@ def _replacements() -> dict[tuple[object, str], object]:
             DynamoDBBackend.execute_transaction
         ),
     }
-    parse_condition = memo.memo_filter_expression(moto.dynamodb.models.get_filter_expression)
+    parse_condition = memo.memo_filter_expression(moto.dynamodb.comparisons.get_filter_expression)
     for module in (moto.dynamodb.models, moto.dynamodb.models.table, partiql_patches):
         replacements[module, "get_filter_expression"] = parse_condition
     for name in (
