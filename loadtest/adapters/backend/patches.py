@@ -47,6 +47,9 @@ What changes:
 
 * ``moto.backends.list_of_moto_modules`` returns the list it computed once: moto's own
   subpackages do not change while it runs.
+* moto's per-request method listing, action-name conversion and condition-expression
+  parsing are kept once computed (``memo`` says why each is safe to keep), and a receipt
+  handle is drawn in one call instead of one per letter.
 
 and on ``moto.sqs.models``:
 
@@ -107,10 +110,16 @@ import threading
 
 import moto
 import moto.backends
+import moto.core.responses
+import moto.core.utils
+import moto.dynamodb.comparisons
+import moto.dynamodb.models
+import moto.dynamodb.models.table
+import moto.sqs.models
 from moto.dynamodb.models import DynamoDBBackend
 from moto.sqs.models import Queue, SQSBackend
 
-from loadtest.adapters.backend import fifo_patches
+from loadtest.adapters.backend import fifo_patches, memo, partiql_patches
 from loadtest.adapters.backend.errors import UnsupportedMotoVersion
 from loadtest.adapters.backend.partiql_patches import (
     DuplicateItemException as DuplicateItemException,
@@ -124,6 +133,7 @@ from loadtest.adapters.backend.sqs_patches import (
     _approximate_number_of_messages,
     _approximate_number_of_messages_delayed,
     _approximate_number_of_messages_not_visible,
+    _generate_receipt_handle,
     _get_messages,
     _make_list_of_moto_modules,
     _make_purge_queue,
@@ -172,10 +182,17 @@ def _replacements() -> dict[tuple[object, str], object]:
             _approximate_number_of_messages_delayed
         ),
         (Queue, "delete_message"): _queue_delete_message,
+        (moto.sqs.models, "generate_receipt_handle"): _generate_receipt_handle,
         (SQSBackend, "receive_message"): _make_receive_message(SQSBackend.receive_message),
         (SQSBackend, "change_message_visibility"): _change_message_visibility,
         (SQSBackend, "purge_queue"): _make_purge_queue(SQSBackend.purge_queue),
         (SQSBackend, "send_message"): fifo_patches.make_send_message(SQSBackend.send_message),
+        (moto.core.responses, "method_names_from_class"): memo.memo_method_names(
+            moto.core.utils.method_names_from_class
+        ),
+        (moto.core.responses, "camelcase_to_underscores"): memo.memo_camelcase(
+            moto.core.utils.camelcase_to_underscores
+        ),
         (DynamoDBBackend, "execute_statement"): _make_execute_statement(
             DynamoDBBackend.execute_statement
         ),
@@ -186,6 +203,9 @@ def _replacements() -> dict[tuple[object, str], object]:
             DynamoDBBackend.execute_transaction
         ),
     }
+    parse_condition = memo.memo_filter_expression(moto.dynamodb.comparisons.get_filter_expression)
+    for module in (moto.dynamodb.models, moto.dynamodb.models.table, partiql_patches):
+        replacements[module, "get_filter_expression"] = parse_condition
     for name in (
         "create_queue",
         "delete_queue",

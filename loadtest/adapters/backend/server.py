@@ -8,11 +8,13 @@ Owns the serving loop and its process-level hooks; must not build the app's beha
 from __future__ import annotations
 
 import _thread
+import email.utils
 import io
 import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -24,6 +26,23 @@ from loadtest.adapters.backend.app import build_app
 
 READY_PREFIX = "READY "
 """The child's one line on stdout, followed by its endpoint URL, once it accepts requests."""
+
+
+_RESPONSE_BUFFER_BYTES = 64 * 1024
+"""Response bytes gathered before a send; a larger response is sent as it is written."""
+
+_last_http_date: tuple[int, str] = (-1, "")
+
+
+def _http_date_now() -> str:
+    """The current time as an HTTP Date header, formatted at most once per second."""
+    global _last_http_date
+    now_s = int(time.time())
+    second, text = _last_http_date
+    if second != now_s:
+        text = email.utils.formatdate(now_s, usegmt=True)
+        _last_http_date = (now_s, text)
+    return text
 
 
 def _endpoint_url(host: str, port: int) -> str:
@@ -60,6 +79,17 @@ def serve(
         # errors are still logged.
         def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
             pass
+
+        # Buffered: werkzeug writes the status line and headers, then the body, then
+        # flushes; unbuffered, that was two sends (two packets) per response.
+        wbufsize = _RESPONSE_BUFFER_BYTES
+
+        def date_time_string(self, timestamp: float | None = None) -> str:
+            # The Date header has a resolution of one second; formatting it per response
+            # (email.utils.formatdate) was ~2% of the backend's CPU.
+            if timestamp is not None:
+                return super().date_time_string(timestamp)
+            return _http_date_now()
 
     class KeepAliveRequestHandler(QuietRequestHandler):
         """HTTP/1.1 keep-alive, which werkzeug's server turns off for every response.
