@@ -6,7 +6,11 @@ Owns the reads the engine makes once a run has finished (or is salvaged); used t
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from loadtest.model.history import key_string
 
@@ -28,13 +32,24 @@ async def queue_depth(sqs: SQSClient, url: str) -> tuple[int, int]:
 
 
 async def scan_items(
-    dynamodb: DynamoDBClient, table: str, key_names: tuple[str, ...] = ("id",)
+    dynamodb: DynamoDBClient,
+    table: str,
+    key_names: tuple[str, ...] = ("id",),
+    page_timeout_s: float | None = None,
+    errors: Callable[[], AbstractContextManager[object]] = nullcontext,
 ) -> dict[str, dict[str, Any]]:
-    """Every item of a table by its key string (``history.key_string``; consistent read, all pages)."""
+    """Every item of a table by its key string (``history.key_string``; consistent read, all pages).
+
+    ``page_timeout_s`` bounds each page, not the whole scan: a large table takes
+    as many pages as it needs (raises ``TimeoutError`` when one does not come).
+    ``errors`` wraps each request inside that bound (``aws.translated``, which
+    would take the bound's ``TimeoutError`` for an unreachable endpoint).
+    """
     items: dict[str, dict[str, Any]] = {}
     kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
     while True:
-        page = await dynamodb.scan(**kwargs)
+        with anyio.fail_after(page_timeout_s), errors():
+            page = await dynamodb.scan(**kwargs)
         for item in page.get("Items", []):
             key = {n: item[n] for n in key_names if n in item}
             if key:

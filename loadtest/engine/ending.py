@@ -55,18 +55,35 @@ async def read_end_state(
     made: aws.Provisioned,
     target: aws.Target,
     timeout_s: float = CLEANUP_TIMEOUT_S,
+    *,
+    whole: bool = False,
 ) -> EndState:
-    """Queue depths and table items at the end, read within ``timeout_s`` seconds."""
+    """Queue depths and table items at the end.
+
+    Each request must answer within ``timeout_s`` seconds; the table's scan
+    takes as many pages as it has (a 33,000-item table is about 25 s of
+    pages on the embedded backend). With ``whole`` the entire read must fit in
+    ``timeout_s`` (a salvage after an interrupt, which must not hang on).
+    """
     assert made.queue_url and made.dlq_url and made.table_name
     try:
-        with anyio.fail_after(timeout_s), aws.translated("read the end state", target):
-            visible, in_flight = await aws.queue_depth(sqs, made.queue_url)
-            dlq_visible, dlq_in_flight = await aws.queue_depth(sqs, made.dlq_url)
-            items = await aws.scan_items(dynamodb, made.table_name, made.key_names)
+        with anyio.fail_after(timeout_s if whole else None):
+            with anyio.fail_after(timeout_s), aws.translated("read the end state", target):
+                visible, in_flight = await aws.queue_depth(sqs, made.queue_url)
+                dlq_visible, dlq_in_flight = await aws.queue_depth(sqs, made.dlq_url)
+            items = await aws.scan_items(
+                dynamodb,
+                made.table_name,
+                made.key_names,
+                page_timeout_s=timeout_s,
+                errors=lambda: aws.translated("read the end state", target),
+            )
     except TimeoutError as exc:
         where = target.endpoint_url or "AWS"
         raise BackendError(
-            f"{where} did not answer within {timeout_s:g} s while reading the end state"
+            f"{where} did not finish reading the end state within {timeout_s:g} s"
+            if whole
+            else f"{where} did not answer within {timeout_s:g} s while reading the end state"
         ) from exc
     return EndState(visible, in_flight, dlq_visible + dlq_in_flight, items)
 
@@ -82,6 +99,6 @@ async def salvage_end_state(
     if not (made.queue_url and made.dlq_url and made.table_name):
         return None
     try:
-        return await read_end_state(sqs, dynamodb, made, target, timeout_s)
+        return await read_end_state(sqs, dynamodb, made, target, timeout_s, whole=True)
     except BackendError:
         return None
