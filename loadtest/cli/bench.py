@@ -67,29 +67,27 @@ def _proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / ticks
 
 
-def _peak_rss_mb(pid: int) -> float | None:
-    """A live process's peak resident memory (VmHWM, in MB), None if unreadable."""
+def _proc_mb(path: str, field: str) -> float | None:
+    """A ``field: N kB`` figure of a /proc file, in MB; None if unreadable."""
     try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
+        with open(path, encoding="ascii") as source:
+            for line in source:
+                if line.startswith(field):
                     return int(line.split()[1]) / 1024
     except OSError:
         return None
     return None
+
+
+def _peak_rss_mb(pid: int) -> float | None:
+    """A live process's peak resident memory (VmHWM, in MB), None if unreadable."""
+    return _proc_mb(f"/proc/{pid}/status", "VmHWM:")
 
 
 def _pss_mb(pid: int) -> float | None:
     """A live process's proportional set size (MB): its private pages plus its share
     of pages it shares with others, so a sum over processes counts each page once."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as rollup:
-            for line in rollup:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
+    return _proc_mb(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
 def _children(pid: int) -> list[int]:

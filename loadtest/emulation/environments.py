@@ -247,11 +247,7 @@ class ExecutionEnvironment:
         return out
 
     def _log_tail(self) -> str:
-        try:
-            with open(self._log_path, "rb") as log:
-                return log.read()[-1500:].decode("utf-8", "replace").strip()
-        except OSError:
-            return ""
+        return zygotes.log_tail(self._log_path)
 
     async def invoke(self, request_id: str, event: dict[str, Any]) -> Reply:
         """Run one invocation; a timeout or crash replaces the process."""

@@ -43,6 +43,15 @@ _STARTUP_PREFIXES = ("PYTHON", "LC_")
 _STARTUP_NAMES = ("LANG", "LANGUAGE")
 
 
+def log_tail(path: str) -> str:
+    """The last 1,500 bytes of a process's log (stderr), as text; empty if unreadable."""
+    try:
+        with open(path, "rb") as log:
+            return log.read()[-1500:].decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+
+
 class _SocketStream(ByteStream):
     """A connected socket as a byte stream, waiting with ``anyio.wait_readable``/``wait_writable``.
 
@@ -199,11 +208,7 @@ class Zygote:
         return self._process.poll() is None
 
     def log_tail(self) -> str:
-        try:
-            with open(self._log_path, "rb") as log:
-                return log.read()[-1500:].decode("utf-8", "replace").strip()
-        except OSError:
-            return ""
+        return log_tail(self._log_path)
 
     def died(self) -> ZygoteError:
         """The error for a zygote found dead during the run."""
