@@ -156,11 +156,16 @@ def _reap(children: dict[int, socket.socket]) -> None:
             return
         if pid == 0:
             return
-        sock = children.pop(pid, None)
-        if sock is not None:
-            with _quiet():
-                sock.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
-            sock.close()
+        _report_exit(children, pid, status)
+
+
+def _report_exit(children: dict[int, socket.socket], pid: int, status: int) -> None:
+    """Tell the harness how a reaped child ended (``exit CODE``) and close its status socket."""
+    sock = children.pop(pid, None)
+    if sock is not None:
+        with _quiet():
+            sock.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
+        sock.close()
 
 
 def _stop(children: dict[int, socket.socket]) -> None:
@@ -173,11 +178,7 @@ def _stop(children: dict[int, socket.socket]) -> None:
             pid, status = os.waitpid(-1, 0)
         except ChildProcessError:
             break
-        sock = children.pop(pid, None)
-        if sock is not None:
-            with _quiet():
-                sock.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
-            sock.close()
+        _report_exit(children, pid, status)
     os._exit(0)
 
 
