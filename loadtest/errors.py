@@ -8,7 +8,7 @@
     │   └── PricesError                      price table (--prices FILE)
     ├── BackendError (RuntimeError)          backend unreachable / refused: exit code 3
     │   └── CredentialsError                 no credentials, or refused
-    └── ZygoteError (RuntimeError)           the environments' zygote failed: exit code 1
+    └── ZygoteError (RuntimeError)           the environments' zygote failed: exit code 4 (no verdict)
 
 Subclasses also inherit the standard exception a caller would catch. Errors
 from botocore are translated in one place (``loadtest.adapters.aws.translate``) and

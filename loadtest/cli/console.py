@@ -3,7 +3,9 @@
 On a terminal, rich's usual console; in a pipe, one that never cuts or wraps a
 name, number or path. Exit codes (DESIGN.md): 0 every verdict passed; 1 a
 verdict failed; 2 bad input; 3 the backend could not be reached or refused the
-credentials; 4 a verdict was inconclusive; 130 interrupted.
+credentials; 4 a verdict was inconclusive, or loadtest's own machinery failed
+(a ``ZygoteError``: no verdict can be given, and 1 would blame the consumer);
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -66,5 +68,7 @@ def raise_mapped(exc: BaseException) -> NoReturn:
         fail(Exit.BACKEND, str(backend))
     other = find_error(exc, LoadtestError)
     if other is not None:
-        fail(Exit.FAILED, str(other))
+        # loadtest's own failure: the run ended without a verdict. Exit 1 would
+        # tell a CI job that the consumer failed.
+        fail(Exit.INCONCLUSIVE, f"{other} (no verdict)")
     raise exc

@@ -238,6 +238,86 @@ def test_subprocess_interrupt_cleans_up(backend_url: str, tmp_path: Path) -> Non
     assert loadtest_resources(backend_url) == ([], [])
 
 
+def _zygote_and_children(harness: int) -> tuple[int | None, list[int]]:
+    """The run's zygote (the harness's child running the zygote) and the environments it forked."""
+    from loadtest.emulation import layer
+
+    zygote, children = None, []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes()
+            parent = int((entry / "stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if layer.ZYGOTE_MARKER.encode() not in args:
+            continue
+        if parent == harness:
+            zygote = int(entry.name)
+        else:
+            children.append(int(entry.name))
+    return zygote, [c for c in children if zygote is not None and _parent(c) == zygote]
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != b"Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="zygotes need pidfds")
+def test_a_dead_zygote_is_no_verdict_exit_four_and_leaves_nothing(
+    backend_url: str, tmp_path: Path
+) -> None:
+    """loadtest's own failure mid-run is not the consumer's: exit 4 (no verdict), never 1."""
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "loadtest",
+            "run",
+            "race-burst",
+            "--variant",
+            "conditional",
+            "--distinct-ids",
+            "400",
+            "--concurrency",
+            "2",
+            "--endpoint-url",
+            backend_url,
+            "--out",
+            str(tmp_path),
+            "--quiet",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1", "LOADTEST_ZYGOTE": "1"},
+    )
+    deadline = time.monotonic() + 60
+    zygote, children = None, []
+    while (zygote is None or not children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        zygote, children = _zygote_and_children(process.pid)
+    assert zygote is not None and children, "the run never forked its environments"
+    os.kill(zygote, signal.SIGKILL)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 4, stderr
+    assert "zygote" in stderr and "no verdict" in stderr and "Traceback" not in stderr
+    assert loadtest_resources(backend_url) == ([], [])
+    assert not [c for c in children if _alive(c)], "environments outlived their zygote"
+
+
 def test_prices_file_prices_the_run_and_a_bad_one_exits_two(
     backend_url: str, tmp_path: Path
 ) -> None:
