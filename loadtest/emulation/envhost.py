@@ -43,6 +43,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from loadtest.emulation import lambda_entry
@@ -56,19 +57,38 @@ from loadtest.emulation.envguard import (
 LOG_TAIL_CHARS = 2000
 
 
+@dataclass(frozen=True)
+class FunctionIdentity:
+    """What a context says about the function itself: fixed for an environment's life, as
+    Lambda's runtime fixes it at the cold start (read once, not once per invocation)."""
+
+    function_name: str
+    invoked_function_arn: str
+    memory_limit_in_mb: int
+    log_group_name: str
+
+    @staticmethod
+    def from_environ() -> FunctionIdentity:
+        name = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "loadtest-function")
+        region = os.environ.get("AWS_REGION", "us-east-1")
+        return FunctionIdentity(
+            function_name=name,
+            invoked_function_arn=f"arn:aws:lambda:{region}:000000000000:function:{name}",
+            memory_limit_in_mb=int(os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")),
+            log_group_name=f"/aws/lambda/{name}",
+        )
+
+
 class LambdaContext:
     """The subset of Lambda's context object that handlers and libraries use."""
 
-    def __init__(self, request_id: str, timeout_ms: int) -> None:
+    def __init__(self, request_id: str, timeout_ms: int, function: FunctionIdentity) -> None:
         self.aws_request_id = request_id
-        self.function_name = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "loadtest-function")
+        self.function_name = function.function_name
         self.function_version = "$LATEST"
-        region = os.environ.get("AWS_REGION", "us-east-1")
-        self.invoked_function_arn = (
-            f"arn:aws:lambda:{region}:000000000000:function:{self.function_name}"
-        )
-        self.memory_limit_in_mb = int(os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"))
-        self.log_group_name = f"/aws/lambda/{self.function_name}"
+        self.invoked_function_arn = function.invoked_function_arn
+        self.memory_limit_in_mb = function.memory_limit_in_mb
+        self.log_group_name = function.log_group_name
         self.log_stream_name = "loadtest"
         self._deadline_ns = time.monotonic_ns() + timeout_ms * 1_000_000
 
@@ -174,14 +194,15 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
     except BaseException as exc:  # report any import failure, then exit
         send({"ready": False, "error": f"{type(exc).__name__}: {exc}"})
         return
-    memory_mb = int(os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"))
+    function = FunctionIdentity.from_environ()
+    memory_mb = function.memory_limit_in_mb
     enforce_memory(memory_mb)
     send({"ready": True, "init_ns": time.monotonic_ns() - started, "entry": lambda_entry.__file__})
 
     for line in sys.stdin:
         request = json.loads(line)
         capture = io.StringIO()
-        context = LambdaContext(request["request_id"], request["timeout_ms"])
+        context = LambdaContext(request["request_id"], request["timeout_ms"], function)
         ok, result, error = True, None, None
         started = time.monotonic_ns()
         with contextlib.redirect_stdout(capture), contextlib.redirect_stderr(capture):

@@ -106,3 +106,25 @@ def test_a_result_whose_repr_raises_is_described_not_a_crash() -> None:
     shown = _jsonable(Hostile())
     assert shown == "<unprintable Hostile: repr raised RuntimeError: no repr for you>"
     assert _jsonable({"ok": 1}) == {"ok": 1}
+
+
+def test_the_sampler_stops_an_environment_that_holds_too_much_memory() -> None:
+    """The watchdog (not the peak check after the invocation) stops a handler that is still
+    running past ``memory_mb``, with its own exit code and line."""
+    import subprocess
+    import sys
+
+    from loadtest.emulation.envguard import OUT_OF_MEMORY_EXIT
+
+    code = (
+        "import time\n"
+        "from loadtest.emulation.envguard import enforce_memory\n"
+        "enforce_memory(128)\n"
+        "hog = bytearray(200 * 1024 * 1024)\n"
+        "time.sleep(10)\n"
+        "print('survived')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == OUT_OF_MEMORY_EXIT
+    assert "survived" not in out.stdout
+    assert "loadtest: out of memory" in out.stderr and "memory_mb = 128" in out.stderr

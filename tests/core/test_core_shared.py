@@ -2,8 +2,24 @@
 
 from __future__ import annotations
 
-from loadtest.model.history import History, SentMessage, TypedItem, WriteOutcome, WriteRecord
-from loadtest.model.observation import SharedValues, decode, encode
+import dataclasses
+import json
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from loadtest.model.history import (
+    History,
+    ObserverFault,
+    ReadRecord,
+    SentMessage,
+    TypedItem,
+    UnobservedCall,
+    WriteOutcome,
+    WriteRecord,
+)
+from loadtest.model.observation import Observation, SharedValues, WriteBegun, decode, encode
 
 
 def _write(request_id: str, item: TypedItem | None) -> WriteRecord:
@@ -50,3 +66,60 @@ def test_a_history_repr_counts_instead_of_listing() -> None:
     text = repr(history)
     assert "sent=1000" in text
     assert len(text) < 200
+
+
+_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_items = st.dictionaries(
+    st.text(max_size=3), st.dictionaries(st.sampled_from("SNBL"), _values, max_size=1), max_size=3
+)
+_observations = st.one_of(
+    st.builds(
+        WriteRecord,
+        operation=st.text(max_size=5),
+        key=_items,
+        condition=st.none() | st.text(max_size=5),
+        outcome=st.sampled_from(WriteOutcome),
+        item_before=st.none() | _items,
+        item_after=st.none() | _items,
+        before_known=st.booleans(),
+        started_ns=st.integers(min_value=0),
+        ended_ns=st.integers(min_value=0),
+        error_code=st.none() | st.text(max_size=5),
+        requested=st.none() | _items,
+    ),
+    st.builds(
+        WriteBegun,
+        call_id=st.text(max_size=5),
+        operation=st.text(max_size=5),
+        request_id=st.text(max_size=5),
+        started_ns=st.integers(min_value=0),
+        keys=st.lists(_items, max_size=3).map(tuple),
+        requested=st.lists(st.none() | _items, max_size=3).map(tuple),
+    ),
+    st.builds(
+        ReadRecord,
+        key=_items,
+        found=st.none() | _items,
+        consistent=st.booleans(),
+        started_ns=st.integers(min_value=0),
+        ended_ns=st.integers(min_value=0),
+    ),
+    st.builds(UnobservedCall, operation=st.text(max_size=5), reason=st.text(max_size=5)),
+    st.builds(ObserverFault, operation=st.text(max_size=5), error=st.text(max_size=5)),
+)
+
+
+@given(_observations)
+def test_an_observation_line_is_its_fields_as_json(observation: Observation) -> None:
+    """The line is the record's fields as they are (no copy): the same text a deep copy gave."""
+    body: dict[str, Any] = dataclasses.asdict(observation)
+    line = encode(observation)
+    body["t"] = json.loads(line)["t"]
+    assert line == json.dumps(body, separators=(",", ":"), default=str) + "\n"
+    assert decode(line) == observation
