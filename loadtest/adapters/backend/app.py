@@ -1,6 +1,7 @@
 """The WSGI app the embedded backend serves: moto's ``DomainDispatcherApplication`` with
 the patches of ``loadtest.adapters.backend.patches`` applied, moto's instance tracking
-off (``untracked``), DynamoDB serialised by ``SerialisedDynamoDB`` and every request
+off (``untracked``), JSON-protocol DynamoDB and SQS requests taken the short way to moto's
+response classes (``fastpath``), DynamoDB serialised by ``SerialisedDynamoDB`` and every request
 counted by ``RequestCounter`` (``/_loadtest/stats``).
 
 Owns the app and its two wrappers; must not bind sockets or start processes (``server``
@@ -122,8 +123,9 @@ def build_app(*, patched: bool = True) -> WSGIApplication:
     if not patched:
         return app
     from loadtest.adapters.backend import patches
+    from loadtest.adapters.backend.fastpath import JsonProtocolFastPath
     from loadtest.adapters.backend.untracked import stop_tracking_instances
 
     patches.apply()
     stop_tracking_instances()
-    return RequestCounter(SerialisedDynamoDB(app))
+    return RequestCounter(SerialisedDynamoDB(JsonProtocolFastPath(app)))

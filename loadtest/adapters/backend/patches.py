@@ -47,9 +47,12 @@ What changes:
 
 * ``moto.backends.list_of_moto_modules`` returns the list it computed once: moto's own
   subpackages do not change while it runs.
-* moto's per-request method listing, action-name conversion and condition-expression
-  parsing are kept once computed (``memo`` says why each is safe to keep), and a receipt
-  handle is drawn in one call instead of one per letter.
+* A stored DynamoDB item's attribute names are one shared string per name (``interning``
+  says why), not a copy per item.
+* moto's per-request method listing, action-name conversion (and the same conversion of
+  the 14 attribute names ``Queue.attributes`` reads on every ``SendMessage``) and
+  condition-expression parsing are kept once computed (``memo`` says why each is safe to
+  keep), and a receipt handle is drawn in one call instead of one per letter.
 
 and on ``moto.sqs.models``:
 
@@ -117,9 +120,10 @@ import moto.dynamodb.models
 import moto.dynamodb.models.table
 import moto.sqs.models
 from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.dynamo_type import Item
 from moto.sqs.models import Queue, SQSBackend
 
-from loadtest.adapters.backend import fifo_patches, memo, partiql_patches
+from loadtest.adapters.backend import fifo_patches, interning, memo, partiql_patches
 from loadtest.adapters.backend.errors import UnsupportedMotoVersion
 from loadtest.adapters.backend.partiql_patches import (
     DuplicateItemException as DuplicateItemException,
@@ -190,9 +194,7 @@ def _replacements() -> dict[tuple[object, str], object]:
         (moto.core.responses, "method_names_from_class"): memo.memo_method_names(
             moto.core.utils.method_names_from_class
         ),
-        (moto.core.responses, "camelcase_to_underscores"): memo.memo_camelcase(
-            moto.core.utils.camelcase_to_underscores
-        ),
+        (Item, "__init__"): interning.interned_attribute_names(Item.__init__),
         (DynamoDBBackend, "execute_statement"): _make_execute_statement(
             DynamoDBBackend.execute_statement
         ),
@@ -203,6 +205,9 @@ def _replacements() -> dict[tuple[object, str], object]:
             DynamoDBBackend.execute_transaction
         ),
     }
+    to_underscores = memo.memo_camelcase(moto.core.utils.camelcase_to_underscores)
+    for module in (moto.core.responses, moto.sqs.models):
+        replacements[module, "camelcase_to_underscores"] = to_underscores
     parse_condition = memo.memo_filter_expression(moto.dynamodb.comparisons.get_filter_expression)
     for module in (moto.dynamodb.models, moto.dynamodb.models.table, partiql_patches):
         replacements[module, "get_filter_expression"] = parse_condition

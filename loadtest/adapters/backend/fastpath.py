@@ -1,0 +1,150 @@
+"""The short way through moto's server for JSON-protocol DynamoDB and SQS requests.
+
+Owns ``JsonProtocolFastPath``, the WSGI middleware in front of moto's
+``DomainDispatcherApplication``. Must not touch what any request answers (status,
+headers, body) nor what moto does with it: it only skips the layers between the socket
+and moto's response class that cost CPU without deciding anything for these requests.
+
+Why: a conditional ``PutItem`` served by moto's app passed, before moto's own
+``BaseResponse.dispatch``, through the dispatcher (service lookup under its global lock),
+a Flask request context, Flask's URL routing, CORS and Flask's response finalisation:
+about a fifth of the backend's CPU per request, the same for every DynamoDB and SQS call.
+
+What it does: a signed ``POST /`` whose ``X-Amz-Target`` is ``DynamoDB_20120810.<Action>``
+or ``AmazonSQS.<Action>`` and whose body is JSON (``application/x-amz-json-1.0``/``1.1``),
+without an ``Origin`` header, is handed to the view moto's own routing chose for the same
+service, region and path (looked up once through the dispatcher and the Flask app, then
+kept), exactly as moto's ``convert_to_flask_response`` calls it: the same normalised
+request, the recorder, the same ``(request, raw_url, headers)`` arguments, a Flask
+``Response`` built from the result, and the ``Access-Control-Allow-Origin: *`` that
+flask-cors adds to a response to a request without ``Origin`` (unless moto's global CORS is
+off). A werkzeug ``HTTPException`` becomes its own response, as Flask makes it; anything
+else propagates to the server as it does through Flask (moto's app runs in debug mode).
+Everything else - query-protocol SQS, unsigned requests, other services, other paths,
+browser requests, ``/moto-api`` and the backend's own endpoints - takes the full path.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+from flask import Flask
+from flask import Response as FlaskResponse
+from moto import settings
+from moto.core.request import Request
+from moto.core.utils import convert_to_flask_response
+from moto.moto_api import recorder
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+from werkzeug.exceptions import HTTPException
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+
+TARGET_PREFIXES = {"DynamoDB_20120810.": "dynamodb", "AmazonSQS.": "sqs"}
+"""``X-Amz-Target`` prefixes served by the fast path -> the signing service they need."""
+
+JSON_CONTENT_TYPES = frozenset({"application/x-amz-json-1.0", "application/x-amz-json-1.1"})
+"""Request content types of the JSON protocol (boto3's DynamoDB and SQS clients)."""
+
+_ALLOW_ORIGIN = "Access-Control-Allow-Origin"
+
+_View = Callable[[Request, str, dict[str, str]], Any]
+
+
+class ServerRequest(Request):
+    """moto's request as its server hands it over (what ``BackendRequest`` is without Flask)."""
+
+    from_wsgi_server = True
+
+
+class JsonProtocolFastPath:
+    """WSGI middleware: JSON-protocol DynamoDB and SQS requests go straight to moto's view."""
+
+    def __init__(self, app: DomainDispatcherApplication) -> None:
+        self.app = app
+        self._views: dict[tuple[str, str, str], _View | None] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        view = self._view_for(environ)
+        if view is None:
+            return self.app(environ, start_response)  # type: ignore[no-any-return]
+        return _serve(view, environ, start_response)
+
+    def _view_for(self, environ: WSGIEnvironment) -> _View | None:
+        """moto's view for this request, or None if it must take the full path."""
+        target = environ.get("HTTP_X_AMZ_TARGET")
+        if (
+            not target
+            or environ.get("REQUEST_METHOD") != "POST"
+            or environ.get("PATH_INFO") != "/"
+            or environ.get("QUERY_STRING")
+            or "HTTP_ORIGIN" in environ
+            or environ.get("CONTENT_TYPE") not in JSON_CONTENT_TYPES
+        ):
+            return None
+        prefix = target[: target.find(".") + 1]
+        service = TARGET_PREFIXES.get(prefix)
+        scope = _credential_scope(environ.get("HTTP_AUTHORIZATION"))
+        if service is None or scope is None or scope[1] != service:
+            return None
+        key = (prefix, *scope)
+        try:
+            return self._views[key]
+        except KeyError:
+            pass
+        with self._lock:
+            view = self._views[key] = self._resolve(environ)
+        return view
+
+    def _resolve(self, environ: WSGIEnvironment) -> _View | None:
+        """The view moto's dispatcher and Flask routing pick for this request, if it is
+        the plain ``convert_to_flask_response`` wrapper of a response class's dispatch."""
+        flask_app: Flask = self.app.get_application(dict(environ))
+        adapter = flask_app.url_map.bind_to_environ(dict(environ))
+        try:
+            endpoint, arguments = adapter.match(method="POST")
+        except HTTPException:
+            return None
+        wrapper = flask_app.view_functions.get(str(endpoint))
+        if arguments or not isinstance(wrapper, convert_to_flask_response):
+            return None
+        view: _View = wrapper.callback
+        return view
+
+
+def _credential_scope(authorization: str | None) -> tuple[str, str] | None:
+    """(region, service) of a SigV4 ``Authorization`` header, read as moto's dispatcher
+    reads it; None if it is absent or does not parse."""
+    if not authorization:
+        return None
+    try:
+        credential_scope = authorization.split(",")[0].split()[1]
+        _, _, region, service, _ = credential_scope.split("/")
+    except (IndexError, ValueError):
+        return None
+    return region, service.lower()
+
+
+def _serve(view: _View, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+    """What ``convert_to_flask_response`` and Flask do around the view, without Flask."""
+    request = ServerRequest(environ)
+    try:
+        recorder._record_request(request)
+        result = view(request, request.raw_url, dict(request.headers))
+    except HTTPException as exc:
+        response = FlaskResponse.force_type(exc, environ)  # type: ignore[arg-type]
+    except ClientError as exc:
+        response = FlaskResponse(response=exc.response["Error"]["Message"], status=400)
+    else:
+        if len(result) == 3:
+            status, headers, content = result
+        else:
+            status, headers, content = 200, {}, result
+        response = FlaskResponse(response=content, status=status, headers=headers)
+    if not settings.DISABLE_GLOBAL_CORS and not response.headers.get(_ALLOW_ORIGIN):
+        response.headers[_ALLOW_ORIGIN] = "*"
+    return response(environ, start_response)

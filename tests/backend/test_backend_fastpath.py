@@ -1,0 +1,215 @@
+"""The JSON-protocol fast path answers exactly as moto's full path (Flask) does."""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+import flask
+import pytest
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+from werkzeug.test import Client
+
+from loadtest.adapters.backend import patches
+from loadtest.adapters.backend.fastpath import JsonProtocolFastPath
+
+_AUTH = (
+    "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20250101/us-east-1/{}/aws4_request, "
+    "SignedHeaders=host, Signature=x"
+)
+_VOLATILE = {"CreationDateTime", "MessageId", "ReceiptHandle", "TableId"}
+# A random id; and two that follow the body (a timestamp's digits), checked apart.
+_UNCOMPARED_HEADERS = {"x-amzn-requestid", "x-amz-crc32", "content-length"}
+
+
+@pytest.fixture
+def flask_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    calls: list[str] = []
+    original = flask.Flask.__call__
+
+    def counting(self: flask.Flask, environ: Any, start_response: Any) -> Any:
+        calls.append(str(environ.get("HTTP_X_AMZ_TARGET")))
+        return original(self, environ, start_response)
+
+    monkeypatch.setattr(flask.Flask, "__call__", counting)
+    yield calls
+
+
+def _requests(suffix: str) -> list[tuple[str, str, dict[str, Any]]]:
+    table, queue = f"t_{suffix}", f"q_{suffix}"
+    key = {"id": {"S": "a"}}
+    put = {
+        "TableName": table,
+        "Item": {"id": {"S": "a"}, "v": {"N": "1"}},
+        "ConditionExpression": "attribute_not_exists(id)",
+    }
+    return [
+        (
+            "dynamodb",
+            "DynamoDB_20120810.CreateTable",
+            {
+                "TableName": table,
+                "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
+                "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}],
+                "BillingMode": "PAY_PER_REQUEST",
+            },
+        ),
+        ("dynamodb", "DynamoDB_20120810.PutItem", put),
+        ("dynamodb", "DynamoDB_20120810.PutItem", put),  # ConditionalCheckFailedException
+        ("dynamodb", "DynamoDB_20120810.GetItem", {"TableName": table, "Key": key}),
+        (
+            "dynamodb",
+            "DynamoDB_20120810.UpdateItem",
+            {
+                "TableName": table,
+                "Key": key,
+                "UpdateExpression": "SET v = v + :one",
+                "ExpressionAttributeValues": {":one": {"N": "1"}},
+                "ReturnValues": "ALL_NEW",
+            },
+        ),
+        (
+            "dynamodb",
+            "DynamoDB_20120810.TransactWriteItems",
+            {"TransactItems": [{"Put": put}]},  # TransactionCanceledException
+        ),
+        (
+            "dynamodb",
+            "DynamoDB_20120810.ExecuteStatement",
+            {"Statement": f"INSERT INTO \"{table}\" VALUE {{'id': 'a'}}"},  # DuplicateItem
+        ),
+        ("dynamodb", "DynamoDB_20120810.DescribeTable", {"TableName": "missing"}),
+        ("sqs", "AmazonSQS.CreateQueue", {"QueueName": queue}),
+        (
+            "sqs",
+            "AmazonSQS.SendMessage",
+            {"QueueUrl": f"http://localhost/123456789012/{queue}", "MessageBody": "m"},
+        ),
+        (
+            "sqs",
+            "AmazonSQS.ReceiveMessage",
+            {"QueueUrl": f"http://localhost/123456789012/{queue}", "MaxNumberOfMessages": 10},
+        ),
+        ("sqs", "AmazonSQS.GetQueueUrl", {"QueueName": "missing"}),  # QueueDoesNotExist
+    ]
+
+
+def _post(client: Client, service: str, target: str, body: dict[str, Any]) -> Any:
+    return client.post(
+        "/",
+        data=json.dumps(body),
+        headers={
+            "X-Amz-Target": target,
+            "Content-Type": "application/x-amz-json-1.0",
+            "Authorization": _AUTH.format(service),
+        },
+    )
+
+
+def _normalised(body: bytes, suffix: str) -> Any:
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in _VOLATILE}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return strip(json.loads(body.decode().replace(suffix, "SUFFIX")))
+
+
+def test_fast_path_answers_as_the_full_path(flask_calls: list[str]) -> None:
+    patches.apply()
+    full = Client(DomainDispatcherApplication(create_backend_app))
+    fast = Client(JsonProtocolFastPath(DomainDispatcherApplication(create_backend_app)))
+    for (service, target, body), (_, _, fast_body) in zip(
+        _requests("full"), _requests("fast"), strict=True
+    ):
+        expected = _post(full, service, target, body)
+        flask_calls.clear()
+        got = _post(fast, service, target, fast_body)
+        assert flask_calls == [], target
+        assert got.status == expected.status, target
+        assert [(k, v) for k, v in got.headers.items() if k.lower() not in _UNCOMPARED_HEADERS] == [
+            (k, v) for k, v in expected.headers.items() if k.lower() not in _UNCOMPARED_HEADERS
+        ], target
+        assert _normalised(got.get_data(), "fast") == _normalised(expected.get_data(), "full")
+        if service == "dynamodb":  # botocore verifies it
+            assert got.headers["x-amz-crc32"] == str(zlib.crc32(got.get_data()) & 0xFFFFFFFF)
+        assert got.headers["x-amzn-requestid"]
+        assert got.headers["Content-Length"] == str(len(got.get_data()))
+
+
+def test_unknown_action_fails_as_on_the_full_path() -> None:
+    patches.apply()
+    full = Client(DomainDispatcherApplication(create_backend_app))
+    fast = Client(JsonProtocolFastPath(DomainDispatcherApplication(create_backend_app)))
+    with pytest.raises(Exception) as on_full:
+        _post(full, "dynamodb", "DynamoDB_20120810.NoSuchAction", {})
+    with pytest.raises(Exception) as on_fast:
+        _post(fast, "dynamodb", "DynamoDB_20120810.NoSuchAction", {})
+    assert type(on_fast.value) is type(on_full.value)
+
+
+@pytest.mark.parametrize(
+    ("headers", "data"),
+    [
+        pytest.param(  # unsigned
+            {
+                "X-Amz-Target": "DynamoDB_20120810.ListTables",
+                "Content-Type": "application/x-amz-json-1.0",
+            },
+            "{}",
+            id="unsigned",
+        ),
+        pytest.param(  # signed for another service than the target's
+            {
+                "X-Amz-Target": "DynamoDB_20120810.ListTables",
+                "Content-Type": "application/x-amz-json-1.0",
+                "Authorization": _AUTH.format("sqs"),
+            },
+            "{}",
+            id="other-signing-service",
+        ),
+        pytest.param(  # SQS's query protocol
+            {
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Authorization": _AUTH.format("sqs"),
+            },
+            "Action=ListQueues&Version=2012-11-05",
+            id="query-protocol",
+        ),
+        pytest.param(  # a browser's request: flask-cors answers it
+            {
+                "X-Amz-Target": "DynamoDB_20120810.ListTables",
+                "Content-Type": "application/x-amz-json-1.0",
+                "Authorization": _AUTH.format("dynamodb"),
+                "Origin": "http://example.com",
+            },
+            "{}",
+            id="origin",
+        ),
+    ],
+)
+def test_other_requests_take_the_full_path(
+    flask_calls: list[str], headers: dict[str, str], data: str
+) -> None:
+    patches.apply()
+    full = Client(DomainDispatcherApplication(create_backend_app))
+    fast = Client(JsonProtocolFastPath(DomainDispatcherApplication(create_backend_app)))
+    expected = _outcome(full, headers, data)
+    flask_calls.clear()
+    got = _outcome(fast, headers, data)
+    assert len(flask_calls) == 1
+    assert got == expected
+
+
+def _outcome(client: Client, headers: dict[str, str], data: str) -> tuple[str, bytes]:
+    try:
+        response = client.post("/", data=data, headers=headers)
+    except Exception as exc:  # moto's app raises what it does not understand
+        return f"raised {type(exc).__name__}", b""
+    # the request id is random, in the body of a query-protocol answer too
+    return response.status, re.sub(rb"<RequestId>[^<]*<", b"<RequestId><", response.get_data())
