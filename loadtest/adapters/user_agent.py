@@ -4,11 +4,11 @@ botocore rebuilds a request's User-Agent string twice per call (when it serialis
 request, and again when the request is created), from some twenty components that are
 each sanitised character by character: about a fifth of a call's CPU in a profile of
 the harness on the embedded backend. The string depends only on the client (its
-session, its config and the features it registered) and on the features the call
-itself registered (retry mode, paginators, ...: ``botocore.context``'s ``features``);
-``memoise_user_agent`` makes a client keep the string it built for each such input and
-hand it out again, so every request still carries exactly the header botocore would
-have built.
+session, its config and the features it registered), on the features the call itself
+registered (retry mode, paginators, ...: ``botocore.context``'s ``features``) and on
+botocore's ``modify_components`` hook; ``memoise_user_agent`` makes a client keep the
+string it built for each such input and hand it out again, so every request still
+carries exactly the header botocore would have built.
 
 Owns that memo; must not change what a header says, nor touch clients other than those
 ``loadtest.adapters.aws.clients`` makes for loadtest's own calls.
@@ -19,11 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from botocore import useragent
 from botocore.context import get_context
 
 MEMO_MAX = 64
-"""Distinct (client features, call features) inputs kept per client; more clears the memo
-(a run's calls use a handful)."""
+"""Distinct (client features, call features, components hook) inputs kept per client; more
+clears the memo (a run's calls use a handful)."""
 
 
 class UserAgentMemo:
@@ -32,13 +33,14 @@ class UserAgentMemo:
     def __init__(self, creator: Any, build: Callable[[], str]) -> None:
         self._creator = creator
         self._build = build
-        self._strings: dict[tuple[frozenset[str], frozenset[str]], str] = {}
+        self._strings: dict[tuple[frozenset[str], frozenset[str], object], str] = {}
 
     def __call__(self) -> str:
         context = get_context()
         key = (
             frozenset(self._creator._client_features or ()),
             frozenset(context.features) if context is not None else frozenset(),
+            useragent.modify_components,  # botocore's hook for rewriting the components
         )
         text = self._strings.get(key)
         if text is None:

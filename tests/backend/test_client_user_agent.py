@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import pytest
+from botocore import useragent
 from botocore.context import start_as_current_context
 from botocore.useragent import UserAgentString, register_feature_id
 
@@ -69,6 +71,15 @@ def test_memo_builds_once_per_input() -> None:
         register_feature_id("WAITER")
         assert creator.to_string() != first
     assert len(builds) == 2
+
+
+def test_memo_follows_botocores_components_hook(monkeypatch: pytest.MonkeyPatch) -> None:
+    creator = UserAgentString.from_environment()
+    holder = type("Client", (), {"_user_agent_creator": creator})()
+    memoise_user_agent(holder)
+    first = creator.to_string()
+    monkeypatch.setattr(useragent, "modify_components", lambda components: components[:1])
+    assert creator.to_string() == first.split(" ")[0]
 
 
 def test_a_client_without_the_botocore_internals_is_left_alone() -> None:
