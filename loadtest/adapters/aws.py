@@ -31,6 +31,7 @@ from loadtest.adapters.aws_errors import translated as translated
 from loadtest.adapters.endstate import queue_depth as queue_depth
 from loadtest.adapters.endstate import scan_items as scan_items
 from loadtest.adapters.fifo import FifoQueue, refuse_window_fault
+from loadtest.adapters.user_agent import memoise_user_agent
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb.client import DynamoDBClient
@@ -108,6 +109,8 @@ async def clients(
         session.client("sqs", endpoint_url=target.endpoint_url, config=config) as sqs,
         session.client("dynamodb", endpoint_url=target.endpoint_url, config=config) as dynamodb,
     ):
+        memoise_user_agent(sqs)
+        memoise_user_agent(dynamodb)
         yield sqs, dynamodb
 
 

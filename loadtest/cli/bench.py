@@ -147,6 +147,9 @@ class _PeakMemory:
         self.pss_sum_peak_mb = 0.0
         """The largest sum of PSS over this process and all its descendants at one sample:
         the run's memory across all its processes, shared pages counted once."""
+        self.cpu_s = 0.0
+        """CPU seconds the sampling thread has used so far (it runs in the harness, so the
+        harness's figure includes them)."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -173,8 +176,10 @@ class _PeakMemory:
         self.pss_sum_peak_mb = max(self.pss_sum_peak_mb, pss_sum)
 
     def _sample(self) -> None:
+        started_s = time.thread_time()
         while not self._stop.wait(SAMPLE_S):
             self.sample()
+            self.cpu_s = time.thread_time() - started_s
 
 
 def _backend_requests(url: str) -> dict[str, Any]:
@@ -262,6 +267,7 @@ def main(argv: list[str] | None = None) -> None:
             memory.sample(pss=True)
             backend_peak_mb = memory.peaks_mb.pop(backend.pid, None)
         self_after = resource.getrusage(resource.RUSAGE_SELF)
+        sampler_cpu_s = memory.cpu_s
         children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
         harness_run_peak_mb = self_after.ru_maxrss / 1024
 
@@ -362,6 +368,10 @@ def main(argv: list[str] | None = None) -> None:
         print("  requests per message              (the backend exposes no request counter)")
     line("CPU per message, all processes", "cpu_ms_per_message", "ms")
     line("  harness", "harness_cpu_ms_per_message", "ms")
+    print(
+        f"    (of which this bench's memory sampler {1000 * sampler_cpu_s / messages:.2f} ms, "
+        "as far as its last sample)"
+    )
     line(
         "  execution environments" + (" + producers" if args.producers > 1 else ""),
         "environments_cpu_ms_per_message",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,7 +19,9 @@ from loadtest.model.checker import (
     check,
     details_of,
     duplicate_evidence,
+    key_template,
 )
+from loadtest.model.checker.details import carries_id
 from loadtest.model.history import (
     Ack,
     DeadLetter,
@@ -797,3 +800,30 @@ def test_body_fields_the_consumer_never_stores_are_not_details() -> None:
     # m-2's quantity 3 was acked and never stored: lost, whatever its trace id.
     assert result.counts.lost_outcomes == 1
     assert result.notes == ()
+
+
+_ID_TEXT = st.text(alphabet="ab1#-_ ", max_size=8)
+
+
+@given(_ID_TEXT, st.lists(_ID_TEXT, max_size=3), _ID_TEXT)
+def test_ids_in_keys_are_named_as_whole_tokens_only(
+    value: str, business_ids: list[str], other: str
+) -> None:
+    """A key's business id is named ``{id}`` exactly where the token rule matches it (the
+    rule as a plain regular expression per id), and an item carries an id the same way."""
+    records = [record(f"m-{i}", b or None) for i, b in enumerate(business_ids)]
+    inv = invocation("req-x", records, [])
+    expected = value
+    for business_id in sorted({b for b in business_ids if b}, key=len, reverse=True):
+        expected = re.sub(
+            rf"(?<![A-Za-z0-9]){re.escape(business_id)}(?![A-Za-z0-9])", "{id}", expected
+        )
+    template = key_template({"id": {"S": value}}, inv)
+    assert template.startswith("id=")
+    if not any(tag in template for tag in ("{uuid}", "{hex}", "{n}", "{messageId}")):
+        assert template == f"id={expected}"
+    for business_id in business_ids:
+        token = re.compile(rf"(?<![A-Za-z0-9]){re.escape(business_id)}(?![A-Za-z0-9])")
+        carried = value == business_id or token.search(value) is not None
+        carried = carried or other == business_id or token.search(other) is not None
+        assert carries_id({"other": {"S": other}}, {"id": {"S": value}}, business_id) is carried

@@ -28,3 +28,5 @@ def test_a_small_bench_settles_and_measures_every_process_kind(
     ):
         (line,) = [line for line in out.splitlines() if line.strip().startswith(label)]
         assert re.search(r"\d+(\.\d+)? (MB|ms)", line), line
+    (sampler,) = [line for line in out.splitlines() if "memory sampler" in line]
+    assert re.search(r"sampler \d+\.\d\d ms", sampler), sampler
