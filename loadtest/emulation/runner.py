@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 from loadtest.emulation.dispatcher import Dispatcher as Dispatcher
 from loadtest.emulation.dispatcher import dispatches as dispatches
@@ -77,20 +78,29 @@ class Settlement:
     expected: set[str] | None = None
     settled: set[str] = field(default_factory=set)
     done: anyio.Event = field(default_factory=anyio.Event)
-    _by_business_id: dict[str, anyio.Event] = field(default_factory=dict)
+    _settled_business_ids: set[str] = field(default_factory=set)
+    # Events only for the ids someone waits on: an event per business id of the
+    # run (a few hundred bytes each) grew with the traffic though few are awaited.
+    _waiting: dict[str, anyio.Event] = field(default_factory=dict)
 
     def settle(self, message_id: str, business_id: str | None) -> None:
         self.settled.add(message_id)
         if business_id is not None:
-            self._event(business_id).set()
+            self._settled_business_ids.add(business_id)
+            waiting = self._waiting.pop(business_id, None)
+            if waiting is not None:
+                waiting.set()
         self.check()
-
-    def _event(self, business_id: str) -> anyio.Event:
-        return self._by_business_id.setdefault(business_id, anyio.Event())
 
     async def first_settled(self, business_id: str) -> None:
         """Return once any message of ``business_id`` was settled."""
-        await self._event(business_id).wait()
+        if business_id in self._settled_business_ids:
+            await anyio.lowlevel.checkpoint()  # as waiting on a set event does
+            return
+        waiting = self._waiting.get(business_id)
+        if waiting is None:
+            waiting = self._waiting[business_id] = anyio.Event()
+        await waiting.wait()
 
     def expect(self, message_ids: set[str]) -> None:
         self.expected = message_ids

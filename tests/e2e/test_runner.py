@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
+
+from loadtest.emulation.runner import Settlement
 from loadtest.model.history import InvocationOutcome
 from loadtest.model.scenario import load_scenario
 from loadtest.reports.report import build_report
@@ -74,3 +77,31 @@ def test_an_invocation_cut_off_by_the_deadline_is_a_delivery_with_its_writes(
     assert counts.unsettled == 4
     assert run.check.verdict == "fail"
     assert loadtest_resources(backend_url) == ([], [])
+
+
+def test_settlement_keeps_an_event_only_for_an_awaited_business_id() -> None:
+    async def main() -> list[str]:
+        settlement = Settlement()
+        woke: list[str] = []
+        for n in range(100):
+            settlement.settle(f"m-{n}", f"id-{n}")
+        # Settling, with nobody waiting, leaves nothing behind per business id.
+        assert not settlement._waiting
+
+        async def wait(business_id: str) -> None:
+            await settlement.first_settled(business_id)
+            woke.append(business_id)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wait, "id-7")  # settled before: returns at once
+            tg.start_soon(wait, "later")
+            await anyio.wait_all_tasks_blocked()
+            assert woke == ["id-7"]
+            assert set(settlement._waiting) == {"later"}
+            settlement.settle("m-later", "later")
+        assert not settlement._waiting
+        settlement.expect({"m-1", "m-later"})
+        assert settlement.done.is_set()
+        return woke
+
+    assert anyio.run(main, backend="asyncio") == ["id-7", "later"]
