@@ -305,7 +305,8 @@ def test_a_dead_zygote_is_no_verdict_exit_four_and_leaves_nothing(
         env={**os.environ, "NO_COLOR": "1", "LOADTEST_ZYGOTE": "1"},
     )
     deadline = time.monotonic() + 60
-    zygote, children = None, []
+    zygote: int | None = None
+    children: list[int] = []
     while (zygote is None or not children) and time.monotonic() < deadline:
         time.sleep(0.1)
         zygote, children = _zygote_and_children(process.pid)
