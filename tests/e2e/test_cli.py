@@ -200,32 +200,24 @@ def test_preexisting_resources_are_untouched(backend_url: str, tmp_path: Path) -
         sqs.delete_queue(QueueUrl=queue_url)
 
 
-def test_subprocess_interrupt_cleans_up(backend_url: str, tmp_path: Path) -> None:
-    """Ctrl-C mid-run: exit 130, and the run's queue and table are deleted."""
-    process = subprocess.Popen(
+def _race_burst(backend_url: str, tmp_path: Path, **env: str) -> subprocess.Popen[str]:
+    """``loadtest run race-burst`` (conditional, 400 ids, 2 environments) in a subprocess."""
+    return subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "loadtest",
-            "run",
-            "race-burst",
-            "--variant",
-            "conditional",
-            "--distinct-ids",
-            "400",
-            "--concurrency",
-            "2",
-            "--endpoint-url",
-            backend_url,
-            "--out",
-            str(tmp_path),
-            "--quiet",
+            *(sys.executable, "-m", "loadtest", "run", "race-burst", "--variant", "conditional"),
+            *("--distinct-ids", "400", "--concurrency", "2", "--endpoint-url", backend_url),
+            *("--out", str(tmp_path), "--quiet"),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "NO_COLOR": "1"},
+        env={**os.environ, "NO_COLOR": "1", **env},
     )
+
+
+def test_subprocess_interrupt_cleans_up(backend_url: str, tmp_path: Path) -> None:
+    """Ctrl-C mid-run: exit 130, and the run's queue and table are deleted."""
+    process = _race_burst(backend_url, tmp_path)
     deadline = time.monotonic() + 60
     while loadtest_resources(backend_url)[1] == [] and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -280,30 +272,7 @@ def test_a_dead_zygote_is_no_verdict_exit_four_and_leaves_nothing(
     backend_url: str, tmp_path: Path
 ) -> None:
     """loadtest's own failure mid-run is not the consumer's: exit 4 (no verdict), never 1."""
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "loadtest",
-            "run",
-            "race-burst",
-            "--variant",
-            "conditional",
-            "--distinct-ids",
-            "400",
-            "--concurrency",
-            "2",
-            "--endpoint-url",
-            backend_url,
-            "--out",
-            str(tmp_path),
-            "--quiet",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "NO_COLOR": "1", "LOADTEST_ZYGOTE": "1"},
-    )
+    process = _race_burst(backend_url, tmp_path, LOADTEST_ZYGOTE="1")
     deadline = time.monotonic() + 60
     zygote: int | None = None
     children: list[int] = []
