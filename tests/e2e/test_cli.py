@@ -234,37 +234,36 @@ def _zygote_and_children(harness: int) -> tuple[int | None, list[int]]:
     """The run's zygote (the harness's child running the zygote) and the environments it forked."""
     from loadtest.emulation import layer
 
-    zygote, children = None, []
+    marked: dict[int, int | None] = {}  # processes running the zygote's code -> their parent
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             args = (entry / "cmdline").read_bytes()
-            parent = int((entry / "stat").read_bytes().rsplit(b")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
+        except OSError:
             continue
-        if layer.ZYGOTE_MARKER.encode() not in args:
-            continue
-        if parent == harness:
-            zygote = int(entry.name)
-        else:
-            children.append(int(entry.name))
-    return zygote, [c for c in children if zygote is not None and _parent(c) == zygote]
+        if layer.ZYGOTE_MARKER.encode() in args:
+            marked[int(entry.name)] = _parent(int(entry.name))
+    zygote = next((pid for pid, parent in marked.items() if parent == harness), None)
+    return zygote, [pid for pid, parent in marked.items() if zygote and parent == zygote]
 
 
-def _parent(pid: int) -> int | None:
+def _stat(pid: int) -> list[bytes] | None:
+    """The fields of ``/proc/PID/stat`` after the command name; None once the process is gone."""
     try:
-        return int(Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
+        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
         return None
 
 
+def _parent(pid: int) -> int | None:
+    fields = _stat(pid)
+    return int(fields[1]) if fields else None
+
+
 def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != b"Z"
+    fields = _stat(pid)
+    return fields is not None and fields[0] != b"Z"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="zygotes need pidfds")
