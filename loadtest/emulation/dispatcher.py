@@ -48,10 +48,20 @@ Run = list[Batch]
 RECEIVE_MAX = 10
 """ReceiveMessage's and DeleteMessageBatch's most entries per call (SQS's limit)."""
 ACKNOWLEDGERS = 2
-"""Concurrent DeleteMessageBatch calls; acknowledgements queue up while they run."""
-ACK_LINGER_S = 0.01
-"""How long (in seconds) an acknowledgement waits for others to share its DeleteMessageBatch,
-while invocations are in progress; part of the measured ack and end-to-end latency."""
+"""Concurrent DeleteMessageBatch calls; one gathers the next batch while the other's call runs."""
+ACK_LINGER_S = 0.025
+"""At most how long (in seconds) an acknowledgement waits for others to fill its
+DeleteMessageBatch, while invocations are in progress; part of the measured ack and
+end-to-end latency."""
+ACK_LINGER_SHARE = 0.01
+"""The linger never exceeds this share of the visibility timeout, so waiting to share a
+call cannot bring a handled message close to reappearing."""
+
+
+def ack_linger_s(visibility_timeout_s: float) -> float:
+    """How long (in seconds) the oldest pending acknowledgement may wait for a fuller
+    DeleteMessageBatch, for a queue with this visibility timeout."""
+    return max(0.0, min(ACK_LINGER_S, ACK_LINGER_SHARE * visibility_timeout_s))
 
 
 def group_of(message: Message) -> str | None:
@@ -137,10 +147,17 @@ class Dispatcher:
     a full receive unless an environment has nothing to do), cuts them into batches of
     ``batch_size`` and hands each batch to the next free environment. Successful
     deliveries are acknowledged by DeleteMessageBatch calls of up to 10 entries
-    shared across invocations: while one call is in flight the next ones queue,
-    so under load a call carries several invocations' messages and at low load
-    each goes at once. A message is settled when its delete succeeded, and its
-    acknowledgement latency runs from the invocation's end to that moment.
+    shared across invocations: a call goes once it holds 10, once its oldest entry
+    has waited ``ack_linger_s`` (a bound under the visibility timeout), or at once
+    when no invocation is in progress to add to it (a lone acknowledgement is not
+    delayed). One acknowledger gathers at a time while another's call is in flight::
+
+        acks    a1 . a2 ...... a3 | a4 .. a13 at once
+        call 1  [a1 a2 a3]          goes when a1 has waited the linger
+        call 2  [a4 .. a13]         goes as it reaches 10, call 1 still in flight
+
+    A message is settled when its delete succeeded, and its acknowledgement latency
+    runs from the invocation's end to that moment (the wait to share a call included).
 
     ``lookahead=False`` receives only for free environments, so no message waits
     in the harness while its visibility timeout runs (the engine chooses it when
@@ -172,6 +189,9 @@ class Dispatcher:
         self.calls = {"receive": 0, "delete": 0}
         """ReceiveMessage and DeleteMessageBatch calls made (for the benchmark)."""
         self._acks_send, self._acks_receive = anyio.create_memory_object_stream[_Pending](math.inf)
+        self._linger_ns = int(ack_linger_s(self.settings.visibility_timeout_s) * 1e9)
+        self._gathering = anyio.Lock()
+        """Held by the acknowledger filling the next DeleteMessageBatch."""
 
     async def run(self) -> None:
         batches_send, batches_receive = anyio.create_memory_object_stream[Run](math.inf)
@@ -259,25 +279,40 @@ class Dispatcher:
 
     async def _acknowledger(self, pending: MemoryObjectReceiveStream[_Pending]) -> None:
         async with pending:
-            async for first in pending:
-                batch = [first]
-                # Wait a little for other invocations' acknowledgements, but only while
-                # some are in progress: a lone message is acknowledged at once.
-                with anyio.move_on_after(ACK_LINGER_S):
-                    while len(batch) < RECEIVE_MAX:
-                        try:
-                            batch.append(pending.receive_nowait())
-                            continue
-                        except anyio.WouldBlock:
-                            if not self.progress.in_flight:
-                                break
-                        except anyio.EndOfStream:
-                            break
-                        try:
-                            batch.append(await pending.receive())
-                        except anyio.EndOfStream:
-                            break
+            while True:
+                async with self._gathering:
+                    try:
+                        batch = [await pending.receive()]
+                    except anyio.EndOfStream:
+                        return
+                    await self._gather(pending, batch)
                 await self._delete(batch)
+
+    async def _gather(
+        self, pending: MemoryObjectReceiveStream[_Pending], batch: list[_Pending]
+    ) -> None:
+        """Add pending acknowledgements to ``batch`` until it holds 10, its oldest has waited
+        the linger, or none can come (no invocation in progress, or the run is ending)."""
+        deadline_ns = batch[0].requested_ns + self._linger_ns
+        while len(batch) < RECEIVE_MAX:
+            try:
+                batch.append(pending.receive_nowait())
+                continue
+            except anyio.WouldBlock:
+                if not self.progress.in_flight:
+                    return
+            except anyio.EndOfStream:
+                return
+            wait_s = (deadline_ns - self.clock()) / 1e9
+            if wait_s <= 0:
+                return
+            with anyio.move_on_after(wait_s):
+                try:
+                    batch.append(await pending.receive())
+                except anyio.EndOfStream:
+                    return
+                continue
+            return
 
     async def _delete(self, batch: list[_Pending]) -> None:
         self.calls["delete"] += 1
