@@ -129,9 +129,17 @@ async def clients(
         parameter_validation=False,
     )
     session = target.session()
+    # Over plain HTTP there is no certificate to verify, but each client would still
+    # build a TLS context and load the CA bundle (some 20 ms of CPU per client).
+    plain_http = (target.endpoint_url or "").lower().startswith("http:")
+    verify = False if plain_http else None
     async with (
-        session.client("sqs", endpoint_url=target.endpoint_url, config=config) as sqs,
-        session.client("dynamodb", endpoint_url=target.endpoint_url, config=config) as dynamodb,
+        session.client(
+            "sqs", endpoint_url=target.endpoint_url, config=config, verify=verify
+        ) as sqs,
+        session.client(
+            "dynamodb", endpoint_url=target.endpoint_url, config=config, verify=verify
+        ) as dynamodb,
     ):
         memoise_user_agent(sqs)
         memoise_user_agent(dynamodb)

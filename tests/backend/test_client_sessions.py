@@ -1,7 +1,10 @@
 """loadtest's own clients share one session per fixed credentials and region (it keeps the
-service models a client is built from); credentials from boto3's chain get a new one."""
+service models a client is built from); credentials from boto3's chain get a new one. Over
+plain HTTP they build no TLS context."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import anyio
 
@@ -26,3 +29,14 @@ def test_fixed_credentials_share_a_session_across_runs(backend_url: str) -> None
 def test_credentials_from_boto3s_chain_get_a_new_session_each_time() -> None:
     target = aws.Target(aws.BackendKind.AWS, None, "us-east-1")
     assert target.session() is not target.session()
+
+
+def test_plain_http_endpoints_build_no_tls_context() -> None:
+    async def verifies(endpoint_url: str) -> list[object]:
+        target = aws.Target.resolve(aws.BackendKind.ENDPOINT, endpoint_url)
+        async with aws.clients(target) as (sqs, dynamodb):
+            clients: list[Any] = [sqs, dynamodb]
+            return [c._endpoint.http_session._verify for c in clients]
+
+    assert anyio.run(verifies, "http://127.0.0.1:9", backend="asyncio") == [False, False]
+    assert False not in anyio.run(verifies, "https://127.0.0.1:9", backend="asyncio")
