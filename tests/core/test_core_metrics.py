@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from hdrh.histogram import HdrHistogram
+from hypothesis import given
+from hypothesis import strategies as st
 
 from loadtest.model.metrics import HIGHEST_US, PERCENTILES, Latency
 
@@ -30,6 +32,20 @@ def test_percentiles_in_microseconds() -> None:
         "mean": 500.5,
         "out_of_range": 0,
     }
+
+
+@given(st.lists(st.integers(min_value=1, max_value=HIGHEST_US), min_size=1, max_size=300))
+def test_summary_reads_the_figures_hdrh_computes(values_us: list[int]) -> None:
+    # The summary walks only the filled buckets, once: the same figures as hdrh's own
+    # walks over every bucket.
+    latency = Latency()
+    for value_us in values_us:
+        latency.record_ns(value_us * 1000)
+    summary = latency.summary()
+    histogram = latency.histogram
+    for key, percentile in PERCENTILES:
+        assert summary[key] == histogram.get_value_at_percentile(percentile)
+    assert summary["mean"] == round(histogram.get_mean_value(), 1)
 
 
 def test_nanoseconds_are_rounded_to_whole_microseconds_min_one() -> None:
