@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from loadtest.model.history import Ack
 from loadtest.model.scenario import ConsumerSettings
@@ -206,7 +206,7 @@ class Dispatcher:
                 batches_receive.close()
                 await self._receiver(batches_send)
 
-    async def _receiver(self, batches: anyio.abc.ObjectSendStream[Run]) -> None:
+    async def _receiver(self, batches: MemoryObjectSendStream[Run]) -> None:
         async with batches:
             while not self.stopping.is_set():
                 taken = await self.slots.take(-(-RECEIVE_MAX // self.batch_size))
@@ -229,7 +229,7 @@ class Dispatcher:
                 self.slots.give(taken - len(cut))
                 self.slots.waiting += len(cut)
                 for run in cut:
-                    await batches.send(run)
+                    batches.send_nowait(run)  # unbounded: no need to yield to the loop per run
 
     async def _worker(self, poller: Poller, runs: anyio.abc.ObjectReceiveStream[Run]) -> None:
         async with runs:
@@ -272,8 +272,8 @@ class Dispatcher:
         self, messages: list[dict[str, Any]], business: dict[str, str | None]
     ) -> None:
         requested_ns = self.clock()
-        for m in messages:
-            await self._acks_send.send(
+        for m in messages:  # unbounded: no need to yield to the loop per message
+            self._acks_send.send_nowait(
                 _Pending(m["MessageId"], m["ReceiptHandle"], business[m["MessageId"]], requested_ns)
             )
 
