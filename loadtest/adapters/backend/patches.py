@@ -118,6 +118,7 @@ import moto.core.utils
 import moto.dynamodb.comparisons
 import moto.dynamodb.models
 import moto.dynamodb.models.table
+import moto.dynamodb.responses
 import moto.sqs.models
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import Item
@@ -211,6 +212,9 @@ def _replacements() -> dict[tuple[object, str], object]:
     parse_condition = memo.memo_filter_expression(moto.dynamodb.comparisons.get_filter_expression)
     for module in (moto.dynamodb.models, moto.dynamodb.models.table, partiql_patches):
         replacements[module, "get_filter_expression"] = parse_condition
+    replacements[moto.dynamodb.responses, "create_condition_expression_parser"] = (
+        memo.memo_condition_parser(moto.dynamodb.comparisons.create_condition_expression_parser)
+    )
     for name in (
         "create_queue",
         "delete_queue",
