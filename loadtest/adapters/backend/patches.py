@@ -53,6 +53,8 @@ What changes:
   the 14 attribute names ``Queue.attributes`` reads on every ``SendMessage``) and
   condition-expression parsing are kept once computed (``memo`` says why each is safe to
   keep), and a receipt handle is drawn in one call instead of one per letter.
+* A JSON-protocol error (every DynamoDB error) is built without the XML body moto renders
+  and then replaces (``json_errors``).
 
 and on ``moto.sqs.models``:
 
@@ -120,11 +122,12 @@ import moto.dynamodb.models
 import moto.dynamodb.models.table
 import moto.dynamodb.responses
 import moto.sqs.models
+from moto.core.exceptions import JsonRESTError
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import Item
 from moto.sqs.models import Queue, SQSBackend
 
-from loadtest.adapters.backend import fifo_patches, interning, memo, partiql_patches
+from loadtest.adapters.backend import fifo_patches, interning, json_errors, memo, partiql_patches
 from loadtest.adapters.backend.errors import UnsupportedMotoVersion
 from loadtest.adapters.backend.partiql_patches import (
     DuplicateItemException as DuplicateItemException,
@@ -196,6 +199,7 @@ def _replacements() -> dict[tuple[object, str], object]:
             moto.core.utils.method_names_from_class
         ),
         (Item, "__init__"): interning.interned_attribute_names(Item.__init__),
+        (JsonRESTError, "__init__"): json_errors.without_xml(JsonRESTError.__init__),
         (DynamoDBBackend, "execute_statement"): _make_execute_statement(
             DynamoDBBackend.execute_statement
         ),
