@@ -54,7 +54,8 @@ What changes:
   condition-expression parsing are kept once computed (``memo`` says why each is safe to
   keep), and a receipt handle is drawn in one call instead of one per letter.
 * A JSON-protocol error (every DynamoDB error) is built without the XML body moto renders
-  and then replaces (``json_errors``).
+  and then replaces (``json_errors``), and the clock SQS reads several times per message
+  is read without building datetimes (``clock``).
 
 and on ``moto.sqs.models``:
 
@@ -127,7 +128,14 @@ from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import Item
 from moto.sqs.models import Queue, SQSBackend
 
-from loadtest.adapters.backend import fifo_patches, interning, json_errors, memo, partiql_patches
+from loadtest.adapters.backend import (
+    clock,
+    fifo_patches,
+    interning,
+    json_errors,
+    memo,
+    partiql_patches,
+)
 from loadtest.adapters.backend.errors import UnsupportedMotoVersion
 from loadtest.adapters.backend.partiql_patches import (
     DuplicateItemException as DuplicateItemException,
@@ -210,6 +218,9 @@ def _replacements() -> dict[tuple[object, str], object]:
             DynamoDBBackend.execute_transaction
         ),
     }
+    unix_time = clock.fast_unix_time(moto.core.utils.unix_time, moto.core.utils)
+    for module in (moto.core.utils, moto.sqs.models):
+        replacements[module, "unix_time"] = unix_time
     to_underscores = memo.memo_camelcase(moto.core.utils.camelcase_to_underscores)
     for module in (moto.core.responses, moto.sqs.models):
         replacements[module, "camelcase_to_underscores"] = to_underscores
