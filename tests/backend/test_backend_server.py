@@ -37,8 +37,9 @@ def _request(
     )
     if chunked:
         framed = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (body[:4], body[4:]))
-        return (head + "Transfer-Encoding: chunked\r\n\r\n").encode() + framed + b"0\r\n\r\n"
-    return (head + f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+        chunked_head = head + "Transfer-Encoding: chunked\r\n\r\n"
+        return chunked_head.encode("latin-1") + framed + b"0\r\n\r\n"
+    return (head + f"Content-Length: {len(body)}\r\n\r\n").encode("latin-1") + body
 
 
 def _read_response(sock: socket.socket) -> bytes:
@@ -88,6 +89,27 @@ def test_many_requests_on_one_connection_answer_as_werkzeug(servers: tuple[str, 
     [expected], _ = _exchange(closing, [_request()])
     assert not closed
     assert expected.count(b"\r\nConnection: close\r\n") == 1
+    for answer in answers:
+        assert _masked(answer) == _masked(expected).replace(b"\r\nConnection: close", b"")
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        pytest.param("X-Odd: a\r\n folded\r\n", id="obs-fold"),
+        pytest.param("X-Dup: 1\r\nX-Dup: 2\r\n", id="repeated"),
+        pytest.param("X-Odd: caf\xe9\r\n", id="non-ascii"),
+        pytest.param("Connection: keep-alive\r\n", id="keep-alive"),
+    ],
+)
+def test_odd_headers_answer_as_werkzeug_and_keep_the_connection(
+    servers: tuple[str, str], extra: str
+) -> None:
+    kept, closing = servers
+    odd = _request(extra=extra)
+    answers, closed = _exchange(kept, [odd, odd])
+    [expected], _ = _exchange(closing, [odd])
+    assert not closed
     for answer in answers:
         assert _masked(answer) == _masked(expected).replace(b"\r\nConnection: close", b"")
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIApplication, WSGIEnvironment
 
 from loadtest.adapters.backend.app import build_app
+from loadtest.adapters.backend.http_head import read_plain_head
 
 READY_PREFIX = "READY "
 """The child's one line on stdout, followed by its endpoint URL, once it accepts requests."""
@@ -107,7 +108,8 @@ def serve(
         on both sides) was a large share of the backend's CPU, and the drain's epoll
         selector (created, registered, polled, closed) another ~10% per request. A
         chunked body still takes werkzeug's own path and closes after the response, as
-        do an HTTP/1.0 client and a client's own ``Connection: close``.
+        do an HTTP/1.0 client and a client's own ``Connection: close``. A plain request
+        head is read by ``http_head`` instead of ``email.parser``.
         """
 
         # werkzeug writes the headers and the body separately; on a kept connection
@@ -115,6 +117,22 @@ def serve(
         disable_nagle_algorithm = True
         _kept = False
         _status_sent = False
+
+        def parse_request(self) -> bool:
+            """The standard ``parse_request``, read by ``http_head`` when the head is
+            plain (with the same outcome), by the standard parser otherwise."""
+            peek = getattr(self.rfile, "peek", None)
+            head = None if peek is None else read_plain_head(self.raw_requestline, peek())
+            if head is None or self.protocol_version < "HTTP/1.1":
+                return super().parse_request()
+            self.rfile.read(head.length)
+            self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+            self.command, self.path, self.headers = head.command, head.path, head.headers
+            self.request_version = "HTTP/1.1"
+            self.close_connection = self.headers.get("Connection", "").lower() == "close"
+            if self.headers.get("Expect", "").lower() == "100-continue":
+                return self.handle_expect_100()
+            return True
 
         def run_wsgi(self) -> None:
             if "chunked" in parse_set_header(self.headers.get("Transfer-Encoding")):
