@@ -52,7 +52,8 @@ What changes:
 * moto's per-request method listing, action-name conversion (and the same conversion of
   the 14 attribute names ``Queue.attributes`` reads on every ``SendMessage``) and
   condition-expression parsing are kept once computed (``memo`` says why each is safe to
-  keep), and a receipt handle is drawn in one call instead of one per letter.
+  keep), and a receipt handle (and every response's request id, ``random_strings``) is
+  drawn in one call instead of one per letter.
 * A JSON-protocol error (every DynamoDB error) is built without the XML body moto renders
   and then replaces (``json_errors``), and the clock SQS reads several times per message
   is read without building datetimes (``clock``).
@@ -126,6 +127,7 @@ import moto.sqs.models
 from moto.core.exceptions import JsonRESTError
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import Item
+from moto.moto_api._internal.moto_random import MotoRandom
 from moto.sqs.models import Queue, SQSBackend
 
 from loadtest.adapters.backend import (
@@ -135,6 +137,7 @@ from loadtest.adapters.backend import (
     json_errors,
     memo,
     partiql_patches,
+    random_strings,
 )
 from loadtest.adapters.backend.errors import UnsupportedMotoVersion
 from loadtest.adapters.backend.partiql_patches import (
@@ -208,6 +211,7 @@ def _replacements() -> dict[tuple[object, str], object]:
         ),
         (Item, "__init__"): interning.interned_attribute_names(Item.__init__),
         (JsonRESTError, "__init__"): json_errors.without_xml(JsonRESTError.__init__),
+        (MotoRandom, "get_random_string"): random_strings.get_random_string,
         (DynamoDBBackend, "execute_statement"): _make_execute_statement(
             DynamoDBBackend.execute_statement
         ),
