@@ -213,3 +213,26 @@ def _outcome(client: Client, headers: dict[str, str], data: str) -> tuple[str, b
         return f"raised {type(exc).__name__}", b""
     # the request id is random, in the body of a query-protocol answer too
     return response.status, re.sub(rb"<RequestId>[^<]*<", b"<RequestId><", response.get_data())
+
+
+def test_each_host_gets_its_own_urls_as_on_the_full_path() -> None:
+    patches.apply()
+    full = Client(DomainDispatcherApplication(create_backend_app))
+    fast = Client(JsonProtocolFastPath(DomainDispatcherApplication(create_backend_app)))
+    for client, queue in ((full, "hosts_full"), (fast, "hosts_fast")):
+        _post(client, "sqs", "AmazonSQS.CreateQueue", {"QueueName": queue})
+    for host in ("a.example:1234", "b.example", "a.example:1234"):
+        answers = []
+        for client, queue in ((full, "hosts_full"), (fast, "hosts_fast")):
+            response = client.post(
+                "/",
+                data=json.dumps({"QueueName": queue}),
+                headers={
+                    "Host": host,
+                    "X-Amz-Target": "AmazonSQS.GetQueueUrl",
+                    "Content-Type": "application/x-amz-json-1.0",
+                    "Authorization": _AUTH.format("sqs"),
+                },
+            )
+            answers.append(json.loads(response.get_data())["QueueUrl"].replace(queue, "Q"))
+        assert answers[0] == answers[1] == f"http://{host}/123456789012/Q"

@@ -52,7 +52,11 @@ What changes:
 * moto's per-request method listing, action-name conversion (and the same conversion of
   the 14 attribute names ``Queue.attributes`` reads on every ``SendMessage``) and
   condition-expression parsing are kept once computed (``memo`` says why each is safe to
-  keep), and a receipt handle is drawn in one call instead of one per letter.
+  keep), and a receipt handle (and every response's request id, ``random_strings``) is
+  drawn in one call instead of one per letter.
+* A JSON-protocol error (every DynamoDB error) is built without the XML body moto renders
+  and then replaces (``json_errors``), and the clock SQS reads several times per message
+  is read without building datetimes (``clock``).
 
 and on ``moto.sqs.models``:
 
@@ -118,12 +122,23 @@ import moto.core.utils
 import moto.dynamodb.comparisons
 import moto.dynamodb.models
 import moto.dynamodb.models.table
+import moto.dynamodb.responses
 import moto.sqs.models
+from moto.core.exceptions import JsonRESTError
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import Item
+from moto.moto_api._internal.moto_random import MotoRandom
 from moto.sqs.models import Queue, SQSBackend
 
-from loadtest.adapters.backend import fifo_patches, interning, memo, partiql_patches
+from loadtest.adapters.backend import (
+    clock,
+    fifo_patches,
+    interning,
+    json_errors,
+    memo,
+    partiql_patches,
+    random_strings,
+)
 from loadtest.adapters.backend.errors import UnsupportedMotoVersion
 from loadtest.adapters.backend.partiql_patches import (
     DuplicateItemException as DuplicateItemException,
@@ -195,6 +210,8 @@ def _replacements() -> dict[tuple[object, str], object]:
             moto.core.utils.method_names_from_class
         ),
         (Item, "__init__"): interning.interned_attribute_names(Item.__init__),
+        (JsonRESTError, "__init__"): json_errors.without_xml(JsonRESTError.__init__),
+        (MotoRandom, "get_random_string"): random_strings.get_random_string,
         (DynamoDBBackend, "execute_statement"): _make_execute_statement(
             DynamoDBBackend.execute_statement
         ),
@@ -205,12 +222,18 @@ def _replacements() -> dict[tuple[object, str], object]:
             DynamoDBBackend.execute_transaction
         ),
     }
+    unix_time = clock.fast_unix_time(moto.core.utils.unix_time, moto.core.utils)
+    for module in (moto.core.utils, moto.sqs.models):
+        replacements[module, "unix_time"] = unix_time
     to_underscores = memo.memo_camelcase(moto.core.utils.camelcase_to_underscores)
     for module in (moto.core.responses, moto.sqs.models):
         replacements[module, "camelcase_to_underscores"] = to_underscores
     parse_condition = memo.memo_filter_expression(moto.dynamodb.comparisons.get_filter_expression)
     for module in (moto.dynamodb.models, moto.dynamodb.models.table, partiql_patches):
         replacements[module, "get_filter_expression"] = parse_condition
+    replacements[moto.dynamodb.responses, "create_condition_expression_parser"] = (
+        memo.memo_condition_parser(moto.dynamodb.comparisons.create_condition_expression_parser)
+    )
     for name in (
         "create_queue",
         "delete_queue",

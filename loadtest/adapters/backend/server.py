@@ -8,6 +8,7 @@ Owns the serving loop and its process-level hooks; must not build the app's beha
 from __future__ import annotations
 
 import _thread
+import contextlib
 import email.utils
 import io
 import os
@@ -17,12 +18,13 @@ import threading
 import time
 from collections.abc import Callable
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from _typeshed.wsgi import WSGIEnvironment
+    from _typeshed.wsgi import WSGIApplication, WSGIEnvironment
 
 from loadtest.adapters.backend.app import build_app
+from loadtest.adapters.backend.http_head import read_plain_head
 
 READY_PREFIX = "READY "
 """The child's one line on stdout, followed by its endpoint URL, once it accepts requests."""
@@ -72,7 +74,9 @@ def serve(
     as werkzeug does (for comparisons).
     """
     from moto.moto_server.werkzeug_app import MotoRequestHandler
-    from werkzeug.serving import make_server
+    from werkzeug.exceptions import InternalServerError
+    from werkzeug.http import parse_set_header
+    from werkzeug.serving import connection_dropped_errors, make_server
 
     class QuietRequestHandler(MotoRequestHandler):
         # One log line per request would cost a write per call and fill the log file;
@@ -95,44 +99,157 @@ def serve(
         """HTTP/1.1 keep-alive, which werkzeug's server turns off for every response.
 
         werkzeug sends ``Connection: close`` because ``http.server`` cannot skip a
-        request body the application left unread, and after each response it reads
+        request body the application left unread, and after each response it drains
         whatever else the socket holds (which on a kept connection is the next request).
-        Reading the body here, before the application runs, and showing werkzeug an
-        empty stream until the response is sent leaves the connection at the next
-        request line, so it can serve again: a connect per request (a thread and a
-        socket on both sides) was a large share of the backend's CPU. A chunked body, an
-        HTTP/1.0 client or a client's own ``Connection: close`` still close after the
-        response.
+        Here the body is read before the application runs and the response is written by
+        werkzeug's own steps (``send_response``, the headers, chunking, flushing, the
+        same 500 on an error) without that drain, which leaves the connection at the next
+        request line, so it can serve again: a connect per request (a thread and a socket
+        on both sides) was a large share of the backend's CPU, and the drain's epoll
+        selector (created, registered, polled, closed) another ~10% per request. A
+        chunked body still takes werkzeug's own path and closes after the response, as
+        do an HTTP/1.0 client and a client's own ``Connection: close``. A plain request
+        head is read by ``http_head`` instead of ``email.parser``.
         """
 
         # werkzeug writes the headers and the body separately; on a kept connection
         # Nagle's algorithm holds the body until the client's delayed ACK (~40 ms).
         disable_nagle_algorithm = True
-        _drained = False
+        _kept = False
+        _status_sent = False
 
-        def make_environ(self) -> WSGIEnvironment:
-            environ = super().make_environ()
-            self._drained = False
-            length = environ.get("CONTENT_LENGTH")
-            if environ.get("wsgi.input_terminated"):
-                return environ  # chunked: werkzeug's own reader, then close
-            body = self.rfile.read(int(length)) if length else b""
-            environ["wsgi.input"] = io.BytesIO(body)
-            self._connection_rfile = self.rfile
-            self.rfile = io.BytesIO()
-            self._drained = True
-            return environ
+        def parse_request(self) -> bool:
+            """The standard ``parse_request``, read by ``http_head`` when the head is
+            plain (with the same outcome), by the standard parser otherwise."""
+            peek = getattr(self.rfile, "peek", None)
+            head = None if peek is None else read_plain_head(self.raw_requestline, peek())
+            if head is None or self.protocol_version < "HTTP/1.1":
+                return super().parse_request()
+            self.rfile.read(head.length)
+            self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+            self.command, self.path, self.headers = head.command, head.path, head.headers
+            self.request_version = "HTTP/1.1"
+            self.close_connection = self.headers.get("Connection", "").lower() == "close"
+            if self.headers.get("Expect", "").lower() == "100-continue":
+                return self.handle_expect_100()
+            return True
 
         def run_wsgi(self) -> None:
+            if "chunked" in parse_set_header(self.headers.get("Transfer-Encoding")):
+                super().run_wsgi()  # werkzeug's reader for the body, then close
+                return
+            if self.headers.get("Expect", "").lower().strip(" \t") == "100-continue":
+                self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self.environ = environ = self.make_environ()
+            length = environ.get("CONTENT_LENGTH")
+            environ["wsgi.input"] = io.BytesIO(self.rfile.read(int(length)) if length else b"")
+            self._kept = True
+            self._status_sent = False
             try:
-                super().run_wsgi()
+                self._execute(self.server.app, environ)
+            except connection_dropped_errors as exc:
+                self.connection_dropped(exc, environ)
+            except Exception as exc:
+                if self.server.passthrough_errors:
+                    raise
+                if self._status_sent:
+                    # Cut short after its head: what follows on this connection is unknown.
+                    self.close_connection = True
+                else:
+                    with contextlib.suppress(Exception):
+                        self._execute(InternalServerError(), environ)
+                from werkzeug.debug.tbtools import DebugTraceback
+
+                text = DebugTraceback(exc).render_traceback_text()
+                self.server.log("error", f"Error on request:\n{text}")
             finally:
-                if self._drained:
-                    self.rfile = self._connection_rfile
+                self._kept = False
+
+        def _execute(self, app: WSGIApplication, environ: WSGIEnvironment) -> None:
+            """werkzeug's ``run_wsgi`` ``execute``, without the drain after the response."""
+            status_set: str | None = None
+            headers_set: list[tuple[str, str]] | None = None
+            chunked = False
+
+            def write(data: bytes) -> None:
+                nonlocal chunked
+                assert status_set is not None, "write() before start_response"
+                assert headers_set is not None, "write() before start_response"
+                if not self._status_sent:
+                    self._status_sent = True
+                    chunked = self._send_head(status_set, headers_set, environ)
+                assert isinstance(data, bytes), "applications must write bytes"
+                if data:
+                    if chunked:
+                        self.wfile.write(hex(len(data))[2:].encode())
+                        self.wfile.write(b"\r\n")
+                    self.wfile.write(data)
+                    if chunked:
+                        self.wfile.write(b"\r\n")
+                self.wfile.flush()
+
+            def start_response(
+                status: str, headers: list[tuple[str, str]], exc_info: Any = None
+            ) -> Callable[[bytes], None]:
+                nonlocal status_set, headers_set
+                if exc_info:
+                    try:
+                        if self._status_sent:
+                            raise exc_info[1].with_traceback(exc_info[2])
+                    finally:
+                        exc_info = None
+                elif headers_set:
+                    raise AssertionError("Headers already set")
+                status_set = status
+                headers_set = headers
+                return write
+
+            response = app(environ, start_response)
+            try:
+                for data in response:
+                    write(data)
+                if not self._status_sent:
+                    write(b"")
+                if chunked:
+                    self.wfile.write(b"0\r\n\r\n")
+            finally:
+                close = getattr(response, "close", None)
+                if close is not None:
+                    close()
+
+        def _send_head(
+            self, status: str, headers: list[tuple[str, str]], environ: WSGIEnvironment
+        ) -> bool:
+            """The status line and headers, as werkzeug writes them; True if the body
+            is to be chunked."""
+            try:
+                code_text, message = status.split(None, 1)
+            except ValueError:
+                code_text, message = status, ""
+            code = int(code_text)
+            self.send_response(code, message)
+            header_keys = set()
+            for key, value in headers:
+                self.send_header(key, value)
+                header_keys.add(key.lower())
+            chunked = (
+                not (
+                    "content-length" in header_keys
+                    or environ["REQUEST_METHOD"] == "HEAD"
+                    or (100 <= code < 200)
+                    or code in {204, 304}
+                )
+                and self.protocol_version >= "HTTP/1.1"
+            )
+            if chunked:
+                self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Connection", "close")  # dropped below unless the client asked
+            self.end_headers()
+            return chunked
 
         def send_header(self, keyword: str, value: str) -> None:
             if (
-                self._drained
+                self._kept
                 and not self.close_connection
                 and keyword.lower() == "connection"
                 and value.lower() == "close"

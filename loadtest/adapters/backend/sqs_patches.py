@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from copy import deepcopy
 from typing import Any, cast
 
-from moto.core.utils import unix_time
+from moto.core import utils as moto_utils
 from moto.moto_api._internal import mock_random
 from moto.sqs import models as sqs_models
 from moto.sqs.exceptions import InvalidParameterValue, ReceiptHandleIsInvalid
@@ -128,7 +128,7 @@ def _receive_standard(
 ) -> list[Message]:
     """moto's ``SQSBackend.receive_message`` for a standard queue, indexed and locked."""
     lock = queue._messages_lock
-    polling_end_s = unix_time() + wait_seconds_timeout
+    polling_end_s = moto_utils.unix_time() + wait_seconds_timeout
     while True:
         dead_letters: list[tuple[Queue, Message]] = []
         with lock:
@@ -141,7 +141,7 @@ def _receive_standard(
         if result or not wait_seconds_timeout:
             return result
         with lock:
-            remaining_s = polling_end_s - unix_time()
+            remaining_s = polling_end_s - moto_utils.unix_time()
             if remaining_s <= 0:
                 return result
             next_ms = _store(queue).ms_until_available(_now_ms())
@@ -190,7 +190,7 @@ def _select(
             message_copy = deepcopy(message)
             sqs_models._filter_message_attributes(message_copy, message_attribute_names)
             retention_s = int(queue.message_retention_period)  # type: ignore[attr-defined]
-            if retention_s + cast(int, message.sent_timestamp) / 1000 <= unix_time():
+            if retention_s + cast(int, message.sent_timestamp) / 1000 <= moto_utils.unix_time():
                 break  # moto: past retention, marked received but not returned
             result.append(message_copy)
     finally:
