@@ -196,7 +196,7 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
         return
     function = FunctionIdentity.from_environ()
     memory_mb = function.memory_limit_in_mb
-    enforce_memory(memory_mb)
+    memory = enforce_memory(memory_mb)
     send({"ready": True, "init_ns": time.monotonic_ns() - started, "entry": lambda_entry.__file__})
 
     for line in sys.stdin:
@@ -204,6 +204,7 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
         capture = io.StringIO()
         context = LambdaContext(request["request_id"], request["timeout_ms"], function)
         ok, result, error = True, None, None
+        memory.invocation_started()
         started = time.monotonic_ns()
         with contextlib.redirect_stdout(capture), contextlib.redirect_stderr(capture):
             try:
@@ -214,6 +215,7 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
                 error = f"{type(exc).__name__}: {exc}"
                 traceback.print_exc(file=capture)
         ended = time.monotonic_ns()
+        memory.invocation_ended()
         peak_mb = over_memory_peak(memory_mb)
         if peak_mb is not None:
             os.write(
