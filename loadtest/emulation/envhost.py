@@ -20,8 +20,8 @@ out, crashes or is killed.
 
 The observer is installed and every invocation run by the observer layer's
 own entry point (``loadtest.emulation.lambda_entry``: ``start`` and
-``invoke``), the code a deployed function runs; its invocation lines land in
-the same file and are skipped by the parent, which measures invocations itself.
+``invoke``), the code a deployed function runs, without its invocation lines:
+the parent measures invocations itself.
 
 Owns nothing outside its process; it must not import the rest of loadtest
 beyond the observer layer and its guards (``loadtest.emulation.envguard``: it dies with its
@@ -190,6 +190,7 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
             clock=time.monotonic_ns,
             load=lambda: load_handler(os.environ["LOADTEST_HANDLER"]),
             rng=faults.rng,
+            invocation_lines=False,
         )
     except BaseException as exc:  # report any import failure, then exit
         send({"ready": False, "error": f"{type(exc).__name__}: {exc}"})
