@@ -12,10 +12,11 @@ environment stays as bare as Lambda's.
   function's ``memory_mb``. A watchdog thread samples this process's resident
   set size and, past the limit, writes one line to the log and exits with
   ``OUT_OF_MEMORY_EXIT``; the parent reports the invocation as
-  ``Runtime.OutOfMemory``. It samples while an invocation runs and sleeps
-  while the environment waits for the next one (``MemoryWatch``), as Lambda
-  freezes an environment between invocations: an idle environment costs no
-  CPU, and the first sample after a wait is taken as the next invocation starts. A hard ceiling on the address space
+  ``Runtime.OutOfMemory``. It samples while invocations run and sleeps once
+  the environment has waited ``MEMORY_IDLE_POLLS`` samples for the next one
+  (``MemoryWatch``), as Lambda freezes an environment between invocations: an
+  idle environment costs no CPU, and the first sample after a wait is taken
+  as the next invocation starts. A hard ceiling on the address space
   (``RLIMIT_AS``, well above the limit, set after the import) protects the
   machine from an allocation the sampler cannot see in time: the handler then
   gets a ``MemoryError``, which the parent reports the same way.
@@ -37,6 +38,9 @@ PARENT_POLL_S = 0.5
 """How often (in seconds) the watchdog checks that the parent is alive."""
 MEMORY_POLL_S = 0.02
 """How often (in seconds) the watchdog samples the resident set size while an invocation runs."""
+MEMORY_IDLE_POLLS = 10
+"""Samples in a row without an invocation before the watchdog waits for the next one: gaps
+between back-to-back invocations do not put it to sleep, so it is not woken for each."""
 HARD_CEILING_SLACK_MB = 512
 """Address space allowed above what the process had mapped after its import, plus ``memory_mb``."""
 _PR_SET_PDEATHSIG = 1
@@ -104,10 +108,11 @@ class MemoryWatch:
     """When the memory watchdog samples: every ``MEMORY_POLL_S`` while invocations run.
 
     The environment host calls ``invocation_started`` and ``invocation_ended`` around
-    each invocation. The watchdog waits (blocked, no wake-ups) once a sample finds no
-    invocation running and none started since the previous sample; the next start wakes
-    it. Both sides run under the interpreter lock, and the watchdog checks again after
-    clearing its wake-up, so a start that races with it going to sleep still wakes it.
+    each invocation. The watchdog waits (blocked, no wake-ups) once ``MEMORY_IDLE_POLLS``
+    samples in a row found no invocation running and none started since the sample
+    before; the next start wakes it. Both sides run under the interpreter lock, and the
+    watchdog checks again after clearing its wake-up, so a start that races with it going
+    to sleep still wakes it.
     """
 
     def __init__(self) -> None:
@@ -115,6 +120,7 @@ class MemoryWatch:
         self._awake.set()
         self._running = False
         self._started = 0
+        self._idle_polls = 0
 
     def invocation_started(self) -> None:
         self._started += 1
@@ -126,13 +132,19 @@ class MemoryWatch:
         self._running = False
 
     def next_sample(self, seen: int) -> int:
-        """Wait until an invocation runs or has started since ``seen`` (the count of started
-        invocations at the previous sample); the count now."""
-        if not self._running and self._started == seen:
+        """Called by the watchdog after each sample's pause, with ``seen`` the count of
+        started invocations it returned last time; waits while the environment is idle,
+        and returns the count now."""
+        if self._running or self._started != seen:
+            self._idle_polls = 0
+            return self._started
+        self._idle_polls += 1
+        if self._idle_polls >= MEMORY_IDLE_POLLS:
             self._awake.clear()
             if self._running or self._started != seen:
                 self._awake.set()
-        self._awake.wait()
+            self._awake.wait()
+            self._idle_polls = 0
         return self._started
 
 

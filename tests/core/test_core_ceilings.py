@@ -131,8 +131,9 @@ def test_the_sampler_stops_an_environment_that_holds_too_much_memory() -> None:
 
 
 def test_the_sampler_waits_while_no_invocation_runs() -> None:
-    """Between invocations the watchdog sleeps (a Lambda environment is frozen then); the
-    next invocation's start wakes it and its first sample stops a process over the limit."""
+    """Once no invocation has run for a few samples the watchdog sleeps (a Lambda environment
+    is frozen between invocations); the next invocation's start wakes it and its first
+    sample stops a process over the limit."""
     import subprocess
     import sys
 
@@ -140,11 +141,11 @@ def test_the_sampler_waits_while_no_invocation_runs() -> None:
 
     code = (
         "import time\n"
-        "from loadtest.emulation.envguard import enforce_memory\n"
+        "from loadtest.emulation.envguard import MEMORY_IDLE_POLLS, MEMORY_POLL_S, enforce_memory\n"
         "watch = enforce_memory(128)\n"
         "watch.invocation_started()\n"
         "watch.invocation_ended()\n"
-        "time.sleep(0.2)\n"
+        "time.sleep(3 * MEMORY_IDLE_POLLS * MEMORY_POLL_S)\n"
         "hog = bytearray(200 * 1024 * 1024)\n"
         "time.sleep(0.5)\n"
         "print('idle', flush=True)\n"
