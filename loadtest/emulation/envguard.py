@@ -12,7 +12,11 @@ environment stays as bare as Lambda's.
   function's ``memory_mb``. A watchdog thread samples this process's resident
   set size and, past the limit, writes one line to the log and exits with
   ``OUT_OF_MEMORY_EXIT``; the parent reports the invocation as
-  ``Runtime.OutOfMemory``. A hard ceiling on the address space
+  ``Runtime.OutOfMemory``. It samples while invocations run and sleeps once
+  the environment has waited ``MEMORY_IDLE_POLLS`` samples for the next one
+  (``MemoryWatch``), as Lambda freezes an environment between invocations: an
+  idle environment costs no CPU, and the first sample after a wait is taken
+  as the next invocation starts. A hard ceiling on the address space
   (``RLIMIT_AS``, well above the limit, set after the import) protects the
   machine from an allocation the sampler cannot see in time: the handler then
   gets a ``MemoryError``, which the parent reports the same way.
@@ -33,7 +37,10 @@ OUT_OF_MEMORY_EXIT = 99
 PARENT_POLL_S = 0.5
 """How often (in seconds) the watchdog checks that the parent is alive."""
 MEMORY_POLL_S = 0.02
-"""How often (in seconds) the watchdog samples the resident set size."""
+"""How often (in seconds) the watchdog samples the resident set size while an invocation runs."""
+MEMORY_IDLE_POLLS = 10
+"""Samples in a row without an invocation before the watchdog waits for the next one: gaps
+between back-to-back invocations do not put it to sleep, so it is not woken for each."""
 HARD_CEILING_SLACK_MB = 512
 """Address space allowed above what the process had mapped after its import, plus ``memory_mb``."""
 _PR_SET_PDEATHSIG = 1
@@ -97,16 +104,62 @@ class _Statm:
             return None
 
 
-def enforce_memory(memory_mb: int) -> None:
-    """Stop this process as out of memory once its resident set passes ``memory_mb``."""
+class MemoryWatch:
+    """When the memory watchdog samples: every ``MEMORY_POLL_S`` while invocations run.
+
+    The environment host calls ``invocation_started`` and ``invocation_ended`` around
+    each invocation. The watchdog waits (blocked, no wake-ups) once ``MEMORY_IDLE_POLLS``
+    samples in a row found no invocation running and none started since the sample
+    before; the next start wakes it. Both sides run under the interpreter lock, and the
+    watchdog checks again after clearing its wake-up, so a start that races with it going
+    to sleep still wakes it.
+    """
+
+    def __init__(self) -> None:
+        self._awake = threading.Event()
+        self._awake.set()
+        self._running = False
+        self._started = 0
+        self._idle_polls = 0
+
+    def invocation_started(self) -> None:
+        self._started += 1
+        self._running = True
+        if not self._awake.is_set():
+            self._awake.set()
+
+    def invocation_ended(self) -> None:
+        self._running = False
+
+    def next_sample(self, seen: int) -> int:
+        """Called by the watchdog after each sample's pause, with ``seen`` the count of
+        started invocations it returned last time; waits while the environment is idle,
+        and returns the count now."""
+        if self._running or self._started != seen:
+            self._idle_polls = 0
+            return self._started
+        self._idle_polls += 1
+        if self._idle_polls >= MEMORY_IDLE_POLLS:
+            self._awake.clear()
+            if self._running or self._started != seen:
+                self._awake.set()
+            self._awake.wait()
+            self._idle_polls = 0
+        return self._started
+
+
+def enforce_memory(memory_mb: int) -> MemoryWatch:
+    """Stop this process as out of memory once its resident set passes ``memory_mb``,
+    sampled while the invocations the returned ``MemoryWatch`` is told about run."""
     limit = memory_mb * 1024 * 1024
+    schedule = MemoryWatch()
     try:
         statm = _Statm()
     except OSError:
-        return  # no /proc: not enforced (the report's settings still say memory_mb)
+        return schedule  # no /proc: not enforced (the report's settings still say memory_mb)
     sizes = statm.sizes()
     if sizes is None:
-        return
+        return schedule
     mapped, _ = sizes
     try:
         import resource
@@ -119,6 +172,7 @@ def enforce_memory(memory_mb: int) -> None:
         pass
 
     def watch() -> None:
+        seen = 0
         while True:
             sizes = statm.sizes()
             rss = 0 if sizes is None else sizes[1]
@@ -131,8 +185,10 @@ def enforce_memory(memory_mb: int) -> None:
                 finally:
                     os._exit(OUT_OF_MEMORY_EXIT)
             time.sleep(MEMORY_POLL_S)
+            seen = schedule.next_sample(seen)
 
     threading.Thread(target=watch, name="loadtest-memory-watch", daemon=True).start()
+    return schedule
 
 
 def over_memory_peak(memory_mb: int) -> int | None:

@@ -20,8 +20,8 @@ out, crashes or is killed.
 
 The observer is installed and every invocation run by the observer layer's
 own entry point (``loadtest.emulation.lambda_entry``: ``start`` and
-``invoke``), the code a deployed function runs; its invocation lines land in
-the same file and are skipped by the parent, which measures invocations itself.
+``invoke``), the code a deployed function runs, without its invocation lines:
+the parent measures invocations itself.
 
 Owns nothing outside its process; it must not import the rest of loadtest
 beyond the observer layer and its guards (``loadtest.emulation.envguard``: it dies with its
@@ -151,16 +151,30 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd``: one system call unless it is cut short."""
+    while data:
+        data = data[os.write(fd, data) :]
+
+
 def file_sink(path: str) -> Callable[[str], None]:
     """Append each observation line to ``path`` with one unbuffered write."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
 
     def write(line: str) -> None:
-        data = line.encode("utf-8")
-        while data:
-            data = data[os.write(fd, data) :]
+        _write_all(fd, line.encode("utf-8"))
 
     return write
+
+
+def _reply_line(reply: dict[str, Any]) -> bytes:
+    """The reply as one JSON line, its result encoded once (described instead when not JSON)."""
+    try:
+        text = json.dumps(reply, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        reply["result"] = _jsonable(reply["result"])
+        text = json.dumps(reply, separators=(",", ":"))
+    return (text + "\n").encode("utf-8")
 
 
 def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> None:
@@ -169,15 +183,14 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
     die_with_parent(parent_pid, harness_pidfd)
     # A cold start that hangs is asked, by SIGUSR1, where it is (shown in the error).
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=False)
-    protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    protocol = os.dup(1)
     os.dup2(
         2, 1
     )  # stray writes to fd 1 (C extensions, subprocesses) go to the log, not the protocol
     sys.stdout = sys.stderr
 
     def send(message: dict[str, Any]) -> None:
-        protocol.write(json.dumps(message, separators=(",", ":")) + "\n")
-        protocol.flush()
+        _write_all(protocol, (json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8"))
 
     faults = _Faults.from_environ()
     started = time.monotonic_ns()
@@ -190,20 +203,22 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
             clock=time.monotonic_ns,
             load=lambda: load_handler(os.environ["LOADTEST_HANDLER"]),
             rng=faults.rng,
+            invocation_lines=False,
         )
     except BaseException as exc:  # report any import failure, then exit
         send({"ready": False, "error": f"{type(exc).__name__}: {exc}"})
         return
     function = FunctionIdentity.from_environ()
     memory_mb = function.memory_limit_in_mb
-    enforce_memory(memory_mb)
+    memory = enforce_memory(memory_mb)
     send({"ready": True, "init_ns": time.monotonic_ns() - started, "entry": lambda_entry.__file__})
 
-    for line in sys.stdin:
+    for line in sys.stdin.buffer:
         request = json.loads(line)
         capture = io.StringIO()
         context = LambdaContext(request["request_id"], request["timeout_ms"], function)
         ok, result, error = True, None, None
+        memory.invocation_started()
         started = time.monotonic_ns()
         with contextlib.redirect_stdout(capture), contextlib.redirect_stderr(capture):
             try:
@@ -214,6 +229,7 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
                 error = f"{type(exc).__name__}: {exc}"
                 traceback.print_exc(file=capture)
         ended = time.monotonic_ns()
+        memory.invocation_ended()
         peak_mb = over_memory_peak(memory_mb)
         if peak_mb is not None:
             os.write(
@@ -224,18 +240,17 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
         if crash:
             ok = False
             error = "Runtime exited after the handler returned, before the acknowledgement (injected crash)"
-        send(
-            {
-                "request_id": request["request_id"],
-                "ok": ok,
-                "crashed": crash,
-                "result": _jsonable(result),
-                "error": error,
-                "started_ns": started,
-                "ended_ns": ended,
-                "log_tail": capture.getvalue()[-LOG_TAIL_CHARS:],
-            }
-        )
+        reply = {
+            "request_id": request["request_id"],
+            "ok": ok,
+            "crashed": crash,
+            "result": result,
+            "error": error,
+            "started_ns": started,
+            "ended_ns": ended,
+            "log_tail": capture.getvalue()[-LOG_TAIL_CHARS:],
+        }
+        _write_all(protocol, _reply_line(reply))
         if crash:
             os._exit(137)  # the writes are made and reported; nothing is acknowledged
 

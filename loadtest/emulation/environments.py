@@ -44,7 +44,6 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from loadtest.emulation import layer, zygotes
 from loadtest.emulation.handlers import HandlerRef
-from loadtest.emulation.lambda_entry import is_invocation_line
 from loadtest.errors import HandlerRefError
 from loadtest.model.observation import Observation, Observed, SharedValues, collect, decode
 
@@ -238,10 +237,7 @@ class ExecutionEnvironment:
         self._observations_offset += len(complete)
         out = []
         for line in complete.splitlines():
-            text = line.decode("utf-8")
-            if is_invocation_line(text):
-                continue  # the entry point's own start/end lines: this parent times invocations
-            observation = decode(text, self._shared, request_id)
+            observation = decode(line.decode("utf-8"), self._shared, request_id)
             if observation.request_id == request_id:
                 out.append(observation)
         return out

@@ -22,6 +22,8 @@ Times are wall-clock nanoseconds (``time.time_ns``): a deployed function's
 monotonic clock means nothing outside its host. ``lines`` counts the
 observations this invocation sent before its end line, so the collector knows
 when it holds all of them. A start without an end is a timeout or a crash.
+A local execution environment's parent times and records invocations itself:
+there these two lines are not sent (``start(invocation_lines=False)``).
 
 Must not import the rest of loadtest beyond the observer and what it imports:
 the layer carries only those modules. Never sends a receipt handle anywhere.
@@ -101,6 +103,8 @@ class _State:
     environment: str
     """Identifies this execution environment (one per cold start)."""
     clock: Callable[[], int]
+    invocation_lines: bool
+    """Whether each invocation sends its start and end lines."""
 
 
 _state: _State | None = None
@@ -113,14 +117,15 @@ def start(
     clock: Callable[[], int] = time.time_ns,
     load: Callable[[], Handler] | None = None,
     rng: random.Random | None = None,
+    invocation_lines: bool = True,
 ) -> _State:
     """Install the observer, then import the original handler (once per environment).
 
     On Lambda everything comes from the environment. A local execution
     environment (``loadtest.emulation.envhost``) runs this same code with its
     own sink (a file), the monotonic ``clock`` its parent shares, its own
-    handler loader (``load``: it also takes ``path/file.py:function``) and its
-    seeded fault ``rng``.
+    handler loader (``load``: it also takes ``path/file.py:function``), its
+    seeded fault ``rng``, and without the invocation lines its parent has no use for.
     """
     env = dict(os.environ if environ is None else environ)
     counting = _CountingSink(sink or queue_sink(env[OBSERVATION_QUEUE_ENV]))
@@ -142,12 +147,8 @@ def start(
         sink=counting,
         environment=secrets.token_hex(6),
         clock=clock,
+        invocation_lines=invocation_lines,
     )
-
-
-def is_invocation_line(line: str) -> bool:
-    """Whether a line on the channel is one of this handler's own (not an observation)."""
-    return line.startswith(('{"t":"' + INVOKE_TAG + '"', '{"t":"' + INVOKED_TAG + '"'))
 
 
 def _records(event: Any) -> list[dict[str, Any]]:
@@ -192,6 +193,8 @@ def invoke(state: _State, event: Any, context: Any) -> Any:
     """One invocation: its start line, the original handler observed, its end line."""
     request_id = str(getattr(context, "aws_request_id", ""))
     state.observer.request_id = request_id
+    if not state.invocation_lines:
+        return _observed(state, event, context)
     state.sink.sink(
         _line(
             {
@@ -204,14 +207,9 @@ def invoke(state: _State, event: Any, context: Any) -> Any:
         )
     )
     state.sink.sent = 0
-    jitter = state.rng.uniform(0, state.jitter_ms) if state.jitter_ms else 0.0
-    state.observer.arm((state.duration_ms + jitter) / 1000)
     end: dict[str, Any] = {"t": INVOKED_TAG, "request_id": request_id, "env": state.environment}
     try:
-        try:
-            result = state.original(event, context)
-        finally:
-            state.observer.disarm()
+        result = _observed(state, event, context)
     except Exception as exc:
         end |= {"outcome": "exception", "error": f"{type(exc).__name__}: {exc}", "failed": []}
         raise
@@ -225,3 +223,13 @@ def invoke(state: _State, event: Any, context: Any) -> Any:
         if "outcome" in end:
             end |= {"ended_ns": state.clock(), "lines": state.sink.sent}
             state.sink.sink(_line(end))
+
+
+def _observed(state: _State, event: Any, context: Any) -> Any:
+    """The original handler, with the injected handler duration armed before its first write."""
+    jitter = state.rng.uniform(0, state.jitter_ms) if state.jitter_ms else 0.0
+    state.observer.arm((state.duration_ms + jitter) / 1000)
+    try:
+        return state.original(event, context)
+    finally:
+        state.observer.disarm()

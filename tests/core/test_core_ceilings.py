@@ -119,7 +119,7 @@ def test_the_sampler_stops_an_environment_that_holds_too_much_memory() -> None:
     code = (
         "import time\n"
         "from loadtest.emulation.envguard import enforce_memory\n"
-        "enforce_memory(128)\n"
+        "enforce_memory(128).invocation_started()\n"
         "hog = bytearray(200 * 1024 * 1024)\n"
         "time.sleep(10)\n"
         "print('survived')\n"
@@ -128,3 +128,32 @@ def test_the_sampler_stops_an_environment_that_holds_too_much_memory() -> None:
     assert out.returncode == OUT_OF_MEMORY_EXIT
     assert "survived" not in out.stdout
     assert "loadtest: out of memory" in out.stderr and "memory_mb = 128" in out.stderr
+
+
+def test_the_sampler_waits_while_no_invocation_runs() -> None:
+    """Once no invocation has run for a few samples the watchdog sleeps (a Lambda environment
+    is frozen between invocations); the next invocation's start wakes it and its first
+    sample stops a process over the limit."""
+    import subprocess
+    import sys
+
+    from loadtest.emulation.envguard import OUT_OF_MEMORY_EXIT
+
+    code = (
+        "import time\n"
+        "from loadtest.emulation.envguard import MEMORY_IDLE_POLLS, MEMORY_POLL_S, enforce_memory\n"
+        "watch = enforce_memory(128)\n"
+        "watch.invocation_started()\n"
+        "watch.invocation_ended()\n"
+        "time.sleep(3 * MEMORY_IDLE_POLLS * MEMORY_POLL_S)\n"
+        "hog = bytearray(200 * 1024 * 1024)\n"
+        "time.sleep(0.5)\n"
+        "print('idle', flush=True)\n"
+        "watch.invocation_started()\n"
+        "time.sleep(10)\n"
+        "print('survived')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == OUT_OF_MEMORY_EXIT
+    assert out.stdout == "idle\n"
+    assert "loadtest: out of memory" in out.stderr
