@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from loadtest.model.history import History, Invocation, Record, TypedItem
+    from loadtest.model.history import History, Invocation, InvocationRef, Record, TypedItem
 
 
 def plain(value: Any) -> Any:
@@ -132,7 +132,7 @@ _HEX = re.compile(r"\b[0-9a-fA-F]{16,}\b")
 _DIGITS = re.compile(r"\d{4,}")
 
 
-def key_template(key: TypedItem, invocation: Invocation) -> str:
+def key_template(key: TypedItem, invocation: Invocation | InvocationRef) -> str:
     """The shape of a key, its varying parts named: ``{id}``, ``{messageId}``, ``{uuid}``, ..."""
     parts = []
     for name, value in key.items():
@@ -158,7 +158,7 @@ def varies_per_delivery(template: str) -> bool:
     return any(tag in template for tag in ("{messageId}", "{requestId}", "{uuid}", "{hex}", "{n}"))
 
 
-def records_of(invocation: Invocation, business_id: str) -> list[Record]:
+def records_of(invocation: Invocation | InvocationRef, business_id: str) -> list[Record]:
     return [r for r in invocation.records if r.business_id == business_id]
 
 
