@@ -23,7 +23,7 @@ from loadtest.model.history import InvocationRef, OutcomeKey, TypedItem, WriteOu
 from loadtest.model.updates import same_item
 
 
-@dataclass
+@dataclass(slots=True)
 class Write:
     """A write being judged: its invocation and, once known, its business id."""
 
