@@ -14,7 +14,7 @@ reader streams them back one frame at a time.
 
 from __future__ import annotations
 
-import pickle
+import marshal
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -205,9 +205,12 @@ FRAME_RECORDS = 512
 class RecordLog(Generic[_T]):
     """An append-only sequence of frozen records, kept mostly as compressed frames.
 
-    Every ``FRAME_RECORDS`` appended records are encoded into plain tuples,
-    pickled as one frame (equal-by-identity values, such as the items the
-    observer shares, are stored once per frame) and compressed. Iterating
+    Every ``FRAME_RECORDS`` appended records are encoded into plain tuples of
+    JSON-shaped values (what the records hold: strings, numbers, items,
+    results), marshalled as one frame (a value shared by identity, such as an
+    item the observer shares, is stored once per frame) and compressed.
+    ``marshal`` rather than ``pickle``: this module ships in the observer's
+    layer, where every import is a cold start's cost. Iterating
     decodes one frame at a time, so a reader never holds every record at once;
     records appended while an iteration runs are included. Records are frozen,
     so the decoded copies are equal to what was appended.
@@ -228,7 +231,7 @@ class RecordLog(Generic[_T]):
     def append(self, record: _T) -> None:
         self._tail.append(record)
         if len(self._tail) >= FRAME_RECORDS:
-            frame = pickle.dumps([self._encode(r) for r in self._tail], pickle.HIGHEST_PROTOCOL)
+            frame = marshal.dumps([self._encode(r) for r in self._tail])
             self._frames.append(zlib.compress(frame, 1))
             self._tail = []
 
@@ -242,7 +245,7 @@ class RecordLog(Generic[_T]):
     def _frame(self, index: int) -> list[_T]:
         if index < len(self._frames):
             decode = self._decode
-            return [decode(row) for row in pickle.loads(zlib.decompress(self._frames[index]))]
+            return [decode(row) for row in marshal.loads(zlib.decompress(self._frames[index]))]
         return list(self._tail)
 
     def __iter__(self) -> Iterator[_T]:
