@@ -299,22 +299,30 @@ def _encode_invocation(inv: Invocation) -> tuple[Any, ...]:
     return (
         inv.request_id,
         inv.environment,
-        tuple((r.message_id, r.receive_count, r.business_id) for r in inv.records),
+        tuple([(r.message_id, r.receive_count, r.business_id) for r in inv.records]),
         inv.received_ns,
         inv.started_ns,
         inv.ended_ns,
         inv.outcome.value,
         inv.error,
-        tuple(_encode_write(w) for w in inv.writes),
+        tuple([_encode_write(w) for w in inv.writes]),
         inv.failed_message_ids,
         inv.result,
         inv.log_tail,
         tuple(
-            (r.key, r.found, r.consistent, r.started_ns, r.ended_ns, r.request_id)
-            for r in inv.reads
-        ),
-        tuple((u.operation, u.reason, u.request_id) for u in inv.unobserved),
-        tuple((f.operation, f.error, f.request_id) for f in inv.observer_faults),
+            [
+                (r.key, r.found, r.consistent, r.started_ns, r.ended_ns, r.request_id)
+                for r in inv.reads
+            ]
+        )
+        if inv.reads
+        else (),
+        tuple([(u.operation, u.reason, u.request_id) for u in inv.unobserved])
+        if inv.unobserved
+        else (),
+        tuple([(f.operation, f.error, f.request_id) for f in inv.observer_faults])
+        if inv.observer_faults
+        else (),
     )
 
 
@@ -336,22 +344,23 @@ def _decode_invocation(row: tuple[Any, ...]) -> Invocation:
         unobserved,
         faults,
     ) = row
+    # Most invocations read nothing and meet no unobserved call: no generator for those.
     return Invocation(
         request_id,
         environment,
-        tuple(Record(*r) for r in records),
+        tuple([Record(*r) for r in records]),
         received_ns,
         started_ns,
         ended_ns,
         _INVOCATION_OUTCOMES[outcome],
         error,
-        tuple(_decode_write(w) for w in writes),
+        tuple([_decode_write(w) for w in writes]),
         failed,
         result,
         log_tail,
-        tuple(ReadRecord(*r) for r in reads),
-        tuple(UnobservedCall(*u) for u in unobserved),
-        tuple(ObserverFault(*f) for f in faults),
+        tuple([ReadRecord(*r) for r in reads]) if reads else (),
+        tuple([UnobservedCall(*u) for u in unobserved]) if unobserved else (),
+        tuple([ObserverFault(*f) for f in faults]) if faults else (),
     )
 
 
