@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import base64
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -258,9 +258,15 @@ def units_of(history: History, *, memory_mb: int, sqs_requests_served: int | Non
         sqs, source = sqs_requests_served + calls.extra_chunks, "backend"
     else:
         sqs, source = calls.requests, "history"
-    billed_ms = sum(lambda_billed_ms(i.started_ns, i.ended_ns) for i in history.invocations)
-    writes = [w for inv in history.invocations for w in inv.writes]
-    reads: Iterable[ReadRecord] = (r for inv in history.invocations for r in inv.reads)
+    # One pass: each pass over the invocations decodes the whole log.
+    billed_ms = write_units_total = 0
+    read_units_total: float = 0
+    for inv in history.invocations:
+        billed_ms += lambda_billed_ms(inv.started_ns, inv.ended_ns)
+        for w in inv.writes:
+            write_units_total += write_units(w)
+        for r in inv.reads:
+            read_units_total += read_units(r)
     return Units(
         sqs_requests=sqs,
         sqs_requests_source=source,
@@ -268,8 +274,8 @@ def units_of(history: History, *, memory_mb: int, sqs_requests_served: int | Non
         lambda_requests=len(history.invocations),
         lambda_billed_ms=billed_ms,
         lambda_gb_s=round(memory_mb / 1024 * billed_ms / 1000, 6),
-        dynamodb_write_units=sum(write_units(w) for w in writes),
-        dynamodb_read_units=sum(read_units(r) for r in reads),
+        dynamodb_write_units=write_units_total,
+        dynamodb_read_units=read_units_total,
     )
 
 

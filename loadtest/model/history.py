@@ -5,13 +5,21 @@ environments) and consumed by the checker and the report. Timestamps are
 ``time.monotonic_ns()`` readings (system-wide on Linux and macOS, so the
 parent and the execution-environment processes share one timeline); they are
 passed in, never read here.
+
+Also owns how a run's invocations are kept (``InvocationLog``): settled
+invocations leave the Python heap as compressed frames while the run goes on,
+so a run's memory does not grow by a few kilobytes per message, and every
+reader streams them back one frame at a time.
 """
 
 from __future__ import annotations
 
+import marshal
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 TypedItem = dict[str, Any]
 """A DynamoDB item in its typed wire form: ``{"id": {"S": "x"}, ...}``."""
@@ -169,6 +177,201 @@ class Invocation:
 
 
 @dataclass(frozen=True, slots=True)
+class InvocationRef:
+    """What a judged write keeps of its invocation: who ran it, what it carried and read.
+
+    The checker holds one per invocation that wrote, instead of the whole
+    ``Invocation`` (its result, log tail and errors stay in the history).
+    """
+
+    request_id: str
+    environment: int
+    records: tuple[Record, ...]
+    reads: tuple[ReadRecord, ...] = ()
+
+    @classmethod
+    def of(cls, invocation: Invocation) -> InvocationRef:
+        return cls(
+            invocation.request_id, invocation.environment, invocation.records, invocation.reads
+        )
+
+
+_T = TypeVar("_T")
+
+FRAME_RECORDS = 512
+"""Records per compressed frame of a ``RecordLog``: the newest, unframed ones stay objects."""
+
+
+class RecordLog(Generic[_T]):
+    """An append-only sequence of frozen records, kept mostly as compressed frames.
+
+    Every ``FRAME_RECORDS`` appended records are encoded into plain tuples of
+    JSON-shaped values (what the records hold: strings, numbers, items,
+    results), marshalled as one frame (a value shared by identity, such as an
+    item the observer shares, is stored once per frame) and compressed.
+    ``marshal`` rather than ``pickle``: this module ships in the observer's
+    layer, where every import is a cold start's cost. Iterating
+    decodes one frame at a time, so a reader never holds every record at once;
+    records appended while an iteration runs are included. Records are frozen,
+    so the decoded copies are equal to what was appended.
+    """
+
+    def __init__(
+        self,
+        encode: Callable[[_T], tuple[Any, ...]],
+        decode: Callable[[tuple[Any, ...]], _T],
+        records: Iterable[_T] = (),
+    ) -> None:
+        self._encode = encode
+        self._decode = decode
+        self._frames: list[bytes] = []
+        self._tail: list[_T] = []
+        self.extend(records)
+
+    def append(self, record: _T) -> None:
+        self._tail.append(record)
+        if len(self._tail) >= FRAME_RECORDS:
+            frame = marshal.dumps([self._encode(r) for r in self._tail])
+            self._frames.append(zlib.compress(frame, 1))
+            self._tail = []
+
+    def extend(self, records: Iterable[_T]) -> None:
+        for record in records:
+            self.append(record)
+
+    def __len__(self) -> int:
+        return len(self._frames) * FRAME_RECORDS + len(self._tail)
+
+    def _frame(self, index: int) -> list[_T]:
+        if index < len(self._frames):
+            decode = self._decode
+            return [decode(row) for row in marshal.loads(zlib.decompress(self._frames[index]))]
+        return list(self._tail)
+
+    def __iter__(self) -> Iterator[_T]:
+        done = 0
+        while done < len(self):
+            index, offset = divmod(done, FRAME_RECORDS)
+            for record in self._frame(index)[offset:]:
+                yield record
+                done += 1
+
+    def __getitem__(self, index: int) -> _T:
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("record index out of range")
+        frame, offset = divmod(index, FRAME_RECORDS)
+        return self._frame(frame)[offset]
+
+
+_WRITE_OUTCOMES = {o.value: o for o in WriteOutcome}
+_INVOCATION_OUTCOMES = {o.value: o for o in InvocationOutcome}
+
+
+def _encode_write(w: WriteRecord) -> tuple[Any, ...]:
+    return (
+        w.operation,
+        w.key,
+        w.condition,
+        w.outcome.value,
+        w.item_before,
+        w.item_after,
+        w.before_known,
+        w.started_ns,
+        w.ended_ns,
+        w.error_code,
+        w.call_id,
+        w.requested,
+        w.after_known,
+        w.noop_when_present,
+        w.request_id,
+    )
+
+
+def _decode_write(row: tuple[Any, ...]) -> WriteRecord:
+    fields = list(row)
+    fields[3] = _WRITE_OUTCOMES[fields[3]]
+    return WriteRecord(*fields)
+
+
+def _encode_invocation(inv: Invocation) -> tuple[Any, ...]:
+    return (
+        inv.request_id,
+        inv.environment,
+        tuple([(r.message_id, r.receive_count, r.business_id) for r in inv.records]),
+        inv.received_ns,
+        inv.started_ns,
+        inv.ended_ns,
+        inv.outcome.value,
+        inv.error,
+        tuple([_encode_write(w) for w in inv.writes]),
+        inv.failed_message_ids,
+        inv.result,
+        inv.log_tail,
+        tuple(
+            [
+                (r.key, r.found, r.consistent, r.started_ns, r.ended_ns, r.request_id)
+                for r in inv.reads
+            ]
+        )
+        if inv.reads
+        else (),
+        tuple([(u.operation, u.reason, u.request_id) for u in inv.unobserved])
+        if inv.unobserved
+        else (),
+        tuple([(f.operation, f.error, f.request_id) for f in inv.observer_faults])
+        if inv.observer_faults
+        else (),
+    )
+
+
+def _decode_invocation(row: tuple[Any, ...]) -> Invocation:
+    (
+        request_id,
+        environment,
+        records,
+        received_ns,
+        started_ns,
+        ended_ns,
+        outcome,
+        error,
+        writes,
+        failed,
+        result,
+        log_tail,
+        reads,
+        unobserved,
+        faults,
+    ) = row
+    # Most invocations read nothing and meet no unobserved call: no generator for those.
+    return Invocation(
+        request_id,
+        environment,
+        tuple([Record(*r) for r in records]),
+        received_ns,
+        started_ns,
+        ended_ns,
+        _INVOCATION_OUTCOMES[outcome],
+        error,
+        tuple([_decode_write(w) for w in writes]),
+        failed,
+        result,
+        log_tail,
+        tuple([ReadRecord(*r) for r in reads]) if reads else (),
+        tuple([UnobservedCall(*u) for u in unobserved]) if unobserved else (),
+        tuple([ObserverFault(*f) for f in faults]) if faults else (),
+    )
+
+
+class InvocationLog(RecordLog[Invocation]):
+    """A run's invocations, in the order they were recorded (see ``RecordLog``)."""
+
+    def __init__(self, invocations: Iterable[Invocation] = ()) -> None:
+        super().__init__(_encode_invocation, _decode_invocation, invocations)
+
+
+@dataclass(frozen=True, slots=True)
 class Ack:
     message_id: str
     acked_ns: int
@@ -195,18 +398,41 @@ class EndState:
     must stay short whatever the table holds."""
 
 
-@dataclass
 class History:
-    """Everything a variant run produced; appended to by the engine only."""
+    """Everything a variant run produced; appended to by the engine only.
 
-    sent: list[SentMessage] = field(default_factory=list)
-    invocations: list[Invocation] = field(default_factory=list)
-    acks: list[Ack] = field(default_factory=list)
-    dead_letters: list[DeadLetter] = field(default_factory=list)
-    started_ns: int = 0
-    ended_ns: int = 0
-    timed_out: bool = False
-    """The run's deadline passed before every message was settled."""
+    ``invocations`` is an ``InvocationLog`` (assigning any iterable of
+    invocations stores them in a new one); the other lists are plain lists.
+    """
+
+    def __init__(
+        self,
+        sent: list[SentMessage] | None = None,
+        invocations: Iterable[Invocation] = (),
+        acks: list[Ack] | None = None,
+        dead_letters: list[DeadLetter] | None = None,
+        started_ns: int = 0,
+        ended_ns: int = 0,
+        timed_out: bool = False,
+    ) -> None:
+        self.sent: list[SentMessage] = [] if sent is None else sent
+        self.invocations = invocations
+        self.acks: list[Ack] = [] if acks is None else acks
+        self.dead_letters: list[DeadLetter] = [] if dead_letters is None else dead_letters
+        self.started_ns = started_ns
+        self.ended_ns = ended_ns
+        self.timed_out = timed_out
+        """The run's deadline passed before every message was settled."""
+
+    @property
+    def invocations(self) -> InvocationLog:
+        return self._invocations
+
+    @invocations.setter
+    def invocations(self, invocations: Iterable[Invocation]) -> None:
+        self._invocations = (
+            invocations if isinstance(invocations, InvocationLog) else InvocationLog(invocations)
+        )
 
     def __repr__(self) -> str:
         # Short whatever the run's size: asyncio formats a finished task's

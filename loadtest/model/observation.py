@@ -76,6 +76,10 @@ def encode(observation: Observation) -> str:
     return json.dumps(body, separators=(",", ":"), default=str) + "\n"
 
 
+SHARED_VALUES_LIMIT = 4096
+"""Distinct values a ``SharedValues`` table remembers before it starts afresh."""
+
+
 class SharedValues:
     """One copy of each distinct JSON value a run's records hold many times.
 
@@ -89,20 +93,32 @@ class SharedValues:
 
     The records are frozen and nothing mutates their items: a shared value must
     never be changed in place.
+
+    The table remembers at most ``limit`` values, then starts afresh: the copies
+    of one item arrive close together, and the history keeps the records it has
+    framed (``InvocationLog``) as bytes, where one table per run would only pin
+    every item of the run in memory.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = SHARED_VALUES_LIMIT) -> None:
+        self.limit = limit
         self._by_hash: dict[int, Any] = {}
         self._texts: dict[str, str] = {}
 
     def text(self, value: str | None) -> str | None:
         """One copy of a repeated string (an operation's name, a condition, an error code)."""
-        return None if value is None else self._texts.setdefault(value, value)
+        if value is None:
+            return None
+        if len(self._texts) >= self.limit:
+            self._texts.clear()
+        return self._texts.setdefault(value, value)
 
     def share(self, value: Any) -> Any:
         """``value``, or the equal value seen before (None and scalars as they are)."""
         if not isinstance(value, dict | list):
             return value
+        if len(self._by_hash) >= self.limit:
+            self._by_hash.clear()
         digest = hash(json.dumps(value, separators=(",", ":"), default=str))
         seen = self._by_hash.setdefault(digest, value)
         return seen if seen is value or seen == value else value

@@ -38,6 +38,8 @@ def _offset_ms(ns: int, start_ns: int) -> float:
 
 
 def _dead_letters(run: VariantRun) -> list[dict[str, Any]]:
+    if not run.history.dead_letters:
+        return []  # and no pass over the invocations, which decodes the whole log
     business = {m.message_id: m.business_id for m in run.history.sent}
     bodies = {m.message_id: m.body for m in run.history.sent}
     last_error: dict[str, str] = {}
@@ -173,28 +175,45 @@ def _series(run: VariantRun, interval_ns: int | None = None) -> dict[str, Any]:
     return {"interval_s": interval_ns / 1e9, **series}
 
 
-def _unobserved(run: VariantRun) -> list[dict[str, Any]]:
+@dataclasses.dataclass(frozen=True)
+class _InvocationLists:
+    """The report's lists read from the invocations, in one pass (each pass decodes the whole log)."""
+
+    unobserved: list[dict[str, Any]]
     """Calls the observer could not interpret and its own failures, grouped, most frequent first."""
-    grouped: Counter[tuple[str, str, str]] = Counter()
+    errors: list[dict[str, Any]]
+    """Handler errors grouped by message, most frequent first (repeats on one line)."""
+    results: list[Any]
+    """The successful invocations' results, the first ``WRITE_DECISIONS_LIMIT`` of them."""
+    result_count: int
+    """How many successful invocations returned a result."""
+
+
+def _from_invocations(run: VariantRun) -> _InvocationLists:
+    unobserved: Counter[tuple[str, str, str]] = Counter()
+    errors: Counter[tuple[str, str]] = Counter()
+    results: list[Any] = []
+    result_count = 0
     for inv in run.history.invocations:
         for call in inv.unobserved:
-            grouped[("unobserved", call.operation, call.reason)] += 1
+            unobserved[("unobserved", call.operation, call.reason)] += 1
         for fault in inv.observer_faults:
-            grouped[("observer_error", fault.operation, fault.error)] += 1
-    return [
-        {"kind": kind, "operation": op, "reason": reason, "count": n}
-        for (kind, op, reason), n in grouped.most_common(20)
-    ]
-
-
-def _errors(run: VariantRun) -> list[dict[str, Any]]:
-    """Handler errors grouped by message, most frequent first (repeats on one line)."""
-    grouped = Counter(
-        (inv.outcome.value, inv.error or "")
-        for inv in run.history.invocations
-        if inv.outcome is not InvocationOutcome.SUCCESS
+            unobserved[("observer_error", fault.operation, fault.error)] += 1
+        if inv.outcome is not InvocationOutcome.SUCCESS:
+            errors[(inv.outcome.value, inv.error or "")] += 1
+        elif inv.result is not None:
+            result_count += 1
+            if len(results) < WRITE_DECISIONS_LIMIT:
+                results.append(inv.result)
+    return _InvocationLists(
+        unobserved=[
+            {"kind": kind, "operation": op, "reason": reason, "count": n}
+            for (kind, op, reason), n in unobserved.most_common(20)
+        ],
+        errors=[{"outcome": o, "error": e, "count": n} for (o, e), n in errors.most_common(20)],
+        results=results,
+        result_count=result_count,
     )
-    return [{"outcome": o, "error": e, "count": n} for (o, e), n in grouped.most_common(20)]
 
 
 def _cost(run: VariantRun, prices: Prices) -> dict[str, Any]:
@@ -217,11 +236,7 @@ def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]
     series = _series(run)
     findings = _findings(run)
     dead_letters = _dead_letters(run)
-    results = [
-        inv.result
-        for inv in run.history.invocations
-        if inv.outcome is InvocationOutcome.SUCCESS and inv.result is not None
-    ]
+    lists = _from_invocations(run)
     items = sorted(run.end_state.table_items.items())
     return {
         "variant": run.variant,
@@ -259,7 +274,7 @@ def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]
         "outcome": run.check.outcome,
         "key_templates": {k: dict(v) for k, v in run.check.templates.items()},
         "notes": list(run.check.notes),
-        "unobserved": _unobserved(run),
+        "unobserved": lists.unobserved,
         "warnings": list(run.warnings),
         "timed_out": run.history.timed_out,
         "cold_starts": run.cold_starts,
@@ -267,9 +282,9 @@ def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]
         "cleanup_problems": list(run.cleanup_problems),
         "series": series,
         "findings": findings[:FINDINGS_LIMIT],
-        "errors": _errors(run),
+        "errors": lists.errors,
         "dead_letters": dead_letters[:WRITE_DECISIONS_LIMIT],
-        "results": results[:WRITE_DECISIONS_LIMIT],
+        "results": lists.results,
         "write_decisions": _write_decisions(run),
         "write_decisions_total": len(writes),
         "write_outcomes": {o.value: sum(1 for w in writes if w.outcome is o) for o in WriteOutcome},
@@ -278,7 +293,7 @@ def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]
             series_interval_s=series["interval_s"],
             findings=(len(findings), FINDINGS_LIMIT),
             dead_letters=(len(dead_letters), WRITE_DECISIONS_LIMIT),
-            results=(len(results), WRITE_DECISIONS_LIMIT),
+            results=(lists.result_count, WRITE_DECISIONS_LIMIT),
             write_decisions=(len(writes), WRITE_DECISIONS_LIMIT),
             table_items=(len(items), WRITE_DECISIONS_LIMIT),
         ),

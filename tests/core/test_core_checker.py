@@ -526,12 +526,15 @@ def test_planted_poison_and_conflicting_resends_are_expected_dead_letters() -> N
 
 def test_unobserved_calls_and_observer_errors_make_a_run_inconclusive() -> None:
     history, end = lab_history()
-    first = history.invocations[0]
-    history.invocations[0] = dataclasses.replace(
-        first,
-        unobserved=(UnobservedCall("ExecuteStatement", "a SELECT with OR"),) * 12,
-        observer_faults=(ObserverFault("PutItem", "TypeError: boom"),),
-    )
+    first, *rest = history.invocations
+    history.invocations = [
+        dataclasses.replace(
+            first,
+            unobserved=(UnobservedCall("ExecuteStatement", "a SELECT with OR"),) * 12,
+            observer_faults=(ObserverFault("PutItem", "TypeError: boom"),),
+        ),
+        *rest,
+    ]
     result = check(history, end)
     assert result.verdict is Verdict.INCONCLUSIVE
     assert result.counts.unobserved_calls == 12
@@ -542,10 +545,11 @@ def test_unobserved_calls_and_observer_errors_make_a_run_inconclusive() -> None:
 
 def test_a_failure_outranks_missing_evidence() -> None:
     history, end = racy_double_write(4)
-    first = history.invocations[0]
-    history.invocations[0] = dataclasses.replace(
-        first, unobserved=(UnobservedCall("UpdateItem", "legacy"),)
-    )
+    first, *rest = history.invocations
+    history.invocations = [
+        dataclasses.replace(first, unobserved=(UnobservedCall("UpdateItem", "legacy"),)),
+        *rest,
+    ]
     result = check(history, end)
     assert result.verdict is Verdict.FAIL
     assert result.inconclusive

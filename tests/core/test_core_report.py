@@ -190,13 +190,17 @@ def test_failing_run_carries_findings_and_reasons() -> None:
 def with_planted_handle(**fields: Any) -> RunResult:
     result = lab_result()
     history = result.runs[0].history
-    history.invocations[0] = invocation(
-        "r-1",
-        [record("m-1", "dedup-order")],
-        list(history.invocations[0].writes),
-        started_ns=1_000_000,
-        **fields,
-    )
+    first, *rest = history.invocations
+    history.invocations = [
+        invocation(
+            "r-1",
+            [record("m-1", "dedup-order")],
+            list(first.writes),
+            started_ns=1_000_000,
+            **fields,
+        ),
+        *rest,
+    ]
     return result
 
 

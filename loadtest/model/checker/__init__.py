@@ -75,6 +75,7 @@ from loadtest.model.history import (
     EndState,
     History,
     InvocationOutcome,
+    InvocationRef,
     OutcomeKey,
     TypedItem,
     WriteOutcome,
@@ -174,18 +175,26 @@ def _choose_model(
 def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None) -> Check:
     """Judge one variant run (DESIGN.md, "Counts")."""
     outcome_key = outcome_key or OutcomeKey()
-    stored_names = {
-        name
-        for inv in history.invocations
-        for w in inv.writes
-        if w.outcome is WriteOutcome.ACCEPTED and w.item_after
-        for name in w.item_after
-    }
+    # One pass over the invocations (each pass decodes the whole log): the
+    # writes with what they need of their invocation, and the per-invocation counts.
+    stored_names: set[str] = set()
+    writes: list[Write] = []
+    deliveries = redeliveries = handler_errors = unobserved_calls = observer_errors = 0
+    for inv in history.invocations:
+        deliveries += len(inv.records)
+        redeliveries += sum(1 for r in inv.records if r.receive_count > 1)
+        handler_errors += inv.outcome is not InvocationOutcome.SUCCESS
+        unobserved_calls += len(inv.unobserved)
+        observer_errors += len(inv.observer_faults)
+        if not inv.writes:
+            continue
+        ref = InvocationRef.of(inv)
+        for record in inv.writes:
+            if record.outcome is WriteOutcome.ACCEPTED and record.item_after:
+                stored_names.update(record.item_after)
+            writes.append(Write(record, ref, key_template(record.key, ref)))
     messages = Messages(history, stored_names)
     outcome_keys = {outcome_key.canonical(outcome_key.key_for(b)): b for b in messages.by_business}
-    writes = [
-        Write(w, inv, key_template(w.key, inv)) for inv in history.invocations for w in inv.writes
-    ]
     for w in writes:
         canon = outcome_key.canonical(w.write.key)
         if canon in outcome_keys:
@@ -288,7 +297,6 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
         and not messages.conflicting(message_id)
     )
 
-    records = [r for inv in history.invocations for r in inv.records]
     outcome_records = [w.write for w in outcome_writes]
     expected_outcomes = {
         messages.business[mid]
@@ -298,8 +306,8 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
     counts = Counts(
         messages_sent=len(messages.sent),
         distinct_ids=len(messages.by_business),
-        deliveries=len(records),
-        redeliveries=sum(1 for r in records if r.receive_count > 1),
+        deliveries=deliveries,
+        redeliveries=redeliveries,
         writes_attempted=len(outcome_records),
         writes_accepted=sum(1 for w in outcome_records if w.outcome is WriteOutcome.ACCEPTED),
         writes_rejected=sum(1 for w in outcome_records if w.outcome is WriteOutcome.REJECTED),
@@ -315,13 +323,11 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
         unexpected_dead_letters=unexpected_dead,
         acked=len(acked_ids & sent_ids),
         dead_lettered=len(dead_ids & sent_ids),
-        handler_errors=sum(
-            1 for i in history.invocations if i.outcome is not InvocationOutcome.SUCCESS
-        ),
+        handler_errors=handler_errors,
         unsettled=len(sent_ids - acked_ids - dead_ids),
         send_failures=sum(1 for m in history.sent if m.message_id is None),
-        unobserved_calls=sum(len(i.unobserved) for i in history.invocations),
-        observer_errors=sum(len(i.observer_faults) for i in history.invocations),
+        unobserved_calls=unobserved_calls,
+        observer_errors=observer_errors,
     )
     nothing_stored = bool(expected_outcomes) and not by_business and not final
     reasons = default_reasons(counts, timed_out=history.timed_out)

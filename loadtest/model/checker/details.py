@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from loadtest.model.history import History, Invocation, Record, TypedItem
+    from loadtest.model.history import History, Invocation, InvocationRef, Record, TypedItem
 
 
 def plain(value: Any) -> Any:
@@ -132,7 +132,7 @@ _HEX = re.compile(r"\b[0-9a-fA-F]{16,}\b")
 _DIGITS = re.compile(r"\d{4,}")
 
 
-def key_template(key: TypedItem, invocation: Invocation) -> str:
+def key_template(key: TypedItem, invocation: Invocation | InvocationRef) -> str:
     """The shape of a key, its varying parts named: ``{id}``, ``{messageId}``, ``{uuid}``, ..."""
     parts = []
     for name, value in key.items():
@@ -158,7 +158,7 @@ def varies_per_delivery(template: str) -> bool:
     return any(tag in template for tag in ("{messageId}", "{requestId}", "{uuid}", "{hex}", "{n}"))
 
 
-def records_of(invocation: Invocation, business_id: str) -> list[Record]:
+def records_of(invocation: Invocation | InvocationRef, business_id: str) -> list[Record]:
     return [r for r in invocation.records if r.business_id == business_id]
 
 
@@ -174,11 +174,16 @@ class Messages:
     def __init__(self, history: History, stored_names: set[str]) -> None:
         self.sent = [m for m in history.sent if m.message_id is not None]
         self.business: dict[str, str | None] = {str(m.message_id): m.business_id for m in self.sent}
-        full = {str(m.message_id): details_of(m.body) for m in self.sent}
-        kept = {name for d in full.values() if d for name in d} & stored_names
+        # Copies of a message share one body: parse each body once, and keep one
+        # details dict per body (nothing changes them), not one per message.
+        parsed = {m.body: details_of(m.body) for m in self.sent}
+        kept = {name for d in parsed.values() if d for name in d} & stored_names
+        by_body = {
+            body: ({k: v for k, v in d.items() if k in kept} if kept and d is not None else d)
+            for body, d in parsed.items()
+        }
         self.details: dict[str, dict[str, Any] | None] = {
-            mid: ({k: v for k, v in d.items() if k in kept} if kept and d is not None else d)
-            for mid, d in full.items()
+            str(m.message_id): by_body[m.body] for m in self.sent
         }
         self.poison = {str(m.message_id) for m in self.sent if m.poison}
         self.by_business: dict[str, list[str]] = defaultdict(list)

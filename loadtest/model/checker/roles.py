@@ -19,16 +19,16 @@ from typing import Any
 
 from loadtest.model.checker.details import carries, records_of
 from loadtest.model.checker.verdict import Role
-from loadtest.model.history import Invocation, OutcomeKey, TypedItem, WriteOutcome, WriteRecord
+from loadtest.model.history import InvocationRef, OutcomeKey, TypedItem, WriteOutcome, WriteRecord
 from loadtest.model.updates import same_item
 
 
-@dataclass
+@dataclass(slots=True)
 class Write:
     """A write being judged: its invocation and, once known, its business id."""
 
     write: WriteRecord
-    invocation: Invocation
+    invocation: InvocationRef
     template: str
     business_id: str | None = None
     role: Role = Role.SIDE

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
-from loadtest.model.history import History, Invocation, WriteRecord
+from loadtest.model.history import History, InvocationRef, WriteRecord
 
 
 class Verdict(StrEnum):
@@ -117,7 +117,8 @@ class Decision:
     """One observed write, as judged."""
 
     write: WriteRecord
-    invocation: Invocation
+    invocation: InvocationRef
+    """Who made the write and which records it carried (not the whole invocation)."""
     business_id: str | None
     message_id: str | None
     role: Role
