@@ -37,10 +37,12 @@ import copy
 import functools
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 CONDITIONS_KEPT = 1024
 """Parsed condition expressions kept; when full the cache starts over (a run uses a few)."""
+
+_V = TypeVar("_V")
 
 
 def memo_method_names(
@@ -80,6 +82,17 @@ def _condition_key(expr: Any, names: Any, values: Any) -> _ConditionKey | None:
     return key
 
 
+def _kept(parsed: dict[_ConditionKey, _V], key: _ConditionKey, parse: Callable[[], _V]) -> _V:
+    """``parsed[key]``, parsed on first use; the cache starts afresh at ``CONDITIONS_KEPT``."""
+    found = parsed.get(key)
+    if found is None:
+        found = parse()
+        if len(parsed) >= CONDITIONS_KEPT:
+            parsed.clear()
+        parsed[key] = found
+    return found
+
+
 def memo_filter_expression(get_filter_expression: _FilterExpression) -> _FilterExpression:
     """``get_filter_expression(expr, names, values)``, parsed once per distinct argument."""
     parsed: dict[_ConditionKey, Any] = {}
@@ -88,13 +101,11 @@ def memo_filter_expression(get_filter_expression: _FilterExpression) -> _FilterE
         key = _condition_key(expr, names, values)
         if key is None:
             return get_filter_expression(expr, names, values)
-        op = parsed.get(key)
-        if op is None:
-            op = get_filter_expression(expr, copy.deepcopy(names), copy.deepcopy(values))
-            if len(parsed) >= CONDITIONS_KEPT:
-                parsed.clear()
-            parsed[key] = op
-        return op
+        return _kept(
+            parsed,
+            key,
+            lambda: get_filter_expression(expr, copy.deepcopy(names), copy.deepcopy(values)),
+        )
 
     cached.__wrapped__ = get_filter_expression  # type: ignore[attr-defined]
     return cached
@@ -142,13 +153,11 @@ def memo_condition_parser(create_parser: _FilterExpression) -> _FilterExpression
             return create_parser(expr, names, values)
 
         def parse() -> _Parsed:
-            found = parsed.get(key)
-            if found is None:
-                found = parse_uncached(expr, copy.deepcopy(names), copy.deepcopy(values))
-                if len(parsed) >= CONDITIONS_KEPT:
-                    parsed.clear()
-                parsed[key] = found
-            return found
+            return _kept(
+                parsed,
+                key,
+                lambda: parse_uncached(expr, copy.deepcopy(names), copy.deepcopy(values)),
+            )
 
         return _MemoParser(parse)
 
