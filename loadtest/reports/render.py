@@ -166,23 +166,34 @@ def _write_line(w: dict[str, Any]) -> str:
 
 
 def _race_story(finding: dict[str, Any]) -> str:
-    """The first double-written id, reads and writes in time order, one line each."""
-    events = [
+    """The first double-written id, one line per call with when it started and ended.
+
+    The writes keep the backend's order (as the checker found it); each read goes
+    before the first write that started after it. A read listed after an accepted
+    write overlapped it: it started before that write took effect.
+    """
+    reads = sorted(
         (
             r["at_ms"],
+            r.get("done_ms", r["at_ms"]),
             r["environment"],
             "GetItem saw " + ("absent" if r["found"] is None else "the order"),
         )
         for r in finding.get("reads", [])
-    ]
-    # Writes in the backend's order (as the checker found it), reads by time before each.
-    writes = [(w["at_ms"], w["environment"], _write_line(w)) for w in finding["writes"]]
+    )
+    events: list[tuple[float, float, int, str]] = []
+    for w in finding["writes"]:
+        while reads and reads[0][0] <= w["at_ms"]:
+            events.append(reads.pop(0))
+        events.append((w["at_ms"], w.get("done_ms", w["at_ms"]), w["environment"], _write_line(w)))
+    events += reads
     stored = next((w["item_after"] for w in finding["writes"] if w["item_after"]), None)
     lines = [
         f"  e.g. {finding['business_id']} {_item(stored)} was written {finding['accepted_writes']} times:"
     ]
-    lines += [f"    {at:>9.1f} ms  env {env}  {what}" for at, env, what in sorted(events)]
-    lines += [f"    {at:>9.1f} ms  env {env}  {what}" for at, env, what in writes]
+    lines += [
+        f"    {at:>9.1f} to {done:.1f} ms  env {env}  {what}" for at, done, env, what in events
+    ]
     return "\n".join(lines)
 
 

@@ -15,6 +15,7 @@ from loadtest.model.checker import check
 from loadtest.model.history import Ack, EndState, History, InvocationOutcome
 from loadtest.model.metrics import Latency
 from loadtest.model.scenario import load_scenario
+from loadtest.reports.render import _race_story
 from loadtest.reports.report import SCHEMA_VERSION, build_report
 from tests.core.core_builders import invocation, lab_history, order_item, record, sent, write
 
@@ -280,3 +281,51 @@ def test_demonstration_scenario_relaxes_only_what_it_names() -> None:
     assert guarded["runs"][0]["thresholds"] == [
         {"expr": "conditional: duplicate_writes == 0", "observed": 1, "ok": False}
     ]
+
+
+def test_the_race_story_lists_each_call_with_its_span_and_a_read_before_the_write_after_it() -> (
+    None
+):
+    item = {"id": {"S": "o-1"}, "quantity": {"N": "2"}}
+    finding = {
+        "business_id": "o-1",
+        "accepted_writes": 2,
+        "reads": [
+            # env 7's read started after env 4's write was sent, before it took effect
+            {"at_ms": 1305.9, "done_ms": 1306.4, "environment": 7, "found": None},
+            {"at_ms": 1303.5, "done_ms": 1304.1, "environment": 4, "found": None},
+        ],
+        "writes": [
+            {
+                "at_ms": 1304.9,
+                "done_ms": 1307.0,
+                "environment": 4,
+                "operation": "PutItem",
+                "outcome": "accepted",
+                "role": "first",
+                "item_before": None,
+                "item_after": item,
+            },
+            {
+                "at_ms": 1307.2,
+                "done_ms": 1308.0,
+                "environment": 7,
+                "operation": "PutItem",
+                "outcome": "accepted",
+                "role": "duplicate",
+                "item_before": item,
+                "item_after": item,
+            },
+        ],
+    }
+    lines = _race_story(finding).splitlines()
+    assert lines[0].startswith("  e.g. o-1 ") and lines[0].endswith("was written 2 times:")
+    assert [line.split("  env ", 1)[1].split("  ", 1)[1] for line in lines[1:]] == [
+        "GetItem saw absent",
+        "PutItem accepted: stored it (was absent)",
+        "GetItem saw absent",
+        "PutItem accepted: wrote the same order again",
+    ]
+    assert lines[1].split()[:4] == ["1303.5", "to", "1304.1", "ms"]
+    assert lines[3].split()[:4] == ["1305.9", "to", "1306.4", "ms"]
+    assert "env 7" in lines[3] and "env 4" in lines[2]
