@@ -16,8 +16,11 @@ from loadtest.model.history import (
     InvocationOutcome,
     ObserverFault,
     ReadRecord,
+    Record,
     UnobservedCall,
     WriteOutcome,
+    WriteRecord,
+    _encode_invocation,
 )
 from tests.core.core_builders import invocation, order_item, record, write
 
@@ -110,3 +113,14 @@ def test_a_history_stores_any_iterable_of_invocations_in_a_log() -> None:
     history.invocations = log
     assert history.invocations is log
     assert "invocations=3" in repr(history)
+
+
+def test_the_encoders_carry_every_field_of_every_record_kind() -> None:
+    # Decoding is positional: a field added to a record kind but not to its encoder
+    # would come back as its default, silently, unless a builder happened to set it.
+    row = _encode_invocation(_every_kind(1))
+    assert len(row) == len(dataclasses.fields(Invocation))
+    kinds = {2: Record, 8: WriteRecord, 12: ReadRecord, 13: UnobservedCall, 14: ObserverFault}
+    for position, kind in kinds.items():
+        assert row[position], kind  # the builder fills every kind
+        assert {len(part) for part in row[position]} == {len(dataclasses.fields(kind))}, kind
