@@ -104,7 +104,8 @@ class Latency:
         else:
             buckets = filled_buckets(h)
             out["min"] = h.get_min_value()
-            out.update(_values_at_percentiles(h, buckets))
+            values = values_at_percentiles(h, [p for _, p in PERCENTILES], buckets)
+            out.update({key: values.get(p, 0) for key, p in PERCENTILES})
             out["max"] = h.get_max_value()
             out["mean"] = round(mean_value(h, buckets), 1)
         out["out_of_range"] = self.out_of_range
@@ -127,24 +128,34 @@ def filled_buckets(histogram: HdrHistogram) -> list[tuple[int, int]]:
     return [(index, int(counts[index])) for index in compress(range(len(counts)), counts)]
 
 
-def _values_at_percentiles(
-    histogram: HdrHistogram, buckets: list[tuple[int, int]]
-) -> dict[str, int]:
-    """``histogram.get_value_at_percentile`` for each of ``PERCENTILES`` (all above 0, in
-    ascending order), from one walk over the filled buckets."""
-    out: dict[str, int] = {key: 0 for key, _ in PERCENTILES}
-    targets = [(key, histogram.get_target_count_at_percentile(p)) for key, p in PERCENTILES]
+def values_at_percentiles(
+    histogram: HdrHistogram,
+    percentiles: list[float],
+    buckets: list[tuple[int, int]] | None = None,
+) -> dict[float, int]:
+    """``histogram.get_percentile_to_value_dict(percentiles)`` (each percentile's value,
+    duplicates once), from one walk over the filled buckets (``buckets``, from
+    ``filled_buckets``) instead of hdrh's walk over every bucket."""
+    out: dict[float, int] = {}
+    pending = iter(sorted(set(percentiles)))
+    percentile = next(pending, None)
+    if percentile is None:
+        return out
+    target = histogram.get_target_count_at_percentile(percentile)
     total = 0
-    pending = iter(targets)
-    key, target = next(pending)
-    for index, count in buckets:
+    for index, count in buckets if buckets is not None else filled_buckets(histogram):
         total += count
         while total >= target:
-            out[key] = histogram.get_highest_equivalent_value(histogram.get_value_from_index(index))
-            following = next(pending, None)
-            if following is None:
+            value = histogram.get_value_from_index(index)
+            out[percentile] = (  # as hdrh: the 0th percentile is the bucket's lowest value
+                histogram.get_highest_equivalent_value(value)
+                if percentile
+                else histogram.get_lowest_equivalent_value(value)
+            )
+            percentile = next(pending, None)
+            if percentile is None:
                 return out
-            key, target = following
+            target = histogram.get_target_count_at_percentile(percentile)
     return out
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from loadtest.model.metrics import format_us
+from loadtest.model.metrics import format_us, values_at_percentiles
 
 PALETTE = ("#2563eb", "#ea580c", "#7c3aed", "#0891b2", "#db2777", "#854d0e", "#4b5563", "#65a30d")
 """Line colours, one per run in report order (cycled past eight); no red or green,
@@ -135,8 +135,8 @@ def percentile_curve(encoded: str) -> list[tuple[float, float]]:
     x_end = min(MAX_PERCENTILE_X, max(math.log10(count), 1.0))
     xs = [x_end * i / CURVE_POINTS for i in range(CURVE_POINTS + 1)]
     percentiles = [100 * (1 - 10**-x) for x in xs]
-    # One pass over the counts for all percentiles (get_value_at_percentile is a pass each).
-    values = histogram.get_percentile_to_value_dict(percentiles)
+    # One pass over the filled buckets for all percentiles.
+    values = values_at_percentiles(histogram, percentiles)
     points = [(x, float(values[p])) for x, p in zip(xs, percentiles, strict=True)]
     points.append((x_end, float(histogram.get_max_value())))
     return points

@@ -6,7 +6,7 @@ from hdrh.histogram import HdrHistogram
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loadtest.model.metrics import HIGHEST_US, PERCENTILES, Latency
+from loadtest.model.metrics import HIGHEST_US, PERCENTILES, Latency, values_at_percentiles
 
 SUMMARY_KEYS = ["count", "min", "p50", "p90", "p99", "p99_9", "max", "mean", "out_of_range"]
 
@@ -47,6 +47,23 @@ def test_summary_reads_the_figures_hdrh_computes(values_us: list[int]) -> None:
     for key, percentile in PERCENTILES:
         assert summary[key] == histogram.get_value_at_percentile(percentile)
     assert summary["mean"] == round(histogram.get_mean_value(), 1)
+
+
+@settings(max_examples=50, deadline=None)  # hdrh's own walk reads every bucket: slow by design
+@given(
+    st.lists(st.integers(min_value=1, max_value=HIGHEST_US), min_size=1, max_size=300),
+    st.lists(st.floats(min_value=0.0, max_value=100.0), min_size=1, max_size=20),
+)
+def test_values_at_percentiles_are_hdrh_s_own(
+    values_us: list[int], percentiles: list[float]
+) -> None:
+    # The 0th percentile included: hdrh gives that bucket's lowest value, the others its highest.
+    latency = Latency()
+    for value_us in values_us:
+        latency.record_ns(value_us * 1000)
+    histogram = latency.histogram
+    asked = [*percentiles, 0.0]
+    assert values_at_percentiles(histogram, asked) == histogram.get_percentile_to_value_dict(asked)
 
 
 def test_nanoseconds_are_rounded_to_whole_microseconds_min_one() -> None:
