@@ -8,6 +8,9 @@ nothing about time. Figures, for one run of race-burst's conditional variant:
 - CPU milliseconds per message of each process kind: the harness (this
   process), the execution environments (with the zygote that forks them) and
   the backend,
+- cores busy: all processes' CPU over the run's wall time (setting up and tearing
+  down included), and over the span from the first send to the last settled
+  message alone, from the CPU the sampler reads at each sample,
 - peak resident memory of each process kind (the largest single process, and
   for the environments their sum), and the run's memory across all its
   processes: the largest sum of their proportional set sizes (PSS: a page
@@ -150,6 +153,11 @@ class _PeakMemory:
         self.cpu_s = 0.0
         """CPU seconds the sampling thread has used so far (it runs in the harness, so the
         harness's figure includes them)."""
+        self._cpu_by_pid: dict[int, float] = {}
+        self.cpu_steps: list[tuple[int, float]] = []
+        """At each sample, ``(time.monotonic_ns(), CPU seconds)``: the CPU this process and
+        its descendants used since the previous sample, summed over the processes alive at
+        both (a process that appeared or died in between adds nothing)."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -165,7 +173,9 @@ class _PeakMemory:
         pss = pss or self._samples % PSS_EVERY == 0
         self._samples += 1
         pss_sum = (_pss_mb(os.getpid()) or 0.0) if pss else 0.0
-        for pid in _descendants(os.getpid()):
+        processes = _descendants(os.getpid())
+        self._step_cpu([os.getpid(), *processes])
+        for pid in processes:
             peak = _peak_rss_mb(pid)
             if peak is not None:
                 self.peaks_mb[pid] = max(peak, self.peaks_mb.get(pid, 0.0))
@@ -174,6 +184,25 @@ class _PeakMemory:
             if pss:
                 pss_sum += _pss_mb(pid) or 0.0
         self.pss_sum_peak_mb = max(self.pss_sum_peak_mb, pss_sum)
+
+    def _step_cpu(self, pids: list[int]) -> None:
+        now_ns = time.monotonic_ns()
+        cpu = {pid: _proc_cpu_s(pid) for pid in pids}
+        step = sum(
+            cpu[pid] - before
+            for pid, before in self._cpu_by_pid.items()
+            if pid in cpu and cpu[pid] == cpu[pid]  # nan: it died while being read
+        )
+        self._cpu_by_pid = {pid: s for pid, s in cpu.items() if s == s}
+        self.cpu_steps.append((now_ns, step))
+
+    def cores_busy(self, start_ns: int, end_ns: int) -> float | None:
+        """Average cores busy between two ``time.monotonic_ns()`` readings, from the samples
+        taken inside that span; None when fewer than two samples fall inside it."""
+        inside = [(t, step) for t, step in self.cpu_steps if start_ns <= t <= end_ns]
+        if len(inside) < 2:
+            return None
+        return sum(step for _, step in inside[1:]) / ((inside[-1][0] - inside[0][0]) / 1e9)
 
     def _sample(self) -> None:
         started_s = time.thread_time()
@@ -292,6 +321,7 @@ def main(argv: list[str] | None = None) -> None:
     run = result.runs[0]
     counts = run.check.counts
     messages = max(1, counts.messages_sent)
+    flowing = memory.cores_busy(run.history.started_ns, run.history.ended_ns)
 
     def served(key: str) -> int:
         return int(requests_after.get(key, 0)) - int(requests_before.get(key, 0))
@@ -313,6 +343,7 @@ def main(argv: list[str] | None = None) -> None:
         "environments_cpu_ms_per_message": round(1000 * environments_cpu_s / messages, 2),
         "backend_cpu_ms_per_message": round(1000 * backend_cpu_s / messages, 2),
         "cores_busy": round(total_cpu_s / wall_s, 2),
+        "cores_busy_while_flowing": None if flowing is None else round(flowing, 2),
         "harness_peak_rss_mb": round(harness_peak_mb, 1),
         "environment_peak_rss_mb": round(max(env_peaks), 1) if env_peaks else None,
         "environments_peak_rss_sum_mb": round(sum(env_peaks), 1) if env_peaks else None,
@@ -379,6 +410,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     line("  backend", "backend_cpu_ms_per_message", "ms")
     line("cores busy (avg)", "cores_busy", f"of {os.cpu_count()}")
+    line("  while messages flow", "cores_busy_while_flowing", f"of {os.cpu_count()}")
+    print(
+        "    (from the first send to the last settled message; the average above also "
+        "counts setting up and tearing down the run)"
+    )
     line("peak RSS harness", "harness_peak_rss_mb", "MB")
     print(
         f"    (during the run {harness_run_peak_mb:.1f} MB; report analysis "

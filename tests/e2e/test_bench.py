@@ -7,6 +7,7 @@ figure was measured (a figure it could not read prints ``n/a``).
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -28,5 +29,31 @@ def test_a_small_bench_settles_and_measures_every_process_kind(
     ):
         (line,) = [line for line in out.splitlines() if line.strip().startswith(label)]
         assert re.search(r"\d+(\.\d+)? (MB|ms)", line), line
+    (flowing,) = [line for line in out.splitlines() if "while messages flow" in line]
+    assert re.search(r"flow +(\d+(\.\d+)? of \d+|n/a)", flowing), flowing
     (sampler,) = [line for line in out.splitlines() if "memory sampler" in line]
     assert re.search(r"sampler \d+\.\d\d ms", sampler), sampler
+
+
+def test_cores_busy_counts_the_samples_inside_the_span_only() -> None:
+    memory = bench._PeakMemory()
+    second = 1_000_000_000
+    # Steps: CPU used since the previous sample. The first sample inside the span
+    # only marks its start; the step that ends it belongs to the time before.
+    memory.cpu_steps = [(0, 5.0), (1 * second, 9.0), (2 * second, 1.5), (3 * second, 2.0)]
+    assert memory.cores_busy(1 * second, 3 * second) == pytest.approx((1.5 + 2.0) / 2)
+    assert memory.cores_busy(2 * second, 2 * second) is None
+
+
+def test_cores_busy_measures_a_busy_thread_as_about_one_core() -> None:
+    memory = bench._PeakMemory()
+    start_ns = time.monotonic_ns()
+    memory.sample()
+    for _ in range(5):
+        until = time.perf_counter() + 0.1
+        while time.perf_counter() < until:
+            pass
+        memory.sample()
+    busy = memory.cores_busy(start_ns, time.monotonic_ns())
+    # One core spinning; the machine's other load may take some of it.
+    assert busy is not None and 0.2 < busy < 1.3, busy
