@@ -7,6 +7,9 @@ client and the resource layer; and it never changes what the consumer sees
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from decimal import Decimal
@@ -339,3 +342,65 @@ def test_a_legacy_update_is_recorded_with_its_after_unknown(backend_url: str, ta
     assert update.outcome is WriteOutcome.ACCEPTED and not update.after_known
     assert put.outcome is WriteOutcome.REJECTED
     assert put.condition == 'Expected {"id": {"Exists": false}}'
+
+
+_AIO_CONSUMER = """
+import asyncio, json, sys
+from loadtest.emulation.observer import WriteObserver
+
+lines = []
+observer = WriteObserver(sys.argv[2], sink=lines.append)
+observer.install()
+assert "aiobotocore.client" not in sys.modules  # wrapped when the consumer imports it
+
+import aioboto3  # the consumer's cold start
+
+async def main():
+    session = aioboto3.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
+    )
+    async with session.client("dynamodb", endpoint_url=sys.argv[1]) as ddb:
+        answers = []
+        for _ in range(2):
+            try:
+                answers.append(await ddb.put_item(
+                    TableName=sys.argv[2],
+                    Item={"id": {"S": "aio"}},
+                    ConditionExpression="attribute_not_exists(id)",
+                ))
+            except ddb.exceptions.ConditionalCheckFailedException as error:
+                answers.append(error.response)
+        return answers
+
+first, second = asyncio.run(main())
+print(json.dumps({
+    "lines": lines,
+    "first_keys": sorted(first),
+    "second_has_item": "Item" in second,
+}))
+"""
+
+
+def test_aiobotocore_clients_are_observed_and_see_their_own_answers(
+    backend_url: str, table: str
+) -> None:
+    # aioboto3's clients override both botocore methods the observer wraps with
+    # coroutines that never call them; a fresh interpreter, as in an environment.
+    done = subprocess.run(
+        [sys.executable, "-c", _AIO_CONSUMER, backend_url, table],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    recorder = Recorder()
+    for line in result["lines"]:
+        recorder(line)
+    assert [(w.operation, w.outcome.value, w.item_before) for w in recorder.writes()] == [
+        ("PutItem", "accepted", None),
+        ("PutItem", "rejected", {"id": {"S": "aio"}}),
+    ]
+    # What the observer asked for is not handed to the consumer.
+    assert result["first_keys"] == ["ResponseMetadata"]
+    assert result["second_has_item"] is False
