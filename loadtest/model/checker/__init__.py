@@ -338,6 +338,13 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
     inconclusive = inconclusive_reasons(counts, history)
     if model.kind == "ambiguous":
         inconclusive.append(model.description)
+    unexplained = _unexplained_items(writes, end, outcome_key)
+    if unexplained:
+        inconclusive.append(
+            f"{len(unexplained)} item(s) in the table were stored by no write the observer saw "
+            f"(e.g. {unexplained[0]!r}): something wrote to the table around it, so writes "
+            "may be missing from the counts"
+        )
     notes = []
     if not details_stored and by_business:
         notes.append(
@@ -380,6 +387,22 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
         templates=template_roles,
         notes=tuple(notes),
     )
+
+
+def _unexplained_items(writes: list[Write], end: EndState, outcome_key: OutcomeKey) -> list[str]:
+    """Keys of the items at the end that no observed write could have stored.
+
+    The run's table starts empty and only the consumer writes to it, so every
+    item must come from a write the observer recorded (accepted, or one whose
+    answer was an error or never came). One that did not was written by a
+    client the observer does not hook: the evidence is incomplete.
+    """
+    written = {
+        outcome_key.canonical(w.write.key)
+        for w in writes
+        if w.write.outcome is not WriteOutcome.REJECTED and not w.write.deletes
+    }
+    return sorted(key for key in end.table_items if key not in written)
 
 
 def _side_business_id(w: Write) -> str | None:
