@@ -333,6 +333,8 @@ class WriteObserver:
             self._fault(call.operation, exc)
 
     def _read(self, call: Call, http: Any, parsed: Any, started: int, ended: int) -> None:
+        if call.read_key is None:
+            return  # not a key lookup: nothing to record beyond the race window
         try:
             if isinstance(parsed, dict) and int(getattr(http, "status_code", 200)) < 300:
                 found = parsed.get("Item")
@@ -340,7 +342,7 @@ class WriteObserver:
                     found = parsed["Items"][0]
                 self._emit(
                     ReadRecord(
-                        key=call.read_key or {},
+                        key=call.read_key,
                         found=found,
                         consistent=call.consistent,
                         started_ns=started,

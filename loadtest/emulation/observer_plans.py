@@ -89,6 +89,8 @@ class Call:
     kind: str = "single"
     """single | batch | transact | partiql | partiql-batch | partiql-transact | read"""
     read_key: TypedItem | None = None
+    """A read's key lookup; None for a read that is not one (Query, Scan, BatchGetItem):
+    the race window follows it, no read record does."""
     consistent: bool = False
     positions: list[int] = field(default_factory=list)
     """For multi-item calls: each part's index in the request (answers are positional)."""
@@ -147,6 +149,23 @@ class CallPlanner:
         call.read_key = dict(params.get("Key") or {})
         call.consistent = bool(params.get("ConsistentRead"))
         return params, call
+
+    def _plan_search(
+        self, operation: str, params: dict[str, Any], tables: list[Any]
+    ) -> Planned | None:
+        """A read of the table that is not one key lookup: planned for the race window only."""
+        if self.table_name not in tables:
+            return None
+        return params, self._new_call(operation, [], kind="read")
+
+    def _plan_query(self, params: dict[str, Any]) -> Planned | None:
+        return self._plan_search("Query", params, [params.get("TableName")])
+
+    def _plan_scan(self, params: dict[str, Any]) -> Planned | None:
+        return self._plan_search("Scan", params, [params.get("TableName")])
+
+    def _plan_batch_get(self, params: dict[str, Any]) -> Planned | None:
+        return self._plan_search("BatchGetItem", params, list(params.get("RequestItems") or {}))
 
     def _plan_single(self, operation: str, params: dict[str, Any]) -> Planned | None:
         if params.get("TableName") != self.table_name:
@@ -298,10 +317,8 @@ class CallPlanner:
         if dml is None:
             return None
         if dml.kind == "SELECT":
-            if not dml.key:
-                return None
             call = self._new_call("ExecuteStatement.SELECT", [], kind="read")
-            call.read_key = dml.key
+            call.read_key = dml.key or None
             call.consistent = bool(params.get("ConsistentRead"))
             return params, call
         part = self._dml_part("ExecuteStatement", dml)
@@ -357,6 +374,9 @@ def safe_noop(expression: str, names: Mapping[str, str] | None) -> bool:
 
 _PLANNERS: dict[str, Callable[[CallPlanner, dict[str, Any]], Planned | None]] = {
     "GetItem": CallPlanner._plan_get,
+    "Query": CallPlanner._plan_query,
+    "Scan": CallPlanner._plan_scan,
+    "BatchGetItem": CallPlanner._plan_batch_get,
     "PutItem": CallPlanner._plan_put,
     "UpdateItem": CallPlanner._plan_update,
     "DeleteItem": CallPlanner._plan_delete,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from decimal import Decimal
@@ -17,7 +18,7 @@ from typing import Any
 
 import boto3
 import pytest
-from boto3.dynamodb.conditions import Attr
+from boto3.dynamodb.conditions import Attr, Key
 from botocore.exceptions import ClientError
 
 from loadtest.emulation.observer import WriteObserver
@@ -404,3 +405,36 @@ def test_aiobotocore_clients_are_observed_and_see_their_own_answers(
     # What the observer asked for is not handed to the consumer.
     assert result["first_keys"] == ["ResponseMetadata"]
     assert result["second_has_item"] is False
+
+
+def test_the_race_window_follows_every_read_of_the_table(backend_url: str, table: str) -> None:
+    # A check by Query, Scan, BatchGetItem or an unkeyed SELECT races like a GetItem:
+    # the labelled pause must follow it too. Only key lookups are read records.
+    ddb = client("dynamodb", backend_url)
+    resource = _resource_table(backend_url, table)
+    reads: list[Callable[[], Any]] = [
+        lambda: ddb.get_item(TableName=table, Key={"id": {"S": "q"}}),
+        lambda: resource.query(KeyConditionExpression=Key("id").eq("q")),
+        lambda: ddb.scan(TableName=table),
+        lambda: ddb.batch_get_item(RequestItems={table: {"Keys": [{"id": {"S": "q"}}]}}),
+        lambda: ddb.execute_statement(Statement=f'SELECT * FROM "{table}"'),
+    ]
+    recorder = Recorder()
+    observer = WriteObserver(table, sink=recorder, race_window_s=0.2)
+    observer.install()
+    try:
+        paused = []
+        for read in reads:
+            started = time.monotonic()
+            read()
+            paused.append(time.monotonic() - started >= 0.2)
+        started = time.monotonic()
+        ddb.list_tables()
+        other = time.monotonic() - started
+    finally:
+        observer.uninstall()
+    assert paused == [True] * len(reads)
+    assert other < 0.2
+    observed = recorder.observations()
+    assert [o.key for o in observed if isinstance(o, ReadRecord)] == [{"id": {"S": "q"}}]
+    assert not [o for o in observed if isinstance(o, ObserverFault | UnobservedCall)]
