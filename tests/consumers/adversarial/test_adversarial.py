@@ -988,3 +988,45 @@ def test_transaction_with_a_client_request_token_is_judged_as_dynamodb_applies_i
     _assert_settled_clean(run)
     assert c.duplicate_writes == 0
     assert run.check.verdict == "pass"
+
+
+# --- batch_writer without overwrite_by_pkeys -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def batch_writer_plain(backend_url: str) -> VariantRun:
+    return _run(
+        backend_url, "batch9_one_invocation.toml", "batch_writer_plain.py", visibility_timeout_s=3
+    )
+
+
+def test_batch_writer_with_copies_in_one_batch_dead_letters_them(
+    batch_writer_plain: VariantRun,
+) -> None:
+    # Two puts of one key in one BatchWriteItem: DynamoDB refuses the whole batch
+    # ("Provided list of item keys contains duplicates"), every time it comes back.
+    run = batch_writer_plain
+    c = run.check.counts
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.dead_lettered, c.unexpected_dead_letters) == (0, 9, 9)
+    assert c.writes_accepted == 0 and c.writes_errored == c.writes_attempted > 0
+    assert run.end_state.table_items == {}
+    assert any("nothing was stored" in r for r in run.check.reasons)
+
+
+@pytest.fixture(scope="module")
+def batch_writer_plain_conflict(backend_url: str) -> VariantRun:
+    return _run(backend_url, "conflict_one_batch.toml", "batch_writer_plain.py")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the embedded backend (moto) looks for duplicate puts in a BatchWriteItem by "
+    "the whole item, not by its key: two puts of one key with other attributes are both "
+    "applied. DynamoDB refuses the batch (ValidationException) and it is dead-lettered",
+)
+def test_batch_writer_with_two_details_of_one_key_is_refused_as_dynamodb_does(
+    batch_writer_plain_conflict: VariantRun,
+) -> None:
+    c = batch_writer_plain_conflict.check.counts
+    assert (c.acked, c.dead_lettered, c.writes_accepted) == (0, 2, 0)
