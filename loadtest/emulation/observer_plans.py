@@ -94,6 +94,8 @@ class Call:
     consistent: bool = False
     positions: list[int] = field(default_factory=list)
     """For multi-item calls: each part's index in the request (answers are positional)."""
+    table_ref: str = ""
+    """How a batch named the table (its name or ARN): the key of its answer's unprocessed items."""
 
 
 def key_condition_absent(condition: str | None, key_names: tuple[str, ...]) -> bool:
@@ -125,13 +127,22 @@ class CallPlanner:
         self._ids = itertools.count(1)
         self._prefix = f"{os.getpid()}-{time.monotonic_ns()}"
 
+    def watches(self, table: Any) -> bool:
+        """Whether a request's ``TableName`` is the watched table: its name, or its ARN
+        (``arn:aws:dynamodb:<region>:<account>:table/<name>``, which DynamoDB takes too)."""
+        return table == self.table_name or (
+            isinstance(table, str)
+            and table.startswith("arn:")
+            and table.endswith(f":table/{self.table_name}")
+        )
+
     def plan(self, operation: str, params: dict[str, Any]) -> Planned | None:
         """The call to observe for ``operation`` with ``params``, or None (not the watched
         table's write or read); a watched call it does not understand is reported."""
         planner = _PLANNERS.get(operation)
         if planner is not None:
             return planner(self, params)
-        if params.get("TableName") == self.table_name and operation not in READ_APIS:
+        if self.watches(params.get("TableName")) and operation not in READ_APIS:
             self._unobserved(operation, "not a call the observer understands")
         return None
 
@@ -143,7 +154,7 @@ class CallPlanner:
         return {k: item[k] for k in self.key_names if k in item}
 
     def _plan_get(self, params: dict[str, Any]) -> Planned | None:
-        if params.get("TableName") != self.table_name:
+        if not self.watches(params.get("TableName")):
             return None
         call = self._new_call("GetItem", [], kind="read")
         call.read_key = dict(params.get("Key") or {})
@@ -154,7 +165,7 @@ class CallPlanner:
         self, operation: str, params: dict[str, Any], tables: list[Any]
     ) -> Planned | None:
         """A read of the table that is not one key lookup: planned for the race window only."""
-        if self.table_name not in tables:
+        if not any(self.watches(table) for table in tables):
             return None
         return params, self._new_call(operation, [], kind="read")
 
@@ -168,7 +179,7 @@ class CallPlanner:
         return self._plan_search("BatchGetItem", params, list(params.get("RequestItems") or {}))
 
     def _plan_single(self, operation: str, params: dict[str, Any]) -> Planned | None:
-        if params.get("TableName") != self.table_name:
+        if not self.watches(params.get("TableName")):
             return None
         params = dict(params)
         names = params.get("ExpressionAttributeNames")
@@ -221,7 +232,9 @@ class CallPlanner:
         return self._plan_single("DeleteItem", params)
 
     def _plan_batch(self, params: dict[str, Any]) -> Planned | None:
-        requests = (params.get("RequestItems") or {}).get(self.table_name)
+        request_items = params.get("RequestItems") or {}
+        table_ref = next((table for table in request_items if self.watches(table)), None)
+        requests = request_items.get(table_ref) if table_ref is not None else None
         if not requests:
             return None
         parts = []
@@ -232,7 +245,7 @@ class CallPlanner:
             else:
                 key = dict(request.get("DeleteRequest", {}).get("Key") or {})
                 parts.append(Part("BatchWriteItem.Delete", key, None, deletes=True))
-        return params, self._new_call("BatchWriteItem", parts, kind="batch")
+        return params, self._new_call("BatchWriteItem", parts, kind="batch", table_ref=table_ref)
 
     def _plan_transact(self, params: dict[str, Any]) -> Planned | None:
         entries = list(params.get("TransactItems") or [])
@@ -240,7 +253,7 @@ class CallPlanner:
             (index, kind)
             for index, entry in enumerate(entries)
             for kind, body in entry.items()
-            if kind in ("Put", "Update", "Delete") and body.get("TableName") == self.table_name
+            if kind in ("Put", "Update", "Delete") and self.watches(body.get("TableName"))
         ]
         if not watched:
             return None

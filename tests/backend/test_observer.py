@@ -438,3 +438,28 @@ def test_the_race_window_follows_every_read_of_the_table(backend_url: str, table
     observed = recorder.observations()
     assert [o.key for o in observed if isinstance(o, ReadRecord)] == [{"id": {"S": "q"}}]
     assert not [o for o in observed if isinstance(o, ObserverFault | UnobservedCall)]
+
+
+def test_a_table_named_by_its_arn_is_the_watched_table(backend_url: str, table: str) -> None:
+    ddb = client("dynamodb", backend_url)
+    arn = ddb.describe_table(TableName=table)["Table"]["TableArn"]
+    recorder = Recorder()
+    observer = WriteObserver(table, sink=recorder)
+    observer.install()
+    try:
+        put = ddb.put_item(TableName=arn, Item={"id": {"S": "a"}})
+        ddb.get_item(TableName=arn, Key={"id": {"S": "a"}})
+        ddb.batch_write_item(RequestItems={arn: [{"PutRequest": {"Item": {"id": {"S": "b"}}}}]})
+        ddb.transact_write_items(
+            TransactItems=[{"Delete": {"TableName": arn, "Key": {"id": {"S": "b"}}}}]
+        )
+    finally:
+        observer.uninstall()
+    assert "Attributes" not in put
+    assert [(w.operation, w.outcome.value, w.key) for w in recorder.writes()] == [
+        ("PutItem", "accepted", {"id": {"S": "a"}}),
+        ("BatchWriteItem.Put", "accepted", {"id": {"S": "b"}}),
+        ("TransactWriteItems.Delete", "accepted", {"id": {"S": "b"}}),
+    ]
+    reads = [o for o in recorder.observations() if isinstance(o, ReadRecord)]
+    assert [r.key for r in reads] == [{"id": {"S": "a"}}]
