@@ -1030,3 +1030,35 @@ def test_batch_writer_with_two_details_of_one_key_is_refused_as_dynamodb_does(
 ) -> None:
     c = batch_writer_plain_conflict.check.counts
     assert (c.acked, c.dead_lettered, c.writes_accepted) == (0, 2, 0)
+
+
+# --- a table named by its ARN, looked up at import ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def table_arn(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "table_arn.py")
+
+
+def test_conditional_put_by_table_arn_passes(table_arn: VariantRun) -> None:
+    # Its cold start describes the table (so it must exist by then, as on Lambda),
+    # and every write names the table by ARN, which DynamoDB accepts.
+    run = table_arn
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.writes_accepted, c.writes_rejected, c.duplicate_writes) == (10, 20, 0)
+
+
+@pytest.fixture(scope="module")
+def table_arn_racy(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "table_arn_racy.py", race_window_ms=300)
+
+
+def test_get_then_put_by_table_arn_fails_with_duplicates(table_arn_racy: VariantRun) -> None:
+    run = table_arn_racy
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert 1 <= c.duplicate_writes <= 20
+    assert c.duplicate_writes == c.writes_accepted - 10
