@@ -556,8 +556,9 @@ def test_items_no_observed_write_stored_make_a_run_inconclusive() -> None:
     assert result.verdict is Verdict.INCONCLUSIVE
     assert result.counts.duplicate_writes == result.counts.lost_outcomes == 0
     assert result.inconclusive == (
-        "2 item(s) in the table were stored by no write the observer saw (e.g. 'a'): "
-        "something wrote to the table around it, so writes may be missing from the counts",
+        "2 outcome item(s) in the table were stored by no write the observer saw "
+        "(e.g. 'a'): something wrote to the table around it, so writes may be missing "
+        "from the counts",
     )
     # One observed write of "a": only "b" is unexplained. A rejected write explains nothing.
     history.invocations = [
@@ -571,8 +572,18 @@ def test_items_no_observed_write_stored_make_a_run_inconclusive() -> None:
     ]
     result = check(history, end_state([order_item("a", 1), order_item("b", 1)]))
     assert result.verdict is Verdict.INCONCLUSIVE
-    assert result.inconclusive[0].startswith("1 item(s) in the table were stored by no write")
+    assert result.inconclusive[0].startswith("1 outcome item(s) in the table were stored by no")
     assert "'b'" in result.inconclusive[0]
+    # An item that is no outcome (a handler's cold start wrote it, outside any
+    # invocation) needs no write in the history.
+    history.invocations = [
+        invocation("r-1", [record("m-1", "a")], [write(order_item("a", 1))]),
+        invocation("r-2", [record("m-2", "a")], []),
+        invocation("r-3", [record("m-3", "b")], [write(order_item("b", 1))]),
+    ]
+    schema = {"id": {"S": "meta#schema"}, "version": {"N": "2"}}
+    result = check(history, end_state([order_item("a", 1), order_item("b", 1), schema]))
+    assert result.verdict is Verdict.PASS, result.inconclusive
 
 
 def test_a_failure_outranks_missing_evidence() -> None:

@@ -1062,3 +1062,22 @@ def test_get_then_put_by_table_arn_fails_with_duplicates(table_arn_racy: Variant
     assert run.check.verdict == "fail"
     assert 1 <= c.duplicate_writes <= 20
     assert c.duplicate_writes == c.writes_accepted - 10
+
+
+@pytest.fixture(scope="module")
+def import_write(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "import_write.py")
+
+
+def test_a_write_at_cold_start_is_no_missing_evidence(import_write: VariantRun) -> None:
+    # The schema item is written when the handler is imported, outside any delivery:
+    # not in the history, and no outcome, so nothing is missing from the counts.
+    run = import_write
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.writes_accepted, c.writes_rejected, c.duplicate_writes) == (10, 20, 0)
+    assert run.end_state.table_items["meta#schema"] == {
+        "id": {"S": "meta#schema"},
+        "version": {"N": "2"},
+    }
