@@ -556,9 +556,9 @@ def test_items_no_observed_write_stored_make_a_run_inconclusive() -> None:
     assert result.verdict is Verdict.INCONCLUSIVE
     assert result.counts.duplicate_writes == result.counts.lost_outcomes == 0
     assert result.inconclusive == (
-        "2 outcome item(s) in the table were stored by no write the observer saw "
-        "(e.g. 'a'): something wrote to the table around it, so writes may be missing "
-        "from the counts",
+        "2 outcome item(s) in the table were stored by no write the observer saw in an "
+        "invocation (e.g. 'a'): written after the handler returned, or by a client the "
+        "observer does not hook, so writes may be missing from the counts",
     )
     # One observed write of "a": only "b" is unexplained. A rejected write explains nothing.
     history.invocations = [

@@ -346,8 +346,9 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
     if unexplained:
         inconclusive.append(
             f"{len(unexplained)} outcome item(s) in the table were stored by no write the "
-            f"observer saw (e.g. {unexplained[0]!r}): something wrote to the table around "
-            "it, so writes may be missing from the counts"
+            f"observer saw in an invocation (e.g. {unexplained[0]!r}): written after the "
+            "handler returned, or by a client the observer does not hook, so writes may be "
+            "missing from the counts"
         )
     notes = []
     if not details_stored and by_business:

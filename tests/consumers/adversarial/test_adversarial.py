@@ -1081,3 +1081,21 @@ def test_a_write_at_cold_start_is_no_missing_evidence(import_write: VariantRun) 
         "id": {"S": "meta#schema"},
         "version": {"N": "2"},
     }
+
+
+@pytest.fixture(scope="module")
+def fire_and_forget(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "fire_and_forget.py")
+
+
+def test_writes_made_after_the_handler_returned_are_missing_evidence(
+    fire_and_forget: VariantRun,
+) -> None:
+    # Every put runs in a pool thread after the invocation ended: the table holds
+    # the orders, no invocation's history holds a write. Never a pass.
+    run = fire_and_forget
+    c = run.check.counts
+    assert run.check.verdict == "inconclusive"
+    assert (c.acked, c.writes_attempted) == (30, 0)
+    assert len(_orders(run)) == 10
+    assert any("written after the handler returned" in r for r in run.check.inconclusive)
