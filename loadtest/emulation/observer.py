@@ -389,11 +389,15 @@ class _AfterImport(importlib.abc.MetaPathFinder):
 
 
 class _ThenLoader(importlib.abc.Loader):
-    """A module's own loader, then a callback on the executed module."""
+    """A module's own loader, then a callback on the executed module; anything else
+    (``get_source``, ``is_package``, ...) is the own loader's."""
 
     def __init__(self, inner: importlib.abc.Loader, then: Callable[[ModuleType], None]) -> None:
         self.inner = inner
         self.then = then
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
         return self.inner.create_module(spec)
