@@ -1099,3 +1099,43 @@ def test_writes_made_after_the_handler_returned_are_missing_evidence(
     assert (c.acked, c.writes_attempted) == (30, 0)
     assert len(_orders(run)) == 10
     assert any("written after the handler returned" in r for r in run.check.inconclusive)
+
+
+# --- Powertools idempotency keyed on the messageId -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def powertools_message_id_resends(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "powertools_message_id.py")
+
+
+@pytest.fixture(scope="module")
+def powertools_message_id_redelivered(backend_url: str) -> VariantRun:
+    return _run(backend_url, "redelivered.toml", "powertools_message_id.py")
+
+
+def test_powertools_on_the_message_id_misses_producer_resends(
+    powertools_message_id_resends: VariantRun,
+) -> None:
+    # Each resend has its own messageId, so its own idempotency record: the order is
+    # written by every copy. The records (in the orders table) are side writes.
+    run = powertools_message_id_resends
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.writes_accepted, c.duplicate_writes, c.conflicting_writes) == (30, 20, 0)
+    assert c.side_writes == 60  # per copy: the INPROGRESS record, then COMPLETED
+    assert len(_orders(run)) == 10
+
+
+def test_powertools_on_the_message_id_holds_against_redeliveries(
+    powertools_message_id_redelivered: VariantRun,
+) -> None:
+    # The same messageId again while the first delivery runs: its record is
+    # INPROGRESS, the redelivery fails and comes back to the stored result.
+    run = powertools_message_id_redelivered
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", run.check.reasons
+    assert c.redeliveries > 0 and c.acked == 6
+    assert (c.writes_accepted, c.duplicate_writes) == (6, 0)
