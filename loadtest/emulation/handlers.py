@@ -49,7 +49,7 @@ def parse_ref(text: str) -> HandlerRef:
     """Parse a variant name or handler reference; check that the file or module exists.
 
     Does not import anything: import errors are reported by the execution
-    environment that loads it, before any AWS resource is created.
+    environment that loads it (its cold start, once the run's resources exist).
     """
     variant = text
     if text in BUILTIN_VARIANTS:

@@ -20,6 +20,12 @@ the same request; the item after from the request (a put's item, an update
 expression applied to the old image). A separate read would race the very
 writes being observed.
 
+aiobotocore (aioboto3) clients override both methods with coroutines of their
+own and never reach botocore's: the observer wraps ``AioBaseClient``'s the
+same way, when a consumer imports ``aiobotocore.client`` (at once if it
+already has; otherwise from an import hook, so an environment whose
+consumer never uses it does not import it).
+
 Every write API is understood: PutItem, UpdateItem, DeleteItem,
 BatchWriteItem, TransactWriteItems, ExecuteStatement, BatchExecuteStatement,
 ExecuteTransaction. A call to the watched table it cannot interpret is
@@ -39,9 +45,13 @@ made (``loadtest.model.observation``), so it survives the invocation dying.
 from __future__ import annotations
 
 import contextlib
+import importlib.abc
+import importlib.machinery
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
+from types import ModuleType
 from typing import Any
 
 from botocore.client import BaseClient
@@ -56,6 +66,12 @@ __all__ = ["READ_APIS", "Sink", "WriteObserver", "readable_condition"]
 Sink = Callable[[str], None]
 
 _PENDING = "loadtest_observation"
+
+_AIO_CLIENT = "aiobotocore.client"
+"""The module whose ``AioBaseClient`` aioboto3's clients derive from."""
+
+Methods = tuple[Callable[..., Any], Callable[..., Any]]
+"""A client class's original ``_emit_api_params`` and ``_make_request``."""
 
 
 class WriteObserver:
@@ -81,7 +97,9 @@ class WriteObserver:
         self._armed_s = 0.0
         self._arm_lock = threading.Lock()
         self._planner = CallPlanner(table_name, key_names, unobserved=self._unobserved)
-        self._originals: tuple[Callable[..., Any], Callable[..., Any]] | None = None
+        self._originals: Methods | None = None
+        self._aio_originals: tuple[type, Methods] | None = None
+        self._import_hook: _AfterImport | None = None
 
     # --- the handler-duration fault -------------------------------------------
 
@@ -99,10 +117,14 @@ class WriteObserver:
         self._before_write()
 
     def _before_write(self) -> None:
-        with self._arm_lock:
-            delay, self._armed_s = self._armed_s, 0.0
+        delay = self._take_delay()
         if delay > 0:
             time.sleep(delay)
+
+    def _take_delay(self) -> float:
+        with self._arm_lock:
+            delay, self._armed_s = self._armed_s, 0.0
+        return delay
 
     # --- output -----------------------------------------------------------------
 
@@ -120,49 +142,16 @@ class WriteObserver:
     # --- installation -------------------------------------------------------------
 
     def install(self) -> None:
-        """Wrap botocore for this process (idempotent)."""
+        """Wrap botocore for this process, and aiobotocore once it is imported (idempotent)."""
         if self._originals is not None:
             return
-        observer = self
-        # Private botocore methods, absent from the type stubs: hence getattr.
-        original_emit: Callable[..., dict[str, Any]] = getattr(BaseClient, "_emit_api_params")  # noqa: B009
-        original_request: Callable[..., Any] = getattr(BaseClient, "_make_request")  # noqa: B009
-
-        def emit_api_params(
-            client: BaseClient, api_params: dict[str, Any], operation_model: Any, context: Any
-        ) -> dict[str, Any]:
-            params = original_emit(client, api_params, operation_model, context)
-            if client.meta.service_model.service_name != "dynamodb" or not isinstance(
-                context, dict
-            ):
-                return params
-            name = str(operation_model.name)
-            try:
-                planned = observer._planner.plan(name, params)
-            except Exception as exc:
-                observer._fault(name, exc)
-                return params
-            if planned is None:
-                return params
-            new_params, call = planned
-            context[_PENDING] = call
-            return new_params
-
-        def make_request(
-            client: BaseClient, operation_model: Any, request_dict: Any, request_context: Any
-        ) -> Any:
-            call = request_context.get(_PENDING) if isinstance(request_context, dict) else None
-            if not isinstance(call, Call):
-                return original_request(client, operation_model, request_dict, request_context)
-            del request_context[_PENDING]  # a retry of the whole call is observed afresh
-            return observer._send(
-                call,
-                lambda: original_request(client, operation_model, request_dict, request_context),
-            )
-
-        setattr(BaseClient, "_emit_api_params", emit_api_params)  # noqa: B010
-        setattr(BaseClient, "_make_request", make_request)  # noqa: B010
-        self._originals = (original_emit, original_request)
+        self._originals = self._wrap_sync()
+        aio = sys.modules.get(_AIO_CLIENT)
+        if aio is not None:
+            self._wrap_async(aio)
+        else:
+            self._import_hook = _AfterImport(_AIO_CLIENT, self._wrap_async)
+            sys.meta_path.insert(0, self._import_hook)
 
     def uninstall(self) -> None:
         """Put botocore back as it was (for observing inside a process that goes on)."""
@@ -172,13 +161,145 @@ class WriteObserver:
         self._originals = None
         setattr(BaseClient, "_emit_api_params", original_emit)  # noqa: B010
         setattr(BaseClient, "_make_request", original_request)  # noqa: B010
+        if self._import_hook is not None:
+            with contextlib.suppress(ValueError):
+                sys.meta_path.remove(self._import_hook)
+            self._import_hook = None
+        if self._aio_originals is not None:
+            aio_class, (aio_emit, aio_request) = self._aio_originals
+            self._aio_originals = None
+            setattr(aio_class, "_emit_api_params", aio_emit)  # noqa: B010
+            setattr(aio_class, "_make_request", aio_request)  # noqa: B010
+
+    def _planned(
+        self, client: BaseClient, params: dict[str, Any], operation_model: Any, context: Any
+    ) -> dict[str, Any]:
+        """The parameters to send; a call to observe is left in ``context`` for the request."""
+        if client.meta.service_model.service_name != "dynamodb" or not isinstance(context, dict):
+            return params
+        name = str(operation_model.name)
+        try:
+            planned = self._planner.plan(name, params)
+        except Exception as exc:
+            self._fault(name, exc)
+            return params
+        if planned is None:
+            return params
+        new_params, call = planned
+        context[_PENDING] = call
+        return new_params
+
+    def _wrap_sync(self) -> Methods:
+        observer = self
+        # Private botocore methods, absent from the type stubs: hence getattr.
+        original_emit: Callable[..., dict[str, Any]] = getattr(BaseClient, "_emit_api_params")  # noqa: B009
+        original_request: Callable[..., Any] = getattr(BaseClient, "_make_request")  # noqa: B009
+
+        def emit_api_params(
+            client: BaseClient, api_params: dict[str, Any], operation_model: Any, context: Any
+        ) -> dict[str, Any]:
+            params = original_emit(client, api_params, operation_model, context)
+            return observer._planned(client, params, operation_model, context)
+
+        def make_request(
+            client: BaseClient, operation_model: Any, request_dict: Any, request_context: Any
+        ) -> Any:
+            call = _pending(request_context)
+            if call is None:
+                return original_request(client, operation_model, request_dict, request_context)
+            return observer._send(
+                call,
+                lambda: original_request(client, operation_model, request_dict, request_context),
+            )
+
+        setattr(BaseClient, "_emit_api_params", emit_api_params)  # noqa: B010
+        setattr(BaseClient, "_make_request", make_request)  # noqa: B010
+        return original_emit, original_request
+
+    def _wrap_async(self, module: ModuleType) -> None:
+        """The same two wrappers, as coroutines, on aiobotocore's client class."""
+        if self._originals is None or self._aio_originals is not None:
+            return
+        try:
+            aio_class: type = module.AioBaseClient
+        except AttributeError as exc:
+            self._fault(_AIO_CLIENT, exc)
+            return
+        observer = self
+        original_emit: Callable[..., Awaitable[dict[str, Any]]] = getattr(  # noqa: B009
+            aio_class, "_emit_api_params"
+        )
+        original_request: Callable[..., Awaitable[Any]] = getattr(aio_class, "_make_request")  # noqa: B009
+
+        async def emit_api_params(
+            client: BaseClient, api_params: dict[str, Any], operation_model: Any, context: Any
+        ) -> dict[str, Any]:
+            params = await original_emit(client, api_params, operation_model, context)
+            return observer._planned(client, params, operation_model, context)
+
+        async def make_request(
+            client: BaseClient, operation_model: Any, request_dict: Any, request_context: Any
+        ) -> Any:
+            call = _pending(request_context)
+            if call is None:
+                return await original_request(
+                    client, operation_model, request_dict, request_context
+                )
+            return await observer._send_async(
+                call,
+                lambda: original_request(client, operation_model, request_dict, request_context),
+            )
+
+        setattr(aio_class, "_emit_api_params", emit_api_params)  # noqa: B010
+        setattr(aio_class, "_make_request", make_request)  # noqa: B010
+        self._aio_originals = (aio_class, (original_emit, original_request))
 
     # --- sending: around the request, in the order the records must be emitted ---
 
     def _send(self, call: Call, send: Callable[[], Any]) -> Any:
         if call.kind == "read":
-            return self._send_read(call, send)
+            started = self.clock()
+            http, parsed = send()
+            ended = self.clock()
+            if self.race_window_s:
+                # Widen the gap between this read and the write the handler makes
+                # next: the check-then-act race grows with it.
+                time.sleep(self.race_window_s)
+            self._read(call, http, parsed, started, ended)
+            return http, parsed
         self._before_write()
+        started = self._begin(call)
+        # No answer (a connection or read failure after botocore's retries)
+        # raises here: the write may have happened, and the begin line
+        # stands for it as an indeterminate write.
+        http, parsed = send()
+        self._answer(call, http, parsed, started)
+        return http, parsed
+
+    async def _send_async(self, call: Call, send: Callable[[], Awaitable[Any]]) -> Any:
+        """``_send`` for aiobotocore: the faults' pauses let the event loop run."""
+        # Here, not at the top: aiobotocore has imported it by now, and an
+        # environment whose consumer never uses it need not (nor its zygote).
+        import asyncio
+
+        if call.kind == "read":
+            started = self.clock()
+            http, parsed = await send()
+            ended = self.clock()
+            if self.race_window_s:
+                await asyncio.sleep(self.race_window_s)
+            self._read(call, http, parsed, started, ended)
+            return http, parsed
+        delay = self._take_delay()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        started = self._begin(call)
+        http, parsed = await send()
+        self._answer(call, http, parsed, started)
+        return http, parsed
+
+    def _begin(self, call: Call) -> int:
+        """Emit the write's begin line; return its start time."""
         started = self.clock()
         try:
             self._emit(
@@ -193,10 +314,9 @@ class WriteObserver:
             )
         except Exception as exc:
             self._fault(call.operation, exc)
-        # No answer (a connection or read failure after botocore's retries)
-        # raises here: the write may have happened, and the begin line above
-        # stands for it as an indeterminate write.
-        http, parsed = send()
+        return started
+
+    def _answer(self, call: Call, http: Any, parsed: Any, started: int) -> None:
         ended = self.clock()
         try:
             record_answer(
@@ -211,16 +331,10 @@ class WriteObserver:
             )
         except Exception as exc:
             self._fault(call.operation, exc)
-        return http, parsed
 
-    def _send_read(self, call: Call, send: Callable[[], Any]) -> Any:
-        started = self.clock()
-        http, parsed = send()
-        ended = self.clock()
-        if self.race_window_s:
-            # Widen the gap between this read and the write the handler makes
-            # next: the check-then-act race grows with it.
-            time.sleep(self.race_window_s)
+    def _read(self, call: Call, http: Any, parsed: Any, started: int, ended: int) -> None:
+        if call.read_key is None:
+            return  # not a key lookup: nothing to record beyond the race window
         try:
             if isinstance(parsed, dict) and int(getattr(http, "status_code", 200)) < 300:
                 found = parsed.get("Item")
@@ -228,7 +342,7 @@ class WriteObserver:
                     found = parsed["Items"][0]
                 self._emit(
                     ReadRecord(
-                        key=call.read_key or {},
+                        key=call.read_key,
                         found=found,
                         consistent=call.consistent,
                         started_ns=started,
@@ -238,4 +352,56 @@ class WriteObserver:
                 )
         except Exception as exc:
             self._fault(call.operation, exc)
-        return http, parsed
+
+
+def _pending(request_context: Any) -> Call | None:
+    """The call planned for this request, taken out of its context (a retry of the
+    whole call is observed afresh); None when the request is not observed."""
+    call = request_context.get(_PENDING) if isinstance(request_context, dict) else None
+    if not isinstance(call, Call):
+        return None
+    del request_context[_PENDING]
+    return call
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Calls ``then(module)`` once the module ``name`` has been imported (executed)."""
+
+    def __init__(self, name: str, then: Callable[[ModuleType], None]) -> None:
+        self.name = name
+        self.then = then
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self.name:
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec: importlib.machinery.ModuleSpec | None = find(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None:
+                    spec.loader = _ThenLoader(spec.loader, self.then)
+                return spec
+        return None
+
+
+class _ThenLoader(importlib.abc.Loader):
+    """A module's own loader, then a callback on the executed module; anything else
+    (``get_source``, ``is_package``, ...) is the own loader's."""
+
+    def __init__(self, inner: importlib.abc.Loader, then: Callable[[ModuleType], None]) -> None:
+        self.inner = inner
+        self.then = then
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.inner.exec_module(module)
+        self.then(module)

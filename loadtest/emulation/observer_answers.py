@@ -59,7 +59,7 @@ def record_answer(
         if call.added_rv and not code:
             parsed.pop("Attributes", None)
     elif call.kind == "batch":
-        unprocessed = (parsed.get("UnprocessedItems") or {}).get(table_name) or []
+        unprocessed = (parsed.get("UnprocessedItems") or {}).get(call.table_ref or table_name) or []
         for part in call.parts:
             if code:
                 outcomes.append((WriteOutcome.ERROR, code, None, False))

@@ -89,9 +89,13 @@ class Call:
     kind: str = "single"
     """single | batch | transact | partiql | partiql-batch | partiql-transact | read"""
     read_key: TypedItem | None = None
+    """A read's key lookup; None for a read that is not one (Query, Scan, BatchGetItem):
+    the race window follows it, no read record does."""
     consistent: bool = False
     positions: list[int] = field(default_factory=list)
     """For multi-item calls: each part's index in the request (answers are positional)."""
+    table_ref: str = ""
+    """How a batch named the table (its name or ARN): the key of its answer's unprocessed items."""
 
 
 def key_condition_absent(condition: str | None, key_names: tuple[str, ...]) -> bool:
@@ -123,13 +127,22 @@ class CallPlanner:
         self._ids = itertools.count(1)
         self._prefix = f"{os.getpid()}-{time.monotonic_ns()}"
 
+    def watches(self, table: Any) -> bool:
+        """Whether a request's ``TableName`` is the watched table: its name, or its ARN
+        (``arn:aws:dynamodb:<region>:<account>:table/<name>``, which DynamoDB takes too)."""
+        return table == self.table_name or (
+            isinstance(table, str)
+            and table.startswith("arn:")
+            and table.endswith(f":table/{self.table_name}")
+        )
+
     def plan(self, operation: str, params: dict[str, Any]) -> Planned | None:
         """The call to observe for ``operation`` with ``params``, or None (not the watched
         table's write or read); a watched call it does not understand is reported."""
         planner = _PLANNERS.get(operation)
         if planner is not None:
             return planner(self, params)
-        if params.get("TableName") == self.table_name and operation not in READ_APIS:
+        if self.watches(params.get("TableName")) and operation not in READ_APIS:
             self._unobserved(operation, "not a call the observer understands")
         return None
 
@@ -141,15 +154,32 @@ class CallPlanner:
         return {k: item[k] for k in self.key_names if k in item}
 
     def _plan_get(self, params: dict[str, Any]) -> Planned | None:
-        if params.get("TableName") != self.table_name:
+        if not self.watches(params.get("TableName")):
             return None
         call = self._new_call("GetItem", [], kind="read")
         call.read_key = dict(params.get("Key") or {})
         call.consistent = bool(params.get("ConsistentRead"))
         return params, call
 
+    def _plan_search(
+        self, operation: str, params: dict[str, Any], tables: list[Any]
+    ) -> Planned | None:
+        """A read of the table that is not one key lookup: planned for the race window only."""
+        if not any(self.watches(table) for table in tables):
+            return None
+        return params, self._new_call(operation, [], kind="read")
+
+    def _plan_query(self, params: dict[str, Any]) -> Planned | None:
+        return self._plan_search("Query", params, [params.get("TableName")])
+
+    def _plan_scan(self, params: dict[str, Any]) -> Planned | None:
+        return self._plan_search("Scan", params, [params.get("TableName")])
+
+    def _plan_batch_get(self, params: dict[str, Any]) -> Planned | None:
+        return self._plan_search("BatchGetItem", params, list(params.get("RequestItems") or {}))
+
     def _plan_single(self, operation: str, params: dict[str, Any]) -> Planned | None:
-        if params.get("TableName") != self.table_name:
+        if not self.watches(params.get("TableName")):
             return None
         params = dict(params)
         names = params.get("ExpressionAttributeNames")
@@ -202,7 +232,9 @@ class CallPlanner:
         return self._plan_single("DeleteItem", params)
 
     def _plan_batch(self, params: dict[str, Any]) -> Planned | None:
-        requests = (params.get("RequestItems") or {}).get(self.table_name)
+        request_items = params.get("RequestItems") or {}
+        table_ref = next((table for table in request_items if self.watches(table)), None)
+        requests = request_items.get(table_ref) if table_ref is not None else None
         if not requests:
             return None
         parts = []
@@ -213,7 +245,7 @@ class CallPlanner:
             else:
                 key = dict(request.get("DeleteRequest", {}).get("Key") or {})
                 parts.append(Part("BatchWriteItem.Delete", key, None, deletes=True))
-        return params, self._new_call("BatchWriteItem", parts, kind="batch")
+        return params, self._new_call("BatchWriteItem", parts, kind="batch", table_ref=table_ref)
 
     def _plan_transact(self, params: dict[str, Any]) -> Planned | None:
         entries = list(params.get("TransactItems") or [])
@@ -221,7 +253,7 @@ class CallPlanner:
             (index, kind)
             for index, entry in enumerate(entries)
             for kind, body in entry.items()
-            if kind in ("Put", "Update", "Delete") and body.get("TableName") == self.table_name
+            if kind in ("Put", "Update", "Delete") and self.watches(body.get("TableName"))
         ]
         if not watched:
             return None
@@ -298,10 +330,8 @@ class CallPlanner:
         if dml is None:
             return None
         if dml.kind == "SELECT":
-            if not dml.key:
-                return None
             call = self._new_call("ExecuteStatement.SELECT", [], kind="read")
-            call.read_key = dml.key
+            call.read_key = dml.key or None
             call.consistent = bool(params.get("ConsistentRead"))
             return params, call
         part = self._dml_part("ExecuteStatement", dml)
@@ -357,6 +387,9 @@ def safe_noop(expression: str, names: Mapping[str, str] | None) -> bool:
 
 _PLANNERS: dict[str, Callable[[CallPlanner, dict[str, Any]], Planned | None]] = {
     "GetItem": CallPlanner._plan_get,
+    "Query": CallPlanner._plan_query,
+    "Scan": CallPlanner._plan_scan,
+    "BatchGetItem": CallPlanner._plan_batch_get,
     "PutItem": CallPlanner._plan_put,
     "UpdateItem": CallPlanner._plan_update,
     "DeleteItem": CallPlanner._plan_delete,

@@ -127,12 +127,6 @@ async def run_variant(
             ExecutionEnvironment(config, n, log_dir, shared) for n in range(settings.concurrency)
         ]
         try:
-            # Cold starts first: a handler that does not import fails here, before
-            # any AWS resource exists.
-            await environments[0].start()
-            async with anyio.create_task_group() as tg:
-                for env in environments[1:]:
-                    tg.start_soon(env.start)
             async with aws.clients(target, pool=max(16, settings.concurrency * 2 + 8)) as (
                 sqs,
                 dynamodb,
@@ -151,6 +145,13 @@ async def run_variant(
                         key_names=scenario.outcome.key_names,
                         fifo=fifo_queue(scenario),
                     )
+                    # Cold starts once the function's resources exist, as on Lambda: a
+                    # handler may read its table when imported. One that does not
+                    # import fails here, and what was made is torn down below.
+                    await environments[0].start()
+                    async with anyio.create_task_group() as tg:
+                        for env in environments[1:]:
+                            tg.start_soon(env.start)
                     served_before = await aws.served_sqs_requests(target)
                     assert made.queue_url
                     async with producing(

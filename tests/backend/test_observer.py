@@ -7,6 +7,10 @@ client and the resource layer; and it never changes what the consumer sees
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from decimal import Decimal
@@ -14,7 +18,7 @@ from typing import Any
 
 import boto3
 import pytest
-from boto3.dynamodb.conditions import Attr
+from boto3.dynamodb.conditions import Attr, Key
 from botocore.exceptions import ClientError
 
 from loadtest.emulation.observer import WriteObserver
@@ -339,3 +343,123 @@ def test_a_legacy_update_is_recorded_with_its_after_unknown(backend_url: str, ta
     assert update.outcome is WriteOutcome.ACCEPTED and not update.after_known
     assert put.outcome is WriteOutcome.REJECTED
     assert put.condition == 'Expected {"id": {"Exists": false}}'
+
+
+_AIO_CONSUMER = """
+import asyncio, json, sys
+from loadtest.emulation.observer import WriteObserver
+
+lines = []
+observer = WriteObserver(sys.argv[2], sink=lines.append)
+observer.install()
+assert "aiobotocore.client" not in sys.modules  # wrapped when the consumer imports it
+
+import aioboto3  # the consumer's cold start
+
+async def main():
+    session = aioboto3.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
+    )
+    async with session.client("dynamodb", endpoint_url=sys.argv[1]) as ddb:
+        answers = []
+        for _ in range(2):
+            try:
+                answers.append(await ddb.put_item(
+                    TableName=sys.argv[2],
+                    Item={"id": {"S": "aio"}},
+                    ConditionExpression="attribute_not_exists(id)",
+                ))
+            except ddb.exceptions.ConditionalCheckFailedException as error:
+                answers.append(error.response)
+        return answers
+
+first, second = asyncio.run(main())
+print(json.dumps({
+    "lines": lines,
+    "first_keys": sorted(first),
+    "second_has_item": "Item" in second,
+}))
+"""
+
+
+def test_aiobotocore_clients_are_observed_and_see_their_own_answers(
+    backend_url: str, table: str
+) -> None:
+    # aioboto3's clients override both botocore methods the observer wraps with
+    # coroutines that never call them; a fresh interpreter, as in an environment.
+    done = subprocess.run(
+        [sys.executable, "-c", _AIO_CONSUMER, backend_url, table],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    recorder = Recorder()
+    for line in result["lines"]:
+        recorder(line)
+    assert [(w.operation, w.outcome.value, w.item_before) for w in recorder.writes()] == [
+        ("PutItem", "accepted", None),
+        ("PutItem", "rejected", {"id": {"S": "aio"}}),
+    ]
+    # What the observer asked for is not handed to the consumer.
+    assert result["first_keys"] == ["ResponseMetadata"]
+    assert result["second_has_item"] is False
+
+
+def test_the_race_window_follows_every_read_of_the_table(backend_url: str, table: str) -> None:
+    # A check by Query, Scan, BatchGetItem or an unkeyed SELECT races like a GetItem:
+    # the labelled pause must follow it too. Only key lookups are read records.
+    ddb = client("dynamodb", backend_url)
+    resource = _resource_table(backend_url, table)
+    reads: list[Callable[[], Any]] = [
+        lambda: ddb.get_item(TableName=table, Key={"id": {"S": "q"}}),
+        lambda: resource.query(KeyConditionExpression=Key("id").eq("q")),
+        lambda: ddb.scan(TableName=table),
+        lambda: ddb.batch_get_item(RequestItems={table: {"Keys": [{"id": {"S": "q"}}]}}),
+        lambda: ddb.execute_statement(Statement=f'SELECT * FROM "{table}"'),
+    ]
+    recorder = Recorder()
+    observer = WriteObserver(table, sink=recorder, race_window_s=0.2)
+    observer.install()
+    try:
+        paused = []
+        for read in reads:
+            started = time.monotonic()
+            read()
+            paused.append(time.monotonic() - started >= 0.2)
+        started = time.monotonic()
+        ddb.list_tables()
+        other = time.monotonic() - started
+    finally:
+        observer.uninstall()
+    assert paused == [True] * len(reads)
+    assert other < 0.2
+    observed = recorder.observations()
+    assert [o.key for o in observed if isinstance(o, ReadRecord)] == [{"id": {"S": "q"}}]
+    assert not [o for o in observed if isinstance(o, ObserverFault | UnobservedCall)]
+
+
+def test_a_table_named_by_its_arn_is_the_watched_table(backend_url: str, table: str) -> None:
+    ddb = client("dynamodb", backend_url)
+    arn = ddb.describe_table(TableName=table)["Table"]["TableArn"]
+    recorder = Recorder()
+    observer = WriteObserver(table, sink=recorder)
+    observer.install()
+    try:
+        put = ddb.put_item(TableName=arn, Item={"id": {"S": "a"}})
+        ddb.get_item(TableName=arn, Key={"id": {"S": "a"}})
+        ddb.batch_write_item(RequestItems={arn: [{"PutRequest": {"Item": {"id": {"S": "b"}}}}]})
+        ddb.transact_write_items(
+            TransactItems=[{"Delete": {"TableName": arn, "Key": {"id": {"S": "b"}}}}]
+        )
+    finally:
+        observer.uninstall()
+    assert "Attributes" not in put
+    assert [(w.operation, w.outcome.value, w.key) for w in recorder.writes()] == [
+        ("PutItem", "accepted", {"id": {"S": "a"}}),
+        ("BatchWriteItem.Put", "accepted", {"id": {"S": "b"}}),
+        ("TransactWriteItems.Delete", "accepted", {"id": {"S": "b"}}),
+    ]
+    reads = [o for o in recorder.observations() if isinstance(o, ReadRecord)]
+    assert [r.key for r in reads] == [{"id": {"S": "a"}}]

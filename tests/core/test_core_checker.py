@@ -543,6 +543,49 @@ def test_unobserved_calls_and_observer_errors_make_a_run_inconclusive() -> None:
     assert "1 loadtest observer error(s)" in result.inconclusive[1]
 
 
+def test_items_no_observed_write_stored_make_a_run_inconclusive() -> None:
+    # A consumer whose client the observer does not hook: its writes are in the
+    # table, not in the history. Nothing seen is a duplicate, yet it may have written
+    # every order three times: never a pass.
+    history = history_of([("m-1", "a"), ("m-2", "a"), ("m-3", "b")])
+    history.invocations = [
+        invocation(f"r-{n}", [record(f"m-{n}", business_id)], [])
+        for n, business_id in ((1, "a"), (2, "a"), (3, "b"))
+    ]
+    result = check(history, end_state([order_item("a", 1), order_item("b", 1)]))
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert result.counts.duplicate_writes == result.counts.lost_outcomes == 0
+    assert result.inconclusive == (
+        "2 outcome item(s) in the table were stored by no write the observer saw in an "
+        "invocation (e.g. 'a'): written after the handler returned, or by a client the "
+        "observer does not hook, so writes may be missing from the counts",
+    )
+    # One observed write of "a": only "b" is unexplained. A rejected write explains nothing.
+    history.invocations = [
+        invocation("r-1", [record("m-1", "a")], [write(order_item("a", 1))]),
+        invocation("r-2", [record("m-2", "a")], []),
+        invocation(
+            "r-3",
+            [record("m-3", "b")],
+            [write(order_item("b", 1), outcome=WriteOutcome.REJECTED, before=order_item("b", 1))],
+        ),
+    ]
+    result = check(history, end_state([order_item("a", 1), order_item("b", 1)]))
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert result.inconclusive[0].startswith("1 outcome item(s) in the table were stored by no")
+    assert "'b'" in result.inconclusive[0]
+    # An item that is no outcome (a handler's cold start wrote it, outside any
+    # invocation) needs no write in the history.
+    history.invocations = [
+        invocation("r-1", [record("m-1", "a")], [write(order_item("a", 1))]),
+        invocation("r-2", [record("m-2", "a")], []),
+        invocation("r-3", [record("m-3", "b")], [write(order_item("b", 1))]),
+    ]
+    schema = {"id": {"S": "meta#schema"}, "version": {"N": "2"}}
+    result = check(history, end_state([order_item("a", 1), order_item("b", 1), schema]))
+    assert result.verdict is Verdict.PASS, result.inconclusive
+
+
 def test_a_failure_outranks_missing_evidence() -> None:
     history, end = racy_double_write(4)
     first, *rest = history.invocations

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.helpers import loadtest_resources
+from tests.e2e.helpers import client, loadtest_resources
 
 HERE = Path(__file__).parent
 
@@ -146,11 +146,16 @@ def _run_args(url: str, out: Path, *extra: str) -> list[str]:
 
 
 def _wait_for_table(url: str, timeout_s: float = 30) -> None:
+    """Until the run's table holds a first order: messages sent and delivered (the
+    environments' cold starts come after the table is created)."""
     deadline = time.monotonic() + timeout_s
-    while not loadtest_resources(url)[1]:
-        assert time.monotonic() < deadline, "the run never created its table"
+    while (
+        not (tables := loadtest_resources(url)[1])
+        or not client("dynamodb", url).scan(TableName=tables[0], Limit=1)["Items"]
+    ):
+        assert time.monotonic() < deadline, "the run never stored a first order"
         time.sleep(0.1)
-    time.sleep(1.0)  # some messages sent and delivered
+    time.sleep(0.5)  # more messages sent and delivered
 
 
 def _interrupt(tmp_path: Path, served: Served, signals: list[signal.Signals], name: str) -> None:

@@ -244,18 +244,22 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
 
     # The stored outcomes at the end.
     final: dict[str, list[TypedItem]] = defaultdict(list)
+    stored_outcomes: set[str] = set()
+    """The end state's keys of outcome items."""
     if model.kind == "key":
         for canon, business_id in outcome_keys.items():
             item = end.table_items.get(canon)
             if item is not None:
                 final[business_id].append(item)
+                stored_outcomes.add(canon)
     elif model.kind == "copies":
-        for item in end.table_items.values():
+        for stored_key, item in end.table_items.items():
             for business_id in messages.by_business:
                 if carries_id(item, {}, business_id) and any(
                     carries(item, d) for d in messages.details_for(business_id)
                 ):
                     final[business_id].append(item)
+                    stored_outcomes.add(stored_key)
     versions: dict[str, list[TypedItem]] = defaultdict(list)
     for business_id, group in by_business.items():
         versions[business_id] = [
@@ -338,6 +342,14 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
     inconclusive = inconclusive_reasons(counts, history)
     if model.kind == "ambiguous":
         inconclusive.append(model.description)
+    unexplained = _unexplained_outcomes(writes, stored_outcomes, outcome_key)
+    if unexplained:
+        inconclusive.append(
+            f"{len(unexplained)} outcome item(s) in the table were stored by no write the "
+            f"observer saw in an invocation (e.g. {unexplained[0]!r}): written after the "
+            "handler returned, or by a client the observer does not hook, so writes may be "
+            "missing from the counts"
+        )
     notes = []
     if not details_stored and by_business:
         notes.append(
@@ -380,6 +392,26 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
         templates=template_roles,
         notes=tuple(notes),
     )
+
+
+def _unexplained_outcomes(
+    writes: list[Write], stored_outcomes: set[str], outcome_key: OutcomeKey
+) -> list[str]:
+    """Keys of the outcome items at the end that no observed write could have stored.
+
+    The run's table starts empty and only the consumer writes to it, so every
+    outcome item must come from a write of an invocation the observer recorded
+    (accepted, or one whose answer was an error or never came). One that did not
+    was written by a client the observer does not hook: the evidence is
+    incomplete. (Other items may come from the handler's cold start, whose
+    writes belong to no delivery and are not in the history.)
+    """
+    written = {
+        outcome_key.canonical(w.write.key)
+        for w in writes
+        if w.write.outcome is not WriteOutcome.REJECTED and not w.write.deletes
+    }
+    return sorted(stored_outcomes - written)
 
 
 def _side_business_id(w: Write) -> str | None:

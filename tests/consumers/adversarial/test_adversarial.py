@@ -637,3 +637,505 @@ def test_partial_batch_response_ignored_loses_outcomes(
     assert run.check.verdict == "fail"
     assert (c.acked, c.lost_outcomes, c.redeliveries) == (4, 2, 0)
     assert sorted(run.end_state.table_items) == ["order-00002", "order-00004"]
+
+
+# --- clients the observer must see: aioboto3 -----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def aio_racy(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "aio_racy.py", race_window_ms=300)
+
+
+def test_aioboto3_get_then_put_fails_with_duplicates(aio_racy: VariantRun) -> None:
+    # aiobotocore's client overrides the botocore methods the observer wraps: unwatched,
+    # this consumer's writes were invisible and the run passed with 0 writes.
+    run = aio_racy
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert 1 <= c.duplicate_writes <= 20
+    assert c.duplicate_writes == c.writes_accepted - 10
+    assert c.conflicting_writes == c.lost_outcomes == 0
+    assert not run.check.inconclusive
+
+
+@pytest.fixture(scope="module")
+def aio_conditional(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "aio_conditional.py")
+
+
+def test_aioboto3_conditional_put_passes_with_every_decision(aio_conditional: VariantRun) -> None:
+    run = aio_conditional
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.acked, c.writes_accepted, c.writes_rejected, c.duplicate_writes) == (30, 10, 20, 0)
+    quantities = _sent_quantities(run)
+    assert _orders(run) == {i: _expected_item(i, q) for i, q in quantities.items()}
+
+
+# --- checks by Query, and a batch's records in threads ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def query_then_put(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "query_then_put.py", race_window_ms=300)
+
+
+def test_query_then_put_races_like_get_then_put(query_then_put: VariantRun) -> None:
+    # The race window follows the Query as it follows a GetItem: copies in flight
+    # together all read "absent".
+    run = query_then_put
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert 1 <= c.duplicate_writes <= 20
+    assert c.duplicate_writes == c.writes_accepted - 10
+    assert c.conflicting_writes == c.lost_outcomes == 0
+
+
+@pytest.fixture(scope="module")
+def threads_racy(backend_url: str) -> VariantRun:
+    return _run(backend_url, "batch9_one_invocation.toml", "threads_racy.py", race_window_ms=300)
+
+
+def test_copies_racing_in_threads_of_one_invocation_are_duplicates(
+    threads_racy: VariantRun,
+) -> None:
+    # One invocation carries the three copies of each id; its threads all read "absent"
+    # and all put. Each copy is a delivery: two duplicates per id, not steps of one.
+    run = threads_racy
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert len(run.history.invocations) == 1
+    assert run.check.verdict == "fail"
+    assert (c.writes_accepted, c.duplicate_writes, c.conflicting_writes) == (9, 6, 0)
+
+
+@pytest.fixture(scope="module")
+def threads_conditional(backend_url: str) -> VariantRun:
+    return _run(backend_url, "batch9_one_invocation.toml", "threads_conditional.py")
+
+
+def test_copies_in_threads_with_the_conditional_put_pass(threads_conditional: VariantRun) -> None:
+    run = threads_conditional
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", run.check.reasons
+    assert (c.acked, c.writes_accepted, c.writes_rejected, c.duplicate_writes) == (9, 3, 6, 0)
+
+
+# --- versions, replacements, flags: every delivery writes again --------------------------------------
+
+
+@pytest.fixture(scope="module")
+def version_optimistic(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "version_optimistic.py")
+
+
+def test_optimistic_locking_is_not_idempotency(version_optimistic: VariantRun) -> None:
+    # "version = :v" stops concurrent writers from clobbering each other, not a
+    # delivery from writing again: every copy bumps the version.
+    run = version_optimistic
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.writes_accepted, c.duplicate_writes, c.conflicting_writes) == (30, 20, 20)
+    assert c.writes_rejected == c.writes_attempted - 30  # lost version races, retried
+    for item in _orders(run).values():
+        assert item["version"] == {"N": "3"}
+
+
+@pytest.fixture(scope="module")
+def delete_then_put(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "delete_then_put.py")
+
+
+def test_delete_then_put_replace_writes_the_outcome_again(delete_then_put: VariantRun) -> None:
+    run = delete_then_put
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert _roles(run) == {
+        ("DeleteItem", "delete", "accepted"): 30,
+        ("PutItem", "first", "accepted"): 10,
+        ("PutItem", "again", "accepted"): 20,
+    }
+    assert (c.duplicate_writes, c.conflicting_writes, c.lost_outcomes) == (20, 0, 0)
+
+
+@pytest.fixture(scope="module")
+def notify_flag(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "notify_flag.py")
+
+
+def test_a_flag_set_on_every_delivery_is_a_duplicate_write(notify_flag: VariantRun) -> None:
+    # The guarded put holds, but every duplicate delivery updates the order again
+    # (and, in real life, notifies the customer again).
+    run = notify_flag
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert _roles(run) == {
+        ("PutItem", "first", "accepted"): 10,
+        ("UpdateItem", "step", "accepted"): 10,
+        ("PutItem", "rejected", "rejected"): 20,
+        ("UpdateItem", "again", "accepted"): 20,
+    }
+    assert (c.duplicate_writes, c.noop_writes) == (20, 0)
+    # A duplicate's update that lands before the first delivery's adds the flag: it
+    # changed the stored order (a conflicting write); one landing after changes nothing.
+    first_flag: dict[str, Any] = {}
+    for d in sorted(run.check.decisions, key=lambda d: d.order):
+        if d.write.operation == "UpdateItem":
+            first_flag.setdefault(str(d.business_id), d)
+    assert c.conflicting_writes == sum(1 for d in first_flag.values() if d.role == "again")
+
+
+@pytest.fixture(scope="module")
+def delete_compensate(backend_url: str) -> VariantRun:
+    return _run(backend_url, "crash.toml", "delete_compensate.py")
+
+
+def test_a_compensating_delete_then_redelivery_writes_again(delete_compensate: VariantRun) -> None:
+    # Put, downstream fails, delete, raise; the redelivery puts again: the outcome
+    # was written twice (and deleted between), one duplicate per order.
+    run = delete_compensate
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.handler_errors, c.redeliveries) == (4, 4, 4)
+    assert _roles(run) == {
+        ("PutItem", "first", "accepted"): 4,
+        ("DeleteItem", "delete", "accepted"): 4,
+        ("PutItem", "again", "accepted"): 4,
+    }
+    assert (c.duplicate_writes, c.lost_outcomes) == (4, 0)
+
+
+# --- guards in other shapes: all pass ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def resource_update_guard(backend_url: str) -> VariantRun:
+    return _run(backend_url, "conflict.toml", "resource_update_guard.py")
+
+
+def test_guarded_update_returning_all_new_refuses_the_other_details(
+    resource_update_guard: VariantRun,
+) -> None:
+    # Attr("quantity").not_exists() on an update with ReturnValues=ALL_NEW: c-1's
+    # resend with quantity 3 is refused, retried and dead-lettered (expected), c-2's
+    # identical resend is acked.
+    run = resource_update_guard
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", run.check.reasons
+    assert (c.acked, c.dead_lettered, c.unexpected_dead_letters) == (3, 1, 0)
+    assert (c.writes_accepted, c.duplicate_writes, c.lost_outcomes) == (2, 0, 0)
+    assert run.end_state.table_items["c-1"]["quantity"] == {"N": "2"}
+
+
+@pytest.fixture(scope="module")
+def composite_key(backend_url: str) -> VariantRun:
+    return _run(backend_url, "composite_key.toml", "composite_key.py")
+
+
+def test_composite_key_guard_with_placeholders_passes(composite_key: VariantRun) -> None:
+    run = composite_key
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.writes_accepted, c.writes_rejected, c.duplicate_writes, c.side_writes) == (
+        10,
+        20,
+        0,
+        0,
+    )
+    conditions = {d.write.condition for d in run.check.decisions}
+    assert conditions == {"attribute_not_exists(pk) AND attribute_not_exists(sk)"}
+
+
+@pytest.fixture(scope="module")
+def transact_marker_increment(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "transact_marker_increment.py")
+
+
+def test_an_increment_guarded_by_a_marker_in_its_transaction_passes(
+    transact_marker_increment: VariantRun,
+) -> None:
+    run = transact_marker_increment
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", run.check.reasons
+    assert (c.writes_accepted, c.writes_rejected, c.duplicate_writes) == (10, 20, 0)
+    assert c.side_writes == 30  # the markers, 10 accepted
+    quantities = _sent_quantities(run)
+    assert _orders(run) == {i: _expected_item(i, q) for i, q in quantities.items()}
+
+
+# --- PartiQL in other shapes ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def partiql_select_insert(backend_url: str) -> VariantRun:
+    return _run(backend_url, "partiql.toml", "partiql_select_insert.py")
+
+
+def test_partiql_select_then_insert_passes_its_lost_races_retried(
+    partiql_select_insert: VariantRun,
+) -> None:
+    # The INSERT is its own guard: a copy that lost the race raises, comes back, and
+    # its SELECT then finds the order.
+    run = partiql_select_insert
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", run.check.reasons
+    assert (c.acked, c.writes_accepted, c.duplicate_writes) == (15, 5, 0)
+    assert c.writes_rejected == c.handler_errors == c.redeliveries
+
+
+@pytest.fixture(scope="module")
+def batch_statement(backend_url: str) -> VariantRun:
+    return _run(backend_url, "batch10.toml", "batch_statement.py")
+
+
+def test_batch_execute_statement_inserts_pass(batch_statement: VariantRun) -> None:
+    run = batch_statement
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", run.check.reasons
+    assert (c.acked, c.writes_accepted, c.writes_rejected, c.duplicate_writes) == (30, 10, 20, 0)
+    assert {d.write.operation for d in run.check.decisions} == {"BatchExecuteStatement.INSERT"}
+
+
+@pytest.fixture(scope="module")
+def partiql_claim(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "partiql_claim.py")
+
+
+def test_partiql_claim_then_conditional_update_passes(partiql_claim: VariantRun) -> None:
+    run = partiql_claim
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", run.check.reasons
+    assert c.acked == 30 and c.dead_lettered == 0
+    assert _roles(run)[("ExecuteStatement.INSERT", "first", "accepted")] == 10
+    assert _roles(run)[("ExecuteStatement.UPDATE", "step", "accepted")] == 10
+    assert c.duplicate_writes == c.conflicting_writes == c.lost_outcomes == 0
+    for item in _orders(run).values():
+        assert item["status"] == {"S": "COMPLETED"}
+
+
+@pytest.fixture(scope="module")
+def partiql_transaction(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "partiql_transaction.py")
+
+
+def test_partiql_transaction_with_outbox_passes(partiql_transaction: VariantRun) -> None:
+    run = partiql_transaction
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", run.check.reasons
+    assert (c.writes_accepted, c.writes_rejected, c.duplicate_writes, c.side_writes) == (
+        10,
+        20,
+        0,
+        30,
+    )
+    assert len(run.end_state.table_items) == 20
+
+
+# --- errors swallowed --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def swallow_all(backend_url: str) -> VariantRun:
+    return _run(backend_url, "misconfigured.toml", "swallow_all.py")
+
+
+def test_swallowing_every_client_error_acks_what_was_never_stored(swallow_all: VariantRun) -> None:
+    # A wrong table name: every put fails, every message is acknowledged.
+    run = swallow_all
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.dead_lettered, c.handler_errors, c.lost_outcomes) == (3, 0, 0, 3)
+    assert any("nothing was stored" in r for r in run.check.reasons)
+
+
+# --- DynamoDB's own idempotency token --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def transact_token(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "transact_token.py")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the embedded backend (moto) ignores TransactWriteItems' ClientRequestToken and "
+    "applies every replay; DynamoDB makes an identical call with the same token within 10 "
+    "minutes a no-op. The observer cannot tell a replay from a write either (both answer "
+    "success), so on AWS too each replay would be judged a duplicate write",
+)
+def test_transaction_with_a_client_request_token_is_judged_as_dynamodb_applies_it(
+    transact_token: VariantRun,
+) -> None:
+    run = transact_token
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert c.duplicate_writes == 0
+    assert run.check.verdict == "pass"
+
+
+# --- batch_writer without overwrite_by_pkeys -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def batch_writer_plain(backend_url: str) -> VariantRun:
+    return _run(
+        backend_url, "batch9_one_invocation.toml", "batch_writer_plain.py", visibility_timeout_s=3
+    )
+
+
+def test_batch_writer_with_copies_in_one_batch_dead_letters_them(
+    batch_writer_plain: VariantRun,
+) -> None:
+    # Two puts of one key in one BatchWriteItem: DynamoDB refuses the whole batch
+    # ("Provided list of item keys contains duplicates"), every time it comes back.
+    run = batch_writer_plain
+    c = run.check.counts
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.dead_lettered, c.unexpected_dead_letters) == (0, 9, 9)
+    assert c.writes_accepted == 0 and c.writes_errored == c.writes_attempted > 0
+    assert run.end_state.table_items == {}
+    assert any("nothing was stored" in r for r in run.check.reasons)
+
+
+@pytest.fixture(scope="module")
+def batch_writer_plain_conflict(backend_url: str) -> VariantRun:
+    return _run(backend_url, "conflict_one_batch.toml", "batch_writer_plain.py")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the embedded backend (moto) looks for duplicate puts in a BatchWriteItem by "
+    "the whole item, not by its key: two puts of one key with other attributes are both "
+    "applied. DynamoDB refuses the batch (ValidationException) and it is dead-lettered",
+)
+def test_batch_writer_with_two_details_of_one_key_is_refused_as_dynamodb_does(
+    batch_writer_plain_conflict: VariantRun,
+) -> None:
+    c = batch_writer_plain_conflict.check.counts
+    assert (c.acked, c.dead_lettered, c.writes_accepted) == (0, 2, 0)
+
+
+# --- a table named by its ARN, looked up at import ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def table_arn(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "table_arn.py")
+
+
+def test_conditional_put_by_table_arn_passes(table_arn: VariantRun) -> None:
+    # Its cold start describes the table (so it must exist by then, as on Lambda),
+    # and every write names the table by ARN, which DynamoDB accepts.
+    run = table_arn
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.writes_accepted, c.writes_rejected, c.duplicate_writes) == (10, 20, 0)
+
+
+@pytest.fixture(scope="module")
+def table_arn_racy(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "table_arn_racy.py", race_window_ms=300)
+
+
+def test_get_then_put_by_table_arn_fails_with_duplicates(table_arn_racy: VariantRun) -> None:
+    run = table_arn_racy
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert 1 <= c.duplicate_writes <= 20
+    assert c.duplicate_writes == c.writes_accepted - 10
+
+
+@pytest.fixture(scope="module")
+def import_write(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "import_write.py")
+
+
+def test_a_write_at_cold_start_is_no_missing_evidence(import_write: VariantRun) -> None:
+    # The schema item is written when the handler is imported, outside any delivery:
+    # not in the history, and no outcome, so nothing is missing from the counts.
+    run = import_write
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.writes_accepted, c.writes_rejected, c.duplicate_writes) == (10, 20, 0)
+    assert run.end_state.table_items["meta#schema"] == {
+        "id": {"S": "meta#schema"},
+        "version": {"N": "2"},
+    }
+
+
+@pytest.fixture(scope="module")
+def fire_and_forget(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "fire_and_forget.py")
+
+
+def test_writes_made_after_the_handler_returned_are_missing_evidence(
+    fire_and_forget: VariantRun,
+) -> None:
+    # Every put runs in a pool thread after the invocation ended: the table holds
+    # the orders, no invocation's history holds a write. Never a pass.
+    run = fire_and_forget
+    c = run.check.counts
+    assert run.check.verdict == "inconclusive"
+    assert (c.acked, c.writes_attempted) == (30, 0)
+    assert len(_orders(run)) == 10
+    assert any("written after the handler returned" in r for r in run.check.inconclusive)
+
+
+# --- Powertools idempotency keyed on the messageId -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def powertools_message_id_resends(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "powertools_message_id.py")
+
+
+@pytest.fixture(scope="module")
+def powertools_message_id_redelivered(backend_url: str) -> VariantRun:
+    return _run(backend_url, "redelivered.toml", "powertools_message_id.py")
+
+
+def test_powertools_on_the_message_id_misses_producer_resends(
+    powertools_message_id_resends: VariantRun,
+) -> None:
+    # Each resend has its own messageId, so its own idempotency record: the order is
+    # written by every copy. The records (in the orders table) are side writes.
+    run = powertools_message_id_resends
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.writes_accepted, c.duplicate_writes, c.conflicting_writes) == (30, 20, 0)
+    assert c.side_writes == 60  # per copy: the INPROGRESS record, then COMPLETED
+    assert len(_orders(run)) == 10
+
+
+def test_powertools_on_the_message_id_holds_against_redeliveries(
+    powertools_message_id_redelivered: VariantRun,
+) -> None:
+    # The same messageId again while the first delivery runs: its record is
+    # INPROGRESS, the redelivery fails and comes back to the stored result.
+    run = powertools_message_id_redelivered
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", run.check.reasons
+    assert c.redeliveries > 0 and c.acked == 6
+    assert (c.writes_accepted, c.duplicate_writes) == (6, 0)

@@ -1,0 +1,36 @@
+# ruff: noqa
+# mypy: ignore-errors
+# A user-written consumer, kept in its authors' style on purpose (not loadtest's).
+"""Orders consumer that records its schema version in the table when it starts, then the lab's guard."""
+
+import json
+import os
+
+import boto3
+from botocore.exceptions import ClientError
+
+ddb = boto3.client("dynamodb")
+TABLE = os.environ["TABLE_NAME"]
+ddb.put_item(TableName=TABLE, Item={"id": {"S": "meta#schema"}, "version": {"N": "2"}})
+
+
+def handler(event, context):
+    for record in event["Records"]:
+        body = json.loads(record["body"])
+        item = {
+            "id": {"S": body["id"]},
+            "quantity": {"N": str(body["quantity"])},
+            "total_cents": {"N": str(body["quantity"] * 250 + 100)},
+        }
+        try:
+            ddb.put_item(
+                TableName=TABLE,
+                Item=item,
+                ConditionExpression="attribute_not_exists(id)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as e:
+            if e.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            if e.response.get("Item") != item:
+                raise
