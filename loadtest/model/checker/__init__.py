@@ -304,7 +304,7 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
         if mid not in messages.poison and messages.business[mid] is not None
     }
     counts = Counts(
-        messages_sent=len(messages.sent),
+        messages_sent=messages.count,
         distinct_ids=len(messages.by_business),
         deliveries=deliveries,
         redeliveries=redeliveries,
@@ -325,7 +325,7 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
         dead_lettered=len(dead_ids & sent_ids),
         handler_errors=handler_errors,
         unsettled=len(sent_ids - acked_ids - dead_ids),
-        send_failures=sum(1 for m in history.sent if m.message_id is None),
+        send_failures=messages.failures,
         unobserved_calls=unobserved_calls,
         observer_errors=observer_errors,
     )
