@@ -41,7 +41,7 @@ rule), ``details`` (what a message said and whether an item carries it),
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from loadtest.model.checker.details import (
@@ -353,23 +353,14 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
             "(no old image): whether they changed the outcome is not known"
         )
     verdict = verdict_of(reasons, inconclusive)
-    decisions = tuple(
-        Decision(
-            write=w.write,
-            invocation=w.invocation,
-            business_id=w.business_id,
-            message_id=_message_id(w),
-            role=w.role,
-            order=w.order,
-        )
-        for w in writes
-    )
     template_roles: dict[str, dict[str, int | str]] = {}
     for w in writes:
         entry = template_roles.setdefault(
             w.template, {"role": "side" if w.role is Role.SIDE else "outcome", "writes": 0}
         )
         entry["writes"] = int(entry["writes"]) + 1
+    del outcome_writes, by_business  # the last holders of the writes but ``writes``
+    decisions = tuple(_decisions(writes))
     return Check(
         counts=counts,
         verdict=verdict,
@@ -380,6 +371,22 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
         templates=template_roles,
         notes=tuple(notes),
     )
+
+
+def _decisions(writes: list[Write]) -> Iterator[Decision]:
+    """Each write's decision, in order, letting go of each write once its decision is made:
+    a run's writes and their decisions are not both held whole at once."""
+    writes.reverse()
+    while writes:
+        w = writes.pop()
+        yield Decision(
+            write=w.write,
+            invocation=w.invocation,
+            business_id=w.business_id,
+            message_id=_message_id(w),
+            role=w.role,
+            order=w.order,
+        )
 
 
 def _side_business_id(w: Write) -> str | None:
