@@ -16,7 +16,6 @@ Owns the pollers and the watcher; the engine owns the task group they run in.
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -85,8 +84,7 @@ class Settlement:
     _waiting: dict[str, anyio.Event] = field(default_factory=dict)
 
     def settle(self, message_id: str, business_id: str | None) -> None:
-        # Interned, as in ``expect``: both sets then hold one string per message.
-        self.settled.add(sys.intern(message_id))
+        self.settled.add(message_id)
         if business_id is not None:
             self._settled_business_ids.add(business_id)
             waiting = self._waiting.pop(business_id, None)
@@ -105,7 +103,7 @@ class Settlement:
         await waiting.wait()
 
     def expect(self, message_ids: set[str]) -> None:
-        self.expected = {sys.intern(message_id) for message_id in message_ids}
+        self.expected = message_ids
         self.check()
 
     def check(self) -> None:

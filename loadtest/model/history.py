@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import itertools
 import marshal
-import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -340,16 +339,6 @@ def _decode_write(row: tuple[Any, ...]) -> WriteRecord:
     return WriteRecord(*fields)
 
 
-def _record(message_id: str, receive_count: int, business_id: str | None) -> Record:
-    # Interned: a message's ids come back once per delivery and once per log, and a
-    # reader that keeps them (the checker) then holds each one once.
-    return Record(
-        sys.intern(message_id),
-        receive_count,
-        None if business_id is None else sys.intern(business_id),
-    )
-
-
 def _encode_invocation(inv: Invocation) -> tuple[Any, ...]:
     return (
         inv.request_id,
@@ -403,7 +392,7 @@ def _decode_invocation(row: tuple[Any, ...]) -> Invocation:
     return Invocation(
         request_id,
         environment,
-        tuple([_record(*r) for r in records]),
+        tuple([Record(*r) for r in records]),
         received_ns,
         started_ns,
         ended_ns,
@@ -467,17 +456,7 @@ def _encode_sent(m: SentMessage) -> tuple[Any, ...]:
 
 
 def _decode_sent(row: tuple[Any, ...]) -> SentMessage:
-    index, business_id, body, intended_ns, sent_ns, message_id, send_error, poison = row
-    return SentMessage(
-        index,
-        None if business_id is None else sys.intern(business_id),
-        body,
-        intended_ns,
-        sent_ns,
-        None if message_id is None else sys.intern(message_id),
-        send_error,
-        poison,
-    )
+    return SentMessage(*row)
 
 
 def _encode_ack(a: Ack) -> tuple[Any, ...]:
@@ -485,8 +464,7 @@ def _encode_ack(a: Ack) -> tuple[Any, ...]:
 
 
 def _decode_ack(row: tuple[Any, ...]) -> Ack:
-    message_id, acked_ns, requested_ns = row
-    return Ack(sys.intern(message_id), acked_ns, requested_ns)
+    return Ack(*row)
 
 
 def _encode_dead_letter(d: DeadLetter) -> tuple[Any, ...]:
@@ -494,8 +472,7 @@ def _encode_dead_letter(d: DeadLetter) -> tuple[Any, ...]:
 
 
 def _decode_dead_letter(row: tuple[Any, ...]) -> DeadLetter:
-    message_id, receive_count, seen_ns = row
-    return DeadLetter(sys.intern(message_id), receive_count, seen_ns)
+    return DeadLetter(*row)
 
 
 class History:
