@@ -265,9 +265,9 @@ class RecordLog(Sequence[_T]):
     def __len__(self) -> int:
         return len(self._frames) * FRAME_RECORDS + len(self._tail)
 
-    def _frame(self, index: int, decode: Callable[[tuple[Any, ...]], _T] | None = None) -> list[_T]:
+    def _frame(self, index: int) -> list[_T]:
         if index < len(self._frames):
-            decode = decode or self._decode
+            decode = self._decode
             return [decode(row) for row in marshal.loads(zlib.decompress(self._frames[index]))]
         return list(self._tail)
 
