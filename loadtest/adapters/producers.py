@@ -33,6 +33,7 @@ import anyio
 
 from loadtest.adapters import aws
 from loadtest.adapters.producer import produce
+from loadtest.adapters.spool import FileFrames
 from loadtest.errors import BackendError
 from loadtest.model.history import History, SentMessage
 from loadtest.model.schedule import PlannedMessage
@@ -59,7 +60,7 @@ def _child(
         async with aws.clients(target, pool=16) as (sqs, _):
             conn.send("ready")
             start_ns: int = await anyio.to_thread.run_sync(conn.recv)
-            history = History()
+            history = History(frames=FileFrames)
             stop_sending = anyio.Event()
             done = anyio.Event()
 

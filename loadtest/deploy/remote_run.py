@@ -27,6 +27,7 @@ import anyio
 
 from loadtest.adapters import aws
 from loadtest.adapters.producer import produce
+from loadtest.adapters.spool import FileFrames
 from loadtest.deploy.collect import Collector
 from loadtest.deploy.deploy_plan import VariantNames, plan_deploy
 from loadtest.deploy.lambda_deploy import (
@@ -116,7 +117,7 @@ async def drive(
 ) -> RemoteVariant:
     """Send the workload to ``where.queue_url`` and collect until settled or the deadline."""
     planned = plan(scenario.workload, scenario.seed)
-    history = History()
+    history = History(frames=FileFrames)
     progress = Progress()
     settlement = Settlement()
     collector = Collector(partial=where.partial, wall_offset_ns=wall_clock() - clock())

@@ -26,6 +26,7 @@ import anyio
 from loadtest.adapters import aws
 from loadtest.adapters.fifo import fifo_queue
 from loadtest.adapters.producers import producing
+from loadtest.adapters.spool import FileFrames
 from loadtest.emulation.environments import ExecutionEnvironment, FunctionConfig, log_directory
 from loadtest.emulation.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
 from loadtest.emulation.runner import (
@@ -115,7 +116,7 @@ async def run_variant(
     )
     salvage = salvage if salvage is not None else Salvage()
     made = aws.Provisioned()
-    history = History()
+    history = History(frames=FileFrames)
     progress = Progress()
     end_state: EndState | None = None
     problems: list[str] = []

@@ -6,20 +6,23 @@ environments) and consumed by the checker and the report. Timestamps are
 parent and the execution-environment processes share one timeline); they are
 passed in, never read here.
 
-Also owns how a run's invocations are kept (``InvocationLog``): settled
-invocations leave the Python heap as compressed frames while the run goes on,
-so a run's memory does not grow by a few kilobytes per message, and every
-reader streams them back one frame at a time.
+Also owns how a run's records are kept (``RecordLog``, ``InvocationLog``):
+what was sent, the settled invocations, the acknowledgements and dead letters
+leave the Python heap as compressed frames while the run goes on, handed to a
+``FrameStore`` the caller chooses (a list in memory, or a run's file), so a
+run's memory does not grow with its messages, and every reader streams them
+back one frame at a time.
 """
 
 from __future__ import annotations
 
+import itertools
 import marshal
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Generic, TypeVar
+from typing import Any, Protocol, TypeVar, overload
 
 TypedItem = dict[str, Any]
 """A DynamoDB item in its typed wire form: ``{"id": {"S": "x"}, ...}``."""
@@ -202,18 +205,37 @@ FRAME_RECORDS = 512
 """Records per compressed frame of a ``RecordLog``: the newest, unframed ones stay objects."""
 
 
-class RecordLog(Generic[_T]):
+class FrameStore(Protocol):
+    """Where a ``RecordLog`` keeps its compressed frames: a ``list`` (in memory) will do.
+
+    A run's logs get a store whose frames leave the process's memory (the engine's
+    ``loadtest.adapters.spool``): this module does no I/O.
+    """
+
+    def append(self, frame: bytes, /) -> None: ...
+
+    def __getitem__(self, index: int, /) -> bytes: ...
+
+    def __len__(self) -> int: ...
+
+
+FrameStores = Callable[[], FrameStore]
+"""Makes the store of one log (``list`` keeps the frames in memory)."""
+
+
+class RecordLog(Sequence[_T]):
     """An append-only sequence of frozen records, kept mostly as compressed frames.
 
     Every ``FRAME_RECORDS`` appended records are encoded into plain tuples of
     JSON-shaped values (what the records hold: strings, numbers, items,
     results), marshalled as one frame (a value shared by identity, such as an
-    item the observer shares, is stored once per frame) and compressed.
-    ``marshal`` rather than ``pickle``: this module ships in the observer's
-    layer, where every import is a cold start's cost. Iterating
-    decodes one frame at a time, so a reader never holds every record at once;
-    records appended while an iteration runs are included. Records are frozen,
-    so the decoded copies are equal to what was appended.
+    item the observer shares, is stored once per frame), compressed and handed
+    to the log's ``FrameStore``. ``marshal`` rather than ``pickle``: this module
+    ships in the observer's layer, where every import is a cold start's cost.
+    Iterating decodes one frame at a time, so a reader never holds every record
+    at once; records appended while an iteration runs are included. Records
+    are frozen, so the decoded copies are equal to what was appended; a log
+    equals any sequence of equal records in the same order.
     """
 
     def __init__(
@@ -221,10 +243,11 @@ class RecordLog(Generic[_T]):
         encode: Callable[[_T], tuple[Any, ...]],
         decode: Callable[[tuple[Any, ...]], _T],
         records: Iterable[_T] = (),
+        frames: FrameStores = list,
     ) -> None:
         self._encode = encode
         self._decode = decode
-        self._frames: list[bytes] = []
+        self._frames: FrameStore = frames()
         self._tail: list[_T] = []
         self.extend(records)
 
@@ -248,21 +271,42 @@ class RecordLog(Generic[_T]):
             return [decode(row) for row in marshal.loads(zlib.decompress(self._frames[index]))]
         return list(self._tail)
 
-    def __iter__(self) -> Iterator[_T]:
-        done = 0
+    def _from(self, start: int) -> Iterator[_T]:
+        done = start
         while done < len(self):
             index, offset = divmod(done, FRAME_RECORDS)
             for record in self._frame(index)[offset:]:
                 yield record
                 done += 1
 
-    def __getitem__(self, index: int) -> _T:
+    def __iter__(self) -> Iterator[_T]:
+        return self._from(0)
+
+    @overload
+    def __getitem__(self, index: int) -> _T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[_T]: ...
+
+    def __getitem__(self, index: int | slice) -> _T | list[_T]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1 or stop <= start:
+                return [self[i] for i in range(start, stop, step)]
+            return list(itertools.islice(self._from(start), stop - start))
         if index < 0:
             index += len(self)
         if not 0 <= index < len(self):
             raise IndexError("record index out of range")
         frame, offset = divmod(index, FRAME_RECORDS)
         return self._frame(frame)[offset]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RecordLog | list | tuple):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a list is
 
 
 _WRITE_OUTCOMES = {o.value: o for o in WriteOutcome}
@@ -367,8 +411,8 @@ def _decode_invocation(row: tuple[Any, ...]) -> Invocation:
 class InvocationLog(RecordLog[Invocation]):
     """A run's invocations, in the order they were recorded (see ``RecordLog``)."""
 
-    def __init__(self, invocations: Iterable[Invocation] = ()) -> None:
-        super().__init__(_encode_invocation, _decode_invocation, invocations)
+    def __init__(self, invocations: Iterable[Invocation] = (), frames: FrameStores = list) -> None:
+        super().__init__(_encode_invocation, _decode_invocation, invocations, frames)
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,31 +442,79 @@ class EndState:
     must stay short whatever the table holds."""
 
 
+def _encode_sent(m: SentMessage) -> tuple[Any, ...]:
+    return (
+        m.index,
+        m.business_id,
+        m.body,
+        m.intended_ns,
+        m.sent_ns,
+        m.message_id,
+        m.send_error,
+        m.poison,
+    )
+
+
+def _decode_sent(row: tuple[Any, ...]) -> SentMessage:
+    return SentMessage(*row)
+
+
+def _encode_ack(a: Ack) -> tuple[Any, ...]:
+    return (a.message_id, a.acked_ns, a.requested_ns)
+
+
+def _decode_ack(row: tuple[Any, ...]) -> Ack:
+    return Ack(*row)
+
+
+def _encode_dead_letter(d: DeadLetter) -> tuple[Any, ...]:
+    return (d.message_id, d.receive_count, d.seen_ns)
+
+
+def _decode_dead_letter(row: tuple[Any, ...]) -> DeadLetter:
+    return DeadLetter(*row)
+
+
 class History:
     """Everything a variant run produced; appended to by the engine only.
 
-    ``invocations`` is an ``InvocationLog`` (assigning any iterable of
-    invocations stores them in a new one); the other lists are plain lists.
+    ``sent``, ``invocations``, ``acks`` and ``dead_letters`` are ``RecordLog`` logs
+    (``invocations`` an ``InvocationLog``): append-only sequences whose framed
+    records leave the Python heap as the run goes, kept where ``frames`` says
+    (in memory by default; a run's engine passes a store on disk, so a run's
+    memory does not grow with its messages). Assigning any iterable of records
+    to one of them stores the records in a new log.
     """
 
     def __init__(
         self,
-        sent: list[SentMessage] | None = None,
+        sent: Iterable[SentMessage] = (),
         invocations: Iterable[Invocation] = (),
-        acks: list[Ack] | None = None,
-        dead_letters: list[DeadLetter] | None = None,
+        acks: Iterable[Ack] = (),
+        dead_letters: Iterable[DeadLetter] = (),
         started_ns: int = 0,
         ended_ns: int = 0,
         timed_out: bool = False,
+        frames: FrameStores = list,
     ) -> None:
-        self.sent: list[SentMessage] = [] if sent is None else sent
+        self.frames = frames
+        """Makes each log's frame store."""
+        self.sent = sent
         self.invocations = invocations
-        self.acks: list[Ack] = [] if acks is None else acks
-        self.dead_letters: list[DeadLetter] = [] if dead_letters is None else dead_letters
+        self.acks = acks
+        self.dead_letters = dead_letters
         self.started_ns = started_ns
         self.ended_ns = ended_ns
         self.timed_out = timed_out
         """The run's deadline passed before every message was settled."""
+
+    @property
+    def sent(self) -> RecordLog[SentMessage]:
+        return self._sent
+
+    @sent.setter
+    def sent(self, sent: Iterable[SentMessage]) -> None:
+        self._sent = RecordLog(_encode_sent, _decode_sent, sent, self.frames)
 
     @property
     def invocations(self) -> InvocationLog:
@@ -431,7 +523,27 @@ class History:
     @invocations.setter
     def invocations(self, invocations: Iterable[Invocation]) -> None:
         self._invocations = (
-            invocations if isinstance(invocations, InvocationLog) else InvocationLog(invocations)
+            invocations
+            if isinstance(invocations, InvocationLog)
+            else InvocationLog(invocations, self.frames)
+        )
+
+    @property
+    def acks(self) -> RecordLog[Ack]:
+        return self._acks
+
+    @acks.setter
+    def acks(self, acks: Iterable[Ack]) -> None:
+        self._acks = RecordLog(_encode_ack, _decode_ack, acks, self.frames)
+
+    @property
+    def dead_letters(self) -> RecordLog[DeadLetter]:
+        return self._dead_letters
+
+    @dead_letters.setter
+    def dead_letters(self, dead_letters: Iterable[DeadLetter]) -> None:
+        self._dead_letters = RecordLog(
+            _encode_dead_letter, _decode_dead_letter, dead_letters, self.frames
         )
 
     def __repr__(self) -> str:

@@ -180,13 +180,14 @@ def mean_value(histogram: HdrHistogram, buckets: list[tuple[int, int]] | None = 
 def latencies(history: History) -> dict[str, Latency]:
     """Every latency of ``LATENCY_NAMES`` measured from a run's history."""
     out = {name: Latency() for name in LATENCY_NAMES}
-    sent = {m.message_id: m for m in history.sent if m.message_id}
+    # Only the two times: the log's messages are decoded copies, bodies included.
+    sent = {m.message_id: (m.intended_ns, m.sent_ns) for m in history.sent if m.message_id}
     first_ack: dict[str, int] = {}
     for ack in history.acks:
         first_ack.setdefault(ack.message_id, ack.acked_ns)
     for message_id, acked_ns in first_ack.items():
         if message_id in sent:
-            out["end_to_end"].record_ns(acked_ns - sent[message_id].intended_ns)
+            out["end_to_end"].record_ns(acked_ns - sent[message_id][0])
     first_receive: dict[str, int] = {}
     for invocation in history.invocations:
         for record in invocation.records:
@@ -200,7 +201,7 @@ def latencies(history: History) -> dict[str, Latency]:
             out[f"write_{w.outcome.value}"].record_ns(duration_ns)
     for message_id, received_ns in first_receive.items():
         if message_id in sent:
-            out["queue_dwell"].record_ns(received_ns - sent[message_id].sent_ns)
+            out["queue_dwell"].record_ns(received_ns - sent[message_id][1])
     calls = {
         (ack.requested_ns, ack.acked_ns) for ack in history.acks if ack.requested_ns is not None
     }

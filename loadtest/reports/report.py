@@ -40,8 +40,14 @@ def _offset_ms(ns: int, start_ns: int) -> float:
 def _dead_letters(run: VariantRun) -> list[dict[str, Any]]:
     if not run.history.dead_letters:
         return []  # and no pass over the invocations, which decodes the whole log
-    business = {m.message_id: m.business_id for m in run.history.sent}
-    bodies = {m.message_id: m.body for m in run.history.sent}
+    # Only the dead letters' messages: the log's are decoded copies, bodies included.
+    dead = {d.message_id for d in run.history.dead_letters}
+    business: dict[str | None, str | None] = {}
+    bodies: dict[str | None, str] = {}
+    for m in run.history.sent:
+        if m.message_id in dead:
+            business[m.message_id] = m.business_id
+            bodies[m.message_id] = m.body
     last_error: dict[str, str] = {}
     for inv in run.history.invocations:
         if inv.outcome is not InvocationOutcome.SUCCESS or inv.failed_message_ids:

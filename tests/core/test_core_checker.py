@@ -500,7 +500,9 @@ def test_planted_poison_and_conflicting_resends_are_expected_dead_letters() -> N
     history = history_of(
         [("m-1", "a"), ("m-2", "a"), ("m-3", "p")], acked=["m-1"], quantities={"m-1": 2, "m-2": 3}
     )
-    history.sent[2] = sent(2, "p", "m-3", 0, poison=True)
+    planted = list(history.sent)
+    planted[2] = sent(2, "p", "m-3", 0, poison=True)
+    history.sent = planted
     history.invocations = [
         invocation("r-1", [record("m-1", "a")], [write(item, before=None, before_known=True)]),
         invocation(

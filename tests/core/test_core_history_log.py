@@ -1,4 +1,4 @@
-"""The invocation log: framed invocations come back equal, in order, one frame at a time."""
+"""The history's logs: framed records come back equal, in order, one frame at a time."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ import zlib
 
 import pytest
 
+from loadtest.adapters.spool import FileFrames
 from loadtest.model.history import (
     FRAME_RECORDS,
+    Ack,
+    DeadLetter,
     History,
     Invocation,
     InvocationLog,
@@ -17,12 +20,16 @@ from loadtest.model.history import (
     ObserverFault,
     ReadRecord,
     Record,
+    SentMessage,
     UnobservedCall,
     WriteOutcome,
     WriteRecord,
+    _encode_ack,
+    _encode_dead_letter,
     _encode_invocation,
+    _encode_sent,
 )
-from tests.core.core_builders import invocation, order_item, record, write
+from tests.core.core_builders import invocation, order_item, record, sent, write
 
 
 def _every_kind(n: int) -> Invocation:
@@ -75,7 +82,8 @@ def test_every_record_kind_comes_back_equal_in_order() -> None:
 
 def test_framed_invocations_are_compressed_bytes_not_objects() -> None:
     log = InvocationLog(_every_kind(n) for n in range(FRAME_RECORDS + 1))
-    (frame,) = log._frames
+    assert len(log._frames) == 1
+    frame = log._frames[0]
     assert isinstance(frame, bytes)
     assert len(marshal.loads(zlib.decompress(frame))) == FRAME_RECORDS
     assert [inv.request_id for inv in log._tail] == [f"r-{FRAME_RECORDS}"]
@@ -124,3 +132,66 @@ def test_the_encoders_carry_every_field_of_every_record_kind() -> None:
     for position, kind in kinds.items():
         assert row[position], kind  # the builder fills every kind
         assert {len(part) for part in row[position]} == {len(dataclasses.fields(kind))}, kind
+
+
+def test_the_encoders_of_sent_messages_acks_and_dead_letters_carry_every_field() -> None:
+    message = sent(3, "o-1", "m-3", poison=True)
+    assert len(_encode_sent(message)) == len(dataclasses.fields(SentMessage))
+    assert len(_encode_ack(Ack("m-1", 2, 1))) == len(dataclasses.fields(Ack))
+    assert len(_encode_dead_letter(DeadLetter("m-1", 3, 9))) == len(dataclasses.fields(DeadLetter))
+
+
+def test_every_log_of_a_history_frames_its_records_and_gives_them_back() -> None:
+    n = FRAME_RECORDS + 7
+    messages = [
+        dataclasses.replace(
+            sent(i, f"o-{i}" if i % 9 else None, f"m-{i}" if i % 5 else None),
+            send_error=None if i % 5 else "refused",
+            poison=i % 11 == 0,
+        )
+        for i in range(n)
+    ]
+    acks = [Ack(f"m-{i}", 10 * i, None if i % 3 else 10 * i - 1) for i in range(n)]
+    dead = [DeadLetter(f"m-{i}", i % 4, 7 * i) for i in range(n)]
+    history = History(sent=messages, acks=acks, dead_letters=dead)
+    for log, records in (
+        (history.sent, messages),
+        (history.acks, acks),
+        (history.dead_letters, dead),
+    ):
+        assert len(log._frames) == 1
+        assert list(log) == records
+        assert log == records and records == log
+        assert log[FRAME_RECORDS - 1 :] == records[FRAME_RECORDS - 1 :]
+        assert log[2:-2:3] == records[2:-2:3]
+        assert log[-1] == records[-1]
+    assert history.acks != acks[:-1]
+    history.acks = []
+    assert history.acks == [] and not history.acks
+
+
+def test_a_history_on_file_frames_keeps_its_frames_out_of_memory() -> None:
+    history = History(frames=FileFrames)
+    originals = [_every_kind(n) for n in range(2 * FRAME_RECORDS + 1)]
+    history.invocations.extend(originals)
+    history.acks.extend(Ack(f"m-{i}", i) for i in range(FRAME_RECORDS))
+    frames = history.invocations._frames
+    assert isinstance(frames, FileFrames) and len(frames) == 2
+    assert isinstance(history.acks._frames, FileFrames)
+    assert list(history.invocations) == originals
+    assert history.invocations[FRAME_RECORDS] == originals[FRAME_RECORDS]
+    assert [a.acked_ns for a in history.acks] == list(range(FRAME_RECORDS))
+    # A log assigned later keeps its history's store.
+    history.sent = [sent(i, "o", f"m-{i}") for i in range(FRAME_RECORDS)]
+    assert isinstance(history.sent._frames, FileFrames) and len(history.sent._frames) == 1
+
+
+def test_file_frames_come_back_by_position_while_more_are_appended() -> None:
+    frames = FileFrames()
+    assert len(frames) == 0
+    frames.append(b"first")
+    frames.append(b"")
+    assert frames[0] == b"first"
+    frames.append(b"third frame")
+    assert [frames[i] for i in range(len(frames))] == [b"first", b"", b"third frame"]
+    assert frames[-1] == b"third frame"

@@ -41,7 +41,7 @@ rule), ``details`` (what a message said and whether an item carries it),
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from loadtest.model.checker.details import (
@@ -104,6 +104,11 @@ __all__ = [
     "plain",
     "verdict_of",
 ]
+
+
+_ACKED = 1
+_DEAD_LETTERED = 2
+"""How a sent message was settled (bits: it may be both)."""
 
 
 @dataclass(frozen=True)
@@ -179,6 +184,7 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
     # writes with what they need of their invocation, and the per-invocation counts.
     stored_names: set[str] = set()
     writes: list[Write] = []
+    templates: dict[str, str] = {}
     deliveries = redeliveries = handler_errors = unobserved_calls = observer_errors = 0
     for inv in history.invocations:
         deliveries += len(inv.records)
@@ -192,13 +198,16 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
         for record in inv.writes:
             if record.outcome is WriteOutcome.ACCEPTED and record.item_after:
                 stored_names.update(record.item_after)
-            writes.append(Write(record, ref, key_template(record.key, ref)))
+            template = key_template(record.key, ref)
+            # One string per distinct template, not one per write.
+            writes.append(Write(record, ref, templates.setdefault(template, template)))
     messages = Messages(history, stored_names)
     outcome_keys = {outcome_key.canonical(outcome_key.key_for(b)): b for b in messages.by_business}
+    declared = outcome_key.describe()
     for w in writes:
         canon = outcome_key.canonical(w.write.key)
         if canon in outcome_keys:
-            w.template = outcome_key.describe()
+            w.template = declared
     model = _choose_model(writes, outcome_key, outcome_keys, messages)
 
     # Which writes are outcome writes, and of which business id.
@@ -274,12 +283,21 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
         for d in messages.details_for(business_id)
     )
 
-    acked_ids = {a.message_id for a in history.acks}
-    dead_ids = {d.message_id for d in history.dead_letters}
-    sent_ids = set(messages.business)
+    # How each sent message was settled, marked on the sent ids themselves: the
+    # acknowledgements' and dead letters' ids are decoded copies, and sets of them
+    # would hold every id a second and a third time.
+    settled = dict.fromkeys(messages.business, 0)
+    for ack in history.acks:
+        if ack.message_id in settled:
+            settled[ack.message_id] |= _ACKED
+    for dead in history.dead_letters:
+        if dead.message_id in settled:
+            settled[dead.message_id] |= _DEAD_LETTERED
+    acked_ids = [message_id for message_id, how in settled.items() if how & _ACKED]
+    dead_ids = [message_id for message_id, how in settled.items() if how & _DEAD_LETTERED]
     lost = 0
     if model.kind != "ambiguous":
-        for message_id in sorted(acked_ids & sent_ids):
+        for message_id in sorted(acked_ids):
             business_id = messages.business[message_id]
             if business_id is None or message_id in messages.poison:
                 continue
@@ -295,7 +313,7 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
                 lost += 1
     unexpected_dead = sum(
         1
-        for message_id in dead_ids & sent_ids
+        for message_id in dead_ids
         if message_id not in messages.poison
         and messages.business.get(message_id) is not None
         and not messages.conflicting(message_id)
@@ -304,11 +322,11 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
     outcome_records = [w.write for w in outcome_writes]
     expected_outcomes = {
         messages.business[mid]
-        for mid in sent_ids
+        for mid in messages.business
         if mid not in messages.poison and messages.business[mid] is not None
     }
     counts = Counts(
-        messages_sent=len(messages.sent),
+        messages_sent=messages.count,
         distinct_ids=len(messages.by_business),
         deliveries=deliveries,
         redeliveries=redeliveries,
@@ -325,11 +343,11 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
         conflicting_writes=judged.conflicting,
         lost_outcomes=lost,
         unexpected_dead_letters=unexpected_dead,
-        acked=len(acked_ids & sent_ids),
-        dead_lettered=len(dead_ids & sent_ids),
+        acked=len(acked_ids),
+        dead_lettered=len(dead_ids),
         handler_errors=handler_errors,
-        unsettled=len(sent_ids - acked_ids - dead_ids),
-        send_failures=sum(1 for m in history.sent if m.message_id is None),
+        unsettled=sum(1 for how in settled.values() if not how),
+        send_failures=messages.failures,
         unobserved_calls=unobserved_calls,
         observer_errors=observer_errors,
     )
@@ -365,23 +383,14 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
             "(no old image): whether they changed the outcome is not known"
         )
     verdict = verdict_of(reasons, inconclusive)
-    decisions = tuple(
-        Decision(
-            write=w.write,
-            invocation=w.invocation,
-            business_id=w.business_id,
-            message_id=_message_id(w),
-            role=w.role,
-            order=w.order,
-        )
-        for w in writes
-    )
     template_roles: dict[str, dict[str, int | str]] = {}
     for w in writes:
         entry = template_roles.setdefault(
             w.template, {"role": "side" if w.role is Role.SIDE else "outcome", "writes": 0}
         )
         entry["writes"] = int(entry["writes"]) + 1
+    del outcome_writes, by_business  # the last holders of the writes but ``writes``
+    decisions = tuple(_decisions(writes))
     return Check(
         counts=counts,
         verdict=verdict,
@@ -412,6 +421,22 @@ def _unexplained_outcomes(
         if w.write.outcome is not WriteOutcome.REJECTED and not w.write.deletes
     }
     return sorted(stored_outcomes - written)
+
+
+def _decisions(writes: list[Write]) -> Iterator[Decision]:
+    """Each write's decision, in order, letting go of each write once its decision is made:
+    a run's writes and their decisions are not both held whole at once."""
+    writes.reverse()
+    while writes:
+        w = writes.pop()
+        yield Decision(
+            write=w.write,
+            invocation=w.invocation,
+            business_id=w.business_id,
+            message_id=_message_id(w),
+            role=w.role,
+            order=w.order,
+        )
 
 
 def _side_business_id(w: Write) -> str | None:

@@ -172,24 +172,39 @@ class Messages:
     """
 
     def __init__(self, history: History, stored_names: set[str]) -> None:
-        self.sent = [m for m in history.sent if m.message_id is not None]
-        self.business: dict[str, str | None] = {str(m.message_id): m.business_id for m in self.sent}
+        # One pass over the sent log, holding no message: the history keeps them.
+        self.count = 0
+        """Messages sent (those the queue took)."""
+        self.failures = 0
+        """Messages the queue refused (no messageId)."""
+        self.business: dict[str, str | None] = {}
+        self.poison: set[str] = set()
+        self.by_business: dict[str, list[str]] = defaultdict(list)
         # Copies of a message share one body: parse each body once, and keep one
         # details dict per body (nothing changes them), not one per message.
-        parsed = {m.body: details_of(m.body) for m in self.sent}
+        bodies: dict[str, str] = {}
+        body_of: dict[str, str] = {}
+        for m in history.sent:
+            if m.message_id is None:
+                self.failures += 1
+                continue
+            self.count += 1
+            message_id = m.message_id
+            self.business[message_id] = m.business_id
+            body_of[message_id] = bodies.setdefault(m.body, m.body)
+            if m.poison:
+                self.poison.add(message_id)
+            if m.business_id is not None:
+                self.by_business[m.business_id].append(message_id)
+        parsed = {body: details_of(body) for body in bodies}
         kept = {name for d in parsed.values() if d for name in d} & stored_names
         by_body = {
             body: ({k: v for k, v in d.items() if k in kept} if kept and d is not None else d)
             for body, d in parsed.items()
         }
         self.details: dict[str, dict[str, Any] | None] = {
-            str(m.message_id): by_body[m.body] for m in self.sent
+            message_id: by_body[body] for message_id, body in body_of.items()
         }
-        self.poison = {str(m.message_id) for m in self.sent if m.poison}
-        self.by_business: dict[str, list[str]] = defaultdict(list)
-        for m in self.sent:
-            if m.business_id is not None:
-                self.by_business[m.business_id].append(str(m.message_id))
 
     def details_for(self, business_id: str) -> list[dict[str, Any]]:
         return [
