@@ -89,6 +89,24 @@ def _get(item: Mapping[str, Any], parts: tuple[PathPart, ...]) -> Any:
     return current
 
 
+def _indexes_a_non_list(item: Mapping[str, Any], parts: tuple[PathPart, ...]) -> bool:
+    """Whether the path takes an index ``[n]`` of a value that exists and is not a list."""
+    current: Any = {"M": item}
+    for part in parts:
+        if isinstance(part, str):
+            inner = current.get("M") if isinstance(current, dict) else None
+            if not isinstance(inner, dict) or part not in inner:
+                return False
+        else:
+            inner = current.get("L") if isinstance(current, dict) else None
+            if not isinstance(inner, list):
+                return True
+            if part >= len(inner):
+                return False
+        current = inner[part]
+    return False
+
+
 def _container(item: TypedItem, path: Path) -> dict[str, Any] | list[Any]:
     """The map or list that holds the path's last part; it must exist with the right type."""
     parent = _get(item, path.parts[:-1]) if len(path.parts) > 1 else {"M": item}
@@ -147,6 +165,10 @@ class _Evaluator:
             target = node.args[0]
             assert isinstance(target, Path)
             found = _get(self.item, target.parts)
+            if found is _MISSING and _indexes_a_non_list(self.item, target.parts):
+                # The backend refuses an index into an attribute of another type here,
+                # though a missing attribute or element takes the default.
+                raise UpdateNotUnderstood(f"the document path {target.text} is invalid for update")
             return self.value(node.args[1]) if found is _MISSING else found
         lists = []
         for arg in node.args:

@@ -117,6 +117,23 @@ def test_if_not_exists_keeps_what_is_there() -> None:
     assert after == item(a=n("1"), b=n("7"))
 
 
+def test_if_not_exists_of_an_index_into_another_type_is_invalid_but_missing_takes_the_default() -> (
+    None
+):
+    # As the backend answers (a property test below found the refusal): an index into an
+    # attribute that is there but not a list is refused; a missing attribute or element,
+    # or a map key under a value of another type, takes the default.
+    before = item(a=s("x"), m={"M": {}}, l={"L": [n("1")]})
+    for path in ("a[0]", "m[0]"):
+        with pytest.raises(UpdateNotUnderstood, match="invalid for update"):
+            apply_update(before, KEY, f"SET z = if_not_exists({path}, :v)", None, {":v": n("7")})
+    for path in ("q[0]", "l[5]", "a.b", "m.b.c"):
+        after = apply_update(
+            before, KEY, f"SET z = if_not_exists({path}, :v)", None, {":v": n("7")}
+        )
+        assert after["z"] == n("7"), path
+
+
 def test_list_append_either_way_round_and_with_if_not_exists() -> None:
     values = {":e": {"L": []}, ":v": {"L": [s("x")]}}
     before = item(l={"L": [s("a")]})
