@@ -16,6 +16,10 @@ from collections.abc import Iterable, Iterator
 from moto.core.utils import unix_time_millis
 from moto.sqs.models import Message
 
+# One sequence for every store: a dead-lettered message carries its token to another
+# queue's store, and the entries it left behind must never match its new one.
+_TOKENS = itertools.count()
+
 
 def _now_ms() -> float:
     # moto's own clock (moto.core.utils.utcnow), the one Message.visible reads.
@@ -40,10 +44,12 @@ class IndexedMessages:
     * ``_waiting``: heap of ``(available_at_ms, arrival, token, message)``, messages in flight
       or delayed, soonest first; ``_promote`` moves them to ``_ready`` when their time comes.
 
-    A member has exactly one live heap entry, the one carrying its current token; entries
-    left behind by a reschedule or a removal are dropped when they surface. Every method
-    expects the caller to hold the owning queue's ``_messages_lock`` (iteration snapshots,
-    so moto's unpatched readers may iterate without it).
+    A member has exactly one live heap entry, the one carrying its current token, which the
+    member itself holds (``store_token``, with ``store_ready`` saying which heap): per queued
+    message, two attributes instead of a dict entry and a set entry. Entries left behind by
+    a reschedule or a removal are dropped when they surface. Every method expects the caller
+    to hold the owning queue's ``_messages_lock`` (iteration snapshots, so moto's unpatched
+    readers may iterate without it).
     """
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
@@ -51,11 +57,8 @@ class IndexedMessages:
         self._by_receipt: dict[str, Message] = {}
         self._ready: list[tuple[int, int, Message]] = []
         self._waiting: list[tuple[float, int, int, Message]] = []
-        self._token: dict[Message, int] = {}
-        self._ready_live: set[Message] = set()
-        self._waiting_live: set[Message] = set()
+        self._ready_count = 0
         self._arrivals = itertools.count()
-        self._tokens = itertools.count()
         for message in messages:
             self.append(message)
 
@@ -74,6 +77,7 @@ class IndexedMessages:
             self.reschedule(message)
             return
         self._arrival[message] = next(self._arrivals)
+        _set_entry(message, None, False)
         for handle in message.all_receipt_handles:  # a dead-lettered message keeps its handles
             if handle is not None:
                 self._by_receipt[handle] = message
@@ -83,9 +87,7 @@ class IndexedMessages:
         if message not in self._arrival:
             raise ValueError("IndexedMessages.remove(x): x not in queue")
         del self._arrival[message]
-        self._token.pop(message, None)
-        self._ready_live.discard(message)
-        self._waiting_live.discard(message)
+        self._unschedule(message)
         for handle in message.all_receipt_handles:
             if handle is not None and self._by_receipt.get(handle) is message:
                 del self._by_receipt[handle]
@@ -112,9 +114,7 @@ class IndexedMessages:
         self._by_receipt.clear()
         self._ready.clear()
         self._waiting.clear()
-        self._token.clear()
-        self._ready_live.clear()
-        self._waiting_live.clear()
+        self._ready_count = 0
         for message in members:
             self.append(message)
 
@@ -127,17 +127,16 @@ class IndexedMessages:
         self._promote(now_ms)
         while self._ready:
             _, token, message = heapq.heappop(self._ready)
-            if self._token.get(message) != token:
+            if not _is_live(message, token):
                 continue  # superseded entry
-            del self._token[message]
-            self._ready_live.discard(message)
+            self._unschedule(message)
             return message
         return None
 
     def ms_until_available(self, now_ms: float) -> float | None:
         """0 if a message is available, else ms until the next one may be; None if none."""
         self._promote(now_ms)
-        if self._ready_live:
+        if self._ready_count:
             return 0.0
         self._drop_stale_waiting()
         if not self._waiting:
@@ -147,30 +146,39 @@ class IndexedMessages:
     def count_available(self, now_ms: float) -> int:
         """Members visible and not delayed (moto's ``len(Queue.messages)``)."""
         self._promote(now_ms)
-        return len(self._ready_live)
+        return self._ready_count
 
     def count_not_visible(self, now_ms: float) -> int:
         """Members in flight; only scheduled-later members can be, so only they are read."""
         self._promote(now_ms)
-        return sum(1 for m in self._waiting_live if not now_ms > m.visible_at)
+        return sum(1 for m in self._waiting_members() if not now_ms > m.visible_at)
 
     def count_delayed(self, now_ms: float) -> int:
         """Members still delayed (``DelaySeconds``)."""
         self._promote(now_ms)
-        return sum(1 for m in self._waiting_live if now_ms < m.delayed_until)
+        return sum(1 for m in self._waiting_members() if now_ms < m.delayed_until)
 
     # -- internals ------------------------------------------------------------------------
+    def _waiting_members(self) -> Iterator[Message]:
+        """Each member scheduled for later, once (the live entries of ``_waiting``)."""
+        return (entry[3] for entry in self._waiting if _is_live(entry[3], entry[2]))
+
+    def _unschedule(self, message: Message) -> None:
+        """Retire the member's live entry (it stays in its heap, superseded)."""
+        if message.store_ready and message.store_token is not None:  # type: ignore[attr-defined]
+            self._ready_count -= 1
+        _set_entry(message, None, False)
+
     def _schedule(self, message: Message, now_ms: float) -> None:
-        token = next(self._tokens)
-        self._token[message] = token
+        self._unschedule(message)
+        token = next(_TOKENS)
         arrival = self._arrival[message]
         if _is_available(message, now_ms):
-            self._waiting_live.discard(message)
-            self._ready_live.add(message)
+            _set_entry(message, token, True)
+            self._ready_count += 1
             heapq.heappush(self._ready, (arrival, token, message))
         else:
-            self._ready_live.discard(message)
-            self._waiting_live.add(message)
+            _set_entry(message, token, False)
             entry = (_available_at_ms(message), arrival, token, message)
             heapq.heappush(self._waiting, entry)
         self._compact_if_sparse()
@@ -179,30 +187,39 @@ class IndexedMessages:
         waiting = self._waiting
         while waiting:
             _, arrival, token, message = waiting[0]
-            if self._token.get(message) != token:
+            if not _is_live(message, token):
                 heapq.heappop(waiting)
                 continue
             if not _is_available(message, now_ms):
                 break  # ordered by available_at: nothing behind it is due either
             heapq.heappop(waiting)
-            self._waiting_live.discard(message)
-            self._ready_live.add(message)
+            _set_entry(message, token, True)
+            self._ready_count += 1
             heapq.heappush(self._ready, (arrival, token, message))
 
     def _drop_stale_waiting(self) -> None:
-        while self._waiting and self._token.get(self._waiting[0][3]) != self._waiting[0][2]:
+        while self._waiting and not _is_live(self._waiting[0][3], self._waiting[0][2]):
             heapq.heappop(self._waiting)
 
     def _compact_if_sparse(self) -> None:
         # Superseded entries are dropped when they surface; this bounds how many can pile
         # up below the surface (e.g. messages deleted long before their timeout expires).
-        if len(self._ready) + len(self._waiting) <= 2 * len(self._token) + 1024:
+        if len(self._ready) + len(self._waiting) <= 2 * len(self._arrival) + 1024:
             return
-        live = self._token
-        self._ready = [e for e in self._ready if live.get(e[2]) == e[1]]
-        self._waiting = [e for e in self._waiting if live.get(e[3]) == e[2]]
+        self._ready = [e for e in self._ready if _is_live(e[2], e[1])]
+        self._waiting = [e for e in self._waiting if _is_live(e[3], e[2])]
         heapq.heapify(self._ready)
         heapq.heapify(self._waiting)
+
+
+def _set_entry(message: Message, token: int | None, ready: bool) -> None:
+    """File ``token`` as the member's live entry, in the ready heap or the waiting one."""
+    message.store_token = token  # type: ignore[attr-defined]
+    message.store_ready = ready  # type: ignore[attr-defined]
+
+
+def _is_live(message: Message, token: int) -> bool:
+    return message.store_token == token  # type: ignore[attr-defined, no-any-return]
 
 
 DELETED_HANDLES_KEPT = 100_000
