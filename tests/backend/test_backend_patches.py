@@ -368,3 +368,15 @@ def test_deleted_receipt_handles_are_remembered_up_to_a_limit() -> None:
     assert "a" not in handles and "b" in handles and "d" in handles
     assert "c" in handles and len(handles) == 3
     assert None not in handles and "never issued" not in handles
+
+
+def test_deleted_receipt_handles_keep_the_latest_limit_across_generations() -> None:
+    from loadtest.adapters.backend.patches import RecentHandles
+
+    handles = RecentHandles(limit=160)
+    issued = [f"handle-{i}" for i in range(1000)]
+    for first in range(0, len(issued), 7):
+        handles.update(issued[first : first + 7])
+    assert all(handle in handles for handle in issued[-160:])
+    assert not any(handle in handles for handle in issued[:800])
+    assert 160 <= len(handles) < 160 + 160 // RecentHandles.GENERATIONS
