@@ -31,6 +31,12 @@ async def queue_depth(sqs: SQSClient, url: str) -> tuple[int, int]:
     )
 
 
+SCAN_PAGE_ITEMS = 1000
+"""Items asked for per Scan page. DynamoDB caps a page at 1 MB, moto does not: one page of
+a 33,334-item table raised the embedded backend's peak RSS by 44 MB while it built the
+answer (3 MB with pages of 1,000), more than the table itself."""
+
+
 async def scan_items(
     dynamodb: DynamoDBClient,
     table: str,
@@ -46,7 +52,7 @@ async def scan_items(
     would take the bound's ``TimeoutError`` for an unreachable endpoint).
     """
     items: dict[str, dict[str, Any]] = {}
-    kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+    kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True, "Limit": SCAN_PAGE_ITEMS}
     while True:
         with anyio.fail_after(page_timeout_s), errors():
             page = await dynamodb.scan(**kwargs)

@@ -19,11 +19,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto.dynamodb.models import DynamoDBBackend
+from moto.sqs import models as sqs_models
 from moto.sqs.exceptions import PurgeQueueInProgress, ReceiptHandleIsInvalid
 from moto.sqs.models import Message, Queue, SQSBackend, sqs_backends
 
 from loadtest.adapters.backend import patches, sqs_store
 from loadtest.adapters.backend.errors import BackendError, UnsupportedMotoVersion
+from loadtest.adapters.backend.sqs_message import CompactMessage, MotoMessage
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -263,10 +265,11 @@ class WorkCounter:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.visits = 0
         self._count(monkeypatch, sqs_store, "_is_available")
-        self._count(monkeypatch, Message, "had_receipt_handle")
+        stored = sqs_models.Message  # the class queues store, as installed
+        self._count(monkeypatch, stored, "had_receipt_handle")
         for name in ("visible", "delayed"):
-            getter = getattr(Message, name).fget
-            monkeypatch.setattr(Message, name, property(self._counting(getter)))
+            getter = getattr(stored, name).fget
+            monkeypatch.setattr(stored, name, property(self._counting(getter)))
         iterate = patches.IndexedMessages.__iter__
         monkeypatch.setattr(patches.IndexedMessages, "__iter__", self._counting(iterate))
 
@@ -342,8 +345,11 @@ def test_the_5_2_series_is_accepted(version: str) -> None:
     patches.check_moto_version(version)
 
 
-def test_store_behaves_like_the_list_moto_expects(clock: FakeClock) -> None:
-    first, second = Message("1", "a"), Message("2", "b")
+@pytest.mark.parametrize("message_class", [CompactMessage, MotoMessage])
+def test_store_behaves_like_the_list_moto_expects(
+    clock: FakeClock, message_class: type[Message]
+) -> None:
+    first, second = message_class("1", "a"), message_class("2", "b")
     store = patches.IndexedMessages([first])
     store.append(second)
     assert (list(store), len(store), second in store) == ([first, second], 2, True)
@@ -362,3 +368,15 @@ def test_deleted_receipt_handles_are_remembered_up_to_a_limit() -> None:
     assert "a" not in handles and "b" in handles and "d" in handles
     assert "c" in handles and len(handles) == 3
     assert None not in handles and "never issued" not in handles
+
+
+def test_deleted_receipt_handles_keep_the_latest_limit_across_generations() -> None:
+    from loadtest.adapters.backend.patches import RecentHandles
+
+    handles = RecentHandles(limit=160)
+    issued = [f"handle-{i}" for i in range(1000)]
+    for first in range(0, len(issued), 7):
+        handles.update(issued[first : first + 7])
+    assert all(handle in handles for handle in issued[-160:])
+    assert not any(handle in handles for handle in issued[:800])
+    assert 160 <= len(handles) < 160 + 160 // RecentHandles.GENERATIONS

@@ -6,8 +6,8 @@ import json
 import urllib.request
 
 import boto3
-from moto.sqs.models import Message
 
+from loadtest.adapters.backend.sqs_message import MotoMessage
 from loadtest.adapters.backend.untracked import KeepsNothing, stop_tracking_instances
 
 
@@ -16,7 +16,7 @@ def test_sqs_and_dynamodb_models_are_not_tracked() -> None:
 
     assert "sqs.Message" in replaced
     assert any(name.startswith("dynamodb.") for name in replaced)
-    assert isinstance(Message.instances_tracked, KeepsNothing)  # type: ignore[attr-defined]
+    assert isinstance(MotoMessage.instances_tracked, KeepsNothing)  # type: ignore[attr-defined]
 
 
 def test_messages_sent_received_and_deleted_leave_nothing_tracked(backend_url: str) -> None:

@@ -49,6 +49,9 @@ What changes:
   subpackages do not change while it runs.
 * A stored DynamoDB item's attribute names are one shared string per name (``interning``
   says why), not a copy per item.
+* A queued SQS message is a ``CompactMessage`` (``sqs_message`` says why): moto's fields
+  in slots, no empty containers per message, and no ``SendMessageBatch`` entry id kept
+  once the response is built.
 * moto's per-request method listing, action-name conversion (and the same conversion of
   the 14 attribute names ``Queue.attributes`` reads on every ``SendMessage``) and
   condition-expression parsing are kept once computed (``memo`` says why each is safe to
@@ -148,6 +151,7 @@ from loadtest.adapters.backend.partiql_patches import (
     _make_execute_statement,
     _make_execute_transaction,
 )
+from loadtest.adapters.backend.sqs_message import CompactMessage, label_batch
 from loadtest.adapters.backend.sqs_patches import (
     _approximate_number_of_messages,
     _approximate_number_of_messages_delayed,
@@ -206,6 +210,8 @@ def _replacements() -> dict[tuple[object, str], object]:
         (SQSBackend, "change_message_visibility"): _change_message_visibility,
         (SQSBackend, "purge_queue"): _make_purge_queue(SQSBackend.purge_queue),
         (SQSBackend, "send_message"): fifo_patches.make_send_message(SQSBackend.send_message),
+        (SQSBackend, "send_message_batch"): label_batch(SQSBackend.send_message_batch),
+        (moto.sqs.models, "Message"): CompactMessage,
         (moto.core.responses, "method_names_from_class"): memo.memo_method_names(
             moto.core.utils.method_names_from_class
         ),
