@@ -97,13 +97,14 @@ def _indexes_a_non_list(item: Mapping[str, Any], parts: tuple[PathPart, ...]) ->
             inner = current.get("M") if isinstance(current, dict) else None
             if not isinstance(inner, dict) or part not in inner:
                 return False
+            current = inner[part]
         else:
-            inner = current.get("L") if isinstance(current, dict) else None
-            if not isinstance(inner, list):
+            items = current.get("L") if isinstance(current, dict) else None
+            if not isinstance(items, list):
                 return True
-            if part >= len(inner):
+            if part >= len(items):
                 return False
-        current = inner[part]
+            current = items[part]
     return False
 
 
