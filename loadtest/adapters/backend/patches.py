@@ -1,15 +1,16 @@
 """Narrow monkeypatches that make moto 5.2.x's server fast enough, its SQS thread-safe and
-FIFO-faithful, and its PartiQL writes behave like DynamoDB's.
+FIFO-faithful, and its PartiQL writes and update operands behave like DynamoDB's.
 
 Owns what is installed and when: ``apply()`` installs every replacement once per process
 (it is idempotent) and refuses any moto outside the 5.2 series, whose ``moto/sqs/models.py``,
 ``moto/dynamodb/models/__init__.py`` and ``moto/moto_server`` this mirrors. The
 replacements live beside it: the indexed store in ``sqs_store``, the SQS functions that use
 it in ``sqs_patches``, FIFO deduplication and long polls in ``fifo_patches``, PartiQL
-writes in ``partiql_patches``. Must not touch: the rest of DynamoDB (its races are closed
+writes in ``partiql_patches``, update operands in ``update_operands``. Must not touch: the rest of DynamoDB (its races are closed
 by serialising requests in ``loadtest.adapters.backend.embedded``), PartiQL SELECT (moto's
 own), any other service, or anything a client can observe except speed, FIFO
-deduplication and group order (as SQS behaves) and the PartiQL answers below.
+deduplication and group order (as SQS behaves), the PartiQL answers below, and an
+update's operands (``SET a = b DELETE b :x`` keeps b's old value in a, as DynamoDB does).
 
 Why, measured on moto 5.2.5's threaded server:
 
@@ -125,6 +126,7 @@ import moto.core.utils
 import moto.dynamodb.comparisons
 import moto.dynamodb.models
 import moto.dynamodb.models.table
+import moto.dynamodb.parsing.validators
 import moto.dynamodb.responses
 import moto.sqs.models
 from moto.core.exceptions import JsonRESTError
@@ -141,6 +143,7 @@ from loadtest.adapters.backend import (
     memo,
     partiql_patches,
     random_strings,
+    update_operands,
 )
 from loadtest.adapters.backend.errors import UnsupportedMotoVersion
 from loadtest.adapters.backend.partiql_patches import (
@@ -192,6 +195,7 @@ _APPLY_LOCK = threading.Lock()
 
 def _replacements() -> dict[tuple[object, str], object]:
     """(moto class or module, attribute) -> what ``apply()`` installs there."""
+    resolving = moto.dynamodb.parsing.validators.ExpressionAttributeResolvingProcessor
     replacements: dict[tuple[object, str], object] = {
         (moto.backends, "list_of_moto_modules"): _make_list_of_moto_modules(
             moto.backends.list_of_moto_modules
@@ -217,6 +221,9 @@ def _replacements() -> dict[tuple[object, str], object]:
         ),
         (Item, "__init__"): interning.interned_attribute_names(Item.__init__),
         (JsonRESTError, "__init__"): json_errors.without_xml(JsonRESTError.__init__),
+        (resolving, "resolve_expression_path"): update_operands.copied_operands(
+            resolving.resolve_expression_path
+        ),
         (MotoRandom, "get_random_string"): random_strings.get_random_string,
         (DynamoDBBackend, "execute_statement"): _make_execute_statement(
             DynamoDBBackend.execute_statement
