@@ -29,7 +29,7 @@ POISON_QUANTITY = 0
 """Outside the lab's 1..10: every built-in consumer refuses it."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PlannedMessage:
     index: int
     business_id: str | None
