@@ -179,6 +179,7 @@ def _decision(
         after_known=after_known,
         noop_when_present=part.noop,
         request_id=request_id,
+        idempotency=call.idempotency,
     )
 
 

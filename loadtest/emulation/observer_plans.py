@@ -13,6 +13,7 @@ installs the hooks) nor emit records beyond reporting a call it cannot interpret
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -96,6 +97,9 @@ class Call:
     """For multi-item calls: each part's index in the request (answers are positional)."""
     table_ref: str = ""
     """How a batch named the table (its name or ARN): the key of its answer's unprocessed items."""
+    idempotency: str = ""
+    """A TransactWriteItems call's ClientRequestToken with a digest of its request
+    (``WriteRecord.idempotency``); empty without a token."""
 
 
 def key_condition_absent(condition: str | None, key_names: tuple[str, ...]) -> bool:
@@ -291,6 +295,10 @@ class CallPlanner:
             parts[index] = part
         call = self._new_call("TransactWriteItems", [p for p in parts if p], kind="transact")
         call.positions = [i for i, p in enumerate(parts) if p]
+        token = params.get("ClientRequestToken")
+        if token:
+            request = json.dumps(params, sort_keys=True, default=repr).encode()
+            call.idempotency = f"{token}:{hashlib.sha256(request).hexdigest()}"
         return params, call
 
     # --- PartiQL ----------------------------------------------------------------

@@ -28,6 +28,11 @@ TypedItem = dict[str, Any]
 """A DynamoDB item in its typed wire form: ``{"id": {"S": "x"}, ...}``."""
 
 
+IDEMPOTENCY_WINDOW_NS = 600 * 1_000_000_000
+"""How long after a TransactWriteItems call completed its ClientRequestToken makes an
+identical call a no-op (DynamoDB: 10 minutes)."""
+
+
 class WriteOutcome(StrEnum):
     ACCEPTED = "accepted"
     REJECTED = "rejected"
@@ -110,6 +115,10 @@ class WriteRecord:
     ``SET p = if_not_exists(p, v)``), whatever that item holds."""
     request_id: str = ""
     """The invocation that made it."""
+    idempotency: str = ""
+    """For a TransactWriteItems call with a ClientRequestToken: the token and a digest
+    of the whole request. DynamoDB answers a repeat of a completed call within
+    ``IDEMPOTENCY_WINDOW_NS`` as it answered the first, and writes nothing."""
 
     @property
     def deletes(self) -> bool:
@@ -330,6 +339,7 @@ def _encode_write(w: WriteRecord) -> tuple[Any, ...]:
         w.after_known,
         w.noop_when_present,
         w.request_id,
+        w.idempotency,
     )
 
 

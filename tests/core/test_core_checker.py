@@ -13,6 +13,7 @@ from loadtest.model.checker import (
     COUNT_NAMES,
     Check,
     Counts,
+    LiveDuplicates,
     Role,
     Verdict,
     carries,
@@ -33,6 +34,7 @@ from loadtest.model.history import (
     TypedItem,
     UnobservedCall,
     WriteOutcome,
+    WriteRecord,
 )
 from loadtest.model.updates import same_item
 from tests.core.core_builders import (
@@ -876,3 +878,58 @@ def test_ids_in_keys_are_named_as_whole_tokens_only(
         carried = value == business_id or token.search(value) is not None
         carried = carried or other == business_id or token.search(other) is not None
         assert carries_id({"other": {"S": other}}, {"id": {"S": value}}, business_id) is carried
+
+
+def _token_replay(second_started_ns: int, *, same_request: bool = True) -> Check:
+    """Two deliveries of one order, each a TransactWriteItems Put with the order's
+    ClientRequestToken and no condition: the second repeats the first's call."""
+    item = order_item("dedup-order", 4)
+    history = history_of([("m-1", "dedup-order"), ("m-2", "dedup-order")])
+
+    def put(started_ns: int, request: str) -> WriteRecord:
+        return dataclasses.replace(
+            write(item, condition=None, operation="TransactWriteItems.Put", started_ns=started_ns),
+            idempotency=f"token-dedup-order:{request}",
+        )
+
+    history.invocations = [
+        invocation("r-1", [record("m-1", "dedup-order")], [put(10, "digest-a")]),
+        invocation(
+            "r-2",
+            [record("m-2", "dedup-order")],
+            [put(second_started_ns, "digest-a" if same_request else "digest-b")],
+        ),
+    ]
+    return check(history, end_state([item]))
+
+
+def test_a_repeat_of_a_transaction_by_its_client_request_token_is_a_noop_write() -> None:
+    # DynamoDB writes nothing for it within 10 minutes, whether it overlapped the first
+    # call (then refused) or came after it (then answered as the first was).
+    for second_started_ns in (20, 60 * 1_000_000_000):
+        result = _token_replay(second_started_ns)
+        assert result.counts.writes_accepted == 2
+        assert (result.counts.duplicate_writes, result.counts.noop_writes) == (0, 1)
+        assert result.verdict is Verdict.PASS, result.reasons
+        assert roles(result) == [("dedup-order", "first"), ("dedup-order", "noop")]
+
+
+def test_a_token_repeated_after_its_window_or_with_another_request_is_a_write_again() -> None:
+    late = _token_replay(601 * 1_000_000_000)
+    other = _token_replay(20, same_request=False)
+    for result in (late, other):
+        assert (result.counts.duplicate_writes, result.counts.noop_writes) == (1, 0)
+        assert result.verdict is Verdict.FAIL
+
+
+def test_live_duplicates_leave_out_a_transaction_repeated_by_its_token() -> None:
+    live = LiveDuplicates()
+    item = order_item("dedup-order", 4)
+    for request_id, started_ns in (("r-1", 10), ("r-2", 20), ("r-3", 700 * 1_000_000_000)):
+        put = dataclasses.replace(
+            write(item, condition=None, operation="TransactWriteItems.Put", started_ns=started_ns),
+            idempotency="token:digest",
+            request_id=request_id,
+        )
+        live.add([put])
+    assert live.duplicate_writes == 1  # only the one after the window

@@ -6,11 +6,13 @@ Owns what is installed and when: ``apply()`` installs every replacement once per
 ``moto/dynamodb/models/__init__.py`` and ``moto/moto_server`` this mirrors. The
 replacements live beside it: the indexed store in ``sqs_store``, the SQS functions that use
 it in ``sqs_patches``, FIFO deduplication and long polls in ``fifo_patches``, PartiQL
-writes in ``partiql_patches``, update operands in ``update_operands``. Must not touch: the rest of DynamoDB (its races are closed
-by serialising requests in ``loadtest.adapters.backend.embedded``), PartiQL SELECT (moto's
-own), any other service, or anything a client can observe except speed, FIFO
+writes in ``partiql_patches``, update operands in ``update_operands``, transaction
+tokens in ``transact_tokens``. Must not touch: the rest of DynamoDB (its races are
+closed by serialising requests in ``loadtest.adapters.backend.embedded``), PartiQL SELECT
+(moto's own), any other service, or anything a client can observe except speed, FIFO
 deduplication and group order (as SQS behaves), the PartiQL answers below, and an
-update's operands (``SET a = b DELETE b :x`` keeps b's old value in a, as DynamoDB does).
+update's operands (``SET a = b DELETE b :x`` keeps b's old value in a, as DynamoDB does)
+and TransactWriteItems' ClientRequestToken (a repeat within 10 minutes writes nothing).
 
 Why, measured on moto 5.2.5's threaded server:
 
@@ -132,6 +134,7 @@ import moto.sqs.models
 from moto.core.exceptions import JsonRESTError
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import Item
+from moto.dynamodb.responses import DynamoHandler
 from moto.moto_api._internal.moto_random import MotoRandom
 from moto.sqs.models import Queue, SQSBackend
 
@@ -143,6 +146,7 @@ from loadtest.adapters.backend import (
     memo,
     partiql_patches,
     random_strings,
+    transact_tokens,
     update_operands,
 )
 from loadtest.adapters.backend.errors import UnsupportedMotoVersion
@@ -221,6 +225,9 @@ def _replacements() -> dict[tuple[object, str], object]:
         ),
         (Item, "__init__"): interning.interned_attribute_names(Item.__init__),
         (JsonRESTError, "__init__"): json_errors.without_xml(JsonRESTError.__init__),
+        (DynamoHandler, "transact_write_items"): transact_tokens.idempotent_transactions(
+            DynamoHandler.transact_write_items
+        ),
         (resolving, "resolve_expression_path"): update_operands.copied_operands(
             resolving.resolve_expression_path
         ),

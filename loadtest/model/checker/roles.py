@@ -19,7 +19,14 @@ from typing import Any
 
 from loadtest.model.checker.details import carries, records_of
 from loadtest.model.checker.verdict import Role
-from loadtest.model.history import InvocationRef, OutcomeKey, TypedItem, WriteOutcome, WriteRecord
+from loadtest.model.history import (
+    IDEMPOTENCY_WINDOW_NS,
+    InvocationRef,
+    OutcomeKey,
+    TypedItem,
+    WriteOutcome,
+    WriteRecord,
+)
 from loadtest.model.updates import same_item
 
 
@@ -35,6 +42,34 @@ class Write:
     order: int = 0
     copy_index: int = 0
     """Which of the invocation's records of this id made it (batches with copies)."""
+
+
+def is_replay(write: WriteRecord, first_ended_ns: int | None) -> bool:
+    """Whether a write repeats an accepted call with the same ClientRequestToken and request
+    that ended at ``first_ended_ns`` (None: there was none), within DynamoDB's window.
+
+    DynamoDB applies such a call once: a repeat that overlapped it was refused
+    (TransactionInProgressException), so an accepted repeat wrote nothing, whichever of
+    the two the client's clocks put first."""
+    return first_ended_ns is not None and write.started_ns - first_ended_ns <= IDEMPOTENCY_WINDOW_NS
+
+
+def _replays(writes: list[Write]) -> set[int]:
+    """The ``id`` of each write that repeats an earlier accepted identical call (``is_replay``):
+    DynamoDB answered it as it answered the first and wrote nothing."""
+    first: dict[str, Write] = {}
+    replays: set[int] = set()
+    for w in sorted(writes, key=lambda w: w.write.started_ns):
+        token = w.write.idempotency
+        if not token:
+            continue
+        if token not in first:
+            first[token] = w
+        elif is_replay(w.write, first[token].write.ended_ns):
+            replays.add(id(w))
+        else:
+            first[token] = w  # the window had passed: DynamoDB applied it again
+    return replays
 
 
 def backend_order(writes: list[Write]) -> list[Write]:
@@ -108,7 +143,18 @@ def judge_outcome(
     judged: Judged,
     details: Sequence[Mapping[str, Any]],
 ) -> None:
-    """Roles for one outcome's accepted writes (see the module docstring, step 3)."""
+    """Roles for one outcome's accepted writes (see the module docstring, step 3).
+
+    A repeat of a completed TransactWriteItems call with the same ClientRequestToken
+    and request, within DynamoDB's window, changed nothing: a no-op, outside the
+    order (its old image, if any, says nothing of the item's)."""
+    replays = _replays(writes)
+    replayed = sorted((w for w in writes if id(w) in replays), key=lambda w: w.write.ended_ns)
+    writes = [w for w in writes if id(w) not in replays]
+    for position, w in enumerate(replayed, start=len(writes) + 1):
+        w.role = Role.NOOP
+        w.order = position
+        judged.noop += 1
     ordered = sorted(writes, key=lambda w: w.write.ended_ns) if copies else backend_order(writes)
     units: list[tuple[str, int]] = []
     state: TypedItem | None = None
@@ -172,6 +218,8 @@ class LiveDuplicates:
     def __init__(self, outcome_key: OutcomeKey | None = None) -> None:
         self.outcome_key = outcome_key or OutcomeKey()
         self._units: dict[str, set[str]] = defaultdict(set)
+        self._completed: dict[str, int] = {}
+        """Each ClientRequestToken-and-request's first accepted write's end."""
         self.duplicate_writes = 0
 
     def add(self, writes: Iterable[WriteRecord]) -> int:
@@ -179,6 +227,10 @@ class LiveDuplicates:
         for w in writes:
             if w.outcome is not WriteOutcome.ACCEPTED or w.deletes:
                 continue
+            if w.idempotency:
+                if is_replay(w, self._completed.get(w.idempotency)):
+                    continue
+                self._completed[w.idempotency] = w.ended_ns
             canon = self.outcome_key.canonical(w.key)
             units = self._units[canon]
             if w.noop_when_present and units:
