@@ -16,8 +16,10 @@ back one frame at a time.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import marshal
+import operator
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -452,33 +454,23 @@ class EndState:
     must stay short whatever the table holds."""
 
 
-def _encode_sent(m: SentMessage) -> tuple[Any, ...]:
-    return (
-        m.index,
-        m.business_id,
-        m.body,
-        m.intended_ns,
-        m.sent_ns,
-        m.message_id,
-        m.send_error,
-        m.poison,
-    )
+def _plain_fields(cls: type[_T]) -> Callable[[_T], tuple[Any, ...]]:
+    """The encoder of a record whose fields hold plain values: its fields, in their order
+    (so a field added to the record is kept without a list to update)."""
+    return operator.attrgetter(*(f.name for f in dataclasses.fields(cls)))  # type: ignore[arg-type]
+
+
+_encode_sent = _plain_fields(SentMessage)
+_encode_ack = _plain_fields(Ack)
+_encode_dead_letter = _plain_fields(DeadLetter)
 
 
 def _decode_sent(row: tuple[Any, ...]) -> SentMessage:
     return SentMessage(*row)
 
 
-def _encode_ack(a: Ack) -> tuple[Any, ...]:
-    return (a.message_id, a.acked_ns, a.requested_ns)
-
-
 def _decode_ack(row: tuple[Any, ...]) -> Ack:
     return Ack(*row)
-
-
-def _encode_dead_letter(d: DeadLetter) -> tuple[Any, ...]:
-    return (d.message_id, d.receive_count, d.seen_ns)
 
 
 def _decode_dead_letter(row: tuple[Any, ...]) -> DeadLetter:
