@@ -933,3 +933,21 @@ def test_live_duplicates_leave_out_a_transaction_repeated_by_its_token() -> None
         )
         live.add([put])
     assert live.duplicate_writes == 1  # only the one after the window
+
+
+def test_the_parts_of_one_transaction_share_its_token_and_are_no_repeats() -> None:
+    # One call with a token writes two orders; another delivery, without a token, then
+    # writes the second order again: that is a duplicate the live count must see.
+    live = LiveDuplicates()
+    first, second = order_item("o-1", 1), order_item("o-2", 2)
+    parts = [
+        dataclasses.replace(
+            write(item, condition=None, operation="TransactWriteItems.Put", started_ns=10),
+            idempotency="token:digest",
+            request_id="r-1",
+        )
+        for item in (first, second)
+    ]
+    live.add(parts)
+    live.add([dataclasses.replace(write(second, condition=None, started_ns=50), request_id="r-2")])
+    assert live.duplicate_writes == 1

@@ -26,6 +26,7 @@ from loadtest.model.history import (
     TypedItem,
     WriteOutcome,
     WriteRecord,
+    key_string,
 )
 from loadtest.model.updates import same_item
 
@@ -55,20 +56,20 @@ def is_replay(write: WriteRecord, first_ended_ns: int | None) -> bool:
 
 
 def _replays(writes: list[Write]) -> set[int]:
-    """The ``id`` of each write that repeats an earlier accepted identical call (``is_replay``):
-    DynamoDB answered it as it answered the first and wrote nothing."""
-    first: dict[str, Write] = {}
+    """The ``id`` of each write that repeats an earlier accepted identical call's write of
+    the same item (``is_replay``): DynamoDB answered it as it answered the first and wrote
+    nothing. (A call's parts on other items share its token: they are no repeats.)"""
+    applied: dict[tuple[str, str], int] = {}
+    """(the call's token and request, the item's key) -> when the write DynamoDB applied ended."""
     replays: set[int] = set()
     for w in sorted(writes, key=lambda w: w.write.started_ns):
-        token = w.write.idempotency
-        if not token:
+        if not w.write.idempotency:
             continue
-        if token not in first:
-            first[token] = w
-        elif is_replay(w.write, first[token].write.ended_ns):
+        call = (w.write.idempotency, key_string(w.write.key))
+        if is_replay(w.write, applied.get(call)):
             replays.add(id(w))
         else:
-            first[token] = w  # the window had passed: DynamoDB applied it again
+            applied[call] = w.write.ended_ns  # the first, or the window had passed
     return replays
 
 
@@ -145,7 +146,7 @@ def judge_outcome(
 ) -> None:
     """Roles for one outcome's accepted writes (see the module docstring, step 3).
 
-    A repeat of a completed TransactWriteItems call with the same ClientRequestToken
+    A repeat of an accepted TransactWriteItems call with the same ClientRequestToken
     and request, within DynamoDB's window, changed nothing: a no-op, outside the
     order (its old image, if any, says nothing of the item's)."""
     replays = _replays(writes)
@@ -218,8 +219,8 @@ class LiveDuplicates:
     def __init__(self, outcome_key: OutcomeKey | None = None) -> None:
         self.outcome_key = outcome_key or OutcomeKey()
         self._units: dict[str, set[str]] = defaultdict(set)
-        self._completed: dict[str, int] = {}
-        """Each ClientRequestToken-and-request's first accepted write's end."""
+        self._applied: dict[tuple[str, str], int] = {}
+        """(a ClientRequestToken and request, an item) -> when its applied write ended."""
         self.duplicate_writes = 0
 
     def add(self, writes: Iterable[WriteRecord]) -> int:
@@ -227,11 +228,11 @@ class LiveDuplicates:
         for w in writes:
             if w.outcome is not WriteOutcome.ACCEPTED or w.deletes:
                 continue
-            if w.idempotency:
-                if is_replay(w, self._completed.get(w.idempotency)):
-                    continue
-                self._completed[w.idempotency] = w.ended_ns
             canon = self.outcome_key.canonical(w.key)
+            if w.idempotency:
+                if is_replay(w, self._applied.get((w.idempotency, canon))):
+                    continue
+                self._applied[w.idempotency, canon] = w.ended_ns
             units = self._units[canon]
             if w.noop_when_present and units:
                 continue
