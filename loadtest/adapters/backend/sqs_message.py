@@ -10,7 +10,8 @@ handles and visibility come from moto's own code.
 Why: in a burst every message waits in the queue at once, and moto's ``Message`` keeps per
 message an instance dict, an empty ``message_attributes`` dict, an empty
 ``system_attributes`` dict, an empty list of old receipt handles and the
-``SendMessageBatch`` entry id it was labelled with (only its response reads it). ``CompactMessage`` keeps the same fields in slots, holds no empty containers (an absent
+``SendMessageBatch`` entry id it was labelled with (only its response reads it).
+``CompactMessage`` keeps the same fields in slots, holds no empty containers (an absent
 one reads as a new empty one) and the entry id only until the response is built.
 Measured with tracemalloc in process, a message queued by ``SendMessageBatch`` cost the
 backend 925 bytes in all, 625 with ``CompactMessage`` (549 once ``sqs_store`` keeps its
