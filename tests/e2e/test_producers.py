@@ -43,7 +43,7 @@ def test_max_backlog_stops_producer_processes_and_everything_sent_is_judged(
     scenario = tmp_path / "too-fast.toml"
     scenario.write_text(
         'name = "too-fast"\nvariants = ["conditional"]\n'
-        '[workload]\ndistinct_ids = 2000\narrival = "rate"\nrate_per_s = 5000\n'
+        '[workload]\ndistinct_ids = 20000\narrival = "rate"\nrate_per_s = 5000\n'
     )
     result = CliRunner().invoke(
         app,
@@ -66,5 +66,5 @@ def test_max_backlog_stops_producer_processes_and_everything_sent_is_judged(
     (run,) = json.loads(out.read_text())["runs"]
     assert "over max_backlog (50)" in run["rate"]["stopped_early"]
     counts = run["counts"]
-    assert 50 < counts["messages_sent"] < 2000
+    assert 50 < counts["messages_sent"] < 20000
     assert counts["acked"] == counts["messages_sent"]  # every message the backend took was judged
