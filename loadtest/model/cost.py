@@ -21,9 +21,10 @@ The rules, as the AWS pricing pages and developer guides state them:
   before and after, for a delete the deleted item. A write rejected by its
   condition still consumes, by the size of the existing item (at least one
   unit). Transactional writes (TransactWriteItems, ExecuteTransaction) cost
-  twice. A read costs one unit per 4 KB (strongly consistent) or half that
-  (eventually consistent), at least one 4 KB step even when the item is
-  absent. A write refused with an error (throttled, invalid) consumes
+  twice. A key lookup (the only read the observer records) costs one unit
+  per 4 KB (strongly consistent) or half that (eventually consistent), at
+  least one 4 KB step even when the item is absent; other reads are not
+  billed and the report says so. A write refused with an error (throttled, invalid) consumes
   nothing; an indeterminate one is assumed to have happened.
 
 Item sizes follow DynamoDB's sizing guide: attribute name bytes plus value
@@ -281,7 +282,9 @@ def units_of(history: History, *, memory_mb: int, sqs_requests_served: int | Non
 
 NOT_COUNTED = (
     "writes and reads of tables other than the orders table "
-    "(an idempotency library's own records) are not observed and not billed here"
+    "(an idempotency library's own records) are not observed and not billed here",
+    "only key lookups of the orders table (GetItem, a PartiQL SELECT by key) are billed as "
+    "reads: Query, Scan, BatchGetItem and TransactGetItems are not",
 )
 
 
@@ -313,5 +316,5 @@ def priced(units: Units, prices: Prices, *, messages: int, fifo: bool = False) -
             "source": prices.source,
             "queue": "fifo" if fifo else "standard",
         },
-        "not_counted": [NOT_COUNTED],
+        "not_counted": list(NOT_COUNTED),
     }
