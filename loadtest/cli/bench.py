@@ -15,7 +15,11 @@ nothing about time. Figures, for one run of race-burst's conditional variant:
   for the environments their sum), and the run's memory across all its
   processes: the largest sum of their proportional set sizes (PSS: a page
   shared by several processes is counted once, split between them), sampled
-  every ``SAMPLE_S * PSS_EVERY`` seconds through the report analysis,
+  every ``SAMPLE_S * PSS_EVERY`` seconds through the report analysis; and the
+  peak of each part (harness, backend, environments) in each quarter of the
+  span messages flow, then after the run (the check and the report): a flat
+  row is memory that does not grow with the traffic (``--rate`` sends at a
+  steady rate instead of one burst, so the backlog stays small),
 - the sizes of the JSON and HTML reports of the run,
 - the producer's own ceiling: one producer process sending a burst with
   SendMessageBatch to a stub endpoint that answers at once (messages per CPU
@@ -46,6 +50,7 @@ from loadtest.adapters.backend.embedded import EmbeddedBackend
 from loadtest.adapters.backend.stub import producer_ceiling
 from loadtest.emulation import layer
 from loadtest.emulation.handlers import parse_ref
+from loadtest.model.rate import rate_warning
 from loadtest.model.scenario import load_scenario
 from loadtest.reports.html import render_html
 from loadtest.reports.report import build_report
@@ -57,6 +62,11 @@ SAMPLE_S = 0.2
 PSS_EVERY = 10
 """Every how many samples the processes' PSS is summed: the kernel walks every page
 table to answer, which costs far more than the peak figures."""
+PSS_PARTS = ("harness", "backend", "environments")
+FLOW_STEPS = 4
+"""The span from the first send to the last settled message is cut in this many equal
+steps, and each step's peak PSS printed: memory that stops growing with the traffic shows
+as a flat row."""
 
 
 def _proc_cpu_s(pid: int) -> float:
@@ -158,6 +168,12 @@ class _PeakMemory:
         """At each sample, ``(time.monotonic_ns(), CPU seconds)``: the CPU this process and
         its descendants used since the previous sample, summed over the processes alive at
         both (a process that appeared or died in between adds nothing)."""
+        self.backend_pid: int | None = None
+        """Set once the embedded backend runs, so its memory is told apart in ``pss_steps``."""
+        self.pss_steps: list[tuple[int, dict[str, float]]] = []
+        """At each PSS sample, ``(time.monotonic_ns(), MB by part)``: ``harness`` (this
+        process), ``backend`` and ``environments`` (every other process below this one:
+        the zygote, the environments and any producer processes)."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -172,7 +188,7 @@ class _PeakMemory:
     def sample(self, pss: bool = False) -> None:
         pss = pss or self._samples % PSS_EVERY == 0
         self._samples += 1
-        pss_sum = (_pss_mb(os.getpid()) or 0.0) if pss else 0.0
+        parts = {"harness": (_pss_mb(os.getpid()) or 0.0) if pss else 0.0}
         processes = _descendants(os.getpid())
         self._step_cpu([os.getpid(), *processes])
         for pid in processes:
@@ -182,8 +198,22 @@ class _PeakMemory:
                 if pid not in self.kinds:
                     self.kinds[pid] = _kind(pid)
             if pss:
-                pss_sum += _pss_mb(pid) or 0.0
-        self.pss_sum_peak_mb = max(self.pss_sum_peak_mb, pss_sum)
+                part = "backend" if pid == self.backend_pid else "environments"
+                parts[part] = parts.get(part, 0.0) + (_pss_mb(pid) or 0.0)
+        if pss:
+            self.pss_steps.append((time.monotonic_ns(), parts))
+            self.pss_sum_peak_mb = max(self.pss_sum_peak_mb, sum(parts.values()))
+
+    def pss_peaks(self, start_ns: int, end_ns: int) -> dict[str, float] | None:
+        """The largest PSS of each part, and of all (``all``: the largest sum at one sample),
+        over the samples taken between two ``time.monotonic_ns()`` readings; None when no
+        sample falls inside."""
+        inside = [parts for t, parts in self.pss_steps if start_ns <= t <= end_ns]
+        if not inside:
+            return None
+        peaks = {part: max(p.get(part, 0.0) for p in inside) for part in PSS_PARTS}
+        peaks["all"] = max(sum(p.values()) for p in inside)
+        return peaks
 
     def _step_cpu(self, pids: list[int]) -> None:
         now_ns = time.monotonic_ns()
@@ -264,6 +294,13 @@ def main(argv: list[str] | None = None) -> None:
         help="producer processes of the run (default 1)",
     )
     parser.add_argument(
+        "--rate",
+        type=float,
+        default=None,
+        help="send at this steady rate (messages/s) instead of one burst: a soak whose "
+        "backlog stays small, to see memory against the traffic alone",
+    )
+    parser.add_argument(
         "--save-baseline",
         action="store_true",
         help=f"write this run's figures to {BASELINE}",
@@ -274,8 +311,9 @@ def main(argv: list[str] | None = None) -> None:
         distinct_ids=args.ids,
         copies=args.copies,
         concurrency=args.concurrency,
-        deadline_s=3600,
+        deadline_s=3600 if args.rate is None else 3600 + args.ids * args.copies / args.rate,
         producers=args.producers,
+        rate_per_s=args.rate,
     )
     refs = [parse_ref(args.variant)]
     self_before = resource.getrusage(resource.RUSAGE_SELF)
@@ -284,6 +322,7 @@ def main(argv: list[str] | None = None) -> None:
     with _PeakMemory() as memory:
         with EmbeddedBackend(keep_alive=not args.close_connections) as backend:
             assert backend.pid is not None
+            memory.backend_pid = backend.pid
             backend_cpu_before = _proc_cpu_s(backend.pid)
             requests_before = _backend_requests(backend.endpoint_url)
             wall_start = time.perf_counter()
@@ -322,6 +361,14 @@ def main(argv: list[str] | None = None) -> None:
     counts = run.check.counts
     messages = max(1, counts.messages_sent)
     flowing = memory.cores_busy(run.history.started_ns, run.history.ended_ns)
+    step_ns = max(1, (run.history.ended_ns - run.history.started_ns) // FLOW_STEPS)
+    flow_steps = [
+        memory.pss_peaks(
+            run.history.started_ns + i * step_ns, run.history.started_ns + (i + 1) * step_ns
+        )
+        for i in range(FLOW_STEPS)
+    ]
+    after_run = memory.pss_peaks(run.history.ended_ns, time.monotonic_ns())
 
     def served(key: str) -> int:
         return int(requests_after.get(key, 0)) - int(requests_before.get(key, 0))
@@ -351,6 +398,9 @@ def main(argv: list[str] | None = None) -> None:
         "producer_peak_rss_mb": round(max(producer_peaks), 1) if producer_peaks else None,
         "backend_peak_rss_mb": None if backend_peak_mb is None else round(backend_peak_mb, 1),
         "all_processes_peak_pss_mb": round(memory.pss_sum_peak_mb, 1),
+        "all_processes_peak_pss_after_run_mb": None
+        if after_run is None
+        else round(after_run["all"], 1),
         "json_report_kb": round(json_bytes / 1024, 1),
         "html_report_kb": round(html_bytes / 1024, 1),
     }
@@ -374,6 +424,7 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"loadtest bench: {counts.messages_sent} messages ({args.ids} ids x {args.copies}), "
         f"variant {run.variant}, {args.concurrency} environments, embedded backend"
+        + ("" if args.rate is None else f", sent at {args.rate:g} messages/s")
     )
     print(
         f"  settled                           {counts.acked + counts.dead_lettered} "
@@ -385,6 +436,10 @@ def main(argv: list[str] | None = None) -> None:
         f"(whole process incl. setup {wall_s:.2f} s)"
     )
     line("end to end", "messages_per_s", "messages/s")
+    if args.rate is not None:
+        summaries = {name: run.latency[name].summary() for name in ("end_to_end", "queue_dwell")}
+        shortfall = rate_warning(run.rate, summaries)
+        print(f"    ({shortfall or 'the requested rate was reached'})")
     e2e = run.latency["end_to_end"].summary()
     if e2e["count"]:
         print(
@@ -417,7 +472,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     line("peak RSS harness", "harness_peak_rss_mb", "MB")
     print(
-        f"    (during the run {harness_run_peak_mb:.1f} MB; report analysis "
+        f"    (through the run and its check {harness_run_peak_mb:.1f} MB; building the reports "
         f"{analysis_cpu_s:.2f} s CPU)"
     )
     line("peak RSS one environment", "environment_peak_rss_mb", "MB")
@@ -426,6 +481,16 @@ def main(argv: list[str] | None = None) -> None:
     line("peak RSS zygote", "zygote_peak_rss_mb", "MB")
     line("peak RSS backend", "backend_peak_rss_mb", "MB")
     line("peak memory, all processes (PSS)", "all_processes_peak_pss_mb", "MB")
+    print(
+        f"    peak of each {100 // FLOW_STEPS}% of the time from the first send to the last "
+        "settled message (a flat row: memory does not grow with the traffic)"
+    )
+    for part in (*PSS_PARTS, "all"):
+        shown = " / ".join("n/a" if p is None else f"{p[part]:.0f}" for p in flow_steps)
+        print(f"      {part:<30}{shown} MB")
+    line("  after the run (check, report)", "all_processes_peak_pss_after_run_mb", "MB")
+    if after_run is not None:
+        print("    (" + ", ".join(f"{part} {after_run[part]:.0f} MB" for part in PSS_PARTS) + ")")
     if figures["producer_peak_rss_mb"] is not None:
         line("peak RSS one producer process", "producer_peak_rss_mb", "MB")
     line("JSON report", "json_report_kb", "KB")
@@ -451,6 +516,7 @@ def main(argv: list[str] | None = None) -> None:
                         "concurrency": args.concurrency,
                         "variant": args.variant,
                         "producers": args.producers,
+                        "rate": args.rate,
                     },
                     "cpu_count": os.cpu_count(),
                     "figures": figures,

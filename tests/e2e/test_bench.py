@@ -31,6 +31,10 @@ def test_a_small_bench_settles_and_measures_every_process_kind(
         assert re.search(r"\d+(\.\d+)? (MB|ms)", line), line
     (flowing,) = [line for line in out.splitlines() if "while messages flow" in line]
     assert re.search(r"flow +(\d+(\.\d+)? of \d+|n/a)", flowing), flowing
+    for part in ("harness", "backend", "environments", "all"):
+        rows = [line.split() for line in out.splitlines() if " / " in line]
+        (row,) = [cells for cells in rows if cells[0] == part]
+        assert re.fullmatch(r"((\d+|n/a) / ){3}(\d+|n/a) MB", " ".join(row[1:])), row
     (sampler,) = [line for line in out.splitlines() if "memory sampler" in line]
     assert re.search(r"sampler \d+\.\d\d ms", sampler), sampler
 
@@ -43,6 +47,23 @@ def test_cores_busy_counts_the_samples_inside_the_span_only() -> None:
     memory.cpu_steps = [(0, 5.0), (1 * second, 9.0), (2 * second, 1.5), (3 * second, 2.0)]
     assert memory.cores_busy(1 * second, 3 * second) == pytest.approx((1.5 + 2.0) / 2)
     assert memory.cores_busy(2 * second, 2 * second) is None
+
+
+def test_pss_peaks_are_the_largest_of_each_part_inside_the_span() -> None:
+    memory = bench._PeakMemory()
+    memory.pss_steps = [
+        (0, {"harness": 50.0, "backend": 90.0, "environments": 200.0}),
+        (1, {"harness": 70.0, "backend": 80.0, "environments": 210.0}),
+        (2, {"harness": 60.0, "backend": 95.0}),
+        (3, {"harness": 999.0, "backend": 999.0, "environments": 999.0}),
+    ]
+    assert memory.pss_peaks(1, 2) == {
+        "harness": 70.0,
+        "backend": 95.0,
+        "environments": 210.0,
+        "all": 360.0,  # the largest sum at one sample, not the sum of the peaks
+    }
+    assert memory.pss_peaks(4, 9) is None
 
 
 def test_cores_busy_measures_a_busy_thread_as_about_one_core() -> None:
