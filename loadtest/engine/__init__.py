@@ -206,6 +206,7 @@ async def run_variant(
                         problems,
                         incomplete=why(failure, end_state),
                         progress=progress,
+                        cut_short=True,
                     )
                 )
             if problems:
@@ -242,7 +243,10 @@ def _variant_run(
     *,
     incomplete: str | None,
     progress: Progress | None = None,
+    cut_short: bool = False,
 ) -> VariantRun:
+    """``cut_short``: the run was interrupted or its backend failed before its workload was
+    settled (``check`` then leaves an absence unjudged)."""
     settings = scenario.consumer
     if incomplete is not None and not history.ended_ns:
         history.ended_ns = time.monotonic_ns()
@@ -265,7 +269,7 @@ def _variant_run(
         settings=settings,
         history=history,
         end_state=end_state,
-        check=check(history, end_state, scenario.outcome),
+        check=check(history, end_state, scenario.outcome, cut_short=cut_short),
         latency=latency,
         duration_s=max(0, history.ended_ns - history.started_ns) / 1e9,
         cold_starts=sum(env.cold_starts for env in environments),

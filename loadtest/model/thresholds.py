@@ -63,7 +63,7 @@ from typing import Any
 
 from loadtest.errors import InputError, ScenarioError, ThresholdError
 from loadtest.model.checker import COUNT_NAMES as CHECKER_COUNT_NAMES
-from loadtest.model.checker import Counts, default_reasons
+from loadtest.model.checker import Counts, default_reasons, verdict_of
 from loadtest.model.metrics import LATENCY_NAMES, LATENCY_STATS
 from loadtest.model.scenario import RELAXABLE, Scenario
 
@@ -315,16 +315,22 @@ def apply_thresholds(report: Mapping[str, Any], thresholds: Iterable[Threshold])
     """A new report whose runs carry the results of the thresholds that apply to them.
 
     Each run's ``thresholds`` list is replaced (so applying twice is the same
-    as once); its ``verdict`` becomes "fail" if any result failed. An existing
-    "fail" is kept: thresholds add to the default verdict, never relax it.
+    as once); if any result failed, its ``verdict`` becomes "fail", or
+    "inconclusive" for an incomplete run (``verdict_of``). An existing "fail" is
+    kept: thresholds add to the default verdict, never relax it.
     """
     chosen = list(thresholds)
     out: dict[str, Any] = copy.deepcopy(dict(report))
     for run in out["runs"]:
         results = [evaluate(t, run) for t in chosen if t.applies_to(run["variant"])]
         run["thresholds"] = results
-        if any(not r["ok"] for r in results):
-            run["verdict"] = "fail"
+        if any(not r["ok"] for r in results) and run["verdict"] != "fail":
+            run["verdict"] = verdict_of(
+                run.get("reasons", []),
+                run.get("inconclusive", []),
+                failed_thresholds=True,
+                incomplete=bool(run.get("incomplete")),
+            ).value
     return out
 
 
@@ -356,11 +362,12 @@ def relax_default_verdict(run: Mapping[str, Any], allowed: Collection[str]) -> d
     out["relaxed_reasons"] = list(out.get("relaxed_reasons", [])) + [
         r for r in reasons if r in droppable
     ]
-    failed_threshold = any(not r.get("ok", False) for r in out.get("thresholds", []))
-    if out["reasons"] or failed_threshold:
-        out["verdict"] = "fail"
-    else:
-        out["verdict"] = "inconclusive" if out.get("inconclusive") else "pass"
+    out["verdict"] = verdict_of(
+        out["reasons"],
+        out.get("inconclusive", []),
+        failed_thresholds=any(not r.get("ok", False) for r in out.get("thresholds", [])),
+        incomplete=bool(out.get("incomplete")),
+    ).value
     return out
 
 

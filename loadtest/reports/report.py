@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from loadtest.model.checker import Role, duplicate_evidence
+from loadtest.model.checker import Role, duplicate_evidence, verdict_of
 from loadtest.model.cost import Prices, priced, units_of
 from loadtest.model.history import InvocationOutcome, WriteOutcome
 from loadtest.model.scenario import to_raw
@@ -268,11 +268,9 @@ def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]
         "thresholds": [],
         # An interrupted run was not judged to the end: unless it already failed,
         # it cannot pass.
-        "verdict": (
-            "inconclusive"
-            if run.incomplete and run.check.verdict.value != "fail"
-            else run.check.verdict.value
-        ),
+        "verdict": verdict_of(
+            run.check.reasons, run.check.inconclusive, incomplete=run.incomplete is not None
+        ).value,
         "reasons": list(run.check.reasons),
         "inconclusive": ([f"incomplete: {run.incomplete}"] if run.incomplete else [])
         + list(run.check.inconclusive),

@@ -107,6 +107,28 @@ def test_the_lab_run_passes_with_two_accepted_and_two_rejected() -> None:
     assert result.outcome == "outcome items keyed id = '{id}'"
 
 
+def test_a_run_cut_short_judges_what_happened_and_leaves_absences_unjudged() -> None:
+    history, _ = lab_history()
+    # The backend died: the end state could not be read, so the table looks empty, and
+    # the last message was still being handled.
+    history.acks = history.acks[:-1]
+    unread = EndState(0, 0, 0, {})
+    complete = check(history, unread)
+    assert complete.verdict is Verdict.FAIL
+    assert complete.counts.lost_outcomes == 3 and complete.counts.unsettled == 1
+
+    cut = check(history, unread, cut_short=True)
+    assert cut.counts == complete.counts
+    assert cut.verdict is Verdict.INCONCLUSIVE
+    assert cut.reasons == ()
+    assert [line for line in cut.inconclusive if "cut short" in line] == [
+        "3 lost outcome(s): acknowledged, but the message's details were never stored, "
+        "but the run was cut short: not judged",
+        "1 message(s) neither acknowledged nor dead-lettered, but the run was cut short: "
+        "not judged",
+    ]
+
+
 def test_counts_as_dict_has_every_count() -> None:
     history, end = lab_history()
     counts = check(history, end).counts.as_dict()
@@ -147,6 +169,14 @@ def test_racy_double_write_of_identical_details_is_a_duplicate_not_a_conflict() 
     assert result.verdict is Verdict.FAIL
     assert result.reasons == ("1 duplicate write(s): an outcome was written again",)
     assert roles(result) == [("dedup-order", "first"), ("dedup-order", "again")]
+
+
+def test_a_run_cut_short_still_fails_on_a_duplicate_write() -> None:
+    history, _ = racy_double_write(4)
+    # Cut short with the end state unread: the writes that happened are evidence.
+    result = check(history, EndState(0, 0, 0, {}), cut_short=True)
+    assert result.verdict is Verdict.FAIL
+    assert result.reasons == ("1 duplicate write(s): an outcome was written again",)
 
 
 def test_overwrite_with_different_details_is_conflicting() -> None:

@@ -443,3 +443,32 @@ def test_cost_per_million_is_a_threshold_in_dollars() -> None:
     assert evaluate(threshold, make_run("conditional"))["ok"] is False
     with pytest.raises(ThresholdError, match="not a duration"):
         parse_threshold("cost.per_million_usd < 5ms")
+
+
+# --- incomplete runs ---------------------------------------------------------
+
+
+def test_a_failed_threshold_leaves_an_incomplete_run_inconclusive() -> None:
+    # Interrupted before the race had a chance: its expectation was not met, not refuted.
+    racy = {**make_run("read-then-write"), "incomplete": True}
+    out = apply_thresholds(make_report(racy), [parse_threshold("duplicate_writes > 0")])
+    assert out["runs"][0]["thresholds"][0]["ok"] is False
+    assert out["runs"][0]["verdict"] == "inconclusive"
+    complete = apply_thresholds(
+        make_report(make_run("read-then-write")), [parse_threshold("duplicate_writes > 0")]
+    )
+    assert complete["runs"][0]["verdict"] == "fail"
+
+
+def test_a_default_failure_still_fails_an_incomplete_run() -> None:
+    run = {**make_run("conditional", duplicate_writes=2), "incomplete": True}
+    out = apply_thresholds(make_report(run), [parse_threshold("end_to_end.p99 < 1ms")])
+    assert out["runs"][0]["verdict"] == "fail"
+
+
+def test_relaxing_an_incomplete_run_never_makes_it_pass() -> None:
+    run = {**make_run("read-then-write", duplicate_writes=3), "incomplete": True}
+    out = apply_thresholds(make_report(run), [parse_threshold("duplicate_writes > 0")])
+    relaxed = relax_default_verdict(out["runs"][0], {"duplicate_writes"})
+    assert relaxed["reasons"] == []
+    assert relaxed["verdict"] == "inconclusive"

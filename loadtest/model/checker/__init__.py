@@ -69,6 +69,7 @@ from loadtest.model.checker.verdict import (
     Decision,
     Role,
     Verdict,
+    cut_short_reasons,
     default_reasons,
     inconclusive_reasons,
     verdict_of,
@@ -179,8 +180,20 @@ def _choose_model(
     )
 
 
-def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None) -> Check:
-    """Judge one variant run (DESIGN.md, "Counts")."""
+def check(
+    history: History,
+    end: EndState,
+    outcome_key: OutcomeKey | None = None,
+    *,
+    cut_short: bool = False,
+) -> Check:
+    """Judge one variant run (DESIGN.md, "Counts").
+
+    ``cut_short``: the run ended before its workload was settled (interrupted, or its
+    backend failed), so an absence (a message unsettled, an outcome missing from a
+    partial end state, nothing stored yet) is not evidence: those counts leave the
+    verdict inconclusive; writes and dead letters that happened still fail it.
+    """
     outcome_key = outcome_key or OutcomeKey()
     # One pass over the invocations (each pass decodes the whole log): the
     # writes with what they need of their invocation, and the per-invocation counts.
@@ -354,12 +367,14 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
         observer_errors=observer_errors,
     )
     nothing_stored = bool(expected_outcomes) and not by_business and not final
-    reasons = default_reasons(counts, timed_out=history.timed_out)
+    reasons = default_reasons(counts, timed_out=history.timed_out, cut_short=cut_short)
+    inconclusive = inconclusive_reasons(counts, history)
     if nothing_stored and model.kind != "ambiguous":
-        reasons.append(
+        (inconclusive if cut_short else reasons).append(
             f"nothing was stored: no write of an outcome item ({model.description}) was accepted"
         )
-    inconclusive = inconclusive_reasons(counts, history)
+    if cut_short:
+        inconclusive.extend(cut_short_reasons(counts))
     if model.kind == "ambiguous":
         inconclusive.append(model.description)
     unexplained = _unexplained_outcomes(writes, stored_outcomes, outcome_key)

@@ -143,31 +143,76 @@ class Check:
     notes: tuple[str, ...] = ()
 
 
-def default_reasons(counts: Counts, *, timed_out: bool) -> list[str]:
-    """The default verdict's failures: DESIGN.md's rule, one sentence each."""
-    reasons = []
+NOT_JUDGED_WHEN_CUT_SHORT: tuple[str, ...] = ("lost_outcomes", "unsettled", "send_failures")
+"""Counts that show an absence (a message not settled, an outcome not in the end state, a
+send not answered): when the run was cut short (interrupted, its backend failed) the
+absence may be the cut's, so they leave the verdict inconclusive instead of failing it.
+The other failing counts are writes and dead letters that happened: evidence either way."""
+
+
+def default_reasons(counts: Counts, *, timed_out: bool, cut_short: bool = False) -> list[str]:
+    """The default verdict's failures: DESIGN.md's rule, one sentence each.
+
+    With ``cut_short``, the counts in ``NOT_JUDGED_WHEN_CUT_SHORT`` are left out
+    (``cut_short_reasons`` words them).
+    """
+    skipped = NOT_JUDGED_WHEN_CUT_SHORT if cut_short else ()
+    return [text for name, text in _count_sentences(counts, timed_out) if name not in skipped]
+
+
+def cut_short_reasons(counts: Counts) -> list[str]:
+    """What a run cut short leaves unjudged, one sentence each (inconclusive reasons)."""
+    return [
+        f"{text}, but the run was cut short: not judged"
+        for name, text in _count_sentences(counts, timed_out=False)
+        if name in NOT_JUDGED_WHEN_CUT_SHORT
+    ]
+
+
+def _count_sentences(counts: Counts, timed_out: bool) -> list[tuple[str, str]]:
+    sentences = []
     if counts.duplicate_writes:
-        reasons.append(
-            f"{counts.duplicate_writes} duplicate write(s): an outcome was written again"
+        sentences.append(
+            (
+                "duplicate_writes",
+                f"{counts.duplicate_writes} duplicate write(s): an outcome was written again",
+            )
         )
     if counts.conflicting_writes:
-        reasons.append(
-            f"{counts.conflicting_writes} conflicting write(s): another delivery changed an outcome already stored"
+        sentences.append(
+            (
+                "conflicting_writes",
+                f"{counts.conflicting_writes} conflicting write(s): another delivery changed "
+                "an outcome already stored",
+            )
         )
     if counts.lost_outcomes:
-        reasons.append(
-            f"{counts.lost_outcomes} lost outcome(s): acknowledged, but the message's details were never stored"
+        sentences.append(
+            (
+                "lost_outcomes",
+                f"{counts.lost_outcomes} lost outcome(s): acknowledged, but the message's "
+                "details were never stored",
+            )
         )
     if counts.unexpected_dead_letters:
-        reasons.append(
-            f"{counts.unexpected_dead_letters} unexpected dead letter(s): valid messages that never succeeded"
+        sentences.append(
+            (
+                "unexpected_dead_letters",
+                f"{counts.unexpected_dead_letters} unexpected dead letter(s): valid messages "
+                "that never succeeded",
+            )
         )
     if counts.unsettled:
         why = " (the run's deadline passed)" if timed_out else ""
-        reasons.append(f"{counts.unsettled} message(s) neither acknowledged nor dead-lettered{why}")
+        sentences.append(
+            (
+                "unsettled",
+                f"{counts.unsettled} message(s) neither acknowledged nor dead-lettered{why}",
+            )
+        )
     if counts.send_failures:
-        reasons.append(f"{counts.send_failures} message(s) could not be sent")
-    return reasons
+        sentences.append(("send_failures", f"{counts.send_failures} message(s) could not be sent"))
+    return sentences
 
 
 def inconclusive_reasons(counts: Counts, history: History | None = None) -> list[str]:
@@ -198,5 +243,19 @@ def inconclusive_reasons(counts: Counts, history: History | None = None) -> list
     return reasons
 
 
-def verdict_of(reasons: Sequence[str], inconclusive: Sequence[str]) -> Verdict:
-    return Verdict.FAIL if reasons else Verdict.INCONCLUSIVE if inconclusive else Verdict.PASS
+def verdict_of(
+    reasons: Sequence[str],
+    inconclusive: Sequence[str],
+    *,
+    failed_thresholds: bool = False,
+    incomplete: bool = False,
+) -> Verdict:
+    """The one rule: fail on a reason; a failed threshold fails a complete run and leaves an
+    incomplete one (interrupted, stopped early) inconclusive, as its expectation may not have
+    had the time to be met; then inconclusive on anything not observed, or an incomplete run;
+    else pass."""
+    if reasons or (failed_thresholds and not incomplete):
+        return Verdict.FAIL
+    if failed_thresholds or inconclusive or incomplete:
+        return Verdict.INCONCLUSIVE
+    return Verdict.PASS
