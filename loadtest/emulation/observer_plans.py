@@ -98,8 +98,8 @@ class Call:
     table_ref: str = ""
     """How a batch named the table (its name or ARN): the key of its answer's unprocessed items."""
     idempotency: str = ""
-    """A TransactWriteItems call's ClientRequestToken with a digest of its request
-    (``WriteRecord.idempotency``); empty without a token."""
+    """A TransactWriteItems or ExecuteTransaction call's ClientRequestToken with a digest of
+    its request (``WriteRecord.idempotency``); empty without a token."""
 
 
 def key_condition_absent(condition: str | None, key_names: tuple[str, ...]) -> bool:
@@ -295,10 +295,7 @@ class CallPlanner:
             parts[index] = part
         call = self._new_call("TransactWriteItems", [p for p in parts if p], kind="transact")
         call.positions = [i for i, p in enumerate(parts) if p]
-        token = params.get("ClientRequestToken")
-        if token:
-            request = json.dumps(params, sort_keys=True, default=repr).encode()
-            call.idempotency = f"{token}:{hashlib.sha256(request).hexdigest()}"
+        call.idempotency = _idempotency(params)
         return params, call
 
     # --- PartiQL ----------------------------------------------------------------
@@ -377,6 +374,8 @@ class CallPlanner:
         kind = "partiql-transact" if operation == "ExecuteTransaction" else "partiql-batch"
         call = self._new_call(operation, [p for p in parts if p], kind=kind)
         call.positions = [i for i, p in enumerate(parts) if p]
+        if operation == "ExecuteTransaction":
+            call.idempotency = _idempotency(params)
         return params, call
 
     def _plan_batch_statement(self, params: dict[str, Any]) -> Planned | None:
@@ -384,6 +383,16 @@ class CallPlanner:
 
     def _plan_transaction(self, params: dict[str, Any]) -> Planned | None:
         return self._plan_statements("ExecuteTransaction", params, "TransactStatements")
+
+
+def _idempotency(params: dict[str, Any]) -> str:
+    """A transaction call's ClientRequestToken with a digest of its request, or "" without
+    a token (``Call.idempotency``)."""
+    token = params.get("ClientRequestToken")
+    if not token:
+        return ""
+    request = json.dumps(params, sort_keys=True, default=repr).encode()
+    return f"{token}:{hashlib.sha256(request).hexdigest()}"
 
 
 def safe_noop(expression: str, names: Mapping[str, str] | None) -> bool:

@@ -118,8 +118,8 @@ class WriteRecord:
     request_id: str = ""
     """The invocation that made it."""
     idempotency: str = ""
-    """For a TransactWriteItems call with a ClientRequestToken: the token and a digest
-    of the whole request. DynamoDB answers a repeat of a completed call within
+    """For a TransactWriteItems or ExecuteTransaction call with a ClientRequestToken: the
+    token and a digest of the whole request. DynamoDB answers a repeat of a completed call within
     ``IDEMPOTENCY_WINDOW_NS`` as it answered the first, and writes nothing."""
 
     @property

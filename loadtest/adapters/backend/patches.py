@@ -12,7 +12,8 @@ closed by serialising requests in ``loadtest.adapters.backend.embedded``), Parti
 (moto's own), any other service, or anything a client can observe except speed, FIFO
 deduplication and group order (as SQS behaves), the PartiQL answers below, and an
 update's operands (``SET a = b DELETE b :x`` keeps b's old value in a, as DynamoDB does)
-and TransactWriteItems' ClientRequestToken (a repeat within 10 minutes writes nothing).
+and the ClientRequestToken of TransactWriteItems and ExecuteTransaction (a repeat within
+10 minutes writes nothing).
 
 Why, measured on moto 5.2.5's threaded server:
 
@@ -227,6 +228,9 @@ def _replacements() -> dict[tuple[object, str], object]:
         (JsonRESTError, "__init__"): json_errors.without_xml(JsonRESTError.__init__),
         (DynamoHandler, "transact_write_items"): transact_tokens.idempotent_transactions(
             DynamoHandler.transact_write_items
+        ),
+        (DynamoHandler, "execute_transaction"): transact_tokens.idempotent_transactions(
+            DynamoHandler.execute_transaction
         ),
         (resolving, "resolve_expression_path"): update_operands.copied_operands(
             resolving.resolve_expression_path

@@ -23,8 +23,8 @@ How a run is judged, in the order the code does it:
    Writes by the same invocation are steps of one delivery (a claim, then
    the result). Another delivery's accepted write is a duplicate write,
    unless it was a no-op by construction (``SET p = if_not_exists(p, v)``
-   throughout) or a repeat of an accepted TransactWriteItems call's
-   ClientRequestToken and request within DynamoDB's window (both
+   throughout) or a repeat of an accepted transaction call's (TransactWriteItems,
+   ExecuteTransaction) ClientRequestToken and request within DynamoDB's window (both
    ``noop_writes``); one that changed the stored outcome is also a
    conflicting write.
 4. **Per message.** An acknowledged message whose own details were never

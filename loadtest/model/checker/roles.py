@@ -146,7 +146,7 @@ def judge_outcome(
 ) -> None:
     """Roles for one outcome's accepted writes (see the module docstring, step 3).
 
-    A repeat of an accepted TransactWriteItems call with the same ClientRequestToken
+    A repeat of an accepted transaction call with the same ClientRequestToken
     and request, within DynamoDB's window, changed nothing: a no-op, outside the
     order (its old image, if any, says nothing of the item's)."""
     replays = _replays(writes)

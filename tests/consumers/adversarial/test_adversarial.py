@@ -1138,3 +1138,25 @@ def test_powertools_on_the_message_id_holds_against_redeliveries(
     assert run.check.verdict == "pass", run.check.reasons
     assert c.redeliveries > 0 and c.acked == 6
     assert (c.writes_accepted, c.duplicate_writes) == (6, 0)
+
+
+@pytest.fixture(scope="module")
+def partiql_transaction_token(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "partiql_transaction_token.py")
+
+
+def test_partiql_transaction_with_a_client_request_token_is_judged_as_dynamodb_applies_it(
+    partiql_transaction_token: VariantRun,
+) -> None:
+    # ExecuteTransaction's token is the same kind as TransactWriteItems': an identical
+    # resend within 10 minutes is answered as the first and writes nothing. The embedded
+    # backend used to apply it (its INSERTs cancelled the transaction), so every resend
+    # was retried and dead-lettered: a FAIL DynamoDB would not give.
+    run = partiql_transaction_token
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.acked, c.dead_lettered, c.handler_errors) == (30, 0, 0)
+    assert (c.writes_accepted, c.duplicate_writes, c.noop_writes, c.side_writes) == (30, 0, 20, 30)
+    quantities = _sent_quantities(run)
+    assert _orders(run) == {i: _expected_item(i, q) for i, q in quantities.items()}
