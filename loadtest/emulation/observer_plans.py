@@ -3,7 +3,9 @@
 Owns what the observer understands of each API's request (PutItem, UpdateItem,
 DeleteItem, BatchWriteItem, TransactWriteItems, and the PartiQL calls
 ExecuteStatement, BatchExecuteStatement, ExecuteTransaction): which items a call
-writes, under which condition, and what the observer adds to the request so the
+writes, under which condition (the legacy ``Expected`` shown as given), what it
+stores (the legacy ``AttributeUpdates`` read as the update expression it stands for,
+``legacy_update``), and what the observer adds to the request so the
 answer carries the item before (``ReturnValues=ALL_OLD``,
 ``ReturnValuesOnConditionCheckFailure=ALL_OLD``, ``RETURNING ALL OLD *``). The
 result is a ``Call`` of ``Part``s that ``loadtest.emulation.observer_answers``
@@ -191,9 +193,14 @@ class CallPlanner:
         if params.get("Expected"):
             # The legacy condition: judged by the images like any other, shown as given.
             condition = f"Expected {json.dumps(params['Expected'], sort_keys=True)}"
-        if params.get("AttributeUpdates"):
-            # The legacy update: its result cannot be computed, so the item after is unknown.
-            self._unobserved(operation, "legacy parameter AttributeUpdates is not interpreted")
+        expression = params.get("UpdateExpression")
+        values = params.get("ExpressionAttributeValues")
+        if not expression and params.get("AttributeUpdates"):
+            # The legacy update is an update expression written another way.
+            try:
+                expression, names, values = legacy_update(params["AttributeUpdates"])
+            except UpdateNotUnderstood as exc:
+                self._unobserved(operation, f"legacy parameter AttributeUpdates: {exc}")
         call = self._new_call(operation, [])
         asked = params.get("ReturnValues", "NONE")
         if asked == "NONE":
@@ -211,14 +218,9 @@ class CallPlanner:
         elif operation == "DeleteItem":
             part = Part(operation, dict(params.get("Key") or {}), condition, deletes=True)
         else:
-            expression = params.get("UpdateExpression")
             part = Part(operation, dict(params.get("Key") or {}), condition)
             if expression:
-                part.update = (
-                    str(expression),
-                    dict(names or {}),
-                    dict(params.get("ExpressionAttributeValues") or {}),
-                )
+                part.update = (str(expression), dict(names or {}), dict(values or {}))
                 part.noop = safe_noop(str(expression), names)
             part.after_from_response = params["ReturnValues"] == "ALL_NEW"
         part.before_from_response = before_known
@@ -393,6 +395,38 @@ def _idempotency(params: dict[str, Any]) -> str:
         return ""
     request = json.dumps(params, sort_keys=True, default=repr).encode()
     return f"{token}:{hashlib.sha256(request).hexdigest()}"
+
+
+def legacy_update(
+    attribute_updates: Mapping[str, Any],
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """The update expression (with its names and values) that does what the legacy
+    ``AttributeUpdates`` does: PUT sets, DELETE without a value removes, DELETE with a set
+    takes its elements out, ADD adds a number or a set's elements (as the expression's ADD)
+    and appends a list (which the expression's ADD cannot)."""
+    actions: dict[str, list[str]] = {"SET": [], "REMOVE": [], "ADD": [], "DELETE": []}
+    names: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    for n, (attribute, change) in enumerate(attribute_updates.items()):
+        name, value = f"#legacy{n}", f":legacy{n}"
+        names[name] = attribute
+        action = str(change.get("Action", "PUT")) if isinstance(change, Mapping) else ""
+        given = change.get("Value") if isinstance(change, Mapping) else None
+        if action == "PUT" and given is not None:
+            actions["SET"].append(f"{name} = {value}")
+        elif action == "DELETE" and given is None:
+            actions["REMOVE"].append(name)
+        elif action in ("ADD", "DELETE") and isinstance(given, Mapping) and "L" not in given:
+            actions[action].append(f"{name} {value}")
+        elif action == "ADD" and isinstance(given, Mapping):
+            actions["SET"].append(f"{name} = list_append(if_not_exists({name}, :legacy), {value})")
+            values[":legacy"] = {"L": []}
+        else:
+            raise UpdateNotUnderstood(f"{action or 'no'} action on {attribute!r} not understood")
+        if given is not None:
+            values[value] = given
+    expression = " ".join(f"{verb} {', '.join(done)}" for verb, done in actions.items() if done)
+    return expression, names, values
 
 
 def safe_noop(expression: str, names: Mapping[str, str] | None) -> bool:
