@@ -33,6 +33,7 @@ READ_APIS = frozenset(
     {
         "GetItem",
         "BatchGetItem",
+        "TransactGetItems",
         "Query",
         "Scan",
         "DescribeTable",
@@ -92,8 +93,8 @@ class Call:
     kind: str = "single"
     """single | batch | transact | partiql | partiql-batch | partiql-transact | read"""
     read_key: TypedItem | None = None
-    """A read's key lookup; None for a read that is not one (Query, Scan, BatchGetItem):
-    the race window follows it, no read record does."""
+    """A read's key lookup; None for a read that is not one (Query, Scan, BatchGetItem,
+    TransactGetItems): the race window follows it, no read record does."""
     consistent: bool = False
     positions: list[int] = field(default_factory=list)
     """For multi-item calls: each part's index in the request (answers are positional)."""
@@ -183,6 +184,14 @@ class CallPlanner:
 
     def _plan_batch_get(self, params: dict[str, Any]) -> Planned | None:
         return self._plan_search("BatchGetItem", params, list(params.get("RequestItems") or {}))
+
+    def _plan_transact_get(self, params: dict[str, Any]) -> Planned | None:
+        tables = [
+            entry.get("Get", {}).get("TableName")
+            for entry in params.get("TransactItems") or []
+            if isinstance(entry, dict)
+        ]
+        return self._plan_search("TransactGetItems", params, tables)
 
     def _plan_single(self, operation: str, params: dict[str, Any]) -> Planned | None:
         if not self.watches(params.get("TableName")):
@@ -441,6 +450,7 @@ _PLANNERS: dict[str, Callable[[CallPlanner, dict[str, Any]], Planned | None]] = 
     "Query": CallPlanner._plan_query,
     "Scan": CallPlanner._plan_scan,
     "BatchGetItem": CallPlanner._plan_batch_get,
+    "TransactGetItems": CallPlanner._plan_transact_get,
     "PutItem": CallPlanner._plan_put,
     "UpdateItem": CallPlanner._plan_update,
     "DeleteItem": CallPlanner._plan_delete,
