@@ -7,13 +7,13 @@ Owns what is installed and when: ``apply()`` installs every replacement once per
 replacements live beside it: the indexed store in ``sqs_store``, the SQS functions that use
 it in ``sqs_patches``, FIFO deduplication and long polls in ``fifo_patches``, PartiQL
 writes in ``partiql_patches``, update operands in ``update_operands``, transaction
-tokens in ``transact_tokens``. Must not touch: the rest of DynamoDB (its races are
+tokens in ``transact_tokens``, key types in ``key_types``. Must not touch: the rest of DynamoDB (its races are
 closed by serialising requests in ``loadtest.adapters.backend.embedded``), PartiQL SELECT
 (moto's own), any other service, or anything a client can observe except speed, FIFO
 deduplication and group order (as SQS behaves), the PartiQL answers below, and an
 update's operands (``SET a = b DELETE b :x`` keeps b's old value in a, as DynamoDB does)
 and the ClientRequestToken of TransactWriteItems and ExecuteTransaction (a repeat within
-10 minutes writes nothing).
+10 minutes writes nothing), and a key of the wrong type (a ValidationException, not a 500).
 
 Why, measured on moto 5.2.5's threaded server:
 
@@ -144,6 +144,7 @@ from loadtest.adapters.backend import (
     fifo_patches,
     interning,
     json_errors,
+    key_types,
     memo,
     partiql_patches,
     random_strings,
@@ -232,6 +233,8 @@ def _replacements() -> dict[tuple[object, str], object]:
         (DynamoHandler, "execute_transaction"): transact_tokens.idempotent_transactions(
             DynamoHandler.execute_transaction
         ),
+        (DynamoDBBackend, "get_keys_value"): key_types.checked_keys(DynamoDBBackend.get_keys_value),
+        (DynamoHandler, "put_item"): key_types.checked_put(DynamoHandler.put_item),
         (resolving, "resolve_expression_path"): update_operands.copied_operands(
             resolving.resolve_expression_path
         ),

@@ -1206,3 +1206,33 @@ def test_a_legacy_attribute_updates_guarded_by_expected_passes(
     assert not run.check.notes
     quantities = _sent_quantities(run)
     assert _orders(run) == {i: _expected_item(i, q) for i, q in quantities.items()}
+
+
+# --- the resource's client handed a typed item --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def resource_client_typed(backend_url: str) -> VariantRun:
+    return _run(backend_url, "misconfigured.toml", "resource_client_typed.py")
+
+
+def test_a_typed_item_through_the_resources_client_is_refused_at_once(
+    resource_client_typed: VariantRun,
+) -> None:
+    # The key arrives as a map: DynamoDB answers ValidationException at once. The
+    # embedded backend answered 500 (to the ReturnValues=ALL_OLD the observer adds), which
+    # botocore retried past the function timeout: timeouts and indeterminate writes.
+    run = resource_client_typed
+    c = run.check.counts
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.dead_lettered, c.unexpected_dead_letters) == (0, 3, 3)
+    assert c.deliveries == c.handler_errors == 6
+    assert {i.outcome for i in run.history.invocations} == {InvocationOutcome.ERROR}
+    assert all("ValidationException" in str(i.error) for i in run.history.invocations)
+    # A map key is no order's key: the refused puts are side writes.
+    assert c.side_writes == 6 and c.writes_indeterminate == 0
+    writes = [w for i in run.history.invocations for w in i.writes]
+    assert {(w.outcome, w.error_code) for w in writes} == {
+        (WriteOutcome.ERROR, "ValidationException")
+    }
+    assert run.end_state.table_items == {}
