@@ -1236,3 +1236,234 @@ def test_a_typed_item_through_the_resources_client_is_refused_at_once(
         (WriteOutcome.ERROR, "ValidationException")
     }
     assert run.end_state.table_items == {}
+
+
+# --- guards that let the same order in again ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def reput_same(backend_url: str) -> VariantRun:
+    return _run(backend_url, "conflict.toml", "reput_same.py")
+
+
+def test_a_guard_that_admits_the_same_quantity_rewrites_identical_resends(
+    reput_same: VariantRun,
+) -> None:
+    # attribute_not_exists(id) OR quantity = :q refuses other details (c-1 quantity 3 is
+    # dead-lettered, as expected) but puts c-2's identical resend again: a duplicate.
+    run = reput_same
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.dead_lettered, c.unexpected_dead_letters) == (3, 1, 0)
+    assert (c.duplicate_writes, c.conflicting_writes, c.lost_outcomes) == (1, 0, 0)
+    assert _roles(run)[("PutItem", "again", "accepted")] == 1
+
+
+@pytest.fixture(scope="module")
+def seen_set_mid(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "seen_set_mid.py")
+
+
+def test_a_set_of_applied_message_ids_lets_every_resend_write(seen_set_mid: VariantRun) -> None:
+    # NOT contains(seen, :messageId) stops a redelivery, not a resend (a new messageId):
+    # each copy sets the order again and adds its id to the set, changing the item.
+    run = seen_set_mid
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.writes_accepted, c.duplicate_writes, c.conflicting_writes) == (30, 20, 20)
+    for item in _orders(run).values():
+        assert len(item["seen"]["SS"]) == 3
+
+
+@pytest.fixture(scope="module")
+def seen_set_hash(backend_url: str) -> VariantRun:
+    return _run(backend_url, "conflict.toml", "seen_set_hash.py")
+
+
+def test_a_set_of_body_digests_stops_resends_but_not_other_details(
+    seen_set_hash: VariantRun,
+) -> None:
+    # Keyed on a digest of the body, c-2's identical resend is refused; c-1 with another
+    # quantity has another digest and replaces the stored order (acked, not refused).
+    run = seen_set_hash
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.dead_lettered, c.writes_rejected) == (4, 0, 1)
+    assert (c.duplicate_writes, c.conflicting_writes) == (1, 1)
+    assert run.end_state.table_items["c-1"]["quantity"] == {"N": "3"}
+
+
+# --- an idempotency record of its own, with a lease ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def idem_lease(backend_url: str) -> VariantRun:
+    return _run(backend_url, "crash.toml", "idem_lease.py")
+
+
+def test_a_lease_that_expires_before_the_redelivery_lets_it_write_again(
+    idem_lease: VariantRun,
+) -> None:
+    # INPROGRESS (1 s lease) -> put the order -> the process dies before COMPLETED; the
+    # redelivery 2 s later finds the lease expired, takes it and puts the order again.
+    run = idem_lease
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.handler_errors) == (4, 4)
+    assert (c.writes_accepted, c.duplicate_writes, c.conflicting_writes) == (8, 4, 0)
+    records = [d for d in run.check.decisions if d.write.key["id"]["S"].startswith("idem#")]
+    assert records and all(d.role == "side" for d in records)
+    assert c.side_writes == len(records)
+
+
+# --- transactions ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def transact_condcheck(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "transact_condcheck.py")
+
+
+def test_a_transaction_with_a_condition_check_and_a_guarded_put_passes(
+    transact_condcheck: VariantRun,
+) -> None:
+    # The ConditionCheck (customer exists) is no write; the put's own cancellation reason
+    # carries the stored order, compared before acking.
+    run = transact_condcheck
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.acked, c.writes_accepted, c.writes_rejected, c.duplicate_writes) == (30, 10, 20, 0)
+    assert {d.write.operation for d in run.check.decisions} == {"TransactWriteItems.Put"}
+
+
+@pytest.fixture(scope="module")
+def transact_get_racy(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "transact_get_racy.py", race_window_ms=300)
+
+
+def test_transact_get_then_put_races_like_get_then_put(transact_get_racy: VariantRun) -> None:
+    run = transact_get_racy
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert 1 <= c.duplicate_writes <= 20
+    assert c.duplicate_writes == c.writes_accepted - 10
+    assert c.conflicting_writes == c.lost_outcomes == 0
+
+
+# --- writes from other processes, and the clients a codebase accumulates ------------------------------
+
+
+@pytest.fixture(scope="module")
+def process_pool_fork(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "process_pool_fork.py")
+
+
+def test_a_write_from_a_forked_worker_process_is_observed(process_pool_fork: VariantRun) -> None:
+    # The forked worker inherits the environment's hooks and its invocation: every write
+    # is seen and belongs to its delivery.
+    run = process_pool_fork
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.acked, c.writes_accepted, c.writes_rejected, c.duplicate_writes) == (30, 10, 20, 0)
+
+
+@pytest.fixture(scope="module")
+def process_pool_spawn(backend_url: str) -> VariantRun:
+    return _run(backend_url, "crash.toml", "process_pool_spawn.py")
+
+
+def test_a_write_from_a_spawned_worker_process_is_missing_evidence(
+    process_pool_spawn: VariantRun,
+) -> None:
+    # A spawned interpreter has no hooks: the orders are in the table, no observed write
+    # stored them. Never a pass.
+    run = process_pool_spawn
+    c = run.check.counts
+    assert run.check.verdict == "inconclusive"
+    assert (c.acked, c.writes_attempted) == (4, 0)
+    assert any("stored by no write the observer saw" in r for r in run.check.inconclusive)
+
+
+@pytest.fixture(scope="module")
+def client_variants(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "client_variants.py")
+
+
+def test_every_kind_of_client_is_observed(client_variants: VariantRun) -> None:
+    # A botocore session's client, a Config with adaptive retries and no parameter
+    # validation, the resource's meta.client (plain values) and a new Session per call.
+    run = client_variants
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.acked, c.writes_accepted, c.writes_rejected, c.duplicate_writes) == (30, 10, 20, 0)
+    quantities = _sent_quantities(run)
+    assert _orders(run) == {i: _expected_item(i, q) for i, q in quantities.items()}
+
+
+# --- what is stored, and how the whole order is written ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def body_json(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "body_json.py")
+
+
+def test_the_raw_body_stored_under_the_order_id_passes_judged_by_presence(
+    body_json: VariantRun,
+) -> None:
+    run = body_json
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.writes_accepted, c.writes_rejected, c.duplicate_writes, c.lost_outcomes) == (
+        10,
+        20,
+        0,
+        0,
+    )
+    assert any("judged by presence only" in note for note in run.check.notes)
+
+
+@pytest.fixture(scope="module")
+def update_whole_guarded(backend_url: str) -> VariantRun:
+    return _run(backend_url, "conflict.toml", "update_whole_guarded.py")
+
+
+def test_the_whole_order_by_a_guarded_update_passes(update_whole_guarded: VariantRun) -> None:
+    run = update_whole_guarded
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.acked, c.dead_lettered, c.unexpected_dead_letters) == (3, 1, 0)
+    assert (c.writes_accepted, c.duplicate_writes, c.lost_outcomes) == (2, 0, 0)
+    assert run.end_state.table_items["c-1"]["quantity"] == {"N": "2"}
+
+
+# --- partial batch responses naming records wrongly ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def partial_wrong_id(backend_url: str) -> VariantRun:
+    return _run(backend_url, "poison_one_batch.toml", "partial_wrong_id.py")
+
+
+def test_a_partial_batch_response_naming_order_ids_fails_the_whole_batch(
+    partial_wrong_id: VariantRun,
+) -> None:
+    # An itemIdentifier that is no messageId of the batch: Lambda retries the whole batch,
+    # every time, and the five good orders are dead-lettered with the poison record.
+    run = partial_wrong_id
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.dead_lettered, c.unexpected_dead_letters) == (0, 6, 5)
+    assert (c.writes_accepted, c.duplicate_writes) == (5, 0)
+    assert c.writes_rejected == 5  # the second attempt's puts find the orders
