@@ -1467,3 +1467,27 @@ def test_a_partial_batch_response_naming_order_ids_fails_the_whole_batch(
     assert (c.acked, c.dead_lettered, c.unexpected_dead_letters) == (0, 6, 5)
     assert (c.writes_accepted, c.duplicate_writes) == (5, 0)
     assert c.writes_rejected == 5  # the second attempt's puts find the orders
+
+
+# --- FIFO: a guard on the message's SequenceNumber ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fifo_sequence_guard(backend_url: str) -> VariantRun:
+    return _run(backend_url, "fifo_after_window.toml", "fifo_sequence_guard.py")
+
+
+def test_a_newer_sequence_number_guard_writes_every_resend_again(
+    fifo_sequence_guard: VariantRun,
+) -> None:
+    # "attribute_not_exists(id) OR seq < :seq" holds against a redelivery (same number)
+    # but a resend is a newer message: SQS's SequenceNumber increases within a group, so
+    # every resend delivered past the window writes the order again (and its number).
+    # The embedded backend drew random numbers: some resends were refused at random.
+    run = fifo_sequence_guard
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.messages_sent, c.deliveries, c.acked) == (12, 12, 12)
+    assert (c.writes_accepted, c.writes_rejected) == (12, 0)
+    assert (c.duplicate_writes, c.conflicting_writes) == (6, 6)
