@@ -25,8 +25,8 @@ How a run is judged, in the order the code does it:
    unless it was a no-op by construction (``SET p = if_not_exists(p, v)``
    throughout) or a repeat of an accepted transaction call's (TransactWriteItems,
    ExecuteTransaction) ClientRequestToken and request within DynamoDB's window (both
-   ``noop_writes``); one that changed the stored outcome is also a
-   conflicting write.
+   ``noop_writes``); one that changed the stored outcome (or deleted it and
+   stored other details) is also a conflicting write.
 4. **Per message.** An acknowledged message whose own details were never
    stored, or whose outcome is gone at the end, is a lost outcome; a
    dead-lettered message that was neither a planted poison record nor a

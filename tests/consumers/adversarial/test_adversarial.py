@@ -1491,3 +1491,33 @@ def test_a_newer_sequence_number_guard_writes_every_resend_again(
     assert (c.messages_sent, c.deliveries, c.acked) == (12, 12, 12)
     assert (c.writes_accepted, c.writes_rejected) == (12, 0)
     assert (c.duplicate_writes, c.conflicting_writes) == (6, 6)
+
+
+# --- a resend with other details replaces the order: delete, then put ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def delete_if_other_then_put(backend_url: str) -> VariantRun:
+    return _run(backend_url, "conflict.toml", "delete_if_other_then_put.py")
+
+
+def test_a_delete_then_put_of_other_details_is_a_conflicting_write(
+    delete_if_other_then_put: VariantRun,
+) -> None:
+    # c-1 quantity 3 deletes the stored quantity 2 and puts its own: the stored order
+    # changed as an overwrite would change it, though the put found the item absent.
+    # c-2's identical resend: the delete's condition and the put's both refuse it.
+    run = delete_if_other_then_put
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.dead_lettered) == (4, 0)
+    assert _roles(run) == {
+        ("PutItem", "first", "accepted"): 2,
+        ("DeleteItem", "delete", "accepted"): 1,
+        ("PutItem", "again", "accepted"): 1,
+        ("DeleteItem", "rejected", "rejected"): 3,
+        ("PutItem", "rejected", "rejected"): 1,
+    }
+    assert (c.duplicate_writes, c.conflicting_writes, c.lost_outcomes) == (1, 1, 0)
+    assert run.end_state.table_items["c-1"]["quantity"] == {"N": "3"}
