@@ -202,6 +202,8 @@ class CallPlanner:
         if params.get("Expected"):
             # The legacy condition: judged by the images like any other, shown as given.
             condition = f"Expected {json.dumps(params['Expected'], sort_keys=True)}"
+            if params.get("ConditionalOperator"):
+                condition += f" ConditionalOperator {params['ConditionalOperator']}"
         expression = params.get("UpdateExpression")
         values = params.get("ExpressionAttributeValues")
         if not expression and params.get("AttributeUpdates"):

@@ -1208,6 +1208,29 @@ def test_a_legacy_attribute_updates_guarded_by_expected_passes(
     assert _orders(run) == {i: _expected_item(i, q) for i, q in quantities.items()}
 
 
+@pytest.fixture(scope="module")
+def legacy_conditional_operator(backend_url: str) -> VariantRun:
+    return _run(backend_url, "conflict.toml", "legacy_conditional_operator.py")
+
+
+def test_a_legacy_expected_joined_by_or_rewrites_identical_resends(
+    legacy_conditional_operator: VariantRun,
+) -> None:
+    # Expected "absent" OR "quantity = :q" with ConditionalOperator=OR: the first copy
+    # is written, c-2's identical resend is put again, c-1 with another quantity refused
+    # and dead-lettered. The embedded backend joined the conditions with AND and
+    # refused every put: nothing stored, everything dead-lettered.
+    run = legacy_conditional_operator
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.dead_lettered, c.unexpected_dead_letters) == (3, 1, 0)
+    assert (c.writes_accepted, c.duplicate_writes, c.lost_outcomes) == (3, 1, 0)
+    assert all(
+        str(d.write.condition).endswith("ConditionalOperator OR") for d in run.check.decisions
+    )
+
+
 # --- the resource's client handed a typed item --------------------------------------------------
 
 
