@@ -581,6 +581,9 @@ class OutcomeKey:
     """
 
     templates: tuple[tuple[str, str], ...] = (("id", "{id}"),)
+    declared: bool = field(default=False, compare=False)
+    """The scenario said where outcomes live (``[outcome] key``), even if it said the
+    default: the checker takes its word instead of looking for outcomes elsewhere."""
 
     @property
     def key_names(self) -> tuple[str, ...]:

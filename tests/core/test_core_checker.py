@@ -304,6 +304,22 @@ def test_no_outcome_key_and_no_carrier_is_inconclusive_naming_the_templates() ->
     assert result.counts.lost_outcomes == 0
 
 
+def test_a_declared_outcome_key_is_taken_at_its_word_when_nothing_else_carries_an_outcome() -> None:
+    # The scenario said outcomes live at id = "{id}" (the default, declared): a consumer
+    # that only wrote its markers and acked stored no outcome. Lost, not "declare a key".
+    history = history_of([("m-1", "a")])
+    marker = {"id": {"S": "processed#a"}}
+    history.invocations = [invocation("r-1", [record("m-1", "a")], [write(marker)])]
+    end = EndState(0, 0, 0, {"processed#a": marker})
+    result = check(history, end, OutcomeKey(declared=True))
+    assert result.verdict is Verdict.FAIL
+    assert not result.inconclusive
+    assert (result.counts.lost_outcomes, result.counts.side_writes) == (1, 1)
+    assert any("nothing was stored" in reason for reason in result.reasons)
+    # Not declared, the same run may keep its outcomes under the marker's key: asked.
+    assert check(history, end).verdict is Verdict.INCONCLUSIVE
+
+
 def test_an_acked_resend_with_other_details_never_stored_is_lost() -> None:
     """Resends with different details, acknowledged without being stored: a lost outcome."""
     first = order_item("a", 2)

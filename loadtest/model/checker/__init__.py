@@ -163,7 +163,9 @@ def _choose_model(
             template,
             f"outcomes stored under {how} ({template}), not under {declared}",
         )
-    if not accepted:
+    if not accepted or (outcome_key.declared and not carriers):
+        # Nothing stored, or nothing stored elsewhere that looks like an outcome where
+        # the scenario said where outcomes live: its key stands, and what it lacks is lost.
         return _Model("key", declared, f"outcome items keyed {declared}")
     seen = ", ".join(templates) or "none"
     why = (

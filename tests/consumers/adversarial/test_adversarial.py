@@ -1544,3 +1544,25 @@ def test_a_delete_then_put_of_other_details_is_a_conflicting_write(
     }
     assert (c.duplicate_writes, c.conflicting_writes, c.lost_outcomes) == (1, 1, 0)
     assert run.end_state.table_items["c-1"]["quantity"] == {"N": "3"}
+
+
+# --- a claim marker written before the order, the process dying between ---------------------------
+
+
+@pytest.fixture(scope="module")
+def marker_then_put(backend_url: str) -> VariantRun:
+    return _run(backend_url, "crash_declared.toml", "marker_then_put.py")
+
+
+def test_a_claim_that_outlives_its_crash_loses_the_order(marker_then_put: VariantRun) -> None:
+    # processed#<id> is taken, the process dies before the order is stored; the redelivery
+    # finds the marker and acks. The scenario declares where orders live, so the missing
+    # orders are lost (it asked to "declare [outcome] key" though the key was declared).
+    run = marker_then_put
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert not run.check.inconclusive
+    assert (c.acked, c.handler_errors, c.lost_outcomes) == (4, 4, 4)
+    assert (c.writes_attempted, c.side_writes) == (0, 8)
+    assert any("nothing was stored" in r for r in run.check.reasons)
