@@ -1156,8 +1156,11 @@ def test_partiql_transaction_with_a_client_request_token_is_judged_as_dynamodb_a
     c = run.check.counts
     _assert_settled_clean(run)
     assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
-    assert (c.acked, c.dead_lettered, c.handler_errors) == (30, 0, 0)
-    assert (c.writes_accepted, c.duplicate_writes, c.noop_writes, c.side_writes) == (30, 0, 20, 30)
+    assert (c.acked, c.dead_lettered, c.handler_errors, c.duplicate_writes) == (30, 0, 0, 0)
+    # Every delivery's call is accepted; all but each order's first write nothing (30
+    # deliveries, or more if a loaded machine redelivers).
+    assert c.writes_accepted == c.side_writes == c.deliveries
+    assert c.noop_writes == c.deliveries - 10
     quantities = _sent_quantities(run)
     assert _orders(run) == {i: _expected_item(i, q) for i, q in quantities.items()}
 
@@ -1360,7 +1363,8 @@ def test_a_transaction_with_a_condition_check_and_a_guarded_put_passes(
     c = run.check.counts
     _assert_settled_clean(run)
     assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
-    assert (c.acked, c.writes_accepted, c.writes_rejected, c.duplicate_writes) == (30, 10, 20, 0)
+    assert (c.acked, c.writes_accepted, c.duplicate_writes) == (30, 10, 0)
+    assert c.writes_rejected == c.deliveries - 10  # 20, or more if a loaded machine redelivers
     assert {d.write.operation for d in run.check.decisions} == {"TransactWriteItems.Put"}
 
 
@@ -1394,7 +1398,9 @@ def test_a_write_from_a_forked_worker_process_is_observed(process_pool_fork: Var
     c = run.check.counts
     _assert_settled_clean(run)
     assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
-    assert (c.acked, c.writes_accepted, c.writes_rejected, c.duplicate_writes) == (30, 10, 20, 0)
+    assert (c.acked, c.writes_accepted, c.duplicate_writes) == (30, 10, 0)
+    # A worker process per invocation is slow: a loaded machine may redeliver (rejected too).
+    assert c.writes_rejected == c.deliveries - 10
 
 
 @pytest.fixture(scope="module")
@@ -1426,7 +1432,9 @@ def test_every_kind_of_client_is_observed(client_variants: VariantRun) -> None:
     c = run.check.counts
     _assert_settled_clean(run)
     assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
-    assert (c.acked, c.writes_accepted, c.writes_rejected, c.duplicate_writes) == (30, 10, 20, 0)
+    assert (c.acked, c.writes_accepted, c.duplicate_writes) == (30, 10, 0)
+    # A new Session per invocation is slow: a loaded machine may redeliver (rejected too).
+    assert c.writes_rejected == c.deliveries - 10
     quantities = _sent_quantities(run)
     assert _orders(run) == {i: _expected_item(i, q) for i, q in quantities.items()}
 
