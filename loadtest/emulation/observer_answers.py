@@ -155,7 +155,7 @@ def _decision(
     elif part.deletes:
         requested = None
     elif requested is None:
-        after_known = False  # an update without an expression (legacy AttributeUpdates)
+        after_known = False  # an update without an expression (AttributeUpdates not understood)
     if outcome is WriteOutcome.ACCEPTED:
         after = requested
     elif outcome is WriteOutcome.REJECTED:

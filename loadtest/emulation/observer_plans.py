@@ -3,7 +3,9 @@
 Owns what the observer understands of each API's request (PutItem, UpdateItem,
 DeleteItem, BatchWriteItem, TransactWriteItems, and the PartiQL calls
 ExecuteStatement, BatchExecuteStatement, ExecuteTransaction): which items a call
-writes, under which condition, and what the observer adds to the request so the
+writes, under which condition (the legacy ``Expected`` shown as given), what it
+stores (the legacy ``AttributeUpdates`` read as the update expression it stands for,
+``legacy_update``), and what the observer adds to the request so the
 answer carries the item before (``ReturnValues=ALL_OLD``,
 ``ReturnValuesOnConditionCheckFailure=ALL_OLD``, ``RETURNING ALL OLD *``). The
 result is a ``Call`` of ``Part``s that ``loadtest.emulation.observer_answers``
@@ -31,6 +33,7 @@ READ_APIS = frozenset(
     {
         "GetItem",
         "BatchGetItem",
+        "TransactGetItems",
         "Query",
         "Scan",
         "DescribeTable",
@@ -90,16 +93,16 @@ class Call:
     kind: str = "single"
     """single | batch | transact | partiql | partiql-batch | partiql-transact | read"""
     read_key: TypedItem | None = None
-    """A read's key lookup; None for a read that is not one (Query, Scan, BatchGetItem):
-    the race window follows it, no read record does."""
+    """A read's key lookup; None for a read that is not one (Query, Scan, BatchGetItem,
+    TransactGetItems): the race window follows it, no read record does."""
     consistent: bool = False
     positions: list[int] = field(default_factory=list)
     """For multi-item calls: each part's index in the request (answers are positional)."""
     table_ref: str = ""
     """How a batch named the table (its name or ARN): the key of its answer's unprocessed items."""
     idempotency: str = ""
-    """A TransactWriteItems call's ClientRequestToken with a digest of its request
-    (``WriteRecord.idempotency``); empty without a token."""
+    """A TransactWriteItems or ExecuteTransaction call's ClientRequestToken with a digest of
+    its request (``WriteRecord.idempotency``); empty without a token."""
 
 
 def key_condition_absent(condition: str | None, key_names: tuple[str, ...]) -> bool:
@@ -182,6 +185,14 @@ class CallPlanner:
     def _plan_batch_get(self, params: dict[str, Any]) -> Planned | None:
         return self._plan_search("BatchGetItem", params, list(params.get("RequestItems") or {}))
 
+    def _plan_transact_get(self, params: dict[str, Any]) -> Planned | None:
+        tables = [
+            entry.get("Get", {}).get("TableName")
+            for entry in params.get("TransactItems") or []
+            if isinstance(entry, dict)
+        ]
+        return self._plan_search("TransactGetItems", params, tables)
+
     def _plan_single(self, operation: str, params: dict[str, Any]) -> Planned | None:
         if not self.watches(params.get("TableName")):
             return None
@@ -191,9 +202,16 @@ class CallPlanner:
         if params.get("Expected"):
             # The legacy condition: judged by the images like any other, shown as given.
             condition = f"Expected {json.dumps(params['Expected'], sort_keys=True)}"
-        if params.get("AttributeUpdates"):
-            # The legacy update: its result cannot be computed, so the item after is unknown.
-            self._unobserved(operation, "legacy parameter AttributeUpdates is not interpreted")
+            if params.get("ConditionalOperator"):
+                condition += f" ConditionalOperator {params['ConditionalOperator']}"
+        expression = params.get("UpdateExpression")
+        values = params.get("ExpressionAttributeValues")
+        if not expression and params.get("AttributeUpdates"):
+            # The legacy update is an update expression written another way.
+            try:
+                expression, names, values = legacy_update(params["AttributeUpdates"])
+            except UpdateNotUnderstood as exc:
+                self._unobserved(operation, f"legacy parameter AttributeUpdates: {exc}")
         call = self._new_call(operation, [])
         asked = params.get("ReturnValues", "NONE")
         if asked == "NONE":
@@ -211,14 +229,9 @@ class CallPlanner:
         elif operation == "DeleteItem":
             part = Part(operation, dict(params.get("Key") or {}), condition, deletes=True)
         else:
-            expression = params.get("UpdateExpression")
             part = Part(operation, dict(params.get("Key") or {}), condition)
             if expression:
-                part.update = (
-                    str(expression),
-                    dict(names or {}),
-                    dict(params.get("ExpressionAttributeValues") or {}),
-                )
+                part.update = (str(expression), dict(names or {}), dict(values or {}))
                 part.noop = safe_noop(str(expression), names)
             part.after_from_response = params["ReturnValues"] == "ALL_NEW"
         part.before_from_response = before_known
@@ -295,10 +308,7 @@ class CallPlanner:
             parts[index] = part
         call = self._new_call("TransactWriteItems", [p for p in parts if p], kind="transact")
         call.positions = [i for i, p in enumerate(parts) if p]
-        token = params.get("ClientRequestToken")
-        if token:
-            request = json.dumps(params, sort_keys=True, default=repr).encode()
-            call.idempotency = f"{token}:{hashlib.sha256(request).hexdigest()}"
+        call.idempotency = _idempotency(params)
         return params, call
 
     # --- PartiQL ----------------------------------------------------------------
@@ -377,6 +387,8 @@ class CallPlanner:
         kind = "partiql-transact" if operation == "ExecuteTransaction" else "partiql-batch"
         call = self._new_call(operation, [p for p in parts if p], kind=kind)
         call.positions = [i for i, p in enumerate(parts) if p]
+        if operation == "ExecuteTransaction":
+            call.idempotency = _idempotency(params)
         return params, call
 
     def _plan_batch_statement(self, params: dict[str, Any]) -> Planned | None:
@@ -384,6 +396,48 @@ class CallPlanner:
 
     def _plan_transaction(self, params: dict[str, Any]) -> Planned | None:
         return self._plan_statements("ExecuteTransaction", params, "TransactStatements")
+
+
+def _idempotency(params: dict[str, Any]) -> str:
+    """A transaction call's ClientRequestToken with a digest of its request, or "" without
+    a token (``Call.idempotency``)."""
+    token = params.get("ClientRequestToken")
+    if not token:
+        return ""
+    request = json.dumps(params, sort_keys=True, default=repr).encode()
+    return f"{token}:{hashlib.sha256(request).hexdigest()}"
+
+
+def legacy_update(
+    attribute_updates: Mapping[str, Any],
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """The update expression (with its names and values) that does what the legacy
+    ``AttributeUpdates`` does: PUT sets, DELETE without a value removes, DELETE with a set
+    takes its elements out, ADD adds a number or a set's elements (as the expression's ADD)
+    and appends a list (which the expression's ADD cannot)."""
+    actions: dict[str, list[str]] = {"SET": [], "REMOVE": [], "ADD": [], "DELETE": []}
+    names: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    for n, (attribute, change) in enumerate(attribute_updates.items()):
+        name, value = f"#legacy{n}", f":legacy{n}"
+        names[name] = attribute
+        action = str(change.get("Action", "PUT")) if isinstance(change, Mapping) else ""
+        given = change.get("Value") if isinstance(change, Mapping) else None
+        if action == "PUT" and given is not None:
+            actions["SET"].append(f"{name} = {value}")
+        elif action == "DELETE" and given is None:
+            actions["REMOVE"].append(name)
+        elif action in ("ADD", "DELETE") and isinstance(given, Mapping) and "L" not in given:
+            actions[action].append(f"{name} {value}")
+        elif action == "ADD" and isinstance(given, Mapping):
+            actions["SET"].append(f"{name} = list_append(if_not_exists({name}, :legacy), {value})")
+            values[":legacy"] = {"L": []}
+        else:
+            raise UpdateNotUnderstood(f"{action or 'no'} action on {attribute!r} not understood")
+        if given is not None:
+            values[value] = given
+    expression = " ".join(f"{verb} {', '.join(done)}" for verb, done in actions.items() if done)
+    return expression, names, values
 
 
 def safe_noop(expression: str, names: Mapping[str, str] | None) -> bool:
@@ -398,6 +452,7 @@ _PLANNERS: dict[str, Callable[[CallPlanner, dict[str, Any]], Planned | None]] = 
     "Query": CallPlanner._plan_query,
     "Scan": CallPlanner._plan_scan,
     "BatchGetItem": CallPlanner._plan_batch_get,
+    "TransactGetItems": CallPlanner._plan_transact_get,
     "PutItem": CallPlanner._plan_put,
     "UpdateItem": CallPlanner._plan_update,
     "DeleteItem": CallPlanner._plan_delete,

@@ -118,8 +118,8 @@ class WriteRecord:
     request_id: str = ""
     """The invocation that made it."""
     idempotency: str = ""
-    """For a TransactWriteItems call with a ClientRequestToken: the token and a digest
-    of the whole request. DynamoDB answers a repeat of a completed call within
+    """For a TransactWriteItems or ExecuteTransaction call with a ClientRequestToken: the
+    token and a digest of the whole request. DynamoDB answers a repeat of a completed call within
     ``IDEMPOTENCY_WINDOW_NS`` as it answered the first, and writes nothing."""
 
     @property
@@ -581,6 +581,9 @@ class OutcomeKey:
     """
 
     templates: tuple[tuple[str, str], ...] = (("id", "{id}"),)
+    declared: bool = field(default=False, compare=False)
+    """The scenario said where outcomes live (``[outcome] key``), even if it said the
+    default: the checker takes its word instead of looking for outcomes elsewhere."""
 
     @property
     def key_names(self) -> tuple[str, ...]:

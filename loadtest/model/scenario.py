@@ -278,7 +278,7 @@ def to_raw(scenario: Scenario) -> dict[str, Any]:
         {"body": m.body, "copies": m.copies, **({"poison": True} if m.poison else {})}
         for m in scenario.workload.messages
     ]
-    if scenario.outcome != OutcomeKey():
+    if scenario.outcome.declared or scenario.outcome != OutcomeKey():
         raw["outcome"] = {"key": dict(scenario.outcome.templates)}
     return raw
 

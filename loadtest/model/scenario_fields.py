@@ -156,7 +156,9 @@ def _outcome(raw: Mapping[str, Any], source: str) -> OutcomeKey:
             f"{source}: outcome.key must place the business id somewhere: one template "
             f"needs {{id}} (got {dict(key)!r})"
         )
-    return OutcomeKey(tuple((str(name), str(template)) for name, template in key.items()))
+    return OutcomeKey(
+        tuple((str(name), str(template)) for name, template in key.items()), declared=True
+    )
 
 
 def _check_combinations(

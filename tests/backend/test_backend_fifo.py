@@ -79,6 +79,18 @@ def test_deduplication_holds_after_the_message_was_deleted(
     assert _drain(backend, fifo) == ["one, later"]
 
 
+def test_sequence_numbers_increase_within_a_group(backend: SQSBackend, fifo: str) -> None:
+    # SQS: "SequenceNumber continues to increase for a particular MessageGroupId"; moto
+    # drew 20 random digits, so a consumer applying only newer messages was misjudged.
+    sent = [_send(backend, fifo, f"m{i}", f"d{i}", group="g" if i % 2 else "h") for i in range(40)]
+    numbers = [int(m.sequence_number) for m in sent]
+    assert all(len(m.sequence_number) == 20 for m in sent)
+    for group in (numbers[0::2], numbers[1::2]):
+        assert group == sorted(group) and len(set(group)) == len(group)
+    duplicate = _send(backend, fifo, "m1 again", "d1", group="g")
+    assert duplicate.sequence_number == sent[1].sequence_number  # SQS answers the first's
+
+
 def test_batch_duplicates_each_get_their_entry_id(backend: SQSBackend, fifo: str) -> None:
     entries: dict[str, dict[str, Any]] = {
         str(i): {

@@ -1,4 +1,4 @@
-"""TransactWriteItems' ClientRequestToken on the embedded backend, as DynamoDB answers it."""
+"""The transactions' ClientRequestToken on the embedded backend, as DynamoDB answers it."""
 
 from __future__ import annotations
 
@@ -58,3 +58,37 @@ def test_the_same_token_with_another_request_is_refused(
     assert refused.value.response["Error"]["Code"] == "IdempotentParameterMismatchException"
     item = client.get_item(TableName=table, Key={"id": {"S": "other"}})["Item"]
     assert item["amount"] == {"N": "1"}
+
+
+def _insert(table: str, key: str, amount: int) -> list[Any]:
+    return [
+        {
+            "Statement": f"INSERT INTO \"{table}\" VALUE {{'id': ?, 'amount': ?}}",
+            "Parameters": [{"S": key}, {"N": str(amount)}],
+        }
+    ]
+
+
+def test_an_execute_transaction_repeat_with_the_same_token_and_request_writes_nothing(
+    dynamo: tuple[DynamoDBClient, str],
+) -> None:
+    # moto alone applies the repeat: its INSERT finds the item and the transaction is
+    # cancelled (DuplicateItem), where DynamoDB answers it as it answered the first.
+    client, table = dynamo
+    for _ in range(3):
+        client.execute_transaction(
+            TransactStatements=_insert(table, "px-once", 5), ClientRequestToken="px-1"
+        )
+    item = client.get_item(TableName=table, Key={"id": {"S": "px-once"}})["Item"]
+    assert item["amount"] == {"N": "5"}
+    with pytest.raises(ClientError) as refused:
+        client.execute_transaction(
+            TransactStatements=_insert(table, "px-once", 6), ClientRequestToken="px-1"
+        )
+    assert refused.value.response["Error"]["Code"] == "IdempotentParameterMismatchException"
+    # Without a token of its own (botocore draws a new one per call), the repeat is applied
+    # and its INSERT refused.
+    client.execute_transaction(TransactStatements=_insert(table, "px-twice", 5))
+    with pytest.raises(ClientError) as cancelled:
+        client.execute_transaction(TransactStatements=_insert(table, "px-twice", 5))
+    assert cancelled.value.response["Error"]["Code"] == "TransactionCanceledException"

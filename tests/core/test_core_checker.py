@@ -334,6 +334,22 @@ def test_no_outcome_key_and_no_carrier_is_inconclusive_naming_the_templates() ->
     assert result.counts.lost_outcomes == 0
 
 
+def test_a_declared_outcome_key_is_taken_at_its_word_when_nothing_else_carries_an_outcome() -> None:
+    # The scenario said outcomes live at id = "{id}" (the default, declared): a consumer
+    # that only wrote its markers and acked stored no outcome. Lost, not "declare a key".
+    history = history_of([("m-1", "a")])
+    marker = {"id": {"S": "processed#a"}}
+    history.invocations = [invocation("r-1", [record("m-1", "a")], [write(marker)])]
+    end = EndState(0, 0, 0, {"processed#a": marker})
+    result = check(history, end, OutcomeKey(declared=True))
+    assert result.verdict is Verdict.FAIL
+    assert not result.inconclusive
+    assert (result.counts.lost_outcomes, result.counts.side_writes) == (1, 1)
+    assert any("nothing was stored" in reason for reason in result.reasons)
+    # Not declared, the same run may keep its outcomes under the marker's key: asked.
+    assert check(history, end).verdict is Verdict.INCONCLUSIVE
+
+
 def test_an_acked_resend_with_other_details_never_stored_is_lost() -> None:
     """Resends with different details, acknowledged without being stored: a lost outcome."""
     first = order_item("a", 2)
@@ -399,6 +415,45 @@ def test_a_delete_of_the_outcome_is_no_duplicate_and_leaves_it_lost() -> None:
     assert roles(result) == [("a", "first"), ("a", "delete")]
     assert result.counts.duplicate_writes == 0
     assert result.counts.lost_outcomes == 1
+
+
+def _replaced_by_delete_then_put(resent: TypedItem) -> Check:
+    """a/2 stored by m-1; m-2 (a resend of a) deletes it and puts ``resent``."""
+    first = order_item("a", 2)
+    history = history_of(
+        [("m-1", "a"), ("m-2", "a")], quantities={"m-2": int(resent["quantity"]["N"])}
+    )
+    history.invocations = [
+        invocation("r-1", [record("m-1", "a")], [write(first, before=None, before_known=True)]),
+        invocation(
+            "r-2",
+            [record("m-2", "a")],
+            [
+                write(
+                    first,
+                    operation="DeleteItem",
+                    condition=None,
+                    before=first,
+                    before_known=True,
+                    started_ns=10,
+                ),
+                write(resent, before=None, before_known=True, started_ns=20),
+            ],
+            started_ns=10,
+        ),
+    ]
+    return check(history, end_state([resent]))
+
+
+def test_a_delete_then_a_put_of_other_details_by_another_delivery_is_a_conflicting_write() -> None:
+    # The resend replaced the stored order: it changed the outcome as an overwrite would,
+    # though its put found the item absent (its own delete went first).
+    result = _replaced_by_delete_then_put(order_item("a", 3))
+    assert roles(result) == [("a", "first"), ("a", "delete"), ("a", "again")]
+    assert (result.counts.duplicate_writes, result.counts.conflicting_writes) == (1, 1)
+    # The same details put back: written again, nothing changed.
+    same = _replaced_by_delete_then_put(order_item("a", 2))
+    assert (same.counts.duplicate_writes, same.counts.conflicting_writes) == (1, 0)
 
 
 def test_if_not_exists_repeats_are_noop_writes_and_pass() -> None:

@@ -440,6 +440,16 @@ def test_to_raw_round_trips_a_file(tmp_path: Path) -> None:
     assert parse_scenario(raw, source=str(path)) == scenario
 
 
+def test_an_outcome_key_declared_as_the_default_stays_declared() -> None:
+    # The checker takes a declared key at its word; the default is only where it looks first.
+    declared = parse_scenario({"outcome": {"key": {"id": "{id}"}}}, source="mem")
+    assert declared.outcome.declared
+    assert not parse_scenario({}, source="mem").outcome.declared
+    raw = to_raw(declared)
+    assert raw["outcome"] == {"key": {"id": "{id}"}}
+    assert parse_scenario(raw, source="mem").outcome.declared
+
+
 def test_to_raw_is_plain_data() -> None:
     raw = to_raw(load_scenario("seed-lab"))
     assert raw == {

@@ -51,14 +51,14 @@ def test_run_writes_json_and_exits_zero(backend_url: str, tmp_path: Path) -> Non
 
 
 def test_missing_evidence_is_inconclusive_and_exits_four(backend_url: str, tmp_path: Path) -> None:
-    out = tmp_path / "legacy.json"
+    out = tmp_path / "unhooked.json"
     result = runner.invoke(
         app,
         [
             "run",
             "seed-lab",
             "--handler",
-            f"{HERE / 'legacy_handler.py'}:handler",
+            f"{HERE / 'unhooked_handler.py'}:handler",
             "--endpoint-url",
             backend_url,
             "--json",
@@ -67,20 +67,11 @@ def test_missing_evidence_is_inconclusive_and_exits_four(backend_url: str, tmp_p
     )
     assert result.exit_code == 4, result.output
     assert "INCONCLUSIVE" in result.output
-    assert "4 UpdateItem call(s) not understood: legacy parameter AttributeUpdates" in " ".join(
-        result.output.split()
-    )
+    assert "stored by no write the observer saw" in " ".join(result.output.split())
     (run,) = json.loads(out.read_text())["runs"]
     assert run["verdict"] == "inconclusive"
-    assert run["counts"]["unobserved_calls"] == 4
-    assert run["unobserved"] == [
-        {
-            "kind": "unobserved",
-            "operation": "UpdateItem",
-            "reason": "legacy parameter AttributeUpdates is not interpreted",
-            "count": 4,
-        }
-    ]
+    assert run["counts"]["writes_attempted"] == 0
+    assert any("stored by no write the observer saw" in line for line in run["inconclusive"])
 
 
 def test_failed_verdict_exits_one(backend_url: str, tmp_path: Path) -> None:

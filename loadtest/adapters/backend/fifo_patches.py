@@ -1,8 +1,8 @@
 """FIFO semantics moto 5.2.x gets wrong, patched so the embedded backend behaves like SQS.
 
-Owns: FIFO deduplication (``SQSBackend.send_message`` for FIFO queues), the FIFO long poll,
-and the release of in-flight FIFO messages whose visibility timeout ran out before moto
-picks the next message of their group. ``loadtest.adapters.backend.patches`` installs both with the rest;
+Owns: FIFO deduplication and sequence numbers (``SQSBackend.send_message`` for FIFO queues),
+the FIFO long poll, and the release of in-flight FIFO messages whose visibility timeout ran
+out before moto picks the next message of their group. ``loadtest.adapters.backend.patches`` installs both with the rest;
 must not touch standard queues, redrive to the DLQ (never deduplicated, as on SQS) or any
 other service.
 
@@ -21,6 +21,10 @@ Why, measured on moto 5.2.5:
   Here every FIFO send looks its id up in a per-queue record of the ids sent within the
   window, whether or not their message still exists; a duplicate answers success with
   the first message's MessageId and sequence number and stores nothing.
+* Sequence numbers. moto draws each FIFO message's SequenceNumber at random (20 digits);
+  SQS's "continues to increase for a particular MessageGroupId", and a consumer may rely
+  on it (apply a message only if it is newer than the one stored). Here each queue counts
+  up, which increases within every group.
 * The window. SQS's is 300 s. The queue tag ``loadtest:dedup-window-s`` (set by the
   labelled fault ``faults.dedup_window_s``) shortens it, so a scenario can show a resend
   after the window being delivered again in seconds.
@@ -52,6 +56,9 @@ from loadtest.adapters.fifo import DEDUP_WINDOW_TAG
 SQS_DEDUP_WINDOW_S = 300.0
 """SQS's deduplication interval (in seconds)."""
 _RECORD_ATTR = "_loadtest_dedup"
+_SEQUENCE_ATTR = "_loadtest_sequence"
+_FIRST_SEQUENCE_NUMBER = 10**19
+"""Below the first SequenceNumber a queue hands out: SQS's are 20-digit numbers too."""
 
 _Send = Callable[..., Message]
 
@@ -72,6 +79,13 @@ def _record(queue: Queue) -> OrderedDict[str, tuple[float, Message]]:
         found = OrderedDict()
         queue.__dict__[_RECORD_ATTR] = found
     return found
+
+
+def _next_sequence_number(queue: Queue) -> str:
+    """The queue's next SequenceNumber (call under its lock): 20 digits, always increasing."""
+    last: int = queue.__dict__.get(_SEQUENCE_ATTR, _FIRST_SEQUENCE_NUMBER)
+    queue.__dict__[_SEQUENCE_ATTR] = last + 1
+    return str(last + 1)
 
 
 def _dedup_id(queue: Queue, body: str, given: str | None) -> str | None:
@@ -101,6 +115,7 @@ def make_send_message(moto_send_message: _Send) -> _Send:
                 # SendMessageBatch labels what it returns with the entry's Id).
                 return copy.copy(record[dedup][1])
             message = moto_send_message(backend, queue_name, message_body, *args, **kwargs)
+            message.sequence_number = _next_sequence_number(queue)
             if dedup is not None:
                 record[dedup] = (now_ms, message)
             return message

@@ -7,12 +7,15 @@ Owns what is installed and when: ``apply()`` installs every replacement once per
 replacements live beside it: the indexed store in ``sqs_store``, the SQS functions that use
 it in ``sqs_patches``, FIFO deduplication and long polls in ``fifo_patches``, PartiQL
 writes in ``partiql_patches``, update operands in ``update_operands``, transaction
-tokens in ``transact_tokens``. Must not touch: the rest of DynamoDB (its races are
+tokens in ``transact_tokens``, key types in ``key_types``, the legacy ConditionalOperator in
+``legacy_conditions``. Must not touch: the rest of DynamoDB (its races are
 closed by serialising requests in ``loadtest.adapters.backend.embedded``), PartiQL SELECT
 (moto's own), any other service, or anything a client can observe except speed, FIFO
 deduplication and group order (as SQS behaves), the PartiQL answers below, and an
 update's operands (``SET a = b DELETE b :x`` keeps b's old value in a, as DynamoDB does)
-and TransactWriteItems' ClientRequestToken (a repeat within 10 minutes writes nothing).
+and the ClientRequestToken of TransactWriteItems and ExecuteTransaction (a repeat within
+10 minutes writes nothing), a key of the wrong type (a ValidationException, not a 500)
+and a legacy ``ConditionalOperator=OR``.
 
 Why, measured on moto 5.2.5's threaded server:
 
@@ -143,6 +146,8 @@ from loadtest.adapters.backend import (
     fifo_patches,
     interning,
     json_errors,
+    key_types,
+    legacy_conditions,
     memo,
     partiql_patches,
     random_strings,
@@ -228,6 +233,14 @@ def _replacements() -> dict[tuple[object, str], object]:
         (DynamoHandler, "transact_write_items"): transact_tokens.idempotent_transactions(
             DynamoHandler.transact_write_items
         ),
+        (DynamoHandler, "execute_transaction"): transact_tokens.idempotent_transactions(
+            DynamoHandler.execute_transaction
+        ),
+        (DynamoDBBackend, "get_keys_value"): key_types.checked_keys(DynamoDBBackend.get_keys_value),
+        (DynamoHandler, "put_item"): key_types.checked_put(
+            legacy_conditions.with_operator(DynamoHandler.put_item)
+        ),
+        (DynamoHandler, "update_item"): legacy_conditions.with_operator(DynamoHandler.update_item),
         (resolving, "resolve_expression_path"): update_operands.copied_operands(
             resolving.resolve_expression_path
         ),
@@ -251,6 +264,9 @@ def _replacements() -> dict[tuple[object, str], object]:
     parse_condition = memo.memo_filter_expression(moto.dynamodb.comparisons.get_filter_expression)
     for module in (moto.dynamodb.models, moto.dynamodb.models.table, partiql_patches):
         replacements[module, "get_filter_expression"] = parse_condition
+    get_expected = legacy_conditions.honouring_operator(moto.dynamodb.comparisons.get_expected)
+    for module in (moto.dynamodb.models, moto.dynamodb.models.table):
+        replacements[module, "get_expected"] = get_expected
     replacements[moto.dynamodb.responses, "create_condition_expression_parser"] = (
         memo.memo_condition_parser(moto.dynamodb.comparisons.create_condition_expression_parser)
     )

@@ -1,13 +1,17 @@
-"""TransactWriteItems' ClientRequestToken, honoured as DynamoDB honours it.
+"""The transactions' ClientRequestToken, honoured as DynamoDB honours it.
 
-Owns the replacement of moto's ``DynamoHandler.transact_write_items`` that
-``loadtest.adapters.backend.patches`` installs. moto 5.2 ignores the token and applies
-every call. DynamoDB answers a call that repeats a completed one's token and request
-within 10 minutes as it answered the first, and writes nothing; the same token with
-another request is an ``IdempotentParameterMismatchException``. (A call still running
-with the same token cannot happen here: the embedded backend runs one DynamoDB request
-at a time.) A consumer that relies on the token for its idempotency is then judged as it
-would be on DynamoDB.
+Owns the replacements of moto's ``DynamoHandler.transact_write_items`` and
+``DynamoHandler.execute_transaction`` that ``loadtest.adapters.backend.patches`` installs.
+moto 5.2 ignores the token of both and applies every call. DynamoDB answers a call that
+repeats a completed one's token and request within 10 minutes as it answered the first,
+and writes nothing; the same token with another request is an
+``IdempotentParameterMismatchException``. (A call still running with the same token cannot
+happen here: the embedded backend runs one DynamoDB request at a time.) ExecuteTransaction's
+token is the same kind of token (botocore's model marks both ``idempotencyToken``, and both
+calls list ``IdempotentParameterMismatchException`` and ``TransactionInProgressException``),
+though its API reference documents it only by a line copied from another call. Each call
+keeps its own tokens. A consumer that relies on the token for its idempotency is then
+judged as it would be on DynamoDB.
 """
 
 from __future__ import annotations
@@ -38,13 +42,14 @@ class IdempotentParameterMismatch(DynamodbException):
 
 
 def idempotent_transactions(transact: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``transact`` (moto's handler method) with its calls kept by token for ``WINDOW_S``."""
+    """``transact`` (moto's handler method for one of the transaction calls) with its calls
+    kept by token for ``WINDOW_S``."""
     completed: dict[tuple[str, str, str], tuple[str, float, Any]] = {}
     """(account, region, token) -> (the request's digest, when it completed, the answer),
     oldest first."""
     lock = threading.Lock()
 
-    def transact_write_items(self: Any) -> Any:
+    def with_token(self: Any) -> Any:
         token = self.body.get("ClientRequestToken")
         if not token:
             return transact(self)
@@ -67,4 +72,4 @@ def idempotent_transactions(transact: Callable[[Any], Any]) -> Callable[[Any], A
             completed[key] = (digest, time.monotonic(), answer)
         return answer
 
-    return transact_write_items
+    return with_token

@@ -23,10 +23,10 @@ How a run is judged, in the order the code does it:
    Writes by the same invocation are steps of one delivery (a claim, then
    the result). Another delivery's accepted write is a duplicate write,
    unless it was a no-op by construction (``SET p = if_not_exists(p, v)``
-   throughout) or a repeat of an accepted TransactWriteItems call's
-   ClientRequestToken and request within DynamoDB's window (both
-   ``noop_writes``); one that changed the stored outcome is also a
-   conflicting write.
+   throughout) or a repeat of an accepted transaction call's (TransactWriteItems,
+   ExecuteTransaction) ClientRequestToken and request within DynamoDB's window (both
+   ``noop_writes``); one that changed the stored outcome (or deleted it and
+   stored other details) is also a conflicting write.
 4. **Per message.** An acknowledged message whose own details were never
    stored, or whose outcome is gone at the end, is a lost outcome; a
    dead-lettered message that was neither a planted poison record nor a
@@ -164,7 +164,9 @@ def _choose_model(
             template,
             f"outcomes stored under {how} ({template}), not under {declared}",
         )
-    if not accepted:
+    if not accepted or (outcome_key.declared and not carriers):
+        # Nothing stored, or nothing stored elsewhere that looks like an outcome where
+        # the scenario said where outcomes live: its key stands, and what it lacks is lost.
         return _Model("key", declared, f"outcome items keyed {declared}")
     seen = ", ".join(templates) or "none"
     why = (

@@ -146,7 +146,7 @@ def judge_outcome(
 ) -> None:
     """Roles for one outcome's accepted writes (see the module docstring, step 3).
 
-    A repeat of an accepted TransactWriteItems call with the same ClientRequestToken
+    A repeat of an accepted transaction call with the same ClientRequestToken
     and request, within DynamoDB's window, changed nothing: a no-op, outside the
     order (its old image, if any, says nothing of the item's)."""
     replays = _replays(writes)
@@ -161,6 +161,9 @@ def judge_outcome(
     state: TypedItem | None = None
     state_known = True
     first_after: TypedItem | None = None
+    removed: TypedItem | None = None
+    """The stored outcome the last write took away (a delete's old image), until the
+    next write stores one: a delivery that deletes and puts other details replaced it."""
     for position, w in enumerate(ordered, start=1):
         write = w.write
         w.order = position
@@ -199,8 +202,14 @@ def judge_outcome(
                 first = next((d for d in details if carries(first_after, d)), None)
                 if write.after_known and first is not None and not carries(write.item_after, first):
                     judged.conflicting += 1
-            elif existed and before_known and write.after_known and changed:
+            elif write.after_known and (
+                (existed and before_known and changed)
+                or (
+                    not existed and removed is not None and not same_item(removed, write.item_after)
+                )
+            ):
                 judged.conflicting += 1
+        removed = before if write.deletes and before_known else None
         if write.deletes:
             state, state_known = None, True
         elif write.after_known:

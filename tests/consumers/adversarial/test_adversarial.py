@@ -1138,3 +1138,439 @@ def test_powertools_on_the_message_id_holds_against_redeliveries(
     assert run.check.verdict == "pass", run.check.reasons
     assert c.redeliveries > 0 and c.acked == 6
     assert (c.writes_accepted, c.duplicate_writes) == (6, 0)
+
+
+@pytest.fixture(scope="module")
+def partiql_transaction_token(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "partiql_transaction_token.py")
+
+
+def test_partiql_transaction_with_a_client_request_token_is_judged_as_dynamodb_applies_it(
+    partiql_transaction_token: VariantRun,
+) -> None:
+    # ExecuteTransaction's token is the same kind as TransactWriteItems': an identical
+    # resend within 10 minutes is answered as the first and writes nothing. The embedded
+    # backend used to apply it (its INSERTs cancelled the transaction), so every resend
+    # was retried and dead-lettered: a FAIL DynamoDB would not give.
+    run = partiql_transaction_token
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.acked, c.dead_lettered, c.handler_errors, c.duplicate_writes) == (30, 0, 0, 0)
+    # Every delivery's call is accepted; all but each order's first write nothing (30
+    # deliveries, or more if a loaded machine redelivers).
+    assert c.writes_accepted == c.side_writes == c.deliveries
+    assert c.noop_writes == c.deliveries - 10
+    quantities = _sent_quantities(run)
+    assert _orders(run) == {i: _expected_item(i, q) for i, q in quantities.items()}
+
+
+# --- the legacy parameters: Expected and AttributeUpdates ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def legacy_expected(backend_url: str) -> VariantRun:
+    return _run(backend_url, "conflict.toml", "legacy_expected.py")
+
+
+def test_a_put_guarded_by_the_legacy_expected_is_judged_like_a_condition(
+    legacy_expected: VariantRun,
+) -> None:
+    # Expected={"id": {"Exists": False}} is attribute_not_exists(id) in the old syntax:
+    # c-2's identical resend is refused and acked, c-1's other quantity refused, retried
+    # and dead-lettered (a conflicting resend: expected).
+    run = legacy_expected
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.acked, c.dead_lettered, c.unexpected_dead_letters) == (3, 1, 0)
+    assert (c.writes_accepted, c.duplicate_writes, c.lost_outcomes) == (2, 0, 0)
+    assert {d.write.condition for d in run.check.decisions} == {
+        'Expected {"id": {"Exists": false}}'
+    }
+
+
+@pytest.fixture(scope="module")
+def legacy_attribute_updates(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "legacy_attribute_updates.py")
+
+
+def test_a_legacy_attribute_updates_guarded_by_expected_passes(
+    legacy_attribute_updates: VariantRun,
+) -> None:
+    # AttributeUpdates is an update expression written another way: the observer reads
+    # it as one, so the item each update stored is known. Read as "not understood", the
+    # run was inconclusive though every count could be judged.
+    run = legacy_attribute_updates
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.acked, c.writes_accepted, c.writes_rejected, c.duplicate_writes) == (30, 10, 20, 0)
+    assert not run.check.notes
+    quantities = _sent_quantities(run)
+    assert _orders(run) == {i: _expected_item(i, q) for i, q in quantities.items()}
+
+
+@pytest.fixture(scope="module")
+def legacy_conditional_operator(backend_url: str) -> VariantRun:
+    return _run(backend_url, "conflict.toml", "legacy_conditional_operator.py")
+
+
+def test_a_legacy_expected_joined_by_or_rewrites_identical_resends(
+    legacy_conditional_operator: VariantRun,
+) -> None:
+    # Expected "absent" OR "quantity = :q" with ConditionalOperator=OR: the first copy
+    # is written, c-2's identical resend is put again, c-1 with another quantity refused
+    # and dead-lettered. The embedded backend joined the conditions with AND and
+    # refused every put: nothing stored, everything dead-lettered.
+    run = legacy_conditional_operator
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.dead_lettered, c.unexpected_dead_letters) == (3, 1, 0)
+    assert (c.writes_accepted, c.duplicate_writes, c.lost_outcomes) == (3, 1, 0)
+    assert all(
+        str(d.write.condition).endswith("ConditionalOperator OR") for d in run.check.decisions
+    )
+
+
+# --- the resource's client handed a typed item --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def resource_client_typed(backend_url: str) -> VariantRun:
+    return _run(backend_url, "misconfigured.toml", "resource_client_typed.py")
+
+
+def test_a_typed_item_through_the_resources_client_is_refused_at_once(
+    resource_client_typed: VariantRun,
+) -> None:
+    # The key arrives as a map: DynamoDB answers ValidationException at once. The
+    # embedded backend answered 500 (to the ReturnValues=ALL_OLD the observer adds), which
+    # botocore retried past the function timeout: timeouts and indeterminate writes.
+    run = resource_client_typed
+    c = run.check.counts
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.dead_lettered, c.unexpected_dead_letters) == (0, 3, 3)
+    assert c.deliveries == c.handler_errors == 6
+    assert {i.outcome for i in run.history.invocations} == {InvocationOutcome.ERROR}
+    assert all("ValidationException" in str(i.error) for i in run.history.invocations)
+    # A map key is no order's key: the refused puts are side writes.
+    assert c.side_writes == 6 and c.writes_indeterminate == 0
+    writes = [w for i in run.history.invocations for w in i.writes]
+    assert {(w.outcome, w.error_code) for w in writes} == {
+        (WriteOutcome.ERROR, "ValidationException")
+    }
+    assert run.end_state.table_items == {}
+
+
+# --- guards that let the same order in again ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def reput_same(backend_url: str) -> VariantRun:
+    return _run(backend_url, "conflict.toml", "reput_same.py")
+
+
+def test_a_guard_that_admits_the_same_quantity_rewrites_identical_resends(
+    reput_same: VariantRun,
+) -> None:
+    # attribute_not_exists(id) OR quantity = :q refuses other details (c-1 quantity 3 is
+    # dead-lettered, as expected) but puts c-2's identical resend again: a duplicate.
+    run = reput_same
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.dead_lettered, c.unexpected_dead_letters) == (3, 1, 0)
+    assert (c.duplicate_writes, c.conflicting_writes, c.lost_outcomes) == (1, 0, 0)
+    assert _roles(run)[("PutItem", "again", "accepted")] == 1
+
+
+@pytest.fixture(scope="module")
+def seen_set_mid(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "seen_set_mid.py")
+
+
+def test_a_set_of_applied_message_ids_lets_every_resend_write(seen_set_mid: VariantRun) -> None:
+    # NOT contains(seen, :messageId) stops a redelivery, not a resend (a new messageId):
+    # each copy sets the order again and adds its id to the set, changing the item.
+    run = seen_set_mid
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.writes_accepted, c.duplicate_writes, c.conflicting_writes) == (30, 20, 20)
+    for item in _orders(run).values():
+        assert len(item["seen"]["SS"]) == 3
+
+
+@pytest.fixture(scope="module")
+def seen_set_hash(backend_url: str) -> VariantRun:
+    return _run(backend_url, "conflict.toml", "seen_set_hash.py")
+
+
+def test_a_set_of_body_digests_stops_resends_but_not_other_details(
+    seen_set_hash: VariantRun,
+) -> None:
+    # Keyed on a digest of the body, c-2's identical resend is refused; c-1 with another
+    # quantity has another digest and replaces the stored order (acked, not refused).
+    run = seen_set_hash
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.dead_lettered, c.writes_rejected) == (4, 0, 1)
+    assert (c.duplicate_writes, c.conflicting_writes) == (1, 1)
+    assert run.end_state.table_items["c-1"]["quantity"] == {"N": "3"}
+
+
+# --- an idempotency record of its own, with a lease ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def idem_lease(backend_url: str) -> VariantRun:
+    return _run(backend_url, "crash.toml", "idem_lease.py")
+
+
+def test_a_lease_that_expires_before_the_redelivery_lets_it_write_again(
+    idem_lease: VariantRun,
+) -> None:
+    # INPROGRESS (1 s lease) -> put the order -> the process dies before COMPLETED; the
+    # redelivery 2 s later finds the lease expired, takes it and puts the order again.
+    run = idem_lease
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.handler_errors) == (4, 4)
+    assert (c.writes_accepted, c.duplicate_writes, c.conflicting_writes) == (8, 4, 0)
+    records = [d for d in run.check.decisions if d.write.key["id"]["S"].startswith("idem#")]
+    assert records and all(d.role == "side" for d in records)
+    assert c.side_writes == len(records)
+
+
+# --- transactions ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def transact_condcheck(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "transact_condcheck.py")
+
+
+def test_a_transaction_with_a_condition_check_and_a_guarded_put_passes(
+    transact_condcheck: VariantRun,
+) -> None:
+    # The ConditionCheck (customer exists) is no write; the put's own cancellation reason
+    # carries the stored order, compared before acking.
+    run = transact_condcheck
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.acked, c.writes_accepted, c.duplicate_writes) == (30, 10, 0)
+    assert c.writes_rejected == c.deliveries - 10  # 20, or more if a loaded machine redelivers
+    assert {d.write.operation for d in run.check.decisions} == {"TransactWriteItems.Put"}
+
+
+@pytest.fixture(scope="module")
+def transact_get_racy(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "transact_get_racy.py", race_window_ms=300)
+
+
+def test_transact_get_then_put_races_like_get_then_put(transact_get_racy: VariantRun) -> None:
+    run = transact_get_racy
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert 1 <= c.duplicate_writes <= 20
+    assert c.duplicate_writes == c.writes_accepted - 10
+    assert c.conflicting_writes == c.lost_outcomes == 0
+
+
+# --- writes from other processes, and the clients a codebase accumulates ------------------------------
+
+
+@pytest.fixture(scope="module")
+def process_pool_fork(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "process_pool_fork.py")
+
+
+def test_a_write_from_a_forked_worker_process_is_observed(process_pool_fork: VariantRun) -> None:
+    # The forked worker inherits the environment's hooks and its invocation: every write
+    # is seen and belongs to its delivery.
+    run = process_pool_fork
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.acked, c.writes_accepted, c.duplicate_writes) == (30, 10, 0)
+    # A worker process per invocation is slow: a loaded machine may redeliver (rejected too).
+    assert c.writes_rejected == c.deliveries - 10
+
+
+@pytest.fixture(scope="module")
+def process_pool_spawn(backend_url: str) -> VariantRun:
+    return _run(backend_url, "crash.toml", "process_pool_spawn.py")
+
+
+def test_a_write_from_a_spawned_worker_process_is_missing_evidence(
+    process_pool_spawn: VariantRun,
+) -> None:
+    # A spawned interpreter has no hooks: the orders are in the table, no observed write
+    # stored them. Never a pass.
+    run = process_pool_spawn
+    c = run.check.counts
+    assert run.check.verdict == "inconclusive"
+    assert (c.acked, c.writes_attempted) == (4, 0)
+    assert any("stored by no write the observer saw" in r for r in run.check.inconclusive)
+
+
+@pytest.fixture(scope="module")
+def client_variants(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "client_variants.py")
+
+
+def test_every_kind_of_client_is_observed(client_variants: VariantRun) -> None:
+    # A botocore session's client, a Config with adaptive retries and no parameter
+    # validation, the resource's meta.client (plain values) and a new Session per call.
+    run = client_variants
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.acked, c.writes_accepted, c.duplicate_writes) == (30, 10, 0)
+    # A new Session per invocation is slow: a loaded machine may redeliver (rejected too).
+    assert c.writes_rejected == c.deliveries - 10
+    quantities = _sent_quantities(run)
+    assert _orders(run) == {i: _expected_item(i, q) for i, q in quantities.items()}
+
+
+# --- what is stored, and how the whole order is written ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def body_json(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "body_json.py")
+
+
+def test_the_raw_body_stored_under_the_order_id_passes_judged_by_presence(
+    body_json: VariantRun,
+) -> None:
+    run = body_json
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.writes_accepted, c.writes_rejected, c.duplicate_writes, c.lost_outcomes) == (
+        10,
+        20,
+        0,
+        0,
+    )
+    assert any("judged by presence only" in note for note in run.check.notes)
+
+
+@pytest.fixture(scope="module")
+def update_whole_guarded(backend_url: str) -> VariantRun:
+    return _run(backend_url, "conflict.toml", "update_whole_guarded.py")
+
+
+def test_the_whole_order_by_a_guarded_update_passes(update_whole_guarded: VariantRun) -> None:
+    run = update_whole_guarded
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.acked, c.dead_lettered, c.unexpected_dead_letters) == (3, 1, 0)
+    assert (c.writes_accepted, c.duplicate_writes, c.lost_outcomes) == (2, 0, 0)
+    assert run.end_state.table_items["c-1"]["quantity"] == {"N": "2"}
+
+
+# --- partial batch responses naming records wrongly ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def partial_wrong_id(backend_url: str) -> VariantRun:
+    return _run(backend_url, "poison_one_batch.toml", "partial_wrong_id.py")
+
+
+def test_a_partial_batch_response_naming_order_ids_fails_the_whole_batch(
+    partial_wrong_id: VariantRun,
+) -> None:
+    # An itemIdentifier that is no messageId of the batch: Lambda retries the whole batch,
+    # every time, and the five good orders are dead-lettered with the poison record.
+    run = partial_wrong_id
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.dead_lettered, c.unexpected_dead_letters) == (0, 6, 5)
+    assert (c.writes_accepted, c.duplicate_writes) == (5, 0)
+    assert c.writes_rejected == 5  # the second attempt's puts find the orders
+
+
+# --- FIFO: a guard on the message's SequenceNumber ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fifo_sequence_guard(backend_url: str) -> VariantRun:
+    return _run(backend_url, "fifo_after_window.toml", "fifo_sequence_guard.py")
+
+
+def test_a_newer_sequence_number_guard_writes_every_resend_again(
+    fifo_sequence_guard: VariantRun,
+) -> None:
+    # "attribute_not_exists(id) OR seq < :seq" holds against a redelivery (same number)
+    # but a resend is a newer message: SQS's SequenceNumber increases within a group, so
+    # every resend delivered past the window writes the order again (and its number).
+    # The embedded backend drew random numbers: some resends were refused at random.
+    run = fifo_sequence_guard
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.messages_sent, c.deliveries, c.acked) == (12, 12, 12)
+    assert (c.writes_accepted, c.writes_rejected) == (12, 0)
+    assert (c.duplicate_writes, c.conflicting_writes) == (6, 6)
+
+
+# --- a resend with other details replaces the order: delete, then put ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def delete_if_other_then_put(backend_url: str) -> VariantRun:
+    return _run(backend_url, "conflict.toml", "delete_if_other_then_put.py")
+
+
+def test_a_delete_then_put_of_other_details_is_a_conflicting_write(
+    delete_if_other_then_put: VariantRun,
+) -> None:
+    # c-1 quantity 3 deletes the stored quantity 2 and puts its own: the stored order
+    # changed as an overwrite would change it, though the put found the item absent.
+    # c-2's identical resend: the delete's condition and the put's both refuse it.
+    run = delete_if_other_then_put
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.dead_lettered) == (4, 0)
+    assert _roles(run) == {
+        ("PutItem", "first", "accepted"): 2,
+        ("DeleteItem", "delete", "accepted"): 1,
+        ("PutItem", "again", "accepted"): 1,
+        ("DeleteItem", "rejected", "rejected"): 3,
+        ("PutItem", "rejected", "rejected"): 1,
+    }
+    assert (c.duplicate_writes, c.conflicting_writes, c.lost_outcomes) == (1, 1, 0)
+    assert run.end_state.table_items["c-1"]["quantity"] == {"N": "3"}
+
+
+# --- a claim marker written before the order, the process dying between ---------------------------
+
+
+@pytest.fixture(scope="module")
+def marker_then_put(backend_url: str) -> VariantRun:
+    return _run(backend_url, "crash_declared.toml", "marker_then_put.py")
+
+
+def test_a_claim_that_outlives_its_crash_loses_the_order(marker_then_put: VariantRun) -> None:
+    # processed#<id> is taken, the process dies before the order is stored; the redelivery
+    # finds the marker and acks. The scenario declares where orders live, so the missing
+    # orders are lost (it asked to "declare [outcome] key" though the key was declared).
+    run = marker_then_put
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert not run.check.inconclusive
+    assert (c.acked, c.handler_errors, c.lost_outcomes) == (4, 4, 4)
+    assert (c.writes_attempted, c.side_writes) == (0, 8)
+    assert any("nothing was stored" in r for r in run.check.reasons)
