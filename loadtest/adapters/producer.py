@@ -36,13 +36,14 @@ async def produce(
     planned: Sequence[PlannedMessage],
     history: History,
     start_ns: int,
-    on_sent: Callable[[int], None],
+    on_sent: Callable[[list[str]], None],
     first_settled: Callable[[str], Awaitable[None]],
     clock: Callable[[], int] = time.monotonic_ns,
     stop_sending: anyio.Event | None = None,
 ) -> None:
     """Send every planned message; refused sends are recorded, not raised.
 
+    ``on_sent`` is given the message ids of each batch the queue took.
     ``first_settled(business_id)`` returns once the first copy of that id was
     acknowledged or dead-lettered (for ``after-completion`` resends). Once
     ``stop_sending`` is set no further batch is started (those in flight finish
@@ -72,7 +73,7 @@ async def produce(
             for m, due in zip(chunk, intended_ns, strict=True):
                 key = str(m.index)
                 history.sent.append(_sent(m, due, sent_ns, ids.get(key), errors.get(key)))
-            on_sent(len(ids))
+            on_sent(list(ids.values()))
 
     async def scheduled(tg: anyio.abc.TaskGroup, messages: Sequence[PlannedMessage]) -> None:
         batch: list[PlannedMessage] = []

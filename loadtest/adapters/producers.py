@@ -105,8 +105,8 @@ class ProducerError(BackendError):
     """A producer process could not start or ended before sending its share."""
 
 
-def _ignore(count: int) -> None:
-    del count
+def _ignore(message_ids: list[str]) -> None:
+    del message_ids
 
 
 async def _never(business_id: str) -> None:
@@ -129,7 +129,7 @@ class ProducerPool:
         after_first: Sequence[PlannedMessage],
         history: History,
         start_ns: int,
-        on_sent: Callable[[int], None],
+        on_sent: Callable[[list[str]], None],
         first_settled: Callable[[str], Awaitable[None]],
         clock: Callable[[], int] = time.monotonic_ns,
         stop_sending: anyio.Event | None = None,
@@ -153,7 +153,7 @@ class ProducerPool:
                 if sent is None:
                     return
                 history.sent.extend(sent)
-                on_sent(sum(1 for m in sent if m.message_id))
+                on_sent([m.message_id for m in sent if m.message_id])
 
         async with anyio.create_task_group() as tg:
             for conn in self._conns:
@@ -182,7 +182,7 @@ class Send(Protocol):
         sqs: SQSClient,
         history: History,
         start_ns: int,
-        on_sent: Callable[[int], None],
+        on_sent: Callable[[list[str]], None],
         first_settled: Callable[[str], Awaitable[None]],
         clock: Callable[[], int],
         stop_sending: anyio.Event,
@@ -202,7 +202,7 @@ async def producing(
             sqs: SQSClient,
             history: History,
             start_ns: int,
-            on_sent: Callable[[int], None],
+            on_sent: Callable[[list[str]], None],
             first_settled: Callable[[str], Awaitable[None]],
             clock: Callable[[], int],
             stop_sending: anyio.Event,
@@ -249,7 +249,7 @@ async def producing(
             sqs: SQSClient,
             history: History,
             start_ns: int,
-            on_sent: Callable[[int], None],
+            on_sent: Callable[[list[str]], None],
             first_settled: Callable[[str], Awaitable[None]],
             clock: Callable[[], int],
             stop_sending: anyio.Event,
