@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
@@ -75,7 +75,7 @@ async def produce(
                 history.sent.append(_sent(m, due, sent_ns, ids.get(key), errors.get(key)))
             on_sent(list(ids.values()))
 
-    async def scheduled(tg: anyio.abc.TaskGroup, messages: Sequence[PlannedMessage]) -> None:
+    async def scheduled(tg: anyio.abc.TaskGroup, messages: Iterable[PlannedMessage]) -> None:
         batch: list[PlannedMessage] = []
 
         def flush() -> None:
@@ -124,7 +124,8 @@ async def produce(
         if m.after_first and m.business_id is not None:
             waiting[m.business_id].append(m)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(scheduled, tg, [m for m in planned if not (m.after_first and m.business_id)])
+        # Read from the schedule as they go, not copied: a run's schedule is long.
+        tg.start_soon(scheduled, tg, (m for m in planned if not (m.after_first and m.business_id)))
         for business_id, resends in waiting.items():
             tg.start_soon(after_first, business_id, resends)
 

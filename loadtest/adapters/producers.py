@@ -8,6 +8,9 @@ and deals them the scheduled messages round-robin; each child runs
 time, so every message keeps its intended send time (``CLOCK_MONOTONIC`` is one clock
 for all processes on a host) and end-to-end latency stays measured from it.
 
+A child is handed the schedule and the positions of its share (``Share``), not the
+messages themselves, and reads each message as it sends it.
+
 The children stream what they sent (``SentMessage`` records, in batches) back over a
 pipe; this module appends them to the run's history and counts them, so the history
 holds every message the backend took, exactly as with one producer. Resends planned
@@ -24,10 +27,11 @@ import multiprocessing
 import multiprocessing.connection
 import multiprocessing.synchronize
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from array import array
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 import anyio
 
@@ -99,6 +103,35 @@ def _child(
                 tg.start_soon(send)
 
     anyio.run(main)
+
+
+@dataclass(frozen=True)
+class Share(Sequence[PlannedMessage]):
+    """Some of a schedule's messages, by their positions in it: what one process sends.
+
+    A child is handed the schedule (small: see ``loadtest.model.schedule.Schedule``)
+    and its positions, and reads each message when it sends it.
+    """
+
+    planned: Sequence[PlannedMessage]
+    positions: array[int]
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @overload
+    def __getitem__(self, index: int) -> PlannedMessage: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[PlannedMessage]: ...
+
+    def __getitem__(self, index: int | slice) -> PlannedMessage | list[PlannedMessage]:
+        if isinstance(index, slice):
+            return [self.planned[p] for p in self.positions[index]]
+        return self.planned[self.positions[index]]
+
+    def __iter__(self) -> Iterator[PlannedMessage]:
+        return map(self.planned.__getitem__, self.positions)
 
 
 class ProducerError(BackendError):
@@ -223,8 +256,10 @@ async def producing(
         return
     context = multiprocessing.get_context("spawn")
     stop = context.Event()
-    waiting = [m for m in planned if m.after_first and m.business_id]
-    scheduled = [m for m in planned if not (m.after_first and m.business_id)]
+    waiting = array("q")
+    scheduled = array("q")
+    for position, m in enumerate(planned):
+        (waiting if m.after_first and m.business_id else scheduled).append(position)
     children: list[Any] = []
     pool = ProducerPool(scheduled=len(scheduled), _stop=stop)
     try:
@@ -232,7 +267,7 @@ async def producing(
             ours, theirs = context.Pipe()
             child = context.Process(
                 target=_child,
-                args=(theirs, stop, target, queue_url, scheduled[k::processes]),
+                args=(theirs, stop, target, queue_url, Share(planned, scheduled[k::processes])),
                 daemon=True,
                 name=f"loadtest-producer-{k}",
             )
@@ -257,7 +292,7 @@ async def producing(
             await pool.run(
                 sqs,
                 queue_url,
-                waiting,
+                Share(planned, waiting),
                 history,
                 start_ns,
                 on_sent,
