@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
 import botocore.exceptions
 
 from loadtest.model.history import History, SentMessage
-from loadtest.model.schedule import PlannedMessage
+from loadtest.model.schedule import PlannedMessage, split
 
 if TYPE_CHECKING:
     from types_aiobotocore_sqs.client import SQSClient
@@ -75,7 +75,7 @@ async def produce(
                 history.sent.append(_sent(m, due, sent_ns, ids.get(key), errors.get(key)))
             on_sent(list(ids.values()))
 
-    async def scheduled(tg: anyio.abc.TaskGroup, messages: Iterable[PlannedMessage]) -> None:
+    async def scheduled(tg: anyio.abc.TaskGroup, messages: Sequence[PlannedMessage]) -> None:
         batch: list[PlannedMessage] = []
 
         def flush() -> None:
@@ -119,13 +119,14 @@ async def produce(
             chunk = resends[offset : offset + BATCH]
             await send(chunk, [due_ns] * len(chunk))
 
+    # Read from the schedule as they go, not copied: a run's schedule is long.
+    on_schedule, after_completion = split(planned)
     waiting: dict[str, list[PlannedMessage]] = defaultdict(list)
-    for m in planned:
-        if m.after_first and m.business_id is not None:
-            waiting[m.business_id].append(m)
+    for m in after_completion:
+        assert m.business_id is not None
+        waiting[m.business_id].append(m)
     async with anyio.create_task_group() as tg:
-        # Read from the schedule as they go, not copied: a run's schedule is long.
-        tg.start_soon(scheduled, tg, (m for m in planned if not (m.after_first and m.business_id)))
+        tg.start_soon(scheduled, tg, on_schedule)
         for business_id, resends in waiting.items():
             tg.start_soon(after_first, business_id, resends)
 

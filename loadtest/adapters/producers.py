@@ -8,7 +8,7 @@ and deals them the scheduled messages round-robin; each child runs
 time, so every message keeps its intended send time (``CLOCK_MONOTONIC`` is one clock
 for all processes on a host) and end-to-end latency stays measured from it.
 
-A child is handed the schedule and the positions of its share (``Share``), not the
+A child is handed the schedule and the positions of its share (a ``Part``), not the
 messages themselves, and reads each message as it sends it.
 
 The children stream what they sent (``SentMessage`` records, in batches) back over a
@@ -27,11 +27,10 @@ import multiprocessing
 import multiprocessing.connection
 import multiprocessing.synchronize
 import time
-from array import array
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -40,7 +39,7 @@ from loadtest.adapters.producer import produce
 from loadtest.adapters.spool import FileFrames
 from loadtest.errors import BackendError
 from loadtest.model.history import History, SentMessage
-from loadtest.model.schedule import PlannedMessage
+from loadtest.model.schedule import Part, PlannedMessage, split
 
 if TYPE_CHECKING:
     from types_aiobotocore_sqs.client import SQSClient
@@ -105,33 +104,9 @@ def _child(
     anyio.run(main)
 
 
-@dataclass(frozen=True)
-class Share(Sequence[PlannedMessage]):
-    """Some of a schedule's messages, by their positions in it: what one process sends.
-
-    A child is handed the schedule (small: see ``loadtest.model.schedule.Schedule``)
-    and its positions, and reads each message when it sends it.
-    """
-
-    planned: Sequence[PlannedMessage]
-    positions: array[int]
-
-    def __len__(self) -> int:
-        return len(self.positions)
-
-    @overload
-    def __getitem__(self, index: int) -> PlannedMessage: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[PlannedMessage]: ...
-
-    def __getitem__(self, index: int | slice) -> PlannedMessage | list[PlannedMessage]:
-        if isinstance(index, slice):
-            return [self.planned[p] for p in self.positions[index]]
-        return self.planned[self.positions[index]]
-
-    def __iter__(self) -> Iterator[PlannedMessage]:
-        return map(self.planned.__getitem__, self.positions)
+def share(scheduled: Part, k: int, processes: int) -> Part:
+    """The ``k``-th of ``processes`` producers' share: every ``processes``-th message."""
+    return Part(scheduled.planned, scheduled.positions[k::processes])
 
 
 class ProducerError(BackendError):
@@ -256,10 +231,7 @@ async def producing(
         return
     context = multiprocessing.get_context("spawn")
     stop = context.Event()
-    waiting = array("q")
-    scheduled = array("q")
-    for position, m in enumerate(planned):
-        (waiting if m.after_first and m.business_id else scheduled).append(position)
+    scheduled, waiting = split(planned)
     children: list[Any] = []
     pool = ProducerPool(scheduled=len(scheduled), _stop=stop)
     try:
@@ -267,7 +239,7 @@ async def producing(
             ours, theirs = context.Pipe()
             child = context.Process(
                 target=_child,
-                args=(theirs, stop, target, queue_url, Share(planned, scheduled[k::processes])),
+                args=(theirs, stop, target, queue_url, share(scheduled, k, processes)),
                 daemon=True,
                 name=f"loadtest-producer-{k}",
             )
@@ -292,7 +264,7 @@ async def producing(
             await pool.run(
                 sqs,
                 queue_url,
-                Share(planned, waiting),
+                waiting,
                 history,
                 start_ns,
                 on_sent,

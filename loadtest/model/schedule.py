@@ -155,6 +155,62 @@ class Schedule(Sequence[PlannedMessage]):
             deduplication_id=deduplication_id,
         )
 
+    def waits(self, position: int) -> bool:
+        """Whether the message waits for its id's first copy to settle (``_waits``),
+        read from the arrays without building the message."""
+        workload = self.workload
+        if workload.copy_spacing is not CopySpacing.AFTER_COMPLETION or not self.copies[position]:
+            return False
+        return (
+            not workload.messages
+            or _explicit(workload.messages[self.sources[position]])[0] is not None
+        )
+
+
+@dataclass(frozen=True)
+class Part(Sequence[PlannedMessage]):
+    """Some of a schedule's messages, by their positions in it (what ``split`` gives, and
+    what one producer process sends): small to hold and to hand to another process."""
+
+    planned: Sequence[PlannedMessage]
+    positions: array[int]
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @overload
+    def __getitem__(self, index: int) -> PlannedMessage: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[PlannedMessage]: ...
+
+    def __getitem__(self, index: int | slice) -> PlannedMessage | list[PlannedMessage]:
+        if isinstance(index, slice):
+            return [self.planned[p] for p in self.positions[index]]
+        return self.planned[self.positions[index]]
+
+    def __iter__(self) -> Iterator[PlannedMessage]:
+        return map(self.planned.__getitem__, self.positions)
+
+
+def _waits(m: PlannedMessage) -> bool:
+    """A resend sent once its id's first copy settled, not on schedule."""
+    return m.after_first and m.business_id is not None
+
+
+def split(planned: Sequence[PlannedMessage]) -> tuple[Part, Part]:
+    """The messages sent on schedule, and the resends that wait for their id's first copy
+    (in schedule order both); for a ``Schedule`` without building a message."""
+    base: Sequence[PlannedMessage] = planned
+    positions: Sequence[int] = range(len(planned))
+    if isinstance(planned, Part):
+        base, positions = planned.planned, planned.positions
+    waits = base.waits if isinstance(base, Schedule) else (lambda p: _waits(base[p]))
+    on_schedule, waiting = array("q"), array("q")
+    for p in positions:
+        (waiting if waits(p) else on_schedule).append(p)
+    return Part(base, on_schedule), Part(base, waiting)
+
 
 def _explicit(message: ExplicitMessage) -> tuple[str | None, str]:
     """An explicit message's business id (its body's string ``id``) and its body."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from array import array
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -22,7 +23,14 @@ from loadtest.model.scenario import (
     Workload,
     load_scenario,
 )
-from loadtest.model.schedule import MAX_QUANTITY, MIN_QUANTITY, PlannedMessage, plan
+from loadtest.model.schedule import (
+    MAX_QUANTITY,
+    MIN_QUANTITY,
+    Part,
+    PlannedMessage,
+    plan,
+    split,
+)
 from tests.core.schedule_oracle import oracle_plan
 
 
@@ -294,3 +302,20 @@ def test_a_schedule_is_a_few_dozen_bytes_a_message_and_pickles_whole() -> None:
     assert pickle.loads(pickle.dumps(planned)) == planned
     with pytest.raises(IndexError):
         planned[len(planned)]
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_split_reads_the_arrays_as_the_messages_say(name: str) -> None:
+    """Resends after completion (with an id) wait; the rest go on schedule, in order."""
+    planned = plan(WORKLOADS[name], 5)
+    on_schedule, waiting = split(planned)
+    messages = list(planned)
+    assert list(waiting) == [m for m in messages if m.after_first and m.business_id]
+    assert list(on_schedule) == [m for m in messages if not (m.after_first and m.business_id)]
+    # The same from a plain sequence of messages, and from a part of a schedule.
+    assert [list(p) for p in split(messages)] == [list(on_schedule), list(waiting)]
+    half = Part(planned, array("q", range(0, len(planned), 2)))
+    assert [list(p) for p in split(half)] == [
+        [m for m in messages[::2] if not (m.after_first and m.business_id)],
+        [m for m in messages[::2] if m.after_first and m.business_id],
+    ]
