@@ -19,7 +19,7 @@ import anyio
 import botocore.exceptions
 
 from loadtest.model.history import History, SentMessage
-from loadtest.model.schedule import PlannedMessage, split
+from loadtest.model.schedule import Part, PlannedMessage, split
 
 if TYPE_CHECKING:
     from types_aiobotocore_sqs.client import SQSClient
@@ -53,10 +53,14 @@ async def produce(
     fifo = is_fifo(queue_url)
     limiter = anyio.CapacityLimiter(SENDERS)
 
-    async def send(chunk: Sequence[PlannedMessage], intended_ns: Sequence[int]) -> None:
+    async def send(messages: Sequence[PlannedMessage], due_ns: int | None = None) -> None:
+        """Send ``messages``, due at ``due_ns`` (None: when the schedule says); they are
+        read only once a sender is free, so a batch waiting for one holds no messages."""
         async with limiter:
             if stop.is_set():
                 return  # never sent, so not in the history: the run judges what was sent
+            chunk = list(messages)
+            intended_ns = [start_ns + m.offset_ns if due_ns is None else due_ns for m in chunk]
             entries = [entry(m, fifo=fifo) for m in chunk]
             try:
                 response = await sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)  # type: ignore[arg-type]
@@ -75,15 +79,18 @@ async def produce(
                 history.sent.append(_sent(m, due, sent_ns, ids.get(key), errors.get(key)))
             on_sent(list(ids.values()))
 
-    async def scheduled(tg: anyio.abc.TaskGroup, messages: Sequence[PlannedMessage]) -> None:
-        batch: list[PlannedMessage] = []
+    async def scheduled(tg: anyio.abc.TaskGroup, messages: Part) -> None:
+        # The batch is messages[first:end]. A burst queues every batch at once, each
+        # waiting for a sender: a queued batch is its positions, not its messages.
+        first = end = 0
 
         def flush() -> None:
-            if batch and not stop.is_set():
-                tg.start_soon(send, list(batch), [start_ns + m.offset_ns for m in batch])
-                batch.clear()
+            nonlocal first
+            if end > first and not stop.is_set():
+                tg.start_soon(send, Part(messages.planned, messages.positions[first:end]))
+                first = end
 
-        for m in messages:
+        for position, m in enumerate(messages):
             if stop.is_set():
                 return
             due_ns = start_ns + m.offset_ns
@@ -94,8 +101,8 @@ async def produce(
                     await stop.wait()
                 if stop.is_set():
                     return
-            batch.append(m)
-            if len(batch) == BATCH:
+            end = position + 1
+            if end - first == BATCH:
                 flush()
         flush()
 
@@ -116,8 +123,7 @@ async def produce(
         for offset in range(0, len(resends), BATCH):
             if stop.is_set():
                 return
-            chunk = resends[offset : offset + BATCH]
-            await send(chunk, [due_ns] * len(chunk))
+            await send(resends[offset : offset + BATCH], due_ns)
 
     # Read from the schedule as they go, not copied: a run's schedule is long.
     on_schedule, after_completion = split(planned)
