@@ -90,10 +90,10 @@ async def produce(
                 tg.start_soon(send, Part(messages.planned, messages.positions[first:end]))
                 first = end
 
-        for position, m in enumerate(messages):
+        for position, offset_ns in enumerate(messages.offsets_ns()):
             if stop.is_set():
                 return
-            due_ns = start_ns + m.offset_ns
+            due_ns = start_ns + offset_ns
             wait_s = (due_ns - clock()) / 1e9
             if wait_s > 0:
                 flush()

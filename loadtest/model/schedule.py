@@ -192,6 +192,12 @@ class Part(Sequence[PlannedMessage]):
     def __iter__(self) -> Iterator[PlannedMessage]:
         return map(self.planned.__getitem__, self.positions)
 
+    def offsets_ns(self) -> Iterator[int]:
+        """Each message's ``offset_ns``, from a schedule's arrays without building it."""
+        if isinstance(self.planned, Schedule):
+            return map(self.planned.offsets_ns.__getitem__, self.positions)
+        return (m.offset_ns for m in self)
+
 
 def _waits(m: PlannedMessage) -> bool:
     """A resend sent once its id's first copy settled, not on schedule."""

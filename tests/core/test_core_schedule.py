@@ -315,6 +315,8 @@ def test_split_reads_the_arrays_as_the_messages_say(name: str) -> None:
     # The same from a plain sequence of messages, and from a part of a schedule.
     assert [list(p) for p in split(messages)] == [list(on_schedule), list(waiting)]
     half = Part(planned, array("q", range(0, len(planned), 2)))
+    assert list(half.offsets_ns()) == [m.offset_ns for m in messages[::2]]
+    assert list(Part(messages, half.positions).offsets_ns()) == list(half.offsets_ns())
     assert [list(p) for p in split(half)] == [
         [m for m in messages[::2] if not (m.after_first and m.business_id)],
         [m for m in messages[::2] if m.after_first and m.business_id],
