@@ -19,7 +19,7 @@ import anyio
 import botocore.exceptions
 
 from loadtest.model.history import History, SentMessage
-from loadtest.model.schedule import PlannedMessage
+from loadtest.model.schedule import Part, PlannedMessage, split
 
 if TYPE_CHECKING:
     from types_aiobotocore_sqs.client import SQSClient
@@ -36,13 +36,14 @@ async def produce(
     planned: Sequence[PlannedMessage],
     history: History,
     start_ns: int,
-    on_sent: Callable[[int], None],
+    on_sent: Callable[[list[str]], None],
     first_settled: Callable[[str], Awaitable[None]],
     clock: Callable[[], int] = time.monotonic_ns,
     stop_sending: anyio.Event | None = None,
 ) -> None:
     """Send every planned message; refused sends are recorded, not raised.
 
+    ``on_sent`` is given the message ids of each batch the queue took.
     ``first_settled(business_id)`` returns once the first copy of that id was
     acknowledged or dead-lettered (for ``after-completion`` resends). Once
     ``stop_sending`` is set no further batch is started (those in flight finish
@@ -52,10 +53,14 @@ async def produce(
     fifo = is_fifo(queue_url)
     limiter = anyio.CapacityLimiter(SENDERS)
 
-    async def send(chunk: Sequence[PlannedMessage], intended_ns: Sequence[int]) -> None:
+    async def send(messages: Sequence[PlannedMessage], due_ns: int | None = None) -> None:
+        """Send ``messages``, due at ``due_ns`` (None: when the schedule says); they are
+        read only once a sender is free, so a batch waiting for one holds no messages."""
         async with limiter:
             if stop.is_set():
                 return  # never sent, so not in the history: the run judges what was sent
+            chunk = list(messages)
+            intended_ns = [start_ns + m.offset_ns if due_ns is None else due_ns for m in chunk]
             entries = [entry(m, fifo=fifo) for m in chunk]
             try:
                 response = await sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)  # type: ignore[arg-type]
@@ -72,20 +77,23 @@ async def produce(
             for m, due in zip(chunk, intended_ns, strict=True):
                 key = str(m.index)
                 history.sent.append(_sent(m, due, sent_ns, ids.get(key), errors.get(key)))
-            on_sent(len(ids))
+            on_sent(list(ids.values()))
 
-    async def scheduled(tg: anyio.abc.TaskGroup, messages: Sequence[PlannedMessage]) -> None:
-        batch: list[PlannedMessage] = []
+    async def scheduled(tg: anyio.abc.TaskGroup, messages: Part) -> None:
+        # The batch is messages[first:end]. A burst queues every batch at once, each
+        # waiting for a sender: a queued batch is its positions, not its messages.
+        first = end = 0
 
         def flush() -> None:
-            if batch and not stop.is_set():
-                tg.start_soon(send, list(batch), [start_ns + m.offset_ns for m in batch])
-                batch.clear()
+            nonlocal first
+            if end > first and not stop.is_set():
+                tg.start_soon(send, Part(messages.planned, messages.positions[first:end]))
+                first = end
 
-        for m in messages:
+        for position, offset_ns in enumerate(messages.offsets_ns()):
             if stop.is_set():
                 return
-            due_ns = start_ns + m.offset_ns
+            due_ns = start_ns + offset_ns
             wait_s = (due_ns - clock()) / 1e9
             if wait_s > 0:
                 flush()
@@ -93,8 +101,8 @@ async def produce(
                     await stop.wait()
                 if stop.is_set():
                     return
-            batch.append(m)
-            if len(batch) == BATCH:
+            end = position + 1
+            if end - first == BATCH:
                 flush()
         flush()
 
@@ -115,15 +123,16 @@ async def produce(
         for offset in range(0, len(resends), BATCH):
             if stop.is_set():
                 return
-            chunk = resends[offset : offset + BATCH]
-            await send(chunk, [due_ns] * len(chunk))
+            await send(resends[offset : offset + BATCH], due_ns)
 
+    # Read from the schedule as they go, not copied: a run's schedule is long.
+    on_schedule, after_completion = split(planned)
     waiting: dict[str, list[PlannedMessage]] = defaultdict(list)
-    for m in planned:
-        if m.after_first and m.business_id is not None:
-            waiting[m.business_id].append(m)
+    for m in after_completion:
+        assert m.business_id is not None
+        waiting[m.business_id].append(m)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(scheduled, tg, [m for m in planned if not (m.after_first and m.business_id)])
+        tg.start_soon(scheduled, tg, on_schedule)
         for business_id, resends in waiting.items():
             tg.start_soon(after_first, business_id, resends)
 

@@ -8,6 +8,9 @@ and deals them the scheduled messages round-robin; each child runs
 time, so every message keeps its intended send time (``CLOCK_MONOTONIC`` is one clock
 for all processes on a host) and end-to-end latency stays measured from it.
 
+A child is handed the schedule and the positions of its share (a ``Part``), not the
+messages themselves, and reads each message as it sends it.
+
 The children stream what they sent (``SentMessage`` records, in batches) back over a
 pipe; this module appends them to the run's history and counts them, so the history
 holds every message the backend took, exactly as with one producer. Resends planned
@@ -36,7 +39,7 @@ from loadtest.adapters.producer import produce
 from loadtest.adapters.spool import FileFrames
 from loadtest.errors import BackendError
 from loadtest.model.history import History, SentMessage
-from loadtest.model.schedule import PlannedMessage
+from loadtest.model.schedule import Part, PlannedMessage, split
 
 if TYPE_CHECKING:
     from types_aiobotocore_sqs.client import SQSClient
@@ -101,12 +104,17 @@ def _child(
     anyio.run(main)
 
 
+def share(scheduled: Part, k: int, processes: int) -> Part:
+    """The ``k``-th of ``processes`` producers' share: every ``processes``-th message."""
+    return Part(scheduled.planned, scheduled.positions[k::processes])
+
+
 class ProducerError(BackendError):
     """A producer process could not start or ended before sending its share."""
 
 
-def _ignore(count: int) -> None:
-    del count
+def _ignore(message_ids: list[str]) -> None:
+    del message_ids
 
 
 async def _never(business_id: str) -> None:
@@ -129,7 +137,7 @@ class ProducerPool:
         after_first: Sequence[PlannedMessage],
         history: History,
         start_ns: int,
-        on_sent: Callable[[int], None],
+        on_sent: Callable[[list[str]], None],
         first_settled: Callable[[str], Awaitable[None]],
         clock: Callable[[], int] = time.monotonic_ns,
         stop_sending: anyio.Event | None = None,
@@ -153,7 +161,7 @@ class ProducerPool:
                 if sent is None:
                     return
                 history.sent.extend(sent)
-                on_sent(sum(1 for m in sent if m.message_id))
+                on_sent([m.message_id for m in sent if m.message_id])
 
         async with anyio.create_task_group() as tg:
             for conn in self._conns:
@@ -182,7 +190,7 @@ class Send(Protocol):
         sqs: SQSClient,
         history: History,
         start_ns: int,
-        on_sent: Callable[[int], None],
+        on_sent: Callable[[list[str]], None],
         first_settled: Callable[[str], Awaitable[None]],
         clock: Callable[[], int],
         stop_sending: anyio.Event,
@@ -202,7 +210,7 @@ async def producing(
             sqs: SQSClient,
             history: History,
             start_ns: int,
-            on_sent: Callable[[int], None],
+            on_sent: Callable[[list[str]], None],
             first_settled: Callable[[str], Awaitable[None]],
             clock: Callable[[], int],
             stop_sending: anyio.Event,
@@ -223,8 +231,7 @@ async def producing(
         return
     context = multiprocessing.get_context("spawn")
     stop = context.Event()
-    waiting = [m for m in planned if m.after_first and m.business_id]
-    scheduled = [m for m in planned if not (m.after_first and m.business_id)]
+    scheduled, waiting = split(planned)
     children: list[Any] = []
     pool = ProducerPool(scheduled=len(scheduled), _stop=stop)
     try:
@@ -232,7 +239,7 @@ async def producing(
             ours, theirs = context.Pipe()
             child = context.Process(
                 target=_child,
-                args=(theirs, stop, target, queue_url, scheduled[k::processes]),
+                args=(theirs, stop, target, queue_url, share(scheduled, k, processes)),
                 daemon=True,
                 name=f"loadtest-producer-{k}",
             )
@@ -249,7 +256,7 @@ async def producing(
             sqs: SQSClient,
             history: History,
             start_ns: int,
-            on_sent: Callable[[int], None],
+            on_sent: Callable[[list[str]], None],
             first_settled: Callable[[str], Awaitable[None]],
             clock: Callable[[], int],
             stop_sending: anyio.Event,

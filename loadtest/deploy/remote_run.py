@@ -43,7 +43,7 @@ from loadtest.emulation.runner import Progress, Settlement
 from loadtest.model.checker import Check, check
 from loadtest.model.history import EndState, History
 from loadtest.model.metrics import Latency, latencies
-from loadtest.model.scenario import Scenario
+from loadtest.model.scenario import CopySpacing, Scenario
 from loadtest.model.schedule import plan
 
 if TYPE_CHECKING:
@@ -119,14 +119,16 @@ async def drive(
     planned = plan(scenario.workload, scenario.seed)
     history = History(frames=FileFrames)
     progress = Progress()
-    settlement = Settlement()
+    settlement = Settlement(
+        first_copies=scenario.workload.copy_spacing is CopySpacing.AFTER_COMPLETION
+    )
     collector = Collector(partial=where.partial, wall_offset_ns=wall_clock() - clock())
     sent_all = anyio.Event()
     async with aws.clients(target) as (sqs, dynamodb):
         history.started_ns = clock()
 
-        def on_sent(count: int) -> None:
-            progress.sent += count
+        def on_sent(message_ids: list[str]) -> None:
+            progress.sent += len(message_ids)
 
         async def producer() -> None:
             await produce(

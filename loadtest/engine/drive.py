@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING
 import anyio
 
 from loadtest.adapters import aws
+from loadtest.adapters.fifo import fifo_queue
 from loadtest.adapters.producers import Send
 from loadtest.emulation.environments import ExecutionEnvironment
 from loadtest.emulation.runner import (
+    FIFO_REPEAT_S,
     Dispatcher,
     Poller,
     Progress,
@@ -26,7 +28,7 @@ from loadtest.emulation.runner import (
 from loadtest.model.checker import LiveDuplicates
 from loadtest.model.history import History, Record, WriteRecord
 from loadtest.model.rate import RateWatch, requested_per_s
-from loadtest.model.scenario import Scenario
+from loadtest.model.scenario import CopySpacing, Scenario
 
 if TYPE_CHECKING:
     from types_aiobotocore_sqs.client import SQSClient
@@ -60,7 +62,11 @@ async def drive(
 ) -> None:
     assert made.queue_url and made.queue_arn and made.dlq_url
     queue_url, queue_arn, dlq_url = made.queue_url, made.queue_arn, made.dlq_url
-    settlement = Settlement()
+    settlement = Settlement(
+        first_copies=scenario.workload.copy_spacing is CopySpacing.AFTER_COMPLETION,
+        remember_s=FIFO_REPEAT_S if fifo_queue(scenario) else 0,
+        clock=clock,
+    )
     stopping = anyio.Event()
     watcher_scope = anyio.CancelScope()
     live = _LiveDuplicates(progress, scenario)
@@ -68,14 +74,15 @@ async def drive(
     stop_sending = anyio.Event()
     history.started_ns = clock()
 
-    def on_sent(count: int) -> None:
-        progress.sent += count
+    def on_sent(message_ids: list[str]) -> None:
+        progress.sent += len(message_ids)
+        settlement.sent(message_ids)
 
     async def producer() -> None:
         await send(
             sqs, history, history.started_ns, on_sent, settlement.first_settled, clock, stop_sending
         )
-        settlement.expect({m.message_id for m in history.sent if m.message_id})
+        settlement.expect()
 
     async def watcher() -> None:
         with watcher_scope:

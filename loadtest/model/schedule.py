@@ -2,7 +2,9 @@
 
 Pure and deterministic: the same workload and seed give the same bodies, ids,
 order and intended send times, so every variant of a comparison — and every
-rerun of the printed command — gets the same workload.
+rerun of the printed command — gets the same workload. A ``Schedule`` keeps
+them as arrays of ints and rebuilds each ``PlannedMessage`` when read, so the
+schedule a run holds from start to end stays small whatever its messages.
 """
 
 from __future__ import annotations
@@ -11,12 +13,16 @@ import json
 import math
 import random
 import zlib
-from dataclasses import dataclass, replace
+from array import array
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import overload
 
 from loadtest.model.scenario import (
     Arrival,
     CopySpacing,
     Deduplication,
+    ExplicitMessage,
     MessageGroup,
     Order,
     Workload,
@@ -73,81 +79,240 @@ def _arrival_offsets(count: int, workload: Workload) -> list[int]:
     ]
 
 
-def plan(workload: Workload, seed: int) -> tuple[PlannedMessage, ...]:
-    """Build the send schedule for a workload."""
+_CONFLICTING = 1
+_POISON = 2
+
+
+@dataclass(frozen=True)
+class Schedule(Sequence[PlannedMessage]):
+    """A workload's planned messages in send order, kept as arrays of ints.
+
+    Each ``PlannedMessage`` is rebuilt when read (its business id from the id
+    number, its body from the id and the quantity sent, its FIFO ids from the
+    workload's strategies), so a schedule costs a few dozen bytes per message
+    however long the run, and pickles small for producer processes.
+    """
+
+    workload: Workload
+    indexes: array[int]
+    """Each message's ``PlannedMessage.index`` (its position before the sort by send time)."""
+    offsets_ns: array[int]
+    """Each message's intended send time relative to the start of the run (in nanoseconds)."""
+    sources: array[int]
+    """The generated id's number (1..), or the explicit message's position in the workload."""
+    copies: array[int]
+    quantities: array[int]
+    """The quantity a generated message's body carries (unused for explicit messages)."""
+    flags: array[int]
+    """``_CONFLICTING`` and ``_POISON`` bits."""
+
+    def __len__(self) -> int:
+        return len(self.indexes)
+
+    @overload
+    def __getitem__(self, position: int) -> PlannedMessage: ...
+
+    @overload
+    def __getitem__(self, position: slice) -> list[PlannedMessage]: ...
+
+    def __getitem__(self, position: int | slice) -> PlannedMessage | list[PlannedMessage]:
+        if isinstance(position, slice):
+            return [self._message(p) for p in range(*position.indices(len(self)))]
+        if position < 0:
+            position += len(self)
+        if not 0 <= position < len(self):
+            raise IndexError("schedule position out of range")
+        return self._message(position)
+
+    def __iter__(self) -> Iterator[PlannedMessage]:
+        return map(self._message, range(len(self)))
+
+    def _message(self, position: int) -> PlannedMessage:
+        workload = self.workload
+        source, copy, flags = self.sources[position], self.copies[position], self.flags[position]
+        business_id: str | None
+        if workload.messages:
+            business_id, body = _explicit(workload.messages[source])
+        else:
+            width = max(5, len(str(workload.distinct_ids)))
+            business_id = f"{workload.id_prefix}-{source:0{width}d}"
+            # What json.dumps({"id": ..., "quantity": ...}, separators=(",", ":")) writes.
+            body = f'{{"id":{json.dumps(business_id)},"quantity":{self.quantities[position]}}}'
+        index = self.indexes[position]
+        group_id, deduplication_id = fifo_ids(business_id, index, workload)
+        return PlannedMessage(
+            index=index,
+            business_id=business_id,
+            body=body,
+            offset_ns=self.offsets_ns[position],
+            copy=copy,
+            after_first=workload.copy_spacing is CopySpacing.AFTER_COMPLETION
+            and copy > 0
+            and business_id is not None,
+            conflicting=bool(flags & _CONFLICTING),
+            poison=bool(flags & _POISON),
+            group_id=group_id,
+            deduplication_id=deduplication_id,
+        )
+
+    def waits(self, position: int) -> bool:
+        """Whether the message waits for its id's first copy to settle (``_waits``),
+        read from the arrays without building the message."""
+        workload = self.workload
+        if workload.copy_spacing is not CopySpacing.AFTER_COMPLETION or not self.copies[position]:
+            return False
+        return (
+            not workload.messages
+            or _explicit(workload.messages[self.sources[position]])[0] is not None
+        )
+
+
+@dataclass(frozen=True)
+class Part(Sequence[PlannedMessage]):
+    """Some of a schedule's messages, by their positions in it (what ``split`` gives, and
+    what one producer process sends): small to hold and to hand to another process."""
+
+    planned: Sequence[PlannedMessage]
+    positions: array[int]
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @overload
+    def __getitem__(self, index: int) -> PlannedMessage: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[PlannedMessage]: ...
+
+    def __getitem__(self, index: int | slice) -> PlannedMessage | list[PlannedMessage]:
+        if isinstance(index, slice):
+            return [self.planned[p] for p in self.positions[index]]
+        return self.planned[self.positions[index]]
+
+    def __iter__(self) -> Iterator[PlannedMessage]:
+        return map(self.planned.__getitem__, self.positions)
+
+    def offsets_ns(self) -> Iterator[int]:
+        """Each message's ``offset_ns``, from a schedule's arrays without building it."""
+        if isinstance(self.planned, Schedule):
+            return map(self.planned.offsets_ns.__getitem__, self.positions)
+        return (m.offset_ns for m in self)
+
+
+def _waits(m: PlannedMessage) -> bool:
+    """A resend sent once its id's first copy settled, not on schedule."""
+    return m.after_first and m.business_id is not None
+
+
+def split(planned: Sequence[PlannedMessage]) -> tuple[Part, Part]:
+    """The messages sent on schedule, and the resends that wait for their id's first copy
+    (in schedule order both); for a ``Schedule`` without building a message."""
+    base: Sequence[PlannedMessage] = planned
+    positions: Sequence[int] = range(len(planned))
+    if isinstance(planned, Part):
+        base, positions = planned.planned, planned.positions
+    waits = base.waits if isinstance(base, Schedule) else (lambda p: _waits(base[p]))
+    on_schedule, waiting = array("q"), array("q")
+    for p in positions:
+        (waiting if waits(p) else on_schedule).append(p)
+    return Part(base, on_schedule), Part(base, waiting)
+
+
+def _explicit(message: ExplicitMessage) -> tuple[str | None, str]:
+    """An explicit message's business id (its body's string ``id``) and its body."""
+    raw_id = message.body.get("id")
+    return (raw_id if isinstance(raw_id, str) else None), json.dumps(
+        message.body, separators=(",", ":")
+    )
+
+
+def plan(workload: Workload, seed: int) -> Schedule:
+    """Build the send schedule for a workload.
+
+    The seeded draws come in a fixed order (per id: its quantity, whether it is
+    poison, then per resend whether it conflicts and with which quantity; then the
+    shuffle of the ids and, for ``shuffled``, of every message): changing that
+    order changes every workload already run.
+    """
     rng = random.Random(seed)
-    # (business id, body, copy number, conflicting, poison) per message, in send order.
-    entries: list[tuple[str | None, str, int, bool, bool]] = []
+    # Per message in index order: the id number (or explicit position), the copy,
+    # the quantity sent and the flags.
+    source, copies_of, quantity, flags = array("q"), array("q"), array("b"), array("B")
+    # What an id's copies are spaced from: its number, or an explicit body's id.
+    keys: Sequence[object]
     if workload.messages:
-        for explicit in workload.messages:
-            body = json.dumps(explicit.body, separators=(",", ":"))
-            raw_id = explicit.body.get("id")
-            business_id = raw_id if isinstance(raw_id, str) else None
-            entries.extend(
-                (business_id, body, copy, False, explicit.poison) for copy in range(explicit.copies)
-            )
+        for position, explicit in enumerate(workload.messages):
+            for copy in range(explicit.copies):
+                source.append(position)
+                copies_of.append(copy)
+                quantity.append(0)
+                flags.append(_POISON if explicit.poison else 0)
+        ids = [_explicit(explicit)[0] for explicit in workload.messages]
+        keys = [ids[s] for s in source]
     else:
-        width = max(5, len(str(workload.distinct_ids)))
-        groups: list[list[tuple[str | None, str, int, bool, bool]]] = []
-        for number in range(1, workload.distinct_ids + 1):
-            business_id = f"{workload.id_prefix}-{number:0{width}d}"
-            quantity = rng.randint(MIN_QUANTITY, MAX_QUANTITY)
+        copies = workload.copies
+        drawn_quantity, drawn_flags = array("b"), array("B")
+        for _ in range(workload.distinct_ids):
+            q = rng.randint(MIN_QUANTITY, MAX_QUANTITY)
             if workload.poison_fraction and rng.random() < workload.poison_fraction:
-                quantity = POISON_QUANTITY
-            group: list[tuple[str | None, str, int, bool, bool]] = []
-            for copy in range(workload.copies):
+                q = POISON_QUANTITY
+            for copy in range(copies):
                 conflicting = (
                     copy > 0
-                    and quantity != POISON_QUANTITY
+                    and q != POISON_QUANTITY
                     and workload.conflict_fraction > 0
                     and rng.random() < workload.conflict_fraction
                 )
-                sent_quantity = _other_quantity(quantity, rng) if conflicting else quantity
-                body = json.dumps(
-                    {"id": business_id, "quantity": sent_quantity}, separators=(",", ":")
+                drawn_quantity.append(_other_quantity(q, rng) if conflicting else q)
+                drawn_flags.append(
+                    (_CONFLICTING if conflicting else 0) | (_POISON if q == POISON_QUANTITY else 0)
                 )
-                group.append((business_id, body, copy, conflicting, quantity == POISON_QUANTITY))
-            groups.append(group)
-        rng.shuffle(groups)
-        entries = [entry for group in groups for entry in group]
+        # Shuffling the id numbers draws exactly what shuffling the ids' messages did.
+        numbers = list(range(workload.distinct_ids))
+        rng.shuffle(numbers)
+        drawn = [n * copies + copy for n in numbers for copy in range(copies)]
         if workload.order is Order.SHUFFLED:
-            rng.shuffle(entries)
+            rng.shuffle(drawn)
+        for d in drawn:
+            number, copy = divmod(d, copies)
+            source.append(number + 1)
+            copies_of.append(copy)
+            quantity.append(drawn_quantity[d])
+            flags.append(drawn_flags[d])
+        keys = source
 
-    offsets = _arrival_offsets(len(entries), workload)
+    offsets = _arrival_offsets(len(source), workload)
     if workload.copy_spacing is CopySpacing.SPREAD:
         copies = max(workload.copies, max((m.copies for m in workload.messages), default=1))
         step_ns = round(workload.copy_spread_s * NS_PER_S / max(1, copies - 1))
-        first_offset: dict[str | None, int] = {}
-        for i, (business_id, _, copy, _, _) in enumerate(entries):
+        first_offset: dict[object, int] = {}
+        for i, copy in enumerate(copies_of):
             if copy == 0:
-                first_offset[business_id] = offsets[i]
+                first_offset[keys[i]] = offsets[i]
             else:
-                offsets[i] = first_offset.get(business_id, offsets[i]) + copy * step_ns
-    after_first = workload.copy_spacing is CopySpacing.AFTER_COMPLETION
-    planned = [
-        PlannedMessage(
-            index=i,
-            business_id=business_id,
-            body=body,
-            offset_ns=offsets[i],
-            copy=copy,
-            after_first=after_first and copy > 0 and business_id is not None,
-            conflicting=conflicting,
-            poison=poison,
-        )
-        for i, (business_id, body, copy, conflicting, poison) in enumerate(entries)
-    ]
-    planned = [fifo_ids(m, workload) for m in planned]
-    return tuple(sorted(planned, key=lambda m: (m.offset_ns, m.index)))
+                offsets[i] = first_offset.get(keys[i], offsets[i]) + copy * step_ns
+    # By send time, then index: a stable sort of the indexes by send time alone.
+    order: Sequence[int] = range(len(offsets))
+    if any(offsets[i] > offsets[i + 1] for i in range(len(offsets) - 1)):
+        order = sorted(order, key=offsets.__getitem__)
+    return Schedule(
+        workload=workload,
+        indexes=array("q", order),
+        offsets_ns=array("q", [offsets[i] for i in order]),
+        sources=array("q", [source[i] for i in order]),
+        copies=array("q", [copies_of[i] for i in order]),
+        quantities=array("b", [quantity[i] for i in order]),
+        flags=array("B", [flags[i] for i in order]),
+    )
 
 
 NO_ID_GROUP = "no-id"
 """The group of messages without a business id (explicit bodies with no ``id``)."""
 
 
-def fifo_ids(m: PlannedMessage, workload: Workload) -> PlannedMessage:
-    """``m`` with the FIFO group and deduplication ids the workload's strategies give it."""
-    key = m.business_id if m.business_id is not None else NO_ID_GROUP
+def fifo_ids(business_id: str | None, index: int, workload: Workload) -> tuple[str, str | None]:
+    """The FIFO group and deduplication ids the workload's strategies give a message."""
+    key = business_id if business_id is not None else NO_ID_GROUP
     if workload.message_group is MessageGroup.FIXED:
         # A stable hash (not Python's salted one): the same id lands in the same group
         # in every run and every variant.
@@ -160,5 +325,5 @@ def fifo_ids(m: PlannedMessage, workload: Workload) -> PlannedMessage:
     elif workload.deduplication is Deduplication.CONTENT:
         dedup = None
     else:
-        dedup = f"message-{m.index}"
-    return replace(m, group_id=group, deduplication_id=dedup)
+        dedup = f"message-{index}"
+    return group, dedup

@@ -35,6 +35,7 @@ from loadtest.model.history import (
     UnobservedCall,
     WriteOutcome,
     WriteRecord,
+    key_string,
 )
 from loadtest.model.updates import same_item
 from tests.core.core_builders import (
@@ -1036,3 +1037,55 @@ def test_the_parts_of_one_transaction_share_its_token_and_are_no_repeats() -> No
     live.add(parts)
     live.add([dataclasses.replace(write(second, condition=None, started_ns=50), request_id="r-2")])
     assert live.duplicate_writes == 1
+
+
+def _duplicates_by_invocation_sets(invocations: list[list[WriteRecord]]) -> int:
+    """The live count's rule with a set of invocations per item (what it kept before)."""
+    units: dict[str, set[str]] = {}
+    duplicates = 0
+    for writes in invocations:
+        for w in writes:
+            if w.outcome is not WriteOutcome.ACCEPTED or w.deletes:
+                continue
+            stored = units.setdefault(key_string(w.key), set())
+            if w.noop_when_present and stored:
+                continue
+            if w.request_id not in stored:
+                stored.add(w.request_id)
+                duplicates += len(stored) > 1
+    return duplicates
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["o-1", "o-2", "o-3"]),
+                st.sampled_from(list(WriteOutcome)),
+                st.booleans(),  # no-op by construction
+                st.sampled_from(["PutItem", "UpdateItem", "DeleteItem"]),
+            ),
+            max_size=4,
+        ),
+        max_size=12,
+    )
+)
+def test_live_duplicates_keep_one_mark_per_item_and_count_as_a_set_per_item_did(
+    invocations: list[list[tuple[str, WriteOutcome, bool, str]]],
+) -> None:
+    built = [
+        [
+            dataclasses.replace(
+                write(order_item(order, 1), outcome=outcome, operation=operation),
+                noop_when_present=noop,
+                request_id=f"r-{n}",
+            )
+            for order, outcome, noop, operation in writes
+        ]
+        for n, writes in enumerate(invocations)
+    ]
+    live = LiveDuplicates()
+    for writes in built:
+        live.add(writes)
+    assert live.duplicate_writes == _duplicates_by_invocation_sets(built)

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import pickle
+from array import array
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loadtest.model.scenario import (
+    Arrival,
+    CopySpacing,
     Deduplication,
     ExplicitMessage,
     MessageGroup,
@@ -17,10 +23,18 @@ from loadtest.model.scenario import (
     Workload,
     load_scenario,
 )
-from loadtest.model.schedule import MAX_QUANTITY, MIN_QUANTITY, PlannedMessage, plan
+from loadtest.model.schedule import (
+    MAX_QUANTITY,
+    MIN_QUANTITY,
+    Part,
+    PlannedMessage,
+    plan,
+    split,
+)
+from tests.core.schedule_oracle import oracle_plan
 
 
-def quantities(planned: tuple[PlannedMessage, ...]) -> dict[str | None, int]:
+def quantities(planned: Sequence[PlannedMessage]) -> dict[str | None, int]:
     return {m.business_id: json.loads(m.body)["quantity"] for m in planned}
 
 
@@ -169,3 +183,141 @@ def test_fifo_ids_follow_the_workload_strategies() -> None:
     assert {g for gs in groups.values() for g in gs} == {"group-0", "group-1", "group-2"}
     assert fixed == ids(message_group=MessageGroup.FIXED, message_groups=3)  # stable
     assert all(dedup is None for _, _, dedup in ids(deduplication=Deduplication.CONTENT))
+
+
+EXPLICIT = (
+    ExplicitMessage(body={"id": "a", "quantity": 2}, copies=3),
+    ExplicitMessage(body={"quantity": 1}, copies=2),
+    ExplicitMessage(body={"id": "b", "quantity": 0}, copies=2, poison=True),
+    ExplicitMessage(body={"id": "a", "quantity": 5}, copies=1),
+)
+"""Explicit bodies: resends, a body without an id, a poison record and an id used twice."""
+
+WORKLOADS = {
+    "grouped burst": Workload(distinct_ids=40, copies=3),
+    "shuffled": Workload(distinct_ids=40, copies=4, order=Order.SHUFFLED),
+    "rate, poison and conflicts": Workload(
+        distinct_ids=60,
+        copies=3,
+        arrival=Arrival.RATE,
+        rate_per_s=200,
+        poison_fraction=0.2,
+        conflict_fraction=0.5,
+    ),
+    "ramp": Workload(
+        distinct_ids=50, copies=2, arrival=Arrival.RAMP, rate_per_s=300, ramp_from_per_s=5
+    ),
+    "spread copies, shuffled": Workload(
+        distinct_ids=30,
+        copies=4,
+        order=Order.SHUFFLED,
+        arrival=Arrival.RATE,
+        rate_per_s=50,
+        copy_spacing=CopySpacing.SPREAD,
+        copy_spread_s=2.5,
+    ),
+    "after completion": Workload(
+        distinct_ids=25, copies=3, copy_spacing=CopySpacing.AFTER_COMPLETION
+    ),
+    "FIFO fixed groups, business-id deduplication": Workload(
+        distinct_ids=30,
+        copies=2,
+        message_group=MessageGroup.FIXED,
+        message_groups=4,
+        deduplication=Deduplication.BUSINESS_ID,
+    ),
+    "FIFO content deduplication": Workload(
+        distinct_ids=30, copies=2, deduplication=Deduplication.CONTENT, conflict_fraction=0.3
+    ),
+    "explicit messages": Workload(messages=EXPLICIT),
+    "explicit, spread, after completion ids": Workload(
+        messages=EXPLICIT,
+        arrival=Arrival.RATE,
+        rate_per_s=4,
+        copy_spacing=CopySpacing.SPREAD,
+        copy_spread_s=1,
+    ),
+    "explicit after completion": Workload(
+        messages=EXPLICIT, copy_spacing=CopySpacing.AFTER_COMPLETION
+    ),
+    "seed-lab": load_scenario("seed-lab").workload,
+}
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+@pytest.mark.parametrize("seed", [1, 7, 2**40 + 3])
+def test_the_schedule_is_the_one_every_message_built_up_front_gave(name: str, seed: int) -> None:
+    """Same bodies, ids, order, offsets, flags and FIFO ids as the algorithm that
+    built every ``PlannedMessage`` before the arrays (kept in tests as the oracle)."""
+    workload = WORKLOADS[name]
+    expected = oracle_plan(workload, seed)
+    planned = plan(workload, seed)
+    assert list(planned) == list(expected)
+    assert len(planned) == len(expected)
+    assert [planned[i] for i in range(-len(planned), 0)] == list(expected)
+    assert planned[3:9] == list(expected[3:9])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    distinct_ids=st.integers(min_value=1, max_value=40),
+    copies=st.integers(min_value=1, max_value=5),
+    order=st.sampled_from(list(Order)),
+    spacing=st.sampled_from(list(CopySpacing)),
+    arrival=st.sampled_from(list(Arrival)),
+    poison=st.sampled_from([0.0, 0.3]),
+    conflict=st.sampled_from([0.0, 0.5]),
+    seed=st.integers(min_value=0, max_value=2**63 - 1),
+)
+def test_the_schedule_matches_the_oracle_on_any_generated_workload(
+    distinct_ids: int,
+    copies: int,
+    order: Order,
+    spacing: CopySpacing,
+    arrival: Arrival,
+    poison: float,
+    conflict: float,
+    seed: int,
+) -> None:
+    workload = Workload(
+        distinct_ids=distinct_ids,
+        copies=copies,
+        order=order,
+        copy_spacing=spacing,
+        copy_spread_s=1.5,
+        arrival=arrival,
+        rate_per_s=100,
+        ramp_from_per_s=10,
+        poison_fraction=poison,
+        conflict_fraction=conflict,
+    )
+    assert list(plan(workload, seed)) == list(oracle_plan(workload, seed))
+
+
+def test_a_schedule_is_a_few_dozen_bytes_a_message_and_pickles_whole() -> None:
+    """What a run holds from start to end, and what a producer process is handed."""
+    workload = Workload(distinct_ids=10_000, copies=3, order=Order.SHUFFLED)
+    planned = plan(workload, 3)
+    assert len(pickle.dumps(planned)) < 40 * len(planned)
+    assert pickle.loads(pickle.dumps(planned)) == planned
+    with pytest.raises(IndexError):
+        planned[len(planned)]
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_split_reads_the_arrays_as_the_messages_say(name: str) -> None:
+    """Resends after completion (with an id) wait; the rest go on schedule, in order."""
+    planned = plan(WORKLOADS[name], 5)
+    on_schedule, waiting = split(planned)
+    messages = list(planned)
+    assert list(waiting) == [m for m in messages if m.after_first and m.business_id]
+    assert list(on_schedule) == [m for m in messages if not (m.after_first and m.business_id)]
+    # The same from a plain sequence of messages, and from a part of a schedule.
+    assert [list(p) for p in split(messages)] == [list(on_schedule), list(waiting)]
+    half = Part(planned, array("q", range(0, len(planned), 2)))
+    assert list(half.offsets_ns()) == [m.offset_ns for m in messages[::2]]
+    assert list(Part(messages, half.positions).offsets_ns()) == list(half.offsets_ns())
+    assert [list(p) for p in split(half)] == [
+        [m for m in messages[::2] if not (m.after_first and m.business_id)],
+        [m for m in messages[::2] if m.after_first and m.business_id],
+    ]

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import pytest
 
-from loadtest.emulation.runner import Settlement
+from loadtest.emulation.runner import FIFO_REPEAT_S, Settlement
 from loadtest.model.history import InvocationOutcome
 from loadtest.model.scenario import load_scenario
 from loadtest.reports.report import build_report
@@ -81,7 +82,7 @@ def test_an_invocation_cut_off_by_the_deadline_is_a_delivery_with_its_writes(
 
 def test_settlement_keeps_an_event_only_for_an_awaited_business_id() -> None:
     async def main() -> list[str]:
-        settlement = Settlement()
+        settlement = Settlement(first_copies=True)
         woke: list[str] = []
         for n in range(100):
             settlement.settle(f"m-{n}", f"id-{n}")
@@ -105,3 +106,75 @@ def test_settlement_keeps_an_event_only_for_an_awaited_business_id() -> None:
         return woke
 
     assert anyio.run(main, backend="asyncio") == ["id-7", "later"]
+
+
+def test_settlement_holds_only_what_is_unsettled() -> None:
+    settlement = Settlement()
+    for n in range(1000):
+        settlement.sent([f"m-{n}"])
+        settlement.settle(f"m-{n}", f"id-{n}")
+    settlement.sent(["m-late", "m-early"])
+    settlement.settle("m-early", None)
+    # Nothing per settled message is kept: only what is still out.
+    assert (settlement._pending, settlement._early, settlement._recent) == ({"m-late"}, set(), {})
+    settlement.expect()
+    assert not settlement.done.is_set()  # m-late is sent and not settled
+    settlement.settle("m-late", None)
+    assert settlement.done.is_set()
+
+
+def test_a_settlement_is_done_only_once_sending_ended() -> None:
+    settlement = Settlement()
+    settlement.sent(["m-1"])
+    settlement.settle("m-1", "a")
+    assert not settlement.done.is_set()  # more may be sent
+    settlement.expect()
+    assert settlement.done.is_set()
+
+
+def test_a_message_settled_before_its_send_is_known_counts_as_settled() -> None:
+    # A delivery can overtake the answer to its send; a producer process reports in batches.
+    settlement = Settlement()
+    settlement.settle("m-1", "a")
+    settlement.settle("m-1", "a")  # acknowledged twice
+    settlement.sent(["m-1", "m-2"])
+    settlement.settle("m-2", "b")
+    settlement.settle("m-2", "b")  # settled twice: no send will claim it
+    settlement.expect()
+    assert settlement.done.is_set()
+    assert settlement._early is None
+
+
+def test_a_fifo_resend_answered_with_a_settled_id_counts_as_settled() -> None:
+    # Deduplicated by business id, the resend is answered with the first copy's id,
+    # after that message was already acknowledged: it will never be delivered.
+    now_ns = [0]
+    settlement = Settlement(remember_s=FIFO_REPEAT_S, clock=lambda: now_ns[0])
+    settlement.sent(["m-1"])
+    settlement.settle("m-1", "a")
+    now_ns[0] += 299 * 1_000_000_000
+    settlement.sent(["m-1"])
+    settlement.expect(["m-1"])
+    assert settlement.done.is_set()
+
+
+def test_a_fifo_settlement_forgets_ids_past_the_deduplication_interval() -> None:
+    now_ns = [0]
+    settlement = Settlement(remember_s=FIFO_REPEAT_S, clock=lambda: now_ns[0])
+    for n in range(100):
+        settlement.sent([f"m-{n}"])
+        settlement.settle(f"m-{n}", None)
+    now_ns[0] += int(FIFO_REPEAT_S * 1e9) + 1
+    for n in range(100, 300):
+        now_ns[0] += 1
+        settlement.sent([f"m-{n}"])
+        settlement.settle(f"m-{n}", None)
+    assert set(settlement._recent) == {f"m-{n}" for n in range(100, 300)}
+
+
+def test_first_settled_needs_a_settlement_that_keeps_first_copies() -> None:
+    async def main() -> None:
+        with pytest.raises(RuntimeError, match="first_copies"):
+            await Settlement().first_settled("a")
+
+    anyio.run(main, backend="asyncio")

@@ -142,8 +142,8 @@ def producer_ceiling(messages: int = 20_000, processes: int = 1) -> ProducerCeil
         for i in range(messages)
     ]
 
-    def ignore(count: int) -> None:
-        del count
+    def ignore(message_ids: list[str]) -> None:
+        del message_ids
 
     async def no_first(business_id: str) -> None:
         del business_id

@@ -12,7 +12,6 @@ outcomes live or which writes are outcome writes; the checker does.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -222,18 +221,23 @@ class LiveDuplicates:
     """Duplicate writes so far, for the live progress line (the key model only).
 
     The same rule as ``check``: per outcome item, the invocations that stored
-    it beyond the first, no-op-by-construction writes aside.
+    it beyond the first, no-op-by-construction writes aside. ``add`` is given
+    each invocation's writes once, all together (as the runner hands them over),
+    so an item keeps no more than that it was stored: whether a later write is
+    by another invocation is known from the call it came in.
     """
 
     def __init__(self, outcome_key: OutcomeKey | None = None) -> None:
         self.outcome_key = outcome_key or OutcomeKey()
-        self._units: dict[str, set[str]] = defaultdict(set)
+        self._stored: set[str] = set()
+        """The outcome items an invocation stored (their canonical keys)."""
         self._applied: dict[tuple[str, str], int] = {}
         """(a ClientRequestToken and request, an item) -> when its applied write ended."""
         self.duplicate_writes = 0
 
     def add(self, writes: Iterable[WriteRecord]) -> int:
         """Note an invocation's writes; return the new duplicate count."""
+        counted: set[tuple[str, str]] = set()  # (invocation, item) noted in this call
         for w in writes:
             if w.outcome is not WriteOutcome.ACCEPTED or w.deletes:
                 continue
@@ -242,11 +246,14 @@ class LiveDuplicates:
                 if is_replay(w, self._applied.get((w.idempotency, canon))):
                     continue
                 self._applied[w.idempotency, canon] = w.ended_ns
-            units = self._units[canon]
-            if w.noop_when_present and units:
+            stored = canon in self._stored
+            if w.noop_when_present and stored:
                 continue
-            if w.request_id not in units:
-                units.add(w.request_id)
-                if len(units) > 1:
-                    self.duplicate_writes += 1
+            if (w.request_id, canon) in counted:
+                continue
+            counted.add((w.request_id, canon))
+            if stored:
+                self.duplicate_writes += 1
+            else:
+                self._stored.add(canon)
         return self.duplicate_writes
