@@ -63,6 +63,8 @@ What changes:
 * A JSON-protocol error (every DynamoDB error) is built without the XML body moto renders
   and then replaces (``json_errors``), and the clock SQS reads several times per message
   is read without building datetimes (``clock``).
+* The regions moto lists for a service are worked out once per service and the botocore
+  session that read them is let go (``regions`` says why: ~9 MB of parsed JSON kept).
 
 and on ``moto.sqs.models``:
 
@@ -131,6 +133,7 @@ import moto.dynamodb.models.table
 import moto.dynamodb.parsing.validators
 import moto.dynamodb.responses
 import moto.sqs.models
+from moto.core.base_backend import AccountSpecificBackend
 from moto.core.exceptions import JsonRESTError
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import Item
@@ -146,6 +149,7 @@ from loadtest.adapters.backend import (
     memo,
     partiql_patches,
     random_strings,
+    regions,
     transact_tokens,
     update_operands,
 )
@@ -232,6 +236,10 @@ def _replacements() -> dict[tuple[object, str], object]:
             resolving.resolve_expression_path
         ),
         (MotoRandom, "get_random_string"): random_strings.get_random_string,
+        (AccountSpecificBackend, "_generate_regions"): regions.regions_once(
+            AccountSpecificBackend._generate_regions.__wrapped__,
+            AccountSpecificBackend.get_session.cache_clear,
+        ),
         (DynamoDBBackend, "execute_statement"): _make_execute_statement(
             DynamoDBBackend.execute_statement
         ),
