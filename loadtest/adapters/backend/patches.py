@@ -65,6 +65,8 @@ What changes:
   is read without building datetimes (``clock``).
 * The regions moto lists for a service are worked out once per service and the botocore
   session that read them is let go (``regions`` says why: ~9 MB of parsed JSON kept).
+* Until something loads moto's IAM, a request neither imports it nor looks the access
+  key up in it (``lazy_iam`` says why and why the answers are the same).
 
 and on ``moto.sqs.models``:
 
@@ -133,8 +135,10 @@ import moto.dynamodb.models.table
 import moto.dynamodb.parsing.validators
 import moto.dynamodb.responses
 import moto.sqs.models
+from moto.core.authorization import ActionAuthenticatorMixin
 from moto.core.base_backend import AccountSpecificBackend
 from moto.core.exceptions import JsonRESTError
+from moto.core.responses import BaseResponse
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import Item
 from moto.dynamodb.responses import DynamoHandler
@@ -146,6 +150,7 @@ from loadtest.adapters.backend import (
     fifo_patches,
     interning,
     json_errors,
+    lazy_iam,
     memo,
     partiql_patches,
     random_strings,
@@ -250,6 +255,14 @@ def _replacements() -> dict[tuple[object, str], object]:
             DynamoDBBackend.execute_transaction
         ),
     }
+    if lazy_iam.mirrors_installed_moto():
+        replacements[BaseResponse, "setup_class"] = lazy_iam.setup_class
+        replacements[BaseResponse, "get_current_account"] = lazy_iam.get_current_account
+        replacements[ActionAuthenticatorMixin, "_authenticate_and_authorize_normal_action"] = (
+            lazy_iam.authorize_when_due(
+                ActionAuthenticatorMixin._authenticate_and_authorize_normal_action
+            )
+        )
     unix_time = clock.fast_unix_time(moto.core.utils.unix_time, moto.core.utils)
     for module in (moto.core.utils, moto.sqs.models):
         replacements[module, "unix_time"] = unix_time
