@@ -66,6 +66,10 @@ What changes:
 * A JSON-protocol error (every DynamoDB error) is built without the XML body moto renders
   and then replaces (``json_errors``), and the clock SQS reads several times per message
   is read without building datetimes (``clock``).
+* The regions moto lists for a service are worked out once per service and the botocore
+  session that read them is let go (``regions`` says why: ~9 MB of parsed JSON kept).
+* Until something loads moto's IAM, a request neither imports it nor looks the access
+  key up in it (``lazy_iam`` says why and why the answers are the same).
 
 and on ``moto.sqs.models``:
 
@@ -134,7 +138,10 @@ import moto.dynamodb.models.table
 import moto.dynamodb.parsing.validators
 import moto.dynamodb.responses
 import moto.sqs.models
+from moto.core.authorization import ActionAuthenticatorMixin
+from moto.core.base_backend import AccountSpecificBackend
 from moto.core.exceptions import JsonRESTError
+from moto.core.responses import BaseResponse
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import Item
 from moto.dynamodb.responses import DynamoHandler
@@ -147,10 +154,12 @@ from loadtest.adapters.backend import (
     interning,
     json_errors,
     key_types,
+    lazy_iam,
     legacy_conditions,
     memo,
     partiql_patches,
     random_strings,
+    regions,
     transact_tokens,
     update_operands,
 )
@@ -245,6 +254,10 @@ def _replacements() -> dict[tuple[object, str], object]:
             resolving.resolve_expression_path
         ),
         (MotoRandom, "get_random_string"): random_strings.get_random_string,
+        (AccountSpecificBackend, "_generate_regions"): regions.regions_once(
+            AccountSpecificBackend._generate_regions.__wrapped__,
+            AccountSpecificBackend.get_session.cache_clear,
+        ),
         (DynamoDBBackend, "execute_statement"): _make_execute_statement(
             DynamoDBBackend.execute_statement
         ),
@@ -255,6 +268,14 @@ def _replacements() -> dict[tuple[object, str], object]:
             DynamoDBBackend.execute_transaction
         ),
     }
+    if lazy_iam.mirrors_installed_moto():
+        replacements[BaseResponse, "setup_class"] = lazy_iam.setup_class
+        replacements[BaseResponse, "get_current_account"] = lazy_iam.get_current_account
+        replacements[ActionAuthenticatorMixin, "_authenticate_and_authorize_normal_action"] = (
+            lazy_iam.authorize_when_due(
+                ActionAuthenticatorMixin._authenticate_and_authorize_normal_action
+            )
+        )
     unix_time = clock.fast_unix_time(moto.core.utils.unix_time, moto.core.utils)
     for module in (moto.core.utils, moto.sqs.models):
         replacements[module, "unix_time"] = unix_time
