@@ -324,7 +324,8 @@ _WRITE_OUTCOMES = {o.value: o for o in WriteOutcome}
 _INVOCATION_OUTCOMES = {o.value: o for o in InvocationOutcome}
 
 
-def _encode_write(w: WriteRecord) -> tuple[Any, ...]:
+def encode_write(w: WriteRecord) -> tuple[Any, ...]:
+    """A write as the plain tuple a frame keeps (``decode_write`` reads it back)."""
     return (
         w.operation,
         w.key,
@@ -345,7 +346,7 @@ def _encode_write(w: WriteRecord) -> tuple[Any, ...]:
     )
 
 
-def _decode_write(row: tuple[Any, ...]) -> WriteRecord:
+def decode_write(row: tuple[Any, ...]) -> WriteRecord:
     fields = list(row)
     fields[3] = _WRITE_OUTCOMES[fields[3]]
     return WriteRecord(*fields)
@@ -361,7 +362,7 @@ def _encode_invocation(inv: Invocation) -> tuple[Any, ...]:
         inv.ended_ns,
         inv.outcome.value,
         inv.error,
-        tuple([_encode_write(w) for w in inv.writes]),
+        tuple([encode_write(w) for w in inv.writes]),
         inv.failed_message_ids,
         inv.result,
         inv.log_tail,
@@ -410,7 +411,7 @@ def _decode_invocation(row: tuple[Any, ...]) -> Invocation:
         ended_ns,
         _INVOCATION_OUTCOMES[outcome],
         error,
-        tuple([_decode_write(w) for w in writes]),
+        tuple([decode_write(w) for w in writes]),
         failed,
         result,
         log_tail,

@@ -67,6 +67,7 @@ from loadtest.model.checker.verdict import (
     Check,
     Counts,
     Decision,
+    DecisionLog,
     Role,
     Verdict,
     default_reasons,
@@ -392,7 +393,7 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
         )
         entry["writes"] = int(entry["writes"]) + 1
     del outcome_writes, by_business  # the last holders of the writes but ``writes``
-    decisions = tuple(_decisions(writes))
+    decisions = DecisionLog(_decisions(writes))
     return Check(
         counts=counts,
         verdict=verdict,

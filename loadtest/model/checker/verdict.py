@@ -3,8 +3,9 @@
 Owns what the checker's answers are made of (DESIGN.md, "Counts"): the
 ``Counts`` of a variant run, which of them fail the default verdict or leave it
 inconclusive (``BAD_WHEN_NONZERO``, ``INCONCLUSIVE_WHEN_NONZERO``), the
-``Role`` of each judged write, the ``Check`` that carries them, and the one rule
-that turns reasons into a ``Verdict`` (fail, then inconclusive, then pass).
+``Role`` of each judged write, the ``Check`` that carries them (its decisions
+kept as compressed frames, ``DecisionLog``), and the one rule that turns
+reasons into a ``Verdict`` (fail, then inconclusive, then pass).
 Reports, thresholds and diffs read these names; they must not restate the sets
 or the rule. Pure value objects and sentences: it judges no write itself.
 """
@@ -12,11 +13,21 @@ or the rule. Pure value objects and sentences: it judges no write itself.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+from typing import Any
 
-from loadtest.model.history import History, InvocationRef, WriteRecord
+from loadtest.model.history import (
+    History,
+    InvocationRef,
+    ReadRecord,
+    Record,
+    RecordLog,
+    WriteRecord,
+    decode_write,
+    encode_write,
+)
 
 
 class Verdict(StrEnum):
@@ -126,6 +137,51 @@ class Decision:
     """Position in the backend's order of this outcome's writes (0 for side writes)."""
 
 
+_ROLES = {r.value: r for r in Role}
+
+
+def _encode_decision(d: Decision) -> tuple[Any, ...]:
+    ref = d.invocation
+    return (
+        encode_write(d.write),
+        ref.request_id,
+        ref.environment,
+        tuple([(r.message_id, r.receive_count, r.business_id) for r in ref.records]),
+        tuple(
+            [
+                (r.key, r.found, r.consistent, r.started_ns, r.ended_ns, r.request_id)
+                for r in ref.reads
+            ]
+        )
+        if ref.reads
+        else (),
+        d.business_id,
+        d.message_id,
+        d.role.value,
+        d.order,
+    )
+
+
+def _decode_decision(row: tuple[Any, ...]) -> Decision:
+    write, request_id, environment, records, reads, business_id, message_id, role, order = row
+    ref = InvocationRef(
+        request_id,
+        environment,
+        tuple([Record(*r) for r in records]),
+        tuple([ReadRecord(*r) for r in reads]) if reads else (),
+    )
+    return Decision(decode_write(write), ref, business_id, message_id, _ROLES[role], order)
+
+
+class DecisionLog(RecordLog[Decision]):
+    """A run's decisions, kept as compressed frames (``loadtest.model.history.RecordLog``)
+    in memory: one per write, and a reader decodes them a frame at a time, so holding a
+    run's judged writes costs a fraction of holding them as objects."""
+
+    def __init__(self, decisions: Iterable[Decision] = ()) -> None:
+        super().__init__(_encode_decision, _decode_decision, decisions)
+
+
 @dataclass(frozen=True)
 class Check:
     counts: Counts
@@ -134,8 +190,9 @@ class Check:
     """Why the default verdict failed, one line each (empty when it did not)."""
     inconclusive: tuple[str, ...]
     """What the run could not observe, one line each."""
-    decisions: tuple[Decision, ...] = field(repr=False)
-    """One per observed write (left out of the repr, which must stay short)."""
+    decisions: Sequence[Decision] = field(repr=False)
+    """One per observed write, in the history's order (left out of the repr, which must
+    stay short); ``check`` keeps them in a ``DecisionLog``, read a frame at a time."""
     outcome: str
     """Where outcomes were found, in words."""
     templates: Mapping[str, Mapping[str, int | str]] = field(default_factory=dict)
