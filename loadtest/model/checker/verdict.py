@@ -4,7 +4,7 @@ Owns what the checker's answers are made of (DESIGN.md, "Counts"): the
 ``Counts`` of a variant run, which of them fail the default verdict or leave it
 inconclusive (``BAD_WHEN_NONZERO``, ``INCONCLUSIVE_WHEN_NONZERO``), the
 ``Role`` of each judged write, the ``Check`` that carries them (its decisions
-kept as compressed frames, ``DecisionLog``), and the one rule that turns
+kept as compressed frames, ``Decisions``), and the one rule that turns
 reasons into a ``Verdict`` (fail, then inconclusive, then pass).
 Reports, thresholds and diffs read these names; they must not restate the sets
 or the rule. Pure value objects and sentences: it judges no write itself.
@@ -12,11 +12,12 @@ or the rule. Pure value objects and sentences: it judges no write itself.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, overload
 
 from loadtest.model.history import (
     History,
@@ -174,12 +175,65 @@ def _decode_decision(row: tuple[Any, ...]) -> Decision:
 
 
 class DecisionLog(RecordLog[Decision]):
-    """A run's decisions, kept as compressed frames (``loadtest.model.history.RecordLog``)
-    in memory: one per write, and a reader decodes them a frame at a time, so holding a
-    run's judged writes costs a fraction of holding them as objects."""
+    """Decisions kept as compressed frames (``loadtest.model.history.RecordLog``) in
+    memory, which a reader decodes a frame at a time: holding a run's judged writes
+    costs a fraction of holding them as objects."""
 
     def __init__(self, decisions: Iterable[Decision] = ()) -> None:
         super().__init__(_encode_decision, _decode_decision, decisions)
+
+
+class Decisions(Sequence[Decision]):
+    """A run's decisions in the history's order, from two ``DecisionLog`` logs: those made
+    as the writes were read (``early``, at the positions ``early_at``, in order) and the
+    others (``later``), merged as they are read."""
+
+    def __init__(
+        self,
+        later: Sequence[Decision] = (),
+        early: Sequence[Decision] = (),
+        early_at: Sequence[int] = (),
+    ) -> None:
+        self._later = later
+        self._early = early
+        self._early_at = early_at
+
+    def __len__(self) -> int:
+        return len(self._later) + len(self._early)
+
+    def __iter__(self) -> Iterator[Decision]:
+        later = iter(self._later)
+        early = iter(self._early)
+        at = iter(self._early_at)
+        next_at = next(at, None)
+        for position in range(len(self)):
+            if position == next_at:
+                yield next(early)
+                next_at = next(at, None)
+            else:
+                yield next(later)
+
+    @overload
+    def __getitem__(self, index: int) -> Decision: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Decision]: ...
+
+    def __getitem__(self, index: int | slice) -> Decision | list[Decision]:
+        if isinstance(index, slice):
+            return list(itertools.islice(self, *index.indices(len(self))))
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("decision index out of range")
+        return next(itertools.islice(self, index, None))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # compared by value, as a list is
 
 
 @dataclass(frozen=True)
@@ -192,7 +246,7 @@ class Check:
     """What the run could not observe, one line each."""
     decisions: Sequence[Decision] = field(repr=False)
     """One per observed write, in the history's order (left out of the repr, which must
-    stay short); ``check`` keeps them in a ``DecisionLog``, read a frame at a time."""
+    stay short); ``check`` keeps them as ``Decisions``, read a frame at a time."""
     outcome: str
     """Where outcomes were found, in words."""
     templates: Mapping[str, Mapping[str, int | str]] = field(default_factory=dict)
