@@ -42,6 +42,8 @@ rule), ``details`` (what a message said and whether an item carries it),
 
 from __future__ import annotations
 
+import dataclasses
+import marshal
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping
@@ -84,6 +86,8 @@ from loadtest.model.history import (
     OutcomeKey,
     TypedItem,
     WriteOutcome,
+    WriteRecord,
+    key_string,
 )
 
 __all__ = [
@@ -145,8 +149,34 @@ class _Read:
     observer_errors: int = 0
 
 
+def _shared(record: WriteRecord, table: Mapping[str, TypedItem]) -> WriteRecord:
+    """The write, its item after (and the fields that are that same object) replaced by
+    the end state's item of its key when the two are the same value laid out alike: the
+    run's result then holds one copy of the item, not two. The stored outcome is most
+    often the item its first write stored."""
+    item = record.item_after
+    if not item:
+        return record
+    stored = table.get(key_string(record.key))
+    # marshal's version 2 writes no back-references, so equal bytes mean the same
+    # values, types and key order: the items read and print the same.
+    if stored is None or stored is item or marshal.dumps(stored, 2) != marshal.dumps(item, 2):
+        return record
+    return dataclasses.replace(
+        record,
+        item_after=stored,
+        requested=stored if record.requested is item else record.requested,
+        item_before=stored if record.item_before is item else record.item_before,
+    )
+
+
 def _read(
-    history: History, outcome_key: OutcomeKey, outcome_keys: Mapping[str, str], *, whole: bool
+    history: History,
+    outcome_key: OutcomeKey,
+    outcome_keys: Mapping[str, str],
+    table: Mapping[str, TypedItem],
+    *,
+    whole: bool,
 ) -> _Read:
     """The writes of the run, each outcome item's keyed by the declared key's template.
 
@@ -188,6 +218,7 @@ def _read(
                 )
                 read.rejected_at.append(position)
             else:
+                w.write = _shared(record, table)
                 read.writes.append(w)
             position += 1
     return read
@@ -260,14 +291,14 @@ def check(history: History, end: EndState, outcome_key: OutcomeKey | None = None
     declared = outcome_key.describe()
     messages = Messages(history)
     outcome_keys = {outcome_key.canonical(outcome_key.key_for(b)): b for b in messages.by_business}
-    read = _read(history, outcome_key, outcome_keys, whole=False)
+    read = _read(history, outcome_key, outcome_keys, end.table_items, whole=False)
     messages.keep_stored(read.stored_names)
     model = _choose_model(read, outcome_key, outcome_keys, messages)
     if model.kind != "key" and read.rejected:
         # The other models read the rejected writes' items too (a side write's business
         # id, a copy's): read them again, whole. The model is the same: rejected writes
         # of outcome items count in its choice only as writes of an outcome item.
-        read = _read(history, outcome_key, outcome_keys, whole=True)
+        read = _read(history, outcome_key, outcome_keys, end.table_items, whole=True)
     writes = read.writes
     deliveries, redeliveries = read.deliveries, read.redeliveries
     handler_errors = read.handler_errors
