@@ -293,6 +293,14 @@ class RecordLog(Sequence[_T]):
     def __iter__(self) -> Iterator[_T]:
         return self._from(0)
 
+    def rows(self) -> Iterator[tuple[Any, ...]]:
+        """The records as the plain tuples they are kept as, not decoded: for the owner of
+        the encoding, to read a few fields of each record without building them all."""
+        for index in range(len(self._frames)):
+            yield from marshal.loads(zlib.decompress(self._frames[index]))
+        for record in list(self._tail):
+            yield self._encode(record)
+
     @overload
     def __getitem__(self, index: int) -> _T: ...
 
@@ -344,6 +352,11 @@ def encode_write(w: WriteRecord) -> tuple[Any, ...]:
         w.request_id,
         w.idempotency,
     )
+
+
+def write_outline(row: tuple[Any, ...]) -> tuple[int, int, WriteOutcome]:
+    """The start, end (``_ns``) and outcome of a write kept as ``encode_write``'s tuple."""
+    return row[7], row[8], _WRITE_OUTCOMES[row[3]]
 
 
 def decode_write(row: tuple[Any, ...]) -> WriteRecord:

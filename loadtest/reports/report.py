@@ -136,18 +136,17 @@ def _from_decisions(
     ranked: dict[int, tuple[str | None, int]] = {}
     outcomes: Counter[WriteOutcome] = Counter()
     duplicated: set[str] = set()
-    for position, d in enumerate(run.check.decisions):
-        w = d.write
-        started_ns.append(w.started_ns)
-        outcomes[w.outcome] += 1
+    for position, d in enumerate(run.check.decisions.outlines()):
+        started_ns.append(d.started_ns)
+        outcomes[d.outcome] += 1
         if d.order:
             ranked[position] = (d.business_id, d.order)
         if d.role is Role.SIDE:
             continue
-        at = bucket(w.ended_ns)
-        if w.outcome is WriteOutcome.REJECTED:
+        at = bucket(d.ended_ns)
+        if d.outcome is WriteOutcome.REJECTED:
             series["writes_rejected"][at] += 1
-        elif w.outcome is WriteOutcome.ACCEPTED:
+        elif d.outcome is WriteOutcome.ACCEPTED:
             series["writes_accepted"][at] += 1
         if d.role is Role.AGAIN:
             series["duplicate_writes"][at] += 1
@@ -156,15 +155,11 @@ def _from_decisions(
     listed = _backend_ordered(started_ns, ranked)[:WRITE_DECISIONS_LIMIT]
     del started_ns, ranked
     witnessed = sorted(duplicated)[:EVIDENCE_LIMIT]
-    wanted = set(witnessed)
-    chosen = set(listed)
     kept: dict[int, Decision] = {}
     witnesses: list[Decision] = []
-    for position, d in enumerate(run.check.decisions):
-        if position in chosen:
-            kept[position] = d
-        if d.business_id in wanted:
-            witnesses.append(d)
+    for position, decision in run.check.decisions.chosen(set(listed), set(witnessed)):
+        kept[position] = decision
+        witnesses.append(decision)
     findings = evidence_of(witnesses, witnessed)
     for finding in findings:
         for w in finding["writes"] + finding["reads"]:
@@ -187,9 +182,10 @@ def _series_interval_ns(run: VariantRun) -> int:
 
 def _series(
     run: VariantRun, interval_ns: int | None = None
-) -> tuple[dict[str, Any], _DecisionLists]:
+) -> tuple[dict[str, Any], _InvocationLists, _DecisionLists]:
     """Counts per interval since the run started, so a report shows *when* things happened,
-    and the lists read from the decisions in the same passes."""
+    and the lists read from the invocations and the decisions in the same passes (each
+    pass decodes them all)."""
     if interval_ns is None:
         interval_ns = _series_interval_ns(run)
     start = run.history.started_ns
@@ -214,18 +210,13 @@ def _series(
     for m in run.history.sent:
         if m.message_id:
             series["sent"][bucket(m.sent_ns)] += 1
-    for inv in run.history.invocations:
-        b = bucket(inv.received_ns)
-        series["deliveries"][b] += len(inv.records)
-        series["redeliveries"][b] += sum(1 for r in inv.records if r.receive_count > 1)
-        if inv.outcome is not InvocationOutcome.SUCCESS:
-            series["handler_errors"][b] += 1
+    lists = _from_invocations(run, series, bucket)
     for ack in run.history.acks:
         series["acked"][bucket(ack.acked_ns)] += 1
     for dead in run.history.dead_letters:
         series["dead_lettered"][bucket(dead.seen_ns)] += 1
     decisions = _from_decisions(run, series, bucket)
-    return {"interval_s": interval_ns / 1e9, **series}, decisions
+    return {"interval_s": interval_ns / 1e9, **series}, lists, decisions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,12 +233,21 @@ class _InvocationLists:
     """How many successful invocations returned a result."""
 
 
-def _from_invocations(run: VariantRun) -> _InvocationLists:
+def _from_invocations(
+    run: VariantRun, series: dict[str, list[int]], bucket: Callable[[int], int]
+) -> _InvocationLists:
+    """Counts the deliveries, redeliveries and handler errors into ``series`` per interval
+    (``bucket``) and reads the lists."""
     unobserved: Counter[tuple[str, str, str]] = Counter()
     errors: Counter[tuple[str, str]] = Counter()
     results: list[Any] = []
     result_count = 0
     for inv in run.history.invocations:
+        b = bucket(inv.received_ns)
+        series["deliveries"][b] += len(inv.records)
+        series["redeliveries"][b] += sum(1 for r in inv.records if r.receive_count > 1)
+        if inv.outcome is not InvocationOutcome.SUCCESS:
+            series["handler_errors"][b] += 1
         for call in inv.unobserved:
             unobserved[("unobserved", call.operation, call.reason)] += 1
         for fault in inv.observer_faults:
@@ -285,10 +285,9 @@ def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]
 
         prices = default_prices()
     counts = run.check.counts
-    series, decisions = _series(run)
+    series, lists, decisions = _series(run)
     findings = decisions.findings
     dead_letters = _dead_letters(run)
-    lists = _from_invocations(run)
     items = sorted(run.end_state.table_items.items())
     return {
         "variant": run.variant,

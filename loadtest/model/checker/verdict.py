@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 from loadtest.model.history import (
     History,
@@ -25,9 +25,11 @@ from loadtest.model.history import (
     ReadRecord,
     Record,
     RecordLog,
+    WriteOutcome,
     WriteRecord,
     decode_write,
     encode_write,
+    write_outline,
 )
 
 
@@ -174,6 +176,17 @@ def _decode_decision(row: tuple[Any, ...]) -> Decision:
     return Decision(decode_write(write), ref, business_id, message_id, _ROLES[role], order)
 
 
+class Outline(NamedTuple):
+    """What a decision says in figures, read without decoding its write's items."""
+
+    started_ns: int
+    ended_ns: int
+    outcome: WriteOutcome
+    business_id: str | None
+    role: Role
+    order: int
+
+
 class DecisionLog(RecordLog[Decision]):
     """Decisions kept as compressed frames (``loadtest.model.history.RecordLog``) in
     memory, which a reader decodes a frame at a time: holding a run's judged writes
@@ -190,28 +203,47 @@ class Decisions(Sequence[Decision]):
 
     def __init__(
         self,
-        later: Sequence[Decision] = (),
-        early: Sequence[Decision] = (),
+        later: DecisionLog | None = None,
+        early: DecisionLog | None = None,
         early_at: Sequence[int] = (),
     ) -> None:
-        self._later = later
-        self._early = early
+        self._later = later if later is not None else DecisionLog()
+        self._early = early if early is not None else DecisionLog()
         self._early_at = early_at
 
     def __len__(self) -> int:
         return len(self._later) + len(self._early)
 
-    def __iter__(self) -> Iterator[Decision]:
-        later = iter(self._later)
-        early = iter(self._early)
+    def _rows(self) -> Iterator[tuple[Any, ...]]:
+        """Every decision as the row it is kept as, in order."""
+        later, early = self._later.rows(), self._early.rows()
         at = iter(self._early_at)
         next_at = next(at, None)
         for position in range(len(self)):
             if position == next_at:
-                yield next(early)
                 next_at = next(at, None)
+                yield next(early)
             else:
                 yield next(later)
+
+    def __iter__(self) -> Iterator[Decision]:
+        for row in self._rows():
+            yield _decode_decision(row)
+
+    def outlines(self) -> Iterator[Outline]:
+        """Each decision's ``Outline``, in order: a pass that builds no write."""
+        for row in self._rows():
+            started_ns, ended_ns, outcome = write_outline(row[0])
+            yield Outline(started_ns, ended_ns, outcome, row[5], _ROLES[row[7]], row[8])
+
+    def chosen(
+        self, positions: Container[int], business_ids: Container[str | None]
+    ) -> Iterator[tuple[int, Decision]]:
+        """The decisions at ``positions`` or of ``business_ids``, with their positions, in
+        order: a pass that decodes only those."""
+        for position, row in enumerate(self._rows()):
+            if position in positions or row[5] in business_ids:
+                yield position, _decode_decision(row)
 
     @overload
     def __getitem__(self, index: int) -> Decision: ...
@@ -244,7 +276,7 @@ class Check:
     """Why the default verdict failed, one line each (empty when it did not)."""
     inconclusive: tuple[str, ...]
     """What the run could not observe, one line each."""
-    decisions: Sequence[Decision] = field(repr=False)
+    decisions: Decisions = field(repr=False)
     """One per observed write, in the history's order (left out of the repr, which must
     stay short); ``check`` keeps them as ``Decisions``, read a frame at a time."""
     outcome: str
