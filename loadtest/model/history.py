@@ -17,6 +17,7 @@ back one frame at a time.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import marshal
 import operator
@@ -596,8 +597,9 @@ class OutcomeKey:
 
     templates: tuple[tuple[str, str], ...] = (("id", "{id}"),)
 
-    @property
+    @functools.cached_property
     def key_names(self) -> tuple[str, ...]:
+        # Cached: ``canonical`` reads it for every write a run judges.
         return tuple(name for name, _ in self.templates)
 
     def key_for(self, business_id: str) -> TypedItem:
