@@ -48,6 +48,7 @@ from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from loadtest.model.checker.details import (
     Messages,
@@ -149,21 +150,29 @@ class _Read:
     observer_errors: int = 0
 
 
+def _alike(a: Any, b: Any) -> bool:
+    # marshal's version 2 writes no back-references, so equal bytes mean the same
+    # values, types and key order: the two read and print the same.
+    return a is b or marshal.dumps(a, 2) == marshal.dumps(b, 2)
+
+
 def _shared(record: WriteRecord, table: Mapping[str, TypedItem]) -> WriteRecord:
     """The write, its item after (and the fields that are that same object) replaced by
-    the end state's item of its key when the two are the same value laid out alike: the
-    run's result then holds one copy of the item, not two. The stored outcome is most
-    often the item its first write stored."""
+    the end state's item of its key when the two are the same value laid out alike, and
+    its key's values by the item's: the run's result then holds one copy of the item,
+    not two. The stored outcome is most often the item its first write stored."""
     item = record.item_after
     if not item:
         return record
     stored = table.get(key_string(record.key))
-    # marshal's version 2 writes no back-references, so equal bytes mean the same
-    # values, types and key order: the items read and print the same.
-    if stored is None or stored is item or marshal.dumps(stored, 2) != marshal.dumps(item, 2):
+    if stored is None or stored is item or not _alike(stored, item):
         return record
+    key = record.key
+    if all(name in stored and _alike(stored[name], value) for name, value in key.items()):
+        key = {name: stored[name] for name in key}
     return dataclasses.replace(
         record,
+        key=key,
         item_after=stored,
         requested=stored if record.requested is item else record.requested,
         item_before=stored if record.item_before is item else record.item_before,
