@@ -17,6 +17,7 @@ back one frame at a time.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import marshal
 import operator
@@ -293,6 +294,14 @@ class RecordLog(Sequence[_T]):
     def __iter__(self) -> Iterator[_T]:
         return self._from(0)
 
+    def rows(self) -> Iterator[tuple[Any, ...]]:
+        """The records as the plain tuples they are kept as, not decoded: for the owner of
+        the encoding, to read a few fields of each record without building them all."""
+        for index in range(len(self._frames)):
+            yield from marshal.loads(zlib.decompress(self._frames[index]))
+        for record in list(self._tail):
+            yield self._encode(record)
+
     @overload
     def __getitem__(self, index: int) -> _T: ...
 
@@ -324,7 +333,8 @@ _WRITE_OUTCOMES = {o.value: o for o in WriteOutcome}
 _INVOCATION_OUTCOMES = {o.value: o for o in InvocationOutcome}
 
 
-def _encode_write(w: WriteRecord) -> tuple[Any, ...]:
+def encode_write(w: WriteRecord) -> tuple[Any, ...]:
+    """A write as the plain tuple a frame keeps (``decode_write`` reads it back)."""
     return (
         w.operation,
         w.key,
@@ -345,7 +355,12 @@ def _encode_write(w: WriteRecord) -> tuple[Any, ...]:
     )
 
 
-def _decode_write(row: tuple[Any, ...]) -> WriteRecord:
+def write_outline(row: tuple[Any, ...]) -> tuple[int, int, WriteOutcome]:
+    """The start, end (``_ns``) and outcome of a write kept as ``encode_write``'s tuple."""
+    return row[7], row[8], _WRITE_OUTCOMES[row[3]]
+
+
+def decode_write(row: tuple[Any, ...]) -> WriteRecord:
     fields = list(row)
     fields[3] = _WRITE_OUTCOMES[fields[3]]
     return WriteRecord(*fields)
@@ -361,7 +376,7 @@ def _encode_invocation(inv: Invocation) -> tuple[Any, ...]:
         inv.ended_ns,
         inv.outcome.value,
         inv.error,
-        tuple([_encode_write(w) for w in inv.writes]),
+        tuple([encode_write(w) for w in inv.writes]),
         inv.failed_message_ids,
         inv.result,
         inv.log_tail,
@@ -410,7 +425,7 @@ def _decode_invocation(row: tuple[Any, ...]) -> Invocation:
         ended_ns,
         _INVOCATION_OUTCOMES[outcome],
         error,
-        tuple([_decode_write(w) for w in writes]),
+        tuple([decode_write(w) for w in writes]),
         failed,
         result,
         log_tail,
@@ -585,8 +600,9 @@ class OutcomeKey:
     """The scenario said where outcomes live (``[outcome] key``), even if it said the
     default: the checker takes its word instead of looking for outcomes elsewhere."""
 
-    @property
+    @functools.cached_property
     def key_names(self) -> tuple[str, ...]:
+        # Cached: ``canonical`` reads it for every write a run judges.
         return tuple(name for name, _ in self.templates)
 
     def key_for(self, business_id: str) -> TypedItem:

@@ -9,11 +9,13 @@ never included.
 from __future__ import annotations
 
 import dataclasses
+from array import array
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from loadtest.model.checker import Role, duplicate_evidence, verdict_of
+from loadtest.model.checker import Role, verdict_of
+from loadtest.model.checker.evidence import EVIDENCE_LIMIT, evidence_of
 from loadtest.model.cost import Prices, priced, units_of
 from loadtest.model.history import InvocationOutcome, WriteOutcome
 from loadtest.model.scenario import to_raw
@@ -67,62 +69,108 @@ def _dead_letters(run: VariantRun) -> list[dict[str, Any]]:
     ]
 
 
-def _write_decisions(run: VariantRun) -> list[dict[str, Any]]:
-    start = run.history.started_ns
-    out = []
-    # Time order overall; within one outcome the backend's order (a write that
-    # found the item absent always comes before the ones that found it stored).
-    by_time = sorted(run.check.decisions, key=lambda d: d.write.started_ns)
-    for d in _backend_ordered(by_time)[:WRITE_DECISIONS_LIMIT]:
-        w = d.write
-        out.append(
-            {
-                "business_id": d.business_id,
-                "message_id": d.message_id,
-                "request_id": d.invocation.request_id,
-                "environment": d.invocation.environment,
-                "operation": w.operation,
-                "key": w.key,
-                "condition": w.condition,
-                "outcome": w.outcome.value,
-                "role": d.role.value,
-                "item_before": w.item_before,
-                "item_after": w.item_after,
-                "requested": w.requested if w.outcome.value != "accepted" else None,
-                "before_known": w.before_known,
-                "at_ms": _offset_ms(w.started_ns, start),
-                "duration_us": round((w.ended_ns - w.started_ns) / 1000),
-                "error_code": w.error_code,
-            }
-        )
-    return out
+def _write_decision(d: Decision, start: int) -> dict[str, Any]:
+    w = d.write
+    return {
+        "business_id": d.business_id,
+        "message_id": d.message_id,
+        "request_id": d.invocation.request_id,
+        "environment": d.invocation.environment,
+        "operation": w.operation,
+        "key": w.key,
+        "condition": w.condition,
+        "outcome": w.outcome.value,
+        "role": d.role.value,
+        "item_before": w.item_before,
+        "item_after": w.item_after,
+        "requested": w.requested if w.outcome.value != "accepted" else None,
+        "before_known": w.before_known,
+        "at_ms": _offset_ms(w.started_ns, start),
+        "duration_us": round((w.ended_ns - w.started_ns) / 1000),
+        "error_code": w.error_code,
+    }
 
 
-def _backend_ordered(decisions: list[Decision]) -> list[Decision]:
-    """Decisions in time order, except that each outcome's accepted writes keep the backend's order."""
+def _backend_ordered(
+    started_ns: Sequence[int], ranked: Mapping[int, tuple[str | None, int]]
+) -> list[int]:
+    """The decisions' positions in time order, except that each outcome's accepted writes
+    keep the backend's order (a write that found the item absent always comes before the
+    ones that found it stored). ``ranked``: position -> (business id, order) of each
+    decision with an order."""
+    out = sorted(range(len(started_ns)), key=started_ns.__getitem__)
     slots: dict[str | None, list[int]] = {}
-    ranked: dict[str | None, list[Decision]] = {}
-    for index, d in enumerate(decisions):
-        if d.order:
-            slots.setdefault(d.business_id, []).append(index)
-            ranked.setdefault(d.business_id, []).append(d)
-    out = list(decisions)
-    for business_id, positions in slots.items():
-        for position, d in zip(
-            positions, sorted(ranked[business_id], key=lambda d: d.order), strict=True
-        ):
-            out[position] = d
+    members: dict[str | None, list[int]] = {}
+    for slot, position in enumerate(out):
+        rank = ranked.get(position)
+        if rank is not None:
+            slots.setdefault(rank[0], []).append(slot)
+            members.setdefault(rank[0], []).append(position)
+    for business_id, taken in slots.items():
+        by_order = sorted(members[business_id], key=lambda p: ranked[p][1])
+        for slot, position in zip(taken, by_order, strict=True):
+            out[slot] = position
     return out
 
 
-def _findings(run: VariantRun) -> list[dict[str, Any]]:
+@dataclasses.dataclass(frozen=True)
+class _DecisionLists:
+    """What the report reads from the decisions, in two passes (each pass decodes them all,
+    and no pass holds them all): the listed ones and the duplicate findings."""
+
+    write_decisions: list[dict[str, Any]]
+    """The first ``WRITE_DECISIONS_LIMIT`` decisions in ``_backend_ordered`` order."""
+    findings: list[dict[str, Any]]
+    """The duplicated outcomes' evidence (``duplicate_evidence``), times from the run's start."""
+    total: int
+    outcomes: dict[str, int]
+    """Writes by outcome."""
+
+
+def _from_decisions(
+    run: VariantRun, series: dict[str, list[int]], bucket: Callable[[int], int]
+) -> _DecisionLists:
+    """Counts the outcome writes into ``series`` per interval (``bucket``) and reads the lists."""
     start = run.history.started_ns
-    findings = duplicate_evidence(run.check)
+    started_ns = array("q")
+    ranked: dict[int, tuple[str | None, int]] = {}
+    outcomes: Counter[WriteOutcome] = Counter()
+    duplicated: set[str] = set()
+    for position, d in enumerate(run.check.decisions.outlines()):
+        started_ns.append(d.started_ns)
+        outcomes[d.outcome] += 1
+        if d.order:
+            ranked[position] = (d.business_id, d.order)
+        if d.role is Role.SIDE:
+            continue
+        at = bucket(d.ended_ns)
+        if d.outcome is WriteOutcome.REJECTED:
+            series["writes_rejected"][at] += 1
+        elif d.outcome is WriteOutcome.ACCEPTED:
+            series["writes_accepted"][at] += 1
+        if d.role is Role.AGAIN:
+            series["duplicate_writes"][at] += 1
+            if d.business_id is not None:
+                duplicated.add(d.business_id)
+    listed = _backend_ordered(started_ns, ranked)[:WRITE_DECISIONS_LIMIT]
+    del started_ns, ranked
+    witnessed = sorted(duplicated)[:EVIDENCE_LIMIT]
+    kept: dict[int, Decision] = {}
+    witnesses: list[Decision] = []
+    for position, decision in run.check.decisions.chosen(set(listed), set(witnessed)):
+        kept[position] = decision
+        witnesses.append(decision)
+    findings = evidence_of(witnesses, witnessed)
     for finding in findings:
         for w in finding["writes"] + finding["reads"]:
             w["at_ms"] = _offset_ms(w.pop("started_ns"), start)
             w["done_ms"] = _offset_ms(w.pop("ended_ns"), start)
-    return findings
+    return _DecisionLists(
+        write_decisions=[_write_decision(kept[position], start) for position in listed],
+        findings=findings,
+        total=len(run.check.decisions),
+        outcomes={o.value: outcomes[o] for o in WriteOutcome},
+    )
 
 
 def _series_interval_ns(run: VariantRun) -> int:
@@ -132,8 +180,12 @@ def _series_interval_ns(run: VariantRun) -> int:
     return max(1, -(-span_ns // ((SERIES_POINTS_LIMIT - 1) * 1_000_000_000))) * 1_000_000_000
 
 
-def _series(run: VariantRun, interval_ns: int | None = None) -> dict[str, Any]:
-    """Counts per interval since the run started, so a report shows *when* things happened."""
+def _series(
+    run: VariantRun, interval_ns: int | None = None
+) -> tuple[dict[str, Any], _InvocationLists, _DecisionLists]:
+    """Counts per interval since the run started, so a report shows *when* things happened,
+    and the lists read from the invocations and the decisions in the same passes (each
+    pass decodes them all)."""
     if interval_ns is None:
         interval_ns = _series_interval_ns(run)
     start = run.history.started_ns
@@ -158,27 +210,13 @@ def _series(run: VariantRun, interval_ns: int | None = None) -> dict[str, Any]:
     for m in run.history.sent:
         if m.message_id:
             series["sent"][bucket(m.sent_ns)] += 1
-    for inv in run.history.invocations:
-        b = bucket(inv.received_ns)
-        series["deliveries"][b] += len(inv.records)
-        series["redeliveries"][b] += sum(1 for r in inv.records if r.receive_count > 1)
-        if inv.outcome is not InvocationOutcome.SUCCESS:
-            series["handler_errors"][b] += 1
+    lists = _from_invocations(run, series, bucket)
     for ack in run.history.acks:
         series["acked"][bucket(ack.acked_ns)] += 1
     for dead in run.history.dead_letters:
         series["dead_lettered"][bucket(dead.seen_ns)] += 1
-    for d in run.check.decisions:
-        if d.role is Role.SIDE:
-            continue
-        at = bucket(d.write.ended_ns)
-        if d.write.outcome is WriteOutcome.REJECTED:
-            series["writes_rejected"][at] += 1
-        elif d.write.outcome is WriteOutcome.ACCEPTED:
-            series["writes_accepted"][at] += 1
-        if d.role is Role.AGAIN:
-            series["duplicate_writes"][at] += 1
-    return {"interval_s": interval_ns / 1e9, **series}
+    decisions = _from_decisions(run, series, bucket)
+    return {"interval_s": interval_ns / 1e9, **series}, lists, decisions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,12 +233,21 @@ class _InvocationLists:
     """How many successful invocations returned a result."""
 
 
-def _from_invocations(run: VariantRun) -> _InvocationLists:
+def _from_invocations(
+    run: VariantRun, series: dict[str, list[int]], bucket: Callable[[int], int]
+) -> _InvocationLists:
+    """Counts the deliveries, redeliveries and handler errors into ``series`` per interval
+    (``bucket``) and reads the lists."""
     unobserved: Counter[tuple[str, str, str]] = Counter()
     errors: Counter[tuple[str, str]] = Counter()
     results: list[Any] = []
     result_count = 0
     for inv in run.history.invocations:
+        b = bucket(inv.received_ns)
+        series["deliveries"][b] += len(inv.records)
+        series["redeliveries"][b] += sum(1 for r in inv.records if r.receive_count > 1)
+        if inv.outcome is not InvocationOutcome.SUCCESS:
+            series["handler_errors"][b] += 1
         for call in inv.unobserved:
             unobserved[("unobserved", call.operation, call.reason)] += 1
         for fault in inv.observer_faults:
@@ -238,11 +285,9 @@ def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]
 
         prices = default_prices()
     counts = run.check.counts
-    writes = [d.write for d in run.check.decisions]
-    series = _series(run)
-    findings = _findings(run)
+    series, lists, decisions = _series(run)
+    findings = decisions.findings
     dead_letters = _dead_letters(run)
-    lists = _from_invocations(run)
     items = sorted(run.end_state.table_items.items())
     return {
         "variant": run.variant,
@@ -289,16 +334,16 @@ def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]
         "errors": lists.errors,
         "dead_letters": dead_letters[:WRITE_DECISIONS_LIMIT],
         "results": lists.results,
-        "write_decisions": _write_decisions(run),
-        "write_decisions_total": len(writes),
-        "write_outcomes": {o.value: sum(1 for w in writes if w.outcome is o) for o in WriteOutcome},
+        "write_decisions": decisions.write_decisions,
+        "write_decisions_total": decisions.total,
+        "write_outcomes": decisions.outcomes,
         "table_items": dict(items[:WRITE_DECISIONS_LIMIT]),
         "cut": _cut(
             series_interval_s=series["interval_s"],
             findings=(len(findings), FINDINGS_LIMIT),
             dead_letters=(len(dead_letters), WRITE_DECISIONS_LIMIT),
             results=(lists.result_count, WRITE_DECISIONS_LIMIT),
-            write_decisions=(len(writes), WRITE_DECISIONS_LIMIT),
+            write_decisions=(decisions.total, WRITE_DECISIONS_LIMIT),
             table_items=(len(items), WRITE_DECISIONS_LIMIT),
         ),
     }

@@ -39,6 +39,7 @@ from loadtest.model.history import (
 )
 from loadtest.model.updates import same_item
 from tests.core.core_builders import (
+    CONDITION,
     end_state,
     invocation,
     lab_history,
@@ -1089,3 +1090,54 @@ def test_live_duplicates_keep_one_mark_per_item_and_count_as_a_set_per_item_did(
     for writes in built:
         live.add(writes)
     assert live.duplicate_writes == _duplicates_by_invocation_sets(built)
+
+
+def test_a_rejected_write_of_the_declared_key_is_a_side_write_when_outcomes_are_copies() -> None:
+    """Outcomes stored under the messageId, and a guarded marker keyed by the business id
+    that the resend finds taken: the copies model reads that rejected write's item too."""
+
+    def by_message(message_id: str, order_id: str) -> TypedItem:
+        return {"id": {"S": message_id}, "order_id": {"S": order_id}, "quantity": {"N": "1"}}
+
+    marker = {"id": {"S": "a"}}
+    history = history_of([("m-1", "a"), ("m-2", "a")])
+    history.invocations = [
+        invocation(
+            "r-1",
+            [record("m-1", "a")],
+            [
+                write(marker, before=None, before_known=True, condition=CONDITION),
+                write(by_message("m-1", "a"), condition=None, started_ns=1),
+            ],
+        ),
+        invocation(
+            "r-2",
+            [record("m-2", "a")],
+            [
+                write(
+                    marker,
+                    outcome=WriteOutcome.REJECTED,
+                    before=marker,
+                    before_known=True,
+                    started_ns=2,
+                ),
+                write(by_message("m-2", "a"), condition=None, started_ns=3),
+            ],
+        ),
+    ]
+    table = {"a": marker, "m-1": by_message("m-1", "a"), "m-2": by_message("m-2", "a")}
+    result = check(history, EndState(0, 0, 0, table))
+    assert "a key that changes per delivery (id={messageId})" in result.outcome
+    assert result.counts.side_writes == 2
+    assert result.counts.writes_rejected == 0
+    assert result.counts.duplicate_writes == 1
+    assert [(d.business_id, d.role.value) for d in result.decisions] == [
+        ("a", "side"),
+        ("a", "first"),
+        ("a", "side"),
+        ("a", "again"),
+    ]
+    assert result.templates == {
+        "id = '{id}'": {"role": "side", "writes": 2},
+        "id={messageId}": {"role": "outcome", "writes": 2},
+    }

@@ -42,9 +42,13 @@ rule), ``details`` (what a message said and whether an item carries it),
 
 from __future__ import annotations
 
+import dataclasses
+import marshal
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from loadtest.model.checker.details import (
     Messages,
@@ -67,6 +71,8 @@ from loadtest.model.checker.verdict import (
     Check,
     Counts,
     Decision,
+    DecisionLog,
+    Decisions,
     Role,
     Verdict,
     cut_short_reasons,
@@ -82,6 +88,8 @@ from loadtest.model.history import (
     OutcomeKey,
     TypedItem,
     WriteOutcome,
+    WriteRecord,
+    key_string,
 )
 
 __all__ = [
@@ -122,14 +130,121 @@ class _Model:
     description: str
 
 
+@dataclass
+class _Read:
+    """One pass over the invocations (each pass decodes the whole log): the writes with
+    what they need of their invocation, and the per-invocation counts."""
+
+    writes: list[Write] = field(default_factory=list)
+    """The writes the rules read, in the history's order."""
+    rejected: DecisionLog = field(default_factory=DecisionLog)
+    """The rejected writes of outcome items, decided as they are read (``_read``)."""
+    rejected_at: array[int] = field(default_factory=lambda: array("q"))
+    """Their positions among all the writes, in order."""
+    first_at: dict[str, int] = field(default_factory=dict)
+    """Each key template's first write's position."""
+    stored_names: set[str] = field(default_factory=set)
+    deliveries: int = 0
+    redeliveries: int = 0
+    handler_errors: int = 0
+    unobserved_calls: int = 0
+    observer_errors: int = 0
+
+
+def _alike(a: Any, b: Any) -> bool:
+    # marshal's version 2 writes no back-references, so equal bytes mean the same
+    # values, types and key order: the two read and print the same.
+    return a is b or marshal.dumps(a, 2) == marshal.dumps(b, 2)
+
+
+def _shared(record: WriteRecord, table: Mapping[str, TypedItem]) -> WriteRecord:
+    """The write, its item after (and the fields that are that same object) replaced by
+    the end state's item of its key when the two are the same value laid out alike, and
+    its key's values by the item's: the run's result then holds one copy of the item,
+    not two. The stored outcome is most often the item its first write stored."""
+    item = record.item_after
+    if not item:
+        return record
+    stored = table.get(key_string(record.key))
+    if stored is None or stored is item or not _alike(stored, item):
+        return record
+    key = record.key
+    if all(name in stored and _alike(stored[name], value) for name, value in key.items()):
+        key = {name: stored[name] for name in key}
+    return dataclasses.replace(
+        record,
+        key=key,
+        item_after=stored,
+        requested=stored if record.requested is item else record.requested,
+        item_before=stored if record.item_before is item else record.item_before,
+    )
+
+
+def _read(
+    history: History,
+    outcome_key: OutcomeKey,
+    outcome_keys: Mapping[str, str],
+    table: Mapping[str, TypedItem],
+    *,
+    whole: bool,
+) -> _Read:
+    """The writes of the run, each outcome item's keyed by the declared key's template.
+
+    A rejected write of an outcome item changed nothing: under the key model its only
+    role is "rejected", which it gets here, and it is kept as its decision (compressed)
+    instead of as a write with its items, the most of a run's writes for a guarded
+    consumer. ``whole``: every write kept whole, for the other models, whose rules read
+    rejected writes' items too.
+    """
+    read = _Read()
+    declared = outcome_key.describe()
+    templates: dict[str, str] = {}
+    position = 0
+    for inv in history.invocations:
+        read.deliveries += len(inv.records)
+        read.redeliveries += sum(1 for r in inv.records if r.receive_count > 1)
+        read.handler_errors += inv.outcome is not InvocationOutcome.SUCCESS
+        read.unobserved_calls += len(inv.unobserved)
+        read.observer_errors += len(inv.observer_faults)
+        if not inv.writes:
+            continue
+        ref = InvocationRef.of(inv)
+        for record in inv.writes:
+            if record.outcome is WriteOutcome.ACCEPTED and record.item_after:
+                read.stored_names.update(record.item_after)
+            business_id = outcome_keys.get(outcome_key.canonical(record.key))
+            if business_id is None:
+                template = key_template(record.key, ref)
+                # One string per distinct template, not one per write.
+                template = templates.setdefault(template, template)
+            else:
+                template = declared
+            read.first_at.setdefault(template, position)
+            w = Write(record, ref, template)
+            if not whole and business_id is not None and record.outcome is WriteOutcome.REJECTED:
+                w.business_id = business_id
+                read.rejected.append(
+                    Decision(record, ref, business_id, _message_id(w), Role.REJECTED)
+                )
+                read.rejected_at.append(position)
+            else:
+                w.write = _shared(record, table)
+                read.writes.append(w)
+            position += 1
+    return read
+
+
 def _choose_model(
-    writes: list[Write],
+    read: _Read,
     outcome_key: OutcomeKey,
     outcome_keys: Mapping[str, str],
     messages: Messages,
 ) -> _Model:
+    writes = read.writes
     declared = outcome_key.describe()
-    on_key = [w for w in writes if outcome_key.canonical(w.write.key) in outcome_keys]
+    on_key = bool(read.rejected) or any(
+        outcome_key.canonical(w.write.key) in outcome_keys for w in writes
+    )
     accepted = [
         w for w in writes if w.write.outcome is WriteOutcome.ACCEPTED and not w.write.deletes
     ]
@@ -153,7 +268,7 @@ def _choose_model(
         for w in accepted
         if outcome_key.canonical(w.write.key) not in outcome_keys and carries_outcome(w)
     )
-    templates = sorted({w.template for w in writes})
+    templates = sorted(read.first_at)
     if on_key and (key_carries or not carriers):
         return _Model("key", declared, f"outcome items keyed {declared}")
     if len(carriers) == 1:
@@ -197,35 +312,21 @@ def check(
     verdict inconclusive; writes and dead letters that happened still fail it.
     """
     outcome_key = outcome_key or OutcomeKey()
-    # One pass over the invocations (each pass decodes the whole log): the
-    # writes with what they need of their invocation, and the per-invocation counts.
-    stored_names: set[str] = set()
-    writes: list[Write] = []
-    templates: dict[str, str] = {}
-    deliveries = redeliveries = handler_errors = unobserved_calls = observer_errors = 0
-    for inv in history.invocations:
-        deliveries += len(inv.records)
-        redeliveries += sum(1 for r in inv.records if r.receive_count > 1)
-        handler_errors += inv.outcome is not InvocationOutcome.SUCCESS
-        unobserved_calls += len(inv.unobserved)
-        observer_errors += len(inv.observer_faults)
-        if not inv.writes:
-            continue
-        ref = InvocationRef.of(inv)
-        for record in inv.writes:
-            if record.outcome is WriteOutcome.ACCEPTED and record.item_after:
-                stored_names.update(record.item_after)
-            template = key_template(record.key, ref)
-            # One string per distinct template, not one per write.
-            writes.append(Write(record, ref, templates.setdefault(template, template)))
-    messages = Messages(history, stored_names)
-    outcome_keys = {outcome_key.canonical(outcome_key.key_for(b)): b for b in messages.by_business}
     declared = outcome_key.describe()
-    for w in writes:
-        canon = outcome_key.canonical(w.write.key)
-        if canon in outcome_keys:
-            w.template = declared
-    model = _choose_model(writes, outcome_key, outcome_keys, messages)
+    messages = Messages(history)
+    outcome_keys = {outcome_key.canonical(outcome_key.key_for(b)): b for b in messages.by_business}
+    read = _read(history, outcome_key, outcome_keys, end.table_items, whole=False)
+    messages.keep_stored(read.stored_names)
+    model = _choose_model(read, outcome_key, outcome_keys, messages)
+    if model.kind != "key" and read.rejected:
+        # The other models read the rejected writes' items too (a side write's business
+        # id, a copy's): read them again, whole. The model is the same: rejected writes
+        # of outcome items count in its choice only as writes of an outcome item.
+        read = _read(history, outcome_key, outcome_keys, end.table_items, whole=True)
+    writes = read.writes
+    deliveries, redeliveries = read.deliveries, read.redeliveries
+    handler_errors = read.handler_errors
+    unobserved_calls, observer_errors = read.unobserved_calls, read.observer_errors
 
     # Which writes are outcome writes, and of which business id.
     outcome_writes: list[Write] = []
@@ -347,9 +448,10 @@ def check(
         distinct_ids=len(messages.by_business),
         deliveries=deliveries,
         redeliveries=redeliveries,
-        writes_attempted=len(outcome_records),
+        writes_attempted=len(outcome_records) + len(read.rejected),
         writes_accepted=sum(1 for w in outcome_records if w.outcome is WriteOutcome.ACCEPTED),
-        writes_rejected=sum(1 for w in outcome_records if w.outcome is WriteOutcome.REJECTED),
+        writes_rejected=sum(1 for w in outcome_records if w.outcome is WriteOutcome.REJECTED)
+        + len(read.rejected),
         writes_errored=sum(1 for w in outcome_records if w.outcome is WriteOutcome.ERROR),
         writes_indeterminate=sum(
             1 for w in outcome_records if w.outcome is WriteOutcome.INDETERMINATE
@@ -408,8 +510,15 @@ def check(
             w.template, {"role": "side" if w.role is Role.SIDE else "outcome", "writes": 0}
         )
         entry["writes"] = int(entry["writes"]) + 1
+    if read.rejected:
+        entry = template_roles.setdefault(declared, {"role": "outcome", "writes": 0})
+        entry["writes"] = int(entry["writes"]) + len(read.rejected)
+    # In the order the templates were first written.
+    template_roles = {
+        t: template_roles[t] for t in sorted(template_roles, key=read.first_at.__getitem__)
+    }
     del outcome_writes, by_business  # the last holders of the writes but ``writes``
-    decisions = tuple(_decisions(writes))
+    decisions = Decisions(DecisionLog(_decisions(writes)), read.rejected, read.rejected_at)
     return Check(
         counts=counts,
         verdict=verdict,

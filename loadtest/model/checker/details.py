@@ -171,7 +171,7 @@ class Messages:
     value.
     """
 
-    def __init__(self, history: History, stored_names: set[str]) -> None:
+    def __init__(self, history: History) -> None:
         # One pass over the sent log, holding no message: the history keeps them.
         self.count = 0
         """Messages sent (those the queue took)."""
@@ -197,14 +197,23 @@ class Messages:
             if m.business_id is not None:
                 self.by_business[m.business_id].append(message_id)
         parsed = {body: details_of(body) for body in bodies}
-        kept = {name for d in parsed.values() if d for name in d} & stored_names
-        by_body = {
-            body: ({k: v for k, v in d.items() if k in kept} if kept and d is not None else d)
-            for body, d in parsed.items()
-        }
         self.details: dict[str, dict[str, Any] | None] = {
-            message_id: by_body[body] for message_id, body in body_of.items()
+            message_id: parsed[body] for message_id, body in body_of.items()
         }
+        """Each message's details, every body field until ``keep_stored``."""
+
+    def keep_stored(self, stored_names: set[str]) -> None:
+        """Keep of each message's details the fields some written item holds by name
+        (``stored_names``), unless it holds none of them by name."""
+        distinct = {id(d): d for d in self.details.values() if d is not None}
+        kept = {name for d in distinct.values() for name in d} & stored_names
+        if not kept:
+            return
+        # Still one dict per body: the copies of a message share theirs.
+        narrowed = {key: {k: v for k, v in d.items() if k in kept} for key, d in distinct.items()}
+        for message_id, d in self.details.items():
+            if d is not None:
+                self.details[message_id] = narrowed[id(d)]
 
     def details_for(self, business_id: str) -> list[dict[str, Any]]:
         return [

@@ -3,20 +3,34 @@
 Owns what the checker's answers are made of (DESIGN.md, "Counts"): the
 ``Counts`` of a variant run, which of them fail the default verdict or leave it
 inconclusive (``BAD_WHEN_NONZERO``, ``INCONCLUSIVE_WHEN_NONZERO``), the
-``Role`` of each judged write, the ``Check`` that carries them, and the one rule
-that turns reasons into a ``Verdict`` (fail, then inconclusive, then pass).
+``Role`` of each judged write, the ``Check`` that carries them (its decisions
+kept as compressed frames, ``Decisions``), and the one rule that turns
+reasons into a ``Verdict`` (fail, then inconclusive, then pass).
 Reports, thresholds and diffs read these names; they must not restate the sets
 or the rule. Pure value objects and sentences: it judges no write itself.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+from typing import Any, NamedTuple, overload
 
-from loadtest.model.history import History, InvocationRef, WriteRecord
+from loadtest.model.history import (
+    History,
+    InvocationRef,
+    ReadRecord,
+    Record,
+    RecordLog,
+    WriteOutcome,
+    WriteRecord,
+    decode_write,
+    encode_write,
+    write_outline,
+)
 
 
 class Verdict(StrEnum):
@@ -126,6 +140,134 @@ class Decision:
     """Position in the backend's order of this outcome's writes (0 for side writes)."""
 
 
+_ROLES = {r.value: r for r in Role}
+
+
+def _encode_decision(d: Decision) -> tuple[Any, ...]:
+    ref = d.invocation
+    return (
+        encode_write(d.write),
+        ref.request_id,
+        ref.environment,
+        tuple([(r.message_id, r.receive_count, r.business_id) for r in ref.records]),
+        tuple(
+            [
+                (r.key, r.found, r.consistent, r.started_ns, r.ended_ns, r.request_id)
+                for r in ref.reads
+            ]
+        )
+        if ref.reads
+        else (),
+        d.business_id,
+        d.message_id,
+        d.role.value,
+        d.order,
+    )
+
+
+def _decode_decision(row: tuple[Any, ...]) -> Decision:
+    write, request_id, environment, records, reads, business_id, message_id, role, order = row
+    ref = InvocationRef(
+        request_id,
+        environment,
+        tuple([Record(*r) for r in records]),
+        tuple([ReadRecord(*r) for r in reads]) if reads else (),
+    )
+    return Decision(decode_write(write), ref, business_id, message_id, _ROLES[role], order)
+
+
+class Outline(NamedTuple):
+    """What a decision says in figures, read without decoding its write's items."""
+
+    started_ns: int
+    ended_ns: int
+    outcome: WriteOutcome
+    business_id: str | None
+    role: Role
+    order: int
+
+
+class DecisionLog(RecordLog[Decision]):
+    """Decisions kept as compressed frames (``loadtest.model.history.RecordLog``) in
+    memory, which a reader decodes a frame at a time: holding a run's judged writes
+    costs a fraction of holding them as objects."""
+
+    def __init__(self, decisions: Iterable[Decision] = ()) -> None:
+        super().__init__(_encode_decision, _decode_decision, decisions)
+
+
+class Decisions(Sequence[Decision]):
+    """A run's decisions in the history's order, from two ``DecisionLog`` logs: those made
+    as the writes were read (``early``, at the positions ``early_at``, in order) and the
+    others (``later``), merged as they are read."""
+
+    def __init__(
+        self,
+        later: DecisionLog | None = None,
+        early: DecisionLog | None = None,
+        early_at: Sequence[int] = (),
+    ) -> None:
+        self._later = later if later is not None else DecisionLog()
+        self._early = early if early is not None else DecisionLog()
+        self._early_at = early_at
+
+    def __len__(self) -> int:
+        return len(self._later) + len(self._early)
+
+    def _rows(self) -> Iterator[tuple[Any, ...]]:
+        """Every decision as the row it is kept as, in order."""
+        later, early = self._later.rows(), self._early.rows()
+        at = iter(self._early_at)
+        next_at = next(at, None)
+        for position in range(len(self)):
+            if position == next_at:
+                next_at = next(at, None)
+                yield next(early)
+            else:
+                yield next(later)
+
+    def __iter__(self) -> Iterator[Decision]:
+        for row in self._rows():
+            yield _decode_decision(row)
+
+    def outlines(self) -> Iterator[Outline]:
+        """Each decision's ``Outline``, in order: a pass that builds no write."""
+        for row in self._rows():
+            started_ns, ended_ns, outcome = write_outline(row[0])
+            yield Outline(started_ns, ended_ns, outcome, row[5], _ROLES[row[7]], row[8])
+
+    def chosen(
+        self, positions: Container[int], business_ids: Container[str | None]
+    ) -> Iterator[tuple[int, Decision]]:
+        """The decisions at ``positions`` or of ``business_ids``, with their positions, in
+        order: a pass that decodes only those."""
+        for position, row in enumerate(self._rows()):
+            if position in positions or row[5] in business_ids:
+                yield position, _decode_decision(row)
+
+    @overload
+    def __getitem__(self, index: int) -> Decision: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Decision]: ...
+
+    def __getitem__(self, index: int | slice) -> Decision | list[Decision]:
+        if isinstance(index, slice):
+            return list(itertools.islice(self, *index.indices(len(self))))
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("decision index out of range")
+        return next(itertools.islice(self, index, None))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # compared by value, as a list is
+
+
 @dataclass(frozen=True)
 class Check:
     counts: Counts
@@ -134,8 +276,9 @@ class Check:
     """Why the default verdict failed, one line each (empty when it did not)."""
     inconclusive: tuple[str, ...]
     """What the run could not observe, one line each."""
-    decisions: tuple[Decision, ...] = field(repr=False)
-    """One per observed write (left out of the repr, which must stay short)."""
+    decisions: Decisions = field(repr=False)
+    """One per observed write, in the history's order (left out of the repr, which must
+    stay short); ``check`` keeps them as ``Decisions``, read a frame at a time."""
     outcome: str
     """Where outcomes were found, in words."""
     templates: Mapping[str, Mapping[str, int | str]] = field(default_factory=dict)
