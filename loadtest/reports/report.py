@@ -28,9 +28,6 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 WRITE_DECISIONS_LIMIT = 500
 """Write decisions kept per run in the JSON; the rest are counted, not listed."""
-FINDINGS_LIMIT = 100
-"""Duplicate-write findings (each with its writes and reads) listed per run; the
-counts are always over every write."""
 SERIES_POINTS_LIMIT = 600
 """Most points per time series: a longer run gets wider intervals (whole seconds)."""
 
@@ -121,7 +118,10 @@ class _DecisionLists:
     write_decisions: list[dict[str, Any]]
     """The first ``WRITE_DECISIONS_LIMIT`` decisions in ``_backend_ordered`` order."""
     findings: list[dict[str, Any]]
-    """The duplicated outcomes' evidence (``duplicate_evidence``), times from the run's start."""
+    """The evidence of the first ``EVIDENCE_LIMIT`` duplicated outcomes (``evidence_of``),
+    times from the run's start."""
+    duplicated: int
+    """How many outcomes were written again: the findings' total."""
     total: int
     outcomes: dict[str, int]
     """Writes by outcome."""
@@ -168,6 +168,7 @@ def _from_decisions(
     return _DecisionLists(
         write_decisions=[_write_decision(kept[position], start) for position in listed],
         findings=findings,
+        duplicated=len(duplicated),
         total=len(run.check.decisions),
         outcomes={o.value: outcomes[o] for o in WriteOutcome},
     )
@@ -330,7 +331,7 @@ def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]
         "resources": dataclasses.asdict(run.resources),
         "cleanup_problems": list(run.cleanup_problems),
         "series": series,
-        "findings": findings[:FINDINGS_LIMIT],
+        "findings": findings,
         "errors": lists.errors,
         "dead_letters": dead_letters[:WRITE_DECISIONS_LIMIT],
         "results": lists.results,
@@ -340,7 +341,7 @@ def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]
         "table_items": dict(items[:WRITE_DECISIONS_LIMIT]),
         "cut": _cut(
             series_interval_s=series["interval_s"],
-            findings=(len(findings), FINDINGS_LIMIT),
+            findings=(decisions.duplicated, EVIDENCE_LIMIT),
             dead_letters=(len(dead_letters), WRITE_DECISIONS_LIMIT),
             results=(lists.result_count, WRITE_DECISIONS_LIMIT),
             write_decisions=(decisions.total, WRITE_DECISIONS_LIMIT),

@@ -6,11 +6,11 @@ import json
 
 from loadtest.adapters.aws import BackendKind, Target
 from loadtest.engine import RunResult
+from loadtest.model.checker.evidence import EVIDENCE_LIMIT
 from loadtest.model.history import Ack, History
 from loadtest.model.scenario import load_scenario
 from loadtest.reports.html import render_html
 from loadtest.reports.report import (
-    FINDINGS_LIMIT,
     SERIES_POINTS_LIMIT,
     WRITE_DECISIONS_LIMIT,
     build_report,
@@ -65,7 +65,46 @@ def test_lists_are_cut_and_the_cut_is_stated_counts_are_over_everything() -> Non
         "cut": True,
     }
     assert run["cut"]["findings"] == {"listed": 0, "total": 0, "cut": False}
-    assert FINDINGS_LIMIT < WRITE_DECISIONS_LIMIT
+
+
+def test_the_findings_cut_counts_every_duplicated_outcome() -> None:
+    duplicated = EVIDENCE_LIMIT + 10
+    history = History(started_ns=0, ended_ns=1_000_000_000)
+    items = [order_item(f"order-{i}", 1) for i in range(duplicated)]
+    history.sent = [
+        sent(2 * i + copy, f"order-{i}", f"m-{i}-{copy}")
+        for i in range(duplicated)
+        for copy in (0, 1)
+    ]
+    # Read-then-write: both copies of each order write it, the second over the first.
+    history.invocations = [
+        invocation(
+            f"r-{i}-{copy}",
+            [record(f"m-{i}-{copy}", f"order-{i}")],
+            [
+                write(
+                    items[i],
+                    condition=None,
+                    before=items[i] if copy else None,
+                    before_known=True,
+                    started_ns=copy,
+                )
+            ],
+        )
+        for i in range(duplicated)
+        for copy in (0, 1)
+    ]
+    history.acks = [Ack(message_id=m.message_id, acked_ns=10) for m in history.sent]
+    result = RunResult(
+        scenario=load_scenario("seed-lab"),
+        target=Target(BackendKind.EMBEDDED, "http://127.0.0.1:5000", "us-east-1"),
+        runs=[variant_run(history, end_state(items))],
+    )
+    run = build_report(result)["runs"][0]
+
+    assert run["counts"]["duplicate_writes"] == duplicated
+    assert len(run["findings"]) == EVIDENCE_LIMIT
+    assert run["cut"]["findings"] == {"listed": EVIDENCE_LIMIT, "total": duplicated, "cut": True}
 
 
 def test_a_long_run_gets_wider_series_intervals_not_more_points() -> None:
