@@ -74,6 +74,17 @@ def _assert_settled_clean(run: VariantRun) -> None:
     assert counts.observer_errors == 0, run.check.inconclusive
 
 
+def _assert_raced_like_get_then_put(run: VariantRun) -> None:
+    """burst.toml's 10 orders x 3 copies through a check-then-put: every accepted write
+    beyond the first per order is a duplicate of the same details, none lost."""
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert 1 <= c.duplicate_writes <= 20
+    assert c.duplicate_writes == c.writes_accepted - 10
+    assert c.conflicting_writes == c.lost_outcomes == 0
+
+
 # --- 1. resource API, correct -------------------------------------------------------
 
 
@@ -650,14 +661,8 @@ def aio_racy(backend_url: str) -> VariantRun:
 def test_aioboto3_get_then_put_fails_with_duplicates(aio_racy: VariantRun) -> None:
     # aiobotocore's client overrides the botocore methods the observer wraps: unwatched,
     # this consumer's writes were invisible and the run passed with 0 writes.
-    run = aio_racy
-    c = run.check.counts
-    _assert_settled_clean(run)
-    assert run.check.verdict == "fail"
-    assert 1 <= c.duplicate_writes <= 20
-    assert c.duplicate_writes == c.writes_accepted - 10
-    assert c.conflicting_writes == c.lost_outcomes == 0
-    assert not run.check.inconclusive
+    _assert_raced_like_get_then_put(aio_racy)
+    assert not aio_racy.check.inconclusive
 
 
 @pytest.fixture(scope="module")
@@ -686,13 +691,7 @@ def query_then_put(backend_url: str) -> VariantRun:
 def test_query_then_put_races_like_get_then_put(query_then_put: VariantRun) -> None:
     # The race window follows the Query as it follows a GetItem: copies in flight
     # together all read "absent".
-    run = query_then_put
-    c = run.check.counts
-    _assert_settled_clean(run)
-    assert run.check.verdict == "fail"
-    assert 1 <= c.duplicate_writes <= 20
-    assert c.duplicate_writes == c.writes_accepted - 10
-    assert c.conflicting_writes == c.lost_outcomes == 0
+    _assert_raced_like_get_then_put(query_then_put)
 
 
 @pytest.fixture(scope="module")
@@ -1374,13 +1373,7 @@ def transact_get_racy(backend_url: str) -> VariantRun:
 
 
 def test_transact_get_then_put_races_like_get_then_put(transact_get_racy: VariantRun) -> None:
-    run = transact_get_racy
-    c = run.check.counts
-    _assert_settled_clean(run)
-    assert run.check.verdict == "fail"
-    assert 1 <= c.duplicate_writes <= 20
-    assert c.duplicate_writes == c.writes_accepted - 10
-    assert c.conflicting_writes == c.lost_outcomes == 0
+    _assert_raced_like_get_then_put(transact_get_racy)
 
 
 # --- writes from other processes, and the clients a codebase accumulates ------------------------------
