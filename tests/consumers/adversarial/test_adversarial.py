@@ -1090,11 +1090,15 @@ def test_writes_made_after_the_handler_returned_are_missing_evidence(
     fire_and_forget: VariantRun,
 ) -> None:
     # Every put runs in a pool thread after the invocation ended: the table holds
-    # the orders, no invocation's history holds a write. Never a pass.
+    # the orders, no invocation's history holds their writes. Never a pass. (On a
+    # loaded machine a put may land while its environment runs a later invocation,
+    # which then records it: the environments are not frozen between invocations as
+    # Lambda's are. The last ones of each environment cannot.)
     run = fire_and_forget
     c = run.check.counts
     assert run.check.verdict == "inconclusive"
-    assert (c.acked, c.writes_attempted) == (30, 0)
+    assert c.acked == 30
+    assert c.writes_attempted < 30
     assert len(_orders(run)) == 10
     assert any("written after the handler returned" in r for r in run.check.inconclusive)
 
