@@ -94,7 +94,9 @@ def test_the_findings_cut_counts_every_duplicated_outcome() -> None:
         for i in range(duplicated)
         for copy in (0, 1)
     ]
-    history.acks = [Ack(message_id=m.message_id, acked_ns=10) for m in history.sent]
+    history.acks = [
+        Ack(message_id=f"m-{i}-{copy}", acked_ns=10) for i in range(duplicated) for copy in (0, 1)
+    ]
     result = RunResult(
         scenario=load_scenario("seed-lab"),
         target=Target(BackendKind.EMBEDDED, "http://127.0.0.1:5000", "us-east-1"),
