@@ -3,9 +3,10 @@
 Open loop: each message is sent when the schedule says, whatever the consumer
 does; batches due go in order to ``SENDERS`` concurrent senders, so a slow
 backend makes messages late — which end-to-end latency, measured from the
-intended time, shows — instead of making the schedule wait. Resends planned "after completion" wait for their
-id's first copy to settle. Owns nothing but the sends; records each message's
-intended and actual send time in the history it is given.
+intended time, shows — instead of making the schedule wait. Resends planned
+"after completion" wait for their id's first copy to settle. Owns nothing but
+the sends; records each message's intended and actual send time in the
+history it is given.
 """
 
 from __future__ import annotations

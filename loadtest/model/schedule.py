@@ -146,9 +146,7 @@ class Schedule(Sequence[PlannedMessage]):
             body=body,
             offset_ns=self.offsets_ns[position],
             copy=copy,
-            after_first=workload.copy_spacing is CopySpacing.AFTER_COMPLETION
-            and copy > 0
-            and business_id is not None,
+            after_first=self.waits(position),
             conflicting=bool(flags & _CONFLICTING),
             poison=bool(flags & _POISON),
             group_id=group_id,
