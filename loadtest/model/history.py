@@ -366,11 +366,34 @@ def decode_write(row: tuple[Any, ...]) -> WriteRecord:
     return WriteRecord(*fields)
 
 
+def encode_records(records: Iterable[Record]) -> tuple[Any, ...]:
+    """An invocation's records as the plain tuples a frame keeps (``decode_records``)."""
+    return tuple([(r.message_id, r.receive_count, r.business_id) for r in records])
+
+
+def decode_records(rows: Iterable[tuple[Any, ...]]) -> tuple[Record, ...]:
+    return tuple([Record(*r) for r in rows])
+
+
+def encode_reads(reads: Sequence[ReadRecord]) -> tuple[Any, ...]:
+    """An invocation's reads as the plain tuples a frame keeps (``decode_reads``)."""
+    # Most invocations read nothing: no generator for those.
+    if not reads:
+        return ()
+    return tuple(
+        [(r.key, r.found, r.consistent, r.started_ns, r.ended_ns, r.request_id) for r in reads]
+    )
+
+
+def decode_reads(rows: Sequence[tuple[Any, ...]]) -> tuple[ReadRecord, ...]:
+    return tuple([ReadRecord(*r) for r in rows]) if rows else ()
+
+
 def _encode_invocation(inv: Invocation) -> tuple[Any, ...]:
     return (
         inv.request_id,
         inv.environment,
-        tuple([(r.message_id, r.receive_count, r.business_id) for r in inv.records]),
+        encode_records(inv.records),
         inv.received_ns,
         inv.started_ns,
         inv.ended_ns,
@@ -380,14 +403,7 @@ def _encode_invocation(inv: Invocation) -> tuple[Any, ...]:
         inv.failed_message_ids,
         inv.result,
         inv.log_tail,
-        tuple(
-            [
-                (r.key, r.found, r.consistent, r.started_ns, r.ended_ns, r.request_id)
-                for r in inv.reads
-            ]
-        )
-        if inv.reads
-        else (),
+        encode_reads(inv.reads),
         tuple([(u.operation, u.reason, u.request_id) for u in inv.unobserved])
         if inv.unobserved
         else (),
@@ -419,7 +435,7 @@ def _decode_invocation(row: tuple[Any, ...]) -> Invocation:
     return Invocation(
         request_id,
         environment,
-        tuple([Record(*r) for r in records]),
+        decode_records(records),
         received_ns,
         started_ns,
         ended_ns,
@@ -429,7 +445,7 @@ def _decode_invocation(row: tuple[Any, ...]) -> Invocation:
         failed,
         result,
         log_tail,
-        tuple([ReadRecord(*r) for r in reads]) if reads else (),
+        decode_reads(reads),
         tuple([UnobservedCall(*u) for u in unobserved]) if unobserved else (),
         tuple([ObserverFault(*f) for f in faults]) if faults else (),
     )

@@ -22,12 +22,14 @@ from typing import Any, NamedTuple, overload
 from loadtest.model.history import (
     History,
     InvocationRef,
-    ReadRecord,
-    Record,
     RecordLog,
     WriteOutcome,
     WriteRecord,
+    decode_reads,
+    decode_records,
     decode_write,
+    encode_reads,
+    encode_records,
     encode_write,
     write_outline,
 )
@@ -149,15 +151,8 @@ def _encode_decision(d: Decision) -> tuple[Any, ...]:
         encode_write(d.write),
         ref.request_id,
         ref.environment,
-        tuple([(r.message_id, r.receive_count, r.business_id) for r in ref.records]),
-        tuple(
-            [
-                (r.key, r.found, r.consistent, r.started_ns, r.ended_ns, r.request_id)
-                for r in ref.reads
-            ]
-        )
-        if ref.reads
-        else (),
+        encode_records(ref.records),
+        encode_reads(ref.reads),
         d.business_id,
         d.message_id,
         d.role.value,
@@ -167,12 +162,7 @@ def _encode_decision(d: Decision) -> tuple[Any, ...]:
 
 def _decode_decision(row: tuple[Any, ...]) -> Decision:
     write, request_id, environment, records, reads, business_id, message_id, role, order = row
-    ref = InvocationRef(
-        request_id,
-        environment,
-        tuple([Record(*r) for r in records]),
-        tuple([ReadRecord(*r) for r in reads]) if reads else (),
-    )
+    ref = InvocationRef(request_id, environment, decode_records(records), decode_reads(reads))
     return Decision(decode_write(write), ref, business_id, message_id, _ROLES[role], order)
 
 
