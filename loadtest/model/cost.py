@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import base64
 import math
-from collections.abc import Mapping
+from array import array
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -48,6 +49,7 @@ from loadtest.model.history import (
     WriteOutcome,
     WriteRecord,
 )
+from loadtest.model.ids import IdIndex, count_distinct
 
 SQS_CHUNK_BYTES = 64 * 1024
 """Each 64 KB chunk of one call's payload is billed as one request."""
@@ -212,22 +214,43 @@ def sqs_calls(history: History) -> SqsCalls:
     in the history, and one receive can feed several invocations.
     """
     batches: dict[int, int] = {}
+    ids = IdIndex(len(history.sent))
+    sizes = array("q")
+    """Each message's body, in bytes, by its position in ``ids``."""
     for m in history.sent:
-        batches[m.sent_ns] = batches.get(m.sent_ns, 0) + len(m.body.encode())
-    bodies = {m.message_id: len(m.body.encode()) for m in history.sent if m.message_id}
-    receives = [
-        sum(bodies.get(r.message_id, 0) for r in inv.records) for inv in history.invocations
-    ]
-    deletes = {
-        a.requested_ns if a.requested_ns is not None else -i for i, a in enumerate(history.acks)
-    }
+        size = len(m.body.encode())
+        batches[m.sent_ns] = batches.get(m.sent_ns, 0) + size
+        if m.message_id:
+            ids.add(m.message_id)
+            sizes.append(size)
+    ids.settle(lambda: (m.message_id for m in history.sent if m.message_id))
+    receive = receives = 0
+    for inv in history.invocations:
+        receives += 1
+        received = 0
+        for r in inv.records:
+            found = ids.positions(r.message_id)
+            received += sizes[found[0]] if found else 0
+        receive += _chunks(received)
+    unnamed = 0
+    """Acknowledgements with no request time: each its own call."""
+
+    def request_times() -> Iterator[int]:
+        nonlocal unnamed
+        for a in history.acks:
+            if a.requested_ns is None:
+                unnamed += 1
+            else:
+                yield a.requested_ns
+
+    delete = count_distinct(request_times())
+    delete += unnamed
     send = sum(_chunks(b) for b in batches.values())
-    receive = sum(_chunks(b) for b in receives)
     return SqsCalls(
         send=send,
         receive=receive,
-        delete=len(deletes),
-        calls=len(batches) + len(receives) + len(deletes),
+        delete=delete,
+        calls=len(batches) + receives + delete,
     )
 
 

@@ -152,3 +152,51 @@ def test_an_indeterminate_write_has_no_latency() -> None:
         )
     )
     assert latencies(history)["write"].summary()["count"] == 4
+
+
+def _us(values: list[int]) -> list[int]:
+    return [v * 1_000 for v in values]
+
+
+def test_latencies_join_each_message_once_by_its_id() -> None:
+    """First delivery and first acknowledgement per message; an id the run did not send,
+    or a second acknowledgement, is not measured; each acknowledgement call once."""
+    from loadtest.model.history import Ack, History, SentMessage
+    from loadtest.model.metrics import latencies
+    from tests.core.core_builders import invocation, record
+
+    ms = 1_000_000
+    history = History()
+    history.sent = [
+        SentMessage(0, "a", "{}", intended_ns=0, sent_ns=1 * ms, message_id="m-0"),
+        SentMessage(1, "b", "{}", intended_ns=0, sent_ns=2 * ms, message_id="m-1"),
+        SentMessage(2, "c", "{}", intended_ns=0, sent_ns=3 * ms, message_id=None),
+    ]
+    first = invocation("r-1", [record("m-0", "a"), record("m-1", "b")], [], started_ns=11 * ms)
+    again = invocation("r-2", [record("m-0", "a"), record("m-x", None)], [], started_ns=50 * ms)
+    history.invocations = [first, again]
+    history.acks = [
+        Ack("m-0", 20 * ms, requested_ns=14 * ms),  # one call: m-0 and m-1
+        Ack("m-1", 20 * ms, requested_ns=14 * ms),
+        Ack("m-1", 60 * ms, requested_ns=55 * ms),  # acknowledged again: a second call
+        Ack("m-x", 70 * ms, requested_ns=69 * ms),  # not sent by the run: no end-to-end
+    ]
+    measured = {name: latency.summary() for name, latency in latencies(history).items()}
+    # (The histograms keep 3 significant digits: a maximum reads its bucket's top.)
+    assert (measured["end_to_end"]["count"], measured["end_to_end"]["min"]) == (2, 20_000)
+    assert (measured["queue_dwell"]["count"], measured["queue_dwell"]["min"]) == (2, 9_000)
+    assert 10_000 <= measured["queue_dwell"]["max"] < 10_010
+    assert measured["handler"]["count"] == 2
+    assert measured["ack"]["count"] == 3  # (14, 20), (55, 60), (69, 70)
+    assert measured["ack"]["min"] == 1_000 and 6_000 <= measured["ack"]["max"] < 6_010
+
+
+def test_ack_calls_in_a_log_out_of_answer_order_are_each_counted_once() -> None:
+    from loadtest.model.history import Ack
+    from loadtest.model.metrics import _ack_calls
+
+    in_order = [Ack("a", 5, 1), Ack("b", 5, 1), Ack("c", 5, 2), Ack("d", 9, 1)]
+    assert sorted(_ack_calls(in_order)) == [3, 4, 8]
+    shuffled = [Ack("d", 9, 1), Ack("a", 5, 1), Ack("c", 5, 2), Ack("b", 5, 1)]
+    assert sorted(_ack_calls(shuffled)) == [3, 4, 8]
+    assert list(_ack_calls([Ack("a", 5, None)])) == []
