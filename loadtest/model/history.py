@@ -294,12 +294,21 @@ class RecordLog(Sequence[_T]):
     def __iter__(self) -> Iterator[_T]:
         return self._from(0)
 
-    def rows(self) -> Iterator[tuple[Any, ...]]:
-        """The records as the plain tuples they are kept as, not decoded: for the owner of
-        the encoding, to read a few fields of each record without building them all."""
-        for index in range(len(self._frames)):
-            yield from marshal.loads(zlib.decompress(self._frames[index]))
-        for record in list(self._tail):
+    def rows(self, start: int = 0, stop: int | None = None) -> Iterator[tuple[Any, ...]]:
+        """The records (from ``start``, before ``stop``) as the plain tuples they are kept
+        as, not decoded: for the owner of the encoding, to read a few fields of each record
+        without building them all."""
+        stop = len(self) if stop is None else min(stop, len(self))
+        first, offset = divmod(start, FRAME_RECORDS)
+        position = first * FRAME_RECORDS
+        for index in range(first, len(self._frames)):
+            if position >= stop:
+                return
+            frame = marshal.loads(zlib.decompress(self._frames[index]))
+            yield from frame[offset : stop - position]
+            position += FRAME_RECORDS
+            offset = 0
+        for record in list(self._tail)[offset : max(0, stop - position)]:
             yield self._encode(record)
 
     @overload

@@ -20,6 +20,7 @@ from loadtest.model.history import (
     ObserverFault,
     ReadRecord,
     Record,
+    RecordLog,
     SentMessage,
     UnobservedCall,
     WriteOutcome,
@@ -195,3 +196,22 @@ def test_file_frames_come_back_by_position_while_more_are_appended() -> None:
     frames.append(b"third frame")
     assert [frames[i] for i in range(len(frames))] == [b"first", b"", b"third frame"]
     assert frames[-1] == b"third frame"
+
+
+@pytest.mark.parametrize(
+    ("start", "stop"),
+    [
+        (0, None),
+        (0, 0),
+        (5, 10),
+        (500, 1100),
+        (1024, 1536),
+        (1530, None),
+        (1600, 1700),
+        (1636, None),
+    ],
+)
+def test_rows_from_start_to_stop_cross_frames_and_the_tail(start: int, stop: int | None) -> None:
+    count = 3 * FRAME_RECORDS + 100
+    log: RecordLog[int] = RecordLog(lambda n: (n,), lambda row: int(row[0]), range(count))
+    assert [row[0] for row in log.rows(start, stop)] == list(range(count))[start:stop]

@@ -3,8 +3,8 @@
 Owns the checker's loose reading of values: a typed attribute or a JSON body
 value as a comparable Python value (``plain``), a message's details (its body
 without the business ``id``), whether an item holds those details or names a
-business id (``carries``, ``carries_id``), the shape of a key with its varying
-parts named (``key_template``), and what was sent, by messageId (``Messages``).
+business id (``carries``, ``carries_id``) and the shape of a key with its
+varying parts named (``key_template``). What was sent is ``sent``'s.
 DynamoDB's own, exact item equality is not here: that is
 ``loadtest.model.updates.same_item``.
 """
@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections import defaultdict
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from loadtest.model.history import History, Invocation, InvocationRef, Record, TypedItem
+    from loadtest.model.history import Invocation, InvocationRef, Record, TypedItem
 
 
 def plain(value: Any) -> Any:
@@ -160,72 +159,3 @@ def varies_per_delivery(template: str) -> bool:
 
 def records_of(invocation: Invocation | InvocationRef, business_id: str) -> list[Record]:
     return [r for r in invocation.records if r.business_id == business_id]
-
-
-class Messages:
-    """What was sent: business ids, details and planted poison, by messageId.
-
-    A message's details are the body fields the consumer stores: a field that
-    no written item holds under its name (a timestamp, a trace id) is left out,
-    unless no field is held by name at all, when every field is looked for by
-    value.
-    """
-
-    def __init__(self, history: History) -> None:
-        # One pass over the sent log, holding no message: the history keeps them.
-        self.count = 0
-        """Messages sent (those the queue took)."""
-        self.failures = 0
-        """Messages the queue refused (no messageId)."""
-        self.business: dict[str, str | None] = {}
-        self.poison: set[str] = set()
-        self.by_business: dict[str, list[str]] = defaultdict(list)
-        # Copies of a message share one body: parse each body once, and keep one
-        # details dict per body (nothing changes them), not one per message.
-        bodies: dict[str, str] = {}
-        body_of: dict[str, str] = {}
-        for m in history.sent:
-            if m.message_id is None:
-                self.failures += 1
-                continue
-            self.count += 1
-            message_id = m.message_id
-            self.business[message_id] = m.business_id
-            body_of[message_id] = bodies.setdefault(m.body, m.body)
-            if m.poison:
-                self.poison.add(message_id)
-            if m.business_id is not None:
-                self.by_business[m.business_id].append(message_id)
-        parsed = {body: details_of(body) for body in bodies}
-        self.details: dict[str, dict[str, Any] | None] = {
-            message_id: parsed[body] for message_id, body in body_of.items()
-        }
-        """Each message's details, every body field until ``keep_stored``."""
-
-    def keep_stored(self, stored_names: set[str]) -> None:
-        """Keep of each message's details the fields some written item holds by name
-        (``stored_names``), unless it holds none of them by name."""
-        distinct = {id(d): d for d in self.details.values() if d is not None}
-        kept = {name for d in distinct.values() for name in d} & stored_names
-        if not kept:
-            return
-        # Still one dict per body: the copies of a message share theirs.
-        narrowed = {key: {k: v for k, v in d.items() if k in kept} for key, d in distinct.items()}
-        for message_id, d in self.details.items():
-            if d is not None:
-                self.details[message_id] = narrowed[id(d)]
-
-    def details_for(self, business_id: str) -> list[dict[str, Any]]:
-        return [
-            d
-            for mid in self.by_business.get(business_id, [])
-            if (d := self.details[mid]) is not None
-        ]
-
-    def conflicting(self, message_id: str) -> bool:
-        """Whether another message with the same business id carries different details."""
-        business_id = self.business.get(message_id)
-        mine = self.details.get(message_id)
-        if business_id is None or mine is None:
-            return False
-        return any(d != mine for d in self.details_for(business_id))

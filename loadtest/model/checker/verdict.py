@@ -12,7 +12,9 @@ or the rule. Pure value objects and sentences: it judges no write itself.
 
 from __future__ import annotations
 
+import heapq
 import itertools
+import operator
 from collections import Counter
 from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -20,6 +22,7 @@ from enum import StrEnum
 from typing import Any, NamedTuple, overload
 
 from loadtest.model.history import (
+    FrameStores,
     History,
     InvocationRef,
     RecordLog,
@@ -178,43 +181,46 @@ class Outline(NamedTuple):
 
 
 class DecisionLog(RecordLog[Decision]):
-    """Decisions kept as compressed frames (``loadtest.model.history.RecordLog``) in
-    memory, which a reader decodes a frame at a time: holding a run's judged writes
-    costs a fraction of holding them as objects."""
+    """Decisions kept as compressed frames (``loadtest.model.history.RecordLog``) where
+    ``frames`` says (in memory by default; the checker uses its history's store), which a
+    reader decodes a frame at a time: holding a run's judged writes costs a fraction of
+    holding them as objects."""
 
-    def __init__(self, decisions: Iterable[Decision] = ()) -> None:
-        super().__init__(_encode_decision, _decode_decision, decisions)
+    def __init__(self, decisions: Iterable[Decision] = (), frames: FrameStores = list) -> None:
+        super().__init__(_encode_decision, _decode_decision, decisions, frames)
 
 
 class Decisions(Sequence[Decision]):
-    """A run's decisions in the history's order, from two ``DecisionLog`` logs: those made
-    as the writes were read (``early``, at the positions ``early_at``, in order) and the
-    others (``later``), merged as they are read."""
+    """A run's decisions in the history's order, from logs that hold them in stretches,
+    each stretch in that order, beside their positions: merged as they are read. A log's
+    stretches are told by its positions (a stretch ends where they go back)."""
 
-    def __init__(
-        self,
-        later: DecisionLog | None = None,
-        early: DecisionLog | None = None,
-        early_at: Sequence[int] = (),
-    ) -> None:
-        self._later = later if later is not None else DecisionLog()
-        self._early = early if early is not None else DecisionLog()
-        self._early_at = early_at
+    def __init__(self, logs: Iterable[tuple[DecisionLog, Sequence[int]]] = ()) -> None:
+        self._stretches: list[tuple[DecisionLog, Sequence[int], int, int]] = []
+        for log, at in logs:
+            start = 0
+            for index in range(1, len(at)):
+                if at[index] < at[index - 1]:
+                    self._stretches.append((log, at, start, index))
+                    start = index
+            if len(log):
+                self._stretches.append((log, at, start, len(log)))
 
     def __len__(self) -> int:
-        return len(self._later) + len(self._early)
+        return sum(stop - start for _, _, start, stop in self._stretches)
 
     def _rows(self) -> Iterator[tuple[Any, ...]]:
         """Every decision as the row it is kept as, in order."""
-        later, early = self._later.rows(), self._early.rows()
-        at = iter(self._early_at)
-        next_at = next(at, None)
-        for position in range(len(self)):
-            if position == next_at:
-                next_at = next(at, None)
-                yield next(early)
-            else:
-                yield next(later)
+        if len(self._stretches) == 1:
+            log, _, start, stop = self._stretches[0]
+            yield from log.rows(start, stop)
+            return
+        streams = [
+            zip(itertools.islice(at, start, stop), log.rows(start, stop), strict=True)
+            for log, at, start, stop in self._stretches
+        ]
+        for _, row in heapq.merge(*streams, key=operator.itemgetter(0)):
+            yield row
 
     def __iter__(self) -> Iterator[Decision]:
         for row in self._rows():
