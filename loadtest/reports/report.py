@@ -9,7 +9,8 @@ never included.
 from __future__ import annotations
 
 import dataclasses
-from array import array
+import heapq
+import itertools
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -36,11 +37,13 @@ def _offset_ms(ns: int, start_ns: int) -> float:
     return round((ns - start_ns) / 1e6, 3)
 
 
-def _dead_letters(run: VariantRun) -> list[dict[str, Any]]:
+def _dead_letters(run: VariantRun, limit: int) -> list[dict[str, Any]]:
+    """The first ``limit`` dead letters, each with its message and its last error."""
     if not run.history.dead_letters:
         return []  # and no pass over the invocations, which decodes the whole log
-    # Only the dead letters' messages: the log's are decoded copies, bodies included.
-    dead = {d.message_id for d in run.history.dead_letters}
+    listed = list(itertools.islice(run.history.dead_letters, limit))
+    # Only the listed dead letters' messages: the log's are decoded copies, bodies included.
+    dead = {d.message_id for d in listed}
     business: dict[str | None, str | None] = {}
     bodies: dict[str | None, str] = {}
     for m in run.history.sent:
@@ -51,8 +54,10 @@ def _dead_letters(run: VariantRun) -> list[dict[str, Any]]:
     for inv in run.history.invocations:
         if inv.outcome is not InvocationOutcome.SUCCESS or inv.failed_message_ids:
             for record in inv.records:
-                if inv.error and (
-                    not inv.failed_message_ids or record.message_id in inv.failed_message_ids
+                if (
+                    inv.error
+                    and record.message_id in dead
+                    and (not inv.failed_message_ids or record.message_id in inv.failed_message_ids)
                 ):
                     last_error[record.message_id] = inv.error
     return [
@@ -62,7 +67,7 @@ def _dead_letters(run: VariantRun) -> list[dict[str, Any]]:
             "body": bodies.get(d.message_id),
             "last_error": last_error.get(d.message_id),
         }
-        for d in run.history.dead_letters
+        for d in listed
     ]
 
 
@@ -88,26 +93,74 @@ def _write_decision(d: Decision, start: int) -> dict[str, Any]:
     }
 
 
-def _backend_ordered(
-    started_ns: Sequence[int], ranked: Mapping[int, tuple[str | None, int]]
-) -> list[int]:
-    """The decisions' positions in time order, except that each outcome's accepted writes
-    keep the backend's order (a write that found the item absent always comes before the
-    ones that found it stored). ``ranked``: position -> (business id, order) of each
-    decision with an order."""
-    out = sorted(range(len(started_ns)), key=started_ns.__getitem__)
-    slots: dict[str | None, list[int]] = {}
-    members: dict[str | None, list[int]] = {}
-    for slot, position in enumerate(out):
-        rank = ranked.get(position)
-        if rank is not None:
-            slots.setdefault(rank[0], []).append(slot)
-            members.setdefault(rank[0], []).append(position)
-    for business_id, taken in slots.items():
-        by_order = sorted(members[business_id], key=lambda p: ranked[p][1])
-        for slot, position in zip(taken, by_order, strict=True):
-            out[slot] = position
-    return out
+class _Listing:
+    """The first ``limit`` decisions in the listing's order, found in two passes that hold
+    about ``limit`` of them: their positions in time order, except that each outcome's
+    accepted writes keep the backend's order (a write that found the item absent always
+    comes before the ones that found it stored).
+
+    The first pass (``add``) keeps the ``limit`` earliest decisions; the outcomes among
+    them each take, at those places, their writes with the smallest orders, which the
+    second pass (``offer``) finds wherever they are in time.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._earliest: list[tuple[int, int]] = []
+        """A heap of (-started_ns, -position): the latest of the earliest on top."""
+        self._ranks: dict[int, tuple[str | None, int]] = {}
+        """position -> (business id, order) of those with an order."""
+        self._top: list[int] = []
+        self._places: dict[str | None, list[int]] = {}
+        """Each outcome's places in ``_top`` (by ``close``)."""
+        self._smallest: dict[str | None, list[tuple[int, int]]] = {}
+        """Each outcome's writes of the smallest orders, a heap of (-order, position)."""
+
+    def add(self, position: int, started_ns: int, business_id: str | None, order: int) -> None:
+        """The first pass: each decision, in the log's order."""
+        item = (-started_ns, -position)
+        if len(self._earliest) < self._limit:
+            heapq.heappush(self._earliest, item)
+        elif item > self._earliest[0]:
+            self._ranks.pop(-heapq.heapreplace(self._earliest, item)[1], None)
+        else:
+            return
+        if order:
+            self._ranks[position] = (business_id, order)
+
+    def close(self) -> tuple[set[int], set[str | None]]:
+        """After the first pass: the positions listed as they are, and the outcomes whose
+        writes the second pass must be offered."""
+        self._top = [-position for _, position in sorted(self._earliest, reverse=True)]
+        for place, position in enumerate(self._top):
+            rank = self._ranks.get(position)
+            if rank is not None:
+                self._places.setdefault(rank[0], []).append(place)
+        del self._earliest, self._ranks
+        return set(self._top), set(self._places)
+
+    def offer(self, position: int, business_id: str | None, order: int) -> tuple[bool, int | None]:
+        """The second pass: a decision of an outcome ``close`` named. Whether it may be
+        listed (keep it until ``listed``), and the position of one that no longer may."""
+        places = self._places.get(business_id)
+        if not order or places is None:
+            return False, None
+        smallest = self._smallest.setdefault(business_id, [])
+        if len(smallest) < len(places):
+            heapq.heappush(smallest, (-order, position))
+            return True, None
+        if -order > smallest[0][0]:
+            return True, heapq.heapreplace(smallest, (-order, position))[1]
+        return False, None
+
+    def listed(self) -> list[int]:
+        """The listing's positions, in order."""
+        out = list(self._top)
+        for business_id, places in self._places.items():
+            members = sorted(self._smallest.get(business_id, []), reverse=True)
+            for place, (_, position) in zip(places, members, strict=True):
+                out[place] = position
+        return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,15 +185,12 @@ def _from_decisions(
 ) -> _DecisionLists:
     """Counts the outcome writes into ``series`` per interval (``bucket``) and reads the lists."""
     start = run.history.started_ns
-    started_ns = array("q")
-    ranked: dict[int, tuple[str | None, int]] = {}
+    listing = _Listing(WRITE_DECISIONS_LIMIT)
     outcomes: Counter[WriteOutcome] = Counter()
     duplicated: set[str] = set()
     for position, d in enumerate(run.check.decisions.outlines()):
-        started_ns.append(d.started_ns)
+        listing.add(position, d.started_ns, d.business_id, d.order)
         outcomes[d.outcome] += 1
-        if d.order:
-            ranked[position] = (d.business_id, d.order)
         if d.role is Role.SIDE:
             continue
         at = bucket(d.ended_ns)
@@ -152,14 +202,20 @@ def _from_decisions(
             series["duplicate_writes"][at] += 1
             if d.business_id is not None:
                 duplicated.add(d.business_id)
-    listed = _backend_ordered(started_ns, ranked)[:WRITE_DECISIONS_LIMIT]
-    del started_ns, ranked
+    top, ranked = listing.close()
     witnessed = sorted(duplicated)[:EVIDENCE_LIMIT]
+    wanted: set[str | None] = set(witnessed)
     kept: dict[int, Decision] = {}
     witnesses: list[Decision] = []
-    for position, decision in run.check.decisions.chosen(set(listed), set(witnessed)):
-        kept[position] = decision
-        witnesses.append(decision)
+    for position, decision in run.check.decisions.chosen(top, wanted | ranked):
+        may, dropped = listing.offer(position, decision.business_id, decision.order)
+        if position in top or may:
+            kept[position] = decision
+        if dropped is not None and dropped not in top:
+            del kept[dropped]
+        if decision.business_id in wanted:
+            witnesses.append(decision)
+    listed = listing.listed()
     findings = evidence_of(witnesses, witnessed)
     for finding in findings:
         for w in finding["writes"] + finding["reads"]:
@@ -288,7 +344,7 @@ def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]
     counts = run.check.counts
     series, lists, decisions = _series(run)
     findings = decisions.findings
-    dead_letters = _dead_letters(run)
+    dead_letters = _dead_letters(run, WRITE_DECISIONS_LIMIT)
     items = sorted(run.end_state.table_items.items())
     return {
         "variant": run.variant,
@@ -333,7 +389,7 @@ def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]
         "series": series,
         "findings": findings,
         "errors": lists.errors,
-        "dead_letters": dead_letters[:WRITE_DECISIONS_LIMIT],
+        "dead_letters": dead_letters,
         "results": lists.results,
         "write_decisions": decisions.write_decisions,
         "write_decisions_total": decisions.total,
@@ -342,7 +398,7 @@ def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]
         "cut": _cut(
             series_interval_s=series["interval_s"],
             findings=(decisions.duplicated, EVIDENCE_LIMIT),
-            dead_letters=(len(dead_letters), WRITE_DECISIONS_LIMIT),
+            dead_letters=(len(run.history.dead_letters), WRITE_DECISIONS_LIMIT),
             results=(lists.result_count, WRITE_DECISIONS_LIMIT),
             write_decisions=(decisions.total, WRITE_DECISIONS_LIMIT),
             table_items=(len(items), WRITE_DECISIONS_LIMIT),

@@ -129,3 +129,41 @@ def test_the_html_page_says_what_was_cut() -> None:
     assert "table_items listed for" in cuts.split("</div>", 1)[0]
     assert "listed for" not in page.split('id="warnings"', 1)[-1].split("</div>", 1)[0]
     assert len(json.dumps(report)) < 5 * 1024 * 1024
+
+
+def test_dead_letters_are_listed_first_with_their_error_and_counted_all() -> None:
+    from loadtest.model.history import DeadLetter, InvocationOutcome
+
+    dead = WRITE_DECISIONS_LIMIT + 100
+    history = History(started_ns=0, ended_ns=1_000_000_000)
+    history.sent = [sent(i, f"order-{i}", f"m-{i}") for i in range(dead)]
+    history.invocations = [
+        invocation(
+            f"r-{i}",
+            [record(f"m-{i}", f"order-{i}")],
+            [],
+            outcome=InvocationOutcome.ERROR,
+            error=f"ValueError: order-{i} refused",
+        )
+        for i in range(dead)
+    ]
+    history.dead_letters = [DeadLetter(f"m-{i}", 3, 10_000 + i) for i in range(dead)]
+    result = RunResult(
+        scenario=load_scenario("seed-lab"),
+        target=Target(BackendKind.EMBEDDED, "http://127.0.0.1:5000", "us-east-1"),
+        runs=[variant_run(history, end_state([]))],
+    )
+    run = build_report(result)["runs"][0]
+    assert run["cut"]["dead_letters"] == {
+        "listed": WRITE_DECISIONS_LIMIT,
+        "total": dead,
+        "cut": True,
+    }
+    assert run["counts"]["dead_lettered"] == dead
+    assert [d["message_id"] for d in run["dead_letters"]] == [
+        f"m-{i}" for i in range(WRITE_DECISIONS_LIMIT)
+    ]
+    last = run["dead_letters"][-1]
+    assert last["business_id"] == f"order-{WRITE_DECISIONS_LIMIT - 1}"
+    assert last["last_error"] == f"ValueError: order-{WRITE_DECISIONS_LIMIT - 1} refused"
+    assert json.loads(last["body"])["id"] == last["business_id"]
