@@ -144,11 +144,19 @@ async def drive(
             settlement.expect({m.message_id for m in history.sent if m.message_id})
             sent_all.set()
 
+        business: dict[str, str | None] = {}
+        """Each sent message's business id, read from the sent log as it grows (a scan of
+        the whole log per settled message was quadratic)."""
+        read = 0
+
         def business_of(message_id: str) -> str | None:
-            for m in history.sent:
-                if m.message_id == message_id:
-                    return m.business_id
-            return None
+            nonlocal read
+            if message_id not in business:
+                for m in history.sent[read:]:
+                    read += 1
+                    if m.message_id is not None:
+                        business[m.message_id] = m.business_id
+            return business.get(message_id)
 
         async def drain_observations() -> None:
             while True:

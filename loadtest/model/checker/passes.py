@@ -106,9 +106,10 @@ class Model:
 class Parts:
     """The accepted writes of outcome items, waiting to be judged with their outcome's others.
 
-    Up to ``WRITES_PER_PART`` in all, they wait as writes in memory; past that, each is
-    kept as its decision (compressed, where ``frames`` says) in the part of its business
-    id's hash, and read back a part at a time.
+    When the run accepted at most ``WRITES_PER_PART`` writes (``expected``, of any item),
+    they wait as writes in memory; past that, each is kept as its decision (compressed,
+    where ``frames`` says) in the part of its business id's hash, and read back a part at
+    a time.
     """
 
     def __init__(self, expected: int, frames: FrameStores) -> None:
