@@ -213,16 +213,34 @@ def sqs_calls(history: History) -> SqsCalls:
     request time of the acknowledgements. An estimate: empty receives are not
     in the history, and one receive can feed several invocations.
     """
-    batches: dict[int, int] = {}
+    # A batch's messages share their send time and are logged together, in the order
+    # sent: each run of one send time is a batch. A log merged from several producer
+    # processes is not in that order: it is read again, every send time kept.
+    send = batches = 0
+    batch_ns: int | None = None
+    batch_bytes = 0
+    in_order = True
     ids = IdIndex(len(history.sent))
     sizes = array("q")
     """Each message's body, in bytes, by its position in ``ids``."""
     for m in history.sent:
         size = len(m.body.encode())
-        batches[m.sent_ns] = batches.get(m.sent_ns, 0) + size
+        if m.sent_ns != batch_ns:
+            if batch_ns is not None:
+                in_order = in_order and m.sent_ns > batch_ns
+                send, batches = send + _chunks(batch_bytes), batches + 1
+            batch_ns, batch_bytes = m.sent_ns, 0
+        batch_bytes += size
         if m.message_id:
             ids.add(m.message_id)
             sizes.append(size)
+    if batch_ns is not None:
+        send, batches = send + _chunks(batch_bytes), batches + 1
+    if not in_order:
+        by_time: dict[int, int] = {}
+        for m in history.sent:
+            by_time[m.sent_ns] = by_time.get(m.sent_ns, 0) + len(m.body.encode())
+        send, batches = sum(_chunks(b) for b in by_time.values()), len(by_time)
     ids.settle(lambda: (m.message_id for m in history.sent if m.message_id))
     receive = receives = 0
     for inv in history.invocations:
@@ -245,13 +263,7 @@ def sqs_calls(history: History) -> SqsCalls:
 
     delete = count_distinct(request_times())
     delete += unnamed
-    send = sum(_chunks(b) for b in batches.values())
-    return SqsCalls(
-        send=send,
-        receive=receive,
-        delete=delete,
-        calls=len(batches) + receives + delete,
-    )
+    return SqsCalls(send=send, receive=receive, delete=delete, calls=batches + receives + delete)
 
 
 @dataclass(frozen=True)

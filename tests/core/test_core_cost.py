@@ -223,3 +223,22 @@ def test_committed_price_table_parses_and_bad_tables_are_refused() -> None:
     )
     with pytest.raises(PricesError, match=r"\[sqs\] standard_per_million_requests"):
         parse_prices({"sqs": {"standard_per_million_requests": -1}}, source="mine.toml")
+
+
+@pytest.mark.parametrize("merged", [False, True])
+def test_send_batches_are_counted_by_send_time_in_order_or_merged(merged: bool) -> None:
+    """Each distinct send time is one SendMessageBatch, whether the log has a batch's
+    messages together in send order or merged from several producers out of it."""
+    from loadtest.model.history import History, SentMessage
+
+    big = "x" * 40_000  # two of them pass one 64 KB chunk
+    messages = [
+        SentMessage(i, f"o-{i}", big, 0, sent_ns=1_000 * (i // 3), message_id=f"m-{i}")
+        for i in range(12)
+    ]  # 4 batches of 3, each 120,000 bytes: 2 chunks
+    if merged:  # two producers' logs, a batch split by another's
+        messages = messages[:2] + messages[6:9] + messages[2:6] + messages[9:]
+    history = History()
+    history.sent = messages
+    calls = sqs_calls(history)
+    assert (calls.send, calls.calls) == (8, 4)
