@@ -195,19 +195,21 @@ def latencies(history: History) -> dict[str, Latency]:
             intended.append(m.intended_ns)
             sent_ns.append(m.sent_ns)
     ids.settle(lambda: (m.message_id for m in history.sent if m.message_id))
-    first = array("q", [_NONE]) * len(ids)
-    """Each message's first acknowledgement, then its first delivery."""
+    acked = bytearray(len(ids))
+    """Whether each message's first acknowledgement is measured (a later one is not)."""
     for ack in history.acks:
         for position in ids.positions(ack.message_id):
-            if first[position] == _NONE:
-                first[position] = ack.acked_ns
+            if not acked[position]:
+                acked[position] = 1
                 out["end_to_end"].record_ns(ack.acked_ns - intended[position])
-    first = array("q", [_NONE]) * len(ids)
+    del acked
+    received = bytearray(len(ids))
+    """Whether each message's first delivery is measured."""
     for invocation in history.invocations:
         for record in invocation.records:
             for position in ids.positions(record.message_id):
-                if first[position] == _NONE:
-                    first[position] = invocation.received_ns
+                if not received[position]:
+                    received[position] = 1
                     out["queue_dwell"].record_ns(invocation.received_ns - sent_ns[position])
         out["handler"].record_ns(invocation.ended_ns - invocation.started_ns)
         for w in invocation.writes:
@@ -216,7 +218,7 @@ def latencies(history: History) -> dict[str, Latency]:
             duration_ns = w.ended_ns - w.started_ns
             out["write"].record_ns(duration_ns)
             out[f"write_{w.outcome.value}"].record_ns(duration_ns)
-    del first
+    del received
     for duration_ns in _ack_calls(history.acks):
         out["ack"].record_ns(duration_ns)
     return out
@@ -249,7 +251,6 @@ def _ack_calls(acks: Iterable[Ack]) -> array[int]:
 
 _NONE = -(2**63)
 """No time yet (a time is a ``time.monotonic_ns()`` reading)."""
-_LOW = 2**64 - 1
 
 
 def decode(encoded: str) -> HdrHistogram:

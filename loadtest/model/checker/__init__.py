@@ -49,7 +49,7 @@ decisions kept where the history keeps its logs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from loadtest.model.checker.details import (
     carries,
@@ -115,11 +115,13 @@ __all__ = [
 ]
 
 
-def _choose_model(evidence: Evidence, outcome_key: OutcomeKey) -> Model:
+def _choose_model(evidence: Evidence, templates: Iterable[str], outcome_key: OutcomeKey) -> Model:
+    """Where outcomes live, from the evidence of the writes (``templates``: every key
+    template written)."""
     declared = outcome_key.describe()
     carriers = evidence.carriers
     if evidence.on_key and (evidence.key_carries or not carriers):
-        return Model("key", declared, f"outcome items keyed {declared}")
+        return Model.key(outcome_key)
     if len(carriers) == 1:
         (template,) = carriers
         how = "a key that changes per delivery" if varies_per_delivery(template) else "another key"
@@ -131,8 +133,8 @@ def _choose_model(evidence: Evidence, outcome_key: OutcomeKey) -> Model:
     if not evidence.stored or (outcome_key.declared and not carriers):
         # Nothing stored, or nothing stored elsewhere that looks like an outcome where
         # the scenario said where outcomes live: its key stands, and what it lacks is lost.
-        return Model("key", declared, f"outcome items keyed {declared}")
-    seen = ", ".join(sorted(evidence.first_at)) or "none"
+        return Model.key(outcome_key)
+    seen = ", ".join(sorted(templates)) or "none"
     why = (
         f"{len(carriers)} key templates carry the messages' ids and details"
         if carriers
@@ -208,12 +210,10 @@ def check(
         judging.run(history)
         return judging
 
-    key_model = Model(
-        "key", outcome_key.describe(), f"outcome items keyed {outcome_key.describe()}"
-    )
+    key_model = Model.key(outcome_key)
     final, stored_outcomes = _final_items(key_model, outcome_keys, messages, end.table_items)
     passed = judging(key_model, stored_outcomes)
-    model = _choose_model(passed.evidence, outcome_key)
+    model = _choose_model(passed.evidence, passed.templates, outcome_key)
     if model.kind != "key":
         final, stored_outcomes = _final_items(model, outcome_keys, messages, end.table_items)
         passed = judging(model, stored_outcomes)

@@ -91,8 +91,6 @@ class Evidence:
     """Accepted writes of other key templates that stored a message's id and details."""
     stored: bool = False
     """Some accepted write stored an item (not a delete)."""
-    first_at: dict[str, int] = field(default_factory=dict)
-    """Each key template's first write's position."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +99,12 @@ class Model:
     """"key" (outcome items under the OutcomeKey), "copies" (under one varying template), "ambiguous"."""
     template: str
     description: str
+
+    @classmethod
+    def key(cls, outcome_key: OutcomeKey) -> Model:
+        """Outcome items under the declared key."""
+        declared = outcome_key.describe()
+        return cls("key", declared, f"outcome items keyed {declared}")
 
 
 class Parts:
@@ -114,7 +118,6 @@ class Parts:
 
     def __init__(self, expected: int, frames: FrameStores) -> None:
         self._count = min(MOST_PARTS, max(1, -(-expected // WRITES_PER_PART)))
-        self._frames = frames
         self._held: list[tuple[int, Write]] = []
         self._logs = [DecisionLog(frames=frames) for _ in range(self._count)]
         self._at = [array("q") for _ in range(self._count)]
@@ -162,13 +165,13 @@ class Judging:
     """The decisions made as the writes are read: side writes, and outcome writes that
     were not accepted."""
     early_at: array[int] = field(default_factory=lambda: array("q"))
-    writes: int = 0
     outcome_writes: Counter[WriteOutcome] = field(default_factory=Counter)
     side_writes: int = 0
     unknown_after: int = 0
     """Accepted outcome writes whose item after the observer could not compute."""
     templates: dict[str, dict[str, int | str]] = field(default_factory=dict)
-    """Each key template's role and writes, in the order first written."""
+    """Each key template's role and writes, in the order first written (every template
+    seen: the choice of model names them)."""
     unexplained: set[str] = field(init=False)
     """The outcome items of ``stored_outcomes`` no observed write could have stored."""
 
@@ -193,13 +196,12 @@ class Judging:
                     template = interned.setdefault(template, template)  # one string each
                 else:
                     template = declared
-                self._note(record, ref, template, on_key, position)
+                self._note(record, ref, template, on_key)
                 business_id = self._business_id(record, ref, template, on_key)
                 self._decide(record, ref, template, business_id, position)
                 if record.outcome is not WriteOutcome.REJECTED and not record.deletes:
                     self.unexplained.discard(canon)
                 position += 1
-        self.writes = position
 
     def _note(
         self,
@@ -207,11 +209,9 @@ class Judging:
         ref: InvocationRef,
         template: str,
         on_key: str | None,
-        position: int,
     ) -> None:
         """What this write says of where outcomes live (``Evidence``)."""
         evidence = self.evidence
-        evidence.first_at.setdefault(template, position)
         if on_key is not None:
             evidence.on_key = True
         if record.outcome is not WriteOutcome.ACCEPTED or record.deletes:
