@@ -25,6 +25,7 @@ run ends.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -45,7 +46,15 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from loadtest.emulation import layer, zygotes
 from loadtest.emulation.handlers import HandlerRef
 from loadtest.errors import HandlerRefError
-from loadtest.model.observation import Observation, Observed, SharedValues, collect, decode
+from loadtest.model.history import WriteRecord
+from loadtest.model.observation import (
+    Observation,
+    Observed,
+    SharedValues,
+    WriteBegun,
+    collect,
+    decode,
+)
 
 
 class _AlreadyReaped(logging.Filter):
@@ -134,6 +143,8 @@ class Reply:
     ended_ns: int
     observed: Observed
     log_tail: str
+    response_json: bool = True
+    """Whether the response's body is strict JSON (``runtime_marshal.response_value``)."""
 
 
 class ExecutionEnvironment:
@@ -160,6 +171,10 @@ class ExecutionEnvironment:
         self._sent_ns = 0
         self._process: Process | None = None
         self._reader: BufferedByteReceiveStream | None = None
+        self._frozen = False
+        """The process stopped itself after its last reply (Lambda's freeze, see ``_thaw``)."""
+        self._request_ids: set[str] = set()
+        """This process's invocations so far (their late observations are re-attributed)."""
 
     async def start(self) -> None:
         """Start the process and wait for the handler import (raises HandlerRefError)."""
@@ -170,6 +185,7 @@ class ExecutionEnvironment:
             seed = f"{env.get('LOADTEST_FAULT_SEED', '0')}:{self.number}:{self.cold_starts}"
             env["LOADTEST_FAULT_SEED"] = seed
             env["LOADTEST_OBSERVATIONS"] = self._observations_path
+            env[FREEZE_ENV] = "1" if FREEZE else "0"
             layer_dir = os.path.join(self._log_dir, "layer", layer.PYTHON_DIR)
             if not os.path.isdir(layer_dir):  # noqa: ASYNC240 - a local temp folder, once per run
                 layer.unpack(self._log_dir)  # once per run: the same bytes a deploy publishes
@@ -226,6 +242,12 @@ class ExecutionEnvironment:
         Read after every invocation, however it ended: a line written before a
         timeout, a crash or a kill is there. A line cut off by a kill (no
         newline yet) is left for the next read.
+
+        A line of an earlier invocation of this process was written by code the
+        handler left running (a thread, a task) after that invocation returned:
+        the environment is frozen between invocations, so it ran during this one,
+        and is this invocation's. A write whose start was read with an earlier
+        invocation stays there (as a write whose answer never came).
         """
         try:
             with open(self._observations_path, "rb") as source:
@@ -235,11 +257,19 @@ class ExecutionEnvironment:
             return []
         complete = data[: data.rfind(b"\n") + 1]
         self._observations_offset += len(complete)
+        decoded = [
+            decode(line.decode("utf-8"), self._shared, request_id) for line in complete.splitlines()
+        ]
+        begun_now = {o.call_id for o in decoded if isinstance(o, WriteBegun)}
         out = []
-        for line in complete.splitlines():
-            observation = decode(line.decode("utf-8"), self._shared, request_id)
-            if observation.request_id == request_id:
+        for observation in decoded:
+            owner = observation.request_id
+            if owner == request_id:
                 out.append(observation)
+            elif owner in self._request_ids and (
+                not isinstance(observation, WriteRecord) or observation.call_id in begun_now
+            ):
+                out.append(dataclasses.replace(observation, request_id=request_id))
         return out
 
     def _log_tail(self) -> str:
@@ -254,7 +284,9 @@ class ExecutionEnvironment:
         request = {"request_id": request_id, "event": event, "timeout_ms": timeout_ms}
         sent_ns = time.monotonic_ns()
         self._sent_ns = sent_ns
+        self._request_ids.add(request_id)
         try:
+            await self._thaw()
             await self._process.stdin.send((json.dumps(request) + "\n").encode())
             with anyio.fail_after(self.config.timeout_s):
                 reply = await self._read()
@@ -288,6 +320,8 @@ class ExecutionEnvironment:
         crashed = bool(reply.get("crashed"))
         if crashed:
             await self.aclose()  # it exits on purpose; reap it before the next invocation
+        else:
+            self._frozen = FREEZE  # it stopped itself right after the reply
         return Reply(
             ok=bool(reply["ok"]),
             timed_out=False,
@@ -298,7 +332,19 @@ class ExecutionEnvironment:
             ended_ns=int(reply["ended_ns"]),
             observed=collect(self._observations(request_id), ended_ns=int(reply["ended_ns"])),
             log_tail=str(reply.get("log_tail", "")),
+            response_json=bool(reply.get("response_json", True)),
         )
+
+    async def _thaw(self) -> None:
+        """Continue a frozen process, once it has stopped (it stops itself just after its
+        reply; a continue sent before that stop would be lost and the process stay stopped)."""
+        if not self._frozen or self._process is None:
+            return
+        self._frozen = False
+        deadline = time.monotonic() + THAW_WAIT_S
+        while not _stopped(self._process.pid) and time.monotonic() < deadline:  # noqa: ASYNC110
+            await anyio.sleep(0.001)  # a /proc state, not an event anything could set
+        self._process.send_signal(signal.SIGCONT)
 
     async def cut_off(self, request_id: str) -> Reply:
         """The invocation was cancelled (the run's deadline): stop the process, keep its writes."""
@@ -348,10 +394,18 @@ class ExecutionEnvironment:
 
     async def aclose(self) -> None:
         process, self._process = self._process, None
+        frozen, self._frozen = self._frozen, False
         self._reader = None
+        self._request_ids.clear()
         if process is None:
             return
         with anyio.CancelScope(shield=True):
+            if process.returncode is None and frozen:
+                # Retired while frozen, as Lambda retires one: what the handler left
+                # running never runs again (a stopped process dies of SIGKILL at once).
+                process.kill()
+                process.send_signal(signal.SIGCONT)
+                await process.wait()
             if process.returncode is None:
                 process.terminate()
                 with anyio.move_on_after(3):
@@ -360,6 +414,26 @@ class ExecutionEnvironment:
                     process.kill()
                     await process.wait()
             await process.aclose()
+
+
+FREEZE_ENV = "LOADTEST_FREEZE"
+FREEZE = os.environ.get(FREEZE_ENV, "1") != "0" and os.path.exists("/proc/self/stat")
+"""Freeze environments between invocations, as Lambda does (``LOADTEST_FREEZE=0`` turns it
+off): each stops itself (SIGSTOP) right after its reply and is continued (SIGCONT) with the
+next invocation, so threads and tasks a handler left running make no progress in between.
+Needs ``/proc`` to see that a process has stopped."""
+THAW_WAIT_S = 2.0
+"""How long to wait for a process to have stopped itself before continuing it anyway."""
+
+
+def _stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (or gone): state ``T`` in ``/proc/PID/stat``."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rpartition(b")")[2].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in (b"T", b"t", b"Z", b"X")
 
 
 def new_log_dir() -> str:

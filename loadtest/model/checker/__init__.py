@@ -70,6 +70,7 @@ from loadtest.model.checker.passes import (
     survey,
 )
 from loadtest.model.checker.roles import LiveDuplicates
+from loadtest.model.checker.runtime_errors import reasons as runtime_error_reasons
 from loadtest.model.checker.sent import ACKED, DEAD_LETTERED, POISON, Messages
 from loadtest.model.checker.verdict import (
     BAD_WHEN_NONZERO,
@@ -281,6 +282,7 @@ def check(
     accepted_outcomes = outcomes[WriteOutcome.ACCEPTED] > 0
     nothing_stored = expected_outcomes and not accepted_outcomes and not final
     reasons = default_reasons(counts, timed_out=history.timed_out, cut_short=cut_short)
+    reasons.extend(runtime_error_reasons(read.runtime_errors))
     inconclusive = inconclusive_reasons(counts, history)
     if nothing_stored and model.kind != "ambiguous":
         (inconclusive if cut_short else reasons).append(

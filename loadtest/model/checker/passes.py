@@ -21,6 +21,7 @@ from typing import Any
 
 from loadtest.model.checker.details import carries, carries_id, key_template, records_of
 from loadtest.model.checker.roles import Judged, Write, judge_outcome
+from loadtest.model.checker.runtime_errors import explain
 from loadtest.model.checker.sent import Messages
 from loadtest.model.checker.verdict import Decision, DecisionLog, Role
 from loadtest.model.history import (
@@ -61,6 +62,9 @@ class Survey:
     """The attribute names of every item an accepted write left."""
     accepted: int = 0
     """Accepted writes of any item: the most there can be to judge together."""
+    runtime_errors: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """Failed invocations by the runtime's error type and its explanation
+    (``runtime_errors.explain``), for the error types it explains."""
 
 
 def survey(history: History) -> Survey:
@@ -68,7 +72,11 @@ def survey(history: History) -> Survey:
     for inv in history.invocations:
         found.deliveries += len(inv.records)
         found.redeliveries += sum(1 for r in inv.records if r.receive_count > 1)
-        found.handler_errors += inv.outcome is not InvocationOutcome.SUCCESS
+        if inv.outcome is not InvocationOutcome.SUCCESS:
+            found.handler_errors += 1
+            explained = explain(inv.error)
+            if explained is not None:
+                found.runtime_errors[explained] += 1
         found.unobserved_calls += len(inv.unobserved)
         found.observer_errors += len(inv.observer_faults)
         for record in inv.writes:
