@@ -114,8 +114,7 @@ class FunctionConfig:
                 "IDEMPOTENCY_TABLE_NAME": self.idempotency_table_name,
                 "AWS_REGION": self.region,
                 "AWS_DEFAULT_REGION": self.region,
-                "AWS_LAMBDA_FUNCTION_NAME": self.function_name,
-                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.memory_mb),
+                **self.lambda_environ(),
                 "LOADTEST_PARENT_PID": str(os.getpid()),
                 "LOADTEST_HANDLER": self.handler.ref,
                 "LOADTEST_KEY_NAMES": ",".join(self.key_names),
@@ -130,6 +129,28 @@ class FunctionConfig:
         else:
             env.pop("AWS_ENDPOINT_URL", None)
         return env
+
+    def lambda_environ(self) -> dict[str, str]:
+        """The variables Lambda's Python runtime environment defines (its guide's
+        "Defined runtime environment variables"), but the runtime API's address: nothing
+        serves it here. ``AWS_LAMBDA_LOG_STREAM_NAME`` is set per environment (``start``)."""
+        handler = self.handler
+        if handler.path is not None:
+            task_root = os.path.dirname(handler.path)
+            module = os.path.splitext(os.path.basename(handler.path))[0]
+        else:
+            task_root, module = os.getcwd(), str(handler.module)
+        return {
+            "AWS_LAMBDA_FUNCTION_NAME": self.function_name,
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.memory_mb),
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{self.function_name}",
+            "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
+            "AWS_EXECUTION_ENV": f"AWS_Lambda_python{sys.version_info[0]}.{sys.version_info[1]}",
+            "_HANDLER": f"{module}.{handler.function}",
+            "LAMBDA_TASK_ROOT": task_root,
+            "TZ": ":UTC",
+        }
 
 
 @dataclass(frozen=True)
@@ -186,6 +207,8 @@ class ExecutionEnvironment:
             env["LOADTEST_FAULT_SEED"] = seed
             env["LOADTEST_OBSERVATIONS"] = self._observations_path
             env[FREEZE_ENV] = "1" if FREEZE else "0"
+            day = time.strftime("%Y/%m/%d", time.gmtime())
+            env["AWS_LAMBDA_LOG_STREAM_NAME"] = f"{day}/[$LATEST]{os.urandom(16).hex()}"
             layer_dir = os.path.join(self._log_dir, "layer", layer.PYTHON_DIR)
             if not os.path.isdir(layer_dir):  # noqa: ASYNC240 - a local temp folder, once per run
                 layer.unpack(self._log_dir)  # once per run: the same bytes a deploy publishes

@@ -90,7 +90,10 @@ ANSWERED: list[tuple[Any, str]] = [
     (Point(1, 2), '{"x": 1, "y": 2}'),  # namedtuple_as_object
     (HasAsDict(), '{"a": 1}'),
     ([b"raw"], '["raw"]'),  # nested bytes decoded as UTF-8
-    ({b"k": 1, 2: "two", 1.5: None, None: 0, False: 1}, '{"k": 1, "2": "two", "1.5": null, "null": 0, "false": 1}'),
+    (
+        {b"k": 1, 2: "two", 1.5: None, None: 0, False: 1},
+        '{"k": 1, "2": "two", "1.5": null, "null": 0, "false": 1}',
+    ),
     (Colour.RED, "1"),  # int subclasses by value
     (Name.ADA, '"ada"'),
     (OrderedDict(a=1), '{"a": 1}'),
