@@ -268,8 +268,9 @@ class ExecutionEnvironment:
 
         A line of an earlier invocation of this process was written by code the
         handler left running (a thread, a task) after that invocation returned:
-        the environment is frozen between invocations, so it ran during this one,
-        and is this invocation's. A write whose start was read with an earlier
+        the environment is frozen between invocations (``FREEZE``), so it ran during
+        this one, and is this invocation's (unfrozen, it is dropped: when it ran is
+        not known). A write whose start was read with an earlier
         invocation stays there (as a write whose answer never came).
         """
         try:
@@ -289,8 +290,10 @@ class ExecutionEnvironment:
             owner = observation.request_id
             if owner == request_id:
                 out.append(observation)
-            elif owner in self._request_ids and (
-                not isinstance(observation, WriteRecord) or observation.call_id in begun_now
+            elif (
+                FREEZE
+                and owner in self._request_ids
+                and (not isinstance(observation, WriteRecord) or observation.call_id in begun_now)
             ):
                 out.append(dataclasses.replace(observation, request_id=request_id))
         return out

@@ -38,7 +38,7 @@ MARSHAL_ERROR = "Runtime.MarshalError"
 JSON_CONTENT_TYPE = "application/json"
 BYTES_CONTENT_TYPE = "application/unknown"
 
-_encode_string = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_encode_string = json.encoder.encode_basestring
 """Python 3.12+ runtimes encode with ``ensure_ascii=False``: strings as they are."""
 
 

@@ -157,8 +157,11 @@ def fire_forget_later(backend_url: str) -> VariantRun:
 def test_a_background_write_lands_only_in_the_next_invocation(
     fire_forget_later: VariantRun,
 ) -> None:
-    # One environment, frozen between invocations: each invocation's thread runs during
-    # the next one (which records its write); the last invocation's thread never runs.
+    # One environment, frozen between invocations. Each thread's 0.2 s delay ends while
+    # the environment is frozen (the next message comes 0.5 s later), so it saves at the
+    # start of the next invocation, within that invocation's 50 ms, which records the
+    # write; the last invocation's thread never runs. (Unfrozen, every save would land
+    # between invocations, seen by none.)
     run = fire_forget_later
     c = run.check.counts
     invocations = sorted(run.history.invocations, key=lambda inv: inv.started_ns)
