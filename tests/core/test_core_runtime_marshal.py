@@ -16,12 +16,14 @@ import decimal
 import enum
 import json
 import math
+import random
 from collections import OrderedDict, namedtuple
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from loadtest.emulation import lambda_entry
 from loadtest.emulation.runtime_marshal import (
     BYTES_CONTENT_TYPE,
     MarshalError,
@@ -163,3 +165,74 @@ def test_answers_parse_back_to_what_the_handler_meant() -> None:
     for value, text in ANSWERED:
         if "NaN" not in text and "Infinity" not in text:
             assert json.loads(marshal_response(value).body) == json.loads(text)
+
+
+# --- The observer layer's wrapper: it returns the value unchanged, and says what the runtime
+# and the mapping will make of it.
+
+_EVENT = {"Records": [{"messageId": "m-1", "body": "{}", "attributes": {}}]}
+
+
+def test_the_wrapper_reports_a_value_the_runtime_will_refuse() -> None:
+    assert lambda_entry._answer({"done": {"m-1"}}, _EVENT) == {
+        "outcome": "exception",
+        "error": "Runtime.MarshalError: Unable to marshal response: Object of type set is not "
+        "JSON serializable",
+        "failed": [],
+    }
+
+
+def test_the_wrapper_reads_a_partial_batch_response_as_the_runtime_sends_it() -> None:
+    Response = namedtuple("Response", "batchItemFailures")
+    answer = lambda_entry._answer(Response([{"itemIdentifier": "m-1"}]), _EVENT)
+    assert answer == {"outcome": "batchItemFailures", "failed": ["m-1"]}
+    assert lambda_entry._answer({"batchItemFailures": None}, _EVENT) == {
+        "outcome": "ok",
+        "failed": [],
+    }
+    # An entry Lambda cannot read fails the whole batch: no message has its id.
+    assert lambda_entry._answer({"batchItemFailures": [{"itemIdentifier": 7}]}, _EVENT) == {
+        "outcome": "batchItemFailures",
+        "failed": [lambda_entry.INVALID_ID],
+    }
+    # A body that is not JSON fails the whole batch.
+    assert lambda_entry._answer(b"\xff", _EVENT) == {
+        "outcome": "batchItemFailures",
+        "failed": ["m-1"],
+    }
+
+
+class _Observer:
+    """Stands for the write observer: the wrapper only arms and disarms it."""
+
+    request_id = ""
+
+    def arm(self, duration_s: float) -> None:
+        pass
+
+    def disarm(self) -> None:
+        pass
+
+
+def test_the_wrapper_returns_the_handlers_value_unchanged() -> None:
+    returned = {"at": datetime.datetime(2026, 1, 1)}
+    sent: list[str] = []
+    state = lambda_entry._State(
+        observer=_Observer(),  # type: ignore[arg-type]
+        original=lambda event, context: returned,
+        duration_ms=0,
+        jitter_ms=0,
+        rng=random.Random(0),
+        sink=lambda_entry._CountingSink(sent.append),
+        environment="env",
+        clock=lambda: 0,
+        invocation_lines=True,
+    )
+    context = type("Context", (), {"aws_request_id": "r-1"})()
+    assert lambda_entry.invoke(state, _EVENT, context) is returned
+    end = json.loads(sent[-1])
+    assert (end["outcome"], end["error"]) == (
+        "exception",
+        "Runtime.MarshalError: Unable to marshal response: Object of type datetime is not "
+        "JSON serializable",
+    )
