@@ -624,6 +624,10 @@ class OutcomeKey:
     declared: bool = field(default=False, compare=False)
     """The scenario said where outcomes live (``[outcome] key``), even if it said the
     default: the checker takes its word instead of looking for outcomes elsewhere."""
+    fields: tuple[str, ...] = ()
+    """What a complete outcome holds (``[outcome] fields``): the names every finished
+    outcome item stores a value under (an attribute, or a name inside one of its maps or
+    JSON strings). An outcome item without one of them is not an outcome yet."""
 
     @functools.cached_property
     def key_names(self) -> tuple[str, ...]:

@@ -971,7 +971,9 @@ def _token_replay(second_started_ns: int, *, same_request: bool = True) -> Check
     """Two deliveries of one order, each a TransactWriteItems Put with the order's
     ClientRequestToken and no condition: the second repeats the first's call."""
     item = order_item("dedup-order", 4)
-    history = history_of([("m-1", "dedup-order"), ("m-2", "dedup-order")])
+    history = history_of(
+        [("m-1", "dedup-order"), ("m-2", "dedup-order")], quantities={"m-1": 4, "m-2": 4}
+    )
 
     def put(started_ns: int, request: str) -> WriteRecord:
         return dataclasses.replace(

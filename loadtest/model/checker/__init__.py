@@ -57,6 +57,7 @@ from loadtest.model.checker.details import (
     details_of,
     key_template,
     plain,
+    stored_names,
     varies_per_delivery,
 )
 from loadtest.model.checker.evidence import duplicate_evidence
@@ -226,11 +227,19 @@ def check(
             items, messages.details_for(business_id)
         )
     details_stored = any(carried.values())
+    # The outcomes left without a field the scenario says a complete outcome holds.
+    fields = set(outcome_key.fields)
+    incomplete = {
+        business_id
+        for business_id, items in final.items()
+        if fields and not any(fields <= stored_names(item) for item in items)
+    }
 
     def _lost(business_id: str, position: int) -> bool:
-        """Whether an acknowledged message's outcome is gone, or its own details (at
-        ``position`` among its id's, -1: none) were never stored while others' were."""
-        if business_id not in final:
+        """Whether an acknowledged message's outcome is gone or incomplete, or its own
+        details (at ``position`` among its id's, -1: none) were never stored while
+        others' were."""
+        if business_id not in final or business_id in incomplete:
             return True
         return details_stored and position >= 0 and not carried.get(business_id, 0) >> position & 1
 
@@ -304,11 +313,23 @@ def check(
             "missing from the counts"
         )
     notes = []
-    if not details_stored and accepted_outcomes:
-        notes.append(
-            "the stored outcomes carry none of the messages' details: "
-            "lost outcomes are judged by presence only"
-        )
+    if not details_stored and accepted_outcomes and model.kind != "ambiguous":
+        if outcome_key.fields:
+            notes.append(
+                "the stored outcomes carry none of the messages' details: an outcome is "
+                "judged complete by the fields the scenario declares "
+                f"({', '.join(outcome_key.fields)})"
+            )
+        else:
+            # An item that holds only its key would pass: the table cannot tell a
+            # finished outcome from a half-written one.
+            inconclusive.append(
+                "the stored outcomes carry none of the messages' details (not under the "
+                "body's field names, nor as their values, nor inside maps or JSON strings), "
+                "so whether each outcome is complete cannot be told from the table. Declare "
+                "what a complete outcome holds in the scenario: [outcome] fields = "
+                '["status", ...] (the attributes every finished outcome item has)'
+            )
     if passed.unknown_after:
         notes.append(
             f"{passed.unknown_after} accepted write(s) left an item the observer could not "
