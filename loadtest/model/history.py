@@ -122,6 +122,10 @@ class WriteRecord:
     """For a TransactWriteItems or ExecuteTransaction call with a ClientRequestToken: the
     token and a digest of the whole request. DynamoDB answers a repeat of a completed call within
     ``IDEMPOTENCY_WINDOW_NS`` as it answered the first, and writes nothing."""
+    record_id: str = ""
+    """The messageId of the record the handler was on when it made the call (the last
+    record whose body or messageId the calling thread or task read), or "" when the
+    execution environment could not tell."""
 
     @property
     def deletes(self) -> bool:
@@ -361,6 +365,7 @@ def encode_write(w: WriteRecord) -> tuple[Any, ...]:
         w.noop_when_present,
         w.request_id,
         w.idempotency,
+        w.record_id,
     )
 
 

@@ -304,6 +304,15 @@ def check(
     # one whose answer was an error or never came). One that did not was written by a
     # client the observer does not hook: the evidence is incomplete. (Other items may
     # come from the handler's cold start, whose writes belong to no delivery.)
+    if judged.unattributed:
+        inconclusive.append(
+            f"{judged.unattributed} write(s) of an id that several records of one batch "
+            "carried could not be tied to the record that made them (the handler's reads of "
+            "the records did not mark which one it was on, or every body was read before "
+            "the first write), so a duplicate write may be counted as a step of one "
+            "delivery. Run with batch_size = 1 ([consumer] batch_size), or read each "
+            "record's body where it is processed"
+        )
     unexplained = sorted(passed.unexplained)
     if unexplained:
         inconclusive.append(
