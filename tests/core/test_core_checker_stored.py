@@ -289,3 +289,109 @@ def test_outcome_fields_are_read_from_the_scenario_and_written_back() -> None:
     for bad in ("status", ["status", "status"], ["no spaces"], [1]):
         with pytest.raises(ScenarioError, match=r"mem: outcome\.fields"):
             parse_scenario({"outcome": {"fields": bad}}, source="mem")
+
+
+# --- attribution inside a batch --------------------------------------------------------------
+
+
+def _claims_then_results(marks: tuple[str, str, str, str], *, guarded: bool = False) -> Any:
+    """Two copies of one order in one batch, processed side by side (a task per record):
+    both claim the order (an unconditional put of a PENDING item), then both store the
+    result (``guarded``: only over a PENDING claim, so the second is refused). ``marks``:
+    the record each write was marked with ("" for none)."""
+    history = History()
+    body = {"id": "a", "quantity": 3}
+    history.sent = [_sent(0, "a", body), _sent(1, "a", body)]
+    history.acks = [Ack("m-0", 1), Ack("m-1", 1)]
+    claim: TypedItem = {"id": {"S": "a"}, "status": {"S": "PENDING"}}
+    done: TypedItem = {"id": {"S": "a"}, "status": {"S": "DONE"}, "quantity": {"N": "3"}}
+
+    def put(item: TypedItem, before: TypedItem | None, at: int, mark: str) -> WriteRecord:
+        w = _put(item, ("id",), at, "r-1")
+        return WriteRecord(
+            **{
+                **{f: getattr(w, f) for f in w.__dataclass_fields__},
+                "item_before": before,
+                "before_known": True,
+                "record_id": mark,
+            }
+        )
+
+    writes = [
+        put(claim, None, 1, marks[0]),
+        put(claim, claim, 2, marks[1]),
+        put(done, claim, 3, marks[2]),
+        put(done, done, 4, marks[3]),
+    ]
+    if guarded:
+        refused = writes[3]
+        writes[3] = WriteRecord(
+            **{
+                **{f: getattr(refused, f) for f in refused.__dataclass_fields__},
+                "outcome": WriteOutcome.REJECTED,
+                "item_after": done,
+                "condition": "#s = :pending",
+            }
+        )
+    history.invocations = [
+        _invocation("r-1", [Record("m-0", 1, "a"), Record("m-1", 1, "a")], writes)
+    ]
+    return check(history, _end([done], ("id",)))
+
+
+def test_marks_tie_each_write_of_a_batch_to_its_record() -> None:
+    result = _claims_then_results(("m-0", "m-1", "m-0", "m-1"))
+    assert [d.role.value for d in result.decisions] == ["first", "again", "step", "step"]
+    assert result.counts.duplicate_writes == 1
+    assert result.verdict is Verdict.FAIL
+
+
+def test_a_batch_no_mark_ties_to_its_records_is_inconclusive_not_a_pass() -> None:
+    # No marks (an environment that could not tell), or every write marked with the last
+    # record read (a handler that parsed the whole batch before writing).
+    for marks in (("", "", "", ""), ("m-1", "m-1", "m-1", "m-1")):
+        result = _claims_then_results(marks)
+        # Read without marks, the second claim finds the first's (no details yet): a step,
+        # for all the checker can tell; the last result finds a finished order: the
+        # second copy's. The two steps are guesses: the run cannot pass.
+        assert [d.role.value for d in result.decisions] == ["first", "step", "step", "again"]
+        assert result.counts.duplicate_writes == 1
+        assert result.verdict is Verdict.FAIL
+        assert any("2 write(s)" in r and "batch_size = 1" in r for r in result.inconclusive)
+        # With the second result refused, nothing but the marks could show the duplicate
+        # claim: inconclusive, where reading the steps as one delivery's passed.
+        guarded = _claims_then_results(marks, guarded=True)
+        assert [d.role.value for d in guarded.decisions] == ["first", "step", "step", "rejected"]
+        assert guarded.counts.duplicate_writes == 0
+        assert guarded.verdict is Verdict.INCONCLUSIVE, guarded.reasons
+
+
+def test_marks_find_the_duplicate_claim_a_refused_result_hides() -> None:
+    result = _claims_then_results(("m-0", "m-1", "m-0", "m-1"), guarded=True)
+    assert [d.role.value for d in result.decisions] == ["first", "again", "step", "rejected"]
+    assert result.counts.duplicate_writes == 1
+    assert result.verdict is Verdict.FAIL
+
+
+def test_marks_on_the_sns_consumer_agree_with_what_it_stored() -> None:
+    history, end = _sns_batched(10)
+    history.invocations = [
+        Invocation(
+            **{
+                **{f: getattr(inv, f) for f in inv.__dataclass_fields__},
+                "writes": tuple(
+                    WriteRecord(
+                        **{
+                            **{f: getattr(w, f) for f in w.__dataclass_fields__},
+                            "record_id": r.message_id,
+                        }
+                    )
+                    for w, r in zip(inv.writes, inv.records, strict=True)
+                ),
+            }
+        )
+        for inv in history.invocations
+    ]
+    result = check(history, end, OutcomeKey((("orderId", "{id}"),), declared=True))
+    assert (result.counts.duplicate_writes, result.counts.lost_outcomes) == (20, 0)
+    assert result.verdict is Verdict.FAIL

@@ -1,0 +1,87 @@
+"""Consumers that store the outcome their own way, judged end to end on the embedded backend.
+
+Each consumer runs once (module-scoped fixture); each test asserts the verdict and the
+counts the workload makes exact.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loadtest.engine import VariantRun
+from loadtest.model.history import OutcomeKey
+from loadtest.model.scenario import load_scenario
+from tests.e2e.helpers import run_variants
+
+HERE = Path(__file__).parent
+ORDERS = 20
+
+
+def _run(backend_url: str, scenario: str, consumer: str, **overrides: Any) -> VariantRun:
+    loaded = load_scenario(str(HERE / scenario)).with_overrides(**overrides)
+    (run,) = run_variants(loaded, backend_url, f"{HERE / consumer}:handler").runs
+    return run
+
+
+def _assert_observed(run: VariantRun) -> None:
+    c = run.check.counts
+    assert c.unsettled == c.unobserved_calls == c.observer_errors == 0, run.check.inconclusive
+
+
+@pytest.fixture(scope="module")
+def message_id_payload(backend_url: str) -> VariantRun:
+    return _run(backend_url, "message_id_payload.toml", "message_id_payload.py")
+
+
+def test_a_body_kept_as_a_map_under_the_message_id_is_sixty_duplicates(
+    message_id_payload: VariantRun,
+) -> None:
+    # 20 orders x 4 copies: a row per message, each copy after the first a duplicate.
+    run = message_id_payload
+    c = run.check.counts
+    _assert_observed(run)
+    assert (c.messages_sent, c.acked, c.handler_errors) == (80, 80, 0)
+    assert len(run.end_state.table_items) == 80
+    assert (c.writes_accepted, c.duplicate_writes, c.lost_outcomes) == (80, 60, 0)
+    assert c.conflicting_writes == 0
+    assert run.check.verdict == "fail"
+    assert "ID={messageId}" in run.check.outcome
+
+
+@pytest.fixture(scope="module")
+def half_written(backend_url: str) -> VariantRun:
+    return _run(backend_url, "half_written.toml", "half_written.py")
+
+
+@pytest.fixture(scope="module")
+def half_written_undeclared(backend_url: str) -> VariantRun:
+    scenario = load_scenario(str(HERE / "half_written.toml"))
+    undeclared = dataclasses.replace(scenario, outcome=OutcomeKey())
+    (run,) = run_variants(undeclared, backend_url, f"{HERE / 'half_written.py'}:handler").runs
+    return run
+
+
+def test_outcomes_carrying_no_detail_are_inconclusive_unless_declared(
+    half_written_undeclared: VariantRun,
+) -> None:
+    run = half_written_undeclared
+    c = run.check.counts
+    _assert_observed(run)
+    assert (c.acked, c.writes_accepted, c.writes_rejected) == (20, 10, 10)
+    assert c.lost_outcomes == c.duplicate_writes == 0
+    assert run.check.verdict == "inconclusive"
+    assert any("[outcome] fields" in reason for reason in run.check.inconclusive)
+
+
+def test_a_declared_outcome_finds_every_order_half_written(half_written: VariantRun) -> None:
+    run = half_written
+    c = run.check.counts
+    _assert_observed(run)
+    assert (c.acked, c.writes_accepted, c.writes_rejected) == (20, 10, 10)
+    assert c.lost_outcomes == 20  # every acknowledged message: its order was never priced
+    assert c.duplicate_writes == 0
+    assert run.check.verdict == "fail"
