@@ -85,3 +85,36 @@ def test_a_declared_outcome_finds_every_order_half_written(half_written: Variant
     assert c.lost_outcomes == 20  # every acknowledged message: its order was never priced
     assert c.duplicate_writes == 0
     assert run.check.verdict == "fail"
+
+
+@pytest.fixture(scope="module")
+def parallel_claims(backend_url: str) -> VariantRun:
+    return _run(backend_url, "parallel_claims.toml", "parallel_claims.py")
+
+
+def test_records_worked_in_parallel_threads_are_each_tied_to_their_writes(
+    parallel_claims: VariantRun,
+) -> None:
+    # Every copy after an order's first claims it again (an unconditional put): a
+    # duplicate write, whether it shared its batch with the first copy or not. In a
+    # shared batch only the records' marks tell the two claims apart.
+    run = parallel_claims
+    c = run.check.counts
+    _assert_observed(run)
+    assert (c.acked, c.handler_errors) == (20, 0)
+    shared = sum(
+        1
+        for inv in run.history.invocations
+        for business_id in {r.business_id for r in inv.records}
+        if sum(r.business_id == business_id for r in inv.records) > 1
+    )
+    assert shared > 0, "no batch carried two copies of an order; the case did not reproduce"
+    # A copy in a later batch claims a finished order (a conflicting write: DONE becomes
+    # PENDING) and completes it again; in a shared batch the second completion is refused.
+    split = 10 - shared
+    writes = [d.write for d in run.check.decisions]
+    assert all(w.record_id for w in writes)
+    assert (c.writes_accepted, c.writes_rejected) == (30 + split, 10 - split)
+    assert (c.duplicate_writes, c.lost_outcomes, c.conflicting_writes) == (10, 0, split)
+    assert run.check.verdict == "fail"
+    assert not run.check.inconclusive
