@@ -105,7 +105,7 @@ def _order(n: int) -> dict[str, Any]:
 
 def test_details_are_the_leaves_of_the_body_inside_a_json_string_without_the_id() -> None:
     body = json.dumps(_sns(_order(3), 0))
-    details = details_of(body, "order-003")
+    details = details_of(body, business_id="order-003")
     assert details is not None
     assert details["Message.quantity"] == Decimal(4)
     assert details["Message.customer"] == "c-3"

@@ -1,12 +1,12 @@
 """What a message said, and whether an item carries it.
 
 Owns the checker's loose reading of values: a typed attribute or a JSON body
-value as a comparable Python value (``plain``), a message's details (its body's
-leaves without the business id), where an item keeps values (``stored_leaves``:
-its attributes, and inside its maps, lists, sets and JSON strings), whether an
-item holds a message's details or names a business id (``carries``,
-``carries_id``) and the shape of a key with its varying parts named
-(``key_template``). What was sent is ``sent``'s.
+value as a comparable Python value (``plain``), a message's details (the leaves
+of the fields ``loadtest.model.body``'s shape of the body names, without the
+business id), where an item keeps values (``stored_leaves``: its attributes, and
+inside its maps, lists, sets and JSON strings), whether an item holds a
+message's details or names a business id (``carries``, ``carries_id``) and the
+shape of a key with its varying parts named (``key_template``). What was sent is ``sent``'s.
 DynamoDB's own, exact item equality is not here: that is
 ``loadtest.model.updates.same_item``.
 """
@@ -17,6 +17,10 @@ import json
 import re
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
+
+from loadtest.model.body import BodyShape
+
+_FLAT = BodyShape()
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -143,20 +147,18 @@ def stored_names(item: TypedItem | None) -> set[str]:
     return set(stored_leaves(item))
 
 
-def details_of(body: str, business_id: str | None = None) -> dict[str, Any] | None:
-    """A message's details: the leaves of its JSON body (inside nested maps, lists and
-    JSON strings, as an SNS envelope's ``Message``) by path, except the business id (a
-    top-level ``id`` field, and any leaf whose value is ``business_id``)."""
-    try:
-        parsed = json.loads(body)
-    except ValueError:
-        return None
-    if not isinstance(parsed, dict):
+def details_of(
+    body: str, shape: BodyShape | None = None, business_id: str | None = None
+) -> dict[str, Any] | None:
+    """A message's details: the fields ``shape`` says a body's details are (by default the
+    flat JSON body's fields other than the business ``id``), read down to their leaves
+    (inside nested maps, lists and JSON strings, as an SNS envelope's ``Message``) by
+    path, except any leaf whose value is ``business_id``."""
+    fields = (shape or _FLAT).details(body)
+    if fields is None:
         return None
     details: dict[str, Any] = {}
-    for name, value in parsed.items():
-        if name == "id":
-            continue
+    for name, value in fields.items():
         for path, leaf in _leaves(name, _json_value(value)):
             if business_id is not None and leaf == business_id:
                 continue
