@@ -22,6 +22,5 @@ def handler(event, context):
                 "orderId": order["orderId"],
                 "quantity": order["quantity"],
                 "status": "ACCEPTED",
-                "snsMessageId": notification["MessageId"],
             }
         )

@@ -32,6 +32,16 @@ def _assert_observed(run: VariantRun) -> None:
     assert c.unsettled == c.unobserved_calls == c.observer_errors == 0, run.check.inconclusive
 
 
+def _shared_batches(run: VariantRun) -> int:
+    """Orders two of whose copies one invocation carried."""
+    return sum(
+        1
+        for inv in run.history.invocations
+        for business_id in {r.business_id for r in inv.records}
+        if sum(r.business_id == business_id for r in inv.records) > 1
+    )
+
+
 @pytest.fixture(scope="module")
 def message_id_payload(backend_url: str) -> VariantRun:
     return _run(backend_url, "message_id_payload.toml", "message_id_payload.py")
@@ -102,12 +112,7 @@ def test_records_worked_in_parallel_threads_are_each_tied_to_their_writes(
     c = run.check.counts
     _assert_observed(run)
     assert (c.acked, c.handler_errors) == (20, 0)
-    shared = sum(
-        1
-        for inv in run.history.invocations
-        for business_id in {r.business_id for r in inv.records}
-        if sum(r.business_id == business_id for r in inv.records) > 1
-    )
+    shared = _shared_batches(run)
     assert shared > 0, "no batch carried two copies of an order; the case did not reproduce"
     # A copy in a later batch claims a finished order (a conflicting write: DONE becomes
     # PENDING) and completes it again; in a shared batch the second completion is refused.
@@ -118,3 +123,26 @@ def test_records_worked_in_parallel_threads_are_each_tied_to_their_writes(
     assert (c.duplicate_writes, c.lost_outcomes, c.conflicting_writes) == (10, 0, split)
     assert run.check.verdict == "fail"
     assert not run.check.inconclusive
+
+
+@pytest.mark.parametrize("consumer", ["sns_orders.py", "sns_orders_read_first.py"])
+def test_an_sns_envelope_consumer_in_batches_of_ten_writes_each_order_twice(
+    backend_url: str, consumer: str
+) -> None:
+    # Whether it stores each record's order as it reads it (the writes' marks name their
+    # records) or parses the whole batch first (every write marked with the last record:
+    # not trusted), each copy's put is found: 20 duplicate writes.
+    run = _run(backend_url, "sns_orders.toml", consumer)
+    c = run.check.counts
+    _assert_observed(run)
+    assert _shared_batches(run) > 0, "no batch carried two copies of an order"
+    assert (c.messages_sent, c.acked, c.handler_errors) == (40, 40, 0)
+    assert (c.writes_accepted, c.duplicate_writes, c.lost_outcomes) == (40, 20, 0)
+    assert c.conflicting_writes == 0
+    assert run.check.verdict == "fail"
+    assert not run.check.inconclusive
+    marks = {(d.write.record_id, d.invocation.request_id) for d in run.check.decisions}
+    if consumer == "sns_orders.py":
+        assert len(marks) == 40  # each write names its own record
+    else:
+        assert len(marks) == len(run.history.invocations)  # the last record of each batch
