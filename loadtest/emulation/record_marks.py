@@ -55,7 +55,7 @@ class TrackedRecord(dict[str, Any]):
         self._mark(name)
         return value
 
-    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, name: str, default: Any = None) -> Any:
         self._mark(name)
         return dict.get(self, name, default)
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from loadtest.errors import ScenarioError
-from loadtest.model.checker import Verdict, carries, check, details_of
+from loadtest.model.checker import LiveDuplicates, Verdict, carries, check, details_of
 from loadtest.model.checker.details import carries_id, stored_leaves
 from loadtest.model.history import (
     Ack,
@@ -395,3 +395,18 @@ def test_marks_on_the_sns_consumer_agree_with_what_it_stored() -> None:
     result = check(history, end, OutcomeKey((("orderId", "{id}"),), declared=True))
     assert (result.counts.duplicate_writes, result.counts.lost_outcomes) == (20, 0)
     assert result.verdict is Verdict.FAIL
+
+
+def test_the_live_count_counts_each_marked_record_of_a_batch_as_its_delivery() -> None:
+    item: TypedItem = {"id": {"S": "a"}, "quantity": {"N": "3"}}
+
+    def put(at: int, mark: str) -> WriteRecord:
+        w = _put(item, ("id",), at, "r-1")
+        return WriteRecord(
+            **{**{f: getattr(w, f) for f in w.__dataclass_fields__}, "record_id": mark}
+        )
+
+    marked, unmarked = LiveDuplicates(), LiveDuplicates()
+    marked.add([put(1, "m-0"), put(2, "m-0"), put(3, "m-1")])
+    unmarked.add([put(1, ""), put(2, ""), put(3, "")])
+    assert (marked.duplicate_writes, unmarked.duplicate_writes) == (1, 0)

@@ -19,7 +19,7 @@ def _event(*ids: str) -> dict[str, object]:
 def test_reading_a_records_body_or_message_id_marks_it() -> None:
     record_marks.clear()
     event = tracked(_event("m-1", "m-2"))
-    first, second = event["Records"]  # type: ignore[misc]
+    first, second = event["Records"]
     assert current_record() == ""
     assert first["body"]
     assert current_record() == "m-1"

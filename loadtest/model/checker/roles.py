@@ -270,8 +270,9 @@ def judge_outcome(
 class LiveDuplicates:
     """Duplicate writes so far, for the live progress line (the key model only).
 
-    The same rule as ``check``: per outcome item, the invocations that stored
-    it beyond the first, no-op-by-construction writes aside. ``add`` is given
+    The same rule as ``check``: per outcome item, the deliveries that stored it
+    beyond the first (an invocation, or within it the record a write names),
+    no-op-by-construction writes aside. ``add`` is given
     each invocation's writes once, all together (as the runner hands them over),
     so an item keeps no more than that it was stored: whether a later write is
     by another invocation is known from the call it came in.
@@ -287,7 +288,7 @@ class LiveDuplicates:
 
     def add(self, writes: Iterable[WriteRecord]) -> int:
         """Note an invocation's writes; return the new duplicate count."""
-        counted: set[tuple[str, str]] = set()  # (invocation, item) noted in this call
+        counted: set[tuple[str, str, str]] = set()  # (invocation, record, item) noted here
         for w in writes:
             if w.outcome is not WriteOutcome.ACCEPTED or w.deletes:
                 continue
@@ -299,9 +300,11 @@ class LiveDuplicates:
             stored = canon in self._stored
             if w.noop_when_present and stored:
                 continue
-            if (w.request_id, canon) in counted:
+            # One delivery's writes of the item count once: its invocation's, or, where the
+            # write names the record it was made for, that record's.
+            if (w.request_id, w.record_id, canon) in counted:
                 continue
-            counted.add((w.request_id, canon))
+            counted.add((w.request_id, w.record_id, canon))
             if stored:
                 self.duplicate_writes += 1
             else:
