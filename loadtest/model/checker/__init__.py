@@ -10,25 +10,34 @@ How a run is judged, in the order the code does it:
 
 1. **Where outcomes live.** A message's outcome item is the item keyed by its
    business id under the scenario's ``OutcomeKey`` (the lab's ``id``). An item
-   keyed by something else (a messageId, a random id) whose attributes carry
-   the business id and the message's details is the outcome stored under a
-   key that changes per delivery: it counts as a copy of the outcome, when the
-   outcome key itself carries no details. Every other item is a side write.
+   keyed by something else (a messageId, a random id) that carries the
+   business id and the message's details (anywhere: in its maps, lists and
+   JSON strings too) is the outcome stored under a key that changes per
+   delivery: it counts as a copy of the outcome, when the outcome key itself
+   carries no details. Every other item is a side write.
    When nothing matches and the choice is ambiguous, the run is inconclusive
    and the key templates seen are named; the checker never guesses.
 2. **Real order.** Writes of one item are ordered by their item-before
    images (each write's old image is the previous write's new one), the
    backend's own order, never client clocks; time only breaks ties.
 3. **Deliveries.** An outcome's first write is the one that found it absent.
-   Writes by the same invocation are steps of one delivery (a claim, then
-   the result). Another delivery's accepted write is a duplicate write,
+   Writes by the same invocation for the same record are steps of one
+   delivery (a claim, then the result). With several records of one id in a
+   batch, a write is the record's it names (the one the handler last read,
+   where the marks agree with the writes), else a write that finds the
+   outcome finished is the next record's; one neither tells apart leaves the
+   run inconclusive. Another delivery's accepted write is a duplicate write,
    unless it was a no-op by construction (``SET p = if_not_exists(p, v)``
-   throughout) or a repeat of an accepted transaction call's (TransactWriteItems,
-   ExecuteTransaction) ClientRequestToken and request within DynamoDB's window (both
-   ``noop_writes``); one that changed the stored outcome (or deleted it and
-   stored other details) is also a conflicting write.
+   throughout) or a repeat of an accepted transaction call's
+   (TransactWriteItems, ExecuteTransaction) ClientRequestToken and request
+   within DynamoDB's window (both ``noop_writes``); one that changed the
+   stored outcome (or deleted it and stored other details) is also a
+   conflicting write.
 4. **Per message.** An acknowledged message whose own details were never
-   stored, or whose outcome is gone at the end, is a lost outcome; a
+   stored, or whose outcome is gone or lacks a field the scenario says a
+   complete outcome holds (``[outcome] fields``), is a lost outcome; when no
+   outcome holds any message's details and no fields are declared, the table
+   cannot tell a finished outcome from a half-written one: inconclusive; a
    dead-lettered message that was neither a planted poison record nor a
    resend with conflicting details is an unexpected dead letter.
 
