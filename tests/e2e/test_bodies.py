@@ -117,3 +117,36 @@ def test_new_refuses_bad_input_with_exit_two(args: list[str], expected: str) -> 
     result = runner.invoke(app, ["new", *handler, *args])
     assert result.exit_code == 2
     assert expected in result.output
+
+
+def test_message_attributes_reach_the_handler_as_lambda_builds_them(backend_url: str) -> None:
+    from loadtest.model.scenario import parse_scenario
+    from tests.e2e.helpers import run_variants
+
+    scenario = parse_scenario(
+        {
+            "workload": {
+                "distinct_ids": 3,
+                "copies": 1,
+                "attributes": {
+                    "origin": "web",
+                    "priority": 5,
+                    "key": "K-{id}",
+                    "blob": {"type": "Binary", "value": "AAEC"},
+                },
+            },
+            "run": {"deadline_s": 60},
+        },
+        source="attributes.toml",
+    )
+    result = run_variants(scenario, backend_url, f"{HERE / 'attributes_handler.py'}:handler")
+    (run,) = result.runs
+    counts = run.check.counts
+    assert (counts.acked, counts.handler_errors, counts.writes_accepted) == (3, 0, 3)
+    items = run.end_state.table_items
+    assert len(items) == 3
+    for item in items.values():
+        assert item["origin"] == {"S": "web"}
+        assert item["priority"] == {"S": "5"} and item["priority_type"] == {"S": "Number"}
+        assert item["key"] == {"S": f"K-{item['id']['S']}"}
+        assert item["blob"] == {"S": "000102"}
