@@ -13,6 +13,15 @@ Protocol (one JSON object per line)::
     child  -> {"request_id": "...", "ok": bool, "result": ..., "error": "...",
                "started_ns": N, "ended_ns": N, "log_tail": "..."}
 
+The reply's ``result`` is what Lambda's Python runtime would send for the
+handler's return value (``loadtest.emulation.runtime_marshal``), read back as
+JSON (``response_json`` false when it is not JSON); a value the runtime refuses
+fails the invocation with ``Runtime.MarshalError``. ``sys.exit`` in a handler
+ends the process after a reply naming ``Runtime.ExitError``, as the runtime's
+process ends. With ``LOADTEST_FREEZE=1`` the process stops itself (SIGSTOP)
+right after each reply and runs again when the parent continues it (SIGCONT)
+with the next invocation: Lambda's freeze between invocations.
+
 Observations do not travel in the reply: the write observer appends each one
 to the file named by ``LOADTEST_OBSERVATIONS`` the moment it is made
 (``loadtest.model.observation``), so a write outlives an invocation that then times

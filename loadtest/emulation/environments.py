@@ -2,7 +2,9 @@
 
 Each ``ExecutionEnvironment`` is one ``loadtest.emulation.envhost`` process that
 imports the handler once (its cold start) and runs one invocation at a time,
-like a Lambda execution environment. It runs the observer and its entry point
+like a Lambda execution environment, frozen between invocations as Lambda freezes one
+(``FREEZE``: stopped after each reply, continued with the next invocation, killed while
+stopped when retired). It runs the observer and its entry point
 from the observer layer zip (``loadtest.emulation.layer``), unpacked once per
 run into the log folder: the artifact a deploy publishes. A timeout or a crash stops the
 process and the next invocation starts a fresh one, as Lambda does.
@@ -43,7 +45,8 @@ import anyio
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from loadtest.emulation import layer, zygotes
+from loadtest.emulation import freezing, layer, zygotes
+from loadtest.emulation.freezing import FREEZE, FREEZE_ENV
 from loadtest.emulation.handlers import HandlerRef
 from loadtest.errors import HandlerRefError
 from loadtest.model.history import WriteRecord
@@ -362,15 +365,11 @@ class ExecutionEnvironment:
         )
 
     async def _thaw(self) -> None:
-        """Continue a frozen process, once it has stopped (it stops itself just after its
-        reply; a continue sent before that stop would be lost and the process stay stopped)."""
+        """Continue the process if it is frozen (``loadtest.emulation.freezing``)."""
         if not self._frozen or self._process is None:
             return
         self._frozen = False
-        deadline = time.monotonic() + THAW_WAIT_S
-        while not _stopped(self._process.pid) and time.monotonic() < deadline:  # noqa: ASYNC110
-            await anyio.sleep(0.001)  # a /proc state, not an event anything could set
-        self._process.send_signal(signal.SIGCONT)
+        await freezing.thaw(self._process)
 
     async def cut_off(self, request_id: str) -> Reply:
         """The invocation was cancelled (the run's deadline): stop the process, keep its writes."""
@@ -440,26 +439,6 @@ class ExecutionEnvironment:
                     process.kill()
                     await process.wait()
             await process.aclose()
-
-
-FREEZE_ENV = "LOADTEST_FREEZE"
-FREEZE = os.environ.get(FREEZE_ENV, "1") != "0" and os.path.exists("/proc/self/stat")
-"""Freeze environments between invocations, as Lambda does (``LOADTEST_FREEZE=0`` turns it
-off): each stops itself (SIGSTOP) right after its reply and is continued (SIGCONT) with the
-next invocation, so threads and tasks a handler left running make no progress in between.
-Needs ``/proc`` to see that a process has stopped."""
-THAW_WAIT_S = 2.0
-"""How long to wait for a process to have stopped itself before continuing it anyway."""
-
-
-def _stopped(pid: int) -> bool:
-    """Whether process ``pid`` is stopped (or gone): state ``T`` in ``/proc/PID/stat``."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            state = stat.read().rpartition(b")")[2].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state in (b"T", b"t", b"Z", b"X")
 
 
 def new_log_dir() -> str:
