@@ -433,6 +433,8 @@ class ExecutionEnvironment:
                 await process.wait()
             if process.returncode is None:
                 process.terminate()
+                if FREEZE:  # it may have stopped itself after a reply never read
+                    process.send_signal(signal.SIGCONT)
                 with anyio.move_on_after(3):
                     await process.wait()
                 if process.returncode is None:
