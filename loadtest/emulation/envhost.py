@@ -17,8 +17,8 @@ The reply's ``result`` is what Lambda's Python runtime would send for the
 handler's return value (``loadtest.emulation.runtime_marshal``), read back as
 JSON (``response_json`` false when it is not JSON); a value the runtime refuses
 fails the invocation with ``Runtime.MarshalError``. ``sys.exit`` in a handler
-ends the process after a reply naming ``Runtime.ExitError``, as the runtime's
-process ends. With ``LOADTEST_FREEZE=1`` the process stops itself (SIGSTOP)
+ends the process with its status, as it ends the runtime's (no reply: the
+parent reports the exit). With ``LOADTEST_FREEZE=1`` the process stops itself (SIGSTOP)
 right after each reply and runs again when the parent continues it (SIGCONT)
 with the next invocation: Lambda's freeze between invocations.
 
@@ -252,7 +252,7 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
         request = json.loads(line)
         capture = io.StringIO()
         context = LambdaContext(request["request_id"], request["timeout_ms"], function)
-        ok, answer, error, exit_code = True, None, None, None
+        ok, answer, error = True, None, None
         response_json = True
         memory.invocation_started()
         started = time.monotonic_ns()
@@ -272,11 +272,10 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
                 error = f"{type(exc).__name__}: {exc}"
                 traceback.print_exc(file=capture)
             except SystemExit as exc:
-                # The runtime does not catch it: its process ends and Lambda reports the exit.
-                ok = False
-                exit_code = _exit_status(exc.code)
-                error = exit_error(request["request_id"], exit_code)
-                capture.write(f"[ERROR] {error}\n")
+                # The runtime does not catch it: its process ends, with what the handler
+                # logged, and the parent reports the exit status as Lambda does.
+                _write_all(2, capture.getvalue().encode("utf-8", "replace"))
+                os._exit(_exit_status(exc.code))
             # Dropped here, inside the log capture: an un-awaited coroutine's RuntimeWarning
             # goes to the invocation's log, as the runtime's would.
             result = None
@@ -295,7 +294,7 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
         reply = {
             "request_id": request["request_id"],
             "ok": ok,
-            "crashed": crash or exit_code is not None,
+            "crashed": crash,
             "result": answer,
             "response_json": response_json,
             "error": error,
@@ -310,8 +309,6 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
             _write_all(protocol, data)
         if crash:
             os._exit(137)  # the writes are made and reported; nothing is acknowledged
-        if exit_code is not None:
-            os._exit(exit_code)  # the environment is gone; the next invocation starts a new one
 
 
 def _freezer() -> Callable[[int, bytes], None]:
@@ -352,16 +349,6 @@ def _exit_status(code: object) -> int:
     if isinstance(code, int):
         return code & 0xFF
     return 1  # a message: printed, status 1
-
-
-def exit_error(request_id: str, status: int) -> str:
-    """Lambda's error for a runtime process that exited during an invocation."""
-    if status == 0:
-        return f"Runtime.ExitError: RequestId: {request_id} Error: Runtime exited without providing a reason"
-    return (
-        f"Runtime.ExitError: RequestId: {request_id} Error: Runtime exited with error: "
-        f"exit status {status}"
-    )
 
 
 if __name__ == "__main__":

@@ -342,7 +342,7 @@ class ExecutionEnvironment:
             return self._failed(
                 request_id,
                 sent_ns,
-                _exit_reason(code, self.config.memory_mb),
+                _exit_reason(code, self.config.memory_mb, request_id),
                 crashed=True,
                 log_tail=tail,
             )
@@ -518,10 +518,24 @@ def out_of_memory_error(memory_mb: int) -> str:
     )
 
 
-def _exit_reason(code: int | None, memory_mb: int) -> str:
+def _exit_reason(code: int | None, memory_mb: int, request_id: str) -> str:
+    """Why an environment's process ended during an invocation, as Lambda words it: a
+    ``Runtime.ExitError`` with the exit status or the signal, unless it ran out of memory."""
     if code == OUT_OF_MEMORY_EXIT:
         return out_of_memory_error(memory_mb)
-    return "Runtime exited: the execution environment's process died"
+    if code is None:
+        return "Runtime exited: the execution environment's process died"
+    if code == 0:
+        why = "Runtime exited without providing a reason"
+    elif code > 0:
+        why = f"Runtime exited with error: exit status {code}"
+    else:
+        try:
+            name = signal.strsignal(-code) or f"signal {-code}"
+        except ValueError:
+            name = f"signal {-code}"
+        why = f"Runtime exited with error: signal: {name.lower()}"
+    return f"Runtime.ExitError: RequestId: {request_id} Error: {why}"
 
 
 def _memory_error(error: Any, memory_mb: int) -> str | None:

@@ -17,10 +17,9 @@ from loadtest.emulation.envhost import (
     HandlerLoadError,
     LambdaContext,
     _exit_status,
-    exit_error,
     load_handler,
 )
-from loadtest.emulation.environments import FunctionConfig
+from loadtest.emulation.environments import FunctionConfig, _exit_reason
 from loadtest.emulation.handlers import HandlerRef
 
 
@@ -88,18 +87,23 @@ def test_the_context_has_the_runtimes_fields_and_types(monkeypatch: pytest.Monke
     assert 0 < context.get_remaining_time_in_millis() <= 3000
 
 
+@pytest.mark.parametrize(("code", "status"), [(None, 0), (0, 0), (3, 3), ("bye", 1), (256, 0)])
+def test_sys_exit_ends_the_process_with_its_status(code: object, status: int) -> None:
+    assert _exit_status(code) == status
+
+
 @pytest.mark.parametrize(
-    ("code", "status", "message"),
+    ("code", "message"),
     [
-        (None, 0, "Runtime exited without providing a reason"),
-        (0, 0, "Runtime exited without providing a reason"),
-        (3, 3, "Runtime exited with error: exit status 3"),
-        ("bye", 1, "Runtime exited with error: exit status 1"),
+        (0, "Runtime exited without providing a reason"),
+        (3, "Runtime exited with error: exit status 3"),
+        (-9, "Runtime exited with error: signal: killed"),
+        (-11, "Runtime exited with error: signal: segmentation fault"),
     ],
 )
-def test_sys_exit_is_a_runtime_exit_error(code: object, status: int, message: str) -> None:
-    assert _exit_status(code) == status
-    assert exit_error("r-1", status) == f"Runtime.ExitError: RequestId: r-1 Error: {message}"
+def test_an_ended_process_is_a_runtime_exit_error(code: int, message: str) -> None:
+    assert _exit_reason(code, 128, "r-1") == f"Runtime.ExitError: RequestId: r-1 Error: {message}"
+    assert _exit_reason(99, 128, "r-1").startswith("Runtime.OutOfMemory")
 
 
 def test_the_environment_has_the_variables_lambda_defines(tmp_path: Path) -> None:

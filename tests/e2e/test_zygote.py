@@ -129,7 +129,9 @@ def test_an_environments_exit_code_reaches_the_harness(handler: Path) -> None:
 
     out_of_memory, killed, fine = anyio.run(run)
     assert out_of_memory is not None and out_of_memory.startswith("Runtime.OutOfMemory")
-    assert killed == "Runtime exited: the execution environment's process died"
+    assert (
+        killed == "Runtime.ExitError: RequestId: r Error: Runtime exited with error: signal: killed"
+    )
     assert fine is None
 
 

@@ -81,7 +81,7 @@ from loadtest.model.checker.passes import (
     survey,
 )
 from loadtest.model.checker.roles import LiveDuplicates
-from loadtest.model.checker.runtime_errors import reasons as runtime_error_reasons
+from loadtest.model.checker.runtime_errors import sentences as runtime_error_sentences
 from loadtest.model.checker.sent import ACKED, DEAD_LETTERED, POISON, Messages
 from loadtest.model.checker.verdict import (
     BAD_WHEN_NONZERO,
@@ -304,7 +304,7 @@ def check(
     accepted_outcomes = outcomes[WriteOutcome.ACCEPTED] > 0
     nothing_stored = expected_outcomes and not accepted_outcomes and not final
     reasons = default_reasons(counts, timed_out=history.timed_out, cut_short=cut_short)
-    reasons.extend(runtime_error_reasons(read.runtime_errors))
+    reasons.extend(runtime_error_sentences(read.runtime_errors, failing=True))
     inconclusive = inconclusive_reasons(counts, history)
     if nothing_stored and model.kind != "ambiguous":
         (inconclusive if cut_short else reasons).append(
@@ -336,7 +336,7 @@ def check(
             "handler returned, or by a client the observer does not hook, so writes may be "
             "missing from the counts"
         )
-    notes = []
+    notes = runtime_error_sentences(read.runtime_errors, failing=False)
     if not details_stored and accepted_outcomes and model.kind != "ambiguous":
         if outcome_key.fields:
             notes.append(

@@ -69,9 +69,9 @@ class Survey:
     and inside its maps, lists and JSON strings)."""
     accepted: int = 0
     """Accepted writes of any item: the most there can be to judge together."""
-    runtime_errors: Counter[tuple[str, str]] = field(default_factory=Counter)
-    """Failed invocations by the runtime's error type and its explanation
-    (``runtime_errors.explain``), for the error types it explains."""
+    runtime_errors: Counter[tuple[str, str, bool]] = field(default_factory=Counter)
+    """Failed invocations by the runtime's error type, its explanation and whether it fails
+    the run (``runtime_errors.explain``), for the error types it explains."""
 
 
 def survey(history: History) -> Survey:

@@ -2,15 +2,16 @@
 
 A handler's own exception is the consumer's business (a poison message may be meant to
 fail); an error the *runtime* reports (``Runtime.MarshalError``, ``Runtime.ExitError``)
-means the handler does something Lambda does not run as the author expects, on every
-invocation that reaches it. The checker names each such type with its count and why
-(``explain``), as a failing reason: the dead letters or redeliveries it causes are then
-explained in the report instead of looking like data loss. Pure: no I/O.
+means the handler does something Lambda does not run as the author expects. The checker
+names each such type with its count and why (``explain``): a failing reason for an answer
+the runtime refuses, a note for a process that ended (a crash the consumer must survive).
+The dead letters or redeliveries they cause are then explained in the report instead of
+looking like data loss. Pure: no I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 _COROUTINE = "Object of type coroutine is not JSON serializable"
 
@@ -26,33 +27,44 @@ def _marshal(message: str) -> str:
 
 
 def _exit(message: str) -> str:
+    if "signal: " in message:
+        return (
+            "the runtime's process was killed by a signal (a crash in native code, or a "
+            "kill): Lambda fails the invocation and starts a new execution environment"
+        )
     return (
         "the handler ended the runtime's process (sys.exit or os._exit): Lambda fails "
         "the invocation and starts a new execution environment"
     )
 
 
-EXPLANATIONS: dict[str, Callable[[str], str]] = {
-    "Runtime.MarshalError": _marshal,
-    "Runtime.ExitError": _exit,
+EXPLANATIONS: dict[str, tuple[Callable[[str], str], bool]] = {
+    "Runtime.MarshalError": (_marshal, True),
+    "Runtime.ExitError": (_exit, False),
 }
-"""Error type -> the explanation of an error of that type (from its message)."""
+"""Error type -> the explanation of an error of that type (from its message), and whether
+it fails the run by itself. A refused answer does: the runtime never accepts it. An ended
+process does not: a consumer must survive a crash (what it causes is judged as usual)."""
 
 
-def explain(error: str | None) -> tuple[str, str] | None:
-    """(error type, explanation) for an invocation error of a type in ``EXPLANATIONS``."""
+def explain(error: str | None) -> tuple[str, str, bool] | None:
+    """(error type, explanation, fails) for an invocation error of a type in ``EXPLANATIONS``."""
     if not error:
         return None
     kind, _, message = error.partition(": ")
-    explanation = EXPLANATIONS.get(kind)
-    if explanation is None:
+    known = EXPLANATIONS.get(kind)
+    if known is None:
         return None
-    return kind, explanation(message)
+    explanation, fails = known
+    return kind, explanation(message), fails
 
 
-def reasons(counts: dict[tuple[str, str], int]) -> list[str]:
-    """One failing reason per (error type, explanation), most frequent first."""
+def sentences(counts: Mapping[tuple[str, str, bool], int], *, failing: bool) -> list[str]:
+    """One sentence per (error type, explanation) that fails the run (``failing``) or only
+    explains it, most frequent first."""
     ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     return [
-        f"{n} invocation(s) failed with {kind}: {explanation}" for (kind, explanation), n in ordered
+        f"{n} invocation(s) failed with {kind}: {explanation}"
+        for (kind, explanation, fails), n in ordered
+        if fails == failing
     ]
