@@ -106,7 +106,6 @@ def run_attached(
                 queue=attach.queue_url.rsplit("/", 1)[-1],
                 dlq=dlq_url.rsplit("/", 1)[-1] if dlq_url else "",
                 table=attach.table,
-                idempotency_table="",
             )
             result: RemoteVariant = anyio.run(
                 drive, scenario, ref, target, where, names, backend="asyncio"

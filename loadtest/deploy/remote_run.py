@@ -280,7 +280,8 @@ async def _end_state(
     scenario: Scenario,
 ) -> EndState:
     visible, in_flight = await aws.queue_depth(sqs, where.queue_url)
-    items = await aws.scan_items(dynamodb, where.table, scenario.outcome.key_names)
+    key_names = tuple(name for name, _ in scenario.function.key_schema(scenario.outcome.key_names))
+    items = await aws.scan_items(dynamodb, where.table, key_names)
     return EndState(visible, in_flight, len(collector.dead), items)
 
 
@@ -289,7 +290,7 @@ def resource_names(names: VariantNames) -> aws.ResourceNames:
         queue=names.queue,
         dlq=names.dlq,
         table=names.table,
-        idempotency_table=names.idempotency_table,
+        prefix=names.prefix,
     )
 
 

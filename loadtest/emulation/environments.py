@@ -80,7 +80,6 @@ class FunctionConfig:
     handler: HandlerRef
     function_name: str
     table_name: str
-    idempotency_table_name: str
     region: str
     endpoint_url: str | None
     memory_mb: int
@@ -93,6 +92,9 @@ class FunctionConfig:
     """The scenario's faults, read by the environment process (``LOADTEST_*``)."""
     key_names: tuple[str, ...] = ("id",)
     """The table's key attributes (hash, then range), for the write observer."""
+    function_env: tuple[tuple[str, str], ...] = ()
+    """The function's own variables: the scenario's ``[consumer] environment`` and ``--env``
+    with the run's resources filled in, and each extra table's variable."""
 
     def environ(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -102,7 +104,6 @@ class FunctionConfig:
             {
                 "TABLE_NAME": self.table_name,
                 "REPORT_BATCH_ITEM_FAILURES": str(self.report_batch_item_failures).lower(),
-                "IDEMPOTENCY_TABLE_NAME": self.idempotency_table_name,
                 "AWS_REGION": self.region,
                 "AWS_DEFAULT_REGION": self.region,
                 "AWS_LAMBDA_FUNCTION_NAME": self.function_name,
@@ -116,6 +117,7 @@ class FunctionConfig:
                 ),
             }
         )
+        env.update(self.function_env)
         if self.endpoint_url:
             env["AWS_ENDPOINT_URL"] = self.endpoint_url
         else:

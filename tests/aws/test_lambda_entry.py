@@ -176,7 +176,6 @@ def test_a_local_environment_runs_the_entry_point_from_the_unpacked_layer(
         handler=parse_ref("conditional"),
         function_name="local-fn",
         table_name="orders",
-        idempotency_table_name="idem",
         region="us-east-1",
         endpoint_url="http://127.0.0.1:9",  # never called: no invocation is sent
         memory_mb=128,
