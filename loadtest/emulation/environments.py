@@ -45,6 +45,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from loadtest.emulation import layer, zygotes
 from loadtest.emulation.handlers import HandlerRef
 from loadtest.errors import HandlerRefError
+from loadtest.model.checker.harness import gaps_in
 from loadtest.model.observation import Observation, Observed, SharedValues, collect, decode
 
 
@@ -212,8 +213,11 @@ class ExecutionEnvironment:
         self.entry_file = str(hello.get("entry", ""))
         if not hello.get("ready"):
             await self.aclose()
+            error = str(hello.get("error"))
+            fixes = "; ".join(gap.sentence for gap in gaps_in(error))
             raise HandlerRefError(
-                f"handler {self.config.handler.variant!r} could not be loaded: {hello.get('error')}"
+                f"handler {self.config.handler.variant!r} could not be loaded: {error}"
+                + (f"; {fixes}" if fixes else "")
             )
 
     async def _read(self) -> dict[str, Any]:

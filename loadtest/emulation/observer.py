@@ -67,6 +67,24 @@ Sink = Callable[[str], None]
 
 _PENDING = "loadtest_observation"
 
+_RESOURCE = "loadtest_resource"
+"""Where a call's table or queue is kept in its request context, for ``missing``."""
+
+MISSING_CODES = frozenset(
+    {
+        "ResourceNotFoundException",
+        "AWS.SimpleQueueService.NonExistentQueue",
+        "QueueDoesNotExist",
+        "AccessDeniedException",
+        "AccessDenied",
+    }
+)
+"""Error codes that say the handler's call named something the run does not provide (a
+table or queue it did not create, a permission it did not grant)."""
+MISSING_PREFIX = "loadtest: the handler's "
+"""How each such call is logged (``loadtest.model.checker.harness`` reads the line)."""
+_MISSING_KEPT = 20
+
 _AIO_CLIENT = "aiobotocore.client"
 """The module whose ``AioBaseClient`` aioboto3's clients derive from."""
 
@@ -100,6 +118,33 @@ class WriteObserver:
         self._originals: Methods | None = None
         self._aio_originals: tuple[type, Methods] | None = None
         self._import_hook: _AfterImport | None = None
+        self.missing: list[str] = []
+        """This invocation's calls refused for something the run does not provide, one line
+        each (the environment takes them with ``take_missing``)."""
+
+    def take_missing(self) -> list[str]:
+        """The lines of ``missing`` since the last call, each once."""
+        lines, self.missing = list(dict.fromkeys(self.missing)), []
+        return lines
+
+    def _check_missing(self, operation_model: Any, result: Any, context: Any) -> None:
+        """Note (and log, as a runtime would) a call refused for a missing table, queue or
+        permission: the harness's gap, never to be blamed on the consumer."""
+        try:
+            parsed = result[1] if isinstance(result, tuple) and len(result) == 2 else None
+            code = (parsed or {}).get("Error", {}).get("Code") if isinstance(parsed, dict) else None
+            if code not in MISSING_CODES:
+                return
+            resource = context.get(_RESOURCE) if isinstance(context, dict) else None
+            line = (
+                f"{MISSING_PREFIX}{operation_model.name} call on {str(resource or '')!r} "
+                f"failed with {code}"
+            )
+            if len(self.missing) < _MISSING_KEPT:
+                self.missing.append(line)
+            sys.stderr.write(line + "\n")
+        except Exception as exc:
+            self._fault("missing-resource check", exc)
 
     # --- the handler-duration fault -------------------------------------------
 
@@ -175,6 +220,10 @@ class WriteObserver:
         self, client: BaseClient, params: dict[str, Any], operation_model: Any, context: Any
     ) -> dict[str, Any]:
         """The parameters to send; a call to observe is left in ``context`` for the request."""
+        if isinstance(context, dict):
+            resource = params.get("TableName") or params.get("QueueUrl") or params.get("QueueName")
+            if resource:
+                context[_RESOURCE] = resource
         if client.meta.service_model.service_name != "dynamodb" or not isinstance(context, dict):
             return params
         name = str(operation_model.name)
@@ -206,7 +255,9 @@ class WriteObserver:
         ) -> Any:
             call = _pending(request_context)
             if call is None:
-                return original_request(client, operation_model, request_dict, request_context)
+                result = original_request(client, operation_model, request_dict, request_context)
+                observer._check_missing(operation_model, result, request_context)
+                return result
             return observer._send(
                 call,
                 lambda: original_request(client, operation_model, request_dict, request_context),
@@ -242,9 +293,11 @@ class WriteObserver:
         ) -> Any:
             call = _pending(request_context)
             if call is None:
-                return await original_request(
+                result = await original_request(
                     client, operation_model, request_dict, request_context
                 )
+                observer._check_missing(operation_model, result, request_context)
+                return result
             return await observer._send_async(
                 call,
                 lambda: original_request(client, operation_model, request_dict, request_context),

@@ -60,6 +60,7 @@ from loadtest.model.checker.details import (
     varies_per_delivery,
 )
 from loadtest.model.checker.evidence import duplicate_evidence
+from loadtest.model.checker.harness import harness_reasons, not_judged
 from loadtest.model.checker.passes import (
     Evidence,
     Judging,
@@ -314,6 +315,11 @@ def check(
             f"{passed.unknown_after} accepted write(s) left an item the observer could not "
             "compute (no old image): whether they changed the outcome is not known"
         )
+    gaps = harness_reasons(history)
+    if gaps:
+        # Never blame the consumer for the harness: what failed may be the run's gap.
+        inconclusive = [*gaps, *not_judged(reasons), *inconclusive]
+        reasons = []
     verdict = verdict_of(reasons, inconclusive)
     decisions = Decisions([(passed.early, passed.early_at), (parts.log, parts.at)])
     return Check(
