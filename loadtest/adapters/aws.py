@@ -29,6 +29,7 @@ from aiobotocore.config import AioConfig
 from loadtest.adapters.aws_errors import ERRORS as ERRORS
 from loadtest.adapters.aws_errors import translate as translate
 from loadtest.adapters.aws_errors import translated as translated
+from loadtest.adapters.endstate import count_items as count_items
 from loadtest.adapters.endstate import queue_depth as queue_depth
 from loadtest.adapters.endstate import scan_items as scan_items
 from loadtest.adapters.fifo import FifoQueue, refuse_window_fault

@@ -492,6 +492,9 @@ class EndState:
     table_items: dict[str, TypedItem] = field(repr=False)
     """Stored items by their key (``key_string``); left out of the repr, which
     must stay short whatever the table holds."""
+    side_tables: tuple[tuple[str, int], ...] = ()
+    """Items each of the consumer's extra tables (``[[tables]]``) holds at the end, by name:
+    what the handler stored besides outcomes (idempotency records, locks)."""
 
 
 def _plain_fields(cls: type[_T]) -> Callable[[_T], tuple[Any, ...]]:

@@ -30,7 +30,8 @@ _REFUSED = re.compile(
     r"loadtest: the handler's (\w+) call on '([^']*)' failed with ([\w.]+)",
 )
 _NO_TABLE_NAME = re.compile(
-    r"Invalid type for parameter (TableName|QueueUrl), value: None|Required parameter name not set"
+    r"Invalid (?:type|length) for parameter (TableName|QueueUrl), value: (?:None|0)"
+    r"|Required parameter name not set"
 )
 _NOT_FOUND = re.compile(r"\((ResourceNotFoundException)\) when calling the (\w+) operation")
 _DENIED = re.compile(
@@ -138,9 +139,10 @@ def _no_name(text: str) -> Iterable[Gap]:
         value = "{queue_url}" if what == "queue" else "{table}"
         yield Gap(
             f"unnamed:{what}",
-            f"the handler named its {what} None: a variable it reads with os.environ.get or "
-            "os.getenv is not set by the run: add "
-            f'`[consumer] environment = {{ NAME = "{value}" }}` with the name it reads',
+            f"the handler gave no {what} name (None or empty): a variable it reads with "
+            "os.environ.get or os.getenv is not set by the run: add "
+            f'`[consumer] environment = {{ NAME = "{value}" }}` with the name it reads'
+            + ("" if what == "queue" else ', or `[[tables]]` with `env = "NAME"`'),
         )
 
 
