@@ -344,7 +344,7 @@ def plan_attach(
     tags = {RUN_TAG: run_id}
     layer = layer_name(run_id)
     observations = f"loadtest-{run_id}-observations"
-    key_names = scenario.outcome.key_names
+    key_names = scenario.table_key_names
     resources = (
         _observer_layer(run_id),
         Resource(

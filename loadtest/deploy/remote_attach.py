@@ -90,7 +90,7 @@ def run_attached(
                 attach.function,
                 layer_arn=layer,
                 watch_table=attach.table,
-                key_names=scenario.outcome.key_names,
+                key_names=scenario.table_key_names,
                 observation_queue=queue_name,
                 run_id=run_id,
             ),

@@ -243,7 +243,7 @@ async def drive(
         ref=ref,
         history=history,
         end_state=end_state,
-        check=check(history, end_state, scenario.outcome),
+        check=check(history, end_state, scenario.judged_outcome),
         latency=latencies(history),
         duration_s=max(0, history.ended_ns - history.started_ns) / 1e9,
         cold_starts=collector.environments(),
@@ -280,8 +280,7 @@ async def _end_state(
     scenario: Scenario,
 ) -> EndState:
     visible, in_flight = await aws.queue_depth(sqs, where.queue_url)
-    key_names = tuple(name for name, _ in scenario.function.key_schema(scenario.outcome.key_names))
-    items = await aws.scan_items(dynamodb, where.table, key_names)
+    items = await aws.scan_items(dynamodb, where.table, scenario.table_key_names)
     return EndState(visible, in_flight, len(collector.dead), items)
 
 

@@ -293,7 +293,7 @@ def _variant_run(
         settings=settings,
         history=history,
         end_state=end_state,
-        check=check(history, end_state, scenario.outcome, cut_short=cut_short),
+        check=check(history, end_state, scenario.judged_outcome, cut_short=cut_short),
         latency=latency,
         duration_s=max(0, history.ended_ns - history.started_ns) / 1e9,
         cold_starts=sum(env.cold_starts for env in environments),

@@ -182,6 +182,21 @@ class Scenario:
     source: str = "<memory>"
     """Where the scenario came from (a path or ``builtin:NAME``), for messages."""
 
+    @property
+    def table_key_names(self) -> tuple[str, ...]:
+        """The outcome table's key attributes: ``[table] key``, else the outcome key's."""
+        return tuple(name for name, _ in self.function.key_schema(self.outcome.key_names))
+
+    @property
+    def judged_outcome(self) -> OutcomeKey:
+        """Where the checker first looks for outcomes: ``[outcome] key`` when declared; for a
+        table declared with a one-attribute ``[table] key``, that attribute holding the id
+        (not declared: the checker still looks elsewhere); else the lab's default."""
+        key = self.function.table_key
+        if self.outcome.declared or len(key) != 1:
+            return self.outcome
+        return OutcomeKey(((key[0][0], "{id}"),))
+
     def with_environment(self, pairs: Sequence[str]) -> Scenario:
         """A copy whose function also gets these ``NAME=VALUE`` variables (``--env``; they win
         over ``[consumer] environment``)."""

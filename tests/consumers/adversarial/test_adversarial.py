@@ -215,16 +215,26 @@ def wrong_env(backend_url: str) -> VariantRun:
     return _run(backend_url, "misconfigured.toml", "wrong_env.py")
 
 
-def test_misconfigured_consumer_never_passes(wrong_env: VariantRun) -> None:
+def test_misconfigured_consumer_never_passes_and_is_not_blamed(wrong_env: VariantRun) -> None:
+    # The variable the consumer reads is one the run does not set: the harness's gap, so
+    # the run is inconclusive with the fix named, never a pass and never the consumer's fail.
     run = wrong_env
     c = run.check.counts
-    assert run.check.verdict == "fail"
+    assert run.check.verdict == "inconclusive"
+    assert run.check.reasons == ()
     assert (c.messages_sent, c.acked, c.dead_lettered) == (3, 0, 3)
     assert c.unexpected_dead_letters == 3
     assert c.deliveries == c.handler_errors == 6  # max_receive_count 2
     assert c.writes_attempted == 0
     assert run.end_state.table_items == {}
-    assert any("nothing was stored" in r for r in run.check.reasons)
+    assert run.check.inconclusive[0] == (
+        "the handler read os.environ['ORDERS_TABLE'], which the run does not set: add "
+        '`[consumer] environment = { ORDERS_TABLE = "{table}" }` to the scenario '
+        "(or --env ORDERS_TABLE={table}) (6 invocation(s))"
+    )
+    assert any(
+        "nothing was stored" in r and r.endswith("not judged") for r in run.check.inconclusive
+    )
 
 
 # --- 7. updates: if_not_exists everywhere (pass), ADD on every delivery (fail) --------------------
