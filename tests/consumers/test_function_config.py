@@ -169,3 +169,49 @@ def test_powertools_example_without_its_table_is_never_failed(backend_url: str) 
         "the handler gave no table name (None or empty): a variable it reads with "
         "os.environ.get or os.getenv is not set by the run"
     )
+
+
+# --- on AWS, a table the scenario names is never one that exists already ---------------------
+
+
+def test_on_aws_an_existing_table_of_the_named_name_is_refused(backend_url: str) -> None:
+    import anyio
+
+    from loadtest.adapters import aws
+    from loadtest.errors import TableExistsError
+
+    dynamodb = client("dynamodb", backend_url)
+    dynamodb.create_table(
+        TableName="Theirs",
+        KeySchema=[{"AttributeName": "orderId", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "orderId", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    # Real AWS as the adapter sees it, reached at the embedded backend's address.
+    target = aws.Target(aws.BackendKind.AWS, backend_url, "us-east-1", aws.EMBEDDED_CREDENTIALS)
+    made = aws.Provisioned()
+    names = aws.ResourceNames("loadtest-x-0-jobs", "loadtest-x-0-dlq", "Theirs", "loadtest-x-0")
+
+    async def provision() -> None:
+        async with aws.clients(target) as (sqs, ddb):
+            await aws.provision(
+                sqs,
+                ddb,
+                names,
+                visibility_timeout_s=30,
+                max_receive_count=3,
+                into=made,
+                target=target,
+                key_schema=(("orderId", "S"),),
+            )
+
+    try:
+        with pytest.raises(TableExistsError) as info:
+            anyio.run(provision)
+        assert str(info.value).startswith(
+            "table 'Theirs' already exists in us-east-1; the run creates and deletes its own "
+            "tables and never touches one it did not make"
+        )
+        assert made.names() == []  # refused before anything was created
+    finally:
+        dynamodb.delete_table(TableName="Theirs")

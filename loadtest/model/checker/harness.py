@@ -128,8 +128,10 @@ def _unlogged(text: str) -> Iterable[Gap]:
             '`[consumer] environment = { VARIABLE = "{table}" }` for one it reads from a '
             "variable, `[[tables]]` for a table besides the outcome table",
         )
-    for match in _DENIED.finditer(text):
-        yield _denied_gap(match.group(2) or "call", "")
+    operations = [m.group(2) for m in _DENIED.finditer(text)]
+    named = [op for op in operations if op]
+    for operation in named or (["call"] if operations else []):
+        yield _denied_gap(operation, "")
 
 
 def _no_name(text: str) -> Iterable[Gap]:
