@@ -153,6 +153,12 @@ def parse_setup(
         raise ScenarioError(
             f"{source}: tables: two tables set the same env variable {_first_dup(envs)!r}"
         )
+    generated = [extra_table_name("", t) for t in extra if not t.name]
+    if len(set(generated)) != len(generated):
+        raise ScenarioError(
+            f"{source}: tables: two entries' variables give one generated table name "
+            f"(loadtest-...{_first_dup(generated)}); give one of them a name"
+        )
     clash = sorted(set(envs) & {n for n, _ in environment})
     if clash:
         raise ScenarioError(

@@ -138,6 +138,11 @@ def test_the_command_line_wins_over_the_file() -> None:
             "s.toml: tables: two tables set the same env variable 'A'",
         ),
         (
+            {"tables": [{"env": "IDEM_TABLE"}, {"env": "IDEM_TABLE_NAME"}]},
+            "s.toml: tables: two entries' variables give one generated table name "
+            "(loadtest-...-idem); give one of them a name",
+        ),
+        (
             {"table": {"name": "Orders"}, "tables": [{"name": "Orders"}]},
             "s.toml: tables: two tables are both named 'Orders'",
         ),
