@@ -56,7 +56,7 @@ from typing import Any
 
 from botocore.client import BaseClient
 
-from loadtest.emulation.observer_answers import record_answer
+from loadtest.emulation.observer_answers import keep_resource, missing_line, record_answer
 from loadtest.emulation.observer_plans import READ_APIS, Call, CallPlanner, readable_condition
 from loadtest.emulation.record_marks import current_record
 from loadtest.model.history import ObserverFault, ReadRecord, UnobservedCall
@@ -68,23 +68,8 @@ Sink = Callable[[str], None]
 
 _PENDING = "loadtest_observation"
 
-_RESOURCE = "loadtest_resource"
-"""Where a call's table or queue is kept in its request context, for ``missing``."""
-
-MISSING_CODES = frozenset(
-    {
-        "ResourceNotFoundException",
-        "AWS.SimpleQueueService.NonExistentQueue",
-        "QueueDoesNotExist",
-        "AccessDeniedException",
-        "AccessDenied",
-    }
-)
-"""Error codes that say the handler's call named something the run does not provide (a
-table or queue it did not create, a permission it did not grant)."""
-MISSING_PREFIX = "loadtest: the handler's "
-"""How each such call is logged (``loadtest.model.checker.harness`` reads the line)."""
 _MISSING_KEPT = 20
+"""Refused calls one invocation keeps (each is also logged)."""
 
 _AIO_CLIENT = "aiobotocore.client"
 """The module whose ``AioBaseClient`` aioboto3's clients derive from."""
@@ -132,15 +117,9 @@ class WriteObserver:
         """Note (and log, as a runtime would) a call refused for a missing table, queue or
         permission: the harness's gap, never to be blamed on the consumer."""
         try:
-            parsed = result[1] if isinstance(result, tuple) and len(result) == 2 else None
-            code = (parsed or {}).get("Error", {}).get("Code") if isinstance(parsed, dict) else None
-            if code not in MISSING_CODES:
+            line = missing_line(str(operation_model.name), result, context)
+            if line is None:
                 return
-            resource = context.get(_RESOURCE) if isinstance(context, dict) else None
-            line = (
-                f"{MISSING_PREFIX}{operation_model.name} call on {str(resource or '')!r} "
-                f"failed with {code}"
-            )
             if len(self.missing) < _MISSING_KEPT:
                 self.missing.append(line)
             sys.stderr.write(line + "\n")
@@ -221,10 +200,7 @@ class WriteObserver:
         self, client: BaseClient, params: dict[str, Any], operation_model: Any, context: Any
     ) -> dict[str, Any]:
         """The parameters to send; a call to observe is left in ``context`` for the request."""
-        if isinstance(context, dict):
-            resource = params.get("TableName") or params.get("QueueUrl") or params.get("QueueName")
-            if resource:
-                context[_RESOURCE] = resource
+        keep_resource(params, context)
         if client.meta.service_model.service_name != "dynamodb" or not isinstance(context, dict):
             return params
         name = str(operation_model.name)

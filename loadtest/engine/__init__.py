@@ -36,7 +36,7 @@ from loadtest.emulation.runner import (
 from loadtest.interrupts import Stop
 from loadtest.model.body import body_shape
 from loadtest.model.checker import check
-from loadtest.model.function_config import RunResources, extra_table_name, render, table_names
+from loadtest.model.function_config import extra_table_name
 from loadtest.model.history import EndState, History
 from loadtest.model.metrics import latencies
 from loadtest.model.observation import SharedValues
@@ -64,6 +64,7 @@ from loadtest.engine.results import (
     VariantRun,
     check_reachable,
     fault_environment,
+    function_environment,
     settings_warnings,
 )
 
@@ -155,22 +156,9 @@ async def run_variant(
                         ),
                         fifo=fifo_queue(scenario),
                     )
-                    assert made.queue_url and made.queue_arn and made.dlq_url
-                    function_env = render(
-                        dataclasses.replace(setup, tables=tables),
-                        RunResources(
-                            table=names.table,
-                            queue_url=made.queue_url,
-                            queue_arn=made.queue_arn,
-                            dlq_url=made.dlq_url,
-                            region=target.region,
-                            tables=table_names(names.prefix, tables),
-                        ),
-                    )
+                    variables = function_environment(setup, tables, names, made, target.region)
                     for env in environments:
-                        env.config = dataclasses.replace(
-                            config, function_env=tuple(function_env.items())
-                        )
+                        env.config = dataclasses.replace(config, function_env=variables)
                     # Cold starts once the function's resources exist, as on Lambda: a
                     # handler may read its table when imported. One that does not
                     # import fails here, and what was made is torn down below.
