@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from loadtest.engine import VariantRun
+from loadtest.adapters import aws
+from loadtest.engine import RunResult, VariantRun
 from loadtest.model.scenario import Scenario, load_scenario, parse_scenario, to_raw
+from loadtest.reports.report import build_report
 from tests.e2e.helpers import client, run_variants
 
 HERE = Path(__file__).parent
@@ -152,6 +154,14 @@ def test_powertools_example_with_its_idempotency_table_is_inconclusive_not_faile
     assert c.writes_attempted == 0
     # One idempotency record per message (its key is the messageId): side writes.
     assert run.end_state.side_tables == ((f"{run.resources.prefix}-idempotency", 20),)
+    report = build_report(
+        RunResult(scenario, aws.Target.resolve(aws.BackendKind.ENDPOINT, backend_url), [run])
+    )
+    assert report["runs"][0]["table_after"] == {
+        "items": 0,
+        "side_tables": {f"{run.resources.prefix}-idempotency": 20},
+    }
+    assert report["runs"][0]["verdict"] == "inconclusive"
     assert run.check.inconclusive[0].startswith(
         "no business outcome to judge: the handler stored nothing in its outcome table"
     )
@@ -177,7 +187,6 @@ def test_powertools_example_without_its_table_is_never_failed(backend_url: str) 
 def test_on_aws_an_existing_table_of_the_named_name_is_refused(backend_url: str) -> None:
     import anyio
 
-    from loadtest.adapters import aws
     from loadtest.errors import TableExistsError
 
     dynamodb = client("dynamodb", backend_url)
