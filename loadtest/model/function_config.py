@@ -53,7 +53,8 @@ class ExtraTable:
     """Key attributes and their types (hash, then range)."""
     env: str | None = None
     """The environment variable that tells the function its name."""
-    purpose: str = "extra table"
+    purpose: str = field(default="extra table", compare=False)
+    """What it is for, in the deploy plan's words."""
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -307,7 +308,8 @@ def _tables(raw: Any, source: str) -> tuple[ExtraTable, ...]:
                 '"IDEMPOTENCY_TABLE") or name (the name the consumer hard-codes)'
             )
         key = _key(entry["key"], f"{where}.key") if "key" in entry else DEFAULT_KEY
-        out.append(ExtraTable(name=name, key=key, env=env))
+        purpose = f"extra table named by {env}" if env else "extra table the consumer names"
+        out.append(ExtraTable(name=name, key=key, env=env, purpose=purpose))
     return tuple(out)
 
 
