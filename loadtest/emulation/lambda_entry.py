@@ -249,6 +249,10 @@ def invoke(state: _State, event: Any, context: Any) -> Any:
         # end: the collector then sees an invocation that never ended.
         if "outcome" in end:
             end |= {"ended_ns": state.clock(), "lines": state.sink.sent}
+            missing = state.observer.take_missing()
+            if missing:
+                # Calls refused for what the run does not provide: the harness's gaps.
+                end["missing"] = missing
             state.sink.sink(_line(end))
 
 
