@@ -243,7 +243,7 @@ async def drive(
         ref=ref,
         history=history,
         end_state=end_state,
-        check=check(history, end_state, scenario.outcome),
+        check=check(history, end_state, scenario.outcome, expect_overlap=scenario.expect_overlap),
         latency=latencies(history),
         duration_s=max(0, history.ended_ns - history.started_ns) / 1e9,
         cold_starts=collector.environments(),

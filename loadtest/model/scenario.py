@@ -38,6 +38,11 @@ File format (every table and key optional)::
     copies = 3
     poison = false                      # true: a record every consumer must refuse
 
+    [expect]                            # what the workload is meant to show
+    overlap = true                      # copies of an id are meant to be processed at the
+                                        # same time: a run in which none overlapped cannot
+                                        # pass (inconclusive). false: sequential on purpose
+
     [outcome]                           # where a message's outcome is stored
     key = { id = "{id}" }               # the table's key, per attribute; e.g. { pk = "ORDER#{id}", sk = "ORDER" }
 
@@ -164,6 +169,10 @@ class Scenario:
     """Per variant, default-verdict reasons this scenario relaxes (a demonstration)."""
     outcome: OutcomeKey = field(default_factory=OutcomeKey)
     """The key of a message's outcome item (and so of the table loadtest creates)."""
+    expect_overlap: bool = True
+    """``[expect] overlap``: the copies of an id are meant to race, so a run in which no two
+    deliveries of one id were processed at the same time is inconclusive; False for a
+    scenario whose copies are sequential on purpose (resends after completion)."""
     source: str = "<memory>"
     """Where the scenario came from (a path or ``builtin:NAME``), for messages."""
 
@@ -223,7 +232,17 @@ def parse_scenario(
     """Validate a scenario mapping (parsed TOML) into a ``Scenario``."""
     _check_keys(
         raw,
-        {"name", "description", "seed", "variants", "thresholds", "verdict", "outcome", *_SECTIONS},
+        {
+            "name",
+            "description",
+            "seed",
+            "variants",
+            "thresholds",
+            "verdict",
+            "outcome",
+            "expect",
+            *_SECTIONS,
+        },
         source,
         "",
     )
@@ -245,6 +264,8 @@ def parse_scenario(
     faults = _section(Faults, _table(raw, "faults", source), source, "faults")
     run = _section(RunSettings, _table(raw, "run", source), source, "run")
     _check_combinations(workload, consumer, faults, source)
+    expect = _table(raw, "expect", source)
+    _check_keys(expect, {"overlap"}, source, "expect")
     return Scenario(
         name=check_name(raw["name"], source) if "name" in raw else safe_name(default_name),
         description=_value("description", raw.get("description", ""), str, source, ""),
@@ -257,6 +278,7 @@ def parse_scenario(
         thresholds=_thresholds(raw.get("thresholds", []), source),
         allow=_allow(_table(raw, "verdict", source), source),
         outcome=_outcome(_table(raw, "outcome", source), source),
+        expect_overlap=_value("overlap", expect.get("overlap", True), bool, source, "expect."),
         source=source,
     )
 
@@ -278,6 +300,8 @@ def to_raw(scenario: Scenario) -> dict[str, Any]:
         {"body": m.body, "copies": m.copies, **({"poison": True} if m.poison else {})}
         for m in scenario.workload.messages
     ]
+    if not scenario.expect_overlap:
+        raw["expect"] = {"overlap": False}
     if scenario.outcome.declared or scenario.outcome != OutcomeKey():
         raw["outcome"] = {"key": dict(scenario.outcome.templates)}
     return raw

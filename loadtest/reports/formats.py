@@ -69,6 +69,15 @@ def _count(name: str) -> Callable[[Mapping[str, Any]], str]:
     return read
 
 
+def overlap_text(run: Mapping[str, Any]) -> str:
+    """Race exposure as ``ids (pairs)``: ids with overlapping deliveries, and the pairs."""
+    counts = run.get("counts", {})
+    ids, pairs = counts.get("overlapping_ids"), counts.get("overlapping_deliveries")
+    if ids is None:
+        return "–"  # a report older than the race exposure
+    return f"{_number(ids)} ({_number(pairs)} pairs)"
+
+
 def _usd(value: Any) -> str:
     return "–" if value is None else f"${value:,.2f}"
 
@@ -77,6 +86,7 @@ COLUMNS: tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...] = (
     ("sent", _count("messages_sent")),
     ("deliveries", _count("deliveries")),
     ("redeliveries", _count("redeliveries")),
+    ("overlapping ids", overlap_text),
     ("duplicate writes", _count("duplicate_writes")),
     ("conflicting writes", _count("conflicting_writes")),
     ("lost outcomes", _count("lost_outcomes")),

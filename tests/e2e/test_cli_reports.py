@@ -169,6 +169,12 @@ def test_sweep_runs_every_cell_and_variant(backend_url: str, tmp_path: Path) -> 
         if r["cell"]["concurrency"] == 1 and r["variant"] == "read-then-write"
     ]
     assert all(r["counts"]["duplicate_writes"] == 0 for r in serial)
+    # ... and no two copies overlapped, so the guard's clean run there proves nothing.
+    for run in report["runs"]:
+        if run["cell"]["concurrency"] == 1:
+            assert run["counts"]["overlapping_ids"] == 0
+            if run["variant"] == "conditional":
+                assert run["verdict"] == "inconclusive"
     assert "race-burst sweep" in result.output
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loadtest.model.checker.details import carries, carries_id, key_template, records_of
+from loadtest.model.checker.exposure import Overlaps
 from loadtest.model.checker.roles import Judged, Write, judge_outcome
 from loadtest.model.checker.sent import Messages
 from loadtest.model.checker.verdict import Decision, DecisionLog, Role
@@ -61,6 +62,8 @@ class Survey:
     """The attribute names of every item an accepted write left."""
     accepted: int = 0
     """Accepted writes of any item: the most there can be to judge together."""
+    overlaps: Overlaps = field(default_factory=Overlaps)
+    """Each business id's handler executions, for the race exposure."""
 
 
 def survey(history: History) -> Survey:
@@ -71,6 +74,7 @@ def survey(history: History) -> Survey:
         found.handler_errors += inv.outcome is not InvocationOutcome.SUCCESS
         found.unobserved_calls += len(inv.unobserved)
         found.observer_errors += len(inv.observer_faults)
+        found.overlaps.add(inv)
         for record in inv.writes:
             if record.outcome is WriteOutcome.ACCEPTED:
                 found.accepted += 1
