@@ -17,6 +17,7 @@ from loadtest.errors import ThresholdError
 from loadtest.model.checker import FLAGGED_WHEN_NONZERO
 from loadtest.model.metrics import format_us as format_us
 from loadtest.model.thresholds import LATENCIES, MetricKind, parse_threshold
+from loadtest.reports.repeat_view import repeat_markdown
 
 DEFAULT_VERDICT_CASE = "default verdict"
 
@@ -171,6 +172,7 @@ def markdown_summary(report: Mapping[str, Any]) -> str:
     if missed:
         lines += ["", "### Requested rate not reached", ""]
         lines += [f"- {_code(str(run['variant']))}: {warning}" for run, warning in missed]
+    lines += repeat_markdown(report)
     command = report.get("command")
     if command:
         lines += ["", "Reproduce:", "", "```sh", str(command), "```"]

@@ -275,6 +275,10 @@ def sweep_table(report: dict[str, Any]) -> Table:
 
 def render(report: dict[str, Any], metric: str | None = None) -> RenderableType:
     """The terminal summary; a sweep's grid tables start with ``metric`` (a heatmap metric name)."""
+    if report.get("repeat") and len(report["runs"]) > 1:
+        from loadtest.reports.repeat_view import repeat_lines, repeat_table
+
+        return Group(sweep_table(report), repeat_table(report), *repeat_lines(report))
     if any(run.get("cell") for run in report["runs"]):
         from loadtest.reports.heatmap import grid_tables
 
