@@ -54,7 +54,7 @@ def test_a_stat_named_like_an_aggregate_is_the_plain_metric() -> None:
 
 
 def test_bad_aggregates_are_refused() -> None:
-    with pytest.raises(ThresholdError, match="unknown metric 'duplicate_writes.mean'"):
+    with pytest.raises(ThresholdError, match=r"unknown metric 'duplicate_writes\.mean'"):
         parse_threshold("duplicate_writes.mean > 0")
     with pytest.raises(ThresholdError, match="remove the unit"):
         parse_threshold("duplicate_writes.runs_with > 2ms")
