@@ -36,7 +36,7 @@ def test_run_by_path_and_by_scenario(backend_url: str, tmp_path: Path) -> None:
     path.write_text(
         # Whether 3 ids' copies overlap is up to timing: not what this test is about.
         'variants = ["conditional"]\n[expect]\noverlap = false\n'
-        '[workload]\ndistinct_ids = 3\ncopies = 2\n',
+        "[workload]\ndistinct_ids = 3\ncopies = 2\n",
         encoding="utf-8",
     )
     by_path = loadtest.run(path, endpoint_url=backend_url, seed=3)
@@ -153,9 +153,10 @@ def test_repeat_keeps_every_run_and_states_each_share(backend_url: str) -> None:
     racy_duplicates = sorted(r["counts"]["duplicate_writes"] for r in runs[::2])
     assert racy["counts"]["duplicate_writes"]["min"] == racy_duplicates[0] > 0
     assert racy["counts"]["duplicate_writes"]["max"] == racy_duplicates[-1]
-    assert racy["counts"]["duplicate_writes"]["median"] == (
-        racy_duplicates[4] + racy_duplicates[5]
-    ) / 2
+    assert (
+        racy["counts"]["duplicate_writes"]["median"]
+        == (racy_duplicates[4] + racy_duplicates[5]) / 2
+    )
     [racy_dup] = [a for a in racy["anomalies"] if a["count"] == "duplicate_writes"]
     [guarded_dup] = [a for a in guarded["anomalies"] if a["count"] == "duplicate_writes"]
     # Clopper-Pearson by hand: 10 of 10 -> lower 0.025^(1/10); 0 of 10 -> upper 1 - that.
