@@ -82,7 +82,7 @@ def spread(values: Sequence[float]) -> dict[str, float | int]:
 
 
 def _paths(runs: Iterable[Mapping[str, Any]]) -> list[tuple[str, ...]]:
-    paths = [("counts", name) for name in COUNT_NAMES]
+    paths: list[tuple[str, ...]] = [("counts", name) for name in COUNT_NAMES]
     latencies: dict[str, None] = {}
     for run in runs:
         latencies.update(dict.fromkeys(run.get("latency_us") or {}))

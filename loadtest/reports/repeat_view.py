@@ -43,31 +43,34 @@ def _plain(value: float) -> str:
     return f"{value:g}"
 
 
-def _rows() -> list[tuple[str, Callable[[Mapping[str, Any]], str]]]:
-    rows: list[tuple[str, Callable[[Mapping[str, Any]], str]]] = [
-        (
-            "verdicts",
-            lambda s: ", ".join(f"{n} {v}" for v, n in sorted(s.get("verdicts", {}).items())),
-        )
+Read = Callable[[Mapping[str, Any]], str]
+
+
+def _count(name: str) -> Read:
+    return lambda stats: _spread(stats.get("counts", {}).get(name), _plain)
+
+
+def _latency(name: str, stat: str) -> Read:
+    return lambda stats: _spread(stats.get("latency_us", {}).get(name, {}).get(stat), format_us)
+
+
+def _verdicts(stats: Mapping[str, Any]) -> str:
+    return ", ".join(f"{n} {v}" for v, n in sorted(stats.get("verdicts", {}).items()))
+
+
+def _rate(stats: Mapping[str, Any]) -> str:
+    return _spread(stats.get("throughput", {}).get("messages_per_s"), lambda v: f"{v:.1f}")
+
+
+def _rows() -> list[tuple[str, Read]]:
+    rows: list[tuple[str, Read]] = [("verdicts", _verdicts)]
+    rows += [(label, _count(name)) for label, name in _COUNTS]
+    rows += [
+        (f"{label} {stat}", _latency(name, stat))
+        for label, name in _LATENCIES
+        for stat in _PERCENTILES
     ]
-    for label, name in _COUNTS:
-        rows.append((label, lambda s, n=name: _spread(s.get("counts", {}).get(n), _plain)))
-    for label, name in _LATENCIES:
-        for stat in _PERCENTILES:
-            rows.append(
-                (
-                    f"{label} {stat}",
-                    lambda s, n=name, t=stat: _spread(
-                        s.get("latency_us", {}).get(n, {}).get(t), format_us
-                    ),
-                )
-            )
-    rows.append(
-        (
-            "msg/s",
-            lambda s: _spread(s.get("throughput", {}).get("messages_per_s"), lambda v: f"{v:.1f}"),
-        )
-    )
+    rows.append(("msg/s", _rate))
     return rows
 
 
