@@ -33,6 +33,7 @@ from loadtest.emulation.runner import (
     Progress,
 )
 from loadtest.interrupts import Stop
+from loadtest.model.body import body_shape
 from loadtest.model.checker import check
 from loadtest.model.history import EndState, History
 from loadtest.model.metrics import latencies
@@ -274,6 +275,7 @@ def _variant_run(
             end_state,
             scenario.outcome,
             cut_short=cut_short,
+            body=body_shape(scenario.workload),
             expect_overlap=scenario.expect_overlap,
         ),
         latency=latency,

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from loadtest.model.body import BodyShape
 from loadtest.model.checker.details import (
     carries,
     carries_id,
@@ -183,6 +184,7 @@ def check(
     outcome_key: OutcomeKey | None = None,
     *,
     cut_short: bool = False,
+    body: BodyShape | None = None,
     expect_overlap: bool = False,
 ) -> Check:
     """Judge one variant run (DESIGN.md, "Counts").
@@ -191,6 +193,8 @@ def check(
     backend failed), so an absence (a message unsettled, an outcome missing from a
     partial end state, nothing stored yet) is not evidence: those counts leave the
     verdict inconclusive; writes and dead letters that happened still fail it.
+    ``body``: where the messages' bodies carry their details (``body_shape`` of the
+    scenario's workload); by default the flat ``{"id", ...}`` body.
 
     ``expect_overlap``: copies of one id were sent to race (the scenario's
     ``[expect] overlap``, true unless it says otherwise), so a run in which no two
@@ -198,7 +202,7 @@ def check(
     inconclusive. The counts are measured either way.
     """
     outcome_key = outcome_key or OutcomeKey()
-    messages = Messages(history.sent)
+    messages = Messages(history.sent, body)
     messages.settle(history.acks, history.dead_letters)
     outcome_keys = {outcome_key.canonical(outcome_key.key_for(b)): b for b in messages.business_ids}
     read = survey(history)
