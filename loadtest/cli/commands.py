@@ -336,5 +336,5 @@ def main() -> None:
 
 
 # The other commands register themselves on ``app``: scenarios, report, serve,
-# doctor and diff (``tools``), then cleanup and lint (``aws``).
-from loadtest.cli import aws, tools  # noqa: E402, F401
+# doctor and diff (``tools``), then cleanup and lint (``aws``), then shrink.
+from loadtest.cli import aws, shrinking, tools  # noqa: E402, F401
