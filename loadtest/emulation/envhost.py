@@ -240,7 +240,7 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
         )
     except BaseException as exc:  # report any import failure, then exit
         kind = getattr(exc, "error_type", type(exc).__name__)
-        send({"ready": False, "error": f"{kind}: {exc}"})
+        send({"ready": False, "error": f"{kind}: {exc}{lambda_entry.environ_note(exc)}"})
         return
     function = FunctionIdentity.from_environ()
     memory_mb = function.memory_limit_in_mb
@@ -269,7 +269,7 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
                 capture.write(f"[ERROR] {error}\n")
             except Exception as exc:
                 ok = False
-                error = f"{type(exc).__name__}: {exc}"
+                error = f"{type(exc).__name__}: {exc}{lambda_entry.environ_note(exc)}"
                 traceback.print_exc(file=capture)
             except SystemExit as exc:
                 # The runtime does not catch it: its process ends, with what the handler
@@ -300,7 +300,10 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
             "error": error,
             "started_ns": started,
             "ended_ns": ended,
-            "log_tail": capture.getvalue()[-LOG_TAIL_CHARS:],
+            # The calls refused for something the run does not provide lead the tail, so a
+            # long traceback never pushes them out.
+            "log_tail": "".join(f"{line}\n" for line in state.observer.take_missing())
+            + capture.getvalue()[-LOG_TAIL_CHARS:],
         }
         data = (json.dumps(reply, separators=(",", ":")) + "\n").encode("utf-8")
         if freeze is not None and not reply["crashed"]:

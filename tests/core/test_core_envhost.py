@@ -114,7 +114,6 @@ def test_the_environment_has_the_variables_lambda_defines(tmp_path: Path) -> Non
         handler=handler,
         function_name="orders-fn",
         table_name="orders",
-        idempotency_table_name="idem",
         region="eu-west-1",
         endpoint_url=None,
         memory_mb=256,

@@ -213,6 +213,9 @@ class _Observer:
     def disarm(self) -> None:
         pass
 
+    def take_missing(self) -> list[str]:
+        return []
+
 
 def test_the_wrapper_returns_the_handlers_value_unchanged() -> None:
     returned = {"at": datetime.datetime(2026, 1, 1)}

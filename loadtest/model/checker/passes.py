@@ -26,6 +26,7 @@ from loadtest.model.checker.details import (
     records_of,
     stored_names,
 )
+from loadtest.model.checker.exposure import Overlaps
 from loadtest.model.checker.roles import Judged, Write, judge_outcome
 from loadtest.model.checker.runtime_errors import explain
 from loadtest.model.checker.sent import Messages
@@ -72,6 +73,8 @@ class Survey:
     runtime_errors: Counter[tuple[str, str, bool]] = field(default_factory=Counter)
     """Failed invocations by the runtime's error type, its explanation and whether it fails
     the run (``runtime_errors.explain``), for the error types it explains."""
+    overlaps: Overlaps = field(default_factory=Overlaps)
+    """Each business id's handler executions, for the race exposure."""
 
 
 def survey(history: History) -> Survey:
@@ -86,6 +89,7 @@ def survey(history: History) -> Survey:
                 found.runtime_errors[explained] += 1
         found.unobserved_calls += len(inv.unobserved)
         found.observer_errors += len(inv.observer_faults)
+        found.overlaps.add(inv)
         for record in inv.writes:
             if record.outcome is WriteOutcome.ACCEPTED:
                 found.accepted += 1
