@@ -315,8 +315,8 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
 
 
 def _freezer() -> Callable[[int, bytes], None]:
-    """Write a reply, then stop this whole process (SIGSTOP) until the parent continues it
-    with the next invocation: Lambda's freeze between invocations.
+    """Write a reply, then stop this whole process and its process group (SIGSTOP) until the
+    parent continues them with the next invocation: Lambda's freeze between invocations.
 
     Both calls go through ``ctypes.PyDLL``, which keeps the GIL: from the handler's
     return until the stop, no other thread of the handler's runs Python code (``os.write``
@@ -329,7 +329,9 @@ def _freezer() -> Callable[[int, bytes], None]:
     kill = libc.kill
     kill.argtypes = (ctypes.c_int, ctypes.c_int)
     kill.restype = ctypes.c_int
-    pid = os.getpid()
+    # The whole process group when this process leads one (it does: each environment is
+    # a session of its own), so processes the handler started are frozen with it.
+    pid = -os.getpid() if os.getpgrp() == os.getpid() else os.getpid()
 
     def reply_and_freeze(fd: int, data: bytes) -> None:
         while data:

@@ -434,8 +434,7 @@ class ExecutionEnvironment:
             if process.returncode is None and frozen:
                 # Retired while frozen, as Lambda retires one: what the handler left
                 # running never runs again (a stopped process dies of SIGKILL at once).
-                process.kill()
-                process.send_signal(signal.SIGCONT)
+                freezing.retire(process)
                 await process.wait()
             if process.returncode is None:
                 process.terminate()

@@ -3,14 +3,15 @@
 After an invocation Lambda freezes its execution environment: threads and
 event-loop tasks the handler left running make no progress until the
 environment's next invocation, and never if it is retired. Here each
-environment process stops itself (SIGSTOP, ``loadtest.emulation.envhost``)
-right after its reply; ``thaw`` continues it (SIGCONT) with the next
-invocation, once it has stopped; a retired one is killed while stopped
-(``ExecutionEnvironment.aclose``). Owns the switch and the wait for the stop.
+environment process stops itself and its process group (SIGSTOP,
+``loadtest.emulation.envhost``) right after its reply; ``thaw`` continues them
+(SIGCONT) with the next invocation, once it has stopped; ``retire`` kills them
+while stopped (``ExecutionEnvironment.aclose``). Owns the switch and the wait for the stop.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -45,3 +46,18 @@ async def thaw(process: Process) -> None:
     while not _stopped(process.pid) and time.monotonic() < deadline:  # noqa: ASYNC110
         await anyio.sleep(0.001)  # a /proc state, not an event anything could set
     process.send_signal(signal.SIGCONT)
+    _signal_group(process.pid, signal.SIGCONT)
+
+
+def retire(process: Process) -> None:
+    """Kill a frozen process and the processes it started (its group), still stopped."""
+    process.kill()
+    _signal_group(process.pid, signal.SIGKILL)
+    process.send_signal(signal.SIGCONT)
+
+
+def _signal_group(pid: int, signal_number: int) -> None:
+    """Signal the process group ``pid`` leads (an environment is a session of its own, so
+    the processes a handler started are in it), if it still exists."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal_number)
