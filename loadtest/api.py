@@ -115,6 +115,20 @@ class Report:
         reason = self._data.get("incomplete_reason")
         return str(reason) if reason is not None else None
 
+    def assert_passed(self, *replay: str) -> None:
+        """Raise ``AssertionError`` unless every verdict passed.
+
+        Its message is the explanation a person acts on: each run's verdict and the
+        counts that failed it, the first counterexample as the terminal shows it (a
+        race's reads and writes in order), and the command that replays the run, seed
+        included (``replay`` adds lines, such as a test runner's command).
+        """
+        __tracebackhide__ = True  # pytest: the failure points at the caller's line
+        if not self.passed:
+            from loadtest.reports.explain import explanation
+
+            raise AssertionError(explanation(self._data, replay))
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON report (``schema_version`` 1), as ``--json`` writes it."""
         return json.loads(json.dumps(self._data))  # type: ignore[no-any-return]
