@@ -55,6 +55,7 @@ from loadtest.deploy.plan_model import (
     render_plan,
     role_name,
 )
+from loadtest.emulation.fault_env import deployed_fault_environment
 from loadtest.emulation.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
 from loadtest.model.scenario import Scenario
 
@@ -200,11 +201,7 @@ def plan_deploy(
                 )
             )
             environment["IDEMPOTENCY_TABLE_NAME"] = names.idempotency_table
-        if scenario.faults.handler_duration_ms or scenario.faults.handler_jitter_ms:
-            environment["LOADTEST_HANDLER_DURATION_MS"] = str(scenario.faults.handler_duration_ms)
-            environment["LOADTEST_HANDLER_JITTER_MS"] = str(scenario.faults.handler_jitter_ms)
-        if scenario.faults.race_window_ms:
-            environment["LOADTEST_RACE_WINDOW_MS"] = str(scenario.faults.race_window_ms)
+        environment |= deployed_fault_environment(scenario.faults)
         resources += [
             Resource(
                 Kind.QUEUE,
