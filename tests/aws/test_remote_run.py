@@ -119,7 +119,8 @@ def test_a_wrapper_that_loses_a_message_id_is_caught(ministack: str) -> None:
     assert run.history.timed_out
     assert run.check.counts.unsettled == 1
     assert run.check.counts.deliveries == 3
-    assert run.check.verdict != "pass"
+    # What became of it is not known: inconclusive (exit 4), not failed.
+    assert run.check.verdict == "inconclusive", run.check.reasons
     # Its write is kept even though its invocation reported no records.
     assert sorted(len(i.records) for i in run.history.invocations) == [0, 1, 1, 1]
     assert run.check.counts.writes_accepted == 2
