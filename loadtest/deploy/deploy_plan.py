@@ -128,6 +128,15 @@ def _scaling(scenario: Scenario) -> tuple[dict[str, Any], int | None, list[str]]
     return {"MaximumConcurrency": wanted}, None, []
 
 
+def variant_names(scenario: Scenario, run_id: str, index: int) -> VariantNames:
+    """A variant's resource names in a deployed run (a FIFO scenario's queues end ``.fifo``)."""
+    names = VariantNames.for_run(run_id, index)
+    fifo = fifo_queue(scenario)
+    if fifo:
+        names = replace(names, queue=fifo.name(names.queue), dlq=fifo.name(names.dlq))
+    return names
+
+
 def plan_deploy(
     scenario: Scenario, refs: Sequence[HandlerRef], *, run_id: str, region: str
 ) -> Plan:
@@ -167,9 +176,7 @@ def plan_deploy(
     if scenario.faults.crash_after_write:
         notes.append("crash_after_write is not injected on Lambda (the runtime owns the process)")
     for index, ref in enumerate(refs):
-        names = VariantNames.for_run(run_id, index)
-        if fifo:
-            names = replace(names, queue=fifo.name(names.queue), dlq=fifo.name(names.dlq))
+        names = variant_names(scenario, run_id, index)
         v = ref.variant
         table_settings: dict[str, Any] = {
             "KeySchema": [

@@ -30,7 +30,7 @@ from loadtest.adapters import aws
 from loadtest.adapters.producer import produce
 from loadtest.adapters.spool import FileFrames
 from loadtest.deploy.collect import Collector
-from loadtest.deploy.deploy_plan import VariantNames, plan_deploy
+from loadtest.deploy.deploy_plan import VariantNames, plan_deploy, variant_names
 from loadtest.deploy.lambda_deploy import (
     Clients,
     Deployed,
@@ -352,7 +352,7 @@ def run_deployed(
             target=target if target.endpoint_url else None,
         )
         for index, ref in enumerate(refs):
-            names = VariantNames.for_run(run_id, index)
+            names = variant_names(scenario, run_id, index)
             where = Endpoints(
                 queue_url=made.get(names.queue).ident,
                 dlq_url=made.get(names.dlq).ident,
