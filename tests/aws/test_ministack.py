@@ -188,7 +188,7 @@ def test_doctor_measures_the_mapping_and_leaves_nothing_tagged(ministack: str) -
     from loadtest.deploy.lambda_cleanup import find_tagged
 
     clients, _ = make_clients(ministack)
-    before = {f.run for f in find_tagged(clients)}
+    before = {f.run_id for f in find_tagged(clients)}
     result = CliRunner().invoke(
         app, ["doctor", "--endpoint-url", ministack, "--keys", "10", "--rounds", "1"]
     )
@@ -201,4 +201,4 @@ def test_doctor_measures_the_mapping_and_leaves_nothing_tagged(ministack: str) -
     assert "while it was still running" in result.output
     assert "1 of 1 record(s) named in batchItemFailures came back, 0 of 3 others" in result.output
     assert "6 of 6 messages of one group delivered, in send order" in result.output
-    assert {f.run for f in find_tagged(clients)} == before
+    assert {f.run_id for f in find_tagged(clients)} == before
