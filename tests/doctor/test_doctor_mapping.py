@@ -114,3 +114,12 @@ def test_a_fifo_group_out_of_order_or_overlapping_fails() -> None:
     overlapping = [_invocation(n, n * 0.5, n * 0.5 + 1, (f"f{n}", 1)) for n in range(3)]
     result = judge_fifo_order(History(sent=sent, invocations=overlapping))
     assert not result.ok and result.details["max_concurrent_in_group"] == 2
+
+
+def test_the_data_plane_checks_never_deploy_to_aws() -> None:
+    from loadtest.adapters.aws import BackendKind
+    from loadtest.api import doctor_data_plane
+
+    results, skipped = doctor_data_plane(BackendKind.AWS, None)
+    assert results == []
+    assert skipped is not None and "--endpoint-url" in skipped
