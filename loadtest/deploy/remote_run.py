@@ -252,9 +252,10 @@ async def drive(
         check=check(
             history,
             end_state,
-            scenario.outcome,
+            scenario.judged_outcome,
             cut_short=evidence_missing,
             body=body_shape(scenario.workload),
+            expect_overlap=scenario.expect_overlap,
         ),
         latency=latencies(history),
         duration_s=max(0, history.ended_ns - history.started_ns) / 1e9,
@@ -304,7 +305,7 @@ async def _end_state(
     scenario: Scenario,
 ) -> EndState:
     visible, in_flight = await aws.queue_depth(sqs, where.queue_url)
-    items = await aws.scan_items(dynamodb, where.table, scenario.outcome.key_names)
+    items = await aws.scan_items(dynamodb, where.table, scenario.table_key_names)
     return EndState(visible, in_flight, len(collector.dead), items)
 
 
@@ -313,7 +314,7 @@ def resource_names(names: VariantNames) -> aws.ResourceNames:
         queue=names.queue,
         dlq=names.dlq,
         table=names.table,
-        idempotency_table=names.idempotency_table,
+        prefix=names.prefix,
     )
 
 

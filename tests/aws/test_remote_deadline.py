@@ -48,9 +48,7 @@ def queues(backend_url: str) -> Iterator[Queues]:
     where = Endpoints(
         queue_url=jobs, dlq_url=None, observations_url=observations, table=table, partial=False
     )
-    names = aws.ResourceNames(
-        queue=f"deadline-{run}-jobs", dlq="", table=table, idempotency_table=""
-    )
+    names = aws.ResourceNames(queue=f"deadline-{run}-jobs", dlq="", table=table)
     try:
         yield Queues(backend_url, where, names)
     finally:
