@@ -57,6 +57,7 @@ from loadtest.deploy.plan_model import (
 )
 from loadtest.emulation.fault_env import deployed_fault_environment
 from loadtest.emulation.handlers import HandlerRef, tables_for
+from loadtest.emulation.lambda_entry import CRASH_MID_HANDLER_EXIT
 from loadtest.errors import ScenarioError
 from loadtest.model.function_config import (
     RunResources,
@@ -210,6 +211,11 @@ def plan_deploy(
     ]
     if scenario.faults.crash_after_write:
         notes.append("crash_after_write is not injected on Lambda (the runtime owns the process)")
+    if scenario.faults.crash_mid_handler:
+        notes.append(
+            "crash_mid_handler is injected by the observer layer: the function's process exits "
+            f"(status {CRASH_MID_HANDLER_EXIT}) right after a write to the table is answered"
+        )
     for index, ref in enumerate(refs):
         names = variant_names(scenario, run_id, index)
         v = ref.variant

@@ -82,6 +82,7 @@ def test_the_layer_injects_the_crash_mid_handler_but_not_the_crash_after_return(
     faults = {k: v for k, v in env.items() if k.startswith(prefixes)}
     assert faults == {"LOADTEST_CRASH_MID_HANDLER": "0.25", "LOADTEST_RACE_WINDOW_MS": "7"}
     assert any("crash_after_write is not injected" in note for note in plan.notes)
+    assert any("crash_mid_handler is injected by the observer layer" in n for n in plan.notes)
 
 
 def test_concurrency_below_two_uses_reserved_concurrency_and_says_so() -> None:
