@@ -97,3 +97,16 @@ def test_the_flag_is_labelled_in_every_report(backend_url: str, tmp_path: Path) 
     assert run["counts"]["lost_outcomes"] == ORDERS
     assert label in (tmp_path / "r.md").read_text()
     assert label in (tmp_path / "r.html").read_text()
+
+
+def test_an_aioboto3_consumer_dies_after_every_answered_write(backend_url: str) -> None:
+    # crash.toml: 4 orders, one copy each, max_receive_count 3. With the fault at 1 every
+    # delivery dies once its conditional put is answered (accepted the first time, refused
+    # by the condition after), so each order is received 3 times and dead-lettered.
+    scenario = load_scenario(str(HERE / "crash.toml")).with_overrides(crash_mid_handler=1.0)
+    (run,) = run_variants(scenario, backend_url, f"{HERE / 'aio_conditional.py'}:handler").runs
+    c = run.check.counts
+    assert (c.deliveries, c.handler_errors, c.acked, c.dead_lettered) == (12, 12, 0, 4)
+    assert (c.writes_accepted, c.writes_rejected, c.duplicate_writes) == (4, 8, 0)
+    assert run.check.verdict == "fail"
+    assert all(i.error == CRASH_MID_HANDLER_MESSAGE for i in run.history.invocations)
