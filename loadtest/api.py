@@ -21,12 +21,13 @@ report marked incomplete.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loadtest.adapters.aws import BackendKind
+from loadtest.adapters.doctor_checks import CheckResult
 from loadtest.emulation.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
 from loadtest.engine import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salvage
 from loadtest.errors import InputError
@@ -447,3 +448,39 @@ def _module_file(module: str) -> str:
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
         raise InputError(f"the source of handler module {module!r} cannot be found")
     return spec.origin
+
+
+def doctor_data_plane(
+    kind: BackendKind,
+    endpoint_url: str | None,
+    *,
+    on_check: Callable[[CheckResult], None] | None = None,
+) -> tuple[list[CheckResult], str | None]:
+    """The doctor's data-plane checks (``loadtest.adapters.doctor_mapping``) where they can run.
+
+    On loadtest's own backend (embedded, or ``loadtest serve`` behind ``endpoint_url``)
+    against the emulated event source mapping; on another endpoint that serves Lambda
+    through a deployed probe function and mapping. Returns the results and, when the
+    checks did not run, why (a sentence for the user). Never against real AWS: that
+    would deploy functions in the user's account.
+    """
+    import anyio
+
+    from loadtest.adapters.aws import Target, served_sqs_requests
+
+    if kind is BackendKind.AWS or not endpoint_url:
+        return [], "the data-plane checks run on an endpoint (--endpoint-url) or embedded only"
+    target = Target.resolve(BackendKind.ENDPOINT, endpoint_url)
+    if anyio.run(served_sqs_requests, target, backend="asyncio") is not None:
+        from loadtest.engine.doctor_probe import run_mapping_checks as emulated
+
+        return emulated(endpoint_url, on_check=on_check), None
+    from loadtest.deploy.doctor_probe import run_mapping_checks as deployed
+    from loadtest.deploy.doctor_probe import serves_lambda
+
+    if not serves_lambda(endpoint_url):
+        return [], (
+            f"{endpoint_url} serves no Lambda: the data-plane checks (mapping concurrency, "
+            "redelivery in flight, partial batch responses, FIFO order) did not run"
+        )
+    return deployed(endpoint_url, on_check=on_check), None

@@ -55,7 +55,9 @@ from loadtest.deploy.plan_model import (
     render_plan,
     role_name,
 )
+from loadtest.emulation.fault_env import deployed_fault_environment
 from loadtest.emulation.handlers import HandlerRef, tables_for
+from loadtest.emulation.lambda_entry import CRASH_MID_HANDLER_EXIT
 from loadtest.errors import ScenarioError
 from loadtest.model.function_config import (
     RunResources,
@@ -150,6 +152,18 @@ def _scaling(scenario: Scenario) -> tuple[dict[str, Any], int | None, list[str]]
     return {"MaximumConcurrency": wanted}, None, []
 
 
+def variant_names(scenario: Scenario, run_id: str, index: int) -> VariantNames:
+    """A variant's resource names in a deployed run: a FIFO scenario's queues end ``.fifo``,
+    a table the scenario names is that table."""
+    names = VariantNames.for_run(run_id, index)
+    fifo = fifo_queue(scenario)
+    if fifo:
+        names = replace(names, queue=fifo.name(names.queue), dlq=fifo.name(names.dlq))
+    if scenario.function.table_name:
+        names = replace(names, table=scenario.function.table_name)
+    return names
+
+
 def plan_deploy(
     scenario: Scenario, refs: Sequence[HandlerRef], *, run_id: str, region: str
 ) -> Plan:
@@ -197,12 +211,13 @@ def plan_deploy(
     ]
     if scenario.faults.crash_after_write:
         notes.append("crash_after_write is not injected on Lambda (the runtime owns the process)")
+    if scenario.faults.crash_mid_handler:
+        notes.append(
+            "crash_mid_handler is injected by the observer layer: the function's process exits "
+            f"(status {CRASH_MID_HANDLER_EXIT}) right after a write to the table is answered"
+        )
     for index, ref in enumerate(refs):
-        names = VariantNames.for_run(run_id, index)
-        if fifo:
-            names = replace(names, queue=fifo.name(names.queue), dlq=fifo.name(names.dlq))
-        if setup.table_name:
-            names = replace(names, table=setup.table_name)
+        names = variant_names(scenario, run_id, index)
         v = ref.variant
         resources.append(
             Resource(Kind.TABLE, names.table, _table_settings(key_schema), tags, v, "orders table")
@@ -239,11 +254,7 @@ def plan_deploy(
                 ),
             )
         )
-        if scenario.faults.handler_duration_ms or scenario.faults.handler_jitter_ms:
-            environment["LOADTEST_HANDLER_DURATION_MS"] = str(scenario.faults.handler_duration_ms)
-            environment["LOADTEST_HANDLER_JITTER_MS"] = str(scenario.faults.handler_jitter_ms)
-        if scenario.faults.race_window_ms:
-            environment["LOADTEST_RACE_WINDOW_MS"] = str(scenario.faults.race_window_ms)
+        environment |= deployed_fault_environment(scenario.faults)
         resources += [
             Resource(
                 Kind.QUEUE,

@@ -33,7 +33,8 @@ reported as unobserved, never ignored; a failure of the observer itself is
 reported as the observer's, and the consumer's call goes ahead untouched.
 
 This module owns the hooks' installation and lifecycle, the handler-duration
-and race-window faults, and the order of what is emitted around a call
+and race-window faults, the point after each write's answer (``after_write``,
+where the entry point's crash-mid-handler fault acts), and the order of what is emitted around a call
 (begin line, answer, read record). What a request means is planned in
 ``loadtest.emulation.observer_plans``; what its answer decided is read in
 ``loadtest.emulation.observer_answers``.
@@ -98,6 +99,9 @@ class WriteObserver:
         self.request_id = ""
         """The invocation in progress; set by the execution environment."""
         self.clock = clock
+        self.after_write: Callable[[], None] | None = None
+        """Called once each write's answer is recorded, before the handler sees it: where
+        the crash-mid-handler fault stops the environment between two writes."""
         self._armed_s = 0.0
         self._arm_lock = threading.Lock()
         self._planner = CallPlanner(table_name, key_names, unobserved=self._unobserved)
@@ -305,6 +309,7 @@ class WriteObserver:
         # stands for it as an indeterminate write.
         http, parsed = send()
         self._answer(call, http, parsed, started, record_id)
+        self._answered()
         return http, parsed
 
     async def _send_async(self, call: Call, send: Callable[[], Awaitable[Any]]) -> Any:
@@ -328,6 +333,7 @@ class WriteObserver:
         started = self._begin(call, record_id)
         http, parsed = await send()
         self._answer(call, http, parsed, started, record_id)
+        self._answered()
         return http, parsed
 
     def _begin(self, call: Call, record_id: str) -> int:
@@ -365,6 +371,11 @@ class WriteObserver:
             )
         except Exception as exc:
             self._fault(call.operation, exc)
+
+    def _answered(self) -> None:
+        """The write's answer is recorded (and sent): the point between two writes."""
+        if self.after_write is not None:
+            self.after_write()
 
     def _read(self, call: Call, http: Any, parsed: Any, started: int, ended: int) -> None:
         if call.read_key is None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from loadtest.adapters import aws
+from loadtest.emulation import fault_env
 from loadtest.emulation.runner import (
     Progress,
 )
@@ -104,14 +105,7 @@ class Salvage:
 
 def fault_environment(scenario: Scenario) -> tuple[tuple[str, str], ...]:
     """The scenario's faults as the execution environments read them."""
-    faults = scenario.faults
-    return (
-        ("LOADTEST_HANDLER_DURATION_MS", str(faults.handler_duration_ms)),
-        ("LOADTEST_HANDLER_JITTER_MS", str(faults.handler_jitter_ms)),
-        ("LOADTEST_RACE_WINDOW_MS", str(faults.race_window_ms)),
-        ("LOADTEST_CRASH_AFTER_WRITE", str(faults.crash_after_write)),
-        ("LOADTEST_FAULT_SEED", str(scenario.seed)),
-    )
+    return tuple(fault_env.fault_environment(scenario.faults, seed=scenario.seed).items())
 
 
 def settings_warnings(settings: ConsumerSettings, faults: Faults, variant: str = "") -> list[str]:

@@ -77,6 +77,7 @@ File format (every table and key optional)::
     handler_jitter_ms = 0               # plus a uniform 0..jitter
     race_window_ms = 0                  # pause after each read of the orders table
     crash_after_write = 0.0             # probability of a crash after the writes, before the ack
+    crash_mid_handler = 0.0             # probability, per write, of a crash once it is answered
     dedup_window_s = 0                  # FIFO: shorten SQS's 300 s deduplication window
 
     [run]

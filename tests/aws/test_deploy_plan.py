@@ -72,6 +72,19 @@ def test_plan_lists_every_resource_of_each_variant_tagged_with_the_run() -> None
     assert kinds.index(Kind.ROLE) < kinds.index(Kind.FUNCTION) < kinds.index(Kind.MAPPING)
 
 
+def test_the_layer_injects_the_crash_mid_handler_but_not_the_crash_after_return() -> None:
+    scenario = load_scenario("seed-lab").with_overrides(
+        crash_mid_handler=0.25, crash_after_write=0.5, race_window_ms=7
+    )
+    plan = plan_deploy(scenario, [parse_ref("conditional")], run_id="r", region="us-east-1")
+    env = plan.named("loadtest-r-0-fn").settings["Environment"]["Variables"]
+    prefixes = ("LOADTEST_CRASH", "LOADTEST_RACE", "LOADTEST_HANDLER_")
+    faults = {k: v for k, v in env.items() if k.startswith(prefixes)}
+    assert faults == {"LOADTEST_CRASH_MID_HANDLER": "0.25", "LOADTEST_RACE_WINDOW_MS": "7"}
+    assert any("crash_after_write is not injected" in note for note in plan.notes)
+    assert any("crash_mid_handler is injected by the observer layer" in n for n in plan.notes)
+
+
 def test_concurrency_below_two_uses_reserved_concurrency_and_says_so() -> None:
     scenario = load_scenario("seed-lab")  # concurrency 1, as the lab's batch-size-1 mapping
     plan = plan_deploy(scenario, [parse_ref("conditional")], run_id="r", region="us-east-1")
