@@ -3,6 +3,7 @@
 nox -s tests        the whole test suite (what CI runs)
 nox -s lint         ruff check + ruff format --check + the import layers (lint-imports)
 nox -s typecheck    mypy --strict over loadtest, consumer and tests
+nox -s docs         the docs site (mkdocs build --strict: a broken link fails)
 nox -s bench        prints throughput figures; asserts nothing about time
 """
 
@@ -14,7 +15,7 @@ import nox
 
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = True
-nox.options.sessions = ["tests", "lint", "typecheck"]
+nox.options.sessions = ["tests", "lint", "typecheck", "docs"]
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 
@@ -67,6 +68,20 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     _install(session, "typecheck")
     session.run("mypy")
+
+
+@nox.session(python="3.11")
+def docs(session: nox.Session) -> None:
+    """Build the docs site strictly; the scenario and CLI references are generated from the code."""
+    _install(session, "docs")
+    session.run(
+        "mkdocs",
+        "build",
+        "--strict",
+        "--site-dir",
+        str(Path(".nox") / "site"),
+        env={"NO_MKDOCS_2_WARNING": "1"},
+    )
 
 
 @nox.session(python="3.11")

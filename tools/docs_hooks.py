@@ -1,0 +1,171 @@
+"""MkDocs hooks: the reference pages generated from the code at build time, so they cannot drift.
+
+A page asks for a generated part with a marker comment on a line of its own:
+
+- ``<!-- generated: scenario-fields -->``: every scenario section's fields, with their
+  type, default, allowed range, command-line override and description, read from
+  ``loadtest.model.settings`` (the dataclasses, ``LIMITS`` and the field docstrings);
+- ``<!-- generated: builtin-scenarios -->``: the built-in scenarios and their descriptions;
+- ``<!-- generated: cli -->``: every command of the Typer app with its usage, help and
+  options, as ``loadtest COMMAND --help`` shows them.
+
+Wired in mkdocs.yml (``hooks:``); ``nox -s docs`` builds with ``--strict``.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import itertools
+import textwrap
+from enum import StrEnum
+from typing import Any
+
+MARKERS = ("scenario-fields", "builtin-scenarios", "cli")
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    for marker in MARKERS:
+        token = f"<!-- generated: {marker} -->"
+        if token in markdown:
+            markdown = markdown.replace(token, GENERATORS[marker]())
+    return markdown
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _field_docs(cls: type) -> dict[str, str]:
+    """The docstrings written under a dataclass's fields (attribute docstrings)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs: dict[str, str] = {}
+    for node, following in itertools.pairwise(body):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+            and isinstance(following.value.value, str)
+        ):
+            docs[node.target.id] = inspect.cleandoc(following.value.value)
+    return docs
+
+
+def _type_name(kind: Any) -> str:
+    if isinstance(kind, type) and issubclass(kind, StrEnum):
+        return " \\| ".join(f'`"{member.value}"`' for member in kind)
+    return {"int": "integer", "float": "number", "bool": "boolean", "str": "string"}.get(
+        getattr(kind, "__name__", str(kind)), str(kind)
+    )
+
+
+def _default(value: Any) -> str:
+    if isinstance(value, StrEnum):
+        return f'`"{value.value}"`'
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if isinstance(value, str):
+        return f'`"{value}"`'
+    return f"`{value:g}`" if isinstance(value, float) else f"`{value}`"
+
+
+def scenario_fields() -> str:
+    import typing
+
+    from loadtest.cli.options import option_name
+    from loadtest.model.settings import (
+        LIMITS,
+        OVERRIDE,
+        ConsumerSettings,
+        Faults,
+        RunSettings,
+        Workload,
+    )
+
+    out: list[str] = []
+    for section, cls in (
+        ("workload", Workload),
+        ("consumer", ConsumerSettings),
+        ("faults", Faults),
+        ("run", RunSettings),
+    ):
+        hints = typing.get_type_hints(cls)
+        docs = _field_docs(cls)
+        out += [
+            f"### `[{section}]`",
+            "",
+            _cell(inspect.getdoc(cls) or ""),
+            "",
+            "| field | type | default | allowed | override | meaning |",
+            "|---|---|---|---|---|---|",
+        ]
+        for f in dataclasses.fields(cls):
+            if f.name == "messages":
+                out.append(
+                    "| `messages` | array of tables | none | `body`, `copies`, `poison` | | "
+                    + _cell(docs.get(f.name, ""))
+                    + " See [explicit messages](#explicit-messages). |"
+                )
+                continue
+            low_high = LIMITS.get(f.name)
+            allowed = f"{low_high[0]:g} .. {low_high[1]:g}" if low_high else ""
+            override = (
+                f"`--{option_name(f.name).replace('_', '-')}`" if OVERRIDE in f.metadata else ""
+            )
+            meaning = docs.get(f.name) or (
+                f.metadata[OVERRIDE].help if OVERRIDE in f.metadata else ""
+            )
+            out.append(
+                f"| `{f.name}` | {_type_name(hints[f.name])} | {_default(f.default)} | {allowed} "
+                f"| {override} | {_cell(meaning)} |"
+            )
+        out.append("")
+    return "\n".join(out)
+
+
+def builtin_scenarios() -> str:
+    from loadtest.model.scenario import builtin_scenarios as scenarios
+
+    out = ["| scenario | variants | description |", "|---|---|---|"]
+    for name, scenario in scenarios().items():
+        variants = ", ".join(f"`{v}`" for v in scenario.variants)
+        out.append(f"| `{name}` | {variants} | {_cell(scenario.description)} |")
+    return "\n".join(out) + "\n"
+
+
+def cli() -> str:
+    import typer
+
+    from loadtest.cli import app
+
+    root = typer.main.get_command(app)
+    out: list[str] = []
+    ctx = typer.Context(root, info_name="loadtest")
+    group: Any = root  # a TyperGroup (Typer carries its own copy of click)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        if command is None or command.hidden:
+            continue
+        sub = typer.Context(command, info_name=name, parent=ctx)
+        out += [f"## `loadtest {name}`", "", "```text", f"{command.get_usage(sub)}", "```", ""]
+        out += [inspect.cleandoc(command.help or ""), ""]
+        rows = []
+        for param in command.get_params(sub):
+            record = param.get_help_record(sub)
+            if record is None:
+                continue
+            names, help_text = record
+            rows.append(f"| `{_cell(names)}` | {_cell(help_text)} |")
+        if rows:
+            out += ["| option | meaning |", "|---|---|", *rows, ""]
+    return "\n".join(out)
+
+
+GENERATORS = {
+    "scenario-fields": scenario_fields,
+    "builtin-scenarios": builtin_scenarios,
+    "cli": cli,
+}
