@@ -2,6 +2,7 @@
 
 nox -s tests        the whole test suite (what CI runs)
 nox -s lint         ruff check + ruff format --check + the import layers (lint-imports)
+                    + the tree's no-diary check (tools/check_tree.py)
 nox -s typecheck    mypy --strict over loadtest, consumer and tests
 nox -s docs         the docs site (mkdocs build --strict: a broken link fails)
 nox -s bench        prints throughput figures; asserts nothing about time
@@ -62,6 +63,9 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
     # The layers in pyproject.toml's [tool.importlinter]: an import that runs back up fails.
     session.run("lint-imports")
+    # The tree describes the product: no "stop N", "issue N", session narrative, or
+    # citation of a document or module that does not exist (how it was built goes in git).
+    session.run("python", "tools/check_tree.py")
 
 
 @nox.session(python="3.11")

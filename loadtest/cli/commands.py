@@ -205,7 +205,7 @@ def run(
     )
 
 
-# compare is run under the name DESIGN.md gives the side-by-side use; both take
+# compare is run under its own name for the side-by-side use; both take
 # --variant (repeatable) and --variants a,b.
 app.command(
     name="compare",

@@ -1,6 +1,6 @@
 """The observer layer's handler: installs the write observer, then calls the function's own.
 
-Shipped in the observer layer (``loadtest.lambda_layer``) and activated the
+Shipped in the observer layer (``loadtest.emulation.layer``) and activated the
 way tracing and APM layers are: the function's handler is set to
 ``loadtest.emulation.lambda_entry.handler`` and its original handler moves to
 ``LOADTEST_ORIGINAL_HANDLER``. On the first invocation of an execution

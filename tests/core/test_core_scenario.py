@@ -95,7 +95,7 @@ def test_valid_file_parses_every_field(tmp_path: Path) -> None:
 
 
 def test_empty_file_is_refused(tmp_path: Path) -> None:
-    # An empty file used to run a default 300-message workload silently (issue 12).
+    # An empty file must not run a default 300-message workload silently.
     path = write_toml(tmp_path, "", name="my-empty.toml")
     with pytest.raises(ScenarioError, match="the scenario is empty"):
         load_scenario(str(path))
