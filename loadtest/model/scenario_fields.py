@@ -38,6 +38,9 @@ RELAXABLE: tuple[str, ...] = (
 """Default-verdict reasons a scenario may allow (``[verdict.allow]``), by count name."""
 
 
+STRUCTURED = frozenset({"messages", "body", "envelope", "attributes"})
+"""Workload fields that are tables or arrays, parsed on their own (not overrides)."""
+
 NAME_MAX_CHARS = 64
 """The longest scenario name: it becomes part of report file names."""
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -128,7 +131,7 @@ def _section(cls: type[Any], raw: Mapping[str, Any], source: str, path: str) -> 
     given = {
         name: _value(name, raw[name], hints[name], source, f"{path}.")
         for name in names
-        if name in raw and name != "messages"
+        if name in raw and name not in STRUCTURED
     }
     return cls(**given)
 
@@ -166,6 +169,7 @@ def _check_combinations(
 ) -> None:
     """Settings legal one by one but impossible together (refused, as AWS would)."""
     _check_fifo(workload, consumer, faults, source)
+    _check_body(workload, source)
     if consumer.batch_size > 10 and consumer.batching_window_s < 1:
         raise ScenarioError(
             f"{source}: consumer.batch_size = {consumer.batch_size} needs consumer.batching_window_s "
@@ -180,6 +184,30 @@ def _check_combinations(
         raise ScenarioError(
             f"{source}: workload.copy_spacing = 'spread' needs workload.copy_spread_s > 0 (seconds)"
         )
+
+
+def _check_body(workload: Workload, source: str) -> None:
+    """A body template's placeholders against the generated workload it serves."""
+    if workload.messages and any("{quantity}" in a.value for a in workload.attributes):
+        raise ScenarioError(
+            f"{source}: workload.attributes place {{quantity}}, which only generated messages "
+            "have; [[workload.messages]] gives explicit bodies"
+        )
+    template = workload.body
+    if template is None:
+        return
+    if workload.messages:
+        raise ScenarioError(
+            f"{source}: workload.body is a template for generated messages; "
+            "[[workload.messages]] gives explicit bodies instead: give one or the other"
+        )
+    for fraction in ("conflict_fraction", "poison_fraction"):
+        if getattr(workload, fraction) > 0 and not template.uses("quantity"):
+            raise ScenarioError(
+                f"{source}: workload.{fraction} changes a message's {{quantity}}, but "
+                'workload.body does not place it: add e.g. quantity = "{quantity}" to the body, '
+                f"or leave {fraction} out"
+            )
 
 
 def _check_fifo(

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from loadtest.model.body import BodyShape
 from loadtest.model.checker.details import (
     carries,
     carries_id,
@@ -180,6 +181,7 @@ def check(
     outcome_key: OutcomeKey | None = None,
     *,
     cut_short: bool = False,
+    body: BodyShape | None = None,
 ) -> Check:
     """Judge one variant run: its counts, decisions and verdict.
 
@@ -187,9 +189,11 @@ def check(
     backend failed), so an absence (a message unsettled, an outcome missing from a
     partial end state, nothing stored yet) is not evidence: those counts leave the
     verdict inconclusive; writes and dead letters that happened still fail it.
+    ``body``: where the messages' bodies carry their details (``body_shape`` of the
+    scenario's workload); by default the flat ``{"id", ...}`` body.
     """
     outcome_key = outcome_key or OutcomeKey()
-    messages = Messages(history.sent)
+    messages = Messages(history.sent, body)
     messages.settle(history.acks, history.dead_letters)
     outcome_keys = {outcome_key.canonical(outcome_key.key_for(b)): b for b in messages.business_ids}
     read = survey(history)

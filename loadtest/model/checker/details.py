@@ -1,8 +1,8 @@
 """What a message said, and whether an item carries it.
 
 Owns the checker's loose reading of values: a typed attribute or a JSON body
-value as a comparable Python value (``plain``), a message's details (its body
-without the business ``id``), whether an item holds those details or names a
+value as a comparable Python value (``plain``), a message's details (the fields
+``loadtest.model.body``'s shape of the body names), whether an item holds those details or names a
 business id (``carries``, ``carries_id``) and the shape of a key with its
 varying parts named (``key_template``). What was sent is ``sent``'s.
 DynamoDB's own, exact item equality is not here: that is
@@ -11,10 +11,13 @@ DynamoDB's own, exact item equality is not here: that is
 
 from __future__ import annotations
 
-import json
 import re
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
+
+from loadtest.model.body import BodyShape
+
+_FLAT = BodyShape()
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -68,15 +71,13 @@ def _plain_item(item: TypedItem | None) -> dict[str, Any]:
     return {name: plain(value) for name, value in (item or {}).items()}
 
 
-def details_of(body: str) -> dict[str, Any] | None:
-    """A message's details: its JSON body's fields other than the business ``id``."""
-    try:
-        parsed = json.loads(body)
-    except ValueError:
+def details_of(body: str, shape: BodyShape | None = None) -> dict[str, Any] | None:
+    """A message's details: the fields ``shape`` says a body's details are (by default the
+    flat JSON body's fields other than the business ``id``), as comparable values."""
+    details = (shape or _FLAT).details(body)
+    if details is None:
         return None
-    if not isinstance(parsed, dict):
-        return None
-    return {k: _json_value(v) for k, v in parsed.items() if k != "id"}
+    return {k: _json_value(v) for k, v in details.items()}
 
 
 def carries(item: TypedItem | None, details: Mapping[str, Any]) -> bool:

@@ -19,6 +19,7 @@ from loadtest.model.checker.details import details_of
 from loadtest.model.ids import IdIndex
 
 if TYPE_CHECKING:
+    from loadtest.model.body import BodyShape
     from loadtest.model.history import Ack, DeadLetter, SentMessage
 
 ACKED = 1
@@ -36,7 +37,9 @@ class Messages:
     value (``keep_stored``).
     """
 
-    def __init__(self, sent: Sequence[SentMessage]) -> None:
+    def __init__(self, sent: Sequence[SentMessage], shape: BodyShape | None = None) -> None:
+        """``shape``: where a body's details are (``loadtest.model.body.body_shape``);
+        by default the flat body's fields other than ``id``."""
         self.count = 0
         """Messages sent (those the queue took)."""
         self.failures = 0
@@ -69,7 +72,7 @@ class Messages:
             body = self._body_index.get(m.body, -1)
             if body < 0:
                 body = self._body_index[m.body] = len(self._details)
-                self._details.append(details_of(m.body))
+                self._details.append(details_of(m.body, shape))
                 if business >= 0:
                     self._bodies_of[business].append(body)
             self._business.append(business)
