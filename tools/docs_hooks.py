@@ -62,6 +62,10 @@ def _type_name(kind: Any) -> str:
     )
 
 
+def _number(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+
 def _default(value: Any) -> str:
     if isinstance(value, StrEnum):
         return f'`"{value.value}"`'
@@ -72,10 +76,20 @@ def _default(value: Any) -> str:
     return f"`{value:g}`" if isinstance(value, float) else f"`{value}`"
 
 
+STRUCTURED_SHAPES = {
+    "messages": ("array of tables", "`body`, `copies`, `poison`"),
+    "body": ("table", "a template: strings may hold `{id}`, `{quantity}`, ..."),
+    "envelope": ("string or table", '`"none"`, `"sns"`, `"eventbridge"`'),
+    "attributes": ("table", "name = String, Number or Binary value"),
+}
+"""How the workload's structured fields (tables and arrays, no override) are written."""
+
+
 def scenario_fields() -> str:
     import typing
 
     from loadtest.cli.options import option_name
+    from loadtest.model.scenario_fields import STRUCTURED
     from loadtest.model.settings import (
         LIMITS,
         OVERRIDE,
@@ -103,15 +117,14 @@ def scenario_fields() -> str:
             "|---|---|---|---|---|---|",
         ]
         for f in dataclasses.fields(cls):
-            if f.name == "messages":
+            if f.name in STRUCTURED:
+                kind, allowed = STRUCTURED_SHAPES.get(f.name, ("table", ""))
                 out.append(
-                    "| `messages` | array of tables | none | `body`, `copies`, `poison` | | "
-                    + _cell(docs.get(f.name, ""))
-                    + " See [explicit messages](#explicit-messages). |"
+                    f"| `{f.name}` | {kind} | none | {allowed} | | {_cell(docs.get(f.name, ''))} |"
                 )
                 continue
             low_high = LIMITS.get(f.name)
-            allowed = f"{low_high[0]:g} .. {low_high[1]:g}" if low_high else ""
+            allowed = f"{_number(low_high[0])} .. {_number(low_high[1])}" if low_high else ""
             override = (
                 f"`--{option_name(f.name).replace('_', '-')}`" if OVERRIDE in f.metadata else ""
             )
