@@ -6,6 +6,7 @@ A page asks for a generated part with a marker comment on a line of its own:
   type, default, allowed range, command-line override and description, read from
   ``loadtest.model.settings`` (the dataclasses, ``LIMITS`` and the field docstrings);
 - ``<!-- generated: builtin-scenarios -->``: the built-in scenarios and their descriptions;
+- ``<!-- generated: lint-rules -->``: the lint rules a scenario may name in ``[lint] intended``;
 - ``<!-- generated: cli -->``: every command of the Typer app with its usage, help and
   options, as ``loadtest COMMAND --help`` shows them.
 
@@ -22,7 +23,7 @@ import textwrap
 from enum import StrEnum
 from typing import Any
 
-MARKERS = ("scenario-fields", "builtin-scenarios", "cli")
+MARKERS = ("scenario-fields", "builtin-scenarios", "cli", "lint-rules")
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
@@ -43,14 +44,16 @@ def _field_docs(cls: type) -> dict[str, str]:
     body = tree.body[0].body  # type: ignore[attr-defined]
     docs: dict[str, str] = {}
     for node, following in itertools.pairwise(body):
+        target = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
         if (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
+            isinstance(target, ast.Name)
             and isinstance(following, ast.Expr)
             and isinstance(following.value, ast.Constant)
             and isinstance(following.value.value, str)
         ):
-            docs[node.target.id] = inspect.cleandoc(following.value.value)
+            docs[target.id] = inspect.cleandoc(following.value.value)
     return docs
 
 
@@ -177,8 +180,18 @@ def cli() -> str:
     return "\n".join(out)
 
 
+def lint_rules() -> str:
+    from loadtest.model.lint import Rule
+
+    docs = _field_docs(Rule)
+    out = ["| rule | fires when |", "|---|---|"]
+    out += [f"| `{rule.value}` | {_cell(docs.get(rule.name, ''))} |" for rule in Rule]
+    return "\n".join(out) + "\n"
+
+
 GENERATORS = {
     "scenario-fields": scenario_fields,
     "builtin-scenarios": builtin_scenarios,
     "cli": cli,
+    "lint-rules": lint_rules,
 }

@@ -166,6 +166,7 @@ def run(
             handler,
             seed=seed,
             overrides=overrides or {},
+            prices_path=prices,
         )
     if deploy or all(attach) or target is TargetChoice.AWS:
         from loadtest.cli.aws import run_remote
@@ -186,6 +187,7 @@ def run(
             quiet=quiet,
             thresholds=threshold,
             outputs=outputs,
+            prices_path=prices,
         )
     execute_run(
         scenario,

@@ -4,7 +4,8 @@ One owner for names, settings and tags of a deployed run. ``--plan`` prints
 it; ``loadtest.deploy.lambda_deploy`` creates exactly these resources from it, so
 "the plan matches what a deploy creates" holds by construction and is tested
 resource by resource. Pure: no boto3, no clock, no files (the handler's
-package is named, not read).
+package is named, not read; the committed price table is read once when no
+``prices`` are given, as for a run's report).
 
 Per variant ``i`` of run ``R`` (names ``loadtest-R-i-...``): the function,
 its queue and DLQ (redrive after ``max_receive_count``), the orders table
@@ -46,7 +47,6 @@ from loadtest.deploy.plan_model import (
     Cost,
     Kind,
     Plan,
-    Prices,
     Resource,
     VariantNames,
     lambda_handler,
@@ -56,6 +56,13 @@ from loadtest.deploy.plan_model import (
     role_name,
 )
 from loadtest.emulation.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
+from loadtest.emulation.layer_environment import (
+    ATTACHED_ENV,
+    HANDLER_DURATION_ENV,
+    HANDLER_JITTER_ENV,
+    RACE_WINDOW_ENV,
+)
+from loadtest.model.cost import Prices
 from loadtest.model.scenario import Scenario
 
 __all__ = [
@@ -74,7 +81,6 @@ __all__ = [
     "Cost",
     "Kind",
     "Plan",
-    "Prices",
     "Resource",
     "VariantNames",
     "estimate_cost",
@@ -127,8 +133,21 @@ def _scaling(scenario: Scenario) -> tuple[dict[str, Any], int | None, list[str]]
     return {"MaximumConcurrency": wanted}, None, []
 
 
+def _prices(prices: Prices | None) -> Prices:
+    if prices is not None:
+        return prices
+    from loadtest.model.prices import default_prices
+
+    return default_prices()
+
+
 def plan_deploy(
-    scenario: Scenario, refs: Sequence[HandlerRef], *, run_id: str, region: str
+    scenario: Scenario,
+    refs: Sequence[HandlerRef],
+    *,
+    run_id: str,
+    region: str,
+    prices: Prices | None = None,
 ) -> Plan:
     """Every resource a deploy of ``refs`` under ``scenario`` creates, in creation order."""
     tags = {RUN_TAG: run_id}
@@ -201,10 +220,10 @@ def plan_deploy(
             )
             environment["IDEMPOTENCY_TABLE_NAME"] = names.idempotency_table
         if scenario.faults.handler_duration_ms or scenario.faults.handler_jitter_ms:
-            environment["LOADTEST_HANDLER_DURATION_MS"] = str(scenario.faults.handler_duration_ms)
-            environment["LOADTEST_HANDLER_JITTER_MS"] = str(scenario.faults.handler_jitter_ms)
+            environment[HANDLER_DURATION_ENV] = str(scenario.faults.handler_duration_ms)
+            environment[HANDLER_JITTER_ENV] = str(scenario.faults.handler_jitter_ms)
         if scenario.faults.race_window_ms:
-            environment["LOADTEST_RACE_WINDOW_MS"] = str(scenario.faults.race_window_ms)
+            environment[RACE_WINDOW_ENV] = str(scenario.faults.race_window_ms)
         resources += [
             Resource(
                 Kind.QUEUE,
@@ -277,7 +296,7 @@ def plan_deploy(
         resources=tuple(resources),
         operator_actions=OPERATOR_ACTIONS,
         function_actions=FUNCTION_ACTIONS,
-        cost=estimate_cost(scenario, len(refs)),
+        cost=estimate_cost(scenario, len(refs), _prices(prices)),
         notes=tuple(notes),
     )
 
@@ -291,6 +310,7 @@ def plan_attach(
     table: str,
     run_id: str,
     region: str,
+    prices: Prices | None = None,
 ) -> Plan:
     """What attach mode creates (layer, observation queue) and changes (the function).
 
@@ -325,7 +345,7 @@ def plan_attach(
                         WATCH_TABLE_ENV,
                         KEY_NAMES_ENV,
                         OBSERVATION_QUEUE_ENV,
-                        "LOADTEST_ATTACHED",
+                        ATTACHED_ENV,
                     ],
                     WATCH_TABLE_ENV: table,
                     KEY_NAMES_ENV: ",".join(key_names),
@@ -345,5 +365,5 @@ def plan_attach(
         resources=resources,
         operator_actions=ATTACH_ACTIONS,
         function_actions=("sqs:SendMessage (granted by the observation queue's policy)",),
-        cost=estimate_cost(scenario, 1),
+        cost=estimate_cost(scenario, 1, _prices(prices)),
     )

@@ -41,12 +41,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from loadtest.emulation.layer_environment import (
+    HANDLER_DURATION_ENV,
+    HANDLER_JITTER_ENV,
+    RACE_WINDOW_ENV,
+)
+from loadtest.emulation.layer_environment import KEY_NAMES_ENV as KEY_NAMES_ENV
+from loadtest.emulation.layer_environment import OBSERVATION_QUEUE_ENV as OBSERVATION_QUEUE_ENV
+from loadtest.emulation.layer_environment import ORIGINAL_HANDLER_ENV as ORIGINAL_HANDLER_ENV
+from loadtest.emulation.layer_environment import WATCH_TABLE_ENV as WATCH_TABLE_ENV
 from loadtest.emulation.observer import Sink, WriteObserver
-
-ORIGINAL_HANDLER_ENV = "LOADTEST_ORIGINAL_HANDLER"
-WATCH_TABLE_ENV = "LOADTEST_WATCH_TABLE"
-KEY_NAMES_ENV = "LOADTEST_KEY_NAMES"
-OBSERVATION_QUEUE_ENV = "LOADTEST_OBSERVATION_QUEUE"
 
 Handler = Callable[[Any, Any], Any]
 
@@ -133,7 +137,7 @@ def start(
         env[WATCH_TABLE_ENV],
         tuple(env.get(KEY_NAMES_ENV, "id").split(",")),
         sink=counting,
-        race_window_s=int(env.get("LOADTEST_RACE_WINDOW_MS", "0")) / 1000,
+        race_window_s=int(env.get(RACE_WINDOW_ENV, "0")) / 1000,
         clock=clock,
     )
     observer.install()
@@ -141,8 +145,8 @@ def start(
     return _State(
         observer=observer,
         original=original,
-        duration_ms=int(env.get("LOADTEST_HANDLER_DURATION_MS", "0")),
-        jitter_ms=int(env.get("LOADTEST_HANDLER_JITTER_MS", "0")),
+        duration_ms=int(env.get(HANDLER_DURATION_ENV, "0")),
+        jitter_ms=int(env.get(HANDLER_JITTER_ENV, "0")),
         rng=rng if rng is not None else random.Random(),
         sink=counting,
         environment=secrets.token_hex(6),

@@ -65,6 +65,9 @@ File format (every table and key optional)::
 
     [run]
     deadline_s = 120                    # stop and report whatever is unfinished
+
+    [lint]
+    intended = ["visibility-timeout"]   # lint rules broken on purpose: warnings marked intended
 """
 
 from __future__ import annotations
@@ -94,6 +97,7 @@ from loadtest.model.scenario_fields import (
     _check_combinations,
     _check_keys,
     _explicit_messages,
+    _lint,
     _outcome,
     _section,
     _table,
@@ -171,6 +175,8 @@ class Scenario:
     """Per variant, default-verdict reasons this scenario relaxes (a demonstration)."""
     outcome: OutcomeKey = field(default_factory=OutcomeKey)
     """The key of a message's outcome item (and so of the table loadtest creates)."""
+    lint_intended: tuple[str, ...] = ()
+    """Lint rules (``loadtest.model.lint.Rule`` values) this scenario breaks on purpose."""
     source: str = "<memory>"
     """Where the scenario came from (a path or ``builtin:NAME``), for messages."""
 
@@ -230,7 +236,17 @@ def parse_scenario(
     """Validate a scenario mapping (parsed TOML) into a ``Scenario``."""
     _check_keys(
         raw,
-        {"name", "description", "seed", "variants", "thresholds", "verdict", "outcome", *_SECTIONS},
+        {
+            "name",
+            "description",
+            "seed",
+            "variants",
+            "thresholds",
+            "verdict",
+            "outcome",
+            "lint",
+            *_SECTIONS,
+        },
         source,
         "",
     )
@@ -270,6 +286,7 @@ def parse_scenario(
         thresholds=_thresholds(raw.get("thresholds", []), source),
         allow=_allow(_table(raw, "verdict", source), source),
         outcome=_outcome(_table(raw, "outcome", source), source),
+        lint_intended=_lint(_table(raw, "lint", source), source),
         source=source,
     )
 
@@ -303,6 +320,8 @@ def to_raw(scenario: Scenario) -> dict[str, Any]:
     ]
     if scenario.outcome.declared or scenario.outcome != OutcomeKey():
         raw["outcome"] = {"key": dict(scenario.outcome.templates)}
+    if scenario.lint_intended:
+        raw["lint"] = {"intended": list(scenario.lint_intended)}
     return raw
 
 
