@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from loadtest.emulation import record_marks
 from loadtest.emulation.layer_environment import (
     HANDLER_DURATION_ENV,
     HANDLER_JITTER_ENV,
@@ -233,7 +234,10 @@ def _observed(state: _State, event: Any, context: Any) -> Any:
     """The original handler, with the injected handler duration armed before its first write."""
     jitter = state.rng.uniform(0, state.jitter_ms) if state.jitter_ms else 0.0
     state.observer.arm((state.duration_ms + jitter) / 1000)
+    record_marks.clear()
     try:
-        return state.original(event, context)
+        # Each record marks itself when the handler reads it, so each write can be tied
+        # to the record it was made for.
+        return state.original(record_marks.tracked(event), context)
     finally:
         state.observer.disarm()
