@@ -39,12 +39,13 @@ def _cell(text: str) -> str:
 
 
 def _field_docs(cls: type) -> dict[str, str]:
-    """The docstrings written under a dataclass's fields (attribute docstrings)."""
+    """The docstrings written under a class's fields or members (attribute docstrings)."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    body = tree.body[0].body  # type: ignore[attr-defined]
+    definition = tree.body[0]
+    assert isinstance(definition, ast.ClassDef)
     docs: dict[str, str] = {}
-    for node, following in itertools.pairwise(body):
-        target = node.target if isinstance(node, ast.AnnAssign) else None
+    for node, following in itertools.pairwise(definition.body):
+        target: ast.expr | None = node.target if isinstance(node, ast.AnnAssign) else None
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
         if (
