@@ -174,6 +174,11 @@ def resolve_variants(
     names = [v.strip() for item in variants for v in item.split(",") if v.strip()]
     if not names and not handlers:
         names = list(scenario.variants)
+        if not names:
+            raise InputError(
+                f"{scenario.source}: variants = [] names no consumer; give one with --handler "
+                "path/to/file.py:function (or --variants NAME)"
+            )
     refs = []
     for name in names:
         if name not in BUILTIN_VARIANTS and ":" not in name:
@@ -226,6 +231,7 @@ def prepare(
     seed: int | None = None,
     cells: Sequence[Mapping[str, Any]] | None = None,
     prices: str | Path | None = None,
+    env: Sequence[str] = (),
     **overrides: Any,
 ) -> Plan:
     """Resolve and check everything ``run`` takes, before any backend starts.
@@ -236,7 +242,9 @@ def prepare(
     from loadtest.model.prices import load_prices
 
     price_table = load_prices(Path(prices) if prices is not None else None)
-    resolved = resolve_scenario(scenario).with_overrides(seed=seed, **overrides)
+    resolved = (
+        resolve_scenario(scenario).with_overrides(seed=seed, **overrides).with_environment(env)
+    )
     handlers = [handler] if isinstance(handler, str) else list(handler or ())
     refs = resolve_variants(resolved, variants, handlers)
     check_variants(parse_thresholds(thresholds), [ref.variant for ref in refs])
@@ -326,6 +334,7 @@ def run(
     command: str | None = None,
     cleanup_timeout_s: float | None = None,
     prices: str | Path | None = None,
+    env: Sequence[str] = (),
     **overrides: Any,
 ) -> Report:
     """Run a scenario's seeded workload against its consumer variants and judge it.
@@ -338,7 +347,9 @@ def run(
     CLI's options. ``cells`` makes it a sweep (one run per cell of overrides).
     ``on_progress`` is called about ten times a second with (variant, counters,
     messages planned, elapsed seconds). ``prices`` is a price table file
-    (default: the committed us-east-1 list prices).
+    (default: the committed us-east-1 list prices). ``env`` adds the function's
+    variables as ``NAME=VALUE`` (placeholders such as ``{table}`` allowed), over the
+    scenario's ``[consumer] environment``.
     """
     plan = prepare(
         scenario,
@@ -350,6 +361,7 @@ def run(
         seed=seed,
         cells=cells,
         prices=prices,
+        env=env,
         **overrides,
     )
     return execute(

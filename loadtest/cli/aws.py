@@ -43,7 +43,11 @@ def show_plan(
     from loadtest.model.scenario import load_scenario
 
     try:
-        scenario = load_scenario(scenario_ref).with_overrides(seed=seed, **overrides)
+        given = dict(overrides)
+        env = given.pop("env", [])
+        scenario = (
+            load_scenario(scenario_ref).with_overrides(seed=seed, **given).with_environment(env)  # type: ignore[arg-type]
+        )
         refs = _refs(scenario, variants, handlers)
         prices = load_prices(prices_path)
     except InputError as exc:
