@@ -29,6 +29,8 @@ from loadtest.model.prices import default_prices, load_prices
 from loadtest.model.scenario import Scenario, load_scenario, parse_scenario
 
 runner = CliRunner()
+PRICES = default_prices()
+"""Read once, outside the property tests' timed examples."""
 
 
 def test_plan_lists_every_resource_of_each_variant_tagged_with_the_run() -> None:
@@ -101,12 +103,12 @@ def test_cost_grows_with_messages_and_never_below_the_expected(
     scenario = load_scenario("race-burst").with_overrides(
         batch_size=batch_size, distinct_ids=ids, copies=copies, memory_mb=memory_mb
     )
-    cost = estimate_cost(scenario, 2, default_prices())
+    cost = estimate_cost(scenario, 2, PRICES)
     assert cost.messages == ids * copies * 2
     assert cost.invocations == -(-ids * copies // batch_size) * 2
     assert 0 < cost.gb_s_expected <= cost.gb_s_max
     assert cost.usd_expected <= cost.usd_max
-    bigger = estimate_cost(scenario.with_overrides(copies=copies + 1), 2, default_prices())
+    bigger = estimate_cost(scenario.with_overrides(copies=copies + 1), 2, PRICES)
     assert bigger.invocations >= cost.invocations and bigger.sqs_requests > cost.sqs_requests
 
 
