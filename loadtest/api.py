@@ -103,7 +103,7 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        """0 all passed, 1 a verdict or threshold failed, 4 inconclusive (DESIGN.md).
+        """0 all passed, 1 a verdict or threshold failed, 4 inconclusive (``verdict_exit_code``).
 
         An interrupted run's report (``incomplete``) is judged the same way; the
         CLI exits 130 for it instead.

@@ -178,6 +178,7 @@ def run(
             handler,
             seed=seed,
             overrides=overrides or {},
+            prices_path=prices,
         )
     if deploy or all(attach) or target is TargetChoice.AWS:
         from loadtest.cli.aws import run_remote
@@ -205,6 +206,7 @@ def run(
             quiet=quiet,
             thresholds=threshold,
             outputs=outputs,
+            prices_path=prices,
         )
     execute_run(
         scenario,
@@ -225,7 +227,7 @@ def run(
     )
 
 
-# compare is run under the name DESIGN.md gives the side-by-side use; both take
+# compare is run under its own name for the side-by-side use; both take
 # --variant (repeatable) and --variants a,b.
 app.command(
     name="compare",

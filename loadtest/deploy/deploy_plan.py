@@ -4,7 +4,8 @@ One owner for names, settings and tags of a deployed run. ``--plan`` prints
 it; ``loadtest.deploy.lambda_deploy`` creates exactly these resources from it, so
 "the plan matches what a deploy creates" holds by construction and is tested
 resource by resource. Pure: no boto3, no clock, no files (the handler's
-package is named, not read).
+package is named, not read; the committed price table is read once when no
+``prices`` are given, as for a run's report).
 
 Per variant ``i`` of run ``R`` (names ``loadtest-R-i-...``): the function,
 its queue and DLQ (redrive after ``max_receive_count``), the orders table
@@ -46,7 +47,6 @@ from loadtest.deploy.plan_model import (
     Cost,
     Kind,
     Plan,
-    Prices,
     Resource,
     VariantNames,
     lambda_handler,
@@ -58,7 +58,9 @@ from loadtest.deploy.plan_model import (
 from loadtest.emulation.fault_env import deployed_fault_environment
 from loadtest.emulation.handlers import HandlerRef, tables_for
 from loadtest.emulation.lambda_entry import CRASH_MID_HANDLER_EXIT
+from loadtest.emulation.layer_environment import ATTACHED_ENV
 from loadtest.errors import ScenarioError
+from loadtest.model.cost import Prices
 from loadtest.model.function_config import (
     RunResources,
     extra_table_name,
@@ -87,7 +89,6 @@ __all__ = [
     "Cost",
     "Kind",
     "Plan",
-    "Prices",
     "Resource",
     "VariantNames",
     "estimate_cost",
@@ -164,8 +165,21 @@ def variant_names(scenario: Scenario, run_id: str, index: int) -> VariantNames:
     return names
 
 
+def _prices(prices: Prices | None) -> Prices:
+    if prices is not None:
+        return prices
+    from loadtest.model.prices import default_prices
+
+    return default_prices()
+
+
 def plan_deploy(
-    scenario: Scenario, refs: Sequence[HandlerRef], *, run_id: str, region: str
+    scenario: Scenario,
+    refs: Sequence[HandlerRef],
+    *,
+    run_id: str,
+    region: str,
+    prices: Prices | None = None,
 ) -> Plan:
     """Every resource a deploy of ``refs`` under ``scenario`` creates, in creation order."""
     tags = {RUN_TAG: run_id}
@@ -332,7 +346,7 @@ def plan_deploy(
         resources=tuple(resources),
         operator_actions=OPERATOR_ACTIONS,
         function_actions=FUNCTION_ACTIONS,
-        cost=estimate_cost(scenario, len(refs)),
+        cost=estimate_cost(scenario, len(refs), _prices(prices)),
         notes=tuple(notes),
     )
 
@@ -346,6 +360,7 @@ def plan_attach(
     table: str,
     run_id: str,
     region: str,
+    prices: Prices | None = None,
 ) -> Plan:
     """What attach mode creates (layer, observation queue) and changes (the function).
 
@@ -380,7 +395,7 @@ def plan_attach(
                         WATCH_TABLE_ENV,
                         KEY_NAMES_ENV,
                         OBSERVATION_QUEUE_ENV,
-                        "LOADTEST_ATTACHED",
+                        ATTACHED_ENV,
                     ],
                     WATCH_TABLE_ENV: table,
                     KEY_NAMES_ENV: ",".join(key_names),
@@ -400,5 +415,5 @@ def plan_attach(
         resources=resources,
         operator_actions=ATTACH_ACTIONS,
         function_actions=("sqs:SendMessage (granted by the observation queue's policy)",),
-        cost=estimate_cost(scenario, 1),
+        cost=estimate_cost(scenario, 1, _prices(prices)),
     )

@@ -53,6 +53,7 @@ from loadtest.emulation.envguard import (
     enforce_memory,
     over_memory_peak,
 )
+from loadtest.emulation.layer_environment import CRASH_AFTER_WRITE_ENV, FAULT_SEED_ENV
 
 LOG_TAIL_CHARS = 2000
 
@@ -132,8 +133,8 @@ class _Faults:
     def from_environ() -> _Faults:
         env = os.environ
         return _Faults(
-            crash_p=float(env.get(lambda_entry.CRASH_AFTER_WRITE_ENV, "0")),
-            seed=env.get(lambda_entry.FAULT_SEED_ENV, "0"),
+            crash_p=float(env.get(CRASH_AFTER_WRITE_ENV, "0")),
+            seed=env.get(FAULT_SEED_ENV, "0"),
         )
 
     def crash(self) -> bool:

@@ -44,11 +44,8 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from loadtest.emulation import layer, zygotes
 from loadtest.emulation.handlers import HandlerRef
-from loadtest.emulation.lambda_entry import (
-    CRASH_MID_HANDLER_EXIT,
-    CRASH_MID_HANDLER_MESSAGE,
-    FAULT_SEED_ENV,
-)
+from loadtest.emulation.lambda_entry import CRASH_MID_HANDLER_EXIT, CRASH_MID_HANDLER_MESSAGE
+from loadtest.emulation.layer_environment import FAULT_SEED_ENV, KEY_NAMES_ENV
 from loadtest.errors import HandlerRefError
 from loadtest.model.checker.harness import gaps_in
 from loadtest.model.observation import Observation, Observed, SharedValues, collect, decode
@@ -116,7 +113,7 @@ class FunctionConfig:
                 "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.memory_mb),
                 "LOADTEST_PARENT_PID": str(os.getpid()),
                 "LOADTEST_HANDLER": self.handler.ref,
-                "LOADTEST_KEY_NAMES": ",".join(self.key_names),
+                KEY_NAMES_ENV: ",".join(self.key_names),
                 "PYTHONUNBUFFERED": "1",
                 "PYTHONPATH": os.pathsep.join(
                     p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p

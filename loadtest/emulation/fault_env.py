@@ -2,14 +2,14 @@
 
 The only writer of those variables: the local runtime (``loadtest.engine``) and the
 deploy plan (``loadtest.deploy.deploy_plan``) both take them from here. Their names
-and their readers live in the observer layer's entry point
-(``loadtest.emulation.lambda_entry``) and the local environment
+live in ``loadtest.emulation.layer_environment``; their readers are the observer layer's
+entry point (``loadtest.emulation.lambda_entry``) and the local environment
 (``loadtest.emulation.envhost``). Pure: it reads no environment itself.
 """
 
 from __future__ import annotations
 
-from loadtest.emulation.lambda_entry import (
+from loadtest.emulation.layer_environment import (
     CRASH_AFTER_WRITE_ENV,
     CRASH_MID_HANDLER_ENV,
     FAULT_SEED_ENV,

@@ -1,6 +1,6 @@
 """The observer layer's handler: installs the write observer, then calls the function's own.
 
-Shipped in the observer layer (``loadtest.lambda_layer``) and activated the
+Shipped in the observer layer (``loadtest.emulation.layer``) and activated the
 way tracing and APM layers are: the function's handler is set to
 ``loadtest.emulation.lambda_entry.handler`` and its original handler moves to
 ``LOADTEST_ORIGINAL_HANDLER``. On the first invocation of an execution
@@ -43,21 +43,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadtest.emulation import record_marks
+from loadtest.emulation.layer_environment import (
+    CRASH_MID_HANDLER_ENV,
+    HANDLER_DURATION_ENV,
+    HANDLER_JITTER_ENV,
+    RACE_WINDOW_ENV,
+)
+from loadtest.emulation.layer_environment import KEY_NAMES_ENV as KEY_NAMES_ENV
+from loadtest.emulation.layer_environment import OBSERVATION_QUEUE_ENV as OBSERVATION_QUEUE_ENV
+from loadtest.emulation.layer_environment import ORIGINAL_HANDLER_ENV as ORIGINAL_HANDLER_ENV
+from loadtest.emulation.layer_environment import WATCH_TABLE_ENV as WATCH_TABLE_ENV
 from loadtest.emulation.observer import Sink, WriteObserver
-
-ORIGINAL_HANDLER_ENV = "LOADTEST_ORIGINAL_HANDLER"
-WATCH_TABLE_ENV = "LOADTEST_WATCH_TABLE"
-KEY_NAMES_ENV = "LOADTEST_KEY_NAMES"
-OBSERVATION_QUEUE_ENV = "LOADTEST_OBSERVATION_QUEUE"
-
-# The faults' variables, read here and by the local environment
-# (``loadtest.emulation.envhost``); written only by ``loadtest.emulation.fault_env``.
-HANDLER_DURATION_ENV = "LOADTEST_HANDLER_DURATION_MS"
-HANDLER_JITTER_ENV = "LOADTEST_HANDLER_JITTER_MS"
-RACE_WINDOW_ENV = "LOADTEST_RACE_WINDOW_MS"
-CRASH_AFTER_WRITE_ENV = "LOADTEST_CRASH_AFTER_WRITE"
-CRASH_MID_HANDLER_ENV = "LOADTEST_CRASH_MID_HANDLER"
-FAULT_SEED_ENV = "LOADTEST_FAULT_SEED"
 
 CRASH_MID_HANDLER_EXIT = 86
 """The exit status of an environment stopped by the crash-mid-handler fault (Lambda

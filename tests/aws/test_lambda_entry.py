@@ -16,7 +16,7 @@ import pytest
 
 from loadtest.deploy.collect import InvocationEnd, InvocationStart, parse
 from loadtest.deploy.lambda_deploy import Clients, layer_modules, layer_zip
-from loadtest.emulation import lambda_entry
+from loadtest.emulation import lambda_entry, layer_environment
 from loadtest.model.history import WriteOutcome, WriteRecord
 
 
@@ -131,7 +131,7 @@ class _Killed(BaseException):
 def test_the_crash_mid_handler_ships_the_write_then_ends_the_process(
     aws: Clients, entry: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(lambda_entry.CRASH_MID_HANDLER_ENV, "1")
+    monkeypatch.setenv(layer_environment.CRASH_MID_HANDLER_ENV, "1")
     codes: list[int] = []
 
     def exit_now(code: int) -> None:

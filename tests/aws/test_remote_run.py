@@ -163,7 +163,7 @@ def test_attach_runs_the_workload_through_a_deployed_function_and_restores_it(
 def test_a_consumer_keyed_on_the_message_id_fails_through_the_mapping_as_it_does_locally(
     ministack: str,
 ) -> None:
-    # The planted bug of issue 9: the guard stops SQS redeliveries (same messageId) but a
+    # A planted bug: the guard stops SQS redeliveries (same messageId) but a
     # producer resend has a new messageId, so every copy stores another order. The embedded
     # backend counts 20 duplicate writes for 10 ids x 3 copies (tests/consumers/adversarial);
     # through a real mapping, 4 ids x 3 copies must give 8, and a FAIL.

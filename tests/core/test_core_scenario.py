@@ -95,7 +95,7 @@ def test_valid_file_parses_every_field(tmp_path: Path) -> None:
 
 
 def test_empty_file_is_refused(tmp_path: Path) -> None:
-    # An empty file used to run a default 300-message workload silently (issue 12).
+    # An empty file must not run a default 300-message workload silently.
     path = write_toml(tmp_path, "", name="my-empty.toml")
     with pytest.raises(ScenarioError, match="the scenario is empty"):
         load_scenario(str(path))
@@ -169,8 +169,8 @@ def test_unknown_keys_are_refused_with_the_allowed_keys(raw: dict[str, Any], fie
 
 def test_unknown_key_messages_list_the_allowed_keys_of_each_table() -> None:
     assert refusal({"bogus": 1}).endswith(
-        "allowed: consumer, description, expect, faults, name, outcome, run, seed, table, tables, "
-        "thresholds, variants, verdict, workload"
+        "allowed: consumer, description, expect, faults, lint, name, outcome, run, seed, table, "
+        "tables, thresholds, variants, verdict, workload"
     )
     assert refusal({"expect": {"bogus": 1}}).endswith(
         "unknown key expect.'bogus'; allowed: overlap"
@@ -500,6 +500,8 @@ def test_to_raw_is_plain_data() -> None:
         },
         "run": {"deadline_s": 120.0, "max_backlog": 0, "producers": 1},
         "expect": {"overlap": False},
+        # The reference lab's queue settings are kept on purpose (its lint warnings intended).
+        "lint": {"intended": ["visibility-timeout", "max-receive-count"]},
     }
 
 
