@@ -1,0 +1,536 @@
+"""The explorer: runs one schedule of a few deliveries, one step at a time, as a chooser says.
+
+Each delivery (one receive of one copy of the message) runs the handler in a
+thread of this process, against the real table of the backend. A delivery
+runs only when the scheduler lets it go, and stops at the next **point**:
+invocation start, before each DynamoDB call and after its answer (the
+``GatedObserver``), in a sleep (the ``VirtualClock``), and when the handler
+has returned, before the acknowledgement. Exactly one delivery runs at a
+time, so a schedule is a sequence of decisions and runs the same way every
+time it is replayed.
+
+The queue is modelled here, as Lambda's SQS event source mapping behaves: a
+delivery whose invocation fails (the handler raised, the environment crashed
+or timed out) or whose acknowledgement is lost leaves the message to come back
+once its visibility timeout has passed since it was received, with its receive
+count one higher, until ``max_receive_count``, after which it is
+dead-lettered. Time is virtual and moves only when no delivery can go (to the
+earliest sleep's end or message's return), or when a ``clock`` or
+``timeout`` fault moves it.
+
+Owns the threads, the points, the faults' effects and a schedule's history;
+the search (which option at each decision) is the chooser's
+(``loadtest.model.explore_search``), judging is the engine's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from loadtest.emulation.envhost import FunctionIdentity, LambdaContext
+from loadtest.emulation.explore_observer import THROTTLED, GatedObserver
+from loadtest.emulation.explore_steps import Step, StepLog
+from loadtest.emulation.virtual_clock import VirtualClock
+from loadtest.model.explore import (
+    FAULTS_AT,
+    GLOBAL,
+    LOCAL,
+    Access,
+    Chooser,
+    Delivery,
+    Fault,
+    Option,
+    Point,
+    default_option,
+)
+from loadtest.model.history import (
+    Ack,
+    DeadLetter,
+    Invocation,
+    InvocationOutcome,
+    ReadRecord,
+    Record,
+    SentMessage,
+    TypedItem,
+    WriteRecord,
+    key_string,
+)
+from loadtest.model.observation import Observation, collect, decode
+
+NS_PER_S = 1_000_000_000
+
+
+LOG_TAIL_CHARS = 2000
+
+
+class _ThreadOutput(io.TextIOBase):
+    """``sys.stdout``/``sys.stderr`` while exploring: a delivery's prints go to its own log
+    (as a Lambda invocation's go to its log stream), every other thread's where they went."""
+
+    def __init__(self, explorer: Explorer, original: Any) -> None:
+        self.explorer = explorer
+        self.original = original
+
+    def write(self, text: str) -> int:
+        run: _Run | None = getattr(self.explorer._local, "run", None)
+        if run is None:
+            return int(self.original.write(text))
+        run.log.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        if getattr(self.explorer._local, "run", None) is None:
+            self.original.flush()
+
+
+class _Abandon(BaseException):
+    """The execution is abandoned: unwinds a parked delivery's thread."""
+
+
+class _Killed(BaseException):
+    """The environment dies at this point (a crash or a timeout fault)."""
+
+
+@dataclass(frozen=True)
+class ExploreSettings:
+    """What the explorer needs of the scenario: the queue's and the function's rules."""
+
+    visibility_timeout_s: float
+    function_timeout_s: float
+    max_receive_count: int
+    faults: tuple[Fault, ...] = ()
+    max_faults: int = 1
+    clock_jump_s: float = 0.0
+    """How far a ``clock`` fault moves time (in seconds)."""
+
+
+@dataclass
+class _Message:
+    copy: int
+    message_id: str
+    body: str
+    business_id: str | None
+    receives: int = 0
+    live: int = 0
+    acked: bool = False
+    dead: bool = False
+
+
+@dataclass
+class _Run:
+    """One delivery's invocation, in its thread."""
+
+    delivery: Delivery
+    message: _Message
+    environment: int
+    request_id: str
+    received_ns: int
+    wake_ns: int
+    point: Point | None = None
+    access: Access = LOCAL
+    instruction: str | None = None
+    done: bool = False
+    settled: bool = False
+    abandoned: bool = False
+    ack_lost: bool = False
+    started: bool = False
+    started_ns: int = 0
+    ended_ns: int = 0
+    outcome: InvocationOutcome = InvocationOutcome.SUCCESS
+    error: str | None = None
+    result: Any = None
+    observations: list[Observation] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)
+    semaphore: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
+
+    def deadline_ns(self, timeout_ns: int) -> int:
+        return self.started_ns + timeout_ns if self.started else 1 << 62
+
+
+@dataclass
+class Execution:
+    """One schedule as run: its decisions, its history's parts and its printed steps."""
+
+    taken: list[tuple[int, Option, Option]]
+    """Each decision: (index, option taken, default option)."""
+    sent: list[SentMessage]
+    invocations: list[Invocation]
+    acks: list[Ack]
+    dead_letters: list[DeadLetter]
+    steps: list[Step]
+    ended_ns: int
+    abandoned: bool
+    deliveries: int
+    faults: int
+    keys: dict[str, TypedItem]
+    """Items of the watched table the schedule's calls named, by ``key_string`` (to read
+    back at the end)."""
+
+
+class Explorer:
+    """Runs schedules of one handler; install its observer and clock around them."""
+
+    def __init__(
+        self,
+        handler: Callable[[Any, Any], Any],
+        table_name: str,
+        key_names: tuple[str, ...],
+        settings: ExploreSettings,
+        *,
+        function: FunctionIdentity,
+    ) -> None:
+        self.handler = handler
+        self.settings = settings
+        self.function = function
+        self.clock = VirtualClock(self._sleep)
+        self.observer = GatedObserver(
+            table_name, key_names, sink=self._sink, clock=self._stamp, gate=self
+        )
+        self._cv = threading.Condition()
+        self._local = threading.local()
+        self._runs: list[_Run] = []
+        self._log = StepLog()
+        self._seq = 0
+
+    # --- the gate (called in delivery threads) -----------------------------------
+
+    def in_delivery(self) -> bool:
+        return getattr(self._local, "run", None) is not None
+
+    def _stamp(self) -> int:
+        self._seq += 1
+        return self.clock.elapsed_ns + self._seq
+
+    def _sink(self, line: str) -> None:
+        run: _Run | None = getattr(self._local, "run", None)
+        if run is None:
+            return
+        observation = decode(line)
+        run.observations.append(observation)
+        self._log.observed(run.delivery, observation)
+
+    def _park(
+        self, run: _Run, point: Point, access: Access, wake_ns: int | None = None
+    ) -> str | None:
+        with self._cv:
+            run.point = point
+            run.access = access
+            if wake_ns is not None:
+                run.wake_ns = wake_ns
+            self._cv.notify_all()
+        run.semaphore.acquire()
+        instruction, run.instruction = run.instruction, None
+        if instruction == "abandon":
+            raise _Abandon
+        if instruction in ("crash", "timeout"):
+            raise _Killed(instruction)
+        return instruction
+
+    def before_call(self, operation: str, access: Access, target: str) -> str | None:
+        run: _Run = self._local.run
+        self._log.pending(run.delivery, operation, target)
+        return self._park(run, Point.CALL, access)
+
+    def after_call(self) -> None:
+        run: _Run = self._local.run
+        self._log.answered(run.delivery)
+        self._park(run, Point.ANSWER, LOCAL)
+
+    def _sleep(self, seconds: float) -> None:
+        run: _Run = self._local.run
+        self._log.slept(run.delivery, seconds)
+        self._park(run, Point.SLEEP, LOCAL, self.clock.elapsed_ns + int(seconds * NS_PER_S))
+
+    # --- a delivery's thread ---------------------------------------------------------
+
+    def _body(self, run: _Run) -> None:
+        self._local.run = run
+        self.clock.threads.add(threading.get_ident())
+        self.observer.request_id = run.request_id
+        try:
+            self._park(run, Point.START, LOCAL)
+            run.started, run.started_ns = True, self.clock.elapsed_ns
+            event = {"Records": [self._record(run)]}
+            # Made in this thread: its deadline and remaining time follow the virtual clock.
+            context = LambdaContext(run.request_id, self._timeout_ns // 1_000_000, self.function)
+            result = self.handler(event, context)
+            json.dumps(result)  # what Lambda's runtime would marshal (raises if it cannot)
+            run.result = result
+            failures = result.get("batchItemFailures") if isinstance(result, dict) else None
+            if failures:
+                run.outcome, run.error = (
+                    InvocationOutcome.ERROR,
+                    "batchItemFailures named the record",
+                )
+            if self._park(run, Point.END, LOCAL) == Fault.ACK_LOST.value:
+                run.ack_lost = True
+        except _Abandon:
+            run.abandoned = True
+        except _Killed as killed:
+            timeout = str(killed) == "timeout"
+            run.outcome = InvocationOutcome.TIMEOUT if timeout else InvocationOutcome.CRASH
+            run.error = (
+                "Task timed out (injected)" if timeout else "Runtime exited (injected crash)"
+            )
+        except Exception as exc:
+            run.outcome, run.error = InvocationOutcome.ERROR, f"{type(exc).__name__}: {exc}"
+        finally:
+            run.ended_ns = self.clock.elapsed_ns
+            self.clock.threads.discard(threading.get_ident())
+            self._local.run = None
+            with self._cv:
+                run.done = True
+                run.point = None
+                self._cv.notify_all()
+
+    @staticmethod
+    def _record(run: _Run) -> dict[str, Any]:
+        m = run.message
+        return {
+            "messageId": m.message_id,
+            "receiptHandle": f"{m.message_id}-{run.delivery.receive}",
+            "body": m.body,
+            "attributes": {
+                "ApproximateReceiveCount": str(run.delivery.receive),
+                "SentTimestamp": "1767225600000",
+                "SenderId": "loadtest",
+                "ApproximateFirstReceiveTimestamp": "1767225600000",
+            },
+            "messageAttributes": {},
+            "md5OfBody": "",
+            "eventSource": "aws:sqs",
+            "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:loadtest-explore",
+            "awsRegion": "us-east-1",
+        }
+
+    # --- one schedule (the scheduler's thread) ------------------------------------------
+
+    @property
+    def _timeout_ns(self) -> int:
+        return int(self.settings.function_timeout_s * NS_PER_S)
+
+    def _receive(self, message: _Message, wake_ns: int, schedule: int) -> None:
+        message.receives += 1
+        message.live += 1
+        delivery = Delivery(message.copy, message.receives)
+        run = _Run(
+            delivery,
+            message,
+            environment=len(self._runs) + 1,
+            request_id=f"s{schedule}-{delivery.label}",
+            received_ns=wake_ns,
+            wake_ns=wake_ns,
+        )
+        self._runs.append(run)
+        self._log.received(delivery, run.environment)
+        threading.Thread(
+            target=self._body, args=(run,), daemon=True, name=f"delivery-{delivery.label}"
+        ).start()
+
+    def _settle(self, run: _Run, schedule: int, acks: list[Ack], dead: list[DeadLetter]) -> None:
+        run.settled = True
+        message = run.message
+        message.live -= 1
+        now = self.clock.elapsed_ns
+        if run.outcome is InvocationOutcome.SUCCESS and not run.ack_lost:
+            self._log.note(run.delivery, "acknowledged")
+            if not message.acked:
+                message.acked = True
+                acks.append(Ack(message.message_id, now))
+            return
+        if run.ack_lost:
+            self._log.note(
+                run.delivery, "returned; the acknowledgement is lost", fault=Fault.ACK_LOST
+            )
+        elif run.outcome is InvocationOutcome.ERROR:
+            self._log.note(run.delivery, f"failed: {run.error}")
+        if message.acked or message.dead or message.live > 0:
+            return
+        if message.receives >= self.settings.max_receive_count:
+            message.dead = True
+            dead.append(DeadLetter(message.message_id, message.receives, now))
+            self._log.note(run.delivery, "message dead-lettered")
+            return
+        back = run.received_ns + int(self.settings.visibility_timeout_s * NS_PER_S)
+        self._receive(message, max(back, now), schedule)
+
+    def _options(self, used_faults: int) -> list[Option]:
+        now = self.clock.elapsed_ns
+        options: list[Option] = []
+        for run in self._runs:
+            if run.done or run.point is None or run.wake_ns > now:
+                continue
+            options.append(Option(run.delivery, run.point, run.access))
+            if used_faults >= self.settings.max_faults:
+                continue
+            for fault in FAULTS_AT[run.point]:
+                if fault not in self.settings.faults:
+                    continue
+                if (
+                    fault is Fault.REDELIVER
+                    and run.message.receives >= self.settings.max_receive_count
+                ):
+                    continue
+                options.append(Option(run.delivery, run.point, GLOBAL, fault))
+        return options
+
+    def _wait_parked(self) -> None:
+        with self._cv:
+            self._cv.wait_for(lambda: all(r.done or r.point is not None for r in self._runs))
+
+    def _advance(self) -> bool:
+        """Move time to the next wake-up when no delivery can go; False when none waits."""
+        waiting = [r for r in self._runs if not r.done and r.point is not None]
+        if not waiting:
+            return False
+        wake = min(min(r.wake_ns, r.deadline_ns(self._timeout_ns)) for r in waiting)
+        self.clock.elapsed_ns = max(self.clock.elapsed_ns, wake)
+        for r in waiting:
+            if r.point is Point.SLEEP and r.deadline_ns(self._timeout_ns) <= self.clock.elapsed_ns:
+                r.wake_ns = self.clock.elapsed_ns
+        return True
+
+    def _release(self, run: _Run, instruction: str | None = None) -> None:
+        if (
+            instruction is None
+            and run.started
+            and run.deadline_ns(self._timeout_ns) <= self.clock.elapsed_ns
+        ):
+            instruction = "timeout"  # the function timeout passed while it was parked
+            self._log.note(run.delivery, "timed out (the function timeout passed)")
+        run.instruction = instruction
+        with self._cv:
+            run.point = None
+        run.semaphore.release()
+
+    def _apply(self, option: Option, schedule: int) -> None:
+        run = next(r for r in self._runs if r.delivery == option.delivery and not r.done)
+        fault = option.fault
+        self._log.at(self.clock.elapsed_ns)
+        if fault is None:
+            self._log.released(run.delivery, run.point)
+            self._release(run)
+        elif fault is Fault.REDELIVER:
+            self._log.note(run.delivery, "the message becomes visible again", fault=fault)
+            self._receive(run.message, self.clock.elapsed_ns, schedule)
+        elif fault is Fault.CLOCK:
+            jump = int(self.settings.clock_jump_s * NS_PER_S)
+            self._log.note(
+                run.delivery, f"the clock jumps {self.settings.clock_jump_s:g} s", fault=fault
+            )
+            self.clock.elapsed_ns += jump
+        elif fault is Fault.THROTTLE:
+            self._log.released(run.delivery, run.point, fault)
+            self._release(run, THROTTLED)
+        elif fault is Fault.ACK_LOST:
+            self._release(run, Fault.ACK_LOST.value)
+        elif fault is Fault.CRASH:
+            self._log.note(run.delivery, "the environment crashes", fault=fault)
+            self._release(run, "crash")
+        else:  # TIMEOUT
+            self._log.note(
+                run.delivery, "the function timeout cuts the invocation off", fault=fault
+            )
+            self.clock.elapsed_ns = max(self.clock.elapsed_ns, run.deadline_ns(self._timeout_ns))
+            self._release(run, "timeout")
+
+    def run(self, chooser: Chooser, messages: Sequence[SentMessage], schedule: int) -> Execution:
+        """Run one schedule of ``messages`` (one per copy), each received at once."""
+        self.clock.elapsed_ns = 0
+        self._seq = 0
+        self._runs = []
+        self._log = StepLog()
+        queue = [
+            _Message(i + 1, m.message_id or f"s{schedule}-m{i + 1}", m.body, m.business_id)
+            for i, m in enumerate(messages)
+        ]
+        for message in queue:
+            self._receive(message, 0, schedule)
+        taken: list[tuple[int, Option, Option]] = []
+        acks: list[Ack] = []
+        dead: list[DeadLetter] = []
+        last: Delivery | None = None
+        faults = 0
+        abandoned = False
+        while True:
+            self._wait_parked()
+            for run in self._runs:
+                if run.done and not run.settled:
+                    self._settle(run, schedule, acks, dead)
+            self._wait_parked()
+            options = self._options(faults)
+            if not options:
+                if self._advance():
+                    continue
+                break
+            decision = len(taken)
+            option = chooser.choose(decision, options, last)
+            if option is None:
+                abandoned = True
+                break
+            taken.append((decision, option, default_option(options, last)))
+            faults += option.fault is not None
+            last = option.delivery
+            self._apply(option, schedule)
+        for run in self._runs:
+            if not run.done:
+                self._release(run, "abandon")
+        self._wait_parked()
+        invocations = [self._invocation(r) for r in self._runs if r.started and not r.abandoned]
+        keys = {key_string(k): k for r in self._runs for k in self._keys(r)}
+        return Execution(
+            taken,
+            list(messages),
+            invocations,
+            acks,
+            dead,
+            self._log.steps,
+            self.clock.elapsed_ns + self._seq,
+            abandoned,
+            len(self._runs),
+            faults,
+            keys,
+        )
+
+    @staticmethod
+    def _keys(run: _Run) -> list[TypedItem]:
+        return [o.key for o in run.observations if isinstance(o, WriteRecord | ReadRecord)]
+
+    def _invocation(self, run: _Run) -> Invocation:
+        observed = collect(run.observations, ended_ns=run.ended_ns)
+        return Invocation(
+            request_id=run.request_id,
+            environment=run.environment,
+            records=(
+                Record(run.message.message_id, run.delivery.receive, run.message.business_id),
+            ),
+            received_ns=run.received_ns,
+            started_ns=run.started_ns,
+            ended_ns=run.ended_ns,
+            outcome=run.outcome,
+            error=run.error,
+            writes=tuple(observed.writes),
+            result=run.result,
+            reads=tuple(observed.reads),
+            unobserved=tuple(observed.unobserved),
+            observer_faults=tuple(observed.faults),
+            log_tail="".join(run.log)[-LOG_TAIL_CHARS:],
+        )
+
+    @contextlib.contextmanager
+    def capturing(self) -> Iterator[None]:
+        """Route the deliveries' prints to their invocations' logs for the block."""
+        saved = sys.stdout, sys.stderr
+        sys.stdout = _ThreadOutput(self, saved[0])  # type: ignore[assignment]
+        sys.stderr = _ThreadOutput(self, saved[1])  # type: ignore[assignment]
+        try:
+            yield
+        finally:
+            sys.stdout, sys.stderr = saved

@@ -1,0 +1,254 @@
+"""One ``explore`` session: the backend's table, the handler in this process, and judging a schedule.
+
+A session creates the run's table (and, for a variant that needs one, its
+idempotency table) on the backend, gives this process the function's
+configuration (``TABLE_NAME``, the endpoint, the region, fixed credentials),
+installs the gated observer and the virtual clock, imports the handler, and
+restores all of it on exit. Each schedule gets fresh message ids and a fresh
+business id (the scenario's, suffixed ``~N`` from the second schedule on), so
+schedules share the table without seeing each other's items. Judging a
+schedule is the checker's, on the schedule's history and the items it touched.
+
+Owns that setup and the translation of the backend's errors while it runs;
+the search and the report are ``loadtest.engine.explore``'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError
+
+from loadtest.adapters import aws
+from loadtest.emulation import virtual_clock
+from loadtest.emulation.envhost import FunctionIdentity, load_handler
+from loadtest.emulation.explorer import Execution, Explorer, ExploreSettings
+from loadtest.emulation.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
+from loadtest.errors import BackendError, HandlerRefError
+from loadtest.model.checker import Check, check
+from loadtest.model.explore import Chooser
+from loadtest.model.history import EndState, History, SentMessage, key_string
+from loadtest.model.scenario import Scenario
+from loadtest.model.schedule import plan
+
+FRESH_SEPARATOR = "~"
+
+
+def explored_messages(
+    scenario: Scenario, copies: int | None, distinct_ids: int
+) -> list[SentMessage]:
+    """The messages explored: the first ``distinct_ids`` business ids of the scenario's seeded
+    workload, each with ``copies`` copies (default: as many as the workload sends of the first)."""
+    planned = [m for m in plan(scenario.workload, scenario.seed) if m.business_id is not None]
+    by_id: dict[str, list[Any]] = {}
+    for message in planned:
+        by_id.setdefault(str(message.business_id), []).append(message)
+    chosen = list(by_id.items())[:distinct_ids]
+    out: list[SentMessage] = []
+    for business_id, messages in chosen:
+        count = copies if copies is not None else len(messages)
+        for i in range(count):
+            body = messages[min(i, len(messages) - 1)].body
+            out.append(SentMessage(len(out), business_id, body, 0, 0, None))
+    return out
+
+
+def _fresh_body(body: str, business_id: str, fresh: str) -> str:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body
+    if isinstance(data, dict) and data.get("id") == business_id:
+        data["id"] = fresh
+        return json.dumps(data, separators=(",", ":"))
+    return body
+
+
+def fresh_messages(messages: Sequence[SentMessage], schedule: int) -> list[SentMessage]:
+    """The messages of schedule ``schedule``: fresh message ids, and from the second schedule
+    on a fresh business id (``id~N``)."""
+    out = []
+    for m in messages:
+        business_id = m.business_id
+        body = m.body
+        if schedule and business_id is not None:
+            business_id = f"{m.business_id}{FRESH_SEPARATOR}{schedule}"
+            body = _fresh_body(m.body, str(m.business_id), business_id)
+        message_id = str(uuid.UUID(int=(schedule << 32) + m.index + 1))
+        out.append(SentMessage(m.index, business_id, body, 0, 0, message_id))
+    return out
+
+
+@dataclass
+class Judged:
+    """A schedule as run and judged."""
+
+    execution: Execution
+    history: History
+    end_state: EndState
+    check: Check
+
+    @property
+    def verdict(self) -> str:
+        return str(self.check.verdict.value)
+
+
+@contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+class Session:
+    """The handler loaded in this process against one table; runs and judges schedules."""
+
+    def __init__(
+        self, scenario: Scenario, ref: HandlerRef, target: aws.Target, settings: ExploreSettings
+    ) -> None:
+        self.scenario = scenario
+        self.ref = ref
+        self.target = target
+        self.settings = settings
+        suffix = uuid.uuid4().hex[:8]
+        self.table = f"loadtest-explore-{suffix}-orders"
+        self.idempotency_table = f"loadtest-explore-{suffix}-idempotency"
+        self.names = aws.ResourceNames(
+            queue="(modelled)",
+            dlq="(modelled)",
+            table=self.table,
+            idempotency_table=self.idempotency_table,
+        )
+        self.explorer: Explorer | None = None
+        self._client: Any = None
+
+    def _clients(self) -> Any:
+        return boto3.client(
+            "dynamodb",
+            endpoint_url=self.target.endpoint_url,
+            region_name=self.target.region,
+            **{k.lower(): v for k, v in self.target.credentials_env},
+        )
+
+    def _create_table(self, name: str, key_names: tuple[str, ...]) -> None:
+        schema = [{"AttributeName": key_names[0], "KeyType": "HASH"}]
+        if len(key_names) > 1:
+            schema.append({"AttributeName": key_names[1], "KeyType": "RANGE"})
+        self._client.create_table(
+            TableName=name,
+            AttributeDefinitions=[{"AttributeName": n, "AttributeType": "S"} for n in key_names],
+            KeySchema=schema,
+            BillingMode="PAY_PER_REQUEST",
+        )
+
+    @contextmanager
+    def open(self) -> Iterator[Session]:
+        key_names = self.scenario.outcome.key_names
+        environ = {
+            "TABLE_NAME": self.table,
+            "IDEMPOTENCY_TABLE_NAME": self.idempotency_table,
+            "AWS_REGION": self.target.region,
+            "AWS_DEFAULT_REGION": self.target.region,
+            "AWS_LAMBDA_FUNCTION_NAME": "loadtest-explore",
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.scenario.consumer.memory_mb),
+            "AWS_LAMBDA_FUNCTION_TIMEOUT": str(self.scenario.consumer.function_timeout_s),
+            "REPORT_BATCH_ITEM_FAILURES": str(
+                self.scenario.consumer.report_batch_item_failures
+            ).lower(),
+            **dict(self.target.credentials_env),
+        }
+        if self.target.endpoint_url:
+            environ["AWS_ENDPOINT_URL"] = self.target.endpoint_url
+        with _environ(environ):
+            try:
+                self._client = self._clients()
+                self._create_table(self.table, key_names)
+                if self.ref.variant in NEEDS_IDEMPOTENCY_TABLE:
+                    self._create_table(self.idempotency_table, ("id",))
+            except (BotoCoreError, ClientError) as exc:
+                raise BackendError(f"explore could not create its table: {exc}") from exc
+            explorer = Explorer(
+                lambda event, context: None,
+                self.table,
+                key_names,
+                self.settings,
+                function=FunctionIdentity.from_environ(),
+            )
+            explorer.observer.install()
+            virtual_clock.install(explorer.clock)
+            try:
+                try:
+                    explorer.handler = load_handler(self.ref.ref)
+                except Exception as exc:
+                    raise HandlerRefError(
+                        f"handler {self.ref.ref!r} could not be imported: {type(exc).__name__}: {exc}"
+                    ) from exc
+                self.explorer = explorer
+                with explorer.capturing():
+                    yield self
+            finally:
+                virtual_clock.uninstall()
+                explorer.observer.uninstall()
+                self._drop_tables()
+
+    def _drop_tables(self) -> None:
+        for name in (self.table, self.idempotency_table):
+            # Never created, or the backend is already gone with everything in it.
+            with contextlib.suppress(BotoCoreError, ClientError):
+                self._client.delete_table(TableName=name)
+
+    def run(self, chooser: Chooser, messages: Sequence[SentMessage], schedule: int) -> Judged:
+        """Run and judge one schedule."""
+        assert self.explorer is not None, "open the session first"
+        sent = fresh_messages(messages, schedule)
+        execution = self.explorer.run(chooser, sent, schedule)
+        history = History(
+            sent=sent,
+            invocations=execution.invocations,
+            acks=execution.acks,
+            dead_letters=execution.dead_letters,
+            started_ns=0,
+            ended_ns=execution.ended_ns,
+        )
+        end_state = self._end_state(
+            execution, sent, len(execution.acks) + len(execution.dead_letters)
+        )
+        return Judged(
+            execution, history, end_state, check(history, end_state, self.scenario.outcome)
+        )
+
+    def _end_state(
+        self, execution: Execution, sent: Sequence[SentMessage], settled: int
+    ) -> EndState:
+        keys = dict(execution.keys)
+        for m in sent:
+            if m.business_id is not None:
+                key = self.scenario.outcome.key_for(m.business_id)
+                keys.setdefault(key_string(key), key)
+        items: dict[str, Any] = {}
+        try:
+            for name, key in keys.items():
+                found = self._client.get_item(
+                    TableName=self.table, Key=key, ConsistentRead=True
+                ).get("Item")
+                if found is not None:
+                    items[name] = found
+        except (BotoCoreError, ClientError) as exc:
+            raise BackendError(f"explore could not read the table back: {exc}") from exc
+        unsettled = len({m.message_id for m in sent}) - settled
+        return EndState(max(0, unsettled), 0, len(execution.dead_letters), items)
