@@ -316,5 +316,5 @@ def main() -> None:
 
 
 # The other commands register themselves on ``app``: scenarios, report, serve,
-# doctor and diff (``tools``), then cleanup and lint (``aws``).
-from loadtest.cli import aws, tools  # noqa: E402, F401
+# doctor and diff (``tools``), cleanup and lint (``aws``), and explore (``explore``).
+from loadtest.cli import aws, explore, tools  # noqa: E402, F401

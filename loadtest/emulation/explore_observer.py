@@ -85,7 +85,7 @@ class GatedObserver(WriteObserver):
         super().__init__(table_name, key_names, sink=sink, clock=clock)
         self.gate = gate
 
-    @property  # type: ignore[override]
+    @property
     def request_id(self) -> str:
         """The invocation of the calling thread (each delivery runs in its own)."""
         return getattr(self._local, "request_id", "")

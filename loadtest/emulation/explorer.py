@@ -528,8 +528,8 @@ class Explorer:
     def capturing(self) -> Iterator[None]:
         """Route the deliveries' prints to their invocations' logs for the block."""
         saved = sys.stdout, sys.stderr
-        sys.stdout = _ThreadOutput(self, saved[0])  # type: ignore[assignment]
-        sys.stderr = _ThreadOutput(self, saved[1])  # type: ignore[assignment]
+        sys.stdout = _ThreadOutput(self, saved[0])
+        sys.stderr = _ThreadOutput(self, saved[1])
         try:
             yield
         finally:

@@ -91,7 +91,7 @@ def _perf_counter() -> float:
     return clock.monotonic_ns() / 1e9 if clock else _real_perf_counter()
 
 
-def _sleep(seconds: float) -> None:
+def _sleep(seconds: Any) -> None:
     clock = _clock()
     if clock is None:
         _real_sleep(seconds)

@@ -206,7 +206,12 @@ def explore(
                     break
             result.bound = pct.bound()
         result.elapsed_s = time.perf_counter() - started
-        if first_failure is not None:
+        if first_failure is not None and options.schedule is not None:
+            # A replay shows exactly the schedule it was given, not a shrunk one.
+            result.counterexample = Counterexample(
+                options.schedule, _plain(first_failure, _ids(messages)), first_failure
+            )
+        elif first_failure is not None:
             result.counterexample = _shrunk(result, first_failure, messages, run)
     return result
 
@@ -238,9 +243,11 @@ def _shrunk(
     result.shrink_tries = tries
     final: Judged = run(Replay(best), messages[: best.copies])  # type: ignore[operator]
     result.shown = final
-    return Counterexample(
-        best, _plain(final, {str(m.business_id) for m in messages if m.business_id}), final
-    )
+    return Counterexample(best, _plain(final, _ids(messages)), final)
+
+
+def _ids(messages: Sequence[SentMessage]) -> set[str]:
+    return {str(m.business_id) for m in messages if m.business_id is not None}
 
 
 def variant_run(result: ExploreResult) -> VariantRun:

@@ -138,11 +138,13 @@ class Session:
         self._client: Any = None
 
     def _clients(self) -> Any:
+        credentials = dict(self.target.credentials_env)
         return boto3.client(
             "dynamodb",
             endpoint_url=self.target.endpoint_url,
             region_name=self.target.region,
-            **{k.lower(): v for k, v in self.target.credentials_env},
+            aws_access_key_id=credentials.get("AWS_ACCESS_KEY_ID"),
+            aws_secret_access_key=credentials.get("AWS_SECRET_ACCESS_KEY"),
         )
 
     def _create_table(self, name: str, key_names: tuple[str, ...]) -> None:
