@@ -26,22 +26,32 @@ the search (which option at each decision) is the chooser's
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from loadtest.emulation.envhost import FunctionIdentity, LambdaContext
 from loadtest.emulation.explore_observer import THROTTLED, GatedObserver
-from loadtest.emulation.explore_steps import Step, StepLog
+from loadtest.emulation.explore_runs import (
+    LOG_TAIL_CHARS,
+    NS_PER_S,
+    Abandon,
+    Execution,
+    ExploreSettings,
+    Killed,
+    Message,
+    Run,
+    ThreadOutput,
+)
+from loadtest.emulation.explore_steps import StepLog
 from loadtest.emulation.virtual_clock import VirtualClock
 from loadtest.model.explore import (
     FAULTS_AT,
     GLOBAL,
     LOCAL,
+    TIME,
     Access,
     Chooser,
     Delivery,
@@ -62,116 +72,7 @@ from loadtest.model.history import (
     WriteRecord,
     key_string,
 )
-from loadtest.model.observation import Observation, collect, decode
-
-NS_PER_S = 1_000_000_000
-
-
-LOG_TAIL_CHARS = 2000
-
-
-class _ThreadOutput(io.TextIOBase):
-    """``sys.stdout``/``sys.stderr`` while exploring: a delivery's prints go to its own log
-    (as a Lambda invocation's go to its log stream), every other thread's where they went."""
-
-    def __init__(self, explorer: Explorer, original: Any) -> None:
-        self.explorer = explorer
-        self.original = original
-
-    def write(self, text: str) -> int:
-        run: _Run | None = getattr(self.explorer._local, "run", None)
-        if run is None:
-            return int(self.original.write(text))
-        run.log.append(text)
-        return len(text)
-
-    def flush(self) -> None:
-        if getattr(self.explorer._local, "run", None) is None:
-            self.original.flush()
-
-
-class _Abandon(BaseException):
-    """The execution is abandoned: unwinds a parked delivery's thread."""
-
-
-class _Killed(BaseException):
-    """The environment dies at this point (a crash or a timeout fault)."""
-
-
-@dataclass(frozen=True)
-class ExploreSettings:
-    """What the explorer needs of the scenario: the queue's and the function's rules."""
-
-    visibility_timeout_s: float
-    function_timeout_s: float
-    max_receive_count: int
-    faults: tuple[Fault, ...] = ()
-    max_faults: int = 1
-    clock_jump_s: float = 0.0
-    """How far a ``clock`` fault moves time (in seconds)."""
-
-
-@dataclass
-class _Message:
-    copy: int
-    message_id: str
-    body: str
-    business_id: str | None
-    receives: int = 0
-    live: int = 0
-    acked: bool = False
-    dead: bool = False
-
-
-@dataclass
-class _Run:
-    """One delivery's invocation, in its thread."""
-
-    delivery: Delivery
-    message: _Message
-    environment: int
-    request_id: str
-    received_ns: int
-    wake_ns: int
-    point: Point | None = None
-    access: Access = LOCAL
-    instruction: str | None = None
-    done: bool = False
-    settled: bool = False
-    abandoned: bool = False
-    ack_lost: bool = False
-    started: bool = False
-    started_ns: int = 0
-    ended_ns: int = 0
-    outcome: InvocationOutcome = InvocationOutcome.SUCCESS
-    error: str | None = None
-    result: Any = None
-    observations: list[Observation] = field(default_factory=list)
-    log: list[str] = field(default_factory=list)
-    semaphore: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
-
-    def deadline_ns(self, timeout_ns: int) -> int:
-        return self.started_ns + timeout_ns if self.started else 1 << 62
-
-
-@dataclass
-class Execution:
-    """One schedule as run: its decisions, its history's parts and its printed steps."""
-
-    taken: list[tuple[int, Option, Option]]
-    """Each decision: (index, option taken, default option)."""
-    sent: list[SentMessage]
-    invocations: list[Invocation]
-    acks: list[Ack]
-    dead_letters: list[DeadLetter]
-    steps: list[Step]
-    ended_ns: int
-    abandoned: bool
-    deliveries: int
-    faults: int
-    keys: dict[str, TypedItem]
-    """Items of the watched table the schedule's calls named, by ``key_string`` (to read
-    back at the end)."""
+from loadtest.model.observation import collect, decode
 
 
 class Explorer:
@@ -195,9 +96,10 @@ class Explorer:
         )
         self._cv = threading.Condition()
         self._local = threading.local()
-        self._runs: list[_Run] = []
+        self._runs: list[Run] = []
         self._log = StepLog()
         self._seq = 0
+        self._aliases: list[tuple[str, str]] = []
 
     # --- the gate (called in delivery threads) -----------------------------------
 
@@ -209,7 +111,7 @@ class Explorer:
         return self.clock.elapsed_ns + self._seq
 
     def _sink(self, line: str) -> None:
-        run: _Run | None = getattr(self._local, "run", None)
+        run: Run | None = getattr(self._local, "run", None)
         if run is None:
             return
         observation = decode(line)
@@ -217,8 +119,11 @@ class Explorer:
         self._log.observed(run.delivery, observation)
 
     def _park(
-        self, run: _Run, point: Point, access: Access, wake_ns: int | None = None
+        self, run: Run, point: Point, access: Access, wake_ns: int | None = None
     ) -> str | None:
+        if run.stopped is not None:
+            # Dead or abandoned: code still unwinding (a ``finally``) reaches nothing more.
+            raise Abandon if run.stopped == "abandon" else Killed(run.stopped)
         with self._cv:
             run.point = point
             run.access = access
@@ -227,30 +132,37 @@ class Explorer:
             self._cv.notify_all()
         run.semaphore.acquire()
         instruction, run.instruction = run.instruction, None
-        if instruction == "abandon":
-            raise _Abandon
-        if instruction in ("crash", "timeout"):
-            raise _Killed(instruction)
+        if instruction in ("abandon", "crash", "timeout"):
+            run.stopped = instruction
+            raise Abandon if instruction == "abandon" else Killed(instruction)
         return instruction
 
     def before_call(self, operation: str, access: Access, target: str) -> str | None:
-        run: _Run = self._local.run
+        run: Run = self._local.run
         self._log.pending(run.delivery, operation, target)
+        if self._aliases and access.keys:
+            # The same item in every schedule, whatever fresh ids this one has.
+            keys = set()
+            for key in access.keys:
+                for fresh, plain in self._aliases:
+                    key = key.replace(fresh, plain)
+                keys.add(key)
+            access = Access(access.kind, frozenset(keys))
         return self._park(run, Point.CALL, access)
 
     def after_call(self) -> None:
-        run: _Run = self._local.run
+        run: Run = self._local.run
         self._log.answered(run.delivery)
         self._park(run, Point.ANSWER, LOCAL)
 
     def _sleep(self, seconds: float) -> None:
-        run: _Run = self._local.run
+        run: Run = self._local.run
         self._log.slept(run.delivery, seconds)
         self._park(run, Point.SLEEP, LOCAL, self.clock.elapsed_ns + int(seconds * NS_PER_S))
 
     # --- a delivery's thread ---------------------------------------------------------
 
-    def _body(self, run: _Run) -> None:
+    def _body(self, run: Run) -> None:
         self._local.run = run
         self.clock.threads.add(threading.get_ident())
         self.observer.request_id = run.request_id
@@ -271,9 +183,9 @@ class Explorer:
                 )
             if self._park(run, Point.END, LOCAL) == Fault.ACK_LOST.value:
                 run.ack_lost = True
-        except _Abandon:
+        except Abandon:
             run.abandoned = True
-        except _Killed as killed:
+        except Killed as killed:
             timeout = str(killed) == "timeout"
             run.outcome = InvocationOutcome.TIMEOUT if timeout else InvocationOutcome.CRASH
             run.error = (
@@ -291,7 +203,7 @@ class Explorer:
                 self._cv.notify_all()
 
     @staticmethod
-    def _record(run: _Run) -> dict[str, Any]:
+    def _record(run: Run) -> dict[str, Any]:
         m = run.message
         return {
             "messageId": m.message_id,
@@ -316,11 +228,11 @@ class Explorer:
     def _timeout_ns(self) -> int:
         return int(self.settings.function_timeout_s * NS_PER_S)
 
-    def _receive(self, message: _Message, wake_ns: int, schedule: int) -> None:
+    def _receive(self, message: Message, wake_ns: int, schedule: int) -> None:
         message.receives += 1
         message.live += 1
         delivery = Delivery(message.copy, message.receives)
-        run = _Run(
+        run = Run(
             delivery,
             message,
             environment=len(self._runs) + 1,
@@ -334,7 +246,7 @@ class Explorer:
             target=self._body, args=(run,), daemon=True, name=f"delivery-{delivery.label}"
         ).start()
 
-    def _settle(self, run: _Run, schedule: int, acks: list[Ack], dead: list[DeadLetter]) -> None:
+    def _settle(self, run: Run, schedule: int, acks: list[Ack], dead: list[DeadLetter]) -> None:
         run.settled = True
         message = run.message
         message.live -= 1
@@ -378,7 +290,8 @@ class Explorer:
                     and run.message.receives >= self.settings.max_receive_count
                 ):
                     continue
-                options.append(Option(run.delivery, run.point, GLOBAL, fault))
+                access = TIME if fault is Fault.CLOCK else GLOBAL
+                options.append(Option(run.delivery, run.point, access, fault))
         return options
 
     def _wait_parked(self) -> None:
@@ -397,7 +310,7 @@ class Explorer:
                 r.wake_ns = self.clock.elapsed_ns
         return True
 
-    def _release(self, run: _Run, instruction: str | None = None) -> None:
+    def _release(self, run: Run, instruction: str | None = None) -> None:
         if (
             instruction is None
             and run.started
@@ -441,14 +354,26 @@ class Explorer:
             self.clock.elapsed_ns = max(self.clock.elapsed_ns, run.deadline_ns(self._timeout_ns))
             self._release(run, "timeout")
 
-    def run(self, chooser: Chooser, messages: Sequence[SentMessage], schedule: int) -> Execution:
-        """Run one schedule of ``messages`` (one per copy), each received at once."""
+    def run(
+        self,
+        chooser: Chooser,
+        messages: Sequence[SentMessage],
+        schedule: int,
+        aliases: Sequence[tuple[str, str]] = (),
+    ) -> Execution:
+        """Run one schedule of ``messages`` (one per copy), each received at once.
+
+        ``aliases`` (fresh, plain) name this schedule's fresh ids (business ids, message
+        ids) as every schedule's, in the items its calls touch: the search compares
+        steps of different schedules by the items they touch.
+        """
+        self._aliases = list(aliases)
         self.clock.elapsed_ns = 0
         self._seq = 0
         self._runs = []
         self._log = StepLog()
         queue = [
-            _Message(i + 1, m.message_id or f"s{schedule}-m{i + 1}", m.body, m.business_id)
+            Message(i + 1, m.message_id or f"s{schedule}-m{i + 1}", m.body, m.business_id)
             for i, m in enumerate(messages)
         ]
         for message in queue:
@@ -500,10 +425,10 @@ class Explorer:
         )
 
     @staticmethod
-    def _keys(run: _Run) -> list[TypedItem]:
+    def _keys(run: Run) -> list[TypedItem]:
         return [o.key for o in run.observations if isinstance(o, WriteRecord | ReadRecord)]
 
-    def _invocation(self, run: _Run) -> Invocation:
+    def _invocation(self, run: Run) -> Invocation:
         observed = collect(run.observations, ended_ns=run.ended_ns)
         return Invocation(
             request_id=run.request_id,
@@ -528,8 +453,8 @@ class Explorer:
     def capturing(self) -> Iterator[None]:
         """Route the deliveries' prints to their invocations' logs for the block."""
         saved = sys.stdout, sys.stderr
-        sys.stdout = _ThreadOutput(self, saved[0])
-        sys.stderr = _ThreadOutput(self, saved[1])
+        sys.stdout = ThreadOutput(self._local, saved[0])
+        sys.stderr = ThreadOutput(self._local, saved[1])
         try:
             yield
         finally:

@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from loadtest.adapters import aws
+from loadtest.emulation.explore_runs import ExploreSettings
 from loadtest.emulation.explore_steps import Step
-from loadtest.emulation.explorer import ExploreSettings
 from loadtest.emulation.handlers import HandlerRef
 from loadtest.engine.explore_session import FRESH_SEPARATOR, Judged, Session, explored_messages
 from loadtest.engine.results import VariantRun
@@ -177,7 +177,7 @@ def explore(
             if judged.verdict == "fail":
                 first_failure = judged
         elif options.strategy == "exhaustive":
-            search = Exhaustive()
+            search = Exhaustive(local_first=not {Fault.CLOCK, Fault.TIMEOUT} & set(options.faults))
             while result.schedules_run < options.budget:
                 chooser = search.execution()
                 if chooser is None:

@@ -30,7 +30,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from loadtest.adapters import aws
 from loadtest.emulation import virtual_clock
 from loadtest.emulation.envhost import FunctionIdentity, load_handler
-from loadtest.emulation.explorer import Execution, Explorer, ExploreSettings
+from loadtest.emulation.explore_runs import Execution, ExploreSettings
+from loadtest.emulation.explorer import Explorer
 from loadtest.emulation.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
 from loadtest.errors import BackendError, HandlerRefError
 from loadtest.model.checker import Check, check
@@ -218,7 +219,18 @@ class Session:
         """Run and judge one schedule."""
         assert self.explorer is not None, "open the session first"
         sent = fresh_messages(messages, schedule)
-        execution = self.explorer.run(chooser, sent, schedule)
+        aliases = [
+            (str(fresh.message_id), f"message-{plain.index + 1}")
+            for fresh, plain in zip(sent, messages, strict=True)
+        ] + sorted(
+            {
+                (str(fresh.business_id), str(plain.business_id))
+                for fresh, plain in zip(sent, messages, strict=True)
+                if fresh.business_id != plain.business_id
+            },
+            key=lambda pair: -len(pair[0]),  # "id~12" before "id~1"
+        )
+        execution = self.explorer.run(chooser, sent, schedule, aliases)
         history = History(
             sent=sent,
             invocations=execution.invocations,

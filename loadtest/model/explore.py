@@ -114,7 +114,8 @@ class Access:
     ``kind`` is ``local`` (the handler's own code up to its next point: no table,
     and the clock does not move while it runs), ``read`` or ``write`` (one call on
     the items ``keys``; no keys: it may touch any item, a Query or a Scan), or
-    ``global`` (a fault: it is ordered with everything).
+    ``time`` (the clock jumps: ordered with the handlers' own code, which may read the
+    clock), or ``global`` (any other fault: it is ordered with everything).
     """
 
     kind: str
@@ -122,6 +123,7 @@ class Access:
 
 
 LOCAL = Access("local")
+TIME = Access("time")
 GLOBAL = Access("global")
 
 
@@ -129,12 +131,15 @@ def dependent(a: Access, b: Access) -> bool:
     """Whether two steps of different deliveries may not be swapped without changing the run.
 
     Two calls commute when they touch different items, or are both reads; the
-    handler's own code commutes with everything (it touches no table, and the
-    virtual clock only moves when no delivery can go); a fault is ordered with
-    everything.
+    handler's own code commutes with everything but a clock jump (it touches no
+    table, and otherwise the virtual clock only moves when no delivery can go);
+    a clock jump commutes with calls; any other fault is ordered with everything.
     """
     if a.kind == "global" or b.kind == "global":
         return True
+    if a.kind == "time" or b.kind == "time":
+        # The clock moving is seen by code that reads it (a handler's own steps), not by a call.
+        return {a.kind, b.kind} <= {"time", "local"}
     if a.kind == "local" or b.kind == "local":
         return False
     if a.kind == "read" and b.kind == "read":

@@ -12,7 +12,11 @@ outcome:
   which it will run only its own code (its start, after an answer, after its
   end), that step commutes with every other delivery's, so only that
   delivery's options (its plain step and its faults there) are explored at
-  that decision: a persistent set of one delivery.
+  that decision: a persistent set of one delivery. Its own code may read the
+  clock, so this holds only while no fault can move the clock between two
+  points (``clock``, ``timeout``): with those, every order of the handlers'
+  own steps against the clock's moves is explored (the sleep sets still
+  merge the orders that differ only in steps that commute).
 - *Sleep sets* (Godefroid 1996). After the branch that let option ``a`` go
   first, a sibling branch that lets ``b`` go first keeps ``a`` asleep for as
   long as the steps taken commute with it (calls on other items, reads of the
@@ -55,10 +59,12 @@ def _in(option: Option, options: Sequence[Option]) -> bool:
     return any(option.choice == o.choice for o in options)
 
 
-def _candidates(options: Sequence[Option], last: Delivery | None) -> list[Option]:
+def _candidates(
+    options: Sequence[Option], last: Delivery | None, local_first: bool
+) -> list[Option]:
     """The options explored at a decision, the default first (the persistent set)."""
     first = default_option(options, last)
-    local = [o for o in options if o.access.kind == "local" and o.fault is None]
+    local = [o for o in options if o.access.kind == "local" and o.fault is None and local_first]
     if local:
         own = (
             first.delivery
@@ -75,7 +81,10 @@ def _candidates(options: Sequence[Option], last: Delivery | None) -> list[Option
 class Exhaustive:
     """Stateless DFS with a persistent set for local steps and sleep sets for commuting calls."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, local_first: bool = True) -> None:
+        self.local_first = local_first
+        """Explore a delivery's own code alone (sound only while nothing else moves the clock:
+        off when the clock or timeout fault may run between two points)."""
         self._stack: list[_Node] = []
         self._started = False
         self.covered = False
@@ -131,7 +140,7 @@ class _Run:
             ]
         else:
             sleep = []
-        candidates = _candidates(options, last)
+        candidates = _candidates(options, last, self.search.local_first)
         for option in candidates:
             if not _in(option, sleep):
                 stack.append(_Node(candidates, option, sleep))
