@@ -171,6 +171,9 @@ def explore(
     first_failure: Judged | None = None
     with session.open():
         if options.schedule is not None:
+            # The default schedule first (not counted): it shows where outcomes live, as the
+            # search's first schedule showed it when the token was found.
+            run(Replay(Schedule(options.schedule.copies)), messages[: options.schedule.copies])
             judged = run(Replay(options.schedule), messages[: options.schedule.copies])
             result.schedules_run = 1
             _tally(result, judged)

@@ -16,6 +16,7 @@ the search and the report are ``loadtest.engine.explore``'s.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import uuid
@@ -35,6 +36,7 @@ from loadtest.emulation.explorer import Explorer
 from loadtest.emulation.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
 from loadtest.errors import BackendError, HandlerRefError
 from loadtest.model.checker import Check, check
+from loadtest.model.checker.passes import Model
 from loadtest.model.explore import Chooser
 from loadtest.model.history import EndState, History, SentMessage, key_string
 from loadtest.model.scenario import Scenario
@@ -136,6 +138,9 @@ class Session:
             idempotency_table=self.idempotency_table,
         )
         self.explorer: Explorer | None = None
+        self.outcome = scenario.outcome
+        """Where outcomes live: the scenario's key, taken as declared once a schedule stored
+        an outcome there (``run``)."""
         self._client: Any = None
 
     def _clients(self) -> Any:
@@ -242,9 +247,16 @@ class Session:
         end_state = self._end_state(
             execution, sent, len(execution.acks) + len(execution.dead_letters)
         )
-        return Judged(
-            execution, history, end_state, check(history, end_state, self.scenario.outcome)
-        )
+        judged = Judged(execution, history, end_state, check(history, end_state, self.outcome))
+        if (
+            not self.outcome.declared
+            and judged.check.counts.writes_accepted
+            and judged.check.outcome == Model.key(self.outcome).description
+        ):
+            # This schedule stored its outcome under the scenario's key: that is where
+            # outcomes live, also in a schedule that never got as far as storing one.
+            self.outcome = dataclasses.replace(self.outcome, declared=True)
+        return judged
 
     def _end_state(
         self, execution: Execution, sent: Sequence[SentMessage], settled: int
@@ -252,7 +264,7 @@ class Session:
         keys = dict(execution.keys)
         for m in sent:
             if m.business_id is not None:
-                key = self.scenario.outcome.key_for(m.business_id)
+                key = self.outcome.key_for(m.business_id)
                 keys.setdefault(key_string(key), key)
         items: dict[str, Any] = {}
         try:
