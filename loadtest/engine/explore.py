@@ -30,7 +30,7 @@ from loadtest.emulation.handlers import HandlerRef
 from loadtest.engine.explore_session import FRESH_SEPARATOR, Judged, Session, explored_messages
 from loadtest.engine.results import VariantRun
 from loadtest.errors import InputError
-from loadtest.model.explore import Fault, Replay, Schedule, schedule_of
+from loadtest.model.explore import Fault, Option, Replay, Schedule, schedule_of
 from loadtest.model.explore_search import Exhaustive, Pct
 from loadtest.model.explore_shrink import shrink
 from loadtest.model.history import SentMessage
@@ -125,7 +125,8 @@ def _settings(scenario: Scenario, options: ExploreOptions) -> ExploreSettings:
 
 
 def _plain(judged: Judged, business_ids: set[str]) -> list[Step]:
-    """The steps with each fresh business id (``id~N``) shown as the scenario's."""
+    """The steps with each fresh business id (``id~N``) shown as the scenario's, and each
+    message id as ``message-N`` (N: the copy), the same in every schedule and replay."""
     pattern = re.compile(
         "("
         + "|".join(re.escape(b) for b in sorted(business_ids, key=len, reverse=True))
@@ -133,13 +134,15 @@ def _plain(judged: Judged, business_ids: set[str]) -> list[Step]:
         + re.escape(FRESH_SEPARATOR)
         + r"\d+"
     )
+    message_ids = {m.message_id: f"message-{i + 1}" for i, m in enumerate(judged.history.sent)}
     steps = []
     for step in judged.execution.steps:
-        text = (
-            pattern.sub(r"\1", json.dumps(step.to_dict()))
-            if business_ids
-            else json.dumps(step.to_dict())
-        )
+        text = json.dumps(step.to_dict())
+        if business_ids:
+            text = pattern.sub(r"\1", text)
+        for fresh, plain in message_ids.items():
+            if fresh:
+                text = text.replace(fresh, plain)
         steps.append(Step(**json.loads(text)))
     return steps
 
@@ -236,17 +239,24 @@ def _shrunk(
     copies = len(messages)
     found = schedule_of(copies, failure.execution.taken)
 
-    def still_fails(candidate: Schedule) -> tuple[Schedule, int] | None:
+    def still_fails(candidate: Schedule) -> tuple[Schedule, int, tuple[int, ...]] | None:
         judged = run(Replay(candidate), messages[: candidate.copies])  # type: ignore[operator]
         if judged.verdict != "fail":
             return None
-        return schedule_of(candidate.copies, judged.execution.taken), len(judged.execution.taken)
+        taken = judged.execution.taken
+        return schedule_of(candidate.copies, taken), len(taken), _trace(taken)
 
-    best, _, tries = shrink(found, len(failure.execution.taken), still_fails)
+    best, _, tries = shrink(
+        found, len(failure.execution.taken), _trace(failure.execution.taken), still_fails
+    )
     result.shrink_tries = tries
     final: Judged = run(Replay(best), messages[: best.copies])  # type: ignore[operator]
     result.shown = final
     return Counterexample(best, _plain(final, _ids(messages)), final)
+
+
+def _trace(taken: Sequence[tuple[int, Option, Option]]) -> tuple[int, ...]:
+    return tuple(option.delivery.copy for _, option, _ in taken)
 
 
 def _ids(messages: Sequence[SentMessage]) -> set[str]:

@@ -19,8 +19,11 @@ from collections.abc import Callable, Iterator
 
 from loadtest.model.explore import Choice, Delivery, Schedule
 
-Replayed = tuple[Schedule, int]
-"""A candidate that still fails: the schedule its replay took, and its steps."""
+Trace = tuple[int, ...]
+"""The copy let go at each decision of a replay (decision index -> copy)."""
+
+Replayed = tuple[Schedule, int, Trace]
+"""A candidate that still fails: the schedule its replay took, its steps and its trace."""
 
 
 def size(schedule: Schedule, steps: int) -> tuple[int, int, int, int]:
@@ -28,10 +31,12 @@ def size(schedule: Schedule, steps: int) -> tuple[int, int, int, int]:
     return (schedule.copies, schedule.faults, steps, len(schedule.entries))
 
 
-def candidates(schedule: Schedule) -> Iterator[Schedule]:
+def candidates(schedule: Schedule, trace: Trace = ()) -> Iterator[Schedule]:
     for dropped in range(schedule.copies, 0, -1):
         if schedule.copies > 1:
-            yield _without_copy(schedule, dropped)
+            if trace:
+                yield _without_copy(schedule, dropped, trace)
+            yield _without_copy(schedule, dropped, ())
     for i, (_, choice) in enumerate(schedule.entries):
         if choice.fault is not None:
             yield Schedule(schedule.copies, schedule.entries[:i] + schedule.entries[i + 1 :])
@@ -40,8 +45,16 @@ def candidates(schedule: Schedule) -> Iterator[Schedule]:
             yield Schedule(schedule.copies, schedule.entries[:i] + schedule.entries[i + 1 :])
 
 
-def _without_copy(schedule: Schedule, dropped: int) -> Schedule:
-    """The schedule with copy ``dropped`` left out: its entries dropped, later copies renumbered."""
+def _without_copy(schedule: Schedule, dropped: int, trace: Trace) -> Schedule:
+    """The schedule with copy ``dropped`` left out: its entries dropped, later copies
+    renumbered; with the ``trace`` of the schedule's replay, the decisions that let the
+    dropped copy go are taken out of the numbering too (they do not happen without it)."""
+    renumbered: dict[int, int] = {}
+    if trace:
+        kept = 0
+        for decision, copy in enumerate(trace):
+            renumbered[decision] = kept
+            kept += copy != dropped
     entries = []
     for decision, choice in schedule.entries:
         copy = choice.delivery.copy
@@ -49,29 +62,30 @@ def _without_copy(schedule: Schedule, dropped: int) -> Schedule:
             continue
         if copy > dropped:
             choice = Choice(Delivery(copy - 1, choice.delivery.receive), choice.fault)
-        entries.append((decision, choice))
+        entries.append((renumbered.get(decision, decision), choice))
     return Schedule(schedule.copies - 1, tuple(entries))
 
 
 def shrink(
     schedule: Schedule,
     steps: int,
+    trace: Trace,
     still_fails: Callable[[Schedule], Replayed | None],
     *,
     max_tries: int = 500,
 ) -> tuple[Schedule, int, int]:
     """The smallest failing schedule reached from ``schedule``; also its steps and the tries made."""
-    best, best_steps, tries = schedule, steps, 0
+    best, best_steps, best_trace, tries = schedule, steps, trace, 0
     improved = True
     while improved and tries < max_tries:
         improved = False
-        for candidate in candidates(best):
+        for candidate in candidates(best, best_trace):
             if tries >= max_tries:
                 break
             tries += 1
             replayed = still_fails(candidate)
-            if replayed is not None and size(*replayed) < size(best, best_steps):
-                best, best_steps = replayed
+            if replayed is not None and size(*replayed[:2]) < size(best, best_steps):
+                best, best_steps, best_trace = replayed
                 improved = True
                 break
     return best, best_steps, tries

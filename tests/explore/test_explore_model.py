@@ -164,12 +164,21 @@ def test_shrink_drops_copies_faults_and_choices_while_it_still_fails() -> None:
         candidates(big)
     )
 
-    def fails(candidate: Schedule) -> tuple[Schedule, int] | None:
+    def fails(candidate: Schedule) -> tuple[Schedule, int, tuple[int, ...]] | None:
         # Fails while delivery 2 (renumbered or not) preempts at decision 1.
         wanted = (1, Choice(Delivery(candidate.copies)))
         ok = candidate.copies >= 2 and wanted in candidate.entries
-        return (candidate, 10) if ok else None
+        return (candidate, 10, ()) if ok else None
 
-    best, steps, tries = shrink(big, 12, fails)
+    best, steps, tries = shrink(big, 12, (), fails)
     assert best == Schedule(2, ((1, Choice(Delivery(2))),))
     assert steps == 10 and tries > 0
+
+
+def test_dropping_a_copy_takes_its_decisions_out_of_the_numbering() -> None:
+    # Copy 1 went at decisions 0 and 3, copy 2 at 1, 2 and 4 (a crash).
+    schedule = Schedule(2, ((1, Choice(Delivery(2))), (4, Choice(Delivery(2), Fault.CRASH))))
+    without_first = list(candidates(schedule, (1, 2, 2, 1, 2)))[2]
+    assert without_first == Schedule(
+        1, ((0, Choice(Delivery(1))), (2, Choice(Delivery(1), Fault.CRASH)))
+    )
