@@ -10,6 +10,8 @@ Bad input raises the named errors the CLI maps to exit 2 (``InputError``,
 ``ScenarioError``, ``HandlerRefError``, ``ThresholdError``) and 3
 (``BackendError``, ``CredentialsError``). Prints nothing, never exits.
 
+``new_scenario`` writes a first, commented scenario for a handler (``loadtest new``).
+
 ``run`` is ``execute(prepare(...))``: a caller that must act between the
 two (the CLI claims its report files once the scenario's name is known) calls
 them apart, and ``salvaged`` turns what an interrupted run measured into a
@@ -30,6 +32,12 @@ from loadtest.engine import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salv
 from loadtest.errors import InputError
 from loadtest.model.checker import Counts
 from loadtest.model.cost import Prices
+from loadtest.model.scaffold import (
+    environment_reads,
+    hardcoded_tables,
+    sample_template,
+    scenario_text,
+)
 from loadtest.model.scenario import Scenario, load_scenario
 from loadtest.model.thresholds import check_scenario, check_variants, parse_thresholds
 from loadtest.reports.report import build_report, verdict_exit_code
@@ -411,3 +419,53 @@ def explore(
         result = explore_schedules(resolved, refs[0], resolved_target, options)
     scenario_ref = resolved.name if not isinstance(scenario, str | Path) else str(scenario)
     return Report(explore_report(result, scenario_ref=scenario_ref, command=command))
+
+
+def new_scenario(
+    handler: str, *, sample_message: str | Path | None = None, id_field: str | None = None
+) -> str:
+    """The commented scenario ``loadtest new`` writes for ``handler``: the body template
+    from ``sample_message`` (a JSON file: a body, an SNS notification, an EventBridge event
+    or a Lambda SQS event), ``{id}`` where ``id_field`` is, the environment variables and
+    table names the handler's source reads. Bad input raises ``InputError``."""
+    ref = parse_ref(handler)
+    origin = ref.path or _module_file(str(ref.module))
+    try:
+        source = Path(origin).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"the handler's source {origin!r} could not be read: {exc}") from exc
+    sample = None
+    if sample_message is not None:
+        path = Path(sample_message)
+        try:
+            message = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"sample message {str(path)!r} could not be read: {exc}") from exc
+        except ValueError as exc:
+            raise InputError(f"sample message {str(path)!r} is not JSON: {exc}") from exc
+        sample = sample_template(message, id_field, str(path))
+    elif id_field is not None:
+        raise InputError("--id-field names a field of the sample message: give --sample-message")
+    return scenario_text(
+        handler,
+        sample,
+        None if sample_message is None else str(sample_message),
+        environment_reads(source, origin),
+        tables=hardcoded_tables(source, origin),
+        environment_live=False,
+    )
+
+
+def _module_file(module: str) -> str:
+    import importlib.util
+    import os
+    import sys
+
+    sys.path.insert(0, os.getcwd())
+    try:
+        spec = importlib.util.find_spec(module)
+    finally:
+        sys.path.remove(os.getcwd())
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        raise InputError(f"the source of handler module {module!r} cannot be found")
+    return spec.origin

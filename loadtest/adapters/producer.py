@@ -15,11 +15,12 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import botocore.exceptions
 
+from loadtest.model.envelopes import sqs_attributes
 from loadtest.model.history import History, SentMessage
 from loadtest.model.schedule import Part, PlannedMessage, split
 
@@ -163,10 +164,13 @@ def is_fifo(queue_url: str) -> bool:
     return queue_url.endswith(".fifo")
 
 
-def entry(m: PlannedMessage, *, fifo: bool) -> dict[str, str]:
-    """One SendMessageBatch entry for ``m``; a FIFO queue also gets its group and
-    deduplication ids (none for content-based deduplication: the queue hashes the body)."""
-    built = {"Id": str(m.index), "MessageBody": m.body}
+def entry(m: PlannedMessage, *, fifo: bool) -> dict[str, Any]:
+    """One SendMessageBatch entry for ``m``, with its message attributes; a FIFO queue also
+    gets its group and deduplication ids (none for content-based deduplication: the queue
+    hashes the body)."""
+    built: dict[str, Any] = {"Id": str(m.index), "MessageBody": m.body}
+    if m.attributes:
+        built["MessageAttributes"] = sqs_attributes(m.attributes)
     if fifo:
         built["MessageGroupId"] = m.group_id
         if m.deduplication_id is not None:

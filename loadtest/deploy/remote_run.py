@@ -40,6 +40,7 @@ from loadtest.deploy.lambda_deploy import (
 )
 from loadtest.emulation.handlers import HandlerRef
 from loadtest.emulation.runner import Progress, Settlement
+from loadtest.model.body import body_shape
 from loadtest.model.checker import Check, check
 from loadtest.model.history import EndState, History
 from loadtest.model.metrics import Latency, latencies
@@ -243,7 +244,7 @@ async def drive(
         ref=ref,
         history=history,
         end_state=end_state,
-        check=check(history, end_state, scenario.outcome),
+        check=check(history, end_state, scenario.outcome, body=body_shape(scenario.workload)),
         latency=latencies(history),
         duration_s=max(0, history.ended_ns - history.started_ns) / 1e9,
         cold_starts=collector.environments(),

@@ -7,8 +7,12 @@ record shape; attribute names are lower camel case in the event.
 from __future__ import annotations
 
 import base64
-import json
 from typing import Any
+
+from loadtest.model.body import BodyShape
+
+FLAT = BodyShape()
+"""The lab's body: ``{"id": ..., ...}``."""
 
 
 def _base64(value: Any) -> str:
@@ -53,15 +57,10 @@ def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> di
     return {"Records": [sqs_record(m, queue_arn, region) for m in messages]}
 
 
-def business_id_of(body: str) -> str | None:
-    """The business ``id`` of a JSON body, or None when there is none (a poison message)."""
-    try:
-        parsed = json.loads(body)
-    except ValueError:
-        return None
-    if isinstance(parsed, dict) and isinstance(parsed.get("id"), str):
-        return str(parsed["id"])
-    return None
+def business_id_of(body: str, shape: BodyShape = FLAT) -> str | None:
+    """The business id a body carries where ``shape`` says (by default the flat body's
+    string ``id``), or None when there is none (a poison message)."""
+    return shape.business_id(body)
 
 
 def batch_item_failures(result: Any, message_ids: set[str]) -> set[str] | None:

@@ -28,10 +28,11 @@ import anyio.lowlevel
 from loadtest.emulation.dispatcher import Dispatcher as Dispatcher
 from loadtest.emulation.dispatcher import dispatches as dispatches
 from loadtest.emulation.environments import ExecutionEnvironment, Reply
-from loadtest.emulation.events import batch_item_failures, business_id_of, sqs_event
+from loadtest.emulation.events import FLAT, batch_item_failures, business_id_of, sqs_event
 from loadtest.emulation.redaction import REDACTED as REDACTED
 from loadtest.emulation.redaction import _lazy_fragments, _redact
 from loadtest.emulation.redaction import redact as redact
+from loadtest.model.body import BodyShape
 from loadtest.model.history import (
     Ack,
     DeadLetter,
@@ -205,9 +206,11 @@ class Poller:
         on_writes: Callable[[tuple[WriteRecord, ...], tuple[Record, ...]], None],
         clock: Callable[[], int] = time.monotonic_ns,
         acknowledge: Acknowledge | None = None,
+        body: BodyShape = FLAT,
     ) -> None:
         """``acknowledge``, when given, takes the messages to delete instead of a
-        DeleteMessageBatch per invocation (see ``Dispatcher``)."""
+        DeleteMessageBatch per invocation (see ``Dispatcher``); ``body`` says where a
+        record's body carries its business id."""
         self.sqs = sqs
         self.queue_url = queue_url
         self.queue_arn = queue_arn
@@ -221,6 +224,7 @@ class Poller:
         self.on_writes = on_writes
         self.clock = clock
         self.acknowledge = acknowledge
+        self.body = body
 
     async def run(self) -> None:
         # The stop flag is checked between polls: a poll waits at most
@@ -273,7 +277,7 @@ class Poller:
             Record(
                 message_id=m["MessageId"],
                 receive_count=int(m.get("Attributes", {}).get("ApproximateReceiveCount", "1")),
-                business_id=business_id_of(m["Body"]),
+                business_id=business_id_of(m["Body"], self.body),
             )
             for m in messages
         )
@@ -383,8 +387,10 @@ async def watch_dead_letters(
     settlement: Settlement,
     progress: Progress,
     clock: Callable[[], int] = time.monotonic_ns,
+    body: BodyShape = FLAT,
 ) -> None:
-    """Record each message that reaches the DLQ (runs until cancelled)."""
+    """Record each message that reaches the DLQ (runs until cancelled); ``body`` says where
+    a message's body carries its business id."""
     seen: set[str] = set()
     while True:
         response = await sqs.receive_message(
@@ -402,4 +408,4 @@ async def watch_dead_letters(
             count = int(message.get("Attributes", {}).get("ApproximateReceiveCount", "0"))
             history.dead_letters.append(DeadLetter(message_id, count, clock()))
             progress.dead_lettered += 1
-            settlement.settle(message_id, business_id_of(message.get("Body", "")))
+            settlement.settle(message_id, business_id_of(message.get("Body", ""), body))

@@ -33,6 +33,7 @@ from loadtest.emulation.runner import (
     Progress,
 )
 from loadtest.interrupts import Stop
+from loadtest.model.body import body_shape
 from loadtest.model.checker import check
 from loadtest.model.history import EndState, History
 from loadtest.model.metrics import latencies
@@ -269,7 +270,13 @@ def _variant_run(
         settings=settings,
         history=history,
         end_state=end_state,
-        check=check(history, end_state, scenario.outcome, cut_short=cut_short),
+        check=check(
+            history,
+            end_state,
+            scenario.outcome,
+            cut_short=cut_short,
+            body=body_shape(scenario.workload),
+        ),
         latency=latency,
         duration_s=max(0, history.ended_ns - history.started_ns) / 1e9,
         cold_starts=sum(env.cold_starts for env in environments),

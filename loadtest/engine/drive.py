@@ -25,6 +25,7 @@ from loadtest.emulation.runner import (
     dispatches,
     watch_dead_letters,
 )
+from loadtest.model.body import body_shape
 from loadtest.model.checker import LiveDuplicates
 from loadtest.model.history import History, Record, WriteRecord
 from loadtest.model.rate import RateWatch, requested_per_s
@@ -70,6 +71,7 @@ async def drive(
     stopping = anyio.Event()
     watcher_scope = anyio.CancelScope()
     live = _LiveDuplicates(progress, scenario)
+    shape = body_shape(scenario.workload)
     watch = RateWatch(requested_per_s(scenario))
     stop_sending = anyio.Event()
     history.started_ns = clock()
@@ -86,7 +88,7 @@ async def drive(
 
     async def watcher() -> None:
         with watcher_scope:
-            await watch_dead_letters(sqs, dlq_url, history, settlement, progress, clock)
+            await watch_dead_letters(sqs, dlq_url, history, settlement, progress, clock, body=shape)
 
     async def reporter() -> None:
         # Watches the rate and the backlog, whether or not anyone shows progress.
@@ -126,6 +128,7 @@ async def drive(
                         stopping=stopping,
                         on_writes=live,
                         clock=clock,
+                        body=shape,
                     )
                     pollers.append(poller)
                 if dispatches(scenario.consumer):

@@ -33,6 +33,10 @@ File format (every table and key optional)::
     message_group = "business-id"       # FIFO MessageGroupId per id | "fixed" (message_groups)
     message_groups = 1
 
+    body = { orderId = "{id}", quantity = "{quantity}" }   # template of generated bodies
+    envelope = "none"                   # | "sns" (body in Message) | "eventbridge" (in detail)
+    attributes = { source = "web" }     # SQS message attributes: String, Number or Binary
+
     [[workload.messages]]               # explicit bodies instead of generated ids
     body = { id = "dedup-order", quantity = 4 }
     copies = 3
@@ -75,6 +79,8 @@ from pathlib import Path
 from typing import Any
 
 from loadtest.errors import ScenarioError
+from loadtest.model.body import check_attribute_placeholders, compile_template
+from loadtest.model.envelopes import Envelope, parse_attributes, parse_envelope
 from loadtest.model.history import OutcomeKey
 from loadtest.model.scenario_fields import (
     NAME_MAX_CHARS as NAME_MAX_CHARS,
@@ -83,6 +89,7 @@ from loadtest.model.scenario_fields import (
     RELAXABLE as RELAXABLE,
 )
 from loadtest.model.scenario_fields import (
+    STRUCTURED,
     _allow,
     _check_combinations,
     _check_keys,
@@ -203,7 +210,7 @@ _SECTION_OF = {
     f.name: section
     for section, cls in _SECTIONS.items()
     for f in dataclasses.fields(cls)
-    if f.name != "messages"
+    if f.name not in STRUCTURED
 }
 
 
@@ -238,8 +245,14 @@ def parse_scenario(
         )
     w_raw = _table(raw, "workload", source)
     workload = _section(Workload, w_raw, source, "workload")
+    attributes = parse_attributes(w_raw.get("attributes", {}), source)
+    check_attribute_placeholders(attributes, source)
     workload = dataclasses.replace(
-        workload, messages=tuple(_explicit_messages(w_raw.get("messages", []), source))
+        workload,
+        messages=tuple(_explicit_messages(w_raw.get("messages", []), source)),
+        body=compile_template(w_raw["body"], source) if "body" in w_raw else None,
+        envelope=parse_envelope(w_raw.get("envelope", "none"), source),
+        attributes=attributes,
     )
     consumer = _section(ConsumerSettings, _table(raw, "consumer", source), source, "consumer")
     faults = _section(Faults, _table(raw, "faults", source), source, "faults")
@@ -274,12 +287,24 @@ def to_raw(scenario: Scenario) -> dict[str, Any]:
     for section in _SECTIONS:
         values = dataclasses.asdict(getattr(scenario, section))
         raw[section] = {k: v.value if isinstance(v, StrEnum) else v for k, v in values.items()}
+    workload = scenario.workload
+    # The message's shape, where a scenario gave one (the lab's plain body otherwise).
+    for name in ("body", "envelope", "attributes"):
+        raw["workload"].pop(name)
+    if workload.body is not None:
+        raw["workload"]["body"] = workload.body.raw
+    if workload.envelope != Envelope():
+        raw["workload"]["envelope"] = workload.envelope.to_raw()
+    if workload.attributes:
+        raw["workload"]["attributes"] = {a.name: a.to_raw() for a in workload.attributes}
     raw["workload"]["messages"] = [
         {"body": m.body, "copies": m.copies, **({"poison": True} if m.poison else {})}
         for m in scenario.workload.messages
     ]
-    if scenario.outcome.declared or scenario.outcome != OutcomeKey():
+    if scenario.outcome.declared or scenario.outcome.templates != OutcomeKey().templates:
         raw["outcome"] = {"key": dict(scenario.outcome.templates)}
+    if scenario.outcome.fields:
+        raw.setdefault("outcome", {})["fields"] = list(scenario.outcome.fields)
     return raw
 
 

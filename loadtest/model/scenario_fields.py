@@ -38,6 +38,9 @@ RELAXABLE: tuple[str, ...] = (
 """Default-verdict reasons a scenario may allow (``[verdict.allow]``), by count name."""
 
 
+STRUCTURED = frozenset({"messages", "body", "envelope", "attributes"})
+"""Workload fields that are tables or arrays, parsed on their own (not overrides)."""
+
 NAME_MAX_CHARS = 64
 """The longest scenario name: it becomes part of report file names."""
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -128,7 +131,7 @@ def _section(cls: type[Any], raw: Mapping[str, Any], source: str, path: str) -> 
     given = {
         name: _value(name, raw[name], hints[name], source, f"{path}.")
         for name in names
-        if name in raw and name != "messages"
+        if name in raw and name not in STRUCTURED
     }
     return cls(**given)
 
@@ -137,10 +140,12 @@ _ATTRIBUTE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
 
 
 def _outcome(raw: Mapping[str, Any], source: str) -> OutcomeKey:
-    """``[outcome] key = { pk = "ORDER#{id}" }``: one or two key attributes (hash, then range)."""
-    _check_keys(raw, {"key"}, source, "outcome")
+    """``[outcome] key = { pk = "ORDER#{id}" }``: one or two key attributes (hash, then
+    range); ``[outcome] fields = ["status", "total"]``: what a complete outcome holds."""
+    _check_keys(raw, {"key", "fields"}, source, "outcome")
+    fields = _outcome_fields(raw.get("fields", []), source)
     if "key" not in raw:
-        return OutcomeKey()
+        return OutcomeKey(fields=fields)
     key = raw["key"]
     allowed = 'a table of one or two attributes, e.g. { id = "{id}" } or { pk = "ORDER#{id}", sk = "ORDER" }'
     if not isinstance(key, Mapping) or not 1 <= len(key) <= 2:
@@ -157,8 +162,24 @@ def _outcome(raw: Mapping[str, Any], source: str) -> OutcomeKey:
             f"needs {{id}} (got {dict(key)!r})"
         )
     return OutcomeKey(
-        tuple((str(name), str(template)) for name, template in key.items()), declared=True
+        tuple((str(name), str(template)) for name, template in key.items()),
+        declared=True,
+        fields=fields,
     )
+
+
+def _outcome_fields(fields: Any, source: str) -> tuple[str, ...]:
+    """``[outcome] fields``: a list of distinct attribute names."""
+    if not isinstance(fields, list) or not all(
+        isinstance(name, str) and _ATTRIBUTE_NAME.match(name) for name in fields
+    ):
+        raise ScenarioError(
+            f"{source}: outcome.fields must be a list of attribute names, e.g. "
+            f'["status", "total_cents"], got {fields!r}'
+        )
+    if len(set(fields)) != len(fields):
+        raise ScenarioError(f"{source}: outcome.fields names an attribute twice: {fields!r}")
+    return tuple(fields)
 
 
 def _check_combinations(
@@ -166,6 +187,7 @@ def _check_combinations(
 ) -> None:
     """Settings legal one by one but impossible together (refused, as AWS would)."""
     _check_fifo(workload, consumer, faults, source)
+    _check_body(workload, source)
     if consumer.batch_size > 10 and consumer.batching_window_s < 1:
         raise ScenarioError(
             f"{source}: consumer.batch_size = {consumer.batch_size} needs consumer.batching_window_s "
@@ -180,6 +202,30 @@ def _check_combinations(
         raise ScenarioError(
             f"{source}: workload.copy_spacing = 'spread' needs workload.copy_spread_s > 0 (seconds)"
         )
+
+
+def _check_body(workload: Workload, source: str) -> None:
+    """A body template's placeholders against the generated workload it serves."""
+    if workload.messages and any("{quantity}" in a.value for a in workload.attributes):
+        raise ScenarioError(
+            f"{source}: workload.attributes place {{quantity}}, which only generated messages "
+            "have; [[workload.messages]] gives explicit bodies"
+        )
+    template = workload.body
+    if template is None:
+        return
+    if workload.messages:
+        raise ScenarioError(
+            f"{source}: workload.body is a template for generated messages; "
+            "[[workload.messages]] gives explicit bodies instead: give one or the other"
+        )
+    for fraction in ("conflict_fraction", "poison_fraction"):
+        if getattr(workload, fraction) > 0 and not template.uses("quantity"):
+            raise ScenarioError(
+                f"{source}: workload.{fraction} changes a message's {{quantity}}, but "
+                'workload.body does not place it: add e.g. quantity = "{quantity}" to the body, '
+                f"or leave {fraction} out"
+            )
 
 
 def _check_fifo(

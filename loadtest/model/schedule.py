@@ -18,6 +18,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import overload
 
+from loadtest.model.body import envelop, message_values, render_message
+from loadtest.model.envelopes import EnvelopeKind
 from loadtest.model.scenario import (
     Arrival,
     CopySpacing,
@@ -55,6 +57,9 @@ class PlannedMessage:
     deduplication_id: str | None = None
     """The ``MessageDeduplicationId`` a FIFO queue is sent; ``None`` leaves it to the queue's
     content-based deduplication."""
+    attributes: tuple[tuple[str, str, str], ...] = ()
+    """SQS message attributes to send, each ``(name, data type, value as text)`` (a
+    ``Binary`` value base64)."""
 
 
 def _other_quantity(quantity: int, rng: random.Random) -> int:
@@ -105,6 +110,9 @@ class Schedule(Sequence[PlannedMessage]):
     """The quantity a generated message's body carries (unused for explicit messages)."""
     flags: array[int]
     """``_CONFLICTING`` and ``_POISON`` bits."""
+    seed: int = 0
+    """The run's seed: what a body's ``{uuid}`` and ``{timestamp}`` and an envelope's ids
+    are derived from."""
 
     def __len__(self) -> int:
         return len(self.indexes)
@@ -131,26 +139,43 @@ class Schedule(Sequence[PlannedMessage]):
         workload = self.workload
         source, copy, flags = self.sources[position], self.copies[position], self.flags[position]
         business_id: str | None
+        index = self.indexes[position]
+        offset_ns = self.offsets_ns[position]
+        attributes: tuple[tuple[str, str, str], ...] = ()
+        plain = workload.envelope.kind is EnvelopeKind.NONE and not workload.attributes
         if workload.messages:
-            business_id, body = _explicit(workload.messages[source])
+            explicit = workload.messages[source]
+            business_id, body = _explicit(explicit)
+            if not plain:
+                values = message_values(business_id or "", 0, copy, index, self.seed, offset_ns)
+                body, attributes = envelop(
+                    workload, explicit.body, values, seed=self.seed, offset_ns=offset_ns
+                )
         else:
             width = max(5, len(str(workload.distinct_ids)))
             business_id = f"{workload.id_prefix}-{source:0{width}d}"
-            # What json.dumps({"id": ..., "quantity": ...}, separators=(",", ":")) writes.
-            body = f'{{"id":{json.dumps(business_id)},"quantity":{self.quantities[position]}}}'
-        index = self.indexes[position]
+            quantity = self.quantities[position]
+            if plain and workload.body is None:
+                # What json.dumps({"id": ..., "quantity": ...}, separators=(",", ":")) writes.
+                body = f'{{"id":{json.dumps(business_id)},"quantity":{quantity}}}'
+            else:
+                values = message_values(business_id, quantity, copy, index, self.seed, offset_ns)
+                body, attributes = render_message(
+                    workload, workload.body, values, seed=self.seed, offset_ns=offset_ns
+                )
         group_id, deduplication_id = fifo_ids(business_id, index, workload)
         return PlannedMessage(
             index=index,
             business_id=business_id,
             body=body,
-            offset_ns=self.offsets_ns[position],
+            offset_ns=offset_ns,
             copy=copy,
             after_first=self.waits(position),
             conflicting=bool(flags & _CONFLICTING),
             poison=bool(flags & _POISON),
             group_id=group_id,
             deduplication_id=deduplication_id,
+            attributes=attributes,
         )
 
     def waits(self, position: int) -> bool:
@@ -301,6 +326,18 @@ def plan(workload: Workload, seed: int) -> Schedule:
         copies=array("q", [copies_of[i] for i in order]),
         quantities=array("b", [quantity[i] for i in order]),
         flags=array("B", [flags[i] for i in order]),
+        # Kept only where it shapes the bytes sent: schedules equal in every message compare equal.
+        seed=seed if _seeded(workload) else 0,
+    )
+
+
+def _seeded(workload: Workload) -> bool:
+    """Whether the seed shapes a message's bytes beyond what the arrays hold (a template's
+    ``{uuid}`` and ``{timestamp}``, an envelope's ids, attributes' placeholders)."""
+    return (
+        workload.body is not None
+        or bool(workload.attributes)
+        or workload.envelope.kind is not EnvelopeKind.NONE
     )
 
 

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from loadtest.model.body import BodyTemplate
+from loadtest.model.envelopes import Envelope, MessageAttribute
+
 JsonObject = dict[str, Any]
 
 
@@ -132,6 +135,14 @@ class Workload:
     """The starting rate of a ``ramp`` (messages per second)."""
     messages: tuple[ExplicitMessage, ...] = ()
     """Explicit bodies; when present they replace the generated ids."""
+    body: BodyTemplate | None = None
+    """The template generated messages are made from (``loadtest.model.body``); ``None``:
+    ``{"id": ..., "quantity": ...}``."""
+    envelope: Envelope = field(default_factory=Envelope)
+    """What wraps each body on the queue: nothing, an SNS notification or an EventBridge event."""
+    attributes: tuple[MessageAttribute, ...] = ()
+    """SQS message attributes sent with every message (in an SNS envelope: its
+    ``MessageAttributes``)."""
     message_group: MessageGroup = field(
         default=MessageGroup.BUSINESS_ID,
         metadata=_override("FIFO: MessageGroupId per 'business-id' or 'fixed' groups.", "HOW"),

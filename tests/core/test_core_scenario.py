@@ -172,9 +172,9 @@ def test_unknown_key_messages_list_the_allowed_keys_of_each_table() -> None:
         "allowed: consumer, description, faults, name, outcome, run, seed, thresholds, variants, verdict, workload"
     )
     assert refusal({"workload": {"bogus": 1}}).endswith(
-        "allowed: arrival, conflict_fraction, copies, copy_spacing, copy_spread_s, deduplication, "
-        "distinct_ids, id_prefix, message_group, message_groups, messages, order, "
-        "poison_fraction, ramp_from_per_s, rate_per_s"
+        "allowed: arrival, attributes, body, conflict_fraction, copies, copy_spacing, "
+        "copy_spread_s, deduplication, distinct_ids, envelope, id_prefix, message_group, "
+        "message_groups, messages, order, poison_fraction, ramp_from_per_s, rate_per_s"
     )
     assert refusal({"consumer": {"bogus": 1}}).endswith(
         "allowed: batch_size, batching_window_s, concurrency, fifo, function_timeout_s, "
