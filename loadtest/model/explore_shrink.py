@@ -8,7 +8,8 @@ normalised) and its number of steps, or None when the candidate passed.
 
 Candidates, smallest first: one copy of the message fewer (each copy in turn:
 its entries dropped, the later copies' renumbered), each fault removed, each non-default choice
-removed (later decisions then take the default: fewer preemptions).
+removed (later decisions then take the default: fewer preemptions), and, for a schedule
+that still switches deliveries more than once, each single switch instead.
 
 Pure.
 """
@@ -43,6 +44,16 @@ def candidates(schedule: Schedule, trace: Trace = ()) -> Iterator[Schedule]:
     for i, (_, choice) in enumerate(schedule.entries):
         if choice.fault is None:
             yield Schedule(schedule.copies, schedule.entries[:i] + schedule.entries[i + 1 :])
+    faults = tuple(e for e in schedule.entries if e[1].fault is not None)
+    if len(schedule.entries) - len(faults) >= 2:
+        # Several switches that fail together may fail as one switch elsewhere: try each
+        # single switch (decision, copy), earliest first.
+        for decision in range(len(trace)):
+            for copy in range(1, schedule.copies + 1):
+                switch = (decision, Choice(Delivery(copy)))
+                yield Schedule(
+                    schedule.copies, tuple(sorted((*faults, switch), key=lambda e: e[0]))
+                )
 
 
 def _without_copy(schedule: Schedule, dropped: int, trace: Trace) -> Schedule:
