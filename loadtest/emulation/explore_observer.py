@@ -22,6 +22,7 @@ from botocore.client import BaseClient
 
 from loadtest.emulation.observer import READ_APIS, Sink, WriteObserver
 from loadtest.emulation.observer_plans import Call
+from loadtest.emulation.record_marks import current_record
 from loadtest.model.explore import Access
 from loadtest.model.history import key_string
 
@@ -140,8 +141,9 @@ class GatedObserver(WriteObserver):
         if self.gate.before_call(call.operation, access, target) == THROTTLED:
             answer = _throttled()
             if call.kind != "read":
-                started = self._begin(call)
-                self._answer(call, answer[0], answer[1], started)
+                record_id = current_record()
+                started = self._begin(call, record_id)
+                self._answer(call, answer[0], answer[1], started, record_id)
         else:
             answer = super()._send(call, send)
         self.gate.after_call()

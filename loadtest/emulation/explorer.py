@@ -32,6 +32,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from loadtest.emulation import record_marks
 from loadtest.emulation.envhost import FunctionIdentity, LambdaContext
 from loadtest.emulation.explore_observer import THROTTLED, GatedObserver
 from loadtest.emulation.explore_runs import (
@@ -169,7 +170,8 @@ class Explorer:
         try:
             self._park(run, Point.START, LOCAL)
             run.started, run.started_ns = True, self.clock.elapsed_ns
-            event = {"Records": [self._record(run)]}
+            # Records that mark themselves when read, as the observer layer hands them over.
+            event = record_marks.tracked({"Records": [self._record(run)]})
             # Made in this thread: its deadline and remaining time follow the virtual clock.
             context = LambdaContext(run.request_id, self._timeout_ns // 1_000_000, self.function)
             result = self.handler(event, context)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import lock_unconditional
-from _jobs import dynamodb, job, table
+import lock_unconditional  # type: ignore[import-not-found]
+from _jobs import dynamodb, job, table  # type: ignore[import-not-found]
 
 
 def write(order_id: str, quantity: int) -> None:

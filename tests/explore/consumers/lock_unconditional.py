@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from _jobs import dynamodb, job, order_item, table
+from _jobs import dynamodb, job, order_item, table  # type: ignore[import-not-found]
 
 LOCK_TTL_S = 10
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from _jobs import dynamodb, job, table
-from message_id_overwrite import item
+from _jobs import dynamodb, job, table  # type: ignore[import-not-found]
+from message_id_overwrite import item  # type: ignore[import-not-found]
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _jobs import dynamodb, job, table
+from _jobs import dynamodb, job, table  # type: ignore[import-not-found]
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
