@@ -38,7 +38,7 @@ class Gate(Protocol):
 
     def before_call(self, operation: str, access: Access, target: str) -> str | None: ...
 
-    def after_call(self) -> None: ...
+    def after_call(self, answer: str | None = None) -> None: ...
 
 
 class _Throttled:
@@ -59,6 +59,17 @@ def _throttled() -> tuple[Any, dict[str, Any]]:
         },
         "ResponseMetadata": {"HTTPStatusCode": 400, "HTTPHeaders": {}, "RetryAttempts": 0},
     }
+
+
+def _answer_text(answer: Any) -> str:
+    """A call's answer in a word: ``ok``, or the error code it was answered with."""
+    try:
+        http, parsed = answer
+        if int(getattr(http, "status_code", 200)) < 300:
+            return "ok"
+        return str(parsed.get("Error", {}).get("Code", "error"))
+    except (TypeError, ValueError, AttributeError):
+        return "answered"
 
 
 def _describe_key(key: dict[str, Any] | None) -> str:
@@ -124,7 +135,7 @@ class GatedObserver(WriteObserver):
             answer = _throttled()
         else:
             answer = send()
-        self.gate.after_call()
+        self.gate.after_call(_answer_text(answer))
         return answer
 
     def _send(self, call: Call, send: Callable[[], Any]) -> Any:

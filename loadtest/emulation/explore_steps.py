@@ -116,10 +116,10 @@ class StepLog:
                 else observation.item_before
             )
 
-    def answered(self, delivery: Delivery) -> None:
+    def answered(self, delivery: Delivery, answer: str | None = None) -> None:
         step = self._open.pop(delivery, None)
         if step is not None and step.answer is None:
-            step.answer = "answered"
+            step.answer = answer or "answered"
 
     def note(self, delivery: Delivery, what: str, fault: Fault | None = None) -> None:
         self._add(delivery, what, fault)

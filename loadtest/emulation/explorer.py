@@ -151,9 +151,9 @@ class Explorer:
             access = Access(access.kind, frozenset(keys))
         return self._park(run, Point.CALL, access)
 
-    def after_call(self) -> None:
+    def after_call(self, answer: str | None = None) -> None:
         run: Run = self._local.run
-        self._log.answered(run.delivery)
+        self._log.answered(run.delivery, answer)
         self._park(run, Point.ANSWER, LOCAL)
 
     def _sleep(self, seconds: float) -> None:

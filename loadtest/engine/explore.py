@@ -124,9 +124,10 @@ def _settings(scenario: Scenario, options: ExploreOptions) -> ExploreSettings:
     )
 
 
-def _plain(judged: Judged, business_ids: set[str]) -> list[Step]:
+def _plain(judged: Judged, business_ids: set[str], tables: dict[str, str]) -> list[Step]:
     """The steps with each fresh business id (``id~N``) shown as the scenario's, and each
-    message id as ``message-N`` (N: the copy), the same in every schedule and replay."""
+    message id as ``message-N`` (N: the copy), and the session's tables by the variable
+    that names them (``tables``): the same in every schedule and replay."""
     pattern = re.compile(
         "("
         + "|".join(re.escape(b) for b in sorted(business_ids, key=len, reverse=True))
@@ -140,7 +141,7 @@ def _plain(judged: Judged, business_ids: set[str]) -> list[Step]:
         text = json.dumps(step.to_dict())
         if business_ids:
             text = pattern.sub(r"\1", text)
-        for fresh, plain in message_ids.items():
+        for fresh, plain in [*message_ids.items(), *tables.items()]:
             if fresh:
                 text = text.replace(fresh, plain)
         steps.append(Step(**json.loads(text)))
@@ -162,6 +163,7 @@ def explore(
         )
     result = ExploreResult(scenario, ref, target, options, messages)
     session = Session(scenario, ref, target, _settings(scenario, options))
+    tables = {session.table: "$TABLE_NAME", session.idempotency_table: "$IDEMPOTENCY_TABLE_NAME"}
     started = time.perf_counter()
     counter = 0
 
@@ -215,10 +217,10 @@ def explore(
         if first_failure is not None and options.schedule is not None:
             # A replay shows exactly the schedule it was given, not a shrunk one.
             result.counterexample = Counterexample(
-                options.schedule, _plain(first_failure, _ids(messages)), first_failure
+                options.schedule, _plain(first_failure, _ids(messages), tables), first_failure
             )
         elif first_failure is not None:
-            result.counterexample = _shrunk(result, first_failure, messages, run)
+            result.counterexample = _shrunk(result, first_failure, messages, run, tables)
     return result
 
 
@@ -234,7 +236,11 @@ def _tally(result: ExploreResult, judged: Judged) -> None:
 
 
 def _shrunk(
-    result: ExploreResult, failure: Judged, messages: list[SentMessage], run: object
+    result: ExploreResult,
+    failure: Judged,
+    messages: list[SentMessage],
+    run: object,
+    tables: dict[str, str],
 ) -> Counterexample:
     copies = len(messages)
     found = schedule_of(copies, failure.execution.taken)
@@ -252,7 +258,7 @@ def _shrunk(
     result.shrink_tries = tries
     final: Judged = run(Replay(best), messages[: best.copies])  # type: ignore[operator]
     result.shown = final
-    return Counterexample(best, _plain(final, _ids(messages)), final)
+    return Counterexample(best, _plain(final, _ids(messages), tables), final)
 
 
 def _trace(taken: Sequence[tuple[int, Option, Option]]) -> tuple[int, ...]:

@@ -33,7 +33,7 @@ from loadtest.emulation import virtual_clock
 from loadtest.emulation.envhost import FunctionIdentity, load_handler
 from loadtest.emulation.explore_runs import Execution, ExploreSettings
 from loadtest.emulation.explorer import Explorer
-from loadtest.emulation.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
+from loadtest.emulation.handlers import HandlerRef
 from loadtest.errors import BackendError, HandlerRefError
 from loadtest.model.checker import Check, check
 from loadtest.model.checker.passes import Model
@@ -186,8 +186,8 @@ class Session:
             try:
                 self._client = self._clients()
                 self._create_table(self.table, key_names)
-                if self.ref.variant in NEEDS_IDEMPOTENCY_TABLE:
-                    self._create_table(self.idempotency_table, ("id",))
+                # Any handler may keep idempotency records (Powertools and the like).
+                self._create_table(self.idempotency_table, ("id",))
             except (BotoCoreError, ClientError) as exc:
                 raise BackendError(f"explore could not create its table: {exc}") from exc
             explorer = Explorer(

@@ -113,3 +113,33 @@ def test_fenced_write_under_the_same_lock_survives_every_clock_jump(backend_url:
 def test_lock_without_faults_never_fails(backend_url: str) -> None:
     explore = _explore(backend_url, "lock_unconditional", copies=2)
     assert explore["exhaustive"] is True and explore["schedules_failed"] == 0
+
+
+def test_powertools_in_progress_record_expires_and_the_order_is_written_again(
+    backend_url: str,
+) -> None:
+    report = loadtest.explore(
+        "seed-lab", variant="powertools", copies=1, faults="crash", endpoint_url=backend_url
+    )
+    assert report.exit_code == 1
+    explore = report.to_dict()["explore"]
+    example = explore["counterexample"]
+    # One message: the receive that crashed after its write, one refused while the
+    # record is in progress (it expires with the function timeout, as the message comes
+    # back), and one that takes the expired record and writes the order again.
+    assert example["deliveries"] == 3 and example["faults"] == 1
+    assert example["counts"]["duplicate_writes"] == 1
+    lines = [(s["delivery"], s["what"], s["answer"], s["fault"]) for s in example["steps"]]
+    assert lines[:4] == [
+        ("1", "invocation starts", None, None),
+        ("1", "PutItem table $IDEMPOTENCY_TABLE_NAME", "ok", None),
+        ("1", "PutItem id=dedup-order", "accepted", None),
+        ("1", "the environment crashes", None, "crash"),
+    ]
+    assert ("1.3", "PutItem id=dedup-order", "accepted", None) in lines
+    assert explore["replay"].endswith("--variant powertools --faults crash --schedule 1:5=1c")
+
+
+def test_powertools_around_a_conditional_write_survives_every_crash(backend_url: str) -> None:
+    explore = _explore(backend_url, "powertools_fenced", copies=1, faults="crash")
+    assert explore["exhaustive"] is True and explore["schedules_failed"] == 0
