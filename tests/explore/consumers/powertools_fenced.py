@@ -24,7 +24,7 @@ _persistence = DynamoDBPersistenceLayer(
 )
 
 
-@idempotent_function(data_keyword_argument="order", persistence_store=_persistence, config=_config)  # type: ignore[misc]
+@idempotent_function(data_keyword_argument="order", persistence_store=_persistence, config=_config)  # type: ignore[untyped-decorator]
 def store_order(*, order: dict[str, Any]) -> dict[str, Any]:
     try:
         dynamodb().put_item(
