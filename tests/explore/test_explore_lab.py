@@ -33,7 +33,9 @@ def _steps(report: loadtest.Report) -> list[tuple[str, str, str | None]]:
     return [(s["delivery"], s["what"], s["answer"]) for s in example["steps"]]
 
 
-def test_read_then_write_race_is_found_shrunk_and_replayed(backend_url: str) -> None:
+def test_read_then_write_race_is_found_shrunk_and_replayed(
+    backend_url: str, tmp_path: Path
+) -> None:
     report = loadtest.explore("seed-lab", variant="read-then-write", endpoint_url=backend_url)
     assert report.exit_code == 1
     explore: dict[str, Any] = report.to_dict()["explore"]
@@ -52,6 +54,12 @@ def test_read_then_write_race_is_found_shrunk_and_replayed(backend_url: str) -> 
     )
     [run] = report.runs
     assert run.verdict == "fail" and run.counts.duplicate_writes == 1
+    page = report.write_html(tmp_path / "explore.html").read_text(encoding="utf-8")
+    assert "Explored schedules" in page and "--schedule 2:2=2" in page
+    assert page.count("GetItem id=dedup-order") == 2
+    from loadtest.reports.render import render
+
+    assert "replay: loadtest explore" in str(render(report.to_dict()))
 
     # The replay line reruns exactly that interleaving, every time.
     for _ in range(3):
