@@ -33,6 +33,7 @@ from loadtest.errors import InputError
 from loadtest.model.explore import Fault, Option, Replay, Schedule, schedule_of
 from loadtest.model.explore_search import Exhaustive, Pct
 from loadtest.model.explore_shrink import shrink
+from loadtest.model.function_config import extra_table_name
 from loadtest.model.history import SentMessage
 from loadtest.model.metrics import latencies
 from loadtest.model.scenario import Scenario
@@ -163,7 +164,10 @@ def explore(
         )
     result = ExploreResult(scenario, ref, target, options, messages)
     session = Session(scenario, ref, target, _settings(scenario, options))
-    tables = {session.table: "$TABLE_NAME", session.idempotency_table: "$IDEMPOTENCY_TABLE_NAME"}
+    tables = {session.table: "$TABLE_NAME"} | {
+        extra_table_name(session.names.prefix, t): f"${t.env}" if t.env else str(t.name)
+        for t in session.extra_tables
+    }
     started = time.perf_counter()
     counter = 0
 
@@ -284,6 +288,6 @@ def variant_run(result: ExploreResult) -> VariantRun:
         latency=latencies(history),
         duration_s=history.ended_ns / 1e9,
         cold_starts=1,
-        resources=aws.ResourceNames("(modelled)", "(modelled)", "(explore)", "(explore)"),
+        resources=aws.ResourceNames("(modelled)", "(modelled)", "(explore)"),
         faults=result.scenario.faults,
     )

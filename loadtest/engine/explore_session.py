@@ -33,11 +33,13 @@ from loadtest.emulation import virtual_clock
 from loadtest.emulation.envhost import FunctionIdentity, load_handler
 from loadtest.emulation.explore_runs import Execution, ExploreSettings
 from loadtest.emulation.explorer import Explorer
-from loadtest.emulation.handlers import HandlerRef
+from loadtest.emulation.handlers import HandlerRef, tables_for
+from loadtest.engine.results import function_environment
 from loadtest.errors import BackendError, HandlerRefError
 from loadtest.model.checker import Check, check
 from loadtest.model.checker.passes import Model
 from loadtest.model.explore import Chooser
+from loadtest.model.function_config import extra_table_name
 from loadtest.model.history import EndState, History, SentMessage, key_string
 from loadtest.model.scenario import Scenario
 from loadtest.model.schedule import plan
@@ -128,15 +130,19 @@ class Session:
         self.ref = ref
         self.target = target
         self.settings = settings
-        suffix = uuid.uuid4().hex[:8]
-        self.table = f"loadtest-explore-{suffix}-orders"
-        self.idempotency_table = f"loadtest-explore-{suffix}-idempotency"
+        prefix = f"loadtest-explore-{uuid.uuid4().hex[:8]}"
+        setup = scenario.function
         self.names = aws.ResourceNames(
-            queue="(modelled)",
-            dlq="(modelled)",
-            table=self.table,
-            idempotency_table=self.idempotency_table,
+            queue=f"{prefix}-jobs",
+            dlq=f"{prefix}-dlq",
+            table=setup.table_name or f"{prefix}-orders",
+            prefix=prefix,
         )
+        self.table = self.names.table
+        self.extra_tables = tables_for(ref, setup)
+        """The consumer's other tables (the scenario's ``[[tables]]``, a variant's own)."""
+        self.key_schema = setup.key_schema(scenario.outcome.key_names)
+        self.created: list[str] = []
         self.explorer: Explorer | None = None
         self.outcome = scenario.outcome
         """Where outcomes live: the scenario's key, taken as declared once a schedule stored
@@ -153,23 +159,39 @@ class Session:
             aws_secret_access_key=credentials.get("AWS_SECRET_ACCESS_KEY"),
         )
 
-    def _create_table(self, name: str, key_names: tuple[str, ...]) -> None:
-        schema = [{"AttributeName": key_names[0], "KeyType": "HASH"}]
-        if len(key_names) > 1:
-            schema.append({"AttributeName": key_names[1], "KeyType": "RANGE"})
+    def _create_table(self, name: str, key: tuple[tuple[str, str], ...]) -> None:
+        schema: list[Any] = [{"AttributeName": key[0][0], "KeyType": "HASH"}]
+        if len(key) > 1:
+            schema.append({"AttributeName": key[1][0], "KeyType": "RANGE"})
         self._client.create_table(
             TableName=name,
-            AttributeDefinitions=[{"AttributeName": n, "AttributeType": "S"} for n in key_names],
+            AttributeDefinitions=[{"AttributeName": n, "AttributeType": t} for n, t in key],
             KeySchema=schema,
             BillingMode="PAY_PER_REQUEST",
+        )
+        self.created.append(name)
+
+    def _function_environment(self) -> dict[str, str]:
+        """The scenario's and the extra tables' variables, as a run gives them (the queue
+        is modelled: its URL and ARN name no real queue)."""
+        made = aws.Provisioned(
+            queue_url=f"modelled://{self.names.queue}",
+            queue_arn=f"arn:aws:sqs:{self.target.region}:000000000000:{self.names.queue}",
+            dlq_url=f"modelled://{self.names.dlq}",
+            table_name=self.table,
+        )
+        return dict(
+            function_environment(
+                self.scenario.function, self.extra_tables, self.names, made, self.target.region
+            )
         )
 
     @contextmanager
     def open(self) -> Iterator[Session]:
-        key_names = self.scenario.outcome.key_names
+        key_names = tuple(name for name, _ in self.key_schema)
         environ = {
             "TABLE_NAME": self.table,
-            "IDEMPOTENCY_TABLE_NAME": self.idempotency_table,
+            **self._function_environment(),
             "AWS_REGION": self.target.region,
             "AWS_DEFAULT_REGION": self.target.region,
             "AWS_LAMBDA_FUNCTION_NAME": "loadtest-explore",
@@ -185,9 +207,9 @@ class Session:
         with _environ(environ):
             try:
                 self._client = self._clients()
-                self._create_table(self.table, key_names)
-                # Any handler may keep idempotency records (Powertools and the like).
-                self._create_table(self.idempotency_table, ("id",))
+                self._create_table(self.table, self.key_schema)
+                for extra in self.extra_tables:
+                    self._create_table(extra_table_name(self.names.prefix, extra), extra.key)
             except (BotoCoreError, ClientError) as exc:
                 raise BackendError(f"explore could not create its table: {exc}") from exc
             explorer = Explorer(
@@ -215,7 +237,7 @@ class Session:
                 self._drop_tables()
 
     def _drop_tables(self) -> None:
-        for name in (self.table, self.idempotency_table):
+        for name in self.created:
             # Never created, or the backend is already gone with everything in it.
             with contextlib.suppress(BotoCoreError, ClientError):
                 self._client.delete_table(TableName=name)

@@ -13,9 +13,11 @@ import loadtest
 CONSUMERS = Path(__file__).parent / "consumers"
 
 
-def _explore(backend_url: str, consumer: str, **options: Any) -> dict[str, Any]:
+def _explore(
+    backend_url: str, consumer: str, scenario: str | Path = "seed-lab", **options: Any
+) -> dict[str, Any]:
     report = loadtest.explore(
-        "seed-lab",
+        scenario,
         handler=f"{CONSUMERS / consumer}.py:handler",
         endpoint_url=backend_url,
         **options,
@@ -141,5 +143,6 @@ def test_powertools_in_progress_record_expires_and_the_order_is_written_again(
 
 
 def test_powertools_around_a_conditional_write_survives_every_crash(backend_url: str) -> None:
-    explore = _explore(backend_url, "powertools_fenced", copies=1, faults="crash")
+    scenario = Path(__file__).parent / "idempotency-table.toml"
+    explore = _explore(backend_url, "powertools_fenced", scenario, copies=1, faults="crash")
     assert explore["exhaustive"] is True and explore["schedules_failed"] == 0
