@@ -1,14 +1,19 @@
 """What the explorer keeps about one schedule: its settings, messages, deliveries and result.
 
-The records ``loadtest.emulation.explorer`` fills while it runs a schedule, and
-the ``Execution`` it hands back; plus the stream that routes a delivery's
-prints to its own log. No behaviour beyond that.
+The records ``loadtest.emulation.explorer`` fills while it runs a schedule, the
+``Execution`` it hands back, and what is read off a delivery's record: the SQS
+record it is handed, its invocation as the history keeps it, the items it
+touched; plus the stream that routes a delivery's prints to its own log. No
+scheduling here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
+import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,10 +24,13 @@ from loadtest.model.history import (
     DeadLetter,
     Invocation,
     InvocationOutcome,
+    ReadRecord,
+    Record,
     SentMessage,
     TypedItem,
+    WriteRecord,
 )
-from loadtest.model.observation import Observation
+from loadtest.model.observation import Observation, collect
 
 NS_PER_S = 1_000_000_000
 
@@ -134,3 +142,59 @@ class Execution:
     keys: dict[str, TypedItem]
     """Items of the watched table the schedule's calls named, by ``key_string`` (to read
     back at the end)."""
+
+
+def sqs_record(run: Run) -> dict[str, Any]:
+    m = run.message
+    return {
+        "messageId": m.message_id,
+        "receiptHandle": f"{m.message_id}-{run.delivery.receive}",
+        "body": m.body,
+        "attributes": {
+            "ApproximateReceiveCount": str(run.delivery.receive),
+            "SentTimestamp": "1767225600000",
+            "SenderId": "loadtest",
+            "ApproximateFirstReceiveTimestamp": "1767225600000",
+        },
+        "messageAttributes": {},
+        "md5OfBody": "",
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:loadtest-explore",
+        "awsRegion": "us-east-1",
+    }
+
+
+def observed_keys(run: Run) -> list[TypedItem]:
+    return [o.key for o in run.observations if isinstance(o, WriteRecord | ReadRecord)]
+
+
+def invocation_of(run: Run) -> Invocation:
+    observed = collect(run.observations, ended_ns=run.ended_ns)
+    return Invocation(
+        request_id=run.request_id,
+        environment=run.environment,
+        records=(Record(run.message.message_id, run.delivery.receive, run.message.business_id),),
+        received_ns=run.received_ns,
+        started_ns=run.started_ns,
+        ended_ns=run.ended_ns,
+        outcome=run.outcome,
+        error=run.error,
+        writes=tuple(observed.writes),
+        result=run.result,
+        reads=tuple(observed.reads),
+        unobserved=tuple(observed.unobserved),
+        observer_faults=tuple(observed.faults),
+        log_tail="".join(run.log)[-LOG_TAIL_CHARS:],
+    )
+
+
+@contextlib.contextmanager
+def capturing(local: threading.local) -> Iterator[None]:
+    """Route the deliveries' prints to their invocations' logs for the block."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout = ThreadOutput(local, saved[0])
+    sys.stderr = ThreadOutput(local, saved[1])
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved

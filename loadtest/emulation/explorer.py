@@ -27,16 +27,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from loadtest.emulation import record_marks
 from loadtest.emulation.envhost import FunctionIdentity, LambdaContext
 from loadtest.emulation.explore_observer import THROTTLED, GatedObserver
 from loadtest.emulation.explore_runs import (
-    LOG_TAIL_CHARS,
     NS_PER_S,
     Abandon,
     Execution,
@@ -44,7 +42,10 @@ from loadtest.emulation.explore_runs import (
     Killed,
     Message,
     Run,
-    ThreadOutput,
+    capturing,
+    invocation_of,
+    observed_keys,
+    sqs_record,
 )
 from loadtest.emulation.explore_steps import StepLog
 from loadtest.emulation.virtual_clock import VirtualClock
@@ -64,16 +65,11 @@ from loadtest.model.explore import (
 from loadtest.model.history import (
     Ack,
     DeadLetter,
-    Invocation,
     InvocationOutcome,
-    ReadRecord,
-    Record,
     SentMessage,
-    TypedItem,
-    WriteRecord,
     key_string,
 )
-from loadtest.model.observation import collect, decode
+from loadtest.model.observation import decode
 
 
 class Explorer:
@@ -171,7 +167,7 @@ class Explorer:
             self._park(run, Point.START, LOCAL)
             run.started, run.started_ns = True, self.clock.elapsed_ns
             # Records that mark themselves when read, as the observer layer hands them over.
-            event = record_marks.tracked({"Records": [self._record(run)]})
+            event = record_marks.tracked({"Records": [sqs_record(run)]})
             # Made in this thread: its deadline and remaining time follow the virtual clock.
             context = LambdaContext(run.request_id, self._timeout_ns // 1_000_000, self.function)
             result = self.handler(event, context)
@@ -203,26 +199,6 @@ class Explorer:
                 run.done = True
                 run.point = None
                 self._cv.notify_all()
-
-    @staticmethod
-    def _record(run: Run) -> dict[str, Any]:
-        m = run.message
-        return {
-            "messageId": m.message_id,
-            "receiptHandle": f"{m.message_id}-{run.delivery.receive}",
-            "body": m.body,
-            "attributes": {
-                "ApproximateReceiveCount": str(run.delivery.receive),
-                "SentTimestamp": "1767225600000",
-                "SenderId": "loadtest",
-                "ApproximateFirstReceiveTimestamp": "1767225600000",
-            },
-            "messageAttributes": {},
-            "md5OfBody": "",
-            "eventSource": "aws:sqs",
-            "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:loadtest-explore",
-            "awsRegion": "us-east-1",
-        }
 
     # --- one schedule (the scheduler's thread) ------------------------------------------
 
@@ -410,8 +386,8 @@ class Explorer:
             if not run.done:
                 self._release(run, "abandon")
         self._wait_parked()
-        invocations = [self._invocation(r) for r in self._runs if r.started and not r.abandoned]
-        keys = {key_string(k): k for r in self._runs for k in self._keys(r)}
+        invocations = [invocation_of(r) for r in self._runs if r.started and not r.abandoned]
+        keys = {key_string(k): k for r in self._runs for k in observed_keys(r)}
         return Execution(
             taken,
             list(messages),
@@ -426,38 +402,6 @@ class Explorer:
             keys,
         )
 
-    @staticmethod
-    def _keys(run: Run) -> list[TypedItem]:
-        return [o.key for o in run.observations if isinstance(o, WriteRecord | ReadRecord)]
-
-    def _invocation(self, run: Run) -> Invocation:
-        observed = collect(run.observations, ended_ns=run.ended_ns)
-        return Invocation(
-            request_id=run.request_id,
-            environment=run.environment,
-            records=(
-                Record(run.message.message_id, run.delivery.receive, run.message.business_id),
-            ),
-            received_ns=run.received_ns,
-            started_ns=run.started_ns,
-            ended_ns=run.ended_ns,
-            outcome=run.outcome,
-            error=run.error,
-            writes=tuple(observed.writes),
-            result=run.result,
-            reads=tuple(observed.reads),
-            unobserved=tuple(observed.unobserved),
-            observer_faults=tuple(observed.faults),
-            log_tail="".join(run.log)[-LOG_TAIL_CHARS:],
-        )
-
-    @contextlib.contextmanager
-    def capturing(self) -> Iterator[None]:
+    def capturing(self) -> contextlib.AbstractContextManager[None]:
         """Route the deliveries' prints to their invocations' logs for the block."""
-        saved = sys.stdout, sys.stderr
-        sys.stdout = ThreadOutput(self._local, saved[0])
-        sys.stderr = ThreadOutput(self._local, saved[1])
-        try:
-            yield
-        finally:
-            sys.stdout, sys.stderr = saved
+        return capturing(self._local)
