@@ -49,6 +49,7 @@ from loadtest.emulation.explore_runs import (
 )
 from loadtest.emulation.explore_steps import StepLog
 from loadtest.emulation.virtual_clock import VirtualClock
+from loadtest.errors import ExploreError
 from loadtest.model.explore import (
     FAULTS_AT,
     GLOBAL,
@@ -70,6 +71,9 @@ from loadtest.model.history import (
     key_string,
 )
 from loadtest.model.observation import decode
+
+STEP_LIMIT_S = 120.0
+"""Real seconds a delivery may run between two points before explore gives up on it."""
 
 
 class Explorer:
@@ -274,7 +278,18 @@ class Explorer:
 
     def _wait_parked(self) -> None:
         with self._cv:
-            self._cv.wait_for(lambda: all(r.done or r.point is not None for r in self._runs))
+            parked = self._cv.wait_for(
+                lambda: all(r.done or r.point is not None for r in self._runs),
+                timeout=STEP_LIMIT_S,
+            )
+        if not parked:
+            running = [r.delivery.label for r in self._runs if not r.done and r.point is None]
+            raise ExploreError(
+                f"delivery {', '.join(running)} ran {STEP_LIMIT_S:g} s of real time without "
+                "reaching a point (a DynamoDB call, a sleep, its end): it blocks on something "
+                "explore does not schedule (a lock, a queue, a thread of its own, a network "
+                "call outside DynamoDB)"
+            )
 
     def _advance(self) -> bool:
         """Move time to the next wake-up when no delivery can go; False when none waits."""

@@ -146,3 +146,23 @@ def test_powertools_around_a_conditional_write_survives_every_crash(backend_url:
     scenario = Path(__file__).parent / "idempotency-table.toml"
     explore = _explore(backend_url, "powertools_fenced", scenario, copies=1, faults="crash")
     assert explore["exhaustive"] is True and explore["schedules_failed"] == 0
+
+
+def test_the_handler_sleeps_on_the_virtual_clock(backend_url: str) -> None:
+    report = loadtest.explore(
+        "seed-lab",
+        handler=f"{CONSUMERS / 'slow_conditional'}.py:handler",
+        copies=1,
+        schedule="1:",
+        endpoint_url=backend_url,
+    )
+    assert report.exit_code == 0
+    [result] = report.runs[0].raw["results"]
+    # 20 s of sleep seen by time.monotonic, time.time, datetime.now and the context,
+    # from the fixed virtual epoch (2026-01-01T00:00:00Z) and a 30 s function timeout.
+    assert result == {
+        "slept_s": 20.0,
+        "now_s": 1_767_225_620.0,
+        "utc": "2026-01-01T00:00:20+00:00",
+        "remaining_ms": 10_000,
+    }
