@@ -400,6 +400,70 @@ def run(
     )
 
 
+def explore(
+    scenario: str | Path | Scenario,
+    *,
+    variant: str | None = None,
+    handler: str | None = None,
+    copies: int | None = None,
+    distinct_ids: int = 1,
+    strategy: str = "exhaustive",
+    budget: int | None = None,
+    faults: str | Sequence[str] | None = None,
+    max_faults: int = 1,
+    schedule: str | None = None,
+    seed: int | None = None,
+    clock_jump_s: float | None = None,
+    endpoint_url: str | None = None,
+    target: str | None = None,
+    command: str | None = None,
+) -> Report:
+    """Explore the interleavings (and faults) of a few deliveries of one message; see docs/explore.md.
+
+    Runs the deliveries of the scenario's first business id (``copies`` of it,
+    default as many as the scenario sends) one step at a time on the local
+    runtime: ``strategy`` ``"exhaustive"`` (every distinct interleaving, within
+    ``budget`` schedules) or ``"pct"`` (``budget`` random schedules from
+    ``seed``); ``faults`` (``"crash,redeliver"``, ...) adds up to ``max_faults``
+    per schedule; ``schedule`` replays exactly one schedule token. Every
+    schedule is judged by the checker; the first that fails is shrunk. The
+    report's ``explore`` object says what was run; ``report.exit_code`` is 0
+    when no schedule failed, 1 when one did, 4 when one was inconclusive.
+    """
+    from loadtest.engine import backend_target
+    from loadtest.engine.explore import DEFAULT_BUDGET, ExploreOptions
+    from loadtest.engine.explore import explore as explore_schedules
+    from loadtest.model.explore import parse_faults, parse_token
+    from loadtest.reports.explore import explore_report
+
+    if target == "aws":
+        raise InputError(
+            "explore runs the deliveries on the local runtime, one step at a time: "
+            "--target aws is not allowed (use embedded, or --endpoint-url for another backend)"
+        )
+    if variant and handler:
+        raise InputError("give a variant or a handler to explore, not both")
+    resolved = resolve_scenario(scenario)
+    refs = resolve_variants(resolved, [variant] if variant else [], [handler] if handler else [])
+    options = ExploreOptions(
+        strategy=strategy,
+        budget=DEFAULT_BUDGET if budget is None else budget,
+        faults=parse_faults(faults),
+        max_faults=max_faults,
+        schedule=parse_token(schedule) if schedule else None,
+        seed=resolved.seed if seed is None else seed,
+        copies=copies,
+        distinct_ids=distinct_ids,
+        clock_jump_s=clock_jump_s,
+    )
+    options.check()
+    kind = backend_kind(target, endpoint_url)
+    with backend_target(kind, endpoint_url) as resolved_target:
+        result = explore_schedules(resolved, refs[0], resolved_target, options)
+    scenario_ref = resolved.name if not isinstance(scenario, str | Path) else str(scenario)
+    return Report(explore_report(result, scenario_ref=scenario_ref, command=command))
+
+
 def new_scenario(
     handler: str, *, sample_message: str | Path | None = None, id_field: str | None = None
 ) -> str:

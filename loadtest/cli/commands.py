@@ -338,5 +338,6 @@ def main() -> None:
 
 
 # The other commands register themselves on ``app``: scenarios, report, serve,
-# doctor and diff (``tools``), then cleanup and lint (``aws``), then shrink.
-from loadtest.cli import aws, shrinking, tools  # noqa: E402, F401
+# doctor and diff (``tools``), cleanup and lint (``aws``), shrink (``shrinking``) and
+# explore (``explore``).
+from loadtest.cli import aws, explore, shrinking, tools  # noqa: E402, F401
