@@ -207,7 +207,11 @@ def resolve_variants(
 
 
 def backend_kind(target: str | None, endpoint_url: str | None) -> BackendKind:
-    """embedded (default), an endpoint (when ``endpoint_url`` is given) or real AWS."""
+    """embedded (default), an endpoint (when ``endpoint_url`` is given) or real AWS.
+
+    ``target="embedded"`` with an ``endpoint_url`` is an embedded backend already
+    running there (a test session's, ``loadtest serve``): used as it is, left running.
+    """
     if target is not None and target not in TARGETS:
         raise InputError(f"target {target!r} is not allowed; allowed: {', '.join(TARGETS)}")
     if target == "aws":
@@ -216,6 +220,8 @@ def backend_kind(target: str | None, endpoint_url: str | None) -> BackendKind:
         return BackendKind.AWS
     if target == "endpoint" and not endpoint_url:
         raise InputError("target 'endpoint' needs endpoint_url")
+    if target == "embedded":
+        return BackendKind.EMBEDDED
     return BackendKind.ENDPOINT if endpoint_url else BackendKind.EMBEDDED
 
 

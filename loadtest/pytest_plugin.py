@@ -5,7 +5,7 @@ is installed. Owns the command-line options (``--loadtest-seed``,
 ``--loadtest-endpoint-url``, ``--loadtest-reports``), the session's seed (printed in
 the header), the ``loadtest_backend`` fixture (one embedded backend for the whole
 session, started by the first test that asks for it, stopped at the end) and the
-``loadtest`` fixture (``run`` and ``compare`` bound to that backend and seed, reports
+``loadtest`` fixture (``run``, ``compare`` and ``explore`` bound to that backend and seed, reports
 written per test and attached as JUnit properties), and the explanation a failing
 test shows for each report that did not pass.
 
@@ -20,7 +20,7 @@ import random
 import re
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,7 +116,7 @@ def loadtest(
     loadtest_backend: LoadtestBackend,
     tmp_path: Path,
 ) -> Loadtest:
-    """``run``, ``compare`` and ``assert_passed``, bound to the session's backend and seed."""
+    """``run``, ``compare``, ``explore`` and ``assert_passed``, bound to the session's backend and seed."""
     config = request.config
     kept = config.getoption("loadtest_reports")
     directory = (
@@ -161,17 +161,12 @@ class Loadtest:
         properties ``loadtest_report`` and ``loadtest_html``.
         """
         from loadtest import api
-        from loadtest.adapters.aws import BackendKind
 
         execute_options = {k: options.pop(k) for k in _EXECUTE_ONLY if k in options}
         options.setdefault("seed", self.seed)
-        bound = "endpoint_url" not in options and "target" not in options
-        if bound:
-            options["endpoint_url"] = self.backend.endpoint_url
+        embedded = self._bind(options)
         plan = api.prepare(scenario, **options)
-        if bound and self.backend.embedded:
-            plan = replace(plan, kind=BackendKind.EMBEDDED)  # the session's, already running
-        command = replay_command(scenario, plan, options, bound and self.backend.embedded)
+        command = replay_command(scenario, plan, options, embedded)
         report = api.execute(plan, command=command, **execute_options)
         self._keep(report)
         return report
@@ -181,6 +176,28 @@ class Loadtest:
     ) -> Report:
         """The same seeded workload against several variants (and ``handler``), side by side."""
         return self.run(scenario, variants=variants, **options)
+
+    def explore(self, scenario: str | Path | Scenario, **options: Any) -> Report:
+        """``loadtest.explore`` against the session's backend (``variant`` or ``handler``,
+        ``strategy``, ``faults``, ``budget``, ...); its random strategy uses the
+        session's seed unless given one. The report's counterexample, if any, carries
+        the ``loadtest explore ... --schedule`` command that replays it exactly."""
+        from loadtest import api
+
+        options.setdefault("seed", self.seed)
+        self._bind(options)
+        report = api.explore(scenario, **options)
+        self._keep(report)
+        return report
+
+    def _bind(self, options: dict[str, Any]) -> bool:
+        """Send a run to the session's backend unless it names its own; True if embedded."""
+        if "endpoint_url" in options or "target" in options:
+            return False
+        options["endpoint_url"] = self.backend.endpoint_url
+        if self.backend.embedded:
+            options["target"] = "embedded"  # the session's, already running
+        return self.backend.embedded
 
     def assert_passed(self, report: Report) -> None:
         """Fail the test unless every verdict passed, with the run's explanation.

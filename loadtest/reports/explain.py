@@ -4,7 +4,8 @@ Owns ``explanation``: the verdict of each run with the counts that made it fail,
 the reasons and failed thresholds, the first counterexample exactly as the terminal
 prints it (for a race, the interleaving of the reads and writes of one
 double-written id), the first handler errors, and the commands that replay the run,
-seed included. Plain text without colour, so a test runner can show it as is.
+seed included; for an explore report, its own summary (the shrunk counterexample's
+steps and the command that replays that schedule). Plain text without colour, so a test runner can show it as is.
 """
 
 from __future__ import annotations
@@ -50,6 +51,11 @@ def explanation(report: Mapping[str, Any], replay: Sequence[str] = ()) -> str:
     Passing runs get their verdict line only. ``replay`` adds lines after the
     report's own ``Reproduce:`` command (a test runner's command, for example).
     """
+    if report.get("explore"):
+        from loadtest.reports.explore import explore_text
+
+        # Its counterexample, step by step, and the command that replays that schedule.
+        return "\n".join([explore_text(dict(report)), *replay])
     lines = [f"loadtest: {report['scenario']['name']} · seed {report['seed']}"]
     if report.get("incomplete_reason"):
         lines.append(f"incomplete: {report['incomplete_reason']}")

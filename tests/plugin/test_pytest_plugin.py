@@ -72,6 +72,11 @@ def test_racy(loadtest):
     assert report.passed
 
 
+def test_explore_racy(loadtest):
+    report = loadtest.explore("orders.toml", handler="orders.py:racy_handler", copies=2)
+    loadtest.assert_passed(report)
+
+
 def test_two_runs_one_backend(loadtest, loadtest_backend):
     first = loadtest.compare("orders.toml", handler=["orders.py:safe_handler"], distinct_ids=3)
     second = loadtest.run("orders.toml", handler="orders.py:safe_handler", distinct_ids=3)
@@ -107,7 +112,7 @@ def test_a_correct_consumer_passes_and_a_racy_one_fails_with_its_race(
         "-W",
         "error",
     )
-    result.assert_outcomes(passed=2, failed=1)
+    result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines(
         [
             "loadtest: seed 5 (replay with --loadtest-seed 5), embedded backend",
@@ -124,7 +129,23 @@ def test_a_correct_consumer_passes_and_a_racy_one_fails_with_its_race(
             "Replay this test: pytest test_orders.py::test_racy --loadtest-seed 5",
         ]
     )
-    assert "test_safe" not in result.stdout.str().split("FAILURES")[1]
+    result.stdout.fnmatch_lines(
+        [
+            "*test_explore_racy*",
+            "E*AssertionError: explore orders-resent / orders.py:racy_handler: exhaustive, "
+            "2 deliveries, faults: none",
+            "E*counterexample (2 deliveries, 0 fault(s), * steps)*",
+            "E*delivery * GetItem id=order-* -> absent",
+            "E*delivery * PutItem id=order-* -> accepted   before {id: order-*",
+            "E*replay: loadtest explore orders.toml --handler orders.py:racy_handler --schedule *",
+            "E*verdict: fail",
+            "E*Replay this test: pytest test_orders.py::test_explore_racy --loadtest-seed 5",
+        ]
+    )
+    failures = result.stdout.str().split("FAILURES")[1]
+    assert "test_safe" not in failures and "test_two_runs_one_backend" not in failures
+    # assert_passed showed the explanation already: no second copy after the traceback.
+    assert failures.count("why the run did not pass") == 1
     properties = {
         (case.get("name"), prop.get("name")): prop.get("value")
         for case in ET.parse(junit).iter("testcase")
