@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from loadtest.emulation import record_marks
 from loadtest.emulation.observer import Sink, WriteObserver
 
 ORIGINAL_HANDLER_ENV = "LOADTEST_ORIGINAL_HANDLER"
@@ -229,7 +230,10 @@ def _observed(state: _State, event: Any, context: Any) -> Any:
     """The original handler, with the injected handler duration armed before its first write."""
     jitter = state.rng.uniform(0, state.jitter_ms) if state.jitter_ms else 0.0
     state.observer.arm((state.duration_ms + jitter) / 1000)
+    record_marks.clear()
     try:
-        return state.original(event, context)
+        # Each record marks itself when the handler reads it, so each write can be tied
+        # to the record it was made for.
+        return state.original(record_marks.tracked(event), context)
     finally:
         state.observer.disarm()

@@ -58,6 +58,7 @@ from botocore.client import BaseClient
 
 from loadtest.emulation.observer_answers import record_answer
 from loadtest.emulation.observer_plans import READ_APIS, Call, CallPlanner, readable_condition
+from loadtest.emulation.record_marks import current_record
 from loadtest.model.history import ObserverFault, ReadRecord, UnobservedCall
 from loadtest.model.observation import Observation, WriteBegun, encode
 
@@ -268,12 +269,13 @@ class WriteObserver:
             self._read(call, http, parsed, started, ended)
             return http, parsed
         self._before_write()
-        started = self._begin(call)
+        record_id = current_record()
+        started = self._begin(call, record_id)
         # No answer (a connection or read failure after botocore's retries)
         # raises here: the write may have happened, and the begin line
         # stands for it as an indeterminate write.
         http, parsed = send()
-        self._answer(call, http, parsed, started)
+        self._answer(call, http, parsed, started, record_id)
         return http, parsed
 
     async def _send_async(self, call: Call, send: Callable[[], Awaitable[Any]]) -> Any:
@@ -293,12 +295,13 @@ class WriteObserver:
         delay = self._take_delay()
         if delay > 0:
             await asyncio.sleep(delay)
-        started = self._begin(call)
+        record_id = current_record()
+        started = self._begin(call, record_id)
         http, parsed = await send()
-        self._answer(call, http, parsed, started)
+        self._answer(call, http, parsed, started, record_id)
         return http, parsed
 
-    def _begin(self, call: Call) -> int:
+    def _begin(self, call: Call, record_id: str) -> int:
         """Emit the write's begin line; return its start time."""
         started = self.clock()
         try:
@@ -310,13 +313,14 @@ class WriteObserver:
                     started,
                     tuple(p.key for p in call.parts),
                     tuple(p.requested for p in call.parts),
+                    record_id,
                 )
             )
         except Exception as exc:
             self._fault(call.operation, exc)
         return started
 
-    def _answer(self, call: Call, http: Any, parsed: Any, started: int) -> None:
+    def _answer(self, call: Call, http: Any, parsed: Any, started: int, record_id: str) -> None:
         ended = self.clock()
         try:
             record_answer(
@@ -328,6 +332,7 @@ class WriteObserver:
                 table_name=self.table_name,
                 request_id=self.request_id,
                 emit=self._emit,
+                record_id=record_id,
             )
         except Exception as exc:
             self._fault(call.operation, exc)

@@ -36,6 +36,7 @@ def record_answer(
     table_name: str,
     request_id: str,
     emit: Emit,
+    record_id: str = "",
 ) -> None:
     """Emit one write record per part of ``call`` from its answer (``status``, ``parsed``),
     removing from ``parsed`` what the observer added to the request."""
@@ -119,6 +120,7 @@ def record_answer(
                 ended,
                 request_id=request_id,
                 emit=emit,
+                record_id=record_id,
             )
         )
 
@@ -136,6 +138,7 @@ def _decision(
     *,
     request_id: str,
     emit: Emit,
+    record_id: str,
 ) -> WriteRecord:
     requested = part.requested
     after: TypedItem | None = None
@@ -180,6 +183,7 @@ def _decision(
         noop_when_present=part.noop,
         request_id=request_id,
         idempotency=call.idempotency,
+        record_id=record_id,
     )
 
 

@@ -301,8 +301,10 @@ def to_raw(scenario: Scenario) -> dict[str, Any]:
         {"body": m.body, "copies": m.copies, **({"poison": True} if m.poison else {})}
         for m in scenario.workload.messages
     ]
-    if scenario.outcome.declared or scenario.outcome != OutcomeKey():
+    if scenario.outcome.declared or scenario.outcome.templates != OutcomeKey().templates:
         raw["outcome"] = {"key": dict(scenario.outcome.templates)}
+    if scenario.outcome.fields:
+        raw.setdefault("outcome", {})["fields"] = list(scenario.outcome.fields)
     return raw
 
 
