@@ -35,6 +35,7 @@ from loadtest.model.cost import Prices
 from loadtest.model.scaffold import (
     environment_reads,
     hardcoded_tables,
+    reports_item_failures,
     sample_template,
     scenario_text,
 )
@@ -388,6 +389,7 @@ def new_scenario(
         None if sample_message is None else str(sample_message),
         environment_reads(source, origin),
         tables=hardcoded_tables(source, origin),
+        item_failures=reports_item_failures(source, origin),
         environment_live=False,
     )
 

@@ -104,6 +104,26 @@ def hardcoded_tables(source: str, filename: str = "<handler>") -> list[str]:
     return names
 
 
+_PARTIAL_BATCH = frozenset({"batchItemFailures", "process_partial_response", "BatchProcessor"})
+
+
+def reports_item_failures(source: str, filename: str = "<handler>") -> bool:
+    """Whether ``source`` answers with a partial batch response (``batchItemFailures``, or
+    Powertools' batch processing), which counts only with ReportBatchItemFailures."""
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        raise InputError(f"{filename}: not valid Python ({exc.msg}, line {exc.lineno})") from exc
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and node.value in _PARTIAL_BATCH:
+            return True
+        if isinstance(node, ast.Name) and node.id in _PARTIAL_BATCH:
+            return True
+        if isinstance(node, ast.alias) and node.name in _PARTIAL_BATCH:
+            return True
+    return False
+
+
 RUNTIME_VARIABLES = frozenset(
     {
         "AWS_REGION",
@@ -372,11 +392,12 @@ def scenario_text(
     environment: list[str],
     *,
     tables: Sequence[str] = (),
+    item_failures: bool = False,
     environment_live: bool = False,
 ) -> str:
     """The commented scenario ``loadtest new`` writes for ``handler`` (a reference as the
     user gave it): ``environment`` the variables its source reads, ``tables`` the table
-    names it hard-codes. ``environment_live``: write ``[consumer.environment]``,
+    names it hard-codes, ``item_failures`` whether it answers with partial batch responses. ``environment_live``: write ``[consumer.environment]``,
     ``[table]`` and ``[[tables]]`` as settings instead of as comments (when the run
     provides those fields)."""
     out = [
@@ -439,7 +460,10 @@ def scenario_text(
         _line("batching_window_s = 0", "MaximumBatchingWindowInSeconds"),
         _line("concurrency = 4", "concurrent executions (execution environments)"),
         _line(
-            "report_batch_item_failures = false", "true if deployed with ReportBatchItemFailures"
+            f"report_batch_item_failures = {toml_value(item_failures)}",
+            "the handler returns batchItemFailures: deployed with ReportBatchItemFailures"
+            if item_failures
+            else "true if deployed with ReportBatchItemFailures",
         ),
     ]
     out += _environment_block(environment, environment_live)

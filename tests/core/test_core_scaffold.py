@@ -196,3 +196,17 @@ def test_without_a_sample_the_lab_body_stays() -> None:
 def test_toml_values_round_trip() -> None:
     value = {"a b": 'x"y\n', "n": [1, 2.5, True], "m": {}, "u": "é"}
     assert tomllib.loads(f"v = {toml_value(value)}")["v"] == value
+
+
+def test_a_partial_batch_response_is_recognised() -> None:
+    from loadtest.model.scaffold import reports_item_failures
+
+    powertools = (
+        "from aws_lambda_powertools.utilities.batch import BatchProcessor, process_partial_response\n"
+        "processor = BatchProcessor(event_type=EventType.SQS)\n"
+    )
+    assert reports_item_failures(powertools)
+    assert reports_item_failures('def handler(e, c):\n    return {"batchItemFailures": []}\n')
+    assert not reports_item_failures(SOURCE)
+    text = scenario_text("app.py:handler", None, None, [], item_failures=True)
+    assert tomllib.loads(text)["consumer"]["report_batch_item_failures"] is True
