@@ -432,7 +432,6 @@ def new_scenario(
         environment_reads(source, origin),
         tables=hardcoded_tables(source, origin),
         item_failures=reports_item_failures(source, origin),
-        environment_live=False,
     )
 
 

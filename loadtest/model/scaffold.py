@@ -393,13 +393,10 @@ def scenario_text(
     *,
     tables: Sequence[str] = (),
     item_failures: bool = False,
-    environment_live: bool = False,
 ) -> str:
     """The commented scenario ``loadtest new`` writes for ``handler`` (a reference as the
     user gave it): ``environment`` the variables its source reads, ``tables`` the table
-    names it hard-codes, ``item_failures`` whether it answers with partial batch responses. ``environment_live``: write ``[consumer.environment]``,
-    ``[table]`` and ``[[tables]]`` as settings instead of as comments (when the run
-    provides those fields)."""
+    names it hard-codes, ``item_failures`` whether it answers with partial batch responses."""
     out = [
         f"# A scenario for the handler {handler}, written by `loadtest new`.",
         "# Run it with `loadtest run THIS_FILE`. Check each setting against how the function is",
@@ -466,54 +463,55 @@ def scenario_text(
             else "true if deployed with ReportBatchItemFailures",
         ),
     ]
-    out += _environment_block(environment, environment_live)
-    out += _tables_block(environment, tables, id_name, environment_live)
+    out += _environment_block(environment)
+    out += _tables_block(environment, tables)
     return "\n".join(out) + "\n"
 
 
-def _environment_block(names: list[str], live: bool) -> list[str]:
+def _environment_block(names: list[str]) -> list[str]:
     if not names:
         return [
             "",
             "# The handler's source reads no environment variable by a name loadtest can see.",
         ]
-    prefix = "" if live else "# "
-    out = [
+    entries: list[str] = []
+    for name in names:
+        value = suggested_value(name)
+        if name in RUNTIME_VARIABLES or name.startswith("LOADTEST_"):
+            entries.append(f"# {name}: already set in every execution environment")
+        elif value is not None and value.startswith("{table:"):
+            entries.append(f"# {name}: names an extra table (see [[tables]] below)")
+        elif value is None:
+            # Left a comment: an empty value would change what the handler does.
+            entries.append(
+                _line(f'# {_key(name)} = "..."', "not a run resource: its deployed value")
+            )
+        else:
+            entries.append(f"{_key(name)} = {toml_value(value)}")
+    live = any(not entry.startswith("#") for entry in entries)
+    return [
         "",
         "# The environment variables the handler's source reads, as the function is deployed with",
         "# them: each given the run's resource its name suggests ({table}: the run's table,",
         "# {queue_url}, {queue_arn}, {dlq_url}, {region}); give the others their deployed value.",
+        "[consumer.environment]" if live else "# [consumer.environment]",
+        *entries,
     ]
-    if not live:
-        out.append("# Uncomment once [consumer] environment is available in your loadtest version.")
-    out.append(f"{prefix}[consumer.environment]")
-    for name in names:
-        value = suggested_value(name)
-        if name in RUNTIME_VARIABLES:
-            out.append(f"# {name}: already set in every execution environment")
-        elif value is not None and value.startswith("{table:"):
-            out.append(f"# {name}: names an extra table (see [[tables]] below)")
-        elif value is None:
-            out.append(
-                _line(f'{prefix}{_key(name)} = ""', "not a run resource: its deployed value")
-            )
-        else:
-            out.append(f"{prefix}{_key(name)} = {toml_value(value)}")
-    return out
 
 
-def _tables_block(names: list[str], tables: Sequence[str], id_name: str, live: bool) -> list[str]:
-    prefix = "" if live else "# "
+def _tables_block(names: list[str], tables: Sequence[str]) -> list[str]:
     out: list[str] = []
-    if tables:
+    if len(tables) == 1:
         out += [
             "",
             f"# The handler's source names its table {tables[0]!r}: the run creates it under that",
             "# name on its own backend (on AWS it refuses to touch an existing table of that name).",
-            f"{prefix}[table]",
-            f"{prefix}name = {toml_value(tables[0])}",
-            f'{prefix}key = {{ {_key(id_name)} = "S" }}',
+            "[table]",
+            f"name = {toml_value(tables[0])}",
         ]
+    elif tables:
+        out += ["", "# The handler's source names several tables: say which holds the outcomes."]
+        out += ["# [table]"] + [f"# name = {toml_value(t)}" for t in tables]
     for name in names:
         value = suggested_value(name)
         if name in RUNTIME_VARIABLES or value is None or not value.startswith("{table:"):
@@ -522,8 +520,8 @@ def _tables_block(names: list[str], tables: Sequence[str], id_name: str, live: b
             "",
             f"# {name} names a table the handler needs besides its outcomes (an idempotency",
             "# store, a lock table): created per run, its writes shown as side writes.",
-            f"{prefix}[[tables]]",
-            f"{prefix}env = {toml_value(name)}",
-            f'{prefix}key = {{ id = "S" }}',
+            "[[tables]]",
+            f"env = {toml_value(name)}",
+            'key = { id = "S" }',
         ]
     return out

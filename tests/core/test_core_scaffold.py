@@ -169,11 +169,15 @@ def test_the_written_scenario_parses_and_carries_the_id_where_the_sample_did() -
         "app.py:handler", sample, "sample.json", environment_reads(SOURCE), tables=["Orders"]
     )
     raw = tomllib.loads(text)
-    assert "environment" not in raw["consumer"]  # written as comments until the run provides it
-    assert '# DYNAMODB_TABLE = "{table}"' in text
-    assert '# OUTBOX_QUEUE_URL = "{queue_url}"' in text
+    # The run's resources where a name suggests one; others stay comments to fill in.
+    assert raw["consumer"]["environment"] == {
+        "DYNAMODB_TABLE": "{table}",
+        "OUTBOX_QUEUE_URL": "{queue_url}",
+    }
+    assert '# LOG_LEVEL = "..."' in text
     assert "# AWS_REGION: already set in every execution environment" in text
-    assert '# env = "IDEMPOTENCY_TABLE"' in text and '# name = "Orders"' in text
+    assert raw["table"] == {"name": "Orders"}
+    assert raw["tables"] == [{"env": "IDEMPOTENCY_TABLE", "key": {"id": "S"}}]
     scenario = parse_scenario(raw, source="new.toml")
     assert scenario.variants == ("app.py:handler",)
     assert scenario.workload.envelope.kind is EnvelopeKind.SNS
@@ -181,10 +185,10 @@ def test_the_written_scenario_parses_and_carries_the_id_where_the_sample_did() -
     shape = body_shape(scenario.workload)
     for m in plan(scenario.workload, scenario.seed)[:4]:
         assert shape.business_id(m.body) == m.business_id
-    live = tomllib.loads(
-        scenario_text("app.py:handler", sample, None, ["DYNAMODB_TABLE"], environment_live=True)
-    )
-    assert live["consumer"]["environment"] == {"DYNAMODB_TABLE": "{table}"}
+    assert scenario.function.table_name == "Orders"
+    assert [t.env for t in scenario.function.tables] == ["IDEMPOTENCY_TABLE"]
+    only_comments = tomllib.loads(scenario_text("app.py:handler", sample, None, ["LOG_LEVEL"]))
+    assert "environment" not in only_comments["consumer"]
 
 
 def test_without_a_sample_the_lab_body_stays() -> None:
