@@ -408,6 +408,7 @@ def scenario_text(
         "[workload]",
         _line("distinct_ids = 20", "generated business ids"),
         _line("copies = 2", "each id twice: the original and a producer resend"),
+        _line('order = "shuffled"', "copies in different batches, processed at the same time"),
     ]
     uses_quantity = sample is None or "{quantity}" in json.dumps(sample.template)
     if uses_quantity:

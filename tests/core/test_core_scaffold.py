@@ -214,3 +214,8 @@ def test_a_partial_batch_response_is_recognised() -> None:
     assert not reports_item_failures(SOURCE)
     text = scenario_text("app.py:handler", None, None, [], item_failures=True)
     assert tomllib.loads(text)["consumer"]["report_batch_item_failures"] is True
+
+
+def test_the_written_scenario_shuffles_copies_so_they_can_race() -> None:
+    raw = tomllib.loads(scenario_text("consumer.conditional:handler", None, None, []))
+    assert raw["workload"]["order"] == "shuffled" and raw["workload"]["copies"] == 2

@@ -190,3 +190,24 @@ def test_message_attributes_reach_the_handler_as_lambda_builds_them(backend_url:
         assert item["priority"] == {"S": "5"} and item["priority_type"] == {"S": "Number"}
         assert item["key"] == {"S": f"K-{item['id']['S']}"}
         assert item["blob"] == {"S": "000102"}
+
+
+def test_new_for_an_idempotent_consumer_gives_a_scenario_it_passes(
+    backend_url: str, tmp_path: Path
+) -> None:
+    # The copies `new` sends are shuffled into different batches, so they race: a consumer
+    # that is idempotent passes instead of being inconclusive for copies that never met.
+    written = tmp_path / "conditional.toml"
+    assert (
+        runner.invoke(app, ["new", "--handler", "conditional", "--out", str(written)]).exit_code
+        == 0
+    )
+    out = tmp_path / "report.json"
+    result = runner.invoke(
+        app, ["run", str(written), "--endpoint-url", backend_url, "--json", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    (run,) = json.loads(out.read_text())["runs"]
+    assert run["counts"]["writes_accepted"] == 20
+    assert run["counts"]["writes_rejected"] == 20
+    assert run["counts"]["duplicate_writes"] == 0
