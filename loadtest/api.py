@@ -32,13 +32,12 @@ from loadtest.engine import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salv
 from loadtest.errors import InputError
 from loadtest.model.checker import Counts
 from loadtest.model.cost import Prices
-from loadtest.model.scaffold import (
+from loadtest.model.handler_source import (
     environment_reads,
     hardcoded_tables,
     reports_item_failures,
-    sample_template,
-    scenario_text,
 )
+from loadtest.model.scaffold import sample_template, scenario_text
 from loadtest.model.scenario import Scenario, load_scenario
 from loadtest.model.thresholds import check_scenario, check_variants, parse_thresholds
 from loadtest.reports.report import build_report, verdict_exit_code

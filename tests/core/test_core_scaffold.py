@@ -1,4 +1,4 @@
-"""What `loadtest new` reads from a handler's source and a sample message (loadtest.model.scaffold)."""
+"""What `loadtest new` reads from a handler's source and a sample message (loadtest.model.handler_source, loadtest.model.scaffold)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,8 @@ import pytest
 from loadtest.errors import InputError
 from loadtest.model.body import body_shape
 from loadtest.model.envelopes import EnvelopeKind
-from loadtest.model.scaffold import (
-    environment_reads,
-    hardcoded_tables,
-    sample_template,
-    scenario_text,
-    suggested_value,
-    toml_value,
-)
+from loadtest.model.handler_source import environment_reads, hardcoded_tables, suggested_value
+from loadtest.model.scaffold import sample_template, scenario_text, toml_value
 from loadtest.model.scenario import parse_scenario
 from loadtest.model.schedule import plan
 
@@ -203,7 +197,7 @@ def test_toml_values_round_trip() -> None:
 
 
 def test_a_partial_batch_response_is_recognised() -> None:
-    from loadtest.model.scaffold import reports_item_failures
+    from loadtest.model.handler_source import reports_item_failures
 
     powertools = (
         "from aws_lambda_powertools.utilities.batch import BatchProcessor, process_partial_response\n"
