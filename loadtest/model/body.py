@@ -365,6 +365,10 @@ class BodyShape:
         return f"business id at {id_text}; details at {details}"
 
 
+FLAT = BodyShape()
+"""The lab's body: ``{"id": ..., ...}``, the business id its ``id``, the rest its details."""
+
+
 def body_shape(workload: Workload) -> BodyShape:
     """Where a workload's messages carry their business id and their details."""
     root = envelope_root(workload.envelope)
