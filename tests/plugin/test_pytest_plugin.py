@@ -3,6 +3,7 @@ fails with the interleaving and the commands that replay it."""
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -189,3 +190,31 @@ def test_the_replay_command_spells_the_runs_options_as_the_cli_takes_them() -> N
         "--no-fifo --env MODE=strict"
     )
     assert replay_command("race-burst", plan, {**options, "cells": [{"seed": 1}]}, True) is None
+
+
+@pytest.mark.slow
+def test_the_endpoint_option_runs_the_same_tests_against_another_endpoint(
+    sample: pytest.Pytester, backend_url: str, tmp_path: Path
+) -> None:
+    kept = tmp_path / "kept"
+    result = sample.runpytest_subprocess(
+        "-p",
+        "loadtest.pytest_plugin",
+        "--loadtest-seed=5",
+        f"--loadtest-endpoint-url={backend_url}",
+        f"--loadtest-reports={kept}",
+        "-k",
+        "test_safe",
+    )
+    result.assert_outcomes(passed=1, deselected=3)
+    result.stdout.fnmatch_lines(
+        [f"loadtest: seed 5 (replay with --loadtest-seed 5), {backend_url}"]
+    )
+    [path] = (kept / "test_orders.py_test_safe").glob("*.json")
+    report = json.loads(path.read_text(encoding="utf-8"))
+    assert report["backend"] == {"kind": "endpoint", "endpoint_url": backend_url}
+    assert report["seed"] == 5
+    assert report["command"] == (
+        f"loadtest run orders.toml --handler orders.py:safe_handler --seed 5 "
+        f"--endpoint-url {backend_url}"
+    )
