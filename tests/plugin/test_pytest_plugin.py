@@ -4,6 +4,12 @@ fails with the interleaving and the commands that replay it."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -218,3 +224,61 @@ def test_the_endpoint_option_runs_the_same_tests_against_another_endpoint(
         f"loadtest run orders.toml --handler orders.py:safe_handler --seed 5 "
         f"--endpoint-url {backend_url}"
     )
+
+
+HOLDING = """
+import pathlib
+import signal
+import time
+
+# A shell's background job may start with Ctrl-C ignored; a user's terminal does not.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def test_hold(loadtest_backend):
+    pathlib.Path("endpoint.txt").write_text(loadtest_backend.endpoint_url)
+    time.sleep(120)
+"""
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2):
+            return True
+    except urllib.error.HTTPError:
+        return True  # it answered, with an error status
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "killed"])
+def test_an_interrupted_session_leaves_no_backend_behind(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, how: signal.Signals
+) -> None:
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester.makepyfile(test_hold=HOLDING)
+    marker = pytester.path / "endpoint.txt"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "loadtest.pytest_plugin", "test_hold.py"],
+        cwd=pytester.path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        url = marker.read_text()
+        assert _answers(url)
+        process.send_signal(how)
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    deadline = time.monotonic() + 15
+    while _answers(url) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _answers(url)
