@@ -48,6 +48,8 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from loadtest.emulation import freezing, layer, zygotes
 from loadtest.emulation.freezing import FREEZE, FREEZE_ENV
 from loadtest.emulation.handlers import HandlerRef
+from loadtest.emulation.lambda_entry import CRASH_MID_HANDLER_EXIT, CRASH_MID_HANDLER_MESSAGE
+from loadtest.emulation.layer_environment import FAULT_SEED_ENV, KEY_NAMES_ENV
 from loadtest.errors import HandlerRefError
 from loadtest.model.checker.harness import gaps_in
 from loadtest.model.history import WriteRecord
@@ -122,7 +124,7 @@ class FunctionConfig:
                 **self.lambda_environ(),
                 "LOADTEST_PARENT_PID": str(os.getpid()),
                 "LOADTEST_HANDLER": self.handler.ref,
-                "LOADTEST_KEY_NAMES": ",".join(self.key_names),
+                KEY_NAMES_ENV: ",".join(self.key_names),
                 "PYTHONUNBUFFERED": "1",
                 "PYTHONPATH": os.pathsep.join(
                     p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p
@@ -209,8 +211,8 @@ class ExecutionEnvironment:
         with open(self._log_path, "ab") as log:  # noqa: ASYNC230
             env = self.config.environ()
             # Each cold start draws its own fault sequence, reproducibly.
-            seed = f"{env.get('LOADTEST_FAULT_SEED', '0')}:{self.number}:{self.cold_starts}"
-            env["LOADTEST_FAULT_SEED"] = seed
+            seed = f"{env.get(FAULT_SEED_ENV, '0')}:{self.number}:{self.cold_starts}"
+            env[FAULT_SEED_ENV] = seed
             env["LOADTEST_OBSERVATIONS"] = self._observations_path
             env[FREEZE_ENV] = "1" if FREEZE else "0"
             day = time.strftime("%Y/%m/%d", time.gmtime())
@@ -528,6 +530,8 @@ def _exit_reason(code: int | None, memory_mb: int, request_id: str) -> str:
     ``Runtime.ExitError`` with the exit status or the signal, unless it ran out of memory."""
     if code == OUT_OF_MEMORY_EXIT:
         return out_of_memory_error(memory_mb)
+    if code == CRASH_MID_HANDLER_EXIT:
+        return CRASH_MID_HANDLER_MESSAGE
     if code is None:
         return "Runtime exited: the execution environment's process died"
     if code == 0:
