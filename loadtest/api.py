@@ -174,6 +174,11 @@ def resolve_variants(
     names = [v.strip() for item in variants for v in item.split(",") if v.strip()]
     if not names and not handlers:
         names = list(scenario.variants)
+        if not names:
+            raise InputError(
+                f"{scenario.source}: variants = [] names no consumer; give one with --handler "
+                "path/to/file.py:function (or --variants NAME)"
+            )
     refs = []
     for name in names:
         if name not in BUILTIN_VARIANTS and ":" not in name:
@@ -213,6 +218,8 @@ class Plan:
     """One run per cell of overrides and variant; ``({},)`` for a plain run."""
     prices: Prices | None = None
     """The price table for the cost per million messages (None: the committed one)."""
+    repeat: int = 1
+    """Runs of the workload, under seeds s, s+1, ... (each a cell ``{"seed": ...}``)."""
 
 
 def prepare(
@@ -226,6 +233,8 @@ def prepare(
     seed: int | None = None,
     cells: Sequence[Mapping[str, Any]] | None = None,
     prices: str | Path | None = None,
+    env: Sequence[str] = (),
+    repeat: int = 1,
     **overrides: Any,
 ) -> Plan:
     """Resolve and check everything ``run`` takes, before any backend starts.
@@ -236,14 +245,26 @@ def prepare(
     from loadtest.model.prices import load_prices
 
     price_table = load_prices(Path(prices) if prices is not None else None)
-    resolved = resolve_scenario(scenario).with_overrides(seed=seed, **overrides)
+    resolved = (
+        resolve_scenario(scenario).with_overrides(seed=seed, **overrides).with_environment(env)
+    )
     handlers = [handler] if isinstance(handler, str) else list(handler or ())
     refs = resolve_variants(resolved, variants, handlers)
     check_variants(parse_thresholds(thresholds), [ref.variant for ref in refs])
     kind = backend_kind(target, endpoint_url)
     grid = tuple(dict(cell) for cell in cells) if cells else ({},)
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise InputError(f"repeat must be a whole number of runs, 1 or more; got {repeat!r}")
+    if repeat > 1:
+        if cells:
+            raise InputError(
+                "repeat runs one workload under several seeds; it takes no sweep cells"
+            )
+        grid = tuple({"seed": resolved.seed + i} for i in range(repeat))
     _check_capacity(resolved, refs, grid)
-    return Plan(resolved, tuple(refs), tuple(thresholds), kind, endpoint_url, grid, price_table)
+    return Plan(
+        resolved, tuple(refs), tuple(thresholds), kind, endpoint_url, grid, price_table, repeat
+    )
 
 
 def _check_capacity(
@@ -296,7 +317,13 @@ def execute(
         cleanup_timeout_s=cleanup_timeout_s or CLEANUP_TIMEOUT_S,
     )
     return Report(
-        build_report(result, command=command, thresholds=plan.thresholds, prices=plan.prices)
+        build_report(
+            result,
+            command=command,
+            thresholds=plan.thresholds,
+            prices=plan.prices,
+            repeat=plan.repeat > 1,
+        )
     )
 
 
@@ -308,7 +335,13 @@ def salvaged(
         return None
     partial = RunResult(plan.scenario, salvage.target, list(salvage.runs), incomplete=why)
     return Report(
-        build_report(partial, command=command, thresholds=plan.thresholds, prices=plan.prices)
+        build_report(
+            partial,
+            command=command,
+            thresholds=plan.thresholds,
+            prices=plan.prices,
+            repeat=plan.repeat > 1,
+        )
     )
 
 
@@ -326,6 +359,8 @@ def run(
     command: str | None = None,
     cleanup_timeout_s: float | None = None,
     prices: str | Path | None = None,
+    env: Sequence[str] = (),
+    repeat: int = 1,
     **overrides: Any,
 ) -> Report:
     """Run a scenario's seeded workload against its consumer variants and judge it.
@@ -338,7 +373,12 @@ def run(
     CLI's options. ``cells`` makes it a sweep (one run per cell of overrides).
     ``on_progress`` is called about ten times a second with (variant, counters,
     messages planned, elapsed seconds). ``prices`` is a price table file
-    (default: the committed us-east-1 list prices).
+    (default: the committed us-east-1 list prices). ``env`` adds the function's
+    variables as ``NAME=VALUE`` (placeholders such as ``{table}`` allowed), over the
+    scenario's ``[consumer] environment``. ``repeat=N`` runs the workload N
+    times under seeds s, s+1, ...: the report keeps every run and gains a ``repeat``
+    object (each figure's min / median / max, each anomaly's share of runs with its 95%
+    interval; ``loadtest.model.repeats``).
     """
     plan = prepare(
         scenario,
@@ -350,6 +390,8 @@ def run(
         seed=seed,
         cells=cells,
         prices=prices,
+        env=env,
+        repeat=repeat,
         **overrides,
     )
     return execute(

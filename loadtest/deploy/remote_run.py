@@ -244,7 +244,13 @@ async def drive(
         ref=ref,
         history=history,
         end_state=end_state,
-        check=check(history, end_state, scenario.outcome, body=body_shape(scenario.workload)),
+        check=check(
+            history,
+            end_state,
+            scenario.judged_outcome,
+            body=body_shape(scenario.workload),
+            expect_overlap=scenario.expect_overlap,
+        ),
         latency=latencies(history),
         duration_s=max(0, history.ended_ns - history.started_ns) / 1e9,
         cold_starts=collector.environments(),
@@ -281,7 +287,7 @@ async def _end_state(
     scenario: Scenario,
 ) -> EndState:
     visible, in_flight = await aws.queue_depth(sqs, where.queue_url)
-    items = await aws.scan_items(dynamodb, where.table, scenario.outcome.key_names)
+    items = await aws.scan_items(dynamodb, where.table, scenario.table_key_names)
     return EndState(visible, in_flight, len(collector.dead), items)
 
 
@@ -290,7 +296,7 @@ def resource_names(names: VariantNames) -> aws.ResourceNames:
         queue=names.queue,
         dlq=names.dlq,
         table=names.table,
-        idempotency_table=names.idempotency_table,
+        prefix=names.prefix,
     )
 
 

@@ -497,6 +497,9 @@ class EndState:
     table_items: dict[str, TypedItem] = field(repr=False)
     """Stored items by their key (``key_string``); left out of the repr, which
     must stay short whatever the table holds."""
+    side_tables: tuple[tuple[str, int], ...] = ()
+    """Items each of the consumer's extra tables (``[[tables]]``) holds at the end, by name:
+    what the handler stored besides outcomes (idempotency records, locks)."""
 
 
 def _plain_fields(cls: type[_T]) -> Callable[[_T], tuple[Any, ...]]:
@@ -648,5 +651,9 @@ class OutcomeKey:
         return ", ".join(f"{name} = {template!r}" for name, template in self.templates)
 
     def canonical(self, key: TypedItem) -> str:
-        """``key_string`` of the key's attributes in this key's order (callers may order them otherwise)."""
-        return key_string({name: key[name] for name in self.key_names if name in key})
+        """``key_string`` of the key's attributes in this key's order (callers may order them
+        otherwise); a key of other attributes (a table keyed otherwise, ``[table] key``) as it is."""
+        names = self.key_names
+        if not all(name in key for name in names):
+            return key_string(key)
+        return key_string({name: key[name] for name in names})

@@ -26,6 +26,7 @@ from loadtest.model.checker.details import (
     records_of,
     stored_names,
 )
+from loadtest.model.checker.exposure import Overlaps
 from loadtest.model.checker.roles import Judged, Write, judge_outcome
 from loadtest.model.checker.sent import Messages
 from loadtest.model.checker.verdict import Decision, DecisionLog, Role
@@ -68,6 +69,8 @@ class Survey:
     and inside its maps, lists and JSON strings)."""
     accepted: int = 0
     """Accepted writes of any item: the most there can be to judge together."""
+    overlaps: Overlaps = field(default_factory=Overlaps)
+    """Each business id's handler executions, for the race exposure."""
 
 
 def survey(history: History) -> Survey:
@@ -78,6 +81,7 @@ def survey(history: History) -> Survey:
         found.handler_errors += inv.outcome is not InvocationOutcome.SUCCESS
         found.unobserved_calls += len(inv.unobserved)
         found.observer_errors += len(inv.observer_faults)
+        found.overlaps.add(inv)
         for record in inv.writes:
             if record.outcome is WriteOutcome.ACCEPTED:
                 found.accepted += 1
