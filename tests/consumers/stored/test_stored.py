@@ -44,9 +44,12 @@ def _shared_batches(run: VariantRun) -> int:
     )
 
 
-@pytest.fixture(scope="module")
-def message_id_payload(backend_url: str) -> VariantRun:
-    return _run(backend_url, "message_id_payload.toml", "message_id_payload.py")
+@pytest.fixture(
+    scope="module", params=["message_id_payload.toml", "message_id_payload_table_key.toml"]
+)
+def message_id_payload(backend_url: str, request: pytest.FixtureRequest) -> VariantRun:
+    # The table's key named as the outcome key, or as the table's own key ([table] key).
+    return _run(backend_url, request.param, "message_id_payload.py")
 
 
 def test_a_body_kept_as_a_map_under_the_message_id_is_sixty_duplicates(
