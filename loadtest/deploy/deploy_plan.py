@@ -56,6 +56,7 @@ from loadtest.deploy.plan_model import (
     role_name,
 )
 from loadtest.emulation.handlers import HandlerRef, tables_for
+from loadtest.emulation.lambda_entry import SIDE_TABLES_ENV
 from loadtest.errors import ScenarioError
 from loadtest.model.function_config import (
     RunResources,
@@ -226,6 +227,10 @@ def plan_deploy(
             KEY_NAMES_ENV: ",".join(key_names),
             OBSERVATION_QUEUE_ENV: names.observations,
         }
+        if tables:
+            environment[SIDE_TABLES_ENV] = ",".join(
+                extra_table_name(names.prefix, t) for t in tables
+            )
         environment.update(
             render(
                 replace(setup, tables=tables),

@@ -93,6 +93,8 @@ class FunctionConfig:
     """The scenario's faults, read by the environment process (``LOADTEST_*``)."""
     key_names: tuple[str, ...] = ("id",)
     """The table's key attributes (hash, then range), for the write observer."""
+    side_tables: tuple[str, ...] = ()
+    """The consumer's extra tables, whose writes the observer counts as side writes."""
     function_env: tuple[tuple[str, str], ...] = ()
     """The function's own variables: the scenario's ``[consumer] environment`` and ``--env``
     with the run's resources filled in, and each extra table's variable."""
@@ -112,6 +114,7 @@ class FunctionConfig:
                 "LOADTEST_PARENT_PID": str(os.getpid()),
                 "LOADTEST_HANDLER": self.handler.ref,
                 "LOADTEST_KEY_NAMES": ",".join(self.key_names),
+                "LOADTEST_SIDE_TABLES": ",".join(self.side_tables),
                 "PYTHONUNBUFFERED": "1",
                 "PYTHONPATH": os.pathsep.join(
                     p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p

@@ -48,6 +48,8 @@ from loadtest.emulation.observer import Sink, WriteObserver
 ORIGINAL_HANDLER_ENV = "LOADTEST_ORIGINAL_HANDLER"
 WATCH_TABLE_ENV = "LOADTEST_WATCH_TABLE"
 KEY_NAMES_ENV = "LOADTEST_KEY_NAMES"
+SIDE_TABLES_ENV = "LOADTEST_SIDE_TABLES"
+"""The consumer's extra tables, comma-separated: their writes are side writes."""
 OBSERVATION_QUEUE_ENV = "LOADTEST_OBSERVATION_QUEUE"
 
 Handler = Callable[[Any, Any], Any]
@@ -137,6 +139,7 @@ def start(
         sink=counting,
         race_window_s=int(env.get("LOADTEST_RACE_WINDOW_MS", "0")) / 1000,
         clock=clock,
+        side_tables=tuple(t for t in env.get(SIDE_TABLES_ENV, "").split(",") if t),
     )
     observer.install()
     original = load() if load is not None else load_original(env[ORIGINAL_HANDLER_ENV])

@@ -152,6 +152,8 @@ def test_powertools_example_with_its_idempotency_table_is_inconclusive_not_faile
     assert run.check.reasons == ()
     assert (c.messages_sent, c.acked, c.dead_lettered, c.handler_errors) == (20, 20, 0, 0)
     assert c.writes_attempted == 0
+    # Powertools' record of each message: saved in progress, then updated with its result.
+    assert c.side_writes == 40
     # One idempotency record per message (its key is the messageId): side writes.
     assert run.end_state.side_tables == ((f"{run.resources.prefix}-idempotency", 20),)
     report = build_report(

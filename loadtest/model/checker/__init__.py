@@ -72,7 +72,7 @@ from loadtest.model.checker.details import (
     varies_per_delivery,
 )
 from loadtest.model.checker.evidence import duplicate_evidence
-from loadtest.model.checker.harness import harness_reasons, not_judged
+from loadtest.model.checker.harness import not_judged
 from loadtest.model.checker.passes import (
     Evidence,
     Judging,
@@ -288,7 +288,7 @@ def check(
         writes_rejected=outcomes[WriteOutcome.REJECTED],
         writes_errored=outcomes[WriteOutcome.ERROR],
         writes_indeterminate=outcomes[WriteOutcome.INDETERMINATE],
-        side_writes=passed.side_writes,
+        side_writes=passed.side_writes + read.side_items,
         noop_writes=judged.noop,
         duplicate_writes=judged.duplicate,
         conflicting_writes=judged.conflicting,
@@ -377,7 +377,7 @@ def check(
             "to ([table] name, or the variable that names it in [consumer] environment)",
         )
         inconclusive.extend(f"{r}: not judged without a business outcome" for r in moved)
-    gaps = harness_reasons(history)
+    gaps = read.gaps.reasons()
     if gaps:
         # Never blame the consumer for the harness: what failed may be the run's gap.
         inconclusive = [*gaps, *not_judged(reasons), *inconclusive]
