@@ -156,6 +156,9 @@ def test_powertools_example_with_its_idempotency_table_is_inconclusive_not_faile
     assert c.side_writes == 40
     # One idempotency record per message (its key is the messageId): side writes.
     assert run.end_state.side_tables == ((f"{run.resources.prefix}-idempotency", 20),)
+    # Created for the run, deleted after it.
+    tables = client("dynamodb", backend_url).list_tables()["TableNames"]
+    assert f"{run.resources.prefix}-idempotency" not in tables
     report = build_report(
         RunResult(scenario, aws.Target.resolve(aws.BackendKind.ENDPOINT, backend_url), [run])
     )
