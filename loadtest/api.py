@@ -218,6 +218,8 @@ class Plan:
     """One run per cell of overrides and variant; ``({},)`` for a plain run."""
     prices: Prices | None = None
     """The price table for the cost per million messages (None: the committed one)."""
+    repeat: int = 1
+    """Runs of the workload, under seeds s, s+1, ... (each a cell ``{"seed": ...}``)."""
 
 
 def prepare(
@@ -232,6 +234,7 @@ def prepare(
     cells: Sequence[Mapping[str, Any]] | None = None,
     prices: str | Path | None = None,
     env: Sequence[str] = (),
+    repeat: int = 1,
     **overrides: Any,
 ) -> Plan:
     """Resolve and check everything ``run`` takes, before any backend starts.
@@ -250,8 +253,18 @@ def prepare(
     check_variants(parse_thresholds(thresholds), [ref.variant for ref in refs])
     kind = backend_kind(target, endpoint_url)
     grid = tuple(dict(cell) for cell in cells) if cells else ({},)
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise InputError(f"repeat must be a whole number of runs, 1 or more; got {repeat!r}")
+    if repeat > 1:
+        if cells:
+            raise InputError(
+                "repeat runs one workload under several seeds; it takes no sweep cells"
+            )
+        grid = tuple({"seed": resolved.seed + i} for i in range(repeat))
     _check_capacity(resolved, refs, grid)
-    return Plan(resolved, tuple(refs), tuple(thresholds), kind, endpoint_url, grid, price_table)
+    return Plan(
+        resolved, tuple(refs), tuple(thresholds), kind, endpoint_url, grid, price_table, repeat
+    )
 
 
 def _check_capacity(
@@ -304,7 +317,13 @@ def execute(
         cleanup_timeout_s=cleanup_timeout_s or CLEANUP_TIMEOUT_S,
     )
     return Report(
-        build_report(result, command=command, thresholds=plan.thresholds, prices=plan.prices)
+        build_report(
+            result,
+            command=command,
+            thresholds=plan.thresholds,
+            prices=plan.prices,
+            repeat=plan.repeat > 1,
+        )
     )
 
 
@@ -316,7 +335,13 @@ def salvaged(
         return None
     partial = RunResult(plan.scenario, salvage.target, list(salvage.runs), incomplete=why)
     return Report(
-        build_report(partial, command=command, thresholds=plan.thresholds, prices=plan.prices)
+        build_report(
+            partial,
+            command=command,
+            thresholds=plan.thresholds,
+            prices=plan.prices,
+            repeat=plan.repeat > 1,
+        )
     )
 
 
@@ -335,6 +360,7 @@ def run(
     cleanup_timeout_s: float | None = None,
     prices: str | Path | None = None,
     env: Sequence[str] = (),
+    repeat: int = 1,
     **overrides: Any,
 ) -> Report:
     """Run a scenario's seeded workload against its consumer variants and judge it.
@@ -349,7 +375,10 @@ def run(
     messages planned, elapsed seconds). ``prices`` is a price table file
     (default: the committed us-east-1 list prices). ``env`` adds the function's
     variables as ``NAME=VALUE`` (placeholders such as ``{table}`` allowed), over the
-    scenario's ``[consumer] environment``.
+    scenario's ``[consumer] environment``. ``repeat=N`` runs the workload N
+    times under seeds s, s+1, ...: the report keeps every run and gains a ``repeat``
+    object (each figure's min / median / max, each anomaly's share of runs with its 95%
+    interval; ``loadtest.model.repeats``).
     """
     plan = prepare(
         scenario,
@@ -362,6 +391,7 @@ def run(
         cells=cells,
         prices=prices,
         env=env,
+        repeat=repeat,
         **overrides,
     )
     return execute(

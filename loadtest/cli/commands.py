@@ -85,6 +85,18 @@ def run(
         ),
     ] = [],  # noqa: B006
     seed: SeedOpt = None,
+    repeat: Annotated[
+        int,
+        typer.Option(
+            "--repeat",
+            metavar="N",
+            min=1,
+            help="Run the workload N times, seeds s, s+1, ...: each figure's min/median/max "
+            "across the runs and each anomaly's share of runs with its 95% interval "
+            "(thresholds such as 'duplicate_writes.runs_with > 0'). Local runtime and "
+            "--endpoint-url only.",
+        ),
+    ] = 1,
     endpoint_url: EndpointOpt = None,
     target: TargetOpt = TargetChoice.EMBEDDED,
     overrides: dict[str, Any] | None = None,
@@ -170,6 +182,13 @@ def run(
     if deploy or all(attach) or target is TargetChoice.AWS:
         from loadtest.cli.aws import run_remote
 
+        if repeat > 1:
+            fail(
+                Exit.BAD_INPUT,
+                "--repeat runs on the local runtime (or an --endpoint-url backend without "
+                "--deploy); not with --target aws, --deploy or an attached function",
+            )
+
         run_remote(
             scenario,
             chosen,
@@ -202,6 +221,7 @@ def run(
         outputs=outputs,
         cleanup_timeout_s=cleanup_timeout,
         prices_path=prices,
+        repeat=repeat,
     )
 
 
@@ -316,5 +336,5 @@ def main() -> None:
 
 
 # The other commands register themselves on ``app``: scenarios, report, serve,
-# doctor and diff (``tools``), then cleanup and lint (``aws``).
-from loadtest.cli import aws, tools  # noqa: E402, F401
+# doctor and diff (``tools``), then cleanup and lint (``aws``), then shrink.
+from loadtest.cli import aws, shrinking, tools  # noqa: E402, F401

@@ -74,6 +74,7 @@ def execute_run(
     cleanup_timeout_s: float | None = None,
     prices_path: Path | None = None,
     metric: str | None = None,
+    repeat: int = 1,
 ) -> None:
     from loadtest.engine import Salvage
 
@@ -92,6 +93,7 @@ def execute_run(
                 seed=seed,
                 cells=cells,
                 prices=prices_path,
+                repeat=repeat,
                 **overrides,
             )
             json_path, outputs = plan_outputs(plan.scenario, json_path, out_dir, outputs)

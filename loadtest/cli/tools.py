@@ -171,13 +171,25 @@ def diff(
         str,
         typer.Option("--max-regression", help="Allowed latency/throughput regression, e.g. 10%."),
     ] = "10%",
+    alpha: Annotated[
+        float,
+        typer.Option(
+            "--alpha",
+            help="Significance level for repeated reports (--repeat N): a latency or "
+            "throughput change is a regression only if a Mann-Whitney U test rejects "
+            "'no change' at this level.",
+        ),
+    ] = 0.05,
     quiet: QuietOpt = False,
 ) -> None:
     """Compare two reports: exit 1 on any correctness or performance regression.
 
     A count that must be 0 (duplicate, conflicting, lost, unsettled...) and is
     not is a regression whatever the tolerance; latency p50/p90/p99 and
-    throughput may move by --max-regression.
+    throughput may move by --max-regression. Between repeated reports a move
+    beyond it must also be significant at --alpha (Mann-Whitney U over the
+    per-run values); single runs are judged without a test, and the output
+    says so.
     """
     from loadtest.reports.diff import diff_reports, parse_tolerance, render_diff_table
 
@@ -189,6 +201,7 @@ def diff(
             tolerance,
             baseline_label=str(baseline),
             new_label=str(new),
+            alpha=alpha,
         )
     except InputError as exc:
         fail(Exit.BAD_INPUT, str(exc))

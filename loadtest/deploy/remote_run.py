@@ -245,7 +245,11 @@ async def drive(
         history=history,
         end_state=end_state,
         check=check(
-            history, end_state, scenario.judged_outcome, body=body_shape(scenario.workload)
+            history,
+            end_state,
+            scenario.judged_outcome,
+            body=body_shape(scenario.workload),
+            expect_overlap=scenario.expect_overlap,
         ),
         latency=latencies(history),
         duration_s=max(0, history.ended_ns - history.started_ns) / 1e9,

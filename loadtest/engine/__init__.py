@@ -290,6 +290,7 @@ def _variant_run(
             scenario.judged_outcome,
             cut_short=cut_short,
             body=body_shape(scenario.workload),
+            expect_overlap=scenario.expect_overlap,
         ),
         latency=latency,
         duration_s=max(0, history.ended_ns - history.started_ns) / 1e9,

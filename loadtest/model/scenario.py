@@ -42,6 +42,11 @@ File format (every table and key optional)::
     copies = 3
     poison = false                      # true: a record every consumer must refuse
 
+    [expect]                            # what the workload is meant to show
+    overlap = true                      # copies of an id are meant to be processed at the
+                                        # same time: a run in which none overlapped cannot
+                                        # pass (inconclusive). false: sequential on purpose
+
     [outcome]                           # where a message's outcome is stored
     key = { id = "{id}" }               # the table's key, per attribute; e.g. { pk = "ORDER#{id}", sk = "ORDER" }
 
@@ -186,6 +191,10 @@ class Scenario:
     function: FunctionSetup = field(default_factory=FunctionSetup)
     """The function's environment and the tables it needs (``[consumer] environment``,
     ``[table]``, ``[[tables]]``)."""
+    expect_overlap: bool = True
+    """``[expect] overlap``: the copies of an id are meant to race, so a run in which no two
+    deliveries of one id were processed at the same time is inconclusive; False for a
+    scenario whose copies are sequential on purpose (resends after completion)."""
     source: str = "<memory>"
     """Where the scenario came from (a path or ``builtin:NAME``), for messages."""
 
@@ -277,6 +286,7 @@ def parse_scenario(
             "outcome",
             "table",
             "tables",
+            "expect",
             *_SECTIONS,
         },
         source,
@@ -310,6 +320,8 @@ def parse_scenario(
     faults = _section(Faults, _table(raw, "faults", source), source, "faults")
     run = _section(RunSettings, _table(raw, "run", source), source, "run")
     _check_combinations(workload, consumer, faults, source)
+    expect = _table(raw, "expect", source)
+    _check_keys(expect, {"overlap"}, source, "expect")
     return Scenario(
         name=check_name(raw["name"], source) if "name" in raw else safe_name(default_name),
         description=_value("description", raw.get("description", ""), str, source, ""),
@@ -323,6 +335,7 @@ def parse_scenario(
         allow=_allow(_table(raw, "verdict", source), source),
         outcome=_outcome(_table(raw, "outcome", source), source),
         function=function,
+        expect_overlap=_value("overlap", expect.get("overlap", True), bool, source, "expect."),
         source=source,
     )
 
@@ -354,6 +367,8 @@ def to_raw(scenario: Scenario) -> dict[str, Any]:
         {"body": m.body, "copies": m.copies, **({"poison": True} if m.poison else {})}
         for m in scenario.workload.messages
     ]
+    if not scenario.expect_overlap:
+        raw["expect"] = {"overlap": False}
     if scenario.outcome.declared or scenario.outcome.templates != OutcomeKey().templates:
         raw["outcome"] = {"key": dict(scenario.outcome.templates)}
     if scenario.function.environment:

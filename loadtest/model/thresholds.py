@@ -7,7 +7,7 @@ printing; the report dicts passed in are never mutated (new ones are returned).
 
 Grammar (spaces around tokens are optional)::
 
-    threshold := [VARIANT ":"] METRIC OP VALUE
+    threshold := [VARIANT ":"] METRIC ["." AGGREGATE] OP VALUE
     METRIC    := COUNT | "counts." COUNT
                | LATENCY "." STAT                   e.g. end_to_end.p99
                | "throughput." ("messages_per_s" | "duration_s")
@@ -17,7 +17,11 @@ Grammar (spaces around tokens are optional)::
     OP        := "<" | "<=" | ">" | ">=" | "==" | "!="
     VALUE     := NUMBER [UNIT]                      NUMBER: 250, 0.5, -1; "250 ms" == "250ms"
     UNIT      := "us" | "ms" | "s"
-
+    AGGREGATE := "min" | "median" | "max"           across the runs of a --repeat, same unit
+               | "runs_with"                        runs in which the metric was above zero
+               | "share" | "share_lower" | "share_upper"
+                                                    runs_with / runs (0..1), and its 95%
+                                                    Clopper-Pearson interval
 - ``COUNT`` is a field of the checker's counts (``duplicate_writes``, ...).
 - ``STAT`` is one of ``count min p50 p90 p99 p99_9 max mean``.
 - A latency (every stat but ``count``) needs a unit; it is compared in
@@ -25,6 +29,12 @@ Grammar (spaces around tokens are optional)::
   queue or table figure, ``messages_per_s`` and ``cost.per_million_usd``
   (US dollars, see ``loadtest.model.cost``) take no unit.
   ``throughput.duration_s`` is in seconds and accepts a unit.
+- ``AGGREGATE`` addresses a repeat's statistics (``loadtest.model.repeats``):
+  ``duplicate_writes.runs_with > 0``, ``end_to_end.p99.median < 250ms``,
+  ``conditional: duplicate_writes.share_upper < 0.2``. Such a threshold is
+  judged once per variant over all its runs (the report's ``repeat`` object),
+  needs ``--repeat``, and is never applied to a single run. A metric whose own
+  last part is a stat (``end_to_end.max``) is the plain metric.
 - ``VARIANT:`` scopes the threshold to that variant; without it the threshold
   applies to every variant. The variant is everything before the *last* colon,
   so a handler reference such as ``pkg.mod:handler`` works as a scope.
@@ -77,6 +87,18 @@ latencies pass their names to :func:`parse_threshold` (``latencies=``)."""
 
 UNITS_US: Mapping[str, int] = {"us": 1, "ms": 1_000, "s": 1_000_000}
 """Duration units and their length in microseconds."""
+
+AGGREGATES: tuple[str, ...] = (
+    "min",
+    "median",
+    "max",
+    "runs_with",
+    "share",
+    "share_lower",
+    "share_upper",
+)
+"""What a threshold may address of a repeat's statistics (``METRIC.AGGREGATE``)."""
+_KEEPS_UNIT = ("min", "median", "max")
 
 
 _OTHER_METRICS: tuple[str, ...] = (
@@ -139,6 +161,8 @@ class Threshold:
     """The bound in the metric's report unit: microseconds for latencies, seconds for
     ``throughput.duration_s``."""
     kind: MetricKind
+    aggregate: str | None = None
+    """One of ``AGGREGATES``: the threshold addresses a repeat's statistics, not a run."""
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -151,7 +175,7 @@ class Threshold:
 # The value is matched loosely (any non-space run) so a bad unit gets its own
 # message instead of "malformed expression".
 _EXPR = re.compile(
-    r"^(?P<metric>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)?)\s*"
+    r"^(?P<metric>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+){0,3})\s*"
     r"(?P<op><=|>=|==|!=|<|>)\s*"
     r"(?P<value>\S+(?:\s+[A-Za-zµ]+)?)$"
 )
@@ -167,7 +191,8 @@ def allowed_help(latencies: Iterable[str] = LATENCIES) -> str:
         f"Operators: {' '.join(op.value for op in Operator)}. "
         f"Metrics: counts (bare or counts.NAME): {', '.join(COUNT_NAMES)}; "
         f"LATENCY.STAT with LATENCY in {names} and STAT in {', '.join(LATENCY_STATS)}; "
-        f"{', '.join(_OTHER_METRICS)}. "
+        f"{', '.join(_OTHER_METRICS)}; any of them followed by .AGGREGATE over a --repeat, "
+        f"AGGREGATE in {', '.join(AGGREGATES)}. "
         f"Units: {', '.join(UNITS_US)} for latencies (required) and throughput.duration_s "
         "(optional, default s); none for counts, messages_per_s and cost.per_million_usd."
     )
@@ -222,6 +247,13 @@ def parse_threshold(text: str, *, latencies: Collection[str] = LATENCIES) -> Thr
     metric_text, op_text = match["metric"], match["op"]
     value_text = re.sub(r"\s+", "", match["value"])
     resolved = _resolve(metric_text, latencies)
+    aggregate = None
+    base, _, last = metric_text.rpartition(".")
+    if resolved is None and base and last in AGGREGATES:
+        resolved = _resolve(base, latencies)
+        aggregate = last
+        if resolved is not None and last not in _KEEPS_UNIT:
+            resolved = (resolved[0], MetricKind.COUNT if last == "runs_with" else MetricKind.RATE)
     if resolved is None:
         raise ThresholdError(
             f"threshold {text!r}: unknown metric {metric_text!r}; {allowed_help(latencies)}"
@@ -265,6 +297,7 @@ def parse_threshold(text: str, *, latencies: Collection[str] = LATENCIES) -> Thr
         operator=Operator(op_text),
         value=_number(value),
         kind=kind,
+        aggregate=aggregate,
     )
 
 
@@ -311,6 +344,17 @@ def evaluate(threshold: Threshold, run: Mapping[str, Any]) -> dict[str, Any]:
     return {"expr": threshold.expr, "observed": observed, "ok": ok}
 
 
+def evaluate_aggregate(threshold: Threshold, statistics: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"expr", "observed", "ok"}`` of a threshold on one variant's repeat statistics
+    (``loadtest.model.repeats``); a metric with no data fails."""
+    node: Any = statistics
+    for key in (*threshold.path, threshold.aggregate or ""):
+        node = node.get(key) if isinstance(node, Mapping) else None
+    observed = None if isinstance(node, bool) or not isinstance(node, int | float) else node
+    ok = observed is not None and _COMPARE[threshold.operator](observed, threshold.value)
+    return {"expr": threshold.expr, "observed": observed, "ok": ok}
+
+
 def apply_thresholds(report: Mapping[str, Any], thresholds: Iterable[Threshold]) -> dict[str, Any]:
     """A new report whose runs carry the results of the thresholds that apply to them.
 
@@ -319,7 +363,7 @@ def apply_thresholds(report: Mapping[str, Any], thresholds: Iterable[Threshold])
     "inconclusive" for an incomplete run (``verdict_of``). An existing "fail" is
     kept: thresholds add to the default verdict, never relax it.
     """
-    chosen = list(thresholds)
+    chosen = [t for t in thresholds if t.aggregate is None]
     out: dict[str, Any] = copy.deepcopy(dict(report))
     for run in out["runs"]:
         results = [evaluate(t, run) for t in chosen if t.applies_to(run["variant"])]

@@ -17,6 +17,7 @@ from loadtest.errors import ThresholdError
 from loadtest.model.checker import FLAGGED_WHEN_NONZERO
 from loadtest.model.metrics import format_us as format_us
 from loadtest.model.thresholds import LATENCIES, MetricKind, parse_threshold
+from loadtest.reports.repeat_view import repeat_markdown
 
 DEFAULT_VERDICT_CASE = "default verdict"
 
@@ -69,6 +70,15 @@ def _count(name: str) -> Callable[[Mapping[str, Any]], str]:
     return read
 
 
+def overlap_text(run: Mapping[str, Any]) -> str:
+    """Race exposure as ``ids (pairs)``: ids with overlapping deliveries, and the pairs."""
+    counts = run.get("counts", {})
+    ids, pairs = counts.get("overlapping_ids"), counts.get("overlapping_deliveries")
+    if ids is None:
+        return "–"  # a report older than the race exposure
+    return f"{_number(ids)} ({_number(pairs)} pairs)"
+
+
 def _usd(value: Any) -> str:
     return "–" if value is None else f"${value:,.2f}"
 
@@ -77,6 +87,7 @@ COLUMNS: tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...] = (
     ("sent", _count("messages_sent")),
     ("deliveries", _count("deliveries")),
     ("redeliveries", _count("redeliveries")),
+    ("overlapping ids", overlap_text),
     ("duplicate writes", _count("duplicate_writes")),
     ("conflicting writes", _count("conflicting_writes")),
     ("lost outcomes", _count("lost_outcomes")),
@@ -161,6 +172,7 @@ def markdown_summary(report: Mapping[str, Any]) -> str:
     if missed:
         lines += ["", "### Requested rate not reached", ""]
         lines += [f"- {_code(str(run['variant']))}: {warning}" for run, warning in missed]
+    lines += repeat_markdown(report)
     command = report.get("command")
     if command:
         lines += ["", "Reproduce:", "", "```sh", str(command), "```"]

@@ -53,6 +53,8 @@ COUNT_ORDER = (
     "distinct_ids",
     "deliveries",
     "redeliveries",
+    "overlapping_ids",
+    "overlapping_deliveries",
     "writes_attempted",
     "writes_accepted",
     "writes_rejected",

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from loadtest.model.checker import FLAGGED_WHEN_NONZERO
 from loadtest.model.metrics import format_us
-from loadtest.reports.formats import format_observed
+from loadtest.reports.formats import format_observed, overlap_text
 
 
 def usd_per_million(run: dict[str, Any]) -> str:
@@ -74,6 +74,7 @@ ROWS: list[Row] = [
     _count_row("distinct ids", "distinct_ids"),
     _count_row("deliveries", "deliveries"),
     _count_row("redeliveries", "redeliveries"),
+    ("overlapping ids (race exposure)", overlap_text, False),
     _count_row("writes accepted", "writes_accepted"),
     _count_row("writes rejected (condition)", "writes_rejected"),
     _count_row("side writes", "side_writes", missing=0),
@@ -274,6 +275,10 @@ def sweep_table(report: dict[str, Any]) -> Table:
 
 def render(report: dict[str, Any], metric: str | None = None) -> RenderableType:
     """The terminal summary; a sweep's grid tables start with ``metric`` (a heatmap metric name)."""
+    if report.get("repeat") and len(report["runs"]) > 1:
+        from loadtest.reports.repeat_view import repeat_lines, repeat_table
+
+        return Group(sweep_table(report), repeat_table(report), *repeat_lines(report))
     if any(run.get("cell") for run in report["runs"]):
         from loadtest.reports.heatmap import grid_tables
 

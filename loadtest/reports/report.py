@@ -19,6 +19,7 @@ from loadtest.model.checker import Role, verdict_of
 from loadtest.model.checker.evidence import EVIDENCE_LIMIT, evidence_of
 from loadtest.model.cost import Prices, priced, units_of
 from loadtest.model.history import InvocationOutcome, WriteOutcome
+from loadtest.model.repeats import repeat_failed, repeat_summary
 from loadtest.model.scenario import to_raw
 from loadtest.model.thresholds import apply_thresholds, parse_thresholds, relax_default_verdict
 
@@ -432,13 +433,17 @@ def build_report(
     command: str | None = None,
     thresholds: Sequence[str] = (),
     prices: Prices | None = None,
+    repeat: bool = False,
 ) -> dict[str, Any]:
     """The JSON report (schema_version 1) for a run or comparison.
 
     The verdict of each run is the default verdict, relaxed only where the
     scenario's ``[verdict.allow]`` says so, then failed by any threshold (the
     scenario's and ``thresholds``) that does not hold. Costs are priced with
-    ``prices`` (the committed us-east-1 table when None).
+    ``prices`` (the committed us-east-1 table when None). With ``repeat`` (the
+    runs are one workload under successive seeds, each its own cell) or a
+    threshold on a repeat's statistics, the report gains its ``repeat`` object
+    (``loadtest.model.repeats``), those thresholds judged there.
     """
     report = _raw_report(result, command, prices)
     allow = dict(result.scenario.allow)
@@ -447,7 +452,13 @@ def build_report(
         for run in report["runs"]
     ]
     parsed = parse_thresholds([*result.scenario.thresholds, *thresholds])
-    return apply_thresholds(report, parsed)
+    report = apply_thresholds(report, parsed)
+    if repeat or any(t.aggregate is not None for t in parsed):
+        for run in report["runs"]:
+            run["seed"] = run["cell"].get("seed", result.scenario.seed)
+        seeds = list(dict.fromkeys(run["seed"] for run in report["runs"]))
+        report["repeat"] = repeat_summary(report["runs"], seeds, parsed)
+    return report
 
 
 def _raw_report(result: RunResult, command: str | None, prices: Prices | None) -> dict[str, Any]:
@@ -468,9 +479,9 @@ def _raw_report(result: RunResult, command: str | None, prices: Prices | None) -
 
 
 def verdict_exit_code(report: Mapping[str, Any]) -> int:
-    """The exit code a report's verdicts make (DESIGN.md): 1 if any run failed,
-    else 4 if any was inconclusive, else 0."""
+    """The exit code a report's verdicts make (DESIGN.md): 1 if any run failed (or a
+    threshold on a repeat's statistics), else 4 if any was inconclusive, else 0."""
     verdicts = {str(run.get("verdict")) for run in report.get("runs", [])}
-    if verdicts - {"pass", "inconclusive"}:
+    if verdicts - {"pass", "inconclusive"} or repeat_failed(report):
         return 1
     return 4 if "inconclusive" in verdicts else 0

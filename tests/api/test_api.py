@@ -34,7 +34,9 @@ def test_run_by_name(backend_url: str) -> None:
 def test_run_by_path_and_by_scenario(backend_url: str, tmp_path: Path) -> None:
     path = tmp_path / "tiny.toml"
     path.write_text(
-        'variants = ["conditional"]\n[workload]\ndistinct_ids = 3\ncopies = 2\n',
+        # Whether 3 ids' copies overlap is up to timing: not what this test is about.
+        'variants = ["conditional"]\n[expect]\noverlap = false\n'
+        "[workload]\ndistinct_ids = 3\ncopies = 2\n",
         encoding="utf-8",
     )
     by_path = loadtest.run(path, endpoint_url=backend_url, seed=3)
@@ -129,6 +131,79 @@ def test_library_verdict_is_the_cli_exit_code(name: str, backend_url: str, tmp_p
     report = Report(json.loads(out.read_text(encoding="utf-8")))
     assert report.exit_code == result.exit_code
     assert report.passed == (result.exit_code == 0)
+
+
+@pytest.mark.slow
+def test_repeat_keeps_every_run_and_states_each_share(backend_url: str) -> None:
+    report = loadtest.run(
+        "race-burst",
+        endpoint_url=backend_url,
+        distinct_ids=10,
+        repeat=10,
+        thresholds=["read-then-write: duplicate_writes.runs_with == 10"],
+    )
+    data = report.to_dict()
+    runs = data["runs"]
+    assert [(r["variant"], r["seed"]) for r in runs] == [
+        (variant, seed) for seed in range(7, 17) for variant in ("read-then-write", "conditional")
+    ]
+    repeat = data["repeat"]
+    assert repeat["runs"] == 10 and repeat["seeds"] == list(range(7, 17))
+    racy, guarded = repeat["variants"]["read-then-write"], repeat["variants"]["conditional"]
+    racy_duplicates = sorted(r["counts"]["duplicate_writes"] for r in runs[::2])
+    assert racy["counts"]["duplicate_writes"]["min"] == racy_duplicates[0] > 0
+    assert racy["counts"]["duplicate_writes"]["max"] == racy_duplicates[-1]
+    assert (
+        racy["counts"]["duplicate_writes"]["median"]
+        == (racy_duplicates[4] + racy_duplicates[5]) / 2
+    )
+    [racy_dup] = [a for a in racy["anomalies"] if a["count"] == "duplicate_writes"]
+    [guarded_dup] = [a for a in guarded["anomalies"] if a["count"] == "duplicate_writes"]
+    # Clopper-Pearson by hand: 10 of 10 -> lower 0.025^(1/10); 0 of 10 -> upper 1 - that.
+    assert racy_dup["runs_with"] == 10
+    assert racy_dup["lower"] == pytest.approx(0.025**0.1, abs=1e-9)
+    assert racy_dup["sentence"] == (
+        "10 of 10 runs showed a duplicate write: at 95% confidence it shows in more than "
+        "69% of such runs"
+    )
+    assert guarded_dup["runs_with"] == 0
+    assert guarded_dup["upper"] == pytest.approx(1 - 0.025**0.1, abs=1e-9)
+    assert guarded_dup["sentence"] == (
+        "0 of 10 runs showed a duplicate write: at 95% confidence it shows in fewer than "
+        "31% of such runs"
+    )
+    assert guarded["verdicts"] == {"pass": 10}
+    assert repeat["thresholds"] == [
+        {
+            "variant": "read-then-write",
+            "expr": "read-then-write: duplicate_writes.runs_with == 10",
+            "observed": 10,
+            "ok": True,
+        }
+    ]
+    assert report.exit_code == 0
+
+
+def test_a_failed_repeat_threshold_fails_the_report(backend_url: str) -> None:
+    report = loadtest.run(
+        "race-burst",
+        variants=["conditional"],
+        endpoint_url=backend_url,
+        distinct_ids=5,
+        repeat=2,
+        thresholds=["end_to_end.p99.max < 1us"],
+    )
+    assert all(run.verdict == "pass" for run in report.runs)
+    [result] = report.to_dict()["repeat"]["thresholds"]
+    assert result["ok"] is False and result["observed"] > 1
+    assert report.exit_code == 1
+
+
+def test_repeat_refuses_nonsense() -> None:
+    with pytest.raises(InputError, match="repeat must be a whole number"):
+        loadtest.run("seed-lab", repeat=0)
+    with pytest.raises(InputError, match="takes no sweep cells"):
+        loadtest.run("seed-lab", repeat=2, cells=[{"batch_size": 1}])
 
 
 def test_progress_names_the_variant(backend_url: str) -> None:

@@ -135,7 +135,7 @@ def test_counts_as_dict_has_every_count() -> None:
     history, end = lab_history()
     counts = check(history, end).counts.as_dict()
     assert tuple(counts) == COUNT_NAMES
-    assert len(counts) == 22
+    assert len(counts) == 24
     assert all(type(v) is int for v in counts.values())
 
 

@@ -169,8 +169,14 @@ def test_unknown_keys_are_refused_with_the_allowed_keys(raw: dict[str, Any], fie
 
 def test_unknown_key_messages_list_the_allowed_keys_of_each_table() -> None:
     assert refusal({"bogus": 1}).endswith(
-        "allowed: consumer, description, faults, name, outcome, run, seed, table, tables, "
+        "allowed: consumer, description, expect, faults, name, outcome, run, seed, table, tables, "
         "thresholds, variants, verdict, workload"
+    )
+    assert refusal({"expect": {"bogus": 1}}).endswith(
+        "unknown key expect.'bogus'; allowed: overlap"
+    )
+    assert refusal({"expect": {"overlap": "no"}}).endswith(
+        "expect.overlap must be true or false, got 'no'"
     )
     assert refusal({"workload": {"bogus": 1}}).endswith(
         "allowed: arrival, attributes, body, conflict_fraction, copies, copy_spacing, "
@@ -488,6 +494,7 @@ def test_to_raw_is_plain_data() -> None:
             "dedup_window_s": 0.0,
         },
         "run": {"deadline_s": 120.0, "max_backlog": 0, "producers": 1},
+        "expect": {"overlap": False},
     }
 
 

@@ -7,6 +7,7 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from loadtest.cli import app
@@ -169,6 +170,12 @@ def test_sweep_runs_every_cell_and_variant(backend_url: str, tmp_path: Path) -> 
         if r["cell"]["concurrency"] == 1 and r["variant"] == "read-then-write"
     ]
     assert all(r["counts"]["duplicate_writes"] == 0 for r in serial)
+    # ... and no two copies overlapped, so the guard's clean run there proves nothing.
+    for run in report["runs"]:
+        if run["cell"]["concurrency"] == 1:
+            assert run["counts"]["overlapping_ids"] == 0
+            if run["variant"] == "conditional":
+                assert run["verdict"] == "inconclusive"
     assert "race-burst sweep" in result.output
 
 
@@ -177,3 +184,32 @@ def test_sweep_refuses_a_bad_axis() -> None:
     assert result.exit_code == 2
     assert "--batch-size '1,x': give comma-separated numbers" in result.output
     assert runner.invoke(app, ["sweep", "race-burst"]).exit_code == 2
+
+
+@pytest.mark.slow
+def test_diff_of_repeated_runs_finds_a_slower_handler_by_significance(
+    backend_url: str, tmp_path: Path
+) -> None:
+    def repeat(name: str, *extra: str) -> Path:
+        path = tmp_path / name
+        args = ["run", "race-burst", "--variant", "conditional", "--distinct-ids", "5"]
+        args += ["--repeat", "6", "--endpoint-url", backend_url, "--json", str(path), "--quiet"]
+        result = runner.invoke(app, [*args, *extra])
+        assert result.exit_code == 0, result.output
+        return path
+
+    base, again = repeat("base.json"), repeat("again.json")
+    slow = repeat("slow.json", "--handler-duration", "200")
+    # A wide tolerance: two batches of runs on a shared machine drift by more than 10%.
+    tolerance = ["--max-regression", "50%", "--alpha", "0.05"]
+    same = runner.invoke(app, ["diff", str(base), str(again), *tolerance])
+    assert same.exit_code == 0, same.output
+    assert "medians of 6 vs 6 runs" in same.output
+    assert "No regression." in same.output
+    worse = runner.invoke(app, ["diff", str(base), str(slow), *tolerance])
+    assert worse.exit_code == 1, worse.output
+    line = next(
+        line for line in worse.output.splitlines() if "handler.p50" in line and "REGRESSION" in line
+    )
+    # 6 slower runs against 6: the exact two-sided p-value is 2 / C(12, 6).
+    assert "0.0022" in line

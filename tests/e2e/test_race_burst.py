@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from loadtest.model.scenario import load_scenario
 from loadtest.reports.report import build_report
 from tests.e2e.helpers import loadtest_resources, run_variants
@@ -43,4 +45,36 @@ def test_race_burst_read_then_write_duplicates_conditional_never(backend_url: st
     assert guarded["counts"]["lost_outcomes"] == 0
     assert guarded["verdict"] == "pass"
     assert guarded["queue_after"] == {"visible": 0, "in_flight": 0, "dlq": 0}
+    # Copies of an id really ran at the same time: the pass says something.
+    assert guarded["counts"]["overlapping_ids"] > 0
+    assert guarded["counts"]["overlapping_deliveries"] >= guarded["counts"]["overlapping_ids"]
+    assert racy["counts"]["overlapping_ids"] > 0
     assert loadtest_resources(backend_url) == ([], [])
+
+
+def test_one_environment_cannot_race_so_the_guard_passing_proves_nothing(
+    backend_url: str,
+) -> None:
+    scenario = load_scenario("race-burst").with_overrides(distinct_ids=10, concurrency=1)
+    (run,) = build_report(run_variants(scenario, backend_url, "conditional"))["runs"]
+    assert run["counts"]["messages_sent"] == 40
+    assert run["counts"]["duplicate_writes"] == 0
+    assert run["counts"]["overlapping_ids"] == 0
+    assert run["counts"]["overlapping_deliveries"] == 0
+    assert run["reasons"] == []
+    assert run["verdict"] == "inconclusive"
+    (reason,) = run["inconclusive"]
+    assert reason.startswith(
+        "no two deliveries of one business id were processed at the same time "
+        "(10 id(s) sent more than once, 40 deliveries, none overlapping another of its id): "
+        "this run could not have shown a race between deliveries"
+    )
+
+
+def test_a_scenario_of_sequential_resends_passes_without_overlap(backend_url: str) -> None:
+    scenario = load_scenario("race-burst").with_overrides(distinct_ids=5, concurrency=1)
+    sequential = dataclasses.replace(scenario, expect_overlap=False)
+    (run,) = build_report(run_variants(sequential, backend_url, "conditional"))["runs"]
+    assert run["counts"]["overlapping_ids"] == 0
+    assert run["inconclusive"] == []
+    assert run["verdict"] == "pass"

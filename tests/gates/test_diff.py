@@ -249,3 +249,82 @@ def test_render_diff_table() -> None:
     assert "+100.0 ms (+50.0%)" in text
     assert text.count("REGRESSION") == 1
     assert "only in baseline: read-then-write" in text
+
+
+def repeated(variant: str, handler_p50s_us: list[int], **counts: int) -> dict[str, Any]:
+    """A repeated report: one run per value, each with that handler p50."""
+    report = make_report()
+    for i, p50 in enumerate(handler_p50s_us):
+        run = make_run(variant)
+        run["seed"] = 7 + i
+        run["latency_us"]["handler"] = latency(p50, p50 * 3 // 2, p50 * 2)
+        run["counts"].update({name: value if i == 0 else 0 for name, value in counts.items()})
+        report["runs"].append(run)
+    return report
+
+
+def test_single_runs_say_no_significance_was_tested() -> None:
+    baseline = make_report("conditional")
+    result = diff_reports(baseline, copy.deepcopy(baseline), 0.10)
+    assert not result.tested
+    assert all(r.significance is None for r in result.rows)
+    console = Console(width=250, record=True, color_system=None)
+    console.print(render_diff_table(result))
+    assert "single runs: no significance was tested" in console.export_text()
+
+
+def test_a_large_but_noisy_change_is_not_a_regression_without_significance() -> None:
+    # Medians 10 ms vs 12 ms (+20%, beyond 10%), but the runs overlap: p is large.
+    baseline = repeated("conditional", [8_000, 10_000, 12_000, 30_000, 9_000])
+    new = repeated("conditional", [7_000, 12_000, 13_000, 11_000, 40_000])
+    result = diff_reports(baseline, new, 0.10)
+    handler = row(result.rows, "conditional", "latency_us.handler.p50")
+    assert handler.beyond_tolerance and not handler.regression
+    assert handler.significance is not None
+    assert handler.significance.runs == (5, 5)
+    assert handler.significance.p_value > 0.05
+    assert result.ok
+
+
+def test_a_shift_in_every_run_is_a_regression_with_its_p_value() -> None:
+    baseline = repeated("conditional", [10_000 + 100 * i for i in range(8)])
+    new = repeated("conditional", [20_000 + 100 * i for i in range(8)])
+    result = diff_reports(baseline, new, 0.10)
+    handler = row(result.rows, "conditional", "latency_us.handler.p50")
+    assert handler.regression
+    assert handler.significance is not None
+    assert handler.significance.exact
+    assert handler.significance.p_value == pytest.approx(2 / 12870)  # 2 / C(16, 8)
+    assert handler.significance.shift == 10_000
+    assert handler.significance.interval is not None
+    assert handler.significance.interval[0] > 0
+    console = Console(width=250, record=True, color_system=None)
+    console.print(render_diff_table(result))
+    text = console.export_text()
+    assert "effect [95% interval]" in text
+    assert "0.00016" in text
+    assert "Mann-Whitney U" in text
+
+
+def test_a_correctness_count_appearing_in_one_run_of_many_is_a_regression() -> None:
+    baseline = repeated("conditional", [10_000] * 5)
+    new = repeated("conditional", [10_000] * 5, duplicate_writes=1)
+    result = diff_reports(baseline, new, 0.10)
+    duplicates = row(result.rows, "conditional", "counts.duplicate_writes")
+    assert (duplicates.baseline, duplicates.new, duplicates.regression) == (0, 1, True)
+    assert duplicates.significance is None
+
+
+def test_too_few_runs_are_said_to_be_unable_to_show_a_regression() -> None:
+    baseline = repeated("conditional", [10_000, 10_100])
+    new = repeated("conditional", [50_000, 50_100])
+    result = diff_reports(baseline, new, 0.10)
+    assert not row(result.rows, "conditional", "latency_us.handler.p50").regression
+    console = Console(width=250, record=True, color_system=None)
+    console.print(render_diff_table(result))
+    assert "no p-value can be below 0.33" in console.export_text()
+
+
+def test_alpha_must_be_a_level() -> None:
+    with pytest.raises(InputError, match="alpha"):
+        diff_reports(make_report("a"), make_report("a"), 0.1, alpha=1.5)

@@ -37,6 +37,8 @@ def make_run(variant: str, duplicate_writes: int) -> dict[str, Any]:
             "distinct_ids": 150,
             "deliveries": 604,
             "redeliveries": 4,
+            "overlapping_ids": 140,
+            "overlapping_deliveries": 310,
             "duplicate_writes": duplicate_writes,
             "conflicting_writes": 0,
             "lost_outcomes": 0,
@@ -98,17 +100,18 @@ def test_markdown_summary() -> None:
     assert lines[0] == "## loadtest: race-burst (seed 7)"
     assert "0 of 2 variant(s) passed." in lines
     assert lines[4] == (
-        "| variant | verdict | sent | deliveries | redeliveries | duplicate writes | "
+        "| variant | verdict | sent | deliveries | redeliveries | overlapping ids | "
+        "duplicate writes | "
         "conflicting writes | lost outcomes | dead-lettered | end-to-end p50 | end-to-end p99 | "
         "handler p99 | write p99 | msg/s | $ per M msgs |"
     )
-    assert lines[5] == "|---|---|" + "---:|" * 13
+    assert lines[5] == "|---|---|" + "---:|" * 14
     assert lines[6] == (
-        "| `read-then-write` | ❌ fail | 600 | 604 | 4 | **450** | 0 | 0 | 0 | 120.5 ms | "
+        "| `read-then-write` | ❌ fail | 600 | 604 | 4 | 140 (310 pairs) | **450** | 0 | 0 | 0 | 120.5 ms | "
         "310.0 ms | 40.0 ms | 2.5 ms | 456.78 | – |"
     )
     assert lines[7] == (
-        "| `conditional` | ❌ fail | 600 | 604 | 4 | 0 | 0 | 0 | 0 | 120.5 ms | "
+        "| `conditional` | ❌ fail | 600 | 604 | 4 | 140 (310 pairs) | 0 | 0 | 0 | 0 | 120.5 ms | "
         "310.0 ms | 40.0 ms | 2.5 ms | 456.78 | – |"
     )
     assert "### Failed thresholds" in lines

@@ -72,6 +72,7 @@ from loadtest.model.checker.details import (
     varies_per_delivery,
 )
 from loadtest.model.checker.evidence import duplicate_evidence
+from loadtest.model.checker.exposure import Exposure, exposure_reason, overlapping_pairs
 from loadtest.model.checker.harness import not_judged
 from loadtest.model.checker.passes import (
     Evidence,
@@ -112,6 +113,7 @@ __all__ = [
     "Check",
     "Counts",
     "Decision",
+    "Exposure",
     "LiveDuplicates",
     "Role",
     "Verdict",
@@ -123,6 +125,7 @@ __all__ = [
     "duplicate_evidence",
     "inconclusive_reasons",
     "key_template",
+    "overlapping_pairs",
     "plain",
     "verdict_of",
 ]
@@ -194,6 +197,7 @@ def check(
     *,
     cut_short: bool = False,
     body: BodyShape | None = None,
+    expect_overlap: bool = False,
 ) -> Check:
     """Judge one variant run (DESIGN.md, "Counts").
 
@@ -203,6 +207,11 @@ def check(
     verdict inconclusive; writes and dead letters that happened still fail it.
     ``body``: where the messages' bodies carry their details (``body_shape`` of the
     scenario's workload); by default the flat ``{"id", ...}`` body.
+
+    ``expect_overlap``: copies of one id were sent to race (the scenario's
+    ``[expect] overlap``, true unless it says otherwise), so a run in which no two
+    deliveries of an id overlapped (``exposure``) could not have shown the race and is
+    inconclusive. The counts are measured either way.
     """
     outcome_key = outcome_key or OutcomeKey()
     messages = Messages(history.sent, body)
@@ -262,7 +271,10 @@ def check(
     acked = dead_lettered = unsettled = lost = unexpected_dead = 0
     expected_outcomes = False
     business_ids = messages.business_ids
+    sent_of = bytearray(len(business_ids))  # messages per business id, up to 2
     for business, position, flags in messages.each():
+        if business >= 0 and not flags & POISON and sent_of[business] < 2:
+            sent_of[business] += 1
         acked += bool(flags & ACKED)
         dead_lettered += bool(flags & DEAD_LETTERED)
         unsettled += not flags & (ACKED | DEAD_LETTERED)
@@ -278,6 +290,7 @@ def check(
 
     outcomes = passed.outcome_writes
     judged = parts.judged
+    exposure = read.overlaps.exposure()
     counts = Counts(
         messages_sent=messages.count,
         distinct_ids=len(business_ids),
@@ -301,6 +314,8 @@ def check(
         send_failures=messages.failures,
         unobserved_calls=read.unobserved_calls,
         observer_errors=read.observer_errors,
+        overlapping_ids=exposure.overlapping_ids,
+        overlapping_deliveries=exposure.overlapping_deliveries,
     )
     accepted_outcomes = outcomes[WriteOutcome.ACCEPTED] > 0
     nothing_stored = expected_outcomes and not accepted_outcomes and not final
@@ -314,6 +329,9 @@ def check(
         inconclusive.extend(cut_short_reasons(counts))
     if model.kind == "ambiguous":
         inconclusive.append(model.description)
+    unexposed = exposure_reason(exposure, sent_of.count(2), read.deliveries)
+    if expect_overlap and unexposed is not None:
+        inconclusive.append(unexposed)
     # The run's table starts empty and only the consumer writes to it, so every outcome
     # item must come from a write of an invocation the observer recorded (accepted, or
     # one whose answer was an error or never came). One that did not was written by a

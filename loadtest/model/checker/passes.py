@@ -26,6 +26,7 @@ from loadtest.model.checker.details import (
     records_of,
     stored_names,
 )
+from loadtest.model.checker.exposure import Overlaps
 from loadtest.model.checker.harness import GapTally
 from loadtest.model.checker.roles import Judged, Write, judge_outcome
 from loadtest.model.checker.sent import Messages
@@ -73,6 +74,8 @@ class Survey:
     """Items accepted writes stored in the consumer's extra tables (side writes)."""
     gaps: GapTally = field(default_factory=GapTally)
     """What the run did not provide that the handler expected (``harness``)."""
+    overlaps: Overlaps = field(default_factory=Overlaps)
+    """Each business id's handler executions, for the race exposure."""
 
 
 def survey(history: History) -> Survey:
@@ -86,6 +89,7 @@ def survey(history: History) -> Survey:
         if inv.side_writes:
             found.side_items += sum(w.items for w in inv.side_writes)
         found.gaps.add(inv)
+        found.overlaps.add(inv)
         for record in inv.writes:
             if record.outcome is WriteOutcome.ACCEPTED:
                 found.accepted += 1

@@ -123,6 +123,10 @@ class Counts:
     """Calls to the watched table the observer could not interpret."""
     observer_errors: int
     """Failures of loadtest's own observer (never the handler's)."""
+    overlapping_ids: int = 0
+    """Business ids with two deliveries whose handler executions overlapped (race exposure)."""
+    overlapping_deliveries: int = 0
+    """Pairs of deliveries of one business id whose handler executions overlapped."""
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
