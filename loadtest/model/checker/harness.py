@@ -202,3 +202,25 @@ def not_judged(reasons: Iterable[str]) -> list[str]:
         f"{reason}, but the run did not provide what the handler expects: not judged"
         for reason in reasons
     ]
+
+
+def no_business_outcome(
+    reasons: Iterable[str],
+    kept: Iterable[str],
+    outcome: str,
+    side_tables: Iterable[tuple[str, int]],
+) -> tuple[list[str], list[str]]:
+    """A run whose handler stored nothing in its outcome table but kept records in its extra
+    tables (idempotency records, locks): side writes, no business outcome, so absences are
+    not evidence either way. Returns the inconclusive reasons to put first and those to put
+    last: the failures in ``reasons`` but not in ``kept`` (those that stand), not judged."""
+    tables = ", ".join(f"{name} ({n} item(s))" for name, n in side_tables if n)
+    standing = set(kept)
+    first = [
+        "no business outcome to judge: the handler stored nothing in its outcome table "
+        f"({outcome}); what it kept is in {tables}, side writes such as idempotency "
+        "records. Point the run at the table the business outcome is written to ([table] "
+        "name, or the variable that names it in [consumer] environment)"
+    ]
+    later = [f"{r}: not judged without a business outcome" for r in reasons if r not in standing]
+    return first, later
