@@ -229,3 +229,25 @@ def test_on_aws_an_existing_table_of_the_named_name_is_refused(backend_url: str)
         assert made.names() == []  # refused before anything was created
     finally:
         dynamodb.delete_table(TableName="Theirs")
+
+
+def test_a_variable_missing_at_import_stops_the_run_naming_its_line(backend_url: str) -> None:
+    from loadtest.errors import HandlerRefError
+
+    scenario = load_scenario(str(CONFIGURED / "env_named.toml"))
+    with pytest.raises(HandlerRefError) as info:
+        _run(backend_url, scenario, f"{CONFIGURED / 'import_env.py'}:handler")
+    assert str(info.value).endswith(
+        "could not be loaded: KeyError: 'ORDERS_TABLE' [os.environ has no 'ORDERS_TABLE']; "
+        "the handler read os.environ['ORDERS_TABLE'], which the run does not set: add "
+        '`[consumer] environment = { ORDERS_TABLE = "{table}" }` to the scenario '
+        "(or --env ORDERS_TABLE={table})"
+    )
+    # Given, the same handler imports and runs.
+    run = _run(
+        backend_url,
+        scenario.with_environment(["ORDERS_TABLE={table}"]),
+        f"{CONFIGURED / 'import_env.py'}:handler",
+    )
+    assert (run.check.counts.handler_errors, run.check.counts.acked) == (0, 30)
+    assert len(run.end_state.table_items) == 30  # one item per message, keyed by its messageId
