@@ -274,7 +274,7 @@ def _variant_run(
         summaries,
         progress.stopped_early if progress is not None else None,
     )
-    warnings = settings_warnings(settings, scenario.faults, ref.variant)
+    warnings = settings_warnings(settings, scenario.faults, ref.variant, scenario.lint_intended)
     shortfall = rate_warning(rate, summaries)
     if shortfall is not None:
         warnings.append(shortfall)

@@ -1,6 +1,6 @@
 """The checker: from a run's history and end state to the counts and the verdict.
 
-Pure, and the one owner of the counting rules (DESIGN.md, "Counts"): which
+Pure, and the one owner of the counting rules (documented in docs/verdict-and-counts.md): which
 item holds a message's outcome, which writes are side writes, what one
 delivery's write of an outcome is, the real order of writes, and which counts
 fail or leave a run inconclusive. The live progress line, the terminal, the
@@ -199,7 +199,7 @@ def check(
     body: BodyShape | None = None,
     expect_overlap: bool = False,
 ) -> Check:
-    """Judge one variant run (DESIGN.md, "Counts").
+    """Judge one variant run: its counts, decisions and verdict.
 
     ``cut_short``: the run ended before its workload was settled (interrupted, or its
     backend failed), so an absence (a message unsettled, an outcome missing from a
