@@ -358,6 +358,7 @@ class Poller:
                 reads=tuple(observed.reads),
                 unobserved=tuple(observed.unobserved),
                 observer_faults=tuple(observed.faults),
+                side_writes=tuple(observed.side),
             )
         )
 

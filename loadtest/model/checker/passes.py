@@ -27,6 +27,7 @@ from loadtest.model.checker.details import (
     stored_names,
 )
 from loadtest.model.checker.exposure import Overlaps
+from loadtest.model.checker.harness import GapTally
 from loadtest.model.checker.roles import Judged, Write, judge_outcome
 from loadtest.model.checker.sent import Messages
 from loadtest.model.checker.verdict import Decision, DecisionLog, Role
@@ -69,6 +70,10 @@ class Survey:
     and inside its maps, lists and JSON strings)."""
     accepted: int = 0
     """Accepted writes of any item: the most there can be to judge together."""
+    side_items: int = 0
+    """Items accepted writes stored in the consumer's extra tables (side writes)."""
+    gaps: GapTally = field(default_factory=GapTally)
+    """What the run did not provide that the handler expected (``harness``)."""
     overlaps: Overlaps = field(default_factory=Overlaps)
     """Each business id's handler executions, for the race exposure."""
 
@@ -81,6 +86,9 @@ def survey(history: History) -> Survey:
         found.handler_errors += inv.outcome is not InvocationOutcome.SUCCESS
         found.unobserved_calls += len(inv.unobserved)
         found.observer_errors += len(inv.observer_faults)
+        if inv.side_writes:
+            found.side_items += sum(w.items for w in inv.side_writes)
+        found.gaps.add(inv)
         found.overlaps.add(inv)
         for record in inv.writes:
             if record.outcome is WriteOutcome.ACCEPTED:
