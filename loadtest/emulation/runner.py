@@ -362,6 +362,7 @@ class Poller:
                 reads=tuple(observed.reads),
                 unobserved=tuple(observed.unobserved),
                 observer_faults=tuple(observed.faults),
+                side_writes=tuple(observed.side),
             )
         )
 
