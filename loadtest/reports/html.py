@@ -36,6 +36,7 @@ from loadtest.reports.charts import (
     svg_percentile_plot,
     svg_step_chart,
 )
+from loadtest.reports.finding import headlines, split_warnings
 from loadtest.reports.formats import format_observed
 from loadtest.reports.heatmap import html_section
 from loadtest.reports.timeline import (
@@ -221,16 +222,18 @@ def _write_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _warnings(report: Mapping[str, Any], labels: Sequence[str]) -> list[str]:
-    out = []
+def _warnings(report: Mapping[str, Any], labels: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(warnings, notes): the notes are the warnings the scenario marked as intended."""
+    out, notes = [], []
     for run, label in zip(report.get("runs") or [], labels, strict=True):
-        for warning in run.get("warnings") or []:
-            out.append(f"{label}: {warning}")
+        real, intended = split_warnings(run.get("warnings") or [])
+        out += [f"{label}: {warning}" for warning in real]
+        notes += [f"{label}: {note}" for note in intended]
         if run.get("timed_out"):
             out.append(f"{label}: the run hit its deadline before every message settled")
         for problem in run.get("cleanup_problems") or []:
             out.append(f"{label}: cleanup: {problem}")
-    return out
+    return out, notes
 
 
 def _cuts(report: Mapping[str, Any], labels: Sequence[str]) -> list[str]:
@@ -254,6 +257,20 @@ def _thresholds(run: Mapping[str, Any]) -> list[dict[str, Any]]:
         {"expr": r.get("expr"), "observed": format_observed(r, run), "ok": bool(r.get("ok"))}
         for r in results
     ]
+
+
+def _witness(run: Mapping[str, Any], race_ids: Sequence[str]) -> dict[str, Any] | None:
+    """The double-written id the headline names for ``run``: the first the page draws a
+    timeline of (``anchor`` names it), else the run's first finding; None when nothing was
+    written twice."""
+    findings = {str(f.get("business_id")): f for f in run.get("findings") or []}
+    for index, business_id in enumerate(race_ids):
+        if business_id in findings:
+            times = findings[business_id].get("accepted_writes")
+            return {"business_id": business_id, "times": times, "anchor": f"race-{index}"}
+    for business_id, f in findings.items():
+        return {"business_id": business_id, "times": f.get("accepted_writes"), "anchor": None}
+    return None
 
 
 @functools.cache
@@ -366,6 +383,7 @@ def render_html(report: Mapping[str, Any]) -> str:
             }
         )
 
+    warnings, notes = _warnings(report, labels)
     template = _environment().get_template("report.html.j2")
     return template.render(
         report=report,
@@ -374,7 +392,12 @@ def render_html(report: Mapping[str, Any]) -> str:
         runs=run_views,
         command=command,
         command_reconstructed=reconstructed,
-        warnings=_warnings(report, labels),
+        warnings=warnings,
+        notes=notes,
+        headlines=[
+            {"line": line, "run": view, "witness": _witness(run, race_ids if raced else [])}
+            for line, view, run in zip(headlines(runs, labels), run_views, runs, strict=True)
+        ],
         cuts=_cuts(report, labels),
         count_rows=_count_cells(runs),
         latency_rows=_latency_rows(runs, latency_names),

@@ -1,0 +1,102 @@
+"""The finding a report opens with: which variant wrote what twice, lost or conflicting.
+
+Owns the one-line headline per run that the terminal summary and the HTML page
+both lead with, read from the report dict (the counts the checker measured and
+the number of double-written ids it found), and the split of a run's warnings
+into real warnings and the ones the scenario marked as intended (``[lint]
+intended``), which are shown as neutral notes. Pure: report dicts in, text out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from loadtest.model.lint import INTENDED
+
+WRITE_COUNTS = ("duplicate_writes", "lost_outcomes", "conflicting_writes")
+"""The counts the headline states, in the order it states them."""
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One run's finding: what it wrote twice, lost or wrote in conflict."""
+
+    variant: str
+    text: str
+    """E.g. ``125 ids written more than once (253 duplicate writes), 0 lost, 0 conflicting``."""
+    level: str
+    """``bad`` (the run failed), ``expected`` (it failed as its scenario expects),
+    ``inconclusive``, or ``ok``."""
+    witness: Mapping[str, Any] | None
+    """The first double-written id's finding (its reads and writes), if any."""
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n:,} {one if n == 1 else many}"
+
+
+def ids_written_twice(run: Mapping[str, Any]) -> int:
+    """How many ids the checker found written more than once (all of them, not only those listed)."""
+    cut = (run.get("cut") or {}).get("findings")
+    if isinstance(cut, Mapping) and isinstance(cut.get("total"), int):
+        return int(cut["total"])
+    return len(run.get("findings") or [])
+
+
+def headline_text(run: Mapping[str, Any]) -> str:
+    """What the run wrote twice, lost or wrote in conflict, from its measured counts."""
+    counts = run.get("counts") or {}
+    duplicates, lost, conflicting = (int(counts.get(name) or 0) for name in WRITE_COUNTS)
+    if not (duplicates or lost or conflicting):
+        return "no id written twice, no outcome lost, none conflicting"
+    ids = ids_written_twice(run)
+    parts = []
+    if duplicates:
+        written = _plural(duplicates, "duplicate write", "duplicate writes")
+        parts.append(
+            f"{_plural(ids, 'id', 'ids')} written more than once ({written})" if ids else written
+        )
+    else:
+        parts.append("no id written twice")
+    parts.append(f"{lost:,} lost")
+    parts.append(f"{conflicting:,} conflicting")
+    return ", ".join(parts)
+
+
+def _level(run: Mapping[str, Any]) -> str:
+    verdict = run.get("verdict")
+    if verdict == "inconclusive":
+        return "inconclusive"
+    if verdict != "pass":
+        return "bad"
+    return "expected" if run.get("relaxed_reasons") else "ok"
+
+
+def headlines(runs: Sequence[Mapping[str, Any]], labels: Sequence[str]) -> list[Headline]:
+    """Each run's headline, under the label the caller shows the run by."""
+    out = []
+    for run, label in zip(runs, labels, strict=True):
+        findings = run.get("findings") or []
+        out.append(
+            Headline(
+                variant=label,
+                text=headline_text(run),
+                level=_level(run),
+                witness=findings[0] if findings else None,
+            )
+        )
+    return out
+
+
+def is_intended(warning: str) -> bool:
+    """Whether a run's warning is one its scenario breaks on purpose (``[lint] intended``)."""
+    return warning.startswith(INTENDED)
+
+
+def split_warnings(warnings: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(real warnings, intended ones), each in the run's order."""
+    real = [w for w in warnings if not is_intended(w)]
+    intended = [w for w in warnings if is_intended(w)]
+    return real, intended
