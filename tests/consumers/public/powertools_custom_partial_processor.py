@@ -100,4 +100,6 @@ def record_handler(record):
 
 
 def lambda_handler(event, context):
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    return process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )
