@@ -1,5 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
+# fmt: off
 # Copied unchanged (below this header) from localstack-samples/sample-sqs-lambda-dynamodb,
 # sqs_blog/lambda/SQSToDynamoDBFunction.py
 # (commit c3f22d3c91fbfd62cc7bb0142c10e6ba27ac1785).
@@ -33,32 +34,31 @@ import os
 import boto3
 import uuid
 
-
 def lambda_handler(event, context):
     # Retrieve the messages from the SQS event
-    messages = event["Records"]
+    messages = event['Records']
 
     print(messages)
-
+    
     # Initialize the DynamoDB client
-    dynamodb_client = boto3.client("dynamodb")
-    table_name = os.environ["DYNAMODB_TABLE_NAME"]
+    dynamodb_client = boto3.client('dynamodb')
+    table_name = os.environ['DYNAMODB_TABLE_NAME']
 
     # Process each message in the batch
     for message in messages:
         # Retrieve the JSON message body
-        message_body = json.loads(message["body"])
+        message_body = json.loads(message['body'])
 
         # Generate UUID for the record
         record_id = str(uuid.uuid4())
 
         # Prepare the item to be inserted into DynamoDB
         item = {
-            "id": {"S": record_id},
-            "product_id": {"S": message_body["product_id"]},
-            "location": {"S": message_body["location"]},
-            "quantity": {"N": str(message_body["quantity"])},
-            "update_date": {"S": message_body["update_date"]},
+            'id': {'S': record_id},
+            'product_id': {'S': message_body['product_id']},
+            'location': {'S': message_body['location']},
+            'quantity': {'N': str(message_body['quantity'])},
+            'update_date': {'S': message_body['update_date']}
         }
 
         # Insert the item into DynamoDB

@@ -1,5 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
+# fmt: off
 # Copied unchanged (below this header) from aws-powertools/powertools-lambda-python,
 # examples/batch_processing/src/custom_partial_processor.py
 # (commit fa1c29f2d497a7c233f06eb69d0f7ee1b187a9e4).
@@ -100,6 +101,4 @@ def record_handler(record):
 
 
 def lambda_handler(event, context):
-    return process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
-    )
+    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

@@ -1,5 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
+# fmt: off
 # Copied unchanged (below this header) from aws-samples/serverless-patterns,
 # apigw-sqs-lambda-ddb/lambda/sqs-handler/index.py
 # (commit fb7b5d06c27d8abb1bd35e52ab7523acf4baab7b).
