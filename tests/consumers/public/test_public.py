@@ -36,9 +36,11 @@ class Expected:
     items: int
 
 
-def _run(backend_url: str, name: str, **overrides: Any) -> VariantRun:
+def _run(
+    backend_url: str, name: str, function: str = "lambda_handler", **overrides: Any
+) -> VariantRun:
     scenario = load_scenario(str(HERE / f"{name}.toml")).with_overrides(**overrides)
-    (run,) = run_variants(scenario, backend_url, f"{HERE / name}.py:lambda_handler").runs
+    (run,) = run_variants(scenario, backend_url, f"{HERE / name}.py:{function}").runs
     return run
 
 
@@ -104,6 +106,16 @@ def test_serverless_patterns_hard_coded_event_table(backend_url: str) -> None:
     run = _run(backend_url, "serverless_patterns_event_table")
     assert run.resources.table == "EventTable"
     _assert_counts(run, PLAIN_PUT)
+
+
+def test_serverless_patterns_batch_write_request_as_the_body(backend_url: str) -> None:
+    # aws-samples/serverless-patterns sqs-lambda-dynamodb-cdk: each body is a BatchWriteItem
+    # request naming its table (CLIENT, key CLIENT-KEY), passed on as it is: the business id
+    # sits two lists and maps down, as {"S": id}, and each copy's request is written again.
+    run = _run(backend_url, "serverless_patterns_batch_write", function="handler")
+    assert run.resources.table == "CLIENT"
+    _assert_counts(run, PLAIN_PUT)
+    assert not run.check.inconclusive
 
 
 def test_localstack_sample_new_uuid_key_per_record(backend_url: str) -> None:
