@@ -41,5 +41,3 @@ def handler(event, context):
             dynamo_client.batch_write_item(RequestItems=ast.literal_eval(payload))
         except Exception as e:
             logger.error(e)
-
- 
