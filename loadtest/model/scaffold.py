@@ -161,7 +161,8 @@ def sample_template(message: Any, id_field: str | None, source: str) -> Sample:
     if path is None:
         raise InputError(
             f"--id-field {id_field!r} is not a field of the message body in {source} "
-            f"(its fields: {', '.join(body)}); a nested one is named with dots: order.id, a list's element by its index: lines.0.sku"
+            f"(its fields: {', '.join(body)}); a nested one is named with dots: order.id, "
+            "an element of a list by its index: lines.0.sku"
         )
     sample.id_path = describe(tuple(path))
     sample.id_key = next((str(p) for p in reversed(path) if isinstance(p, str)), "id")
