@@ -10,6 +10,8 @@ Bad input raises the named errors the CLI maps to exit 2 (``InputError``,
 ``ScenarioError``, ``HandlerRefError``, ``ThresholdError``) and 3
 (``BackendError``, ``CredentialsError``). Prints nothing, never exits.
 
+``new_scenario`` writes a first, commented scenario for a handler (``loadtest new``).
+
 ``run`` is ``execute(prepare(...))``: a caller that must act between the
 two (the CLI claims its report files once the scenario's name is known) calls
 them apart, and ``salvaged`` turns what an interrupted run measured into a
@@ -30,6 +32,12 @@ from loadtest.engine import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salv
 from loadtest.errors import InputError
 from loadtest.model.checker import Counts
 from loadtest.model.cost import Prices
+from loadtest.model.scaffold import (
+    environment_reads,
+    hardcoded_tables,
+    sample_template,
+    scenario_text,
+)
 from loadtest.model.scenario import Scenario, load_scenario
 from loadtest.model.thresholds import check_scenario, check_variants, parse_thresholds
 from loadtest.reports.report import build_report, verdict_exit_code
@@ -166,6 +174,11 @@ def resolve_variants(
     names = [v.strip() for item in variants for v in item.split(",") if v.strip()]
     if not names and not handlers:
         names = list(scenario.variants)
+        if not names:
+            raise InputError(
+                f"{scenario.source}: variants = [] names no consumer; give one with --handler "
+                "path/to/file.py:function (or --variants NAME)"
+            )
     refs = []
     for name in names:
         if name not in BUILTIN_VARIANTS and ":" not in name:
@@ -220,6 +233,7 @@ def prepare(
     seed: int | None = None,
     cells: Sequence[Mapping[str, Any]] | None = None,
     prices: str | Path | None = None,
+    env: Sequence[str] = (),
     repeat: int = 1,
     **overrides: Any,
 ) -> Plan:
@@ -231,7 +245,9 @@ def prepare(
     from loadtest.model.prices import load_prices
 
     price_table = load_prices(Path(prices) if prices is not None else None)
-    resolved = resolve_scenario(scenario).with_overrides(seed=seed, **overrides)
+    resolved = (
+        resolve_scenario(scenario).with_overrides(seed=seed, **overrides).with_environment(env)
+    )
     handlers = [handler] if isinstance(handler, str) else list(handler or ())
     refs = resolve_variants(resolved, variants, handlers)
     check_variants(parse_thresholds(thresholds), [ref.variant for ref in refs])
@@ -343,6 +359,7 @@ def run(
     command: str | None = None,
     cleanup_timeout_s: float | None = None,
     prices: str | Path | None = None,
+    env: Sequence[str] = (),
     repeat: int = 1,
     **overrides: Any,
 ) -> Report:
@@ -356,7 +373,9 @@ def run(
     CLI's options. ``cells`` makes it a sweep (one run per cell of overrides).
     ``on_progress`` is called about ten times a second with (variant, counters,
     messages planned, elapsed seconds). ``prices`` is a price table file
-    (default: the committed us-east-1 list prices). ``repeat=N`` runs the workload N
+    (default: the committed us-east-1 list prices). ``env`` adds the function's
+    variables as ``NAME=VALUE`` (placeholders such as ``{table}`` allowed), over the
+    scenario's ``[consumer] environment``. ``repeat=N`` runs the workload N
     times under seeds s, s+1, ...: the report keeps every run and gains a ``repeat``
     object (each figure's min / median / max, each anomaly's share of runs with its 95%
     interval; ``loadtest.model.repeats``).
@@ -371,9 +390,60 @@ def run(
         seed=seed,
         cells=cells,
         prices=prices,
+        env=env,
         repeat=repeat,
         **overrides,
     )
     return execute(
         plan, on_progress=on_progress, command=command, cleanup_timeout_s=cleanup_timeout_s
     )
+
+
+def new_scenario(
+    handler: str, *, sample_message: str | Path | None = None, id_field: str | None = None
+) -> str:
+    """The commented scenario ``loadtest new`` writes for ``handler``: the body template
+    from ``sample_message`` (a JSON file: a body, an SNS notification, an EventBridge event
+    or a Lambda SQS event), ``{id}`` where ``id_field`` is, the environment variables and
+    table names the handler's source reads. Bad input raises ``InputError``."""
+    ref = parse_ref(handler)
+    origin = ref.path or _module_file(str(ref.module))
+    try:
+        source = Path(origin).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"the handler's source {origin!r} could not be read: {exc}") from exc
+    sample = None
+    if sample_message is not None:
+        path = Path(sample_message)
+        try:
+            message = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"sample message {str(path)!r} could not be read: {exc}") from exc
+        except ValueError as exc:
+            raise InputError(f"sample message {str(path)!r} is not JSON: {exc}") from exc
+        sample = sample_template(message, id_field, str(path))
+    elif id_field is not None:
+        raise InputError("--id-field names a field of the sample message: give --sample-message")
+    return scenario_text(
+        handler,
+        sample,
+        None if sample_message is None else str(sample_message),
+        environment_reads(source, origin),
+        tables=hardcoded_tables(source, origin),
+        environment_live=False,
+    )
+
+
+def _module_file(module: str) -> str:
+    import importlib.util
+    import os
+    import sys
+
+    sys.path.insert(0, os.getcwd())
+    try:
+        spec = importlib.util.find_spec(module)
+    finally:
+        sys.path.remove(os.getcwd())
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        raise InputError(f"the source of handler module {module!r} cannot be found")
+    return spec.origin

@@ -5,7 +5,8 @@
     │   ├── ScenarioError                    scenario file or override
     │   ├── HandlerRefError                  --handler / variant reference
     │   ├── ThresholdError                   threshold expression
-    │   └── PricesError                      price table (--prices FILE)
+    │   ├── PricesError                      price table (--prices FILE)
+    │   └── TableExistsError                 a table the scenario names exists on AWS
     ├── BackendError (RuntimeError)          backend unreachable / refused: exit code 3
     │   └── CredentialsError                 no credentials, or refused
     └── ZygoteError (RuntimeError)           the environments' zygote failed: exit code 4 (no verdict)
@@ -44,6 +45,11 @@ class ThresholdError(InputError):
 
 class PricesError(InputError):
     """A price table (``--prices FILE``) is unreadable or lacks a price."""
+
+
+class TableExistsError(InputError):
+    """A table the scenario names (``[table] name``, ``[[tables]] name``) already exists on AWS;
+    the run refuses to write into, and delete, a table it did not make."""
 
 
 class BackendError(LoadtestError, RuntimeError):

@@ -29,10 +29,12 @@ from aiobotocore.config import AioConfig
 from loadtest.adapters.aws_errors import ERRORS as ERRORS
 from loadtest.adapters.aws_errors import translate as translate
 from loadtest.adapters.aws_errors import translated as translated
+from loadtest.adapters.endstate import count_items as count_items
 from loadtest.adapters.endstate import queue_depth as queue_depth
 from loadtest.adapters.endstate import scan_items as scan_items
 from loadtest.adapters.fifo import FifoQueue, refuse_window_fault
 from loadtest.adapters.user_agent import memoise_user_agent
+from loadtest.errors import TableExistsError
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb.client import DynamoDBClient
@@ -180,18 +182,19 @@ class ResourceNames:
     queue: str
     dlq: str
     table: str
-    idempotency_table: str
-    """Created only for variants that keep their own idempotency records (Powertools)."""
+    prefix: str = ""
+    """What the generated names of the variant's extra tables start with."""
 
     @staticmethod
     def for_run(run_id: str, variant_index: int) -> ResourceNames:
         base = f"loadtest-{run_id}-{variant_index}"
         return ResourceNames(
-            queue=f"{base}-jobs",
-            dlq=f"{base}-dlq",
-            table=f"{base}-orders",
-            idempotency_table=f"{base}-idempotency",
+            queue=f"{base}-jobs", dlq=f"{base}-dlq", table=f"{base}-orders", prefix=base
         )
+
+
+KeySchema = tuple[tuple[str, str], ...]
+"""A table's key attributes with their types (``S``, ``N`` or ``B``): hash, then range."""
 
 
 async def provision(
@@ -203,18 +206,29 @@ async def provision(
     max_receive_count: int,
     into: Provisioned,
     target: Target,
-    idempotency_table: bool = False,
     key_names: tuple[str, ...] = ("id",),
+    key_schema: KeySchema = (),
+    extra_tables: tuple[tuple[str, KeySchema], ...] = (),
     fifo: FifoQueue | None = None,
 ) -> None:
-    """Create the DLQ, the queue (with its redrive policy) and the orders table;
+    """Create the DLQ, the queue (with its redrive policy), the orders table (keyed by
+    ``key_schema``, or ``key_names`` as strings) and the consumer's ``extra_tables``;
     with ``fifo``, a FIFO queue and DLQ (a FIFO queue's DLQ must be FIFO too).
+
+    On real AWS a table the run would name as an existing one is refused
+    (``BackendError``) before anything is created: the run never touches a table
+    it did not make.
 
     Each resource is recorded in ``into`` the moment it exists, so a failure
     halfway still lets teardown remove what was made.
     """
     refuse_window_fault(fifo, real_aws=target.kind is BackendKind.AWS)
-    into.key_names = key_names
+    schema = key_schema or tuple((name, "S") for name in key_names)
+    into.key_names = tuple(name for name, _ in schema)
+    if target.kind is BackendKind.AWS:
+        await refuse_existing_tables(
+            dynamodb, [names.table, *(name for name, _ in extra_tables)], target
+        )
     fifo_attributes: dict[Any, str] = fifo.attributes() if fifo else {}
     with translated("create the run's queue and table", target):
         dlq = await sqs.create_queue(
@@ -239,12 +253,31 @@ async def provision(
         attrs = await sqs.get_queue_attributes(QueueUrl=into.queue_url, AttributeNames=["QueueArn"])
         into.queue_arn = attrs["Attributes"]["QueueArn"]
         await create_id_table(
-            dynamodb, names.table, record=into.set_orders_table, key_names=key_names
+            dynamodb, names.table, record=into.set_orders_table, key_schema=schema
         )
-        if idempotency_table:
+        for name, extra_schema in extra_tables:
             await create_id_table(
-                dynamodb, names.idempotency_table, record=into.extra_tables.append
+                dynamodb, name, record=into.extra_tables.append, key_schema=extra_schema
             )
+
+
+async def refuse_existing_tables(
+    dynamodb: DynamoDBClient, tables: list[str], target: Target
+) -> None:
+    """Refuse (``BackendError``) to make a table whose name already exists: the run would
+    write into, and then delete, a table it does not own."""
+    for name in tables:
+        try:
+            await dynamodb.describe_table(TableName=name)
+        except dynamodb.exceptions.ResourceNotFoundException:
+            continue
+        except ERRORS as exc:
+            raise translate(exc, f"check that table {name} does not exist yet", target) from exc
+        raise TableExistsError(
+            f"table {name!r} already exists in {target.region}; the run creates and deletes "
+            "its own tables and never touches one it did not make: delete or rename it, or run "
+            "against the embedded backend ([table] name / [[tables]] name in the scenario)"
+        )
 
 
 async def create_id_table(
@@ -255,19 +288,24 @@ async def create_id_table(
     created_by: str = "loadtest",
     timeout_s: float = 120,
     key_names: tuple[str, ...] = ("id",),
+    key_schema: KeySchema = (),
 ) -> None:
-    """Create an on-demand table keyed by ``key_names`` (strings: hash, then range; the
-    lab's ``id`` by default) and wait until it is ACTIVE.
+    """Create an on-demand table keyed by ``key_schema`` (or ``key_names``, strings: hash,
+    then range; the lab's ``id`` by default) and wait until it is ACTIVE.
 
     ``record(name)`` runs the moment the table exists, before the wait, so a
     failure while waiting still leaves it in the caller's list for teardown.
     """
-    schema: list[KeySchemaElementTypeDef] = [{"AttributeName": key_names[0], "KeyType": "HASH"}]
-    if len(key_names) > 1:
-        schema.append({"AttributeName": key_names[1], "KeyType": "RANGE"})
+    typed = key_schema or tuple((n, "S") for n in key_names)
+    schema: list[KeySchemaElementTypeDef] = [{"AttributeName": typed[0][0], "KeyType": "HASH"}]
+    if len(typed) > 1:
+        schema.append({"AttributeName": typed[1][0], "KeyType": "RANGE"})
     await dynamodb.create_table(
         TableName=name,
-        AttributeDefinitions=[{"AttributeName": n, "AttributeType": "S"} for n in key_names],
+        AttributeDefinitions=[
+            {"AttributeName": n, "AttributeType": t}  # type: ignore[typeddict-item]
+            for n, t in typed
+        ],
         KeySchema=schema,
         BillingMode="PAY_PER_REQUEST",
         Tags=[{"Key": "created-by", "Value": created_by}],

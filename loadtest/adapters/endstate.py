@@ -63,3 +63,21 @@ async def scan_items(
         if "LastEvaluatedKey" not in page:
             return items
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+async def count_items(
+    dynamodb: DynamoDBClient,
+    table: str,
+    page_timeout_s: float | None = None,
+    errors: Callable[[], AbstractContextManager[object]] = nullcontext,
+) -> int:
+    """How many items a table holds (a counting scan, all pages)."""
+    total = 0
+    kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True, "Select": "COUNT"}
+    while True:
+        with anyio.fail_after(page_timeout_s), errors():
+            page = await dynamodb.scan(**kwargs)
+        total += int(page.get("Count", 0))
+        if "LastEvaluatedKey" not in page:
+            return total
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -40,7 +40,11 @@ def show_plan(
     from loadtest.model.scenario import load_scenario
 
     try:
-        scenario = load_scenario(scenario_ref).with_overrides(seed=seed, **overrides)
+        given = dict(overrides)
+        env = given.pop("env", [])
+        scenario = (
+            load_scenario(scenario_ref).with_overrides(seed=seed, **given).with_environment(env)  # type: ignore[arg-type]
+        )
         refs = _refs(scenario, variants, handlers)
     except InputError as exc:
         _fail(Exit.BAD_INPUT, str(exc))

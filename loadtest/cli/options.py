@@ -160,12 +160,26 @@ def _override_annotation(field: str, kind: type, how: Override, *, axis: bool) -
 
 _Command = Callable[..., None]
 
+ENV_OPTION = "env"
+"""The override that carries ``--env NAME=VALUE`` pairs (the function's variables)."""
+_EnvOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--env",
+        metavar="NAME=VALUE",
+        help="A variable for the function, repeatable; wins over the scenario's "
+        "[consumer] environment. VALUE may name the run's resources: {table}, {queue_url}, "
+        "{queue_arn}, {dlq_url}, {region}, {table:LABEL}.",
+    ),
+]
+
 
 def override_options(*, sweep: bool = False) -> Callable[[_Command], _Command]:
     """Give a command one option per scenario override, in place of its ``overrides`` parameter.
 
-    The command receives ``overrides`` (field -> value, given options only);
-    with ``sweep``, the fields that can be an axis arrive as text in ``axes``.
+    The command receives ``overrides`` (field -> value, given options only, and
+    ``env``: the ``--env`` pairs, when given); with ``sweep``, the fields that can be
+    an axis arrive as text in ``axes``.
     """
     fields = [
         (
@@ -189,6 +203,11 @@ def override_options(*, sweep: bool = False) -> Callable[[_Command], _Command]:
             )
             for field, option, kind, how, axis in fields
         ]
+        options.append(
+            inspect.Parameter(
+                ENV_OPTION, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=[], annotation=_EnvOpt
+            )
+        )
         params: list[inspect.Parameter] = []
         for param in signature.parameters.values():
             if param.name == "overrides":
@@ -201,6 +220,9 @@ def override_options(*, sweep: bool = False) -> Callable[[_Command], _Command]:
             given = {field: kwargs.pop(option) for field, option, *_ in fields}
             axis_fields = {field for field, *_, axis in fields if axis}
             overrides = {k: v for k, v in given.items() if v is not None and k not in axis_fields}
+            pairs = kwargs.pop(ENV_OPTION, None)
+            if pairs:
+                overrides[ENV_OPTION] = list(pairs)
             if sweep:
                 kwargs["axes"] = {k: v for k, v in given.items() if k in axis_fields}
             func(overrides=overrides, **kwargs)

@@ -1,4 +1,4 @@
-"""The commands around a run: ``scenarios``, ``report``, ``serve``, ``doctor`` and ``diff``.
+"""The commands around a run: ``scenarios``, ``report``, ``serve``, ``doctor``, ``diff`` and ``new``.
 
 They list what can be run, re-render or compare saved reports, and serve or
 check a backend. ``loadtest.cli.commands`` owns ``app`` and the run commands;
@@ -213,3 +213,49 @@ def diff(
     else:
         out.print(Text(f"{result.regressions} regression(s).", style="bold red"))
     raise typer.Exit(int(Exit.OK if result.ok else Exit.FAILED))
+
+
+@app.command()
+def new(
+    handler: Annotated[
+        str,
+        typer.Option(
+            "--handler", help="The handler: path/to/app.py:handler or package.module:function."
+        ),
+    ],
+    sample_message: Annotated[
+        Path | None,
+        typer.Option(
+            "--sample-message",
+            help="A message as the queue delivers it (JSON): a body, an SNS notification, an "
+            "EventBridge event or a Lambda SQS event.",
+        ),
+    ] = None,
+    id_field: Annotated[
+        str | None,
+        typer.Option("--id-field", help="The sample's business id field (order.id when nested)."),
+    ] = None,
+    out_file: Annotated[
+        Path | None, typer.Option("--out", help="Write the scenario here (never overwritten).")
+    ] = None,
+) -> None:
+    """Write a commented scenario for a handler: its body template, envelope and environment."""
+    from loadtest.api import new_scenario
+
+    if out_file is not None and out_file.exists():
+        fail(Exit.BAD_INPUT, f"{out_file} exists; loadtest new never overwrites a file")
+    try:
+        text = new_scenario(handler, sample_message=sample_message, id_field=id_field)
+    except InputError as exc:
+        fail(Exit.BAD_INPUT, str(exc))
+    if out_file is None:
+        sys.stdout.write(text)
+        return
+    try:
+        with out_file.open("x", encoding="utf-8") as written:
+            written.write(text)
+    except FileExistsError:
+        fail(Exit.BAD_INPUT, f"{out_file} exists; loadtest new never overwrites a file")
+    except OSError as exc:
+        fail(Exit.BAD_INPUT, f"{out_file} could not be written: {exc}")
+    err.print(f"wrote {out_file}; run it with: loadtest run {out_file}")

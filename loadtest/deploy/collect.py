@@ -61,6 +61,8 @@ class InvocationEnd:
     error: str | None
     ended_ns: int
     lines: int
+    missing: tuple[str, ...] = ()
+    """The observer's lines for calls refused for what the run does not provide."""
 
 
 Line = InvocationStart | InvocationEnd | Observation
@@ -90,6 +92,7 @@ def parse(line: str) -> Line:
             error=body.get("error"),
             ended_ns=int(body["ended_ns"]),
             lines=int(body.get("lines", 0)),
+            missing=tuple(str(m) for m in body.get("missing", [])),
         )
     return decode(line)
 
@@ -236,6 +239,7 @@ class Collector:
                     reads=tuple(_local(r, self.wall_offset_ns) for r in observed.reads),
                     unobserved=tuple(observed.unobserved),
                     observer_faults=tuple(observed.faults),
+                    log_tail="".join(f"{m}\n" for m in end.missing) if end is not None else "",
                 )
             )
         history.acks.extend(Ack(m, ns) for m, ns in sorted(self.acked.items(), key=_by_time))

@@ -55,8 +55,19 @@ from loadtest.deploy.plan_model import (
     render_plan,
     role_name,
 )
-from loadtest.emulation.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
+from loadtest.emulation.handlers import HandlerRef, tables_for
+from loadtest.errors import ScenarioError
+from loadtest.model.function_config import (
+    RunResources,
+    extra_table_name,
+    render,
+    table_names,
+)
 from loadtest.model.scenario import Scenario
+
+QUEUE_REFS = {"{queue_url}": "url", "{queue_arn}": "arn", "{dlq_url}": "dlq-url"}
+"""Placeholders a function's variables keep in the plan: the deploy fills them in from the
+queues it created (``EnvironmentRefs``: which queue each names)."""
 
 __all__ = [
     "ATTACH_ACTIONS",
@@ -104,6 +115,18 @@ def _observer_layer(run_id: str) -> Resource:
     )
 
 
+def _table_settings(key_schema: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """An on-demand table keyed by ``key_schema`` (hash, then range; S, N or B)."""
+    return {
+        "KeySchema": [
+            {"AttributeName": n, "KeyType": "HASH" if i == 0 else "RANGE"}
+            for i, (n, _) in enumerate(key_schema)
+        ],
+        "AttributeDefinitions": [{"AttributeName": n, "AttributeType": t} for n, t in key_schema],
+        "BillingMode": "PAY_PER_REQUEST",
+    }
+
+
 def _scaling(scenario: Scenario) -> tuple[dict[str, Any], int | None, list[str]]:
     """(ScalingConfig, reserved concurrency, notes) for the scenario's concurrency."""
     low, high = MAX_CONCURRENCY_RANGE
@@ -136,7 +159,16 @@ def plan_deploy(
     fifo = fifo_queue(scenario)
     refuse_window_fault(fifo, real_aws=True)
     fifo_attributes = fifo.attributes() if fifo else {}
-    key_names = scenario.outcome.key_names
+    setup = scenario.function
+    key_schema = setup.key_schema(scenario.outcome.key_names)
+    key_names = tuple(name for name, _ in key_schema)
+    fixed = [setup.table_name, *(t.name for t in setup.tables)]
+    if len(refs) > 1 and any(fixed):
+        raise ScenarioError(
+            f"{scenario.source}: a table the scenario names ({', '.join(n for n in fixed if n)}) "
+            f"can serve one deployed variant at a time, and {len(refs)} were given: run them one "
+            "by one, or let the run name its tables (leave out [table] name / [[tables]] name)"
+        )
     scaling, reserved, notes = _scaling(scenario)
     role = role_name(run_id)
     layer = layer_name(run_id)
@@ -169,15 +201,24 @@ def plan_deploy(
         names = VariantNames.for_run(run_id, index)
         if fifo:
             names = replace(names, queue=fifo.name(names.queue), dlq=fifo.name(names.dlq))
+        if setup.table_name:
+            names = replace(names, table=setup.table_name)
         v = ref.variant
-        table_settings: dict[str, Any] = {
-            "KeySchema": [
-                {"AttributeName": n, "KeyType": "HASH" if i == 0 else "RANGE"}
-                for i, n in enumerate(key_names)
-            ],
-            "BillingMode": "PAY_PER_REQUEST",
-        }
-        resources.append(Resource(Kind.TABLE, names.table, table_settings, tags, v, "orders table"))
+        resources.append(
+            Resource(Kind.TABLE, names.table, _table_settings(key_schema), tags, v, "orders table")
+        )
+        tables = tables_for(ref, setup)
+        for table in tables:
+            resources.append(
+                Resource(
+                    Kind.TABLE,
+                    extra_table_name(names.prefix, table),
+                    _table_settings(table.key),
+                    tags,
+                    v,
+                    table.purpose,
+                )
+            )
         environment = {
             "TABLE_NAME": names.table,
             ORIGINAL_HANDLER_ENV: lambda_handler(ref),
@@ -185,21 +226,19 @@ def plan_deploy(
             KEY_NAMES_ENV: ",".join(key_names),
             OBSERVATION_QUEUE_ENV: names.observations,
         }
-        if ref.variant in NEEDS_IDEMPOTENCY_TABLE:
-            resources.append(
-                Resource(
-                    Kind.TABLE,
-                    names.idempotency_table,
-                    {
-                        "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
-                        "BillingMode": "PAY_PER_REQUEST",
-                    },
-                    tags,
-                    v,
-                    "idempotency records (Powertools)",
-                )
+        environment.update(
+            render(
+                replace(setup, tables=tables),
+                RunResources(
+                    table=names.table,
+                    queue_url="{queue_url}",
+                    queue_arn="{queue_arn}",
+                    dlq_url="{dlq_url}",
+                    region=region,
+                    tables=table_names(names.prefix, tables),
+                ),
             )
-            environment["IDEMPOTENCY_TABLE_NAME"] = names.idempotency_table
+        )
         if scenario.faults.handler_duration_ms or scenario.faults.handler_jitter_ms:
             environment["LOADTEST_HANDLER_DURATION_MS"] = str(scenario.faults.handler_duration_ms)
             environment["LOADTEST_HANDLER_JITTER_MS"] = str(scenario.faults.handler_jitter_ms)
@@ -250,6 +289,11 @@ def plan_deploy(
                     "Role": role,
                     "Layers": [layer],
                     "Environment": {"Variables": environment},
+                    "EnvironmentRefs": {
+                        "url": names.queue,
+                        "arn": names.queue,
+                        "dlq-url": names.dlq,
+                    },
                     "Code": package_of(ref),
                     "ReservedConcurrentExecutions": reserved,
                 },
@@ -300,7 +344,7 @@ def plan_attach(
     tags = {RUN_TAG: run_id}
     layer = layer_name(run_id)
     observations = f"loadtest-{run_id}-observations"
-    key_names = scenario.outcome.key_names
+    key_names = scenario.table_key_names
     resources = (
         _observer_layer(run_id),
         Resource(

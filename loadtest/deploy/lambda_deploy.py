@@ -25,7 +25,7 @@ from loadtest.adapters import aws
 from loadtest.deploy.deploy_plan import RUN_TAG, Kind, Plan, Resource
 from loadtest.deploy.packaging import function_zip
 from loadtest.emulation.layer import MAX_CODE_BYTES, layer_modules, layer_zip
-from loadtest.errors import BackendError
+from loadtest.errors import BackendError, TableExistsError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -198,6 +198,23 @@ def deploy(
             wait_mapping_enabled(clients.lambda_, mapping.ident, timeout_s=timeout_s, sleep=sleep)
 
 
+def _filled(settings: Any, into: Deployed) -> dict[str, str]:
+    """The function's variables with the queues it names filled in (``{queue_url}``, ...)."""
+    refs = settings.get("EnvironmentRefs", {})
+    made = {
+        "{queue_url}": into.get(refs["url"]).ident if "url" in refs else None,
+        "{queue_arn}": into.get(refs["arn"]).arn if "arn" in refs else None,
+        "{dlq_url}": into.get(refs["dlq-url"]).ident if "dlq-url" in refs else None,
+    }
+    out = {}
+    for name, value in settings["Environment"]["Variables"].items():
+        for placeholder, actual in made.items():
+            if actual is not None:
+                value = value.replace(placeholder, actual)
+        out[name] = value
+    return out
+
+
 def _create(
     plan: Plan,
     clients: Clients,
@@ -234,15 +251,24 @@ def _create(
         into.created.append(Created(Kind.LAYER, resource.name, arn, arn))
     elif resource.kind is Kind.TABLE:
         key_schema = list(s["KeySchema"])
-        described = clients.dynamodb.create_table(
-            TableName=resource.name,
-            KeySchema=key_schema,
-            AttributeDefinitions=[
-                {"AttributeName": k["AttributeName"], "AttributeType": "S"} for k in key_schema
-            ],
-            BillingMode=s["BillingMode"],
-            Tags=_tags_list(tags),  # type: ignore[arg-type]
-        )["TableDescription"]
+        try:
+            described = clients.dynamodb.create_table(
+                TableName=resource.name,
+                KeySchema=key_schema,
+                AttributeDefinitions=s.get("AttributeDefinitions")
+                or [
+                    {"AttributeName": k["AttributeName"], "AttributeType": "S"} for k in key_schema
+                ],
+                BillingMode=s["BillingMode"],
+                Tags=_tags_list(tags),  # type: ignore[arg-type]
+            )["TableDescription"]
+        except clients.dynamodb.exceptions.ResourceInUseException as exc:
+            # Never touched, so never in ``into``: teardown leaves it alone.
+            raise TableExistsError(
+                f"table {resource.name!r} already exists in {plan.region}; the run creates and "
+                "deletes its own tables and never touches one it did not make: delete or rename "
+                "it, or leave [table] name / [[tables]] name out of the scenario"
+            ) from exc
         into.created.append(
             Created(Kind.TABLE, resource.name, resource.name, described.get("TableArn", ""))
         )
@@ -277,7 +303,7 @@ def _create(
                 "MemorySize": s["MemorySize"],
                 "Timeout": s["Timeout"],
                 "Layers": [into.get(name).arn for name in s["Layers"]],
-                "Environment": {"Variables": dict(s["Environment"]["Variables"])},
+                "Environment": {"Variables": _filled(s, into)},
                 "Tags": tags,
                 "Description": f"loadtest run {plan.run_id}: {resource.purpose}",
             },

@@ -117,7 +117,8 @@ class VariantNames:
     dlq: str
     table: str
     observations: str
-    idempotency_table: str
+    prefix: str = ""
+    """What the generated names of the variant's extra tables start with."""
 
     @staticmethod
     def for_run(run_id: str, index: int) -> VariantNames:
@@ -128,7 +129,7 @@ class VariantNames:
             dlq=f"{base}-dlq",
             table=f"{base}-orders",
             observations=f"{base}-observations",
-            idempotency_table=f"{base}-idempotency",
+            prefix=base,
         )
 
 

@@ -90,7 +90,7 @@ def run_attached(
                 attach.function,
                 layer_arn=layer,
                 watch_table=attach.table,
-                key_names=scenario.outcome.key_names,
+                key_names=scenario.table_key_names,
                 observation_queue=queue_name,
                 run_id=run_id,
             ),
@@ -106,7 +106,6 @@ def run_attached(
                 queue=attach.queue_url.rsplit("/", 1)[-1],
                 dlq=dlq_url.rsplit("/", 1)[-1] if dlq_url else "",
                 table=attach.table,
-                idempotency_table="",
             )
             result: RemoteVariant = anyio.run(
                 drive, scenario, ref, target, where, names, backend="asyncio"

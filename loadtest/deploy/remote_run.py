@@ -247,7 +247,7 @@ async def drive(
         check=check(
             history,
             end_state,
-            scenario.outcome,
+            scenario.judged_outcome,
             body=body_shape(scenario.workload),
             expect_overlap=scenario.expect_overlap,
         ),
@@ -287,7 +287,7 @@ async def _end_state(
     scenario: Scenario,
 ) -> EndState:
     visible, in_flight = await aws.queue_depth(sqs, where.queue_url)
-    items = await aws.scan_items(dynamodb, where.table, scenario.outcome.key_names)
+    items = await aws.scan_items(dynamodb, where.table, scenario.table_key_names)
     return EndState(visible, in_flight, len(collector.dead), items)
 
 
@@ -296,7 +296,7 @@ def resource_names(names: VariantNames) -> aws.ResourceNames:
         queue=names.queue,
         dlq=names.dlq,
         table=names.table,
-        idempotency_table=names.idempotency_table,
+        prefix=names.prefix,
     )
 
 

@@ -206,7 +206,12 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
             invocation_lines=False,
         )
     except BaseException as exc:  # report any import failure, then exit
-        send({"ready": False, "error": f"{type(exc).__name__}: {exc}"})
+        send(
+            {
+                "ready": False,
+                "error": f"{type(exc).__name__}: {exc}{lambda_entry.environ_note(exc)}",
+            }
+        )
         return
     function = FunctionIdentity.from_environ()
     memory_mb = function.memory_limit_in_mb
@@ -226,7 +231,7 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
                 result = lambda_entry.invoke(state, request["event"], context)
             except Exception as exc:
                 ok = False
-                error = f"{type(exc).__name__}: {exc}"
+                error = f"{type(exc).__name__}: {exc}{lambda_entry.environ_note(exc)}"
                 traceback.print_exc(file=capture)
         ended = time.monotonic_ns()
         memory.invocation_ended()
@@ -248,7 +253,10 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
             "error": error,
             "started_ns": started,
             "ended_ns": ended,
-            "log_tail": capture.getvalue()[-LOG_TAIL_CHARS:],
+            # The calls refused for something the run does not provide lead the tail, so a
+            # long traceback never pushes them out.
+            "log_tail": "".join(f"{line}\n" for line in state.observer.take_missing())
+            + capture.getvalue()[-LOG_TAIL_CHARS:],
         }
         _write_all(protocol, _reply_line(reply))
         if crash:

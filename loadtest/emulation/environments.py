@@ -45,6 +45,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from loadtest.emulation import layer, zygotes
 from loadtest.emulation.handlers import HandlerRef
 from loadtest.errors import HandlerRefError
+from loadtest.model.checker.harness import gaps_in
 from loadtest.model.observation import Observation, Observed, SharedValues, collect, decode
 
 
@@ -80,7 +81,6 @@ class FunctionConfig:
     handler: HandlerRef
     function_name: str
     table_name: str
-    idempotency_table_name: str
     region: str
     endpoint_url: str | None
     memory_mb: int
@@ -93,6 +93,9 @@ class FunctionConfig:
     """The scenario's faults, read by the environment process (``LOADTEST_*``)."""
     key_names: tuple[str, ...] = ("id",)
     """The table's key attributes (hash, then range), for the write observer."""
+    function_env: tuple[tuple[str, str], ...] = ()
+    """The function's own variables: the scenario's ``[consumer] environment`` and ``--env``
+    with the run's resources filled in, and each extra table's variable."""
 
     def environ(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -102,7 +105,6 @@ class FunctionConfig:
             {
                 "TABLE_NAME": self.table_name,
                 "REPORT_BATCH_ITEM_FAILURES": str(self.report_batch_item_failures).lower(),
-                "IDEMPOTENCY_TABLE_NAME": self.idempotency_table_name,
                 "AWS_REGION": self.region,
                 "AWS_DEFAULT_REGION": self.region,
                 "AWS_LAMBDA_FUNCTION_NAME": self.function_name,
@@ -116,6 +118,7 @@ class FunctionConfig:
                 ),
             }
         )
+        env.update(self.function_env)
         if self.endpoint_url:
             env["AWS_ENDPOINT_URL"] = self.endpoint_url
         else:
@@ -210,8 +213,11 @@ class ExecutionEnvironment:
         self.entry_file = str(hello.get("entry", ""))
         if not hello.get("ready"):
             await self.aclose()
+            error = str(hello.get("error"))
+            fixes = "; ".join(gap.sentence for gap in gaps_in(error))
             raise HandlerRefError(
-                f"handler {self.config.handler.variant!r} could not be loaded: {hello.get('error')}"
+                f"handler {self.config.handler.variant!r} could not be loaded: {error}"
+                + (f"; {fixes}" if fixes else "")
             )
 
     async def _read(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loadtest.errors import HandlerRefError
+from loadtest.model.function_config import ExtraTable, FunctionSetup
 
 BUILTIN_VARIANTS: dict[str, str] = {
     "conditional": "consumer.conditional:handler",
@@ -24,8 +25,25 @@ BUILTIN_VARIANTS: dict[str, str] = {
 }
 """Built-in consumer variants and the handler each runs."""
 
-NEEDS_IDEMPOTENCY_TABLE = frozenset({"powertools"})
-"""Variants whose run must also create the table named by ``IDEMPOTENCY_TABLE_NAME``."""
+VARIANT_TABLES: dict[str, tuple[ExtraTable, ...]] = {
+    "powertools": (
+        ExtraTable(
+            name=None,
+            key=(("id", "S"),),
+            env="IDEMPOTENCY_TABLE_NAME",
+            purpose="idempotency records (Powertools)",
+        ),
+    ),
+}
+"""The extra tables a built-in variant needs, declared as a scenario's ``[[tables]]`` are."""
+
+
+def tables_for(ref: HandlerRef, setup: FunctionSetup) -> tuple[ExtraTable, ...]:
+    """The extra tables a run of ``ref`` makes: the scenario's, then the built-in variant's
+    own (unless the scenario already declares a table behind the same variable)."""
+    declared = {t.env for t in setup.tables if t.env}
+    own = tuple(t for t in VARIANT_TABLES.get(ref.variant, ()) if t.env not in declared)
+    return (*setup.tables, *own)
 
 
 @dataclass(frozen=True)

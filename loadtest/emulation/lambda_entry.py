@@ -37,10 +37,12 @@ import os
 import random
 import secrets
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from loadtest.emulation import record_marks
 from loadtest.emulation.observer import Sink, WriteObserver
 
 ORIGINAL_HANDLER_ENV = "LOADTEST_ORIGINAL_HANDLER"
@@ -177,6 +179,30 @@ def _failed_ids(result: Any) -> list[str] | None:
     return [str(f.get("itemIdentifier", "")) for f in failures if isinstance(f, dict)]
 
 
+ENVIRON_NOTE = " [os.environ has no {name!r}]"
+"""Added to a KeyError raised by ``os.environ[...]`` (``loadtest.model.checker.harness``
+reads it): a variable the function expects and the run does not set."""
+
+
+def environ_note(exc: BaseException) -> str:
+    """``ENVIRON_NOTE`` when ``exc`` (or an exception it was raised from or during) is a
+    KeyError raised by ``os.environ``'s lookup, else ``""``."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, KeyError) and current.args:
+            frames = [frame for frame, _ in traceback.walk_tb(current.__traceback__)]
+            if (
+                frames
+                and frames[-1].f_code.co_name == "__getitem__"
+                and frames[-1].f_globals.get("__name__") == "os"
+            ):
+                return ENVIRON_NOTE.format(name=str(current.args[0]))
+        current = current.__cause__ or current.__context__
+    return ""
+
+
 def _line(body: dict[str, Any]) -> str:
     return json.dumps(body, separators=(",", ":"), default=str) + "\n"
 
@@ -211,7 +237,8 @@ def invoke(state: _State, event: Any, context: Any) -> Any:
     try:
         result = _observed(state, event, context)
     except Exception as exc:
-        end |= {"outcome": "exception", "error": f"{type(exc).__name__}: {exc}", "failed": []}
+        error = f"{type(exc).__name__}: {exc}{environ_note(exc)}"
+        end |= {"outcome": "exception", "error": error, "failed": []}
         raise
     else:
         failed = _failed_ids(result)
@@ -222,6 +249,10 @@ def invoke(state: _State, event: Any, context: Any) -> Any:
         # end: the collector then sees an invocation that never ended.
         if "outcome" in end:
             end |= {"ended_ns": state.clock(), "lines": state.sink.sent}
+            missing = state.observer.take_missing()
+            if missing:
+                # Calls refused for what the run does not provide: the harness's gaps.
+                end["missing"] = missing
             state.sink.sink(_line(end))
 
 
@@ -229,7 +260,10 @@ def _observed(state: _State, event: Any, context: Any) -> Any:
     """The original handler, with the injected handler duration armed before its first write."""
     jitter = state.rng.uniform(0, state.jitter_ms) if state.jitter_ms else 0.0
     state.observer.arm((state.duration_ms + jitter) / 1000)
+    record_marks.clear()
     try:
-        return state.original(event, context)
+        # Each record marks itself when the handler reads it, so each write can be tied
+        # to the record it was made for.
+        return state.original(record_marks.tracked(event), context)
     finally:
         state.observer.disarm()

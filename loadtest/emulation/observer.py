@@ -56,8 +56,9 @@ from typing import Any
 
 from botocore.client import BaseClient
 
-from loadtest.emulation.observer_answers import record_answer
+from loadtest.emulation.observer_answers import keep_resource, missing_line, record_answer
 from loadtest.emulation.observer_plans import READ_APIS, Call, CallPlanner, readable_condition
+from loadtest.emulation.record_marks import current_record
 from loadtest.model.history import ObserverFault, ReadRecord, UnobservedCall
 from loadtest.model.observation import Observation, WriteBegun, encode
 
@@ -66,6 +67,9 @@ __all__ = ["READ_APIS", "Sink", "WriteObserver", "readable_condition"]
 Sink = Callable[[str], None]
 
 _PENDING = "loadtest_observation"
+
+_MISSING_KEPT = 20
+"""Refused calls one invocation keeps (each is also logged)."""
 
 _AIO_CLIENT = "aiobotocore.client"
 """The module whose ``AioBaseClient`` aioboto3's clients derive from."""
@@ -100,6 +104,27 @@ class WriteObserver:
         self._originals: Methods | None = None
         self._aio_originals: tuple[type, Methods] | None = None
         self._import_hook: _AfterImport | None = None
+        self.missing: list[str] = []
+        """This invocation's calls refused for something the run does not provide, one line
+        each (the environment takes them with ``take_missing``)."""
+
+    def take_missing(self) -> list[str]:
+        """The lines of ``missing`` since the last call, each once."""
+        lines, self.missing = list(dict.fromkeys(self.missing)), []
+        return lines
+
+    def _check_missing(self, operation_model: Any, result: Any, context: Any) -> None:
+        """Note (and log, as a runtime would) a call refused for a missing table, queue or
+        permission: the harness's gap, never to be blamed on the consumer."""
+        try:
+            line = missing_line(str(operation_model.name), result, context)
+            if line is None:
+                return
+            if len(self.missing) < _MISSING_KEPT:
+                self.missing.append(line)
+            sys.stderr.write(line + "\n")
+        except Exception as exc:
+            self._fault("missing-resource check", exc)
 
     # --- the handler-duration fault -------------------------------------------
 
@@ -175,6 +200,7 @@ class WriteObserver:
         self, client: BaseClient, params: dict[str, Any], operation_model: Any, context: Any
     ) -> dict[str, Any]:
         """The parameters to send; a call to observe is left in ``context`` for the request."""
+        keep_resource(params, context)
         if client.meta.service_model.service_name != "dynamodb" or not isinstance(context, dict):
             return params
         name = str(operation_model.name)
@@ -206,7 +232,9 @@ class WriteObserver:
         ) -> Any:
             call = _pending(request_context)
             if call is None:
-                return original_request(client, operation_model, request_dict, request_context)
+                result = original_request(client, operation_model, request_dict, request_context)
+                observer._check_missing(operation_model, result, request_context)
+                return result
             return observer._send(
                 call,
                 lambda: original_request(client, operation_model, request_dict, request_context),
@@ -242,9 +270,11 @@ class WriteObserver:
         ) -> Any:
             call = _pending(request_context)
             if call is None:
-                return await original_request(
+                result = await original_request(
                     client, operation_model, request_dict, request_context
                 )
+                observer._check_missing(operation_model, result, request_context)
+                return result
             return await observer._send_async(
                 call,
                 lambda: original_request(client, operation_model, request_dict, request_context),
@@ -268,12 +298,13 @@ class WriteObserver:
             self._read(call, http, parsed, started, ended)
             return http, parsed
         self._before_write()
-        started = self._begin(call)
+        record_id = current_record()
+        started = self._begin(call, record_id)
         # No answer (a connection or read failure after botocore's retries)
         # raises here: the write may have happened, and the begin line
         # stands for it as an indeterminate write.
         http, parsed = send()
-        self._answer(call, http, parsed, started)
+        self._answer(call, http, parsed, started, record_id)
         return http, parsed
 
     async def _send_async(self, call: Call, send: Callable[[], Awaitable[Any]]) -> Any:
@@ -293,12 +324,13 @@ class WriteObserver:
         delay = self._take_delay()
         if delay > 0:
             await asyncio.sleep(delay)
-        started = self._begin(call)
+        record_id = current_record()
+        started = self._begin(call, record_id)
         http, parsed = await send()
-        self._answer(call, http, parsed, started)
+        self._answer(call, http, parsed, started, record_id)
         return http, parsed
 
-    def _begin(self, call: Call) -> int:
+    def _begin(self, call: Call, record_id: str) -> int:
         """Emit the write's begin line; return its start time."""
         started = self.clock()
         try:
@@ -310,13 +342,14 @@ class WriteObserver:
                     started,
                     tuple(p.key for p in call.parts),
                     tuple(p.requested for p in call.parts),
+                    record_id,
                 )
             )
         except Exception as exc:
             self._fault(call.operation, exc)
         return started
 
-    def _answer(self, call: Call, http: Any, parsed: Any, started: int) -> None:
+    def _answer(self, call: Call, http: Any, parsed: Any, started: int, record_id: str) -> None:
         ended = self.clock()
         try:
             record_answer(
@@ -328,6 +361,7 @@ class WriteObserver:
                 table_name=self.table_name,
                 request_id=self.request_id,
                 emit=self._emit,
+                record_id=record_id,
             )
         except Exception as exc:
             self._fault(call.operation, exc)

@@ -8,6 +8,10 @@ before (the write's own old image) and the item after (the request applied to
 it). It also strips from the answer what the observer added, so the consumer
 sees exactly the response it asked for. Must not touch botocore or send
 anything: the records go to ``emit``.
+
+Also reads any call's answer for a refusal that says the run did not provide what the
+handler asked for (``missing_line``: a table or queue the run did not create, a
+permission it did not grant), for any table or queue, watched or not.
 """
 
 from __future__ import annotations
@@ -21,6 +25,42 @@ from loadtest.model.observation import Observation
 from loadtest.model.updates import UpdateNotUnderstood, apply_update
 
 Emit = Callable[[Observation], None]
+
+_RESOURCE = "loadtest_resource"
+"""Where a call's table or queue is kept in its request context, for ``missing_line``."""
+MISSING_CODES = frozenset(
+    {
+        "ResourceNotFoundException",
+        "AWS.SimpleQueueService.NonExistentQueue",
+        "QueueDoesNotExist",
+        "AccessDeniedException",
+        "AccessDenied",
+    }
+)
+"""Error codes that say the handler's call named something the run does not provide (a
+table or queue it did not create, a permission it did not grant)."""
+MISSING_PREFIX = "loadtest: the handler's "
+"""How each such call is logged (``loadtest.model.checker.harness`` reads the line)."""
+
+
+def keep_resource(params: dict[str, Any], context: Any) -> None:
+    """Keep the table or queue a request names in its context, for ``missing_line``."""
+    if isinstance(context, dict):
+        resource = params.get("TableName") or params.get("QueueUrl") or params.get("QueueName")
+        if resource:
+            context[_RESOURCE] = resource
+
+
+def missing_line(operation: str, result: Any, context: Any) -> str | None:
+    """The log line for a call refused for something the run does not provide, else None."""
+    parsed = result[1] if isinstance(result, tuple) and len(result) == 2 else None
+    error = parsed.get("Error") if isinstance(parsed, dict) else None
+    code = error.get("Code") if isinstance(error, dict) else None
+    if code not in MISSING_CODES:
+        return None
+    resource = context.get(_RESOURCE) if isinstance(context, dict) else None
+    return f"{MISSING_PREFIX}{operation} call on {str(resource or '')!r} failed with {code}"
+
 
 _REJECTIONS = frozenset({"ConditionalCheckFailedException", "DuplicateItemException"})
 _PART_REJECTIONS = frozenset({"ConditionalCheckFailed", "DuplicateItem"})
@@ -36,6 +76,7 @@ def record_answer(
     table_name: str,
     request_id: str,
     emit: Emit,
+    record_id: str = "",
 ) -> None:
     """Emit one write record per part of ``call`` from its answer (``status``, ``parsed``),
     removing from ``parsed`` what the observer added to the request."""
@@ -119,6 +160,7 @@ def record_answer(
                 ended,
                 request_id=request_id,
                 emit=emit,
+                record_id=record_id,
             )
         )
 
@@ -136,6 +178,7 @@ def _decision(
     *,
     request_id: str,
     emit: Emit,
+    record_id: str,
 ) -> WriteRecord:
     requested = part.requested
     after: TypedItem | None = None
@@ -180,6 +223,7 @@ def _decision(
         noop_when_present=part.noop,
         request_id=request_id,
         idempotency=call.idempotency,
+        record_id=record_id,
     )
 
 

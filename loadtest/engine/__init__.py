@@ -16,6 +16,7 @@ pre-run checks ``results``' (re-exported here).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -28,13 +29,14 @@ from loadtest.adapters.fifo import fifo_queue
 from loadtest.adapters.producers import producing
 from loadtest.adapters.spool import FileFrames
 from loadtest.emulation.environments import ExecutionEnvironment, FunctionConfig, log_directory
-from loadtest.emulation.handlers import NEEDS_IDEMPOTENCY_TABLE, HandlerRef
+from loadtest.emulation.handlers import HandlerRef, tables_for
 from loadtest.emulation.runner import (
     Progress,
 )
 from loadtest.interrupts import Stop
 from loadtest.model.body import body_shape
 from loadtest.model.checker import check
+from loadtest.model.function_config import extra_table_name
 from loadtest.model.history import EndState, History
 from loadtest.model.metrics import latencies
 from loadtest.model.observation import SharedValues
@@ -62,6 +64,7 @@ from loadtest.engine.results import (
     VariantRun,
     check_reachable,
     fault_environment,
+    function_environment,
     settings_warnings,
 )
 
@@ -101,11 +104,15 @@ async def run_variant(
     ``salvage.runs`` marked incomplete before the exception goes on.
     """
     settings = scenario.consumer
+    setup = scenario.function
+    if setup.table_name:
+        names = dataclasses.replace(names, table=setup.table_name)
+    tables = tables_for(ref, setup)
+    key_schema = setup.key_schema(scenario.outcome.key_names)
     config = FunctionConfig(
         handler=ref,
         function_name=names.queue.removesuffix("-jobs") + "-worker",
         table_name=names.table,
-        idempotency_table_name=names.idempotency_table,
         region=target.region,
         endpoint_url=target.endpoint_url,
         memory_mb=settings.memory_mb,
@@ -113,7 +120,7 @@ async def run_variant(
         extra_env=target.credentials_env,
         fault_env=fault_environment(scenario),
         report_batch_item_failures=settings.report_batch_item_failures,
-        key_names=scenario.outcome.key_names,
+        key_names=tuple(name for name, _ in key_schema),
     )
     salvage = salvage if salvage is not None else Salvage()
     made = aws.Provisioned()
@@ -143,10 +150,15 @@ async def run_variant(
                         max_receive_count=settings.max_receive_count,
                         into=made,
                         target=target,
-                        idempotency_table=ref.variant in NEEDS_IDEMPOTENCY_TABLE,
-                        key_names=scenario.outcome.key_names,
+                        key_schema=key_schema,
+                        extra_tables=tuple(
+                            (extra_table_name(names.prefix, t), t.key) for t in tables
+                        ),
                         fifo=fifo_queue(scenario),
                     )
+                    variables = function_environment(setup, tables, names, made, target.region)
+                    for env in environments:
+                        env.config = dataclasses.replace(config, function_env=variables)
                     # Cold starts once the function's resources exist, as on Lambda: a
                     # handler may read its table when imported. One that does not
                     # import fails here, and what was made is torn down below.
@@ -273,7 +285,7 @@ def _variant_run(
         check=check(
             history,
             end_state,
-            scenario.outcome,
+            scenario.judged_outcome,
             cut_short=cut_short,
             body=body_shape(scenario.workload),
             expect_overlap=scenario.expect_overlap,

@@ -41,7 +41,7 @@ class _LiveDuplicates:
 
     def __init__(self, progress: Progress, scenario: Scenario) -> None:
         self.progress = progress
-        self.count = LiveDuplicates(scenario.outcome)
+        self.count = LiveDuplicates(scenario.judged_outcome)
 
     def __call__(self, writes: tuple[WriteRecord, ...], records: tuple[Record, ...]) -> None:
         self.progress.duplicate_writes = self.count.add(writes)

@@ -78,6 +78,20 @@ async def read_end_state(
                 page_timeout_s=timeout_s,
                 errors=lambda: aws.translated("read the end state", target),
             )
+            side_tables = tuple(
+                [
+                    (
+                        table,
+                        await aws.count_items(
+                            dynamodb,
+                            table,
+                            page_timeout_s=timeout_s,
+                            errors=lambda: aws.translated("read the end state", target),
+                        ),
+                    )
+                    for table in made.extra_tables
+                ]
+            )
     except TimeoutError as exc:
         where = target.endpoint_url or "AWS"
         raise BackendError(
@@ -85,7 +99,7 @@ async def read_end_state(
             if whole
             else f"{where} did not answer within {timeout_s:g} s while reading the end state"
         ) from exc
-    return EndState(visible, in_flight, dlq_visible + dlq_in_flight, items)
+    return EndState(visible, in_flight, dlq_visible + dlq_in_flight, items, side_tables)
 
 
 async def salvage_end_state(

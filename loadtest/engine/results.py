@@ -1,5 +1,6 @@
 """What a run produces and the checks before one: the result types, the faults and
-settings warnings handed to environments and reports, and the reachability probe.
+settings warnings handed to environments and reports, the function's variables once its
+resources exist, and the reachability probe.
 
 Owns the run's result records (``VariantRun``, ``RunResult``, ``Salvage``); must not
 run anything (that is the engine's ``run_variant``) nor drive the workload (``drive``).
@@ -7,6 +8,7 @@ run anything (that is the engine's ``run_variant``) nor drive the workload (``dr
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,6 +21,13 @@ from loadtest.emulation.runner import (
 )
 from loadtest.errors import BackendError
 from loadtest.model.checker import Check
+from loadtest.model.function_config import (
+    ExtraTable,
+    FunctionSetup,
+    RunResources,
+    render,
+    table_names,
+)
 from loadtest.model.history import EndState, History
 from loadtest.model.metrics import Latency
 from loadtest.model.scenario import ConsumerSettings, Faults, Scenario
@@ -139,3 +148,27 @@ async def check_reachable(target: aws.Target) -> None:
             raise BackendError(
                 f"{target.endpoint_url or 'AWS'} did not answer within 30 s"
             ) from exc
+
+
+def function_environment(
+    setup: FunctionSetup,
+    tables: tuple[ExtraTable, ...],
+    names: aws.ResourceNames,
+    made: aws.Provisioned,
+    region: str,
+) -> tuple[tuple[str, str], ...]:
+    """The function's own variables once its resources exist: the scenario's, with the
+    run's resources filled in, and each of the variant's extra tables' (``tables``)."""
+    assert made.queue_url and made.queue_arn and made.dlq_url
+    rendered = render(
+        dataclasses.replace(setup, tables=tables),
+        RunResources(
+            table=names.table,
+            queue_url=made.queue_url,
+            queue_arn=made.queue_arn,
+            dlq_url=made.dlq_url,
+            region=region,
+            tables=table_names(names.prefix, tables),
+        ),
+    )
+    return tuple(rendered.items())

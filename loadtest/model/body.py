@@ -51,8 +51,8 @@ DETAILS = ("quantity",)
 PER_MESSAGE = ("copy", "index", "uuid", "timestamp")
 """Placeholders that differ between the copies of one id: never a message's details."""
 PLACEHOLDERS = (ID, *DETAILS, *PER_MESSAGE)
-_NUMBERS = {"quantity", "copy", "index"}
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+"""A placeholder in a template's string (any other brace is literal text)."""
 
 
 class Decode(Enum):
@@ -132,7 +132,7 @@ class Leaf:
     def names(self) -> tuple[str, ...]:
         if not isinstance(self.template, str):
             return ()
-        return tuple(_PLACEHOLDER.findall(self.template))
+        return tuple(PLACEHOLDER.findall(self.template))
 
 
 def _compile(value: Any, path: Path, leaves: list[Leaf], source: str) -> Any:
@@ -149,7 +149,7 @@ def _compile(value: Any, path: Path, leaves: list[Leaf], source: str) -> Any:
     leaves.append(Leaf(path, value))
     if not isinstance(value, str):
         return value
-    pieces = _PLACEHOLDER.split(value)
+    pieces = PLACEHOLDER.split(value)
     for name in pieces[1::2]:
         if name not in PLACEHOLDERS:
             raise ScenarioError(
@@ -227,14 +227,14 @@ def render_attributes(
 ) -> tuple[tuple[str, str, str], ...]:
     """Each attribute as ``(name, data type, value)``, its placeholders replaced as text."""
     return tuple(
-        (a.name, a.data_type, _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), a.value))
+        (a.name, a.data_type, PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), a.value))
         for a in attributes
     )
 
 
 def check_attribute_placeholders(attributes: Sequence[MessageAttribute], source: str) -> None:
     for a in attributes:
-        for name in _PLACEHOLDER.findall(a.value):
+        for name in PLACEHOLDER.findall(a.value):
             if name not in PLACEHOLDERS:
                 raise ScenarioError(
                     f"{source}: workload.attributes.{a.name} = {a.value!r}: unknown placeholder "
@@ -385,7 +385,7 @@ def _name(path: Path) -> str:
 
 
 def _id_pattern(template: str) -> str:
-    pieces = _PLACEHOLDER.split(template)
+    pieces = PLACEHOLDER.split(template)
     out = ""
     seen_id = False
     for i, piece in enumerate(pieces):

@@ -122,6 +122,10 @@ class WriteRecord:
     """For a TransactWriteItems or ExecuteTransaction call with a ClientRequestToken: the
     token and a digest of the whole request. DynamoDB answers a repeat of a completed call within
     ``IDEMPOTENCY_WINDOW_NS`` as it answered the first, and writes nothing."""
+    record_id: str = ""
+    """The messageId of the record the handler was on when it made the call (the last
+    record whose body or messageId the calling thread or task read), or "" when the
+    execution environment could not tell."""
 
     @property
     def deletes(self) -> bool:
@@ -361,6 +365,7 @@ def encode_write(w: WriteRecord) -> tuple[Any, ...]:
         w.noop_when_present,
         w.request_id,
         w.idempotency,
+        w.record_id,
     )
 
 
@@ -492,6 +497,9 @@ class EndState:
     table_items: dict[str, TypedItem] = field(repr=False)
     """Stored items by their key (``key_string``); left out of the repr, which
     must stay short whatever the table holds."""
+    side_tables: tuple[tuple[str, int], ...] = ()
+    """Items each of the consumer's extra tables (``[[tables]]``) holds at the end, by name:
+    what the handler stored besides outcomes (idempotency records, locks)."""
 
 
 def _plain_fields(cls: type[_T]) -> Callable[[_T], tuple[Any, ...]]:
@@ -624,6 +632,10 @@ class OutcomeKey:
     declared: bool = field(default=False, compare=False)
     """The scenario said where outcomes live (``[outcome] key``), even if it said the
     default: the checker takes its word instead of looking for outcomes elsewhere."""
+    fields: tuple[str, ...] = ()
+    """What a complete outcome holds (``[outcome] fields``): the names every finished
+    outcome item stores a value under (an attribute, or a name inside one of its maps or
+    JSON strings). An outcome item without one of them is not an outcome yet."""
 
     @functools.cached_property
     def key_names(self) -> tuple[str, ...]:
@@ -639,5 +651,9 @@ class OutcomeKey:
         return ", ".join(f"{name} = {template!r}" for name, template in self.templates)
 
     def canonical(self, key: TypedItem) -> str:
-        """``key_string`` of the key's attributes in this key's order (callers may order them otherwise)."""
-        return key_string({name: key[name] for name in self.key_names if name in key})
+        """``key_string`` of the key's attributes in this key's order (callers may order them
+        otherwise); a key of other attributes (a table keyed otherwise, ``[table] key``) as it is."""
+        names = self.key_names
+        if not all(name in key for name in names):
+            return key_string(key)
+        return key_string({name: key[name] for name in names})

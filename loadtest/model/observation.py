@@ -46,6 +46,7 @@ class WriteBegun:
     started_ns: int
     keys: tuple[TypedItem, ...] = ()
     requested: tuple[TypedItem | None, ...] = ()
+    record_id: str = ""
 
 
 Observation = WriteBegun | WriteRecord | ReadRecord | UnobservedCall | ObserverFault
@@ -224,6 +225,7 @@ def collect(observations: Iterable[Observation], *, ended_ns: int) -> Observed:
                     requested=requested,
                     after_known=False,
                     request_id=begin.request_id,
+                    record_id=begin.record_id,
                 )
             )
     return out

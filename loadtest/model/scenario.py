@@ -61,6 +61,17 @@ File format (every table and key optional)::
     report_batch_item_failures = false
     fifo = false                        # a .fifo queue: batch_size <= 10, no batching window
 
+    [consumer.environment]              # the function's variables; placeholders name the run's
+    DYNAMODB_TABLE = "{table}"          # resources (see loadtest.model.function_config)
+
+    [table]                             # the outcome table itself (both optional)
+    name = "Orders"                     # a name the consumer hard-codes (generated otherwise)
+    key = { orderId = "S" }             # its key schema: hash, then range; S, N or B
+
+    [[tables]]                          # extra tables the consumer needs, made per run
+    env = "IDEMPOTENCY_TABLE"           # the variable that names it (or name = "...")
+    key = { id = "S" }
+
     [faults]                            # opt-in, always labelled in the report
     handler_duration_ms = 0             # slow work before the invocation's first write
     handler_jitter_ms = 0               # plus a uniform 0..jitter
@@ -76,7 +87,7 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from importlib import resources
@@ -86,6 +97,7 @@ from typing import Any
 from loadtest.errors import ScenarioError
 from loadtest.model.body import check_attribute_placeholders, compile_template
 from loadtest.model.envelopes import Envelope, parse_attributes, parse_envelope
+from loadtest.model.function_config import FunctionSetup, parse_setup
 from loadtest.model.history import OutcomeKey
 from loadtest.model.scenario_fields import (
     NAME_MAX_CHARS as NAME_MAX_CHARS,
@@ -176,12 +188,37 @@ class Scenario:
     """Per variant, default-verdict reasons this scenario relaxes (a demonstration)."""
     outcome: OutcomeKey = field(default_factory=OutcomeKey)
     """The key of a message's outcome item (and so of the table loadtest creates)."""
+    function: FunctionSetup = field(default_factory=FunctionSetup)
+    """The function's environment and the tables it needs (``[consumer] environment``,
+    ``[table]``, ``[[tables]]``)."""
     expect_overlap: bool = True
     """``[expect] overlap``: the copies of an id are meant to race, so a run in which no two
     deliveries of one id were processed at the same time is inconclusive; False for a
     scenario whose copies are sequential on purpose (resends after completion)."""
     source: str = "<memory>"
     """Where the scenario came from (a path or ``builtin:NAME``), for messages."""
+
+    @property
+    def table_key_names(self) -> tuple[str, ...]:
+        """The outcome table's key attributes: ``[table] key``, else the outcome key's."""
+        return tuple(name for name, _ in self.function.key_schema(self.outcome.key_names))
+
+    @property
+    def judged_outcome(self) -> OutcomeKey:
+        """Where the checker first looks for outcomes: ``[outcome] key`` when declared; for a
+        table declared with a one-attribute ``[table] key``, that attribute holding the id
+        (not declared: the checker still looks elsewhere); else the lab's default."""
+        key = self.function.table_key
+        if self.outcome.declared or len(key) != 1:
+            return self.outcome
+        return dataclasses.replace(self.outcome, templates=((key[0][0], "{id}"),))
+
+    def with_environment(self, pairs: Sequence[str]) -> Scenario:
+        """A copy whose function also gets these ``NAME=VALUE`` variables (``--env``; they win
+        over ``[consumer] environment``)."""
+        if not pairs:
+            return self
+        return dataclasses.replace(self, function=self.function.with_environment(pairs))
 
     def with_overrides(self, **overrides: Any) -> Scenario:
         """Return a copy with CLI overrides applied and validated.
@@ -247,6 +284,8 @@ def parse_scenario(
             "thresholds",
             "verdict",
             "outcome",
+            "table",
+            "tables",
             "expect",
             *_SECTIONS,
         },
@@ -254,14 +293,9 @@ def parse_scenario(
         "",
     )
     variants = raw.get("variants", ["conditional"])
-    if (
-        not isinstance(variants, list)
-        or not variants
-        or not all(isinstance(v, str) and v for v in variants)
-    ):
-        raise ScenarioError(
-            f"{source}: variants must be a non-empty list of names, got {variants!r}"
-        )
+    if not isinstance(variants, list) or not all(isinstance(v, str) and v for v in variants):
+        # An empty list is a scenario for handlers given at run time (--handler).
+        raise ScenarioError(f"{source}: variants must be a list of names, got {variants!r}")
     w_raw = _table(raw, "workload", source)
     workload = _section(Workload, w_raw, source, "workload")
     attributes = parse_attributes(w_raw.get("attributes", {}), source)
@@ -273,7 +307,16 @@ def parse_scenario(
         envelope=parse_envelope(w_raw.get("envelope", "none"), source),
         attributes=attributes,
     )
-    consumer = _section(ConsumerSettings, _table(raw, "consumer", source), source, "consumer")
+    c_raw = _table(raw, "consumer", source)
+    _check_keys(
+        c_raw,
+        {f.name for f in dataclasses.fields(ConsumerSettings)} | {"environment"},
+        source,
+        "consumer",
+    )
+    function = parse_setup(c_raw, _table(raw, "table", source), raw.get("tables"), source)
+    c_raw = {k: v for k, v in c_raw.items() if k != "environment"}
+    consumer = _section(ConsumerSettings, c_raw, source, "consumer")
     faults = _section(Faults, _table(raw, "faults", source), source, "faults")
     run = _section(RunSettings, _table(raw, "run", source), source, "run")
     _check_combinations(workload, consumer, faults, source)
@@ -291,6 +334,7 @@ def parse_scenario(
         thresholds=_thresholds(raw.get("thresholds", []), source),
         allow=_allow(_table(raw, "verdict", source), source),
         outcome=_outcome(_table(raw, "outcome", source), source),
+        function=function,
         expect_overlap=_value("overlap", expect.get("overlap", True), bool, source, "expect."),
         source=source,
     )
@@ -325,8 +369,13 @@ def to_raw(scenario: Scenario) -> dict[str, Any]:
     ]
     if not scenario.expect_overlap:
         raw["expect"] = {"overlap": False}
-    if scenario.outcome.declared or scenario.outcome != OutcomeKey():
+    if scenario.outcome.declared or scenario.outcome.templates != OutcomeKey().templates:
         raw["outcome"] = {"key": dict(scenario.outcome.templates)}
+    if scenario.function.environment:
+        raw["consumer"]["environment"] = dict(scenario.function.environment)
+    raw.update(scenario.function.to_raw())
+    if scenario.outcome.fields:
+        raw.setdefault("outcome", {})["fields"] = list(scenario.outcome.fields)
     return raw
 
 

@@ -140,10 +140,12 @@ _ATTRIBUTE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
 
 
 def _outcome(raw: Mapping[str, Any], source: str) -> OutcomeKey:
-    """``[outcome] key = { pk = "ORDER#{id}" }``: one or two key attributes (hash, then range)."""
-    _check_keys(raw, {"key"}, source, "outcome")
+    """``[outcome] key = { pk = "ORDER#{id}" }``: one or two key attributes (hash, then
+    range); ``[outcome] fields = ["status", "total"]``: what a complete outcome holds."""
+    _check_keys(raw, {"key", "fields"}, source, "outcome")
+    fields = _outcome_fields(raw.get("fields", []), source)
     if "key" not in raw:
-        return OutcomeKey()
+        return OutcomeKey(fields=fields)
     key = raw["key"]
     allowed = 'a table of one or two attributes, e.g. { id = "{id}" } or { pk = "ORDER#{id}", sk = "ORDER" }'
     if not isinstance(key, Mapping) or not 1 <= len(key) <= 2:
@@ -160,8 +162,24 @@ def _outcome(raw: Mapping[str, Any], source: str) -> OutcomeKey:
             f"needs {{id}} (got {dict(key)!r})"
         )
     return OutcomeKey(
-        tuple((str(name), str(template)) for name, template in key.items()), declared=True
+        tuple((str(name), str(template)) for name, template in key.items()),
+        declared=True,
+        fields=fields,
     )
+
+
+def _outcome_fields(fields: Any, source: str) -> tuple[str, ...]:
+    """``[outcome] fields``: a list of distinct attribute names."""
+    if not isinstance(fields, list) or not all(
+        isinstance(name, str) and _ATTRIBUTE_NAME.match(name) for name in fields
+    ):
+        raise ScenarioError(
+            f"{source}: outcome.fields must be a list of attribute names, e.g. "
+            f'["status", "total_cents"], got {fields!r}'
+        )
+    if len(set(fields)) != len(fields):
+        raise ScenarioError(f"{source}: outcome.fields names an attribute twice: {fields!r}")
+    return tuple(fields)
 
 
 def _check_combinations(

@@ -359,7 +359,15 @@ def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]
             "in_flight": run.end_state.queue_in_flight,
             "dlq": run.end_state.dlq_messages,
         },
-        "table_after": {"items": len(run.end_state.table_items)},
+        "table_after": {
+            "items": len(run.end_state.table_items),
+            # The consumer's extra tables ([[tables]]): what it kept besides outcomes.
+            **(
+                {"side_tables": dict(run.end_state.side_tables)}
+                if run.end_state.side_tables
+                else {}
+            ),
+        },
         "latency_us": {name: latency.summary() for name, latency in run.latency.items()},
         "latency_hdr": {name: latency.encoded() for name, latency in run.latency.items()},
         "throughput": {

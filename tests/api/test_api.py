@@ -255,3 +255,40 @@ def test_run_takes_everything_prepare_takes() -> None:
     for name, parameter in prepared.items():
         assert name in ran, name
         assert ran[name].kind == parameter.kind and ran[name].default == parameter.default, name
+
+
+def _empty_variants(tmp_path: Path) -> Path:
+    path = tmp_path / "handlers-only.toml"
+    path.write_text("variants = []\n[workload]\ndistinct_ids = 2\ncopies = 1\n", encoding="utf-8")
+    return path
+
+
+def test_a_scenario_without_variants_runs_the_handler_given(
+    backend_url: str, tmp_path: Path
+) -> None:
+    path = _empty_variants(tmp_path)
+    report = loadtest.run(path, handler=MY_HANDLER, endpoint_url=backend_url, env=["X={table}"])
+    assert [run.variant for run in report.runs] == [MY_HANDLER]
+    assert report.runs[0].counts.messages_sent == 2
+    with pytest.raises(InputError) as info:
+        loadtest.run(path, endpoint_url=backend_url)
+    assert str(info.value) == (
+        f"{path}: variants = [] names no consumer; give one with --handler "
+        "path/to/file.py:function (or --variants NAME)"
+    )
+
+
+def test_cli_env_is_checked_before_anything_runs(tmp_path: Path) -> None:
+    path = _empty_variants(tmp_path)
+    for command in ("run", "compare", "sweep"):
+        extra = ["--batch-size", "1,2"] if command == "sweep" else []
+        result = runner.invoke(
+            app, [command, str(path), "--handler", MY_HANDLER, "--env", "T={tabel}", *extra]
+        )
+        assert result.exit_code == 2, (command, result.output)
+        assert "--env T = '{tabel}': unknown placeholder {tabel}; allowed: {table}" in (
+            " ".join(result.output.split())
+        )
+    result = runner.invoke(app, ["run", str(path), "--env", "T={table}"])
+    assert result.exit_code == 2
+    assert "variants = [] names no consumer" in " ".join(result.output.split())

@@ -158,3 +158,16 @@ def test_dead_letters_count_once_and_writes_without_a_start_are_kept() -> None:
     assert [(d.message_id, d.seen_ns) for d in history.dead_letters] == [("m3", 7)]
     (ghost,) = history.invocations
     assert ghost.records == () and len(ghost.writes) == 1
+
+
+def test_calls_refused_for_what_the_run_lacks_reach_the_invocations_log() -> None:
+    c = Collector(partial=True, wall_offset_ns=OFFSET)
+    c.add(_start("r1", ("m1", 1)))
+    line = "loadtest: the handler's PutItem call on 'Orders' failed with ResourceNotFoundException"
+    end = json.loads(_end("r1", "batchItemFailures", failed=("m1",)))
+    c.add(json.dumps({**end, "missing": [line]}))
+    history = _history()
+    c.build(history, ended_ns=999)
+    (inv,) = history.invocations
+    assert inv.log_tail == line + "\n"
+    assert inv.error is None

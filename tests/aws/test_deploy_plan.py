@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tomllib
 
 import pytest
 from hypothesis import given
@@ -22,7 +23,7 @@ from loadtest.deploy.deploy_plan import (
 )
 from loadtest.emulation.handlers import parse_ref
 from loadtest.errors import ScenarioError
-from loadtest.model.scenario import load_scenario
+from loadtest.model.scenario import Scenario, load_scenario, parse_scenario
 
 runner = CliRunner()
 
@@ -49,6 +50,11 @@ def test_plan_lists_every_resource_of_each_variant_tagged_with_the_run() -> None
     assert env["LOADTEST_ORIGINAL_HANDLER"] == "consumer.powertools.handler"
     assert env["TABLE_NAME"] == "loadtest-r1-1-orders"
     assert env["IDEMPOTENCY_TABLE_NAME"] == "loadtest-r1-1-idempotency"
+    # Only the variant that needs it is told of an idempotency table.
+    assert (
+        "IDEMPOTENCY_TABLE_NAME"
+        not in plan.named("loadtest-r1-0-fn").settings["Environment"]["Variables"]
+    )
     assert function.settings["MemorySize"] == scenario.consumer.memory_mb
     assert function.settings["Timeout"] == scenario.consumer.function_timeout_s
 
@@ -176,3 +182,77 @@ def test_a_fifo_scenario_plans_fifo_queues_and_refuses_the_window_fault() -> Non
             run_id="r",
             region="us-east-1",
         )
+
+
+def _configured(extra: str = "") -> Scenario:
+    return parse_scenario(
+        tomllib.loads(
+            """
+            [workload]
+            distinct_ids = 2
+            [consumer.environment]
+            DYNAMODB_TABLE = "{table}"
+            JOBS = "{queue_url} {queue_arn} {dlq_url}"
+            WHERE = "{region}"
+            LOCKS = "{table:LOCK_TABLE}"
+            [table]
+            key = { orderId = "S", at = "N" }
+            [[tables]]
+            env = "LOCK_TABLE"
+            key = { lock = "B" }
+            """
+            + extra
+        ),
+        source="c.toml",
+    )
+
+
+def test_plan_configures_the_function_and_its_tables_as_the_scenario_declares() -> None:
+    plan = plan_deploy(_configured(), [parse_ref("conditional")], run_id="r2", region="eu-west-1")
+    orders = plan.named("loadtest-r2-0-orders")
+    assert orders.settings["KeySchema"] == [
+        {"AttributeName": "orderId", "KeyType": "HASH"},
+        {"AttributeName": "at", "KeyType": "RANGE"},
+    ]
+    assert orders.settings["AttributeDefinitions"] == [
+        {"AttributeName": "orderId", "AttributeType": "S"},
+        {"AttributeName": "at", "AttributeType": "N"},
+    ]
+    locks = plan.named("loadtest-r2-0-lock")
+    assert (locks.kind, locks.settings["AttributeDefinitions"]) == (
+        Kind.TABLE,
+        [{"AttributeName": "lock", "AttributeType": "B"}],
+    )
+    function = plan.named("loadtest-r2-0-fn").settings
+    env = function["Environment"]["Variables"]
+    assert env["DYNAMODB_TABLE"] == "loadtest-r2-0-orders"
+    assert env["LOCK_TABLE"] == env["LOCKS"] == "loadtest-r2-0-lock"
+    assert env["WHERE"] == "eu-west-1"
+    # Filled in by the deploy from the queues it creates first.
+    assert env["JOBS"] == "{queue_url} {queue_arn} {dlq_url}"
+    assert function["EnvironmentRefs"] == {
+        "url": "loadtest-r2-0-jobs",
+        "arn": "loadtest-r2-0-jobs",
+        "dlq-url": "loadtest-r2-0-dlq",
+    }
+    assert env["LOADTEST_KEY_NAMES"] == "orderId,at"
+
+
+def test_a_named_table_serves_one_deployed_variant_at_a_time() -> None:
+    named = parse_scenario(
+        {"workload": {"distinct_ids": 1}, "table": {"name": "Orders"}}, source="n.toml"
+    )
+    plan = plan_deploy(named, [parse_ref("conditional")], run_id="r3", region="eu-west-1")
+    assert plan.named("Orders").kind is Kind.TABLE
+    assert plan.named("loadtest-r3-0-fn").settings["Environment"]["Variables"]["TABLE_NAME"] == (
+        "Orders"
+    )
+    with pytest.raises(ScenarioError) as info:
+        plan_deploy(
+            named, [parse_ref("conditional"), parse_ref("unconditional")], run_id="r3", region="x"
+        )
+    assert str(info.value) == (
+        "n.toml: a table the scenario names (Orders) can serve one deployed variant at a time, "
+        "and 2 were given: run them one by one, or let the run name its tables (leave out "
+        "[table] name / [[tables]] name)"
+    )

@@ -20,8 +20,8 @@ from loadtest.deploy.lambda_deploy import (
     wait_mapping_enabled,
 )
 from loadtest.emulation.handlers import parse_ref
-from loadtest.errors import BackendError
-from loadtest.model.scenario import load_scenario
+from loadtest.errors import BackendError, TableExistsError
+from loadtest.model.scenario import Scenario, load_scenario, parse_scenario
 from tests.aws.conftest import REGION
 
 
@@ -236,3 +236,50 @@ def test_a_table_never_active_is_named_with_the_timeout() -> None:
     )
     with pytest.raises(BackendError, match="table orders was not ready within 5 s"):
         wait_table_active(_DynamoDB(_Waiter(slow)), "orders", timeout_s=5)  # type: ignore[arg-type]
+
+
+def _scenario(raw: dict[str, Any]) -> Scenario:
+    return parse_scenario({"workload": {"distinct_ids": 1}, **raw}, source="c.toml")
+
+
+def test_deploy_fills_the_queues_into_the_functions_variables(aws: Clients) -> None:
+    scenario = _scenario(
+        {
+            "consumer": {"environment": {"JOBS": "{queue_url}|{queue_arn}|{dlq_url}"}},
+            "tables": [{"env": "IDEM", "key": {"id": "S"}}],
+        }
+    )
+    plan = plan_deploy(scenario, [parse_ref("conditional")], run_id="t2", region=REGION)
+    made = _deployed(plan, aws)
+    config = aws.lambda_.get_function_configuration(FunctionName="loadtest-t2-0-fn")
+    env = config["Environment"]["Variables"]
+    queue, dlq = made.get("loadtest-t2-0-jobs"), made.get("loadtest-t2-0-dlq")
+    assert env["JOBS"] == f"{queue.ident}|{queue.arn}|{dlq.ident}"
+    assert env["IDEM"] == "loadtest-t2-0-idem"
+    assert aws.dynamodb.describe_table(TableName="loadtest-t2-0-idem")["Table"]["KeySchema"] == [
+        {"AttributeName": "id", "KeyType": "HASH"}
+    ]
+
+
+def test_deploy_refuses_a_named_table_that_already_exists(aws: Clients) -> None:
+    aws.dynamodb.create_table(
+        TableName="Orders",
+        KeySchema=[{"AttributeName": "orderId", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "orderId", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    aws.dynamodb.put_item(TableName="Orders", Item={"orderId": {"S": "theirs"}})
+    scenario = _scenario({"table": {"name": "Orders", "key": {"orderId": "S"}}})
+    plan = plan_deploy(scenario, [parse_ref("conditional")], run_id="t3", region=REGION)
+    made = Deployed()
+    code = {f.name: function_zip(parse_ref("conditional")) for f in plan.of_kind(Kind.FUNCTION)}
+    with pytest.raises(TableExistsError) as info:
+        deploy(plan, aws, code, into=made, sleep=lambda s: None)
+    assert str(info.value).startswith(
+        f"table 'Orders' already exists in {REGION}; the run creates and deletes its own tables "
+        "and never touches one it did not make"
+    )
+    # Never made, so never torn down: the existing table and its item stay.
+    assert "Orders" not in [c.name for c in made.created]
+    teardown(aws, made)
+    assert aws.dynamodb.scan(TableName="Orders")["Count"] == 1

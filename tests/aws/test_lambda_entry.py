@@ -176,7 +176,6 @@ def test_a_local_environment_runs_the_entry_point_from_the_unpacked_layer(
         handler=parse_ref("conditional"),
         function_name="local-fn",
         table_name="orders",
-        idempotency_table_name="idem",
         region="us-east-1",
         endpoint_url="http://127.0.0.1:9",  # never called: no invocation is sent
         memory_mb=128,
@@ -196,3 +195,32 @@ def test_a_local_environment_runs_the_entry_point_from_the_unpacked_layer(
     assert entry == str(layer_dir / "loadtest" / "emulation" / "lambda_entry.py")
     packed = zipfile.ZipFile(BytesIO(layer_zip()))
     assert Path(entry).read_bytes() == packed.read("python/loadtest/emulation/lambda_entry.py")
+
+
+def test_a_deployed_handler_reports_what_the_run_did_not_provide(
+    aws: Clients, entry: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A table the run never made: the refused call rides on the invocation's end line.
+    monkeypatch.setenv(
+        lambda_entry.ORIGINAL_HANDLER_ENV, "tests.consumers.configured.hardcoded_orders.handler"
+    )
+    with pytest.raises(Exception, match="ResourceNotFoundException"):
+        lambda_entry.handler(_event({"id": "x", "quantity": 1}, "m1"), _Context("r1"))
+    (end,) = [o for o in map(parse, _lines(aws, entry)) if isinstance(o, InvocationEnd)]
+    assert end.missing == (
+        "loadtest: the handler's PutItem call on 'Orders' failed with ResourceNotFoundException",
+    )
+
+
+def test_a_deployed_handler_names_a_variable_it_lacks(
+    aws: Clients, entry: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(
+        lambda_entry.ORIGINAL_HANDLER_ENV, "tests.consumers.configured.env_named.handler"
+    )
+    monkeypatch.delenv("DYNAMODB_TABLE", raising=False)
+    with pytest.raises(KeyError):
+        lambda_entry.handler(_event({"id": "x", "quantity": 1}, "m1"), _Context("r1"))
+    (end,) = [o for o in map(parse, _lines(aws, entry)) if isinstance(o, InvocationEnd)]
+    assert end.error == "KeyError: 'DYNAMODB_TABLE' [os.environ has no 'DYNAMODB_TABLE']"
+    assert end.missing == ()

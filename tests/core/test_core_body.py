@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loadtest.errors import ScenarioError
 from loadtest.model.body import BodyShape, Decode, body_shape, describe, read
@@ -334,3 +336,45 @@ def test_read_follows_keys_indexes_and_json_strings() -> None:
 
 def test_envelope_kinds_are_the_documented_ones() -> None:
     assert [k.value for k in EnvelopeKind] == ["none", "sns", "eventbridge"]
+
+
+_KEYS = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJ_-", min_size=1, max_size=6)
+_LITERALS = st.one_of(
+    st.integers(-5, 5),
+    st.booleans(),
+    st.text(alphabet="xyz #:/", max_size=5),
+    st.sampled_from(["{copy}", "{uuid}", "{quantity}", "n-{index}"]),
+)
+_TEMPLATES = st.recursive(
+    _LITERALS,
+    lambda inner: st.one_of(
+        st.lists(inner, min_size=1, max_size=3),
+        st.dictionaries(_KEYS, inner, min_size=1, max_size=3),
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    template=st.dictionaries(_KEYS, _TEMPLATES, min_size=1, max_size=4),
+    where=st.lists(_KEYS, min_size=1, max_size=3),
+    envelope=st.sampled_from(["none", "sns", "eventbridge"]),
+    prefix=st.sampled_from(["", "ORDER#"]),
+)
+def test_the_shape_reads_back_the_business_id_of_every_rendered_message(
+    template: dict[str, Any], where: list[str], envelope: str, prefix: str
+) -> None:
+    # Put {id} at a nested place of an arbitrary template; whatever else it holds, the shape
+    # finds each message's business id where the template put it.
+    node: dict[str, Any] = template
+    for key in where[:-1]:
+        child = node.get(key)
+        if not isinstance(child, dict):
+            child = node[key] = {}
+        node = child
+    node[where[-1]] = f"{prefix}{{id}}"
+    s = scenario(distinct_ids=3, copies=2, body=template, envelope=envelope)
+    shape = body_shape(s.workload)
+    for m in plan(s.workload, 1):
+        assert shape.business_id(m.body) == m.business_id

@@ -878,37 +878,48 @@ def test_copies_in_one_batch_applied_by_updates_are_each_a_delivery() -> None:
     assert [d.message_id for d in result.decisions] == ["m-1", "m-2", "m-3"]
 
 
-def test_a_claim_then_its_result_in_a_batch_with_copies_is_one_delivery() -> None:
+def _claim_then_result_in_a_batch(*, marked: bool) -> Check:
+    """Two copies of one order in one batch: the first claims it, then stores the result;
+    the second's claim is refused. ``marked``: each write says which record it was for."""
     claim = {"id": {"S": "a"}, "status": {"S": "PENDING"}}
     done = {**order_item("a", 1), "status": {"S": "DONE"}}
     history = history_of([("m-1", "a"), ("m-2", "a")])
-    history.invocations = [
-        invocation(
-            "r-1",
-            [record("m-1", "a"), record("m-2", "a")],
-            [
-                write(claim, before=None, before_known=True, started_ns=1),
-                write(
-                    done,
-                    operation="UpdateItem",
-                    condition=None,
-                    before=claim,
-                    before_known=True,
-                    started_ns=2,
-                ),
-                write(
-                    claim,
-                    outcome=WriteOutcome.REJECTED,
-                    before=done,
-                    before_known=True,
-                    started_ns=3,
-                ),
-            ],
-        )
+    writes = [
+        write(claim, before=None, before_known=True, started_ns=1),
+        write(
+            done,
+            operation="UpdateItem",
+            condition=None,
+            before=claim,
+            before_known=True,
+            started_ns=2,
+        ),
+        write(claim, outcome=WriteOutcome.REJECTED, before=done, before_known=True, started_ns=3),
     ]
-    result = check(history, end_state([done]))
+    if marked:
+        writes = [
+            dataclasses.replace(w, record_id=mark)
+            for w, mark in zip(writes, ("m-1", "m-1", "m-2"), strict=True)
+        ]
+    history.invocations = [
+        invocation("r-1", [record("m-1", "a"), record("m-2", "a")], writes),
+    ]
+    return check(history, end_state([done]))
+
+
+def test_a_claim_then_its_result_in_a_batch_with_copies_is_one_delivery() -> None:
+    result = _claim_then_result_in_a_batch(marked=True)
     assert roles(result) == [("a", "first"), ("a", "step"), ("a", "rejected")]
     assert result.verdict is Verdict.PASS
+
+
+def test_writes_in_a_batch_with_copies_that_no_mark_ties_to_a_record_are_inconclusive() -> None:
+    # The result could as well be the second copy's write over the first's claim.
+    result = _claim_then_result_in_a_batch(marked=False)
+    assert roles(result) == [("a", "first"), ("a", "step"), ("a", "rejected")]
+    assert result.counts.duplicate_writes == 0
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert any("batch_size = 1" in reason for reason in result.inconclusive)
 
 
 def test_body_fields_the_consumer_never_stores_are_not_details() -> None:
@@ -971,7 +982,9 @@ def _token_replay(second_started_ns: int, *, same_request: bool = True) -> Check
     """Two deliveries of one order, each a TransactWriteItems Put with the order's
     ClientRequestToken and no condition: the second repeats the first's call."""
     item = order_item("dedup-order", 4)
-    history = history_of([("m-1", "dedup-order"), ("m-2", "dedup-order")])
+    history = history_of(
+        [("m-1", "dedup-order"), ("m-2", "dedup-order")], quantities={"m-1": 4, "m-2": 4}
+    )
 
     def put(started_ns: int, request: str) -> WriteRecord:
         return dataclasses.replace(

@@ -254,7 +254,7 @@ def test_demonstration_scenario_relaxes_only_what_it_names() -> None:
     """race-burst expects read-then-write to double-write: pass, with the reason kept visible."""
     first = order_item("a", 4)
     history = History(started_ns=0, ended_ns=10_000_000)
-    history.sent = [sent(0, "a", "m-1"), sent(1, "a", "m-2")]
+    history.sent = [sent(0, "a", "m-1", 4), sent(1, "a", "m-2", 4)]
     history.acks = [Ack("m-1", 5_000_000), Ack("m-2", 6_000_000)]
     history.invocations = [
         invocation("r-1", [record("m-1", "a")], [write(first, condition=None)]),

@@ -54,3 +54,99 @@ def test_an_sns_envelope_consumer_with_an_unconditional_put_fails_with_one_dupli
     assert run["settings"]["batch_size"] == int(batch_size)
     assert run["table_after"] == {"items": 20}
     assert run["verdict"] == "fail"
+
+
+SNS_SAMPLE = {
+    "Type": "Notification",
+    "MessageId": "63a3f6b6-d533-4a47-aef9-fcf5cf758c76",
+    "TopicArn": "arn:aws:sns:us-east-1:123456789012:orders",
+    "Message": json.dumps({"orderId": "o-1", "quantity": 2}),
+    "Timestamp": "2024-05-01T10:00:00.000Z",
+    "SignatureVersion": "1",
+    "Signature": "EXAMPLE",
+    "SigningCertURL": "https://sns.us-east-1.amazonaws.com/x.pem",
+    "UnsubscribeURL": "https://sns.us-east-1.amazonaws.com/?Action=Unsubscribe",
+}
+
+
+def test_new_writes_a_scenario_that_runs_the_handler_unedited(
+    backend_url: str, tmp_path: Path
+) -> None:
+    sample = tmp_path / "sample.json"
+    sample.write_text(json.dumps(SNS_SAMPLE))
+    written = tmp_path / "sns.toml"
+    new = [
+        "new",
+        "--handler",
+        SNS_CONSUMER,
+        "--sample-message",
+        str(sample),
+        "--id-field",
+        "orderId",
+    ]
+    shown = runner.invoke(app, new)
+    assert shown.exit_code == 0, shown.output
+    assert 'envelope = { type = "sns"' in shown.stdout and 'orderId = "{id}"' in shown.stdout
+    assert runner.invoke(app, [*new, "--out", str(written)]).exit_code == 0
+    assert written.read_text() == shown.stdout
+    again = runner.invoke(app, [*new, "--out", str(written)])
+    assert again.exit_code == 2 and "exists; loadtest new never overwrites" in again.output
+
+    out = tmp_path / "report.json"
+    result = runner.invoke(
+        app, ["run", str(written), "--endpoint-url", backend_url, "--json", str(out)]
+    )
+    assert result.exit_code == 1, result.output
+    (run,) = json.loads(out.read_text())["runs"]
+    # 20 ids x 2 copies at batch size 10, every resend a second put of its order.
+    assert run["counts"]["messages_sent"] == 40
+    assert run["counts"]["duplicate_writes"] == 20
+    assert run["counts"]["lost_outcomes"] == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--id-field", "orderId"], "--id-field names a field of the sample message"),
+        (["--sample-message", "missing.json"], "sample message 'missing.json' could not be read"),
+        (["--handler", "nowhere.py:handler"], "does not exist"),
+    ],
+)
+def test_new_refuses_bad_input_with_exit_two(args: list[str], expected: str) -> None:
+    handler = [] if "--handler" in args else ["--handler", SNS_CONSUMER]
+    result = runner.invoke(app, ["new", *handler, *args])
+    assert result.exit_code == 2
+    assert expected in result.output
+
+
+def test_message_attributes_reach_the_handler_as_lambda_builds_them(backend_url: str) -> None:
+    from loadtest.model.scenario import parse_scenario
+    from tests.e2e.helpers import run_variants
+
+    scenario = parse_scenario(
+        {
+            "workload": {
+                "distinct_ids": 3,
+                "copies": 1,
+                "attributes": {
+                    "origin": "web",
+                    "priority": 5,
+                    "key": "K-{id}",
+                    "blob": {"type": "Binary", "value": "AAEC"},
+                },
+            },
+            "run": {"deadline_s": 60},
+        },
+        source="attributes.toml",
+    )
+    result = run_variants(scenario, backend_url, f"{HERE / 'attributes_handler.py'}:handler")
+    (run,) = result.runs
+    counts = run.check.counts
+    assert (counts.acked, counts.handler_errors, counts.writes_accepted) == (3, 0, 3)
+    items = run.end_state.table_items
+    assert len(items) == 3
+    for item in items.values():
+        assert item["origin"] == {"S": "web"}
+        assert item["priority"] == {"S": "5"} and item["priority_type"] == {"S": "Number"}
+        assert item["key"] == {"S": f"K-{item['id']['S']}"}
+        assert item["blob"] == {"S": "000102"}

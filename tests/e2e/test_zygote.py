@@ -49,7 +49,6 @@ def _config(handler: Path) -> FunctionConfig:
         handler=parse_ref(f"{handler}:handler"),
         function_name="local-fn",
         table_name="orders",
-        idempotency_table_name="idem",
         region="us-east-1",
         endpoint_url="http://127.0.0.1:9",  # never called
         memory_mb=128,

@@ -10,25 +10,34 @@ How a run is judged, in the order the code does it:
 
 1. **Where outcomes live.** A message's outcome item is the item keyed by its
    business id under the scenario's ``OutcomeKey`` (the lab's ``id``). An item
-   keyed by something else (a messageId, a random id) whose attributes carry
-   the business id and the message's details is the outcome stored under a
-   key that changes per delivery: it counts as a copy of the outcome, when the
-   outcome key itself carries no details. Every other item is a side write.
+   keyed by something else (a messageId, a random id) that carries the
+   business id and the message's details (anywhere: in its maps, lists and
+   JSON strings too) is the outcome stored under a key that changes per
+   delivery: it counts as a copy of the outcome, when the outcome key itself
+   carries no details. Every other item is a side write.
    When nothing matches and the choice is ambiguous, the run is inconclusive
    and the key templates seen are named; the checker never guesses.
 2. **Real order.** Writes of one item are ordered by their item-before
    images (each write's old image is the previous write's new one), the
    backend's own order, never client clocks; time only breaks ties.
 3. **Deliveries.** An outcome's first write is the one that found it absent.
-   Writes by the same invocation are steps of one delivery (a claim, then
-   the result). Another delivery's accepted write is a duplicate write,
+   Writes by the same invocation for the same record are steps of one
+   delivery (a claim, then the result). With several records of one id in a
+   batch, a write is the record's it names (the one the handler last read,
+   where the marks agree with the writes), else a write that finds the
+   outcome finished is the next record's; one neither tells apart leaves the
+   run inconclusive. Another delivery's accepted write is a duplicate write,
    unless it was a no-op by construction (``SET p = if_not_exists(p, v)``
-   throughout) or a repeat of an accepted transaction call's (TransactWriteItems,
-   ExecuteTransaction) ClientRequestToken and request within DynamoDB's window (both
-   ``noop_writes``); one that changed the stored outcome (or deleted it and
-   stored other details) is also a conflicting write.
+   throughout) or a repeat of an accepted transaction call's
+   (TransactWriteItems, ExecuteTransaction) ClientRequestToken and request
+   within DynamoDB's window (both ``noop_writes``); one that changed the
+   stored outcome (or deleted it and stored other details) is also a
+   conflicting write.
 4. **Per message.** An acknowledged message whose own details were never
-   stored, or whose outcome is gone at the end, is a lost outcome; a
+   stored, or whose outcome is gone or lacks a field the scenario says a
+   complete outcome holds (``[outcome] fields``), is a lost outcome; when no
+   outcome holds any message's details and no fields are declared, the table
+   cannot tell a finished outcome from a half-written one: inconclusive; a
    dead-lettered message that was neither a planted poison record nor a
    resend with conflicting details is an unexpected dead letter.
 
@@ -49,6 +58,7 @@ decisions kept where the history keeps its logs.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 
 from loadtest.model.body import BodyShape
@@ -58,10 +68,12 @@ from loadtest.model.checker.details import (
     details_of,
     key_template,
     plain,
+    stored_names,
     varies_per_delivery,
 )
 from loadtest.model.checker.evidence import duplicate_evidence
 from loadtest.model.checker.exposure import Exposure, exposure_reason, overlapping_pairs
+from loadtest.model.checker.harness import harness_reasons, not_judged
 from loadtest.model.checker.passes import (
     Evidence,
     Judging,
@@ -239,11 +251,19 @@ def check(
             items, messages.details_for(business_id)
         )
     details_stored = any(carried.values())
+    # The outcomes left without a field the scenario says a complete outcome holds.
+    fields = set(outcome_key.fields)
+    incomplete = {
+        business_id
+        for business_id, items in final.items()
+        if fields and not any(fields <= stored_names(item) for item in items)
+    }
 
     def _lost(business_id: str, position: int) -> bool:
-        """Whether an acknowledged message's outcome is gone, or its own details (at
-        ``position`` among its id's, -1: none) were never stored while others' were."""
-        if business_id not in final:
+        """Whether an acknowledged message's outcome is gone or incomplete, or its own
+        details (at ``position`` among its id's, -1: none) were never stored while
+        others' were."""
+        if business_id not in final or business_id in incomplete:
             return True
         return details_stored and position >= 0 and not carried.get(business_id, 0) >> position & 1
 
@@ -317,6 +337,15 @@ def check(
     # one whose answer was an error or never came). One that did not was written by a
     # client the observer does not hook: the evidence is incomplete. (Other items may
     # come from the handler's cold start, whose writes belong to no delivery.)
+    if judged.unattributed:
+        inconclusive.append(
+            f"{judged.unattributed} write(s) of an id that several records of one batch "
+            "carried could not be tied to the record that made them (the handler's reads of "
+            "the records did not mark which one it was on, or every body was read before "
+            "the first write), so a duplicate write may be counted as a step of one "
+            "delivery. Run with batch_size = 1 ([consumer] batch_size), or read each "
+            "record's body where it is processed"
+        )
     unexplained = sorted(passed.unexplained)
     if unexplained:
         inconclusive.append(
@@ -326,16 +355,51 @@ def check(
             "missing from the counts"
         )
     notes = []
-    if not details_stored and accepted_outcomes:
-        notes.append(
-            "the stored outcomes carry none of the messages' details: "
-            "lost outcomes are judged by presence only"
-        )
+    if not details_stored and accepted_outcomes and model.kind != "ambiguous":
+        if outcome_key.fields:
+            notes.append(
+                "the stored outcomes carry none of the messages' details: an outcome is "
+                "judged complete by the fields the scenario declares "
+                f"({', '.join(outcome_key.fields)})"
+            )
+        else:
+            # An item that holds only its key would pass: the table cannot tell a
+            # finished outcome from a half-written one.
+            inconclusive.append(
+                "the stored outcomes carry none of the messages' details (not under the "
+                "body's field names, nor as their values, nor inside maps or JSON strings), "
+                "so whether each outcome is complete cannot be told from the table. Declare "
+                "what a complete outcome holds in the scenario: [outcome] fields = "
+                '["status", ...] (the attributes every finished outcome item has)'
+            )
     if passed.unknown_after:
         notes.append(
             f"{passed.unknown_after} accepted write(s) left an item the observer could not "
             "compute (no old image): whether they changed the outcome is not known"
         )
+    side_items = sum(n for _, n in end.side_tables)
+    if nothing_stored and side_items and not cut_short:
+        # Everything the handler kept is in its extra tables (idempotency records, locks):
+        # side writes. With no business outcome, absences are not evidence either way.
+        tables = ", ".join(f"{name} ({n} item(s))" for name, n in end.side_tables if n)
+        kept = default_reasons(
+            dataclasses.replace(counts, lost_outcomes=0), timed_out=history.timed_out
+        )
+        moved = [r for r in reasons if r not in kept]
+        reasons = [r for r in reasons if r in kept]
+        inconclusive.insert(
+            0,
+            "no business outcome to judge: the handler stored nothing in its outcome table "
+            f"({model.description}); what it kept is in {tables}, side writes such as "
+            "idempotency records. Point the run at the table the business outcome is written "
+            "to ([table] name, or the variable that names it in [consumer] environment)",
+        )
+        inconclusive.extend(f"{r}: not judged without a business outcome" for r in moved)
+    gaps = harness_reasons(history)
+    if gaps:
+        # Never blame the consumer for the harness: what failed may be the run's gap.
+        inconclusive = [*gaps, *not_judged(reasons), *inconclusive]
+        reasons = []
     verdict = verdict_of(reasons, inconclusive)
     decisions = Decisions([(passed.early, passed.early_at), (parts.log, parts.at)])
     return Check(

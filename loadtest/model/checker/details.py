@@ -1,16 +1,19 @@
 """What a message said, and whether an item carries it.
 
 Owns the checker's loose reading of values: a typed attribute or a JSON body
-value as a comparable Python value (``plain``), a message's details (the fields
-``loadtest.model.body``'s shape of the body names), whether an item holds those details or names a
-business id (``carries``, ``carries_id``) and the shape of a key with its
-varying parts named (``key_template``). What was sent is ``sent``'s.
+value as a comparable Python value (``plain``), a message's details (the leaves
+of the fields ``loadtest.model.body``'s shape of the body names, without the
+business id), where an item keeps values (``stored_leaves``: its attributes, and
+inside its maps, lists, sets and JSON strings), whether an item holds a
+message's details or names a business id (``carries``, ``carries_id``) and the
+shape of a key with its varying parts named (``key_template``). What was sent is ``sent``'s.
 DynamoDB's own, exact item equality is not here: that is
 ``loadtest.model.updates.same_item``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
@@ -20,7 +23,7 @@ from loadtest.model.body import BodyShape
 _FLAT = BodyShape()
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterator, Mapping
 
     from loadtest.model.history import Invocation, InvocationRef, Record, TypedItem
 
@@ -67,28 +70,119 @@ def _number(value: Any) -> Any:
         return str(value)
 
 
-def _plain_item(item: TypedItem | None) -> dict[str, Any]:
-    return {name: plain(value) for name, value in (item or {}).items()}
+# --- where a value sits: the leaves of nested maps, lists and JSON strings -------------
+
+_MOST_DEPTH = 8
+"""How deep leaves are looked for (a map in a JSON string in a map ... is rarely deeper)."""
 
 
-def details_of(body: str, shape: BodyShape | None = None) -> dict[str, Any] | None:
-    """A message's details: the fields ``shape`` says a body's details are (by default the
-    flat JSON body's fields other than the business ``id``), as comparable values."""
-    details = (shape or _FLAT).details(body)
-    if details is None:
+def _parsed_json(text: str) -> Any:
+    """A string that holds a JSON object or array, parsed; None for any other string."""
+    stripped = text.lstrip()
+    if not stripped or stripped[0] not in "{[":
         return None
-    return {k: _json_value(v) for k, v in details.items()}
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict | list) else None
+
+
+def _leaves(path: str, value: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
+    """Each leaf under a plain value as (its path, its value): a map's entries by
+    ``path.name``, a list's or set's elements by ``path[i]``, a string holding a JSON
+    object or array as what it holds."""
+    if depth < _MOST_DEPTH:
+        if isinstance(value, str):
+            parsed = _parsed_json(value)
+            if parsed is not None:
+                yield from _leaves(path, _json_value(parsed), depth + 1)
+                return
+        elif isinstance(value, dict):
+            for name, inner in value.items():
+                yield from _leaves(f"{path}.{name}" if path else str(name), inner, depth + 1)
+            return
+        elif isinstance(value, list | frozenset):
+            for index, inner in enumerate(value):
+                yield from _leaves(f"{path}[{index}]", inner, depth + 1)
+            return
+    yield path, value
+
+
+def leaf_name(path: str) -> str:
+    """The name a leaf is stored under: its path's last map key (``Message.quantity``:
+    ``quantity``; ``items[0].sku``: ``sku``; ``tags[1]``: ``tags``)."""
+    return path.rpartition(".")[2].partition("[")[0]
+
+
+def _nested(value: Any) -> bool:
+    """Whether a typed attribute value may hold leaves (a map, a list, a set, a JSON string)."""
+    if isinstance(value, dict) and len(value) == 1:
+        tag, inner = next(iter(value.items()))
+        if tag == "S":
+            return isinstance(inner, str) and inner.lstrip()[:1] in ("{", "[")
+        return tag in ("M", "L", "SS", "NS", "BS")
+    return True
+
+
+def stored_leaves(item: TypedItem | None) -> dict[str, list[Any]]:
+    """An item's leaves by name: its attributes, and what its maps, lists, sets and JSON
+    strings hold, each under the name it is stored under (``leaf_name``)."""
+    found: dict[str, list[Any]] = {}
+    for name, value in (item or {}).items():
+        if not _nested(value):
+            found.setdefault(name, []).append(plain(value))
+            continue
+        for path, leaf in _leaves(name, plain(value)):
+            found.setdefault(leaf_name(path), []).append(leaf)
+    return found
+
+
+def stored_names(item: TypedItem | None) -> set[str]:
+    """The names an item stores values under (``stored_leaves``' names)."""
+    if item is None:
+        return set()
+    if not any(_nested(v) for v in item.values()):
+        return set(item)
+    return set(stored_leaves(item))
+
+
+def details_of(
+    body: str, shape: BodyShape | None = None, business_id: str | None = None
+) -> dict[str, Any] | None:
+    """A message's details: the fields ``shape`` says a body's details are (by default the
+    flat JSON body's fields other than the business ``id``), read down to their leaves
+    (inside nested maps, lists and JSON strings, as an SNS envelope's ``Message``) by
+    path, except any leaf whose value is ``business_id``."""
+    fields = (shape or _FLAT).details(body)
+    if fields is None:
+        return None
+    details: dict[str, Any] = {}
+    for name, value in fields.items():
+        for path, leaf in _leaves(name, _json_value(value)):
+            if business_id is not None and leaf == business_id:
+                continue
+            details[path] = leaf
+    return details
 
 
 def carries(item: TypedItem | None, details: Mapping[str, Any]) -> bool:
-    """Whether an item holds each detail: under its own name, or else as some attribute's value."""
+    """Whether an item holds each detail, anywhere in it (``stored_leaves``): under its own
+    name, or else, where unambiguous, as some leaf's value (a consumer that renamed the
+    field). A value is unambiguous when no other detail of the message has it: a stored
+    ``2`` under another name could be either of two details that are both ``2``."""
     if item is None:
         return False
-    values = _plain_item(item)
-    for name, wanted in details.items():
-        if name in values and _equal(values[name], wanted):
+    leaves = stored_leaves(item)
+    values: list[Any] | None = None
+    for path, wanted in details.items():
+        if any(_equal(v, wanted) for v in leaves.get(leaf_name(path), ())):
             continue
-        if any(_equal(v, wanted) for v in values.values()):
+        if sum(_equal(other, wanted) for other in details.values()) > 1:
+            return False
+        if values is None:
+            values = [v for stored in leaves.values() for v in stored]
+        if any(_equal(v, wanted) for v in values):
             continue
         return False
     return True
@@ -111,17 +205,26 @@ def _token(business_id: str) -> re.Pattern[str]:
 
 
 def carries_id(item: TypedItem | None, key: TypedItem, business_id: str) -> bool:
-    """Whether an item (or its key) names the business id, whole or as a token of a value."""
+    """Whether an item (or its key) names the business id, whole or as a token of a value,
+    anywhere in it (its maps, lists and JSON strings too)."""
     for value in list((item or {}).values()) + list(key.values()):
-        text = plain(value)
-        # The token needs the id as a substring; compiling it per id (one each for a run's
-        # thousands of ids, past ``re``'s cache) cost more than the whole search.
-        if (
-            isinstance(text, str)
-            and business_id in text
-            and (text == business_id or _token(business_id).search(text))
-        ):
+        if _names_id(plain(value), business_id):
             return True
+    return False
+
+
+def _names_id(value: Any, business_id: str) -> bool:
+    if isinstance(value, str):
+        # The token needs the id as a substring; compiling it per id (one each for a run's
+        # thousands of ids, past ``re``'s cache) cost more than the whole search. A JSON
+        # string holding the id holds it as a token (between quotes).
+        return business_id in value and (
+            value == business_id or bool(_token(business_id).search(value))
+        )
+    if isinstance(value, dict):
+        return any(_names_id(v, business_id) for v in value.values())
+    if isinstance(value, list | frozenset):
+        return any(_names_id(v, business_id) for v in value)
     return False
 
 

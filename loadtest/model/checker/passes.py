@@ -19,7 +19,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from loadtest.model.checker.details import carries, carries_id, key_template, records_of
+from loadtest.model.checker.details import (
+    carries,
+    carries_id,
+    key_template,
+    records_of,
+    stored_names,
+)
 from loadtest.model.checker.exposure import Overlaps
 from loadtest.model.checker.roles import Judged, Write, judge_outcome
 from loadtest.model.checker.sent import Messages
@@ -59,7 +65,8 @@ class Survey:
     unobserved_calls: int = 0
     observer_errors: int = 0
     stored_names: set[str] = field(default_factory=set)
-    """The attribute names of every item an accepted write left."""
+    """The names every item an accepted write left stores values under (its attributes,
+    and inside its maps, lists and JSON strings)."""
     accepted: int = 0
     """Accepted writes of any item: the most there can be to judge together."""
     overlaps: Overlaps = field(default_factory=Overlaps)
@@ -79,7 +86,7 @@ def survey(history: History) -> Survey:
             if record.outcome is WriteOutcome.ACCEPTED:
                 found.accepted += 1
                 if record.item_after:
-                    found.stored_names.update(record.item_after)
+                    found.stored_names |= stored_names(record.item_after)
     return found
 
 

@@ -102,6 +102,31 @@ def backend_order(writes: list[Write]) -> list[Write]:
     return ordered
 
 
+def marked_invocations(writes: Sequence[Write], business_id: str) -> set[str]:
+    """The invocations holding several records of ``business_id`` whose marks tie each of
+    its writes to one of those records (``WriteRecord.record_id``).
+
+    A mark is the record the handler last read: trusted only where every write of the
+    id in the invocation is marked with a record of the id, and not all with one record
+    that is not the id's first in the batch while the earlier ones wrote nothing (the
+    mark a handler leaves when it reads every body before writing)."""
+    by_invocation: dict[str, list[Write]] = {}
+    for w in writes:
+        by_invocation.setdefault(w.invocation.request_id, []).append(w)
+    marked: set[str] = set()
+    for request_id, mine in by_invocation.items():
+        records = [r.message_id for r in records_of(mine[0].invocation, business_id)]
+        if len(records) < 2:
+            continue
+        marks = {w.write.record_id for w in mine}
+        if not marks <= set(records):
+            continue
+        if len(marks) == 1 and records.index(next(iter(marks))) > 0:
+            continue
+        marked.add(request_id)
+    return marked
+
+
 def delivery_unit(
     w: Write,
     business_id: str,
@@ -109,17 +134,26 @@ def delivery_unit(
     before: TypedItem | None,
     details: Sequence[Mapping[str, Any]],
     units: Sequence[tuple[str, int]],
+    marked: bool = False,
 ) -> tuple[str, int]:
     """The delivery a write belongs to: (invocation, n-th copy of the id in it).
 
     One record of the id in the invocation: every write of it is that
-    delivery's (a claim, then the result). Several copies in one batch: a
-    write that finds the outcome already complete (the item holds a message's
-    details, or its old image is unknown) is the next copy's write, up to as
-    many deliveries as the batch carries copies.
+    delivery's (a claim, then the result). Several copies in one batch: the
+    record the write is marked with (``marked``: its invocation's marks are
+    trusted, ``marked_invocations``); else a write that finds the outcome
+    already complete (the item holds a message's details, or its old image is
+    unknown) is the next copy's write, up to as many deliveries as the batch
+    carries copies.
     """
     request_id = w.invocation.request_id
-    copies = len(records_of(w.invocation, business_id))
+    records = records_of(w.invocation, business_id)
+    copies = len(records)
+    if copies > 1 and marked:
+        return (
+            request_id,
+            next(n for n, r in enumerate(records) if r.message_id == w.write.record_id),
+        )
     mine = [n for rid, n in units if rid == request_id]
     if not mine:
         return (request_id, 0)
@@ -134,6 +168,10 @@ class Judged:
     duplicate: int = 0
     conflicting: int = 0
     noop: int = 0
+    unattributed: int = 0
+    """Writes judged a step of a delivery of an id that several records of one batch
+    carried, that no trusted mark tied to a record: another record's write, for all the
+    checker can tell."""
 
 
 def judge_outcome(
@@ -156,6 +194,7 @@ def judge_outcome(
         w.order = position
         judged.noop += 1
     ordered = sorted(writes, key=lambda w: w.write.ended_ns) if copies else backend_order(writes)
+    marked = marked_invocations(writes, business_id)
     units: list[tuple[str, int]] = []
     state: TypedItem | None = None
     state_known = True
@@ -171,8 +210,15 @@ def judge_outcome(
         existed = (before is not None) if before_known else bool(units)
         if copies:
             existed = bool(units)
+        request_id = w.invocation.request_id
         unit = delivery_unit(
-            w, business_id, existed, before if before_known else None, details, units
+            w,
+            business_id,
+            existed,
+            before if before_known else None,
+            details,
+            units,
+            request_id in marked,
         )
         w.copy_index = unit[1]
         changed = not (before_known and write.after_known and same_item(before, write.item_after))
@@ -187,6 +233,10 @@ def judge_outcome(
             judged.noop += 1
         elif unit in units:
             w.role = Role.STEP
+            if request_id not in marked and len(records_of(w.invocation, business_id)) > sum(
+                1 for rid, _ in units if rid == request_id
+            ):
+                judged.unattributed += 1
         elif not units:
             w.role = Role.FIRST
             units.append(unit)
@@ -220,8 +270,9 @@ def judge_outcome(
 class LiveDuplicates:
     """Duplicate writes so far, for the live progress line (the key model only).
 
-    The same rule as ``check``: per outcome item, the invocations that stored
-    it beyond the first, no-op-by-construction writes aside. ``add`` is given
+    The same rule as ``check``: per outcome item, the deliveries that stored it
+    beyond the first (an invocation, or within it the record a write names),
+    no-op-by-construction writes aside. ``add`` is given
     each invocation's writes once, all together (as the runner hands them over),
     so an item keeps no more than that it was stored: whether a later write is
     by another invocation is known from the call it came in.
@@ -237,7 +288,7 @@ class LiveDuplicates:
 
     def add(self, writes: Iterable[WriteRecord]) -> int:
         """Note an invocation's writes; return the new duplicate count."""
-        counted: set[tuple[str, str]] = set()  # (invocation, item) noted in this call
+        counted: set[tuple[str, str, str]] = set()  # (invocation, record, item) noted here
         for w in writes:
             if w.outcome is not WriteOutcome.ACCEPTED or w.deletes:
                 continue
@@ -249,9 +300,11 @@ class LiveDuplicates:
             stored = canon in self._stored
             if w.noop_when_present and stored:
                 continue
-            if (w.request_id, canon) in counted:
+            # One delivery's writes of the item count once: its invocation's, or, where the
+            # write names the record it was made for, that record's.
+            if (w.request_id, w.record_id, canon) in counted:
                 continue
-            counted.add((w.request_id, canon))
+            counted.add((w.request_id, w.record_id, canon))
             if stored:
                 self.duplicate_writes += 1
             else:

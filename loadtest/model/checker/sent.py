@@ -15,7 +15,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from loadtest.model.checker.details import details_of
+from loadtest.model.checker.details import details_of, leaf_name
 from loadtest.model.ids import IdIndex
 
 if TYPE_CHECKING:
@@ -31,10 +31,10 @@ POISON = 4
 class Messages:
     """What was sent: business ids, details and planted poison, and how each was settled.
 
-    A message's details are the body fields the consumer stores: a field that
-    no written item holds under its name (a timestamp, a trace id) is left out,
-    unless no field is held by name at all, when every field is looked for by
-    value (``keep_stored``).
+    A message's details are the body's leaves the consumer stores: a leaf whose
+    name no written item holds anywhere (a timestamp, a trace id, an envelope's
+    fields) is left out, unless no leaf is held by name at all, when every leaf
+    is looked for by value (``keep_stored``).
     """
 
     def __init__(self, sent: Sequence[SentMessage], shape: BodyShape | None = None) -> None:
@@ -72,7 +72,7 @@ class Messages:
             body = self._body_index.get(m.body, -1)
             if body < 0:
                 body = self._body_index[m.body] = len(self._details)
-                self._details.append(details_of(m.body, shape))
+                self._details.append(details_of(m.body, shape, m.business_id))
                 if business >= 0:
                     self._bodies_of[business].append(body)
             self._business.append(business)
@@ -110,11 +110,13 @@ class Messages:
     def keep_stored(self, stored_names: set[str]) -> None:
         """Keep of each message's details the fields some written item holds by name
         (``stored_names``), unless it holds none of them by name."""
-        kept = {name for d in self._details if d is not None for name in d} & stored_names
+        kept = {leaf_name(path) for d in self._details if d is not None for path in d}
+        kept &= stored_names
         if not kept:
             return
         self._details = [
-            None if d is None else {k: v for k, v in d.items() if k in kept} for d in self._details
+            None if d is None else {k: v for k, v in d.items() if leaf_name(k) in kept}
+            for d in self._details
         ]
         self._settle_details()
 

@@ -1,0 +1,184 @@
+"""Never blame the consumer for the harness: handler failures caused by what the run did not provide.
+
+A handler call that fails because the run lacks something the consumer expects — a
+variable it reads from ``os.environ``, a table or queue the run did not create, a
+permission the run did not grant — says nothing about the consumer's idempotency. Such
+a run is inconclusive, naming what was missing and the scenario line that provides it.
+
+Recognised by error type, from what an invocation leaves in the history: its error text
+and log tail. The execution environment marks a ``KeyError`` raised by ``os.environ``
+(``[os.environ has no 'NAME']``) and logs each call refused with a missing-resource or
+access error (``loadtest: the handler's OPERATION call on 'RESOURCE' failed with CODE``);
+a traceback of either kept inside another error's text (a batch processor's) is read too.
+Each ``Rule`` turns one error type into a sentence. Pure: text in, sentences out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from loadtest.model.history import History
+
+_ENVIRON = re.compile(
+    r"\[os\.environ has no '([^']+)'\]"
+    r"|in __getitem__\n\s+raise KeyError\(key\) from None\n(?:\s*\^+\n)?KeyError: '([^']+)'"
+)
+_REFUSED = re.compile(
+    r"loadtest: the handler's (\w+) call on '([^']*)' failed with ([\w.]+)",
+)
+_NO_TABLE_NAME = re.compile(
+    r"Invalid (?:type|length) for parameter (TableName|QueueUrl), value: (?:None|0)"
+    r"|Required parameter name not set"
+)
+_NOT_FOUND = re.compile(r"\((ResourceNotFoundException)\) when calling the (\w+) operation")
+_DENIED = re.compile(
+    r"\((AccessDenied(?:Exception)?)\) when calling the (\w+) operation|is not authorized to perform"
+)
+
+_QUEUE_CODES = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
+_DENIED_CODES = ("AccessDeniedException", "AccessDenied")
+
+
+@dataclass(frozen=True)
+class Gap:
+    """One thing the run did not provide, and the sentence that says how to provide it."""
+
+    key: str
+    """What is missing, e.g. ``environ:DYNAMODB_TABLE`` (one reason per key)."""
+    sentence: str
+
+
+Rule = Callable[[str], Iterable[Gap]]
+
+
+def suggested_value(name: str) -> str:
+    """The placeholder a variable's name suggests (``ORDERS_TABLE`` -> ``{table}``)."""
+    upper = name.upper()
+    if "DLQ" in upper or "DEAD" in upper:
+        return "{dlq_url}"
+    if "ARN" in upper and "QUEUE" in upper:
+        return "{queue_arn}"
+    if "QUEUE" in upper or "SQS" in upper:
+        return "{queue_url}"
+    if "REGION" in upper:
+        return "{region}"
+    if "TABLE" in upper or "DYNAMO" in upper or "DDB" in upper:
+        return "{table}"
+    return "VALUE"
+
+
+def _environ(text: str) -> Iterable[Gap]:
+    for match in _ENVIRON.finditer(text):
+        name = match.group(1) or match.group(2)
+        value = suggested_value(name)
+        yield Gap(
+            f"environ:{name}",
+            f"the handler read os.environ[{name!r}], which the run does not set: add "
+            f'`[consumer] environment = {{ {name} = "{value}" }}` to the scenario '
+            f"(or --env {name}={value})",
+        )
+
+
+def _refused(text: str) -> Iterable[Gap]:
+    for operation, resource, code in _REFUSED.findall(text):
+        if code in _DENIED_CODES:
+            yield _denied_gap(operation, resource)
+        elif code in _QUEUE_CODES:
+            yield Gap(
+                f"queue:{resource}",
+                f"the handler's {operation} found no queue {resource!r}, which the run did not "
+                "create: give the handler the run's queue by the variable it reads, "
+                '`[consumer] environment = { NAME = "{queue_url}" }`',
+            )
+        else:
+            yield Gap(
+                f"table:{resource}",
+                f"the handler's {operation} found no table {resource!r}, which the run did not "
+                f'create: for a name the handler hard-codes, `[table] name = "{resource}"` '
+                f'(its outcome table) or `[[tables]]` with `name = "{resource}"` (an extra '
+                "table); for a name it reads from a variable, "
+                '`[consumer] environment = { NAME = "{table}" }` or `[[tables]]` with '
+                '`env = "NAME"`',
+            )
+
+
+def _denied_gap(operation: str, resource: str) -> Gap:
+    on = f" on {resource!r}" if resource else ""
+    return Gap(
+        f"denied:{operation}:{resource}",
+        f"the handler's {operation}{on} was refused (access denied): the run grants its "
+        "function access to the run's own queues and tables only; a resource the handler "
+        "needs must be one the run makes (`[table]`, `[[tables]]`, and the variable that "
+        "names it in `[consumer] environment`)",
+    )
+
+
+def _unlogged(text: str) -> Iterable[Gap]:
+    """The same errors met only in an error's text (no observer line: e.g. a deployed run)."""
+    if "loadtest: the handler's" in text:
+        return
+    for _, operation in _NOT_FOUND.findall(text):
+        yield Gap(
+            f"table:?{operation}",
+            f"the handler's {operation} found no table (ResourceNotFoundException), which the "
+            'run did not create: `[table] name = "NAME"` for a name it hard-codes, '
+            '`[consumer] environment = { VARIABLE = "{table}" }` for one it reads from a '
+            "variable, `[[tables]]` for a table besides the outcome table",
+        )
+    operations = [m.group(2) for m in _DENIED.finditer(text)]
+    named = [op for op in operations if op]
+    for operation in named or (["call"] if operations else []):
+        yield _denied_gap(operation, "")
+
+
+def _no_name(text: str) -> Iterable[Gap]:
+    match = _NO_TABLE_NAME.search(text)
+    if match:
+        what = "queue" if match.group(1) == "QueueUrl" else "table"
+        value = "{queue_url}" if what == "queue" else "{table}"
+        yield Gap(
+            f"unnamed:{what}",
+            f"the handler gave no {what} name (None or empty): a variable it reads with "
+            "os.environ.get or os.getenv is not set by the run: add "
+            f'`[consumer] environment = {{ NAME = "{value}" }}` with the name it reads'
+            + ("" if what == "queue" else ', or `[[tables]]` with `env = "NAME"`'),
+        )
+
+
+RULES: tuple[Rule, ...] = (_environ, _refused, _unlogged, _no_name)
+"""One rule per error type; each reads a text and yields the gaps it shows."""
+
+
+def gaps_in(text: str) -> list[Gap]:
+    """The gaps one invocation's error text or log tail shows, each once."""
+    found: dict[str, Gap] = {}
+    for rule in RULES:
+        for gap in rule(text):
+            found.setdefault(gap.key, gap)
+    return list(found.values())
+
+
+def harness_reasons(history: History) -> list[str]:
+    """One inconclusive reason per thing the run did not provide, with how many failed
+    invocations showed it (empty when none did)."""
+    counts: Counter[str] = Counter()
+    sentences: dict[str, str] = {}
+    for inv in history.invocations:
+        if inv.error is None and "loadtest: the handler's" not in inv.log_tail:
+            continue
+        for gap in gaps_in(f"{inv.error or ''}\n{inv.log_tail}"):
+            counts[gap.key] += 1
+            sentences.setdefault(gap.key, gap.sentence)
+    return [f"{sentences[key]} ({n} invocation(s))" for key, n in counts.most_common()]
+
+
+def not_judged(reasons: Iterable[str]) -> list[str]:
+    """The default verdict's failures, kept as inconclusive reasons when the run did not
+    provide what the handler expects: they may be the harness's, not the consumer's."""
+    return [
+        f"{reason}, but the run did not provide what the handler expects: not judged"
+        for reason in reasons
+    ]

@@ -1,0 +1,505 @@
+"""A first scenario for a handler: what ``loadtest new`` writes.
+
+Owns reading a handler's source for the environment variables it reads
+(``environment_reads``, with ``ast``: ``os.environ["X"]``, ``os.environ.get("X")``,
+``os.getenv("X")`` and the same through ``from os import environ, getenv``), turning a
+sample message into a body template and an envelope (``sample_template``), and writing
+the commented scenario (``scenario_text``). Pure: the caller reads the files
+(``loadtest.api.new_scenario``). Templates themselves are ``loadtest.model.body``'s.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from loadtest.errors import InputError
+from loadtest.model.body import PLACEHOLDER, describe
+from loadtest.model.envelopes import EnvelopeKind
+
+# --- environment variables ---------------------------------------------------------------
+
+
+def environment_reads(source: str, filename: str = "<handler>") -> list[str]:
+    """The names of the environment variables ``source`` reads, in order of first reading.
+
+    A name given as a module-level string constant (``TABLE_VAR = "TABLE"``) is resolved;
+    a name computed at run time cannot be known and is passed over.
+    """
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        raise InputError(f"{filename}: not valid Python ({exc.msg}, line {exc.lineno})") from exc
+    constants = {
+        target.id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+
+    def name_of(node: ast.expr | None) -> str | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.Name):
+            return constants.get(node.id)
+        return None
+
+    def is_environ(node: ast.expr) -> bool:
+        return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
+            isinstance(node, ast.Name) and node.id == "environ"
+        )
+
+    found: list[tuple[int, int, str]] = []
+    for node in ast.walk(tree):
+        name = None
+        if isinstance(node, ast.Subscript) and is_environ(node.value):
+            name = name_of(node.slice)
+        elif isinstance(node, ast.Call) and node.args:
+            func = node.func
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr in ("get", "setdefault")
+                and is_environ(func.value)
+            ) or (
+                (isinstance(func, ast.Attribute) and func.attr == "getenv")
+                or (isinstance(func, ast.Name) and func.id == "getenv")
+            ):
+                name = name_of(node.args[0])
+        if name and isinstance(node, ast.expr):
+            found.append((node.lineno, node.col_offset, name))
+    names: list[str] = []
+    for _, _, name in sorted(found):
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def hardcoded_tables(source: str, filename: str = "<handler>") -> list[str]:
+    """Table names ``source`` writes literally: ``.Table("Orders")``, ``TableName="Orders"``."""
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        raise InputError(f"{filename}: not valid Python ({exc.msg}, line {exc.lineno})") from exc
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        candidates: list[ast.expr] = [k.value for k in node.keywords if k.arg == "TableName"]
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "Table" and node.args:
+            candidates.append(node.args[0])
+        for arg in candidates:
+            if (
+                isinstance(arg, ast.Constant)
+                and isinstance(arg.value, str)
+                and arg.value not in names
+            ):
+                names.append(arg.value)
+    return names
+
+
+RUNTIME_VARIABLES = frozenset(
+    {
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_ENDPOINT_URL",
+        "AWS_LAMBDA_FUNCTION_NAME",
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
+        "AWS_LAMBDA_FUNCTION_VERSION",
+        "AWS_LAMBDA_LOG_GROUP_NAME",
+        "AWS_LAMBDA_LOG_STREAM_NAME",
+        "AWS_EXECUTION_ENV",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "LAMBDA_TASK_ROOT",
+        "LAMBDA_RUNTIME_DIR",
+        "_HANDLER",
+        "TABLE_NAME",
+    }
+)
+"""Variables every execution environment already has (Lambda's own, and ``TABLE_NAME``
+naming the run's table)."""
+
+
+def suggested_value(name: str) -> str | None:
+    """The run resource a variable's name suggests (``{table}``, ``{queue_url}``, ...), or
+    ``None`` when the name suggests none."""
+    upper = name.upper()
+    if "REGION" in upper:
+        return "{region}"
+    if "DLQ" in upper or "DEAD_LETTER" in upper:
+        return "{dlq_url}"
+    if "QUEUE" in upper or "SQS" in upper:
+        return "{queue_arn}" if "ARN" in upper else "{queue_url}"
+    if "TABLE" in upper or "DYNAMO" in upper or upper.endswith("_DB_NAME"):
+        if "IDEMPOTENCY" in upper or "LOCK" in upper or "DEDUP" in upper:
+            return "{table:idempotency}"
+        return "{table}"
+    return None
+
+
+# --- sample messages ---------------------------------------------------------------------
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?")
+_QUANTITY = re.compile(r"(?i)(quantity|qty)")
+_ID_NAMES = re.compile(r"(?i)^(id|.*[a-z]Id|.*_id)$")
+
+
+@dataclass
+class Sample:
+    """What a sample message says: its envelope, its body as a template, and notes."""
+
+    envelope: EnvelopeKind = EnvelopeKind.NONE
+    envelope_fields: dict[str, Any] = field(default_factory=dict)
+    template: dict[str, Any] = field(default_factory=dict)
+    id_path: str = "id"
+    """Where the business id is in the body (``order.id``)."""
+    id_key: str = "id"
+    """The business id's own field name (``id`` for ``order.id``)."""
+    notes: list[str] = field(default_factory=list)
+    """Lines for the scenario's comments: what was guessed, replaced or left out."""
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+def _unwrap(message: Any, sample: Sample, source: str) -> Any:
+    """The producer's body inside a sample: a Lambda SQS event's first record's body, then
+    an SNS notification's ``Message`` or an EventBridge event's ``detail``."""
+    if isinstance(message, Mapping) and isinstance(message.get("Records"), list):
+        records = message["Records"]
+        if not records or not isinstance(records[0], Mapping) or "body" not in records[0]:
+            raise InputError(f"{source}: an SQS event, but its first record has no body")
+        record = records[0]
+        for name, value in (record.get("messageAttributes") or {}).items():
+            if isinstance(value, Mapping) and "stringValue" in value:
+                data_type = str(value.get("dataType", "String"))
+                text = str(value["stringValue"])
+                sample.attributes[name] = (
+                    text if data_type == "String" else {"type": data_type, "value": text}
+                )
+        sample.notes.append("the sample is a Lambda SQS event: its first record's body is used")
+        try:
+            message = json.loads(record["body"])
+        except ValueError as exc:
+            raise InputError(f"{source}: the first record's body is not JSON: {exc}") from exc
+    if (
+        isinstance(message, Mapping)
+        and message.get("Type") == "Notification"
+        and isinstance(message.get("Message"), str)
+    ):
+        sample.envelope = EnvelopeKind.SNS
+        if isinstance(message.get("TopicArn"), str):
+            sample.envelope_fields["topic_arn"] = message["TopicArn"]
+        if isinstance(message.get("Subject"), str):
+            sample.envelope_fields["subject"] = message["Subject"]
+        for name, value in (message.get("MessageAttributes") or {}).items():
+            if isinstance(value, Mapping) and "Value" in value:
+                data_type = str(value.get("Type", "String"))
+                text = str(value["Value"])
+                sample.attributes[name] = (
+                    text if data_type == "String" else {"type": data_type, "value": text}
+                )
+        try:
+            return json.loads(message["Message"])
+        except ValueError as exc:
+            raise InputError(
+                f"{source}: an SNS notification whose Message is not JSON ({exc}); "
+                "loadtest generates JSON bodies"
+            ) from exc
+    if isinstance(message, Mapping) and {"detail-type", "source", "detail"} <= set(message):
+        sample.envelope = EnvelopeKind.EVENTBRIDGE
+        sample.envelope_fields |= {
+            "source": message["source"],
+            "detail_type": message["detail-type"],
+        }
+        for name in ("account", "region"):
+            if isinstance(message.get(name), str):
+                sample.envelope_fields[name] = message[name]
+        return message["detail"]
+    return message
+
+
+def _find(body: Any, id_field: str) -> list[str | int] | None:
+    """The path of ``id_field`` in ``body``: a dotted path (``order.id``), or else the first
+    key of that name anywhere (depth first, in document order)."""
+    if "." in id_field:
+        path: list[str | int] = []
+        value = body
+        for part in id_field.split("."):
+            if isinstance(value, Mapping) and part in value:
+                value = value[part]
+                path.append(part)
+            else:
+                return None
+        return path
+
+    def walk(value: Any, path: list[str | int]) -> list[str | int] | None:
+        if isinstance(value, Mapping):
+            if id_field in value:
+                return [*path, id_field]
+            for key, inner in value.items():
+                found = walk(inner, [*path, key])
+                if found is not None:
+                    return found
+        elif isinstance(value, list):
+            for index, inner in enumerate(value):
+                found = walk(inner, [*path, index])
+                if found is not None:
+                    return found
+        return None
+
+    return walk(body, [])
+
+
+def _guess_id(body: Mapping[str, Any]) -> str | None:
+    names = [k for k, v in body.items() if _ID_NAMES.match(k) and isinstance(v, str | int)]
+    return names[0] if names else None
+
+
+def sample_template(message: Any, id_field: str | None, source: str) -> Sample:
+    """A body template from a sample message: ``{id}`` where ``id_field`` is, per-message
+    values (uuids, timestamps) as placeholders, a quantity as ``{quantity}``."""
+    sample = Sample()
+    body = _unwrap(message, sample, source)
+    if not isinstance(body, Mapping) or not body:
+        raise InputError(f"{source}: the message body is not a JSON object: {body!r:.80}")
+    if id_field is None:
+        id_field = _guess_id(body)
+        if id_field is None:
+            raise InputError(
+                f"{source}: no field looks like the business id (id, orderId, order_id, ...); "
+                f"name it with --id-field (fields: {', '.join(body)})"
+            )
+        sample.notes.append(f"the business id is guessed to be {id_field!r}: --id-field names it")
+    path = _find(body, id_field)
+    if path is None:
+        raise InputError(
+            f"--id-field {id_field!r} is not a field of the message body in {source} "
+            f"(its fields: {', '.join(body)}); a nested one is named with dots: order.id"
+        )
+    sample.id_path = describe(tuple(path))
+    sample.id_key = next((str(p) for p in reversed(path) if isinstance(p, str)), "id")
+    sample.template = _templated(body, path, [], sample)
+    return sample
+
+
+def _templated(value: Any, id_path: list[str | int], here: list[str | int], sample: Sample) -> Any:
+    where = describe(tuple(here))
+    if here == id_path:
+        return "{id}"
+    if isinstance(value, Mapping):
+        out = {}
+        for key, inner in value.items():
+            name = describe((*here, str(key)))
+            if inner is None:
+                sample.notes.append(f"{name} is null in the sample: TOML has no null, left out")
+                continue
+            if isinstance(inner, str) and PLACEHOLDER.search(inner):
+                sample.notes.append(
+                    f"{name} holds {{...}}, which a template reads as a placeholder: left out"
+                )
+                continue
+            out[str(key)] = _templated(inner, id_path, [*here, str(key)], sample)
+        return out
+    if isinstance(value, list):
+        return [
+            _templated(inner, id_path, [*here, index], sample)
+            for index, inner in enumerate(value)
+            if inner is not None
+        ]
+    if isinstance(value, str) and _UUID.fullmatch(value):
+        sample.notes.append(f"{where} (a uuid in the sample) is a fresh {{uuid}} per message")
+        return "{uuid}"
+    if isinstance(value, str) and _TIMESTAMP.fullmatch(value):
+        sample.notes.append(f"{where} (a time in the sample) is the message's {{timestamp}}")
+        return "{timestamp}"
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and here
+        and isinstance(here[-1], str)
+        and _QUANTITY.search(here[-1])
+    ):
+        sample.notes.append(
+            f"{where} is the generated {{quantity}} (1..10; another value on a conflicting resend)"
+        )
+        return "{quantity}"
+    return value
+
+
+# --- the scenario ------------------------------------------------------------------------
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _key(name: str) -> str:
+    return name if _BARE_KEY.fullmatch(name) else json.dumps(name, ensure_ascii=False)
+
+
+def toml_value(value: Any) -> str:
+    """A JSON-like value as a TOML value (inline tables and arrays, on one line)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        # A JSON string's escapes are all TOML basic-string escapes.
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, Mapping):
+        if not value:
+            return "{}"
+        return "{ " + ", ".join(f"{_key(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    raise InputError(f"{value!r} cannot be written in a scenario (TOML)")
+
+
+def _line(text: str, comment: str, width: int = 40) -> str:
+    return f"{text:<{width}}# {comment}" if len(text) < width else f"{text}  # {comment}"
+
+
+def scenario_text(
+    handler: str,
+    sample: Sample | None,
+    sample_name: str | None,
+    environment: list[str],
+    *,
+    tables: Sequence[str] = (),
+    environment_live: bool = False,
+) -> str:
+    """The commented scenario ``loadtest new`` writes for ``handler`` (a reference as the
+    user gave it): ``environment`` the variables its source reads, ``tables`` the table
+    names it hard-codes. ``environment_live``: write ``[consumer.environment]``,
+    ``[table]`` and ``[[tables]]`` as settings instead of as comments (when the run
+    provides those fields)."""
+    out = [
+        f"# A scenario for the handler {handler}, written by `loadtest new`.",
+        "# Run it with `loadtest run THIS_FILE`. Check each setting against how the function is",
+        "# deployed; docs/scenarios-messages.md explains the message fields.",
+        "",
+        f"description = {toml_value(f'{handler}: each business id sent twice')}",
+        f"variants = [{toml_value(handler)}]",
+        "",
+        "[workload]",
+        _line("distinct_ids = 20", "generated business ids"),
+        _line("copies = 2", "each id twice: the original and a producer resend"),
+    ]
+    uses_quantity = sample is None or "{quantity}" in json.dumps(sample.template)
+    if uses_quantity:
+        out.append(_line("# conflict_fraction = 0.1", "resends carrying another {quantity}"))
+    if sample is not None and sample.envelope is not EnvelopeKind.NONE:
+        envelope: Any = sample.envelope.value
+        if sample.envelope_fields:
+            envelope = {"type": sample.envelope.value, **sample.envelope_fields}
+        where = "Message (a JSON string)" if sample.envelope is EnvelopeKind.SNS else "detail"
+        out.append(
+            _line(
+                f"envelope = {toml_value(envelope)}", f"the sample's envelope: the body in {where}"
+            )
+        )
+    if sample is not None and sample.attributes:
+        out.append(
+            _line(
+                f"attributes = {toml_value(sample.attributes)}",
+                "from the sample's message attributes",
+            )
+        )
+    id_name = "id"
+    if sample is None:
+        out += [
+            '# The body: {"id": ..., "quantity": 1..10}. Give `loadtest new --sample-message',
+            "# FILE.json` to start from a real message, or write a template:",
+            '# body = { orderId = "{id}", quantity = "{quantity}" }',
+        ]
+    else:
+        id_name = sample.id_key
+        out += ["", "[workload.body]"]
+        origin = (
+            f"From the sample message {sample_name}" if sample_name else "From the sample message"
+        )
+        out.append(f"# {origin}: {{id}} is the business id ({sample.id_path}).")
+        out += [f"# {note}." for note in sample.notes]
+        out += [f"{_key(k)} = {toml_value(v)}" for k, v in sample.template.items()]
+    out += [
+        "",
+        "[outcome]",
+        "# The key of the item a message's outcome is stored under (and of the table the run",
+        '# creates). Change it if the handler keys its items otherwise, e.g. { pk = "ORDER#{id}" }.',
+        f'key = {{ {_key(id_name)} = "{{id}}" }}',
+        "",
+        "[consumer]",
+        _line("batch_size = 10", "Lambda's default for an SQS event source mapping"),
+        _line("batching_window_s = 0", "MaximumBatchingWindowInSeconds"),
+        _line("concurrency = 4", "concurrent executions (execution environments)"),
+        _line(
+            "report_batch_item_failures = false", "true if deployed with ReportBatchItemFailures"
+        ),
+    ]
+    out += _environment_block(environment, environment_live)
+    out += _tables_block(environment, tables, id_name, environment_live)
+    return "\n".join(out) + "\n"
+
+
+def _environment_block(names: list[str], live: bool) -> list[str]:
+    if not names:
+        return [
+            "",
+            "# The handler's source reads no environment variable by a name loadtest can see.",
+        ]
+    prefix = "" if live else "# "
+    out = [
+        "",
+        "# The environment variables the handler's source reads, as the function is deployed with",
+        "# them: each given the run's resource its name suggests ({table}: the run's table,",
+        "# {queue_url}, {queue_arn}, {dlq_url}, {region}); give the others their deployed value.",
+    ]
+    if not live:
+        out.append("# Uncomment once [consumer] environment is available in your loadtest version.")
+    out.append(f"{prefix}[consumer.environment]")
+    for name in names:
+        value = suggested_value(name)
+        if name in RUNTIME_VARIABLES:
+            out.append(f"# {name}: already set in every execution environment")
+        elif value is not None and value.startswith("{table:"):
+            out.append(f"# {name}: names an extra table (see [[tables]] below)")
+        elif value is None:
+            out.append(
+                _line(f'{prefix}{_key(name)} = ""', "not a run resource: its deployed value")
+            )
+        else:
+            out.append(f"{prefix}{_key(name)} = {toml_value(value)}")
+    return out
+
+
+def _tables_block(names: list[str], tables: Sequence[str], id_name: str, live: bool) -> list[str]:
+    prefix = "" if live else "# "
+    out: list[str] = []
+    if tables:
+        out += [
+            "",
+            f"# The handler's source names its table {tables[0]!r}: the run creates it under that",
+            "# name on its own backend (on AWS it refuses to touch an existing table of that name).",
+            f"{prefix}[table]",
+            f"{prefix}name = {toml_value(tables[0])}",
+            f'{prefix}key = {{ {_key(id_name)} = "S" }}',
+        ]
+    for name in names:
+        value = suggested_value(name)
+        if name in RUNTIME_VARIABLES or value is None or not value.startswith("{table:"):
+            continue
+        out += [
+            "",
+            f"# {name} names a table the handler needs besides its outcomes (an idempotency",
+            "# store, a lock table): created per run, its writes shown as side writes.",
+            f"{prefix}[[tables]]",
+            f"{prefix}env = {toml_value(name)}",
+            f'{prefix}key = {{ id = "S" }}',
+        ]
+    return out

@@ -1,0 +1,25 @@
+# ruff: noqa
+# mypy: ignore-errors
+# A user-written consumer, kept in its authors' style on purpose (not loadtest's).
+"""Inbox consumer: keeps every message as it came, keyed on the SQS messageId."""
+
+import json
+import os
+from datetime import datetime, timezone
+
+import boto3
+
+table = boto3.resource("dynamodb").Table(os.environ["TABLE_NAME"])
+
+
+def handler(event, context):
+    for record in event["Records"]:
+        table.put_item(
+            Item={
+                "ID": record["messageId"],
+                "payload": json.loads(record["body"]),
+                "status": "RECEIVED",
+                "receivedAt": datetime.now(timezone.utc).isoformat(),
+            }
+        )
+    return {"batchItemFailures": []}

@@ -1,0 +1,108 @@
+"""loadtest.model.checker.harness: a handler's failure for what the run did not provide,
+recognised by error type and worded with the scenario line that provides it."""
+
+from __future__ import annotations
+
+from loadtest.model.checker.harness import gaps_in, not_judged, suggested_value
+
+ENVIRON_TRACEBACK = """\
+Traceback (most recent call last):
+  File "/app/handler.py", line 9, in record_handler
+    table = os.environ["ORDERS_TABLE"]
+            ~~~~~~~~~~^^^^^^^^^^^^^^^^
+  File "<frozen os>", line 714, in __getitem__
+    raise KeyError(key) from None
+KeyError: 'ORDERS_TABLE'
+"""
+
+
+def keys(text: str) -> list[str]:
+    return [gap.key for gap in gaps_in(text)]
+
+
+def test_a_marked_environ_key_error_names_the_variable_and_its_line() -> None:
+    (gap,) = gaps_in("KeyError: 'QUEUE_URL' [os.environ has no 'QUEUE_URL']")
+    assert gap.key == "environ:QUEUE_URL"
+    assert gap.sentence == (
+        "the handler read os.environ['QUEUE_URL'], which the run does not set: add "
+        '`[consumer] environment = { QUEUE_URL = "{queue_url}" }` to the scenario '
+        "(or --env QUEUE_URL={queue_url})"
+    )
+
+
+def test_an_environ_traceback_kept_inside_another_error_is_read_too() -> None:
+    text = f"BatchProcessingError: All records failed processing. 1 ...\n{ENVIRON_TRACEBACK}"
+    assert keys(text) == ["environ:ORDERS_TABLE"]
+
+
+def test_a_plain_key_error_is_the_consumers_own() -> None:
+    assert keys("KeyError: 'quantity'") == []
+    assert keys("Traceback ...\n    body['id']\nKeyError: 'id'") == []
+
+
+def test_refused_calls_are_named_by_error_code() -> None:
+    tail = (
+        "loadtest: the handler's PutItem call on 'Orders' failed with ResourceNotFoundException\n"
+        "loadtest: the handler's SendMessage call on 'https://q/out' failed with "
+        "AWS.SimpleQueueService.NonExistentQueue\n"
+        "loadtest: the handler's GetItem call on 'Secrets' failed with AccessDeniedException\n"
+    )
+    gaps = gaps_in(tail)
+    assert [g.key for g in gaps] == [
+        "table:Orders",
+        "queue:https://q/out",
+        "denied:GetItem:Secrets",
+    ]
+    assert gaps[0].sentence.startswith(
+        "the handler's PutItem found no table 'Orders', which the run did not create: for a "
+        'name the handler hard-codes, `[table] name = "Orders"`'
+    )
+    assert "{queue_url}" in gaps[1].sentence
+    assert gaps[2].sentence.startswith("the handler's GetItem on 'Secrets' was refused")
+
+
+def test_errors_met_only_in_text_are_recognised_without_the_observers_line() -> None:
+    text = (
+        "ClientError: An error occurred (ResourceNotFoundException) when calling the "
+        "UpdateItem operation: Requested resource not found"
+    )
+    assert keys(text) == ["table:?UpdateItem"]
+    denied = (
+        "ClientError: An error occurred (AccessDeniedException) when calling the PutItem "
+        "operation: User is not authorized to perform: dynamodb:PutItem"
+    )
+    assert keys(denied) == ["denied:PutItem:"]
+
+
+def test_an_unset_table_name_is_the_runs_gap() -> None:
+    text = (
+        "ParamValidationError: Parameter validation failed:\n"
+        "Invalid length for parameter TableName, value: 0, valid min length: 1"
+    )
+    assert keys(text) == ["unnamed:table"]
+    assert keys("ValueError: Required parameter name not set") == ["unnamed:table"]
+    assert keys("Invalid type for parameter QueueUrl, value: None, type: ...") == ["unnamed:queue"]
+
+
+def test_other_failures_are_the_consumers() -> None:
+    for text in (
+        "ValueError: bad quantity",
+        "ClientError: An error occurred (ConditionalCheckFailedException) when calling the "
+        "PutItem operation: The conditional request failed",
+        "Task timed out after 3 seconds",
+    ):
+        assert gaps_in(text) == []
+
+
+def test_variable_names_suggest_the_resource_they_name() -> None:
+    assert [
+        suggested_value(n)
+        for n in ("ORDERS_TABLE", "DYNAMODB_NAME", "JOBS_QUEUE_URL", "DLQ_URL", "QUEUE_ARN")
+    ] == ["{table}", "{table}", "{queue_url}", "{dlq_url}", "{queue_arn}"]
+    assert [suggested_value(n) for n in ("AWS_REGION_NAME", "API_KEY")] == ["{region}", "VALUE"]
+
+
+def test_failures_kept_as_not_judged() -> None:
+    assert not_judged(["3 lost outcome(s)"]) == [
+        "3 lost outcome(s), but the run did not provide what the handler expects: not judged"
+    ]
