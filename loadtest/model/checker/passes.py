@@ -69,12 +69,13 @@ class Survey:
     and inside its maps, lists and JSON strings)."""
     accepted: int = 0
     """Accepted writes of any item: the most there can be to judge together."""
-    overlaps: Overlaps = field(default_factory=Overlaps)
+    overlaps: Overlaps = field(default_factory=lambda: Overlaps({}))
     """Each business id's handler executions, for the race exposure."""
 
 
-def survey(history: History) -> Survey:
-    found = Survey()
+def survey(history: History, business_index: Mapping[str, int]) -> Survey:
+    """``business_index`` numbers the business ids sent (``Messages.business_index``)."""
+    found = Survey(overlaps=Overlaps(business_index))
     for inv in history.invocations:
         found.deliveries += len(inv.records)
         found.redeliveries += sum(1 for r in inv.records if r.receive_count > 1)
