@@ -2,7 +2,9 @@
 
 nox -s tests        the whole test suite (what CI runs)
 nox -s lint         ruff check + ruff format --check + the import layers (lint-imports)
+                    + the tree's no-diary check (tools/check_tree.py)
 nox -s typecheck    mypy --strict over loadtest, consumer and tests
+nox -s docs         the docs site (mkdocs build --strict: a broken link fails)
 nox -s bench        prints throughput figures; asserts nothing about time
 """
 
@@ -14,7 +16,7 @@ import nox
 
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = True
-nox.options.sessions = ["tests", "lint", "typecheck"]
+nox.options.sessions = ["tests", "lint", "typecheck", "docs"]
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 
@@ -61,12 +63,29 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
     # The layers in pyproject.toml's [tool.importlinter]: an import that runs back up fails.
     session.run("lint-imports")
+    # The tree describes the product: no "stop N", "issue N", session narrative, or
+    # citation of a document or module that does not exist (how it was built goes in git).
+    session.run("python", "tools/check_tree.py")
 
 
 @nox.session(python="3.11")
 def typecheck(session: nox.Session) -> None:
     _install(session, "typecheck")
     session.run("mypy")
+
+
+@nox.session(python="3.11")
+def docs(session: nox.Session) -> None:
+    """Build the docs site strictly; the scenario and CLI references are generated from the code."""
+    _install(session, "docs")
+    session.run(
+        "mkdocs",
+        "build",
+        "--strict",
+        "--site-dir",
+        str(Path(".nox") / "site"),
+        env={"NO_MKDOCS_2_WARNING": "1"},
+    )
 
 
 @nox.session(python="3.11")

@@ -21,23 +21,24 @@ report marked incomplete.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loadtest.adapters.aws import BackendKind
+from loadtest.adapters.doctor_checks import CheckResult
 from loadtest.emulation.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
 from loadtest.engine import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salvage
 from loadtest.errors import InputError
 from loadtest.model.checker import Counts
 from loadtest.model.cost import Prices
-from loadtest.model.scaffold import (
+from loadtest.model.handler_source import (
     environment_reads,
     hardcoded_tables,
-    sample_template,
-    scenario_text,
+    reports_item_failures,
 )
+from loadtest.model.scaffold import sample_template, scenario_text
 from loadtest.model.scenario import Scenario, load_scenario
 from loadtest.model.thresholds import check_scenario, check_variants, parse_thresholds
 from loadtest.reports.report import build_report, verdict_exit_code
@@ -102,7 +103,7 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        """0 all passed, 1 a verdict or threshold failed, 4 inconclusive (DESIGN.md).
+        """0 all passed, 1 a verdict or threshold failed, 4 inconclusive (``verdict_exit_code``).
 
         An interrupted run's report (``incomplete``) is judged the same way; the
         CLI exits 130 for it instead.
@@ -114,6 +115,20 @@ class Report:
         """Why the run stopped before its workload was settled (``None`` if it finished)."""
         reason = self._data.get("incomplete_reason")
         return str(reason) if reason is not None else None
+
+    def assert_passed(self, *replay: str) -> None:
+        """Raise ``AssertionError`` unless every verdict passed.
+
+        Its message is the explanation a person acts on: each run's verdict and the
+        counts that failed it, the first counterexample as the terminal shows it (a
+        race's reads and writes in order), and the command that replays the run, seed
+        included (``replay`` adds lines, such as a test runner's command).
+        """
+        __tracebackhide__ = True  # pytest: the failure points at the caller's line
+        if not self.passed:
+            from loadtest.reports.explain import explanation
+
+            raise AssertionError(explanation(self._data, replay))
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report (``schema_version`` 1), as ``--json`` writes it."""
@@ -192,7 +207,11 @@ def resolve_variants(
 
 
 def backend_kind(target: str | None, endpoint_url: str | None) -> BackendKind:
-    """embedded (default), an endpoint (when ``endpoint_url`` is given) or real AWS."""
+    """embedded (default), an endpoint (when ``endpoint_url`` is given) or real AWS.
+
+    ``target="embedded"`` with an ``endpoint_url`` is an embedded backend already
+    running there (a test session's, ``loadtest serve``): used as it is, left running.
+    """
     if target is not None and target not in TARGETS:
         raise InputError(f"target {target!r} is not allowed; allowed: {', '.join(TARGETS)}")
     if target == "aws":
@@ -201,6 +220,8 @@ def backend_kind(target: str | None, endpoint_url: str | None) -> BackendKind:
         return BackendKind.AWS
     if target == "endpoint" and not endpoint_url:
         raise InputError("target 'endpoint' needs endpoint_url")
+    if target == "embedded":
+        return BackendKind.EMBEDDED
     return BackendKind.ENDPOINT if endpoint_url else BackendKind.EMBEDDED
 
 
@@ -399,6 +420,70 @@ def run(
     )
 
 
+def explore(
+    scenario: str | Path | Scenario,
+    *,
+    variant: str | None = None,
+    handler: str | None = None,
+    copies: int | None = None,
+    distinct_ids: int = 1,
+    strategy: str = "exhaustive",
+    budget: int | None = None,
+    faults: str | Sequence[str] | None = None,
+    max_faults: int = 1,
+    schedule: str | None = None,
+    seed: int | None = None,
+    clock_jump_s: float | None = None,
+    endpoint_url: str | None = None,
+    target: str | None = None,
+    command: str | None = None,
+) -> Report:
+    """Explore the interleavings (and faults) of a few deliveries of one message; see docs/explore.md.
+
+    Runs the deliveries of the scenario's first business id (``copies`` of it,
+    default as many as the scenario sends) one step at a time on the local
+    runtime: ``strategy`` ``"exhaustive"`` (every distinct interleaving, within
+    ``budget`` schedules) or ``"pct"`` (``budget`` random schedules from
+    ``seed``); ``faults`` (``"crash,redeliver"``, ...) adds up to ``max_faults``
+    per schedule; ``schedule`` replays exactly one schedule token. Every
+    schedule is judged by the checker; the first that fails is shrunk. The
+    report's ``explore`` object says what was run; ``report.exit_code`` is 0
+    when no schedule failed, 1 when one did, 4 when one was inconclusive.
+    """
+    from loadtest.engine import backend_target
+    from loadtest.engine.explore import DEFAULT_BUDGET, ExploreOptions
+    from loadtest.engine.explore import explore as explore_schedules
+    from loadtest.model.explore import parse_faults, parse_token
+    from loadtest.reports.explore import explore_report
+
+    if target == "aws":
+        raise InputError(
+            "explore runs the deliveries on the local runtime, one step at a time: "
+            "--target aws is not allowed (use embedded, or --endpoint-url for another backend)"
+        )
+    if variant and handler:
+        raise InputError("give a variant or a handler to explore, not both")
+    resolved = resolve_scenario(scenario)
+    refs = resolve_variants(resolved, [variant] if variant else [], [handler] if handler else [])
+    options = ExploreOptions(
+        strategy=strategy,
+        budget=DEFAULT_BUDGET if budget is None else budget,
+        faults=parse_faults(faults),
+        max_faults=max_faults,
+        schedule=parse_token(schedule) if schedule else None,
+        seed=resolved.seed if seed is None else seed,
+        copies=copies,
+        distinct_ids=distinct_ids,
+        clock_jump_s=clock_jump_s,
+    )
+    options.check()
+    kind = backend_kind(target, endpoint_url)
+    with backend_target(kind, endpoint_url) as resolved_target:
+        result = explore_schedules(resolved, refs[0], resolved_target, options)
+    scenario_ref = resolved.name if not isinstance(scenario, str | Path) else str(scenario)
+    return Report(explore_report(result, scenario_ref=scenario_ref, command=command))
+
+
 def new_scenario(
     handler: str, *, sample_message: str | Path | None = None, id_field: str | None = None
 ) -> str:
@@ -430,7 +515,7 @@ def new_scenario(
         None if sample_message is None else str(sample_message),
         environment_reads(source, origin),
         tables=hardcoded_tables(source, origin),
-        environment_live=False,
+        item_failures=reports_item_failures(source, origin),
     )
 
 
@@ -447,3 +532,39 @@ def _module_file(module: str) -> str:
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
         raise InputError(f"the source of handler module {module!r} cannot be found")
     return spec.origin
+
+
+def doctor_data_plane(
+    kind: BackendKind,
+    endpoint_url: str | None,
+    *,
+    on_check: Callable[[CheckResult], None] | None = None,
+) -> tuple[list[CheckResult], str | None]:
+    """The doctor's data-plane checks (``loadtest.adapters.doctor_mapping``) where they can run.
+
+    On loadtest's own backend (embedded, or ``loadtest serve`` behind ``endpoint_url``)
+    against the emulated event source mapping; on another endpoint that serves Lambda
+    through a deployed probe function and mapping. Returns the results and, when the
+    checks did not run, why (a sentence for the user). Never against real AWS: that
+    would deploy functions in the user's account.
+    """
+    import anyio
+
+    from loadtest.adapters.aws import Target, served_sqs_requests
+
+    if kind is BackendKind.AWS or not endpoint_url:
+        return [], "the data-plane checks run on an endpoint (--endpoint-url) or embedded only"
+    target = Target.resolve(BackendKind.ENDPOINT, endpoint_url)
+    if anyio.run(served_sqs_requests, target, backend="asyncio") is not None:
+        from loadtest.engine.doctor_probe import run_mapping_checks as emulated
+
+        return emulated(endpoint_url, on_check=on_check), None
+    from loadtest.deploy.doctor_probe import run_mapping_checks as deployed
+    from loadtest.deploy.doctor_probe import serves_lambda
+
+    if not serves_lambda(endpoint_url):
+        return [], (
+            f"{endpoint_url} serves no Lambda: the data-plane checks (mapping concurrency, "
+            "redelivery in flight, partial batch responses, FIFO order) did not run"
+        )
+    return deployed(endpoint_url, on_check=on_check), None

@@ -9,7 +9,8 @@
     │   └── TableExistsError                 a table the scenario names exists on AWS
     ├── BackendError (RuntimeError)          backend unreachable / refused: exit code 3
     │   └── CredentialsError                 no credentials, or refused
-    └── ZygoteError (RuntimeError)           the environments' zygote failed: exit code 4 (no verdict)
+    ├── ZygoteError (RuntimeError)           the environments' zygote failed: exit code 4 (no verdict)
+    └── ExploreError (RuntimeError)          a delivery under explore never reached a point: exit code 4
 
 Subclasses also inherit the standard exception a caller would catch. Errors
 from botocore are translated in one place (``loadtest.adapters.aws.translate``) and
@@ -62,6 +63,11 @@ class CredentialsError(BackendError):
 
 class ZygoteError(LoadtestError, RuntimeError):
     """The zygote that forks execution environments did not start, or died during the run."""
+
+
+class ExploreError(LoadtestError, RuntimeError):
+    """A delivery under ``explore`` ran past its real-time bound without reaching a point
+    (it blocked on something the scheduler does not own): no verdict can be given."""
 
 
 def find_error(exc: BaseException, kind: type[T] | tuple[type[T], ...]) -> T | None:

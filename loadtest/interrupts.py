@@ -1,7 +1,7 @@
 """Termination signals: SIGINT, SIGTERM and SIGHUP all take Ctrl-C's path.
 
 CI systems cancel a job with SIGTERM (GitHub Actions, GitLab, Jenkins) and a
-closed terminal sends SIGHUP; both used to kill loadtest outright, leaving the
+closed terminal sends SIGHUP; by default either kills a Python process outright, leaving the
 run's queues, tables and execution environments behind. Here the three are one
 request to stop:
 

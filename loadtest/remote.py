@@ -64,7 +64,9 @@ def _variant_run(scenario: Scenario, remote: RemoteVariant) -> VariantRun:
     if remote.deployed_warnings is not None:  # an attached consumer runs its own settings
         warnings = list(remote.deployed_warnings)
     else:
-        warnings = settings_warnings(scenario.consumer, scenario.faults, remote.ref.variant)
+        warnings = settings_warnings(
+            scenario.consumer, scenario.faults, remote.ref.variant, scenario.lint_intended
+        )
     if remote.unreadable_lines:
         warnings.append(
             f"{remote.unreadable_lines} lines on the observation queue were not loadtest's"

@@ -42,6 +42,19 @@ if TYPE_CHECKING:
     from types_aiobotocore_sqs.client import SQSClient
 
 DEFAULT_REGION = "us-east-1"
+"""The region when neither the caller nor the environment names one (boto3 would have none)."""
+
+
+def region_from_environment(given: str | None = None) -> str:
+    """``given``, else ``AWS_REGION``, else ``AWS_DEFAULT_REGION``, else ``DEFAULT_REGION``."""
+    return (
+        given
+        or os.environ.get("AWS_REGION")
+        or os.environ.get("AWS_DEFAULT_REGION")
+        or DEFAULT_REGION
+    )
+
+
 EMBEDDED_CREDENTIALS = (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"))
 """Fixed credentials for an embedded or local endpoint, which accepts any."""
 
@@ -64,9 +77,7 @@ class Target:
 
     @staticmethod
     def resolve(kind: BackendKind, endpoint_url: str | None) -> Target:
-        region = (
-            os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
-        )
+        region = region_from_environment()
         if kind is BackendKind.AWS:
             return Target(kind, None, region)
         creds: tuple[tuple[str, str], ...] = ()

@@ -26,6 +26,9 @@ The checks, in the order they run:
 * ``fifo-group-order`` - a group's messages come in send order, none of them while another
   of the group is in flight.
 
+The data-plane checks (what an event source mapping does with a probe function) are
+``loadtest.adapters.doctor_mapping``'s; the CLI runs them after these.
+
 A check that does not finish in its time bound, or whose request the backend answers with
 an error, is reported as failed. A backend that cannot be reached, or refuses the
 credentials, raises the ``BackendError`` that ``loadtest.adapters.aws.translate`` makes of it.

@@ -7,7 +7,6 @@ Like ``loadtest.cli``, it only parses, calls the library, prints and exits.
 
 from __future__ import annotations
 
-import os
 import secrets
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -33,10 +32,14 @@ def show_plan(
     seed: int | None,
     overrides: dict[str, object],
     region: str | None = None,
+    prices_path: Path | None = None,
 ) -> None:
-    """Print what a deploy would create, then exit 0; calls nothing, needs no credentials."""
-    from loadtest.adapters.aws import DEFAULT_REGION
+    """Print what a deploy would create, then exit 0; calls nothing, needs no credentials.
+
+    The cost is priced at ``prices_path`` (``--prices``), else the committed table."""
+    from loadtest.adapters.aws import region_from_environment
     from loadtest.deploy.deploy_plan import plan_deploy, render_plan
+    from loadtest.model.prices import load_prices
     from loadtest.model.scenario import load_scenario
 
     try:
@@ -46,15 +49,11 @@ def show_plan(
             load_scenario(scenario_ref).with_overrides(seed=seed, **given).with_environment(env)  # type: ignore[arg-type]
         )
         refs = _refs(scenario, variants, handlers)
+        prices = load_prices(prices_path)
     except InputError as exc:
         _fail(Exit.BAD_INPUT, str(exc))
-    region = (
-        region
-        or os.environ.get("AWS_REGION")
-        or os.environ.get("AWS_DEFAULT_REGION")
-        or DEFAULT_REGION
-    )
-    plan = plan_deploy(scenario, refs, run_id=secrets.token_hex(4), region=region)
+    region = region_from_environment(region)
+    plan = plan_deploy(scenario, refs, run_id=secrets.token_hex(4), region=region, prices=prices)
     out.print(Text(render_plan(plan)), end="")
     raise typer.Exit(int(Exit.OK))
 
@@ -85,6 +84,7 @@ def run_remote(
     quiet: bool,
     thresholds: list[str],
     outputs: Outputs,
+    prices_path: Path | None = None,
 ) -> NoReturn:
     """Deploy (or attach), run the workload through the real mapping, collect, judge, exit.
 
@@ -96,6 +96,7 @@ def run_remote(
     import signal
     import sys
 
+    from loadtest.adapters.aws import region_from_environment
     from loadtest.api import prepare
     from loadtest.cli.outputs import plan_outputs, write_reports
     from loadtest.deploy.deploy_plan import plan_attach, plan_deploy, render_plan
@@ -113,12 +114,13 @@ def run_remote(
             target="aws" if real_aws else None,
             thresholds=thresholds,
             seed=seed,
+            prices=prices_path,
             **overrides,
         )
     except LoadtestError as exc:
         _raise_mapped(exc)
     run_id = secrets.token_hex(4)
-    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    region = region_from_environment()
     target_to = AttachTo(*attach) if attach is not None else None
     if real_aws and not yes:
         if target_to is not None:
@@ -130,9 +132,12 @@ def run_remote(
                 table=target_to.table,
                 run_id=run_id,
                 region=region,
+                prices=plan.prices,
             )
         else:
-            shown = plan_deploy(plan.scenario, plan.refs, run_id=run_id, region=region)
+            shown = plan_deploy(
+                plan.scenario, plan.refs, run_id=run_id, region=region, prices=plan.prices
+            )
         out.print(Text(render_plan(shown)), end="")
         if not sys.stdin.isatty():
             _fail(
@@ -267,17 +272,19 @@ def lint(
     """Settings that invite duplicates: visibility vs function timeout, batch size and window,
     MaximumConcurrency vs reserved concurrency, redrive maxReceiveCount, idempotency expiry.
 
-    Exit code 0 when nothing is found, 1 when something is, 2 for bad input,
+    A finding the scenario intends ([lint] intended) is shown as a NOTE and does not fail.
+    Exit code 0 when nothing else is found, 1 when something is, 2 for bad input,
     3 when the backend cannot be reached (--function).
     """
     import dataclasses
 
-    from loadtest.model.lint import from_scenario
+    from loadtest.model.lint import from_scenario, worded
     from loadtest.model.lint import lint as lint_settings
     from loadtest.model.scenario import load_scenario
 
     if (scenario is None) == (function is None):
         _fail(Exit.BAD_INPUT, "give a SCENARIO or --function NAME (one of them)")
+    intended: tuple[str, ...] = ()
     if function is not None:
         from loadtest.deploy.lambda_cleanup import make_clients
         from loadtest.deploy.lint_aws import deployed_settings
@@ -302,19 +309,22 @@ def lint(
         if idempotency_expiry is not None:
             settings = dataclasses.replace(settings, idempotency_expiry_s=idempotency_expiry)
         targets = [settings]
+        intended = loaded.lint_intended
     findings = 0
     for settings in targets:
         found = lint_settings(settings)
-        findings += len(found)
+        findings += sum(finding.rule not in intended for finding in found)
         if quiet:
             continue
         if not found:
             out.print(Text(f"OK  {settings.source}", style="green"))
         for finding in found:
+            label = Text("WARN", style="bold yellow")
+            if finding.rule in intended:
+                label = Text("NOTE", style="bold")
             out.print(
                 Text.assemble(
-                    Text("WARN", style="bold yellow"),
-                    f"  {settings.source}: [{finding.rule}] {finding.message}",
+                    label, f"  {settings.source}: [{finding.rule}] {worded(finding, intended)}"
                 )
             )
     raise typer.Exit(int(Exit.FAILED if findings else Exit.OK))

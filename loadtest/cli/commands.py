@@ -178,6 +178,7 @@ def run(
             handler,
             seed=seed,
             overrides=overrides or {},
+            prices_path=prices,
         )
     if deploy or all(attach) or target is TargetChoice.AWS:
         from loadtest.cli.aws import run_remote
@@ -205,6 +206,7 @@ def run(
             quiet=quiet,
             thresholds=threshold,
             outputs=outputs,
+            prices_path=prices,
         )
     execute_run(
         scenario,
@@ -225,7 +227,7 @@ def run(
     )
 
 
-# compare is run under the name DESIGN.md gives the side-by-side use; both take
+# compare is run under its own name for the side-by-side use; both take
 # --variant (repeatable) and --variants a,b.
 app.command(
     name="compare",
@@ -336,5 +338,6 @@ def main() -> None:
 
 
 # The other commands register themselves on ``app``: scenarios, report, serve,
-# doctor and diff (``tools``), then cleanup and lint (``aws``), then shrink.
-from loadtest.cli import aws, shrinking, tools  # noqa: E402, F401
+# doctor and diff (``tools``), cleanup and lint (``aws``), shrink (``shrinking``) and
+# explore (``explore``).
+from loadtest.cli import aws, explore, shrinking, tools  # noqa: E402, F401

@@ -1,7 +1,7 @@
 """The command line's consoles, exit codes and error mapping: where a failure becomes an exit.
 
 On a terminal, rich's usual console; in a pipe, one that never cuts or wraps a
-name, number or path. Exit codes (DESIGN.md): 0 every verdict passed; 1 a
+name, number or path. Exit codes: 0 every verdict passed; 1 a
 verdict failed; 2 bad input; 3 the backend could not be reached or refused the
 credentials; 4 a verdict was inconclusive, or loadtest's own machinery failed
 (a ``ZygoteError``: no verdict can be given, and 1 would blame the consumer);

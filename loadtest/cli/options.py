@@ -270,6 +270,7 @@ PricesOpt = Annotated[
         "--prices",
         metavar="FILE",
         help="Price table (TOML, the shape of loadtest/model/prices/us-east-1.toml) for the cost "
-        "per million messages (default: the committed us-east-1 on-demand list prices).",
+        "per million messages and the --plan estimate (default: the committed us-east-1 "
+        "on-demand list prices).",
     ),
 ]

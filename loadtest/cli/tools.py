@@ -125,6 +125,14 @@ def doctor(
     keys: Annotated[int, typer.Option(help="Keys raced per round in the atomicity check.")] = 200,
     writers: Annotated[int, typer.Option(help="Concurrent conditional writers per key.")] = 8,
     rounds: Annotated[int, typer.Option(help="Rounds of the atomicity check.")] = 3,
+    data_plane: Annotated[
+        bool,
+        typer.Option(
+            "--data-plane/--no-data-plane",
+            help="Also measure the event source mapping with a probe function "
+            "(embedded, or an endpoint that serves Lambda).",
+        ),
+    ] = True,
     quiet: QuietOpt = False,
 ) -> None:
     """Check that a backend honours what loadtest's conclusions depend on.
@@ -132,11 +140,14 @@ def doctor(
     Conditional puts on one key from many clients let exactly one win; a failed
     condition returns the old item; a received message stays hidden from other
     pollers; an undeleted one comes back with its receive count increased; redrive
-    reaches the DLQ. Exit code 1 when any check fails.
+    reaches the DLQ. Then the event source mapping, measured with a probe function:
+    invocations at once for a burst, a redelivery while a message is still in
+    flight, partial batch responses, FIFO group order. Exit code 1 when any check fails.
     """
     import anyio
 
     from loadtest.adapters.doctor import exit_ok, run_doctor
+    from loadtest.api import doctor_data_plane
     from loadtest.engine import backend_target
 
     kind = target_kind(endpoint_url, target)
@@ -156,6 +167,11 @@ def doctor(
                 )
 
             results = anyio.run(main, backend="asyncio")
+            if data_plane:
+                measured, skipped = doctor_data_plane(kind, resolved.endpoint_url, on_check=show)
+                results += measured
+                if skipped and not quiet:
+                    out.print(Text(f"SKIP  data plane: {skipped}", style="dim"))
     except KeyboardInterrupt:
         fail(Exit.INTERRUPTED, "interrupted; the doctor's resources were deleted")
     except BaseException as exc:

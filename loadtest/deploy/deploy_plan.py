@@ -4,7 +4,8 @@ One owner for names, settings and tags of a deployed run. ``--plan`` prints
 it; ``loadtest.deploy.lambda_deploy`` creates exactly these resources from it, so
 "the plan matches what a deploy creates" holds by construction and is tested
 resource by resource. Pure: no boto3, no clock, no files (the handler's
-package is named, not read).
+package is named, not read; the committed price table is read once when no
+``prices`` are given, as for a run's report).
 
 Per variant ``i`` of run ``R`` (names ``loadtest-R-i-...``): the function,
 its queue and DLQ (redrive after ``max_receive_count``), the orders table
@@ -46,7 +47,6 @@ from loadtest.deploy.plan_model import (
     Cost,
     Kind,
     Plan,
-    Prices,
     Resource,
     VariantNames,
     lambda_handler,
@@ -55,8 +55,12 @@ from loadtest.deploy.plan_model import (
     render_plan,
     role_name,
 )
+from loadtest.emulation.fault_env import deployed_fault_environment
 from loadtest.emulation.handlers import HandlerRef, tables_for
+from loadtest.emulation.lambda_entry import CRASH_MID_HANDLER_EXIT
+from loadtest.emulation.layer_environment import ATTACHED_ENV
 from loadtest.errors import ScenarioError
+from loadtest.model.cost import Prices
 from loadtest.model.function_config import (
     RunResources,
     extra_table_name,
@@ -85,7 +89,6 @@ __all__ = [
     "Cost",
     "Kind",
     "Plan",
-    "Prices",
     "Resource",
     "VariantNames",
     "estimate_cost",
@@ -150,8 +153,33 @@ def _scaling(scenario: Scenario) -> tuple[dict[str, Any], int | None, list[str]]
     return {"MaximumConcurrency": wanted}, None, []
 
 
+def variant_names(scenario: Scenario, run_id: str, index: int) -> VariantNames:
+    """A variant's resource names in a deployed run: a FIFO scenario's queues end ``.fifo``,
+    a table the scenario names is that table."""
+    names = VariantNames.for_run(run_id, index)
+    fifo = fifo_queue(scenario)
+    if fifo:
+        names = replace(names, queue=fifo.name(names.queue), dlq=fifo.name(names.dlq))
+    if scenario.function.table_name:
+        names = replace(names, table=scenario.function.table_name)
+    return names
+
+
+def _prices(prices: Prices | None) -> Prices:
+    if prices is not None:
+        return prices
+    from loadtest.model.prices import default_prices
+
+    return default_prices()
+
+
 def plan_deploy(
-    scenario: Scenario, refs: Sequence[HandlerRef], *, run_id: str, region: str
+    scenario: Scenario,
+    refs: Sequence[HandlerRef],
+    *,
+    run_id: str,
+    region: str,
+    prices: Prices | None = None,
 ) -> Plan:
     """Every resource a deploy of ``refs`` under ``scenario`` creates, in creation order."""
     tags = {RUN_TAG: run_id}
@@ -197,12 +225,13 @@ def plan_deploy(
     ]
     if scenario.faults.crash_after_write:
         notes.append("crash_after_write is not injected on Lambda (the runtime owns the process)")
+    if scenario.faults.crash_mid_handler:
+        notes.append(
+            "crash_mid_handler is injected by the observer layer: the function's process exits "
+            f"(status {CRASH_MID_HANDLER_EXIT}) right after a write to the table is answered"
+        )
     for index, ref in enumerate(refs):
-        names = VariantNames.for_run(run_id, index)
-        if fifo:
-            names = replace(names, queue=fifo.name(names.queue), dlq=fifo.name(names.dlq))
-        if setup.table_name:
-            names = replace(names, table=setup.table_name)
+        names = variant_names(scenario, run_id, index)
         v = ref.variant
         resources.append(
             Resource(Kind.TABLE, names.table, _table_settings(key_schema), tags, v, "orders table")
@@ -239,11 +268,7 @@ def plan_deploy(
                 ),
             )
         )
-        if scenario.faults.handler_duration_ms or scenario.faults.handler_jitter_ms:
-            environment["LOADTEST_HANDLER_DURATION_MS"] = str(scenario.faults.handler_duration_ms)
-            environment["LOADTEST_HANDLER_JITTER_MS"] = str(scenario.faults.handler_jitter_ms)
-        if scenario.faults.race_window_ms:
-            environment["LOADTEST_RACE_WINDOW_MS"] = str(scenario.faults.race_window_ms)
+        environment |= deployed_fault_environment(scenario.faults)
         resources += [
             Resource(
                 Kind.QUEUE,
@@ -321,7 +346,7 @@ def plan_deploy(
         resources=tuple(resources),
         operator_actions=OPERATOR_ACTIONS,
         function_actions=FUNCTION_ACTIONS,
-        cost=estimate_cost(scenario, len(refs)),
+        cost=estimate_cost(scenario, len(refs), _prices(prices)),
         notes=tuple(notes),
     )
 
@@ -335,6 +360,7 @@ def plan_attach(
     table: str,
     run_id: str,
     region: str,
+    prices: Prices | None = None,
 ) -> Plan:
     """What attach mode creates (layer, observation queue) and changes (the function).
 
@@ -369,7 +395,7 @@ def plan_attach(
                         WATCH_TABLE_ENV,
                         KEY_NAMES_ENV,
                         OBSERVATION_QUEUE_ENV,
-                        "LOADTEST_ATTACHED",
+                        ATTACHED_ENV,
                     ],
                     WATCH_TABLE_ENV: table,
                     KEY_NAMES_ENV: ",".join(key_names),
@@ -389,5 +415,5 @@ def plan_attach(
         resources=resources,
         operator_actions=ATTACH_ACTIONS,
         function_actions=("sqs:SendMessage (granted by the observation queue's policy)",),
-        cost=estimate_cost(scenario, 1),
+        cost=estimate_cost(scenario, 1, _prices(prices)),
     )

@@ -32,14 +32,13 @@ from loadtest.deploy.deploy_plan import (
     WRAPPER_HANDLER,
 )
 from loadtest.deploy.lambda_deploy import _function_active, _poll
+from loadtest.emulation.layer_environment import ATTACHED_ENV as ATTACHED_ENV
 from loadtest.errors import BackendError, InputError
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda.client import LambdaClient
     from mypy_boto3_sqs.client import SQSClient
 
-ATTACHED_ENV = "LOADTEST_ATTACHED"
-"""JSON note on an attached function: the run, its original handler and layers, the keys added."""
 MAX_LAYERS = 5
 """Lambda's limit on layers per function."""
 

@@ -11,7 +11,6 @@ passed in; nothing printed.
 
 from __future__ import annotations
 
-import os
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -154,12 +153,7 @@ def make_clients(endpoint_url: str | None, region: str | None = None) -> tuple[C
     Against an endpoint with no credentials configured, fixed test keys (an
     emulator accepts any).
     """
-    region = (
-        region
-        or os.environ.get("AWS_REGION")
-        or os.environ.get("AWS_DEFAULT_REGION")
-        or "us-east-1"
-    )
+    region = aws.region_from_environment(region)
     session = boto3.Session(region_name=region)
     if endpoint_url and session.get_credentials() is None:
         session = boto3.Session(

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 
-from loadtest.deploy.plan_model import BASE_HANDLER_MS, Cost, Prices
+from loadtest.deploy.plan_model import BASE_HANDLER_MS, Cost
+from loadtest.model.cost import Prices
 from loadtest.model.scenario import Scenario
 
 OPERATOR_ACTIONS = (
@@ -100,9 +101,9 @@ def _messages(scenario: Scenario) -> int:
     return workload.distinct_ids * workload.copies
 
 
-def estimate_cost(scenario: Scenario, variants: int, prices: Prices | None = None) -> Cost:
-    """Requests and GB-seconds of one run of ``variants`` variants (no redelivery assumed)."""
-    prices = prices or Prices()
+def estimate_cost(scenario: Scenario, variants: int, prices: Prices) -> Cost:
+    """Requests and GB-seconds of one run of ``variants`` variants (no redelivery assumed),
+    priced at ``prices`` (the same table a run's report uses: ``loadtest.model.cost``)."""
     consumer = scenario.consumer
     per_variant = _messages(scenario)
     messages = per_variant * variants
@@ -124,11 +125,17 @@ def estimate_cost(scenario: Scenario, variants: int, prices: Prices | None = Non
         + math.ceil(observation_lines / 10) * 2
     )
 
+    sqs_price = (
+        prices.sqs_fifo_per_million_requests
+        if consumer.fifo
+        else prices.sqs_standard_per_million_requests
+    )
+
     def usd(gb_s: float) -> float:
         return (
             invocations / 1e6 * prices.lambda_per_million_requests
             + gb_s * prices.lambda_per_gb_s
-            + sqs_requests / 1e6 * prices.sqs_per_million_requests
+            + sqs_requests / 1e6 * sqs_price
             + writes / 1e6 * prices.dynamodb_per_million_write_units
         )
 
@@ -141,4 +148,6 @@ def estimate_cost(scenario: Scenario, variants: int, prices: Prices | None = Non
         dynamodb_write_units=writes,
         usd_expected=usd(gb_s_expected),
         usd_max=usd(gb_s_max),
+        prices=prices.describe(),
+        prices_region=prices.region,
     )

@@ -1,8 +1,7 @@
-"""The deploy plan's model: resources, names, prices and the plan as text.
+"""The deploy plan's model: resources, names, the cost estimate's figures and the plan as text.
 
 Owns the names of a deployed run's resources (``VariantNames``, ``role_name``,
-``layer_name``), the environment variable names the observer's entry point
-reads, what a planned ``Resource`` and a ``Plan`` are, and ``render_plan``.
+``layer_name``), what a planned ``Resource`` and a ``Plan`` are, and ``render_plan``.
 Which resources a mode creates is decided in ``loadtest.deploy.deploy_plan``;
 IAM actions and the cost estimate in ``loadtest.deploy.plan_costs``. Pure: no
 boto3, no clock, no files.
@@ -16,16 +15,25 @@ from enum import StrEnum
 from typing import Any
 
 from loadtest.emulation.handlers import HandlerRef
+from loadtest.emulation.layer_environment import (
+    KEY_NAMES_ENV as KEY_NAMES_ENV,
+)
+from loadtest.emulation.layer_environment import (
+    OBSERVATION_QUEUE_ENV as OBSERVATION_QUEUE_ENV,
+)
+from loadtest.emulation.layer_environment import (
+    ORIGINAL_HANDLER_ENV as ORIGINAL_HANDLER_ENV,
+)
+from loadtest.emulation.layer_environment import (
+    WATCH_TABLE_ENV as WATCH_TABLE_ENV,
+)
+from loadtest.emulation.layer_environment import (
+    WRAPPER_HANDLER as WRAPPER_HANDLER,
+)
 
 RUN_TAG = "loadtest:run"
 """The tag every resource of a run carries; ``loadtest cleanup`` deletes by it."""
 RUNTIME = "python3.12"
-WRAPPER_HANDLER = "loadtest.emulation.lambda_entry.handler"
-"""The observer layer's entry point; it calls the function's own handler."""
-ORIGINAL_HANDLER_ENV = "LOADTEST_ORIGINAL_HANDLER"
-WATCH_TABLE_ENV = "LOADTEST_WATCH_TABLE"
-KEY_NAMES_ENV = "LOADTEST_KEY_NAMES"
-OBSERVATION_QUEUE_ENV = "LOADTEST_OBSERVATION_QUEUE"
 MAX_CONCURRENCY_RANGE = (2, 1000)
 """ScalingConfig.MaximumConcurrency bounds (Lambda refuses values outside)."""
 BASE_HANDLER_MS = 100
@@ -60,17 +68,6 @@ class Resource:
 
 
 @dataclass(frozen=True)
-class Prices:
-    """List prices (in USD, us-east-1, on-demand) the estimate uses; check the AWS pages."""
-
-    lambda_per_million_requests: float = 0.20
-    lambda_per_gb_s: float = 0.0000166667
-    sqs_per_million_requests: float = 0.40
-    dynamodb_per_million_write_units: float = 0.625
-    dynamodb_per_million_read_units: float = 0.125
-
-
-@dataclass(frozen=True)
 class Cost:
     """What a run costs, at least (no redelivery) and at most (every invocation times out)."""
 
@@ -86,6 +83,10 @@ class Cost:
     dynamodb_write_units: int
     usd_expected: float
     usd_max: float
+    prices: str = ""
+    """The price table the figures are priced at (``Prices.describe()``)."""
+    prices_region: str = ""
+    """The price table's region, told apart from the plan's when they differ."""
 
 
 @dataclass(frozen=True)
@@ -196,13 +197,18 @@ def render_plan(plan: Plan) -> str:
     cost = plan.cost
     lines += [
         "",
-        "Cost estimate (us-east-1 list prices, no redelivery; idle mapping polling not counted):",
+        f"Cost estimate ({cost.prices}; no redelivery, idle mapping polling not counted):",
         f"  messages: {cost.messages}   Lambda requests: {cost.invocations}",
         f"  GB-seconds: {cost.gb_s_expected:.3f} expected, {cost.gb_s_max:.3f} at most "
         "(every invocation to its timeout)",
         f"  SQS requests: {cost.sqs_requests}   DynamoDB write units: {cost.dynamodb_write_units}",
         f"  about ${cost.usd_expected:.4f} (at most ${cost.usd_max:.4f})",
     ]
+    if cost.prices_region and cost.prices_region != plan.region:
+        lines.append(
+            f"  (the prices are {cost.prices_region}'s, the plan's region is {plan.region}: "
+            "pass --prices FILE with its rates)"
+        )
     if plan.notes:
         lines += ["", "Notes:"]
         lines += [f"  - {note}" for note in plan.notes]

@@ -6,7 +6,8 @@ send the scenario's workload with the producer, drain the observation queue
 and the DLQ into a ``Collector`` until every sent message is acknowledged or
 dead-lettered and every ended invocation's lines have arrived (or the
 scenario's deadline passes: the run is then marked incomplete, which the
-verdict treats as inconclusive or failed), read the end state, and judge it
+verdict treats as inconclusive or failed; messages unaccounted for while the
+queue is empty are the evidence missing, not judged), read the end state, and judge it
 with the same checker and latencies as a local run. What was made is deleted
 unless ``keep``, and an attached function restored, also on error and Ctrl-C.
 
@@ -29,7 +30,7 @@ from loadtest.adapters import aws
 from loadtest.adapters.producer import produce
 from loadtest.adapters.spool import FileFrames
 from loadtest.deploy.collect import Collector
-from loadtest.deploy.deploy_plan import VariantNames, plan_deploy
+from loadtest.deploy.deploy_plan import VariantNames, plan_deploy, variant_names
 from loadtest.deploy.lambda_deploy import (
     Clients,
     Deployed,
@@ -240,6 +241,10 @@ async def drive(
             if short:
                 incomplete = _shortfall(history, collector, scenario.run.deadline_s, end_state)
     collector.build(history, ended_ns=history.ended_ns)
+    # Messages nobody reported while the queue holds none: the mapping took them, and the
+    # evidence of what became of them is what is missing. Their absence is not judged
+    # (inconclusive, the reason in ``incomplete``); a backlog still in the queue is.
+    evidence_missing = short and _unreported(history, collector, end_state) > 0
     return RemoteVariant(
         ref=ref,
         history=history,
@@ -248,6 +253,7 @@ async def drive(
             history,
             end_state,
             scenario.judged_outcome,
+            cut_short=evidence_missing,
             body=body_shape(scenario.workload),
             expect_overlap=scenario.expect_overlap,
         ),
@@ -261,6 +267,15 @@ async def drive(
     )
 
 
+def _unreported(history: History, collector: Collector, end: EndState) -> int:
+    """Sent messages neither acknowledged nor dead-lettered although the queue is empty
+    (0 while it still holds any: those may simply not have been processed yet)."""
+    if end.queue_visible + end.queue_in_flight:
+        return 0
+    sent = {m.message_id for m in history.sent if m.message_id}
+    return len(sent - collector.settled())
+
+
 def _shortfall(history: History, collector: Collector, deadline_s: float, end: EndState) -> str:
     """Why the run is incomplete, telling a backlog from evidence that never came."""
     sent = {m.message_id for m in history.sent if m.message_id}
@@ -268,10 +283,13 @@ def _shortfall(history: History, collector: Collector, deadline_s: float, end: E
     parts = [f"the deadline ({deadline_s:g} s) passed"]
     if unsettled:
         parts.append(f"{unsettled} of {len(sent)} messages neither acknowledged nor dead-lettered")
-        if end.queue_visible + end.queue_in_flight == 0:
+        if _unreported(history, collector, end):
             # The mapping deleted them (or they expired), yet no invocation reported them:
             # what is missing is the evidence, not necessarily the outcome.
-            parts.append("the queue is empty, so no invocation reported them")
+            parts.append(
+                "the queue is empty, so no invocation reported them: their outcome is "
+                "not judged (are the observer layer's lines reaching the observation queue?)"
+            )
     if collector.missing_lines():
         parts.append(f"{collector.missing_lines()} observation lines never arrived")
     if collector.never_ended():
@@ -335,7 +353,7 @@ def run_deployed(
             target=target if target.endpoint_url else None,
         )
         for index, ref in enumerate(refs):
-            names = VariantNames.for_run(run_id, index)
+            names = variant_names(scenario, run_id, index)
             where = Endpoints(
                 queue_url=made.get(names.queue).ident,
                 dlq_url=made.get(names.dlq).ident,

@@ -53,6 +53,7 @@ from loadtest.emulation.envguard import (
     enforce_memory,
     over_memory_peak,
 )
+from loadtest.emulation.layer_environment import CRASH_AFTER_WRITE_ENV, FAULT_SEED_ENV
 
 LOG_TAIL_CHARS = 2000
 
@@ -120,8 +121,9 @@ def load_handler(ref: str) -> Callable[[Any, Any], Any]:
 
 
 class _Faults:
-    """This environment's seeded fault sequence: the handler duration's jitter (drawn by
-    the entry point) and the injected crash, drawn in that order so a run can be reproduced."""
+    """This environment's seeded fault sequence: the handler duration's jitter and the
+    crash mid-handler (drawn by the entry point) and the crash after the handler returned,
+    drawn in that order so a run can be reproduced."""
 
     def __init__(self, crash_p: float, seed: str) -> None:
         self.crash_p = crash_p
@@ -131,8 +133,8 @@ class _Faults:
     def from_environ() -> _Faults:
         env = os.environ
         return _Faults(
-            crash_p=float(env.get("LOADTEST_CRASH_AFTER_WRITE", "0")),
-            seed=env.get("LOADTEST_FAULT_SEED", "0"),
+            crash_p=float(env.get(CRASH_AFTER_WRITE_ENV, "0")),
+            seed=env.get(FAULT_SEED_ENV, "0"),
         )
 
     def crash(self) -> bool:

@@ -44,6 +44,8 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from loadtest.emulation import layer, zygotes
 from loadtest.emulation.handlers import HandlerRef
+from loadtest.emulation.lambda_entry import CRASH_MID_HANDLER_EXIT, CRASH_MID_HANDLER_MESSAGE
+from loadtest.emulation.layer_environment import FAULT_SEED_ENV, KEY_NAMES_ENV
 from loadtest.errors import HandlerRefError
 from loadtest.model.checker.harness import gaps_in
 from loadtest.model.observation import Observation, Observed, SharedValues, collect, decode
@@ -111,7 +113,7 @@ class FunctionConfig:
                 "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.memory_mb),
                 "LOADTEST_PARENT_PID": str(os.getpid()),
                 "LOADTEST_HANDLER": self.handler.ref,
-                "LOADTEST_KEY_NAMES": ",".join(self.key_names),
+                KEY_NAMES_ENV: ",".join(self.key_names),
                 "PYTHONUNBUFFERED": "1",
                 "PYTHONPATH": os.pathsep.join(
                     p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p
@@ -170,8 +172,8 @@ class ExecutionEnvironment:
         with open(self._log_path, "ab") as log:  # noqa: ASYNC230
             env = self.config.environ()
             # Each cold start draws its own fault sequence, reproducibly.
-            seed = f"{env.get('LOADTEST_FAULT_SEED', '0')}:{self.number}:{self.cold_starts}"
-            env["LOADTEST_FAULT_SEED"] = seed
+            seed = f"{env.get(FAULT_SEED_ENV, '0')}:{self.number}:{self.cold_starts}"
+            env[FAULT_SEED_ENV] = seed
             env["LOADTEST_OBSERVATIONS"] = self._observations_path
             layer_dir = os.path.join(self._log_dir, "layer", layer.PYTHON_DIR)
             if not os.path.isdir(layer_dir):  # noqa: ASYNC240 - a local temp folder, once per run
@@ -446,6 +448,8 @@ def out_of_memory_error(memory_mb: int) -> str:
 def _exit_reason(code: int | None, memory_mb: int) -> str:
     if code == OUT_OF_MEMORY_EXIT:
         return out_of_memory_error(memory_mb)
+    if code == CRASH_MID_HANDLER_EXIT:
+        return CRASH_MID_HANDLER_MESSAGE
     return "Runtime exited: the execution environment's process died"
 
 

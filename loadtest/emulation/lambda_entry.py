@@ -1,6 +1,6 @@
 """The observer layer's handler: installs the write observer, then calls the function's own.
 
-Shipped in the observer layer (``loadtest.lambda_layer``) and activated the
+Shipped in the observer layer (``loadtest.emulation.layer``) and activated the
 way tracing and APM layers are: the function's handler is set to
 ``loadtest.emulation.lambda_entry.handler`` and its original handler moves to
 ``LOADTEST_ORIGINAL_HANDLER``. On the first invocation of an execution
@@ -43,12 +43,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadtest.emulation import record_marks
+from loadtest.emulation.layer_environment import (
+    CRASH_MID_HANDLER_ENV,
+    HANDLER_DURATION_ENV,
+    HANDLER_JITTER_ENV,
+    RACE_WINDOW_ENV,
+)
+from loadtest.emulation.layer_environment import KEY_NAMES_ENV as KEY_NAMES_ENV
+from loadtest.emulation.layer_environment import OBSERVATION_QUEUE_ENV as OBSERVATION_QUEUE_ENV
+from loadtest.emulation.layer_environment import ORIGINAL_HANDLER_ENV as ORIGINAL_HANDLER_ENV
+from loadtest.emulation.layer_environment import WATCH_TABLE_ENV as WATCH_TABLE_ENV
 from loadtest.emulation.observer import Sink, WriteObserver
 
-ORIGINAL_HANDLER_ENV = "LOADTEST_ORIGINAL_HANDLER"
-WATCH_TABLE_ENV = "LOADTEST_WATCH_TABLE"
-KEY_NAMES_ENV = "LOADTEST_KEY_NAMES"
-OBSERVATION_QUEUE_ENV = "LOADTEST_OBSERVATION_QUEUE"
+CRASH_MID_HANDLER_EXIT = 86
+"""The exit status of an environment stopped by the crash-mid-handler fault (Lambda
+reports it as ``Runtime exited with error: exit status 86``)."""
+CRASH_MID_HANDLER_MESSAGE = (
+    "Runtime exited right after a write was answered, before the handler saw the answer "
+    "(injected crash mid-handler)"
+)
 
 Handler = Callable[[Any, Any], Any]
 
@@ -135,22 +148,40 @@ def start(
         env[WATCH_TABLE_ENV],
         tuple(env.get(KEY_NAMES_ENV, "id").split(",")),
         sink=counting,
-        race_window_s=int(env.get("LOADTEST_RACE_WINDOW_MS", "0")) / 1000,
+        race_window_s=int(env.get(RACE_WINDOW_ENV, "0")) / 1000,
         clock=clock,
     )
+    rng = rng if rng is not None else random.Random()
+    crash_p = float(env.get(CRASH_MID_HANDLER_ENV, "0"))
+    if crash_p > 0:
+        observer.after_write = _crash_mid_handler(crash_p, rng)
     observer.install()
     original = load() if load is not None else load_original(env[ORIGINAL_HANDLER_ENV])
     return _State(
         observer=observer,
         original=original,
-        duration_ms=int(env.get("LOADTEST_HANDLER_DURATION_MS", "0")),
-        jitter_ms=int(env.get("LOADTEST_HANDLER_JITTER_MS", "0")),
-        rng=rng if rng is not None else random.Random(),
+        duration_ms=int(env.get(HANDLER_DURATION_ENV, "0")),
+        jitter_ms=int(env.get(HANDLER_JITTER_ENV, "0")),
+        rng=rng,
         sink=counting,
         environment=secrets.token_hex(6),
         clock=clock,
         invocation_lines=invocation_lines,
     )
+
+
+def _crash_mid_handler(probability: float, rng: random.Random) -> Callable[[], None]:
+    """The crash-mid-handler fault: after a write is answered, with ``probability``, the
+    process ends at once, as a killed execution environment does. The write and its
+    observation are made (the sink sends each line before returning); no end line, no
+    answer: the invocation fails and its messages come back after the visibility timeout."""
+
+    def maybe_crash() -> None:
+        if rng.random() < probability:
+            os.write(2, f"loadtest: {CRASH_MID_HANDLER_MESSAGE}\n".encode())
+            os._exit(CRASH_MID_HANDLER_EXIT)
+
+    return maybe_crash
 
 
 def _records(event: Any) -> list[dict[str, Any]]:

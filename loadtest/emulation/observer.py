@@ -33,7 +33,8 @@ reported as unobserved, never ignored; a failure of the observer itself is
 reported as the observer's, and the consumer's call goes ahead untouched.
 
 This module owns the hooks' installation and lifecycle, the handler-duration
-and race-window faults, and the order of what is emitted around a call
+and race-window faults, the point after each write's answer (``after_write``,
+where the entry point's crash-mid-handler fault acts), and the order of what is emitted around a call
 (begin line, answer, read record). What a request means is planned in
 ``loadtest.emulation.observer_plans``; what its answer decided is read in
 ``loadtest.emulation.observer_answers``.
@@ -98,6 +99,9 @@ class WriteObserver:
         self.request_id = ""
         """The invocation in progress; set by the execution environment."""
         self.clock = clock
+        self.after_write: Callable[[], None] | None = None
+        """Called once each write's answer is recorded, before the handler sees it: where
+        the crash-mid-handler fault stops the environment between two writes."""
         self._armed_s = 0.0
         self._arm_lock = threading.Lock()
         self._planner = CallPlanner(table_name, key_names, unobserved=self._unobserved)
@@ -232,7 +236,12 @@ class WriteObserver:
         ) -> Any:
             call = _pending(request_context)
             if call is None:
-                result = original_request(client, operation_model, request_dict, request_context)
+                result = observer._send_other(
+                    request_context,
+                    lambda: original_request(
+                        client, operation_model, request_dict, request_context
+                    ),
+                )
                 observer._check_missing(operation_model, result, request_context)
                 return result
             return observer._send(
@@ -286,6 +295,13 @@ class WriteObserver:
 
     # --- sending: around the request, in the order the records must be emitted ---
 
+    def _send_other(self, request_context: Any, send: Callable[[], Any]) -> Any:
+        """A request the observer does not record (another service or table): sent as is.
+
+        ``explore``'s observer overrides it to make calls to other tables points too.
+        """
+        return send()
+
     def _send(self, call: Call, send: Callable[[], Any]) -> Any:
         if call.kind == "read":
             started = self.clock()
@@ -305,6 +321,7 @@ class WriteObserver:
         # stands for it as an indeterminate write.
         http, parsed = send()
         self._answer(call, http, parsed, started, record_id)
+        self._answered()
         return http, parsed
 
     async def _send_async(self, call: Call, send: Callable[[], Awaitable[Any]]) -> Any:
@@ -328,6 +345,7 @@ class WriteObserver:
         started = self._begin(call, record_id)
         http, parsed = await send()
         self._answer(call, http, parsed, started, record_id)
+        self._answered()
         return http, parsed
 
     def _begin(self, call: Call, record_id: str) -> int:
@@ -365,6 +383,11 @@ class WriteObserver:
             )
         except Exception as exc:
             self._fault(call.operation, exc)
+
+    def _answered(self) -> None:
+        """The write's answer is recorded (and sent): the point between two writes."""
+        if self.after_write is not None:
+            self.after_write()
 
     def _read(self, call: Call, http: Any, parsed: Any, started: int, ended: int) -> None:
         if call.read_key is None:

@@ -272,7 +272,7 @@ def _variant_run(
         summaries,
         progress.stopped_early if progress is not None else None,
     )
-    warnings = settings_warnings(settings, scenario.faults, ref.variant)
+    warnings = settings_warnings(settings, scenario.faults, ref.variant, scenario.lint_intended)
     shortfall = rate_warning(rate, summaries)
     if shortfall is not None:
         warnings.append(shortfall)
@@ -360,8 +360,12 @@ async def sweep_async(
 
 @contextmanager
 def backend_target(kind: aws.BackendKind, endpoint_url: str | None) -> Iterator[aws.Target]:
-    """The run's target; for the embedded backend, start it and stop it afterwards."""
-    if kind is aws.BackendKind.EMBEDDED:
+    """The run's target; for the embedded backend, start it and stop it afterwards.
+
+    An embedded backend already running (``endpoint_url`` given with the embedded
+    kind, as a test session shares one) is used as it is, and left running.
+    """
+    if kind is aws.BackendKind.EMBEDDED and endpoint_url is None:
         from loadtest.adapters.backend.embedded import EmbeddedBackend
 
         with EmbeddedBackend() as backend:

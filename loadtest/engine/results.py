@@ -9,13 +9,14 @@ run anything (that is the engine's ``run_variant``) nor drive the workload (``dr
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from loadtest.adapters import aws
+from loadtest.emulation import fault_env
 from loadtest.emulation.runner import (
     Progress,
 )
@@ -104,37 +105,17 @@ class Salvage:
 
 def fault_environment(scenario: Scenario) -> tuple[tuple[str, str], ...]:
     """The scenario's faults as the execution environments read them."""
-    faults = scenario.faults
-    return (
-        ("LOADTEST_HANDLER_DURATION_MS", str(faults.handler_duration_ms)),
-        ("LOADTEST_HANDLER_JITTER_MS", str(faults.handler_jitter_ms)),
-        ("LOADTEST_RACE_WINDOW_MS", str(faults.race_window_ms)),
-        ("LOADTEST_CRASH_AFTER_WRITE", str(faults.crash_after_write)),
-        ("LOADTEST_FAULT_SEED", str(scenario.seed)),
-    )
+    return tuple(fault_env.fault_environment(scenario.faults, seed=scenario.seed).items())
 
 
-def settings_warnings(settings: ConsumerSettings, faults: Faults, variant: str = "") -> list[str]:
-    """Legal but unwise settings, flagged in the report as a likely cause (``loadtest lint``'s too)."""
-    warnings = []
-    slowest_ms = faults.handler_duration_ms + faults.handler_jitter_ms
-    if slowest_ms and settings.visibility_timeout_s * 1000 < slowest_ms:
-        warnings.append(
-            f"visibility timeout ({settings.visibility_timeout_s} s) is shorter than the handler "
-            f"duration (up to {slowest_ms} ms): messages reappear while still being processed and "
-            "are delivered again with the same messageId"
-        )
-    if settings.visibility_timeout_s < settings.function_timeout_s:
-        warnings.append(
-            f"visibility timeout ({settings.visibility_timeout_s} s) is shorter than the function "
-            f"timeout ({settings.function_timeout_s} s): a slow invocation's messages become "
-            "visible again and are delivered twice (AWS recommends at least 6x the function timeout)"
-        )
-    from loadtest.model.lint import lint_warnings
+def settings_warnings(
+    settings: ConsumerSettings, faults: Faults, variant: str = "", intended: Sequence[str] = ()
+) -> list[str]:
+    """Legal but unwise settings, flagged in the report as a likely cause: the rules of
+    ``loadtest.model.lint`` (their one owner), marked where the scenario intends them."""
+    from loadtest.model.lint import run_warnings
 
-    short = settings.visibility_timeout_s < settings.function_timeout_s
-    warnings.extend(lint_warnings(settings, variant, already_short=short))
-    return warnings
+    return run_warnings(settings, faults, variant, intended)
 
 
 async def check_reachable(target: aws.Target) -> None:

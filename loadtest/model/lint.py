@@ -7,7 +7,8 @@ models are judged by the same rules:
 
 - visibility timeout below six times the function timeout (plus the batching
   window): a message still being processed reappears and is delivered again
-  (AWS's own recommendation for SQS event sources);
+  (AWS's own recommendation for SQS event sources); worded more strongly when it is
+  below the function timeout itself;
 - batch size above 10 without a batching window (Lambda refuses it);
 - MaximumConcurrency above the function's reserved concurrency: the mapping
   invokes more than the function may run, the throttled batches return to
@@ -17,6 +18,12 @@ models are judged by the same rules:
 - an idempotency record that expires before the redelivery horizon
   (``maxReceiveCount`` x visibility timeout): a late redelivery finds no record
   and is processed again.
+
+A run's report carries the same findings as warnings (``run_warnings``), with one more
+rule that only a run has: injected handler time longer than the visibility timeout.
+This module is the one owner of these warnings. A scenario that breaks a rule on
+purpose names it in ``[lint] intended``: its warning still shows, marked as intended,
+and ``loadtest lint`` does not fail on it.
 """
 
 from __future__ import annotations
@@ -24,8 +31,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from loadtest.model.scenario import ConsumerSettings, Scenario
+from loadtest.model.settings import ConsumerSettings, Faults
+
+if TYPE_CHECKING:
+    from loadtest.model.scenario import Scenario
 
 POWERTOOLS_DEFAULT_EXPIRY_S = 3600
 """Powertools' ``IdempotencyConfig.expires_after_seconds`` default (one hour)."""
@@ -34,11 +45,24 @@ VISIBILITY_FACTOR = 6
 
 
 class Rule(StrEnum):
+    """The rules, by the name ``loadtest lint`` shows and ``[lint] intended`` takes."""
+
     VISIBILITY = "visibility-timeout"
+    """The visibility timeout is below six times the function timeout plus the batching window."""
     BATCH_WINDOW = "batch-without-window"
+    """A batch size above 10 without a batching window of at least 1 s."""
     CONCURRENCY = "maximum-vs-reserved-concurrency"
+    """MaximumConcurrency above the function's reserved concurrency, or reserved concurrency 0."""
     REDRIVE = "max-receive-count"
+    """A redrive maxReceiveCount below 5, or no redrive policy."""
     EXPIRY = "idempotency-expiry"
+    """Idempotency records that expire before the redelivery horizon."""
+    HANDLER_DURATION = "visibility-vs-handler-duration"
+    """A run's injected handler time outlasts the visibility timeout (run warnings only)."""
+
+
+INTENDED = "intended by the scenario ([lint] intended)"
+"""How a warning the scenario breaks on purpose is marked."""
 
 
 @dataclass(frozen=True)
@@ -72,7 +96,17 @@ def lint(settings: MappingSettings) -> list[Finding]:
     s = settings
     findings: list[Finding] = []
     needed_s = VISIBILITY_FACTOR * s.function_timeout_s + s.batching_window_s
-    if s.visibility_timeout_s < needed_s:
+    if s.visibility_timeout_s < s.function_timeout_s:
+        findings.append(
+            Finding(
+                Rule.VISIBILITY,
+                f"visibility timeout {s.visibility_timeout_s} s is shorter than the function "
+                f"timeout ({s.function_timeout_s} s): a slow invocation's messages become visible "
+                "again and are delivered twice (AWS recommends at least six times the function "
+                f"timeout plus the batching window, {needed_s:g} s)",
+            )
+        )
+    elif s.visibility_timeout_s < needed_s:
         findings.append(
             Finding(
                 Rule.VISIBILITY,
@@ -168,16 +202,32 @@ def from_scenario(scenario: Scenario, variants: Sequence[str] = ()) -> MappingSe
     )
 
 
-def lint_warnings(consumer: ConsumerSettings, variant: str, *, already_short: bool) -> list[str]:
-    """The findings as a run's report warnings (``engine.settings_warnings``).
-
-    ``already_short``: the report already warns that the visibility timeout is
-    shorter than the function timeout, which says more than the 6x rule.
-    """
+def run_findings(consumer: ConsumerSettings, faults: Faults, variant: str) -> list[Finding]:
+    """What a run's report warns about: the handler time it injects against the visibility
+    timeout, then every lint rule its settings break."""
+    findings: list[Finding] = []
+    slowest_ms = faults.handler_duration_ms + faults.handler_jitter_ms
+    if slowest_ms and consumer.visibility_timeout_s * 1000 < slowest_ms:
+        findings.append(
+            Finding(
+                Rule.HANDLER_DURATION,
+                f"visibility timeout ({consumer.visibility_timeout_s} s) is shorter than the "
+                f"handler duration (up to {slowest_ms} ms): messages reappear while still being "
+                "processed and are delivered again with the same messageId",
+            )
+        )
     expiry = POWERTOOLS_DEFAULT_EXPIRY_S if variant == "powertools" else None
-    settings = from_consumer(consumer, source="run", idempotency_expiry_s=expiry)
-    return [
-        finding.message
-        for finding in lint(settings)
-        if not (already_short and finding.rule is Rule.VISIBILITY)
-    ]
+    findings += lint(from_consumer(consumer, source="run", idempotency_expiry_s=expiry))
+    return findings
+
+
+def worded(finding: Finding, intended: Sequence[str] = ()) -> str:
+    """A finding as a warning line, marked when the scenario breaks its rule on purpose."""
+    return f"{INTENDED}: {finding.message}" if finding.rule in intended else finding.message
+
+
+def run_warnings(
+    consumer: ConsumerSettings, faults: Faults, variant: str, intended: Sequence[str] = ()
+) -> list[str]:
+    """A run's settings warnings, as its report lists them (``engine.settings_warnings``)."""
+    return [worded(finding, intended) for finding in run_findings(consumer, faults, variant)]

@@ -49,6 +49,7 @@ File format (every table and key optional)::
 
     [outcome]                           # where a message's outcome is stored
     key = { id = "{id}" }               # the table's key, per attribute; e.g. { pk = "ORDER#{id}", sk = "ORDER" }
+    fields = ["status", "total_cents"]  # what every finished outcome item holds (optional)
 
     [consumer]                          # the event source mapping and the function
     batch_size = 1                      # 1..10; up to 10000 with a batching window >= 1 s
@@ -77,10 +78,14 @@ File format (every table and key optional)::
     handler_jitter_ms = 0               # plus a uniform 0..jitter
     race_window_ms = 0                  # pause after each read of the orders table
     crash_after_write = 0.0             # probability of a crash after the writes, before the ack
+    crash_mid_handler = 0.0             # probability, per write, of a crash once it is answered
     dedup_window_s = 0                  # FIFO: shorten SQS's 300 s deduplication window
 
     [run]
     deadline_s = 120                    # stop and report whatever is unfinished
+
+    [lint]
+    intended = ["visibility-timeout"]   # lint rules broken on purpose: warnings marked intended
 """
 
 from __future__ import annotations
@@ -111,6 +116,7 @@ from loadtest.model.scenario_fields import (
     _check_combinations,
     _check_keys,
     _explicit_messages,
+    _lint,
     _outcome,
     _section,
     _table,
@@ -195,6 +201,8 @@ class Scenario:
     """``[expect] overlap``: the copies of an id are meant to race, so a run in which no two
     deliveries of one id were processed at the same time is inconclusive; False for a
     scenario whose copies are sequential on purpose (resends after completion)."""
+    lint_intended: tuple[str, ...] = ()
+    """Lint rules (``loadtest.model.lint.Rule`` values) this scenario breaks on purpose."""
     source: str = "<memory>"
     """Where the scenario came from (a path or ``builtin:NAME``), for messages."""
 
@@ -287,6 +295,7 @@ def parse_scenario(
             "table",
             "tables",
             "expect",
+            "lint",
             *_SECTIONS,
         },
         source,
@@ -336,6 +345,7 @@ def parse_scenario(
         outcome=_outcome(_table(raw, "outcome", source), source),
         function=function,
         expect_overlap=_value("overlap", expect.get("overlap", True), bool, source, "expect."),
+        lint_intended=_lint(_table(raw, "lint", source), source),
         source=source,
     )
 
@@ -376,6 +386,8 @@ def to_raw(scenario: Scenario) -> dict[str, Any]:
     raw.update(scenario.function.to_raw())
     if scenario.outcome.fields:
         raw.setdefault("outcome", {})["fields"] = list(scenario.outcome.fields)
+    if scenario.lint_intended:
+        raw["lint"] = {"intended": list(scenario.lint_intended)}
     return raw
 
 

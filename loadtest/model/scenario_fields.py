@@ -16,6 +16,7 @@ from typing import Any
 
 from loadtest.errors import ScenarioError
 from loadtest.model.history import OutcomeKey
+from loadtest.model.lint import Rule
 from loadtest.model.settings import (
     FIFO_BATCH_MAX,
     LIMITS,
@@ -290,6 +291,25 @@ def _allow(raw: Mapping[str, Any], source: str) -> tuple[tuple[str, tuple[str, .
             )
         out.append((str(variant), tuple(names)))
     return tuple(out)
+
+
+def _lint(raw: Mapping[str, Any], source: str) -> tuple[str, ...]:
+    """``[lint] intended = ["visibility-timeout", ...]``: lint rules the scenario breaks on
+    purpose (its warnings are then marked as intended, and ``loadtest lint`` passes)."""
+    _check_keys(raw, {"intended"}, source, "lint")
+    names = raw.get("intended", [])
+    allowed = ", ".join(rule.value for rule in Rule)
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ScenarioError(
+            f"{source}: lint.intended must be a list of rule names; allowed: {allowed}"
+        )
+    for name in names:
+        if name not in {rule.value for rule in Rule}:
+            raise ScenarioError(
+                f"{source}: lint.intended contains {name!r}, which is not a lint rule; "
+                f"allowed: {allowed}"
+            )
+    return tuple(dict.fromkeys(names))
 
 
 def _explicit_messages(raw: Any, source: str) -> list[ExplicitMessage]:

@@ -240,6 +240,18 @@ class Faults:
     )
     """Probability (0..1) that an invocation's environment crashes after the handler
     returned — its writes made — and before the messages are acknowledged."""
+    crash_mid_handler: float = field(
+        default=0.0,
+        metadata=_override(
+            "Fault: probability of a crash right after each write is answered.",
+            "P",
+            "Fault: crash-mid-handler probabilities.",
+        ),
+    )
+    """Probability (0..1), drawn at each write to the orders table, that the execution
+    environment is killed right after the write is answered and before the handler sees
+    the answer: the invocation fails between two writes, its messages come back after
+    the visibility timeout. Injected by the observer, locally and in the deployed layer."""
 
     dedup_window_s: float = field(
         default=0.0,
@@ -262,6 +274,8 @@ class Faults:
             parts.append(f"race window {self.race_window_ms} ms")
         if self.crash_after_write:
             parts.append(f"crash after write {self.crash_after_write:.0%}")
+        if self.crash_mid_handler:
+            parts.append(f"crash mid-handler {self.crash_mid_handler:.0%} per write")
         if self.dedup_window_s:
             parts.append(
                 f"FIFO deduplication window shortened to {self.dedup_window_s:g} s "
@@ -322,6 +336,7 @@ LIMITS: dict[str, tuple[float, float]] = {
     "handler_jitter_ms": (0, 900_000),
     "race_window_ms": (0, 60_000),
     "crash_after_write": (0, 1),
+    "crash_mid_handler": (0, 1),
     "dedup_window_s": (0, DEDUP_WINDOW_S),
     "message_groups": (1, 100_000),
     "deadline_s": (1, 86_400),

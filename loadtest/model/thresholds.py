@@ -39,7 +39,7 @@ Grammar (spaces around tokens are optional)::
   applies to every variant. The variant is everything before the *last* colon,
   so a handler reference such as ``pkg.mod:handler`` works as a scope.
 
-Relaxing the default verdict (DESIGN.md: a demonstration scenario may expect
+Relaxing the default verdict (a demonstration scenario may expect
 the racy variant to fail). Two pieces, both explicit:
 
 1. *Expect* the failure with an ordinary threshold, which passes only when the

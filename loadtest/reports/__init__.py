@@ -1,6 +1,6 @@
 """Reports: the JSON document of a run, and every way it is shown.
 
-Owns the report model (``report``: DESIGN.md's JSON contract, built from an
+Owns the report model (``report``: the JSON report's contract, built from an
 engine result), its checks (``reportcheck``), the terminal table
 (``render``), the HTML page (``html`` and ``templates/``), Markdown, JUnit
 and .hgrm (``formats``) and the regression diff (``diff``). Renders from the

@@ -138,6 +138,11 @@ def markdown_summary(report: Mapping[str, Any]) -> str:
         cells += [_cell(read(run)) for _, read in COLUMNS]
         lines.append("| " + " | ".join(cells) + " |")
 
+    faulted = [(run, run["faults"]) for run in runs if run.get("faults", "none") != "none"]
+    if faulted:
+        lines += ["", "### Faults injected (opt-in)", ""]
+        lines += [f"- {_code(str(run['variant']))}: {faults}" for run, faults in faulted]
+
     failed = [
         (run, result)
         for run in runs

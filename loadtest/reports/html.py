@@ -134,7 +134,7 @@ def _count_cells(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 )
             cells.append({"text": "–" if value is None else f"{value:,}", "level": level})
         if name not in COUNT_ORDER and not any(c["level"] for c in cells):
-            continue  # counts beyond DESIGN.md's list only when they have something to say
+            continue  # counts beyond COUNT_ORDER only when they have something to say
         rows.append({"name": name, "cells": cells, "flag": any(c["level"] == "bad" for c in cells)})
     return rows
 

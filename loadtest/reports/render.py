@@ -285,4 +285,9 @@ def render(report: dict[str, Any], metric: str | None = None) -> RenderableType:
 
         first = metric or report.get("sweep_metric")
         return Group(*grid_tables(report, first), sweep_table(report), *details(report))
+    if report.get("explore"):
+        # An explore report: what the search did and its counterexample, as explore printed it.
+        from loadtest.reports.explore import explore_text
+
+        return Text(explore_text(report))
     return Group(summary_table(report), *details(report))

@@ -1,7 +1,7 @@
-"""The report model: a run's results as the JSON document of DESIGN.md.
+"""The report model: a run's results as the JSON report (``schema_version`` 1).
 
 Pure: turns a ``RunResult`` into plain data (``schema_version`` 1) and reads
-one back for re-rendering. Keys named in DESIGN.md's report contract are
+one back for re-rendering. Its keys (``reportcheck`` names the required ones) are
 relied on by other tools; everything else is additive. Receipt handles are
 never included.
 """
@@ -479,8 +479,8 @@ def _raw_report(result: RunResult, command: str | None, prices: Prices | None) -
 
 
 def verdict_exit_code(report: Mapping[str, Any]) -> int:
-    """The exit code a report's verdicts make (DESIGN.md): 1 if any run failed (or a
-    threshold on a repeat's statistics), else 4 if any was inconclusive, else 0."""
+    """The exit code a report's verdicts make: 1 if any run failed (or a threshold on a
+    repeat's statistics), else 4 if any was inconclusive, else 0."""
     verdicts = {str(run.get("verdict")) for run in report.get("runs", [])}
     if verdicts - {"pass", "inconclusive"} or repeat_failed(report):
         return 1

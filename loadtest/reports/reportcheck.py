@@ -39,7 +39,7 @@ REQUIRED_COUNTS = (
     "handler_errors",
     "unsettled",
 )
-"""The counts every renderer and the regression check read (DESIGN.md's vocabulary)."""
+"""The counts every renderer and the regression check read (the report's vocabulary)."""
 
 
 def missing_keys(report: Mapping[str, Any]) -> list[str]:

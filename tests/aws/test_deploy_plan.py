@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 import tomllib
+from importlib.resources import files
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -23,9 +25,12 @@ from loadtest.deploy.deploy_plan import (
 )
 from loadtest.emulation.handlers import parse_ref
 from loadtest.errors import ScenarioError
+from loadtest.model.prices import default_prices, load_prices
 from loadtest.model.scenario import Scenario, load_scenario, parse_scenario
 
 runner = CliRunner()
+PRICES = default_prices()
+"""Read once, outside the property tests' timed examples."""
 
 
 def test_plan_lists_every_resource_of_each_variant_tagged_with_the_run() -> None:
@@ -72,6 +77,19 @@ def test_plan_lists_every_resource_of_each_variant_tagged_with_the_run() -> None
     assert kinds.index(Kind.ROLE) < kinds.index(Kind.FUNCTION) < kinds.index(Kind.MAPPING)
 
 
+def test_the_layer_injects_the_crash_mid_handler_but_not_the_crash_after_return() -> None:
+    scenario = load_scenario("seed-lab").with_overrides(
+        crash_mid_handler=0.25, crash_after_write=0.5, race_window_ms=7
+    )
+    plan = plan_deploy(scenario, [parse_ref("conditional")], run_id="r", region="us-east-1")
+    env = plan.named("loadtest-r-0-fn").settings["Environment"]["Variables"]
+    prefixes = ("LOADTEST_CRASH", "LOADTEST_RACE", "LOADTEST_HANDLER_")
+    faults = {k: v for k, v in env.items() if k.startswith(prefixes)}
+    assert faults == {"LOADTEST_CRASH_MID_HANDLER": "0.25", "LOADTEST_RACE_WINDOW_MS": "7"}
+    assert any("crash_after_write is not injected" in note for note in plan.notes)
+    assert any("crash_mid_handler is injected by the observer layer" in n for n in plan.notes)
+
+
 def test_concurrency_below_two_uses_reserved_concurrency_and_says_so() -> None:
     scenario = load_scenario("seed-lab")  # concurrency 1, as the lab's batch-size-1 mapping
     plan = plan_deploy(scenario, [parse_ref("conditional")], run_id="r", region="us-east-1")
@@ -98,12 +116,12 @@ def test_cost_grows_with_messages_and_never_below_the_expected(
     scenario = load_scenario("race-burst").with_overrides(
         batch_size=batch_size, distinct_ids=ids, copies=copies, memory_mb=memory_mb
     )
-    cost = estimate_cost(scenario, 2)
+    cost = estimate_cost(scenario, 2, PRICES)
     assert cost.messages == ids * copies * 2
     assert cost.invocations == -(-ids * copies // batch_size) * 2
     assert 0 < cost.gb_s_expected <= cost.gb_s_max
     assert cost.usd_expected <= cost.usd_max
-    bigger = estimate_cost(scenario.with_overrides(copies=copies + 1), 2)
+    bigger = estimate_cost(scenario.with_overrides(copies=copies + 1), 2, PRICES)
     assert bigger.invocations >= cost.invocations and bigger.sqs_requests > cost.sqs_requests
 
 
@@ -117,6 +135,54 @@ def test_render_names_resources_permissions_and_cost() -> None:
     assert "lambda:CreateEventSourceMapping" in text and "iam:PassRole" in text
     assert "GB-seconds" in text and "Lambda requests: 4" in text
     assert "loadtest:run=r9" in text
+    assert "Cost estimate (us-east-1 list prices as of " in text
+    assert "pass --prices" not in text  # the plan's region is the prices' region
+
+
+def test_the_plan_is_priced_with_the_run_s_price_table_and_names_its_region(
+    tmp_path: Path,
+) -> None:
+    prices = default_prices()
+    scenario = load_scenario("seed-lab")
+    base = plan_deploy(scenario, [parse_ref("conditional")], run_id="p", region="eu-west-1")
+    table = tmp_path / "eu-west-1.toml"
+    text = files("loadtest.model.prices").joinpath("us-east-1.toml").read_text(encoding="utf-8")
+    table.write_text(
+        text.replace('region = "us-east-1"', 'region = "eu-west-1"').replace(
+            "per_million_requests = 0.20", "per_million_requests = 0.40"
+        ),
+        encoding="utf-8",
+    )
+    doubled = load_prices(table)
+    assert doubled.lambda_per_million_requests == 2 * prices.lambda_per_million_requests
+    plan = plan_deploy(
+        scenario, [parse_ref("conditional")], run_id="p", region="eu-west-1", prices=doubled
+    )
+    cost, was = plan.cost, base.cost
+    assert cost.usd_expected - was.usd_expected == pytest.approx(
+        cost.invocations * prices.lambda_per_million_requests / 1e6
+    )
+    shown = render_plan(plan)
+    assert f"Cost estimate (eu-west-1 list prices as of 2025-06-01 ({table})" in shown
+    assert "pass --prices" not in shown
+    # The committed table is us-east-1's: a plan elsewhere says so.
+    assert "the prices are us-east-1's, the plan's region is eu-west-1" in render_plan(base)
+    # A FIFO queue's requests are priced at the FIFO rate.
+    fifo = estimate_cost(scenario.with_overrides(fifo=True), 1, prices)
+    standard = estimate_cost(scenario, 1, prices)
+    assert fifo.sqs_requests == standard.sqs_requests
+    assert fifo.usd_expected - standard.usd_expected == pytest.approx(
+        standard.sqs_requests
+        * (prices.sqs_fifo_per_million_requests - prices.sqs_standard_per_million_requests)
+        / 1e6
+    )
+
+
+def test_run_plan_takes_the_prices_option() -> None:
+    bad = runner.invoke(
+        app, ["run", "seed-lab", "--target", "aws", "--plan", "--prices", "/nonexistent.toml"]
+    )
+    assert bad.exit_code == 2 and "cannot read price table /nonexistent.toml" in bad.output
 
 
 def test_run_plan_exits_zero_without_credentials_or_network() -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from loadtest.deploy.collect import InvocationEnd, InvocationStart, parse
 from loadtest.deploy.lambda_deploy import Clients, layer_modules, layer_zip
-from loadtest.emulation import lambda_entry
+from loadtest.emulation import lambda_entry, layer_environment
 from loadtest.model.history import WriteOutcome, WriteRecord
 
 
@@ -122,6 +122,33 @@ def test_a_raising_handler_reports_an_exception_end(aws: Clients, entry: str) ->
     (end,) = [o for o in map(parse, _lines(aws, entry)) if isinstance(o, InvocationEnd)]
     assert (end.request_id, end.outcome, end.failed) == ("r1", "exception", ())
     assert end.error is not None and end.error.startswith("ValueError")
+
+
+class _Killed(BaseException):
+    """Stands for the process ending (``os._exit``) inside the test process."""
+
+
+def test_the_crash_mid_handler_ships_the_write_then_ends_the_process(
+    aws: Clients, entry: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(layer_environment.CRASH_MID_HANDLER_ENV, "1")
+    codes: list[int] = []
+
+    def exit_now(code: int) -> None:
+        codes.append(code)
+        raise _Killed
+
+    monkeypatch.setattr(os, "_exit", exit_now)
+    with pytest.raises(_Killed):
+        lambda_entry.handler(_event({"id": "dedup-order", "quantity": 4}, "m1"), _Context("r1"))
+    assert codes == [lambda_entry.CRASH_MID_HANDLER_EXIT]
+    parsed = [parse(line) for line in _lines(aws, entry)]
+    # The write was answered and shipped; the invocation never ended (a crash to the collector).
+    writes = [o for o in parsed if isinstance(o, WriteRecord)]
+    assert [(w.request_id, w.outcome) for w in writes] == [("r1", WriteOutcome.ACCEPTED)]
+    assert [type(o) for o in parsed if isinstance(o, (InvocationStart, InvocationEnd))] == [
+        InvocationStart
+    ]
 
 
 def test_a_bad_original_handler_is_named() -> None:

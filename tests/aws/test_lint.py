@@ -14,8 +14,16 @@ from loadtest.deploy.lambda_deploy import Clients, Deployed, deploy, function_zi
 from loadtest.deploy.lint_aws import deployed_settings
 from loadtest.emulation.handlers import parse_ref
 from loadtest.engine import settings_warnings
-from loadtest.model.lint import MappingSettings, Rule, from_scenario, lint
-from loadtest.model.scenario import Faults, load_scenario
+from loadtest.errors import ScenarioError
+from loadtest.model.lint import (
+    INTENDED,
+    MappingSettings,
+    Rule,
+    from_scenario,
+    lint,
+    run_findings,
+)
+from loadtest.model.scenario import Faults, builtin_scenarios, load_scenario, parse_scenario, to_raw
 from tests.aws.conftest import REGION
 
 runner = CliRunner()
@@ -79,27 +87,88 @@ def test_a_scenario_with_powertools_checks_the_record_expiry() -> None:
 
 
 def test_the_same_warnings_reach_every_report() -> None:
-    consumer = load_scenario("seed-lab").consumer  # the lab: 30 s / 30 s, maxReceiveCount 3
-    warnings = settings_warnings(consumer, Faults(), "conditional")
-    expected = [f.message for f in lint(from_scenario(load_scenario("seed-lab")))]
+    scenario = load_scenario("race-burst").with_overrides(
+        visibility_timeout_s=30, max_receive_count=3
+    )  # 30 s / 30 s, maxReceiveCount 3
+    warnings = settings_warnings(scenario.consumer, Faults(), "conditional")
+    expected = [f.message for f in lint(from_scenario(scenario))]
     assert warnings == expected and len(warnings) == 2
 
 
+def test_a_visibility_timeout_below_the_function_timeout_is_one_warning_worded_strongly() -> None:
+    consumer = load_scenario("race-burst").with_overrides(visibility_timeout_s=10).consumer
+    (warning,) = settings_warnings(consumer, Faults(), "conditional")
+    assert warning.startswith("visibility timeout 10 s is shorter than the function timeout (30 s)")
+    assert "180 s" in warning
+
+
+def test_intended_rules_are_marked_in_the_report_and_the_others_are_not() -> None:
+    lab = load_scenario("seed-lab")  # the reference lab's 30 s / 30 s, maxReceiveCount 3
+    assert lab.lint_intended == ("visibility-timeout", "max-receive-count")
+    plain = settings_warnings(lab.consumer, Faults(), "conditional")
+    marked = settings_warnings(lab.consumer, Faults(), "conditional", ("max-receive-count",))
+    assert len(plain) == 2
+    assert marked == [plain[0], f"{INTENDED}: {plain[1]}"]
+
+
+def test_every_builtin_scenario_breaks_exactly_the_rules_it_intends() -> None:
+    # Built-in scenarios follow the lint's advice unless breaking it is their point, and
+    # then they say so: an intended rule that no longer fires is stale, an unintended
+    # finding is a warning on the scenario's first screen.
+    for name, scenario in builtin_scenarios().items():
+        fired = {
+            finding.rule.value
+            for variant in scenario.variants
+            for finding in run_findings(scenario.consumer, scenario.faults, variant)
+        }
+        assert fired == set(scenario.lint_intended), name
+
+
+def test_lint_intended_is_validated_and_kept_in_the_report() -> None:
+    raw = {"workload": {"distinct_ids": 1}, "lint": {"intended": ["visibility-timeout"]}}
+    scenario = parse_scenario(raw, source="s.toml")
+    assert scenario.lint_intended == ("visibility-timeout",)
+    assert to_raw(scenario)["lint"] == {"intended": ["visibility-timeout"]}
+    assert "lint" not in to_raw(parse_scenario({"workload": {}}, source="s.toml"))
+    for bad, says in (
+        ({"intended": ["visibility"]}, "'visibility', which is not a lint rule; allowed: "),
+        ({"intended": "visibility-timeout"}, "lint.intended must be a list of rule names"),
+        ({"ignored": []}, "unknown key lint.'ignored'"),
+    ):
+        try:
+            parse_scenario({"workload": {}, "lint": bad}, source="s.toml")
+        except ScenarioError as exc:
+            assert says in str(exc) and str(exc).startswith("s.toml: "), exc
+        else:
+            raise AssertionError(f"{bad} was accepted")
+
+
 def test_cli_lint_scenario_exit_codes() -> None:
-    found = runner.invoke(app, ["lint", "seed-lab"])
-    assert found.exit_code == 1 and "[max-receive-count]" in found.output
-    clean = runner.invoke(app, ["lint", str(_clean_scenario())])
+    found = runner.invoke(app, ["lint", _scenario(max_receive_count=3)])
+    assert found.exit_code == 1 and "WARN" in found.output and "[max-receive-count]" in found.output
+    clean = runner.invoke(app, ["lint", _scenario()])
     assert clean.exit_code == 0, clean.output
     assert runner.invoke(app, ["lint"]).exit_code == 2
 
 
-def _clean_scenario() -> str:
+def test_cli_lint_shows_intended_findings_as_notes_and_passes() -> None:
+    intended = runner.invoke(
+        app, ["lint", _scenario(max_receive_count=3, intended='["max-receive-count"]')]
+    )
+    assert intended.exit_code == 0, intended.output
+    assert "NOTE" in intended.output and "WARN" not in intended.output
+    assert f"[max-receive-count] {INTENDED}: redrive maxReceiveCount 3" in intended.output
+
+
+def _scenario(max_receive_count: int = 5, intended: str | None = None) -> str:
     import tempfile
 
     text = (
         'name = "clean"\n[consumer]\nvisibility_timeout_s = 180\nfunction_timeout_s = 30\n'
-        "max_receive_count = 5\nconcurrency = 4\n"
+        f"max_receive_count = {max_receive_count}\nconcurrency = 4\n"
     )
+    if intended is not None:
+        text += f"[lint]\nintended = {intended}\n"
     with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as handle:
         handle.write(text)
     return handle.name

@@ -10,6 +10,7 @@ and leaves it exactly as it was.
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 
@@ -177,3 +178,27 @@ def test_attach_observes_a_deployed_function_and_restores_it(ministack: str) -> 
         name, version = layer.split(":")[-2:]
         clients.lambda_.delete_layer_version(LayerName=name, VersionNumber=int(version))
         clients.sqs.delete_queue(QueueUrl=observations)
+
+
+def test_doctor_measures_the_mapping_and_leaves_nothing_tagged(ministack: str) -> None:
+    from typer.testing import CliRunner
+
+    from loadtest.adapters.doctor_mapping import MAPPING_CHECK_NAMES
+    from loadtest.cli import app
+    from loadtest.deploy.lambda_cleanup import find_tagged
+
+    clients, _ = make_clients(ministack)
+    before = {f.run_id for f in find_tagged(clients)}
+    result = CliRunner().invoke(
+        app, ["doctor", "--endpoint-url", ministack, "--keys", "10", "--rounds", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    for name in MAPPING_CHECK_NAMES:
+        assert f"PASS  {name}" in result.output
+    # The measured figures, as MiniStack's mapping runs the probe.
+    peak = re.search(r"(\d+) invocation\(s\) at once at most for a burst of 8", result.output)
+    assert peak is not None and int(peak.group(1)) >= 2  # 8 on an idle machine
+    assert "while it was still running" in result.output
+    assert "1 of 1 record(s) named in batchItemFailures came back, 0 of 3 others" in result.output
+    assert "6 of 6 messages of one group delivered, in send order" in result.output
+    assert {f.run_id for f in find_tagged(clients)} == before

@@ -1,4 +1,4 @@
-"""Issue 12's pure pieces: handle fragments, report validation, the capacity estimate, report names."""
+"""Pure ceilings and guards: handle fragments, report validation, the capacity estimate, report names."""
 
 from __future__ import annotations
 

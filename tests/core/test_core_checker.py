@@ -1,4 +1,4 @@
-"""loadtest.model.checker: counts and verdicts on synthetic histories (DESIGN.md, "Counts")."""
+"""loadtest.model.checker: counts and verdicts on synthetic histories."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""loadtest.reports.report.build_report: DESIGN.md's JSON contract, built from hand-made runs."""
+"""loadtest.reports.report.build_report: the JSON report's contract, built from hand-made runs."""
 
 from __future__ import annotations
 

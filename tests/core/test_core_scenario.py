@@ -95,7 +95,7 @@ def test_valid_file_parses_every_field(tmp_path: Path) -> None:
 
 
 def test_empty_file_is_refused(tmp_path: Path) -> None:
-    # An empty file used to run a default 300-message workload silently (issue 12).
+    # An empty file must not run a default 300-message workload silently.
     path = write_toml(tmp_path, "", name="my-empty.toml")
     with pytest.raises(ScenarioError, match="the scenario is empty"):
         load_scenario(str(path))
@@ -169,8 +169,8 @@ def test_unknown_keys_are_refused_with_the_allowed_keys(raw: dict[str, Any], fie
 
 def test_unknown_key_messages_list_the_allowed_keys_of_each_table() -> None:
     assert refusal({"bogus": 1}).endswith(
-        "allowed: consumer, description, expect, faults, name, outcome, run, seed, table, tables, "
-        "thresholds, variants, verdict, workload"
+        "allowed: consumer, description, expect, faults, lint, name, outcome, run, seed, table, "
+        "tables, thresholds, variants, verdict, workload"
     )
     assert refusal({"expect": {"bogus": 1}}).endswith(
         "unknown key expect.'bogus'; allowed: overlap"
@@ -188,8 +188,8 @@ def test_unknown_key_messages_list_the_allowed_keys_of_each_table() -> None:
         "function_timeout_s, max_receive_count, memory_mb, report_batch_item_failures, visibility_timeout_s"
     )
     assert refusal({"faults": {"bogus": 1}}).endswith(
-        "allowed: crash_after_write, dedup_window_s, handler_duration_ms, handler_jitter_ms, "
-        "race_window_ms"
+        "allowed: crash_after_write, crash_mid_handler, dedup_window_s, handler_duration_ms, "
+        "handler_jitter_ms, race_window_ms"
     )
     assert refusal({"run": {"bogus": 1}}).endswith("allowed: deadline_s, max_backlog, producers")
     assert refusal({"workload": {"messages": [{"body": {}, "bogus": 1}]}}).endswith(
@@ -285,6 +285,10 @@ def test_wrong_types_are_refused(raw: dict[str, Any], expected: str) -> None:
         (
             {"run": {"deadline_s": 0.5}},
             "test.toml: run.deadline_s = 0.5 is out of range; allowed 1..86400",
+        ),
+        (
+            {"faults": {"crash_mid_handler": 1.5}},
+            "test.toml: faults.crash_mid_handler = 1.5 is out of range; allowed 0..1",
         ),
     ],
 )
@@ -491,10 +495,13 @@ def test_to_raw_is_plain_data() -> None:
             "handler_jitter_ms": 0,
             "race_window_ms": 0,
             "crash_after_write": 0.0,
+            "crash_mid_handler": 0.0,
             "dedup_window_s": 0.0,
         },
         "run": {"deadline_s": 120.0, "max_backlog": 0, "producers": 1},
         "expect": {"overlap": False},
+        # The reference lab's queue settings are kept on purpose (its lint warnings intended).
+        "lint": {"intended": ["visibility-timeout", "max-receive-count"]},
     }
 
 

@@ -27,6 +27,10 @@ def test_doctor_passes_on_the_embedded_backend(backend_url: str) -> None:
         "visibility-hides-message",
         "redelivery-increments-receive-count",
         "redrive-to-dlq",
+        "mapping-concurrency",
+        "visibility-redelivers-in-flight",
+        "partial-batch-response",
+        "fifo-mapping-order",
     ):
         assert f"PASS  {name}" in result.output
 

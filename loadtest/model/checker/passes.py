@@ -278,9 +278,8 @@ class Judging:
         if business_id is None:
             self.side_writes += 1
             owner = side_business_id(record, ref)
-            self._early(
-                Decision(record, ref, owner, message_id(ref, owner, 0), Role.SIDE), position
-            )
+            made_for = marked_record(record, ref, owner) or message_id(ref, owner, 0)
+            self._early(Decision(record, ref, owner, made_for, Role.SIDE), position)
             return
         self.outcome_writes[record.outcome] += 1
         if record.outcome is WriteOutcome.ACCEPTED:
@@ -359,6 +358,17 @@ def side_business_id(record: WriteRecord, ref: InvocationRef) -> str | None:
         if carries_id(item, record.key, business_id):
             return business_id
     return ids[0] if len(ids) == 1 else None
+
+
+def marked_record(record: WriteRecord, ref: InvocationRef, business_id: str | None) -> str | None:
+    """The record a side write names (the one the handler was on), when it is one of its
+    invocation's records of ``business_id`` (of any, when that is None)."""
+    if not record.record_id:
+        return None
+    for r in ref.records:
+        if r.message_id == record.record_id and business_id in (None, r.business_id):
+            return r.message_id
+    return None
 
 
 def message_id(ref: InvocationRef, business_id: str | None, copy_index: int) -> str | None:

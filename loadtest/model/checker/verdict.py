@@ -1,6 +1,6 @@
 """The vocabulary of a judged run: counts, write roles, decisions and the verdict rule.
 
-Owns what the checker's answers are made of (DESIGN.md, "Counts"): the
+Owns what the checker's answers are made of: the
 ``Counts`` of a variant run, which of them fail the default verdict or leave it
 inconclusive (``BAD_WHEN_NONZERO``, ``INCONCLUSIVE_WHEN_NONZERO``), the
 ``Role`` of each judged write, the ``Check`` that carries them (its decisions
@@ -92,7 +92,7 @@ default verdict or leave it inconclusive."""
 
 @dataclass(frozen=True)
 class Counts:
-    """The counts of one variant run (DESIGN.md, "Counts")."""
+    """The counts of one variant run (each documented in docs/verdict-and-counts.md)."""
 
     messages_sent: int
     distinct_ids: int
@@ -294,7 +294,7 @@ The other failing counts are writes and dead letters that happened: evidence eit
 
 
 def default_reasons(counts: Counts, *, timed_out: bool, cut_short: bool = False) -> list[str]:
-    """The default verdict's failures: DESIGN.md's rule, one sentence each.
+    """The default verdict's failures, one sentence each.
 
     With ``cut_short``, the counts in ``NOT_JUDGED_WHEN_CUT_SHORT`` are left out
     (``cut_short_reasons`` words them).

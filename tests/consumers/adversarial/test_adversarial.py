@@ -289,7 +289,7 @@ def test_increment_with_its_own_return_values_fails(increment_returning: Variant
     # and sees neither the old image nor the whole new item: whether each repeat changed
     # the outcome is not known, and the report says so instead of guessing (the verdict
     # still fails on the duplicates). A known limit: an ADD of a non-zero number changes
-    # any item, which a later session may teach the checker.
+    # any item, which the checker does not yet use.
     assert c.conflicting_writes == 0
     assert any("could not compute" in note for note in run.check.notes)
 

@@ -1,0 +1,293 @@
+"""``explore``: search the schedules of a few deliveries for one that fails, and shrink it.
+
+Runs a session (``loadtest.engine.explore_session``) on the embedded backend
+(or an endpoint), then, by strategy:
+
+- ``exhaustive``: every schedule the DFS of ``loadtest.model.explore_search``
+  yields, until one fails, the space is covered, or ``budget`` schedules ran;
+- ``pct``: ``budget`` PCT schedules, seeded by ``seed``, until one fails;
+- a ``schedule`` token: exactly that schedule, once.
+
+The first failing schedule is shrunk (``loadtest.model.explore_shrink``) and
+replayed once more to record the counterexample's steps. Every schedule is
+judged by the checker, as a run is.
+
+Owns the search loop and the result; prints nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from loadtest.adapters import aws
+from loadtest.emulation.explore_runs import ExploreSettings
+from loadtest.emulation.explore_steps import Step
+from loadtest.emulation.handlers import HandlerRef
+from loadtest.engine.explore_session import FRESH_SEPARATOR, Judged, Session, explored_messages
+from loadtest.engine.results import VariantRun
+from loadtest.errors import InputError
+from loadtest.model.explore import Fault, Option, Replay, Schedule, schedule_of
+from loadtest.model.explore_search import Exhaustive, Pct
+from loadtest.model.explore_shrink import shrink
+from loadtest.model.function_config import extra_table_name
+from loadtest.model.history import SentMessage
+from loadtest.model.metrics import latencies
+from loadtest.model.scenario import Scenario
+
+STRATEGIES = ("exhaustive", "pct")
+DEFAULT_BUDGET = 2000
+PCT_DEPTH = 3
+
+
+@dataclass(frozen=True)
+class ExploreOptions:
+    """What to explore and how (the command's options)."""
+
+    strategy: str = "exhaustive"
+    budget: int = DEFAULT_BUDGET
+    """Most schedules to run (shrinking not included)."""
+    faults: tuple[Fault, ...] = ()
+    max_faults: int = 1
+    schedule: Schedule | None = None
+    """Replay exactly this schedule instead of searching."""
+    seed: int = 0
+    copies: int | None = None
+    distinct_ids: int = 1
+    clock_jump_s: float | None = None
+    """How far a ``clock`` fault moves time; default the function timeout minus one second."""
+
+    def check(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise InputError(
+                f"strategy {self.strategy!r} is not known; allowed: {', '.join(STRATEGIES)}"
+            )
+        if self.budget < 1:
+            raise InputError(f"budget {self.budget} must be at least 1 schedule")
+        if self.max_faults < 0:
+            raise InputError(f"max_faults {self.max_faults} must be 0 or more")
+        if self.copies is not None and not 1 <= self.copies <= 8:
+            raise InputError(
+                f"copies {self.copies} must be 1 to 8 (each copy multiplies the schedules)"
+            )
+        if not 1 <= self.distinct_ids <= 4:
+            raise InputError(f"distinct_ids {self.distinct_ids} must be 1 to 4")
+
+
+@dataclass
+class Counterexample:
+    schedule: Schedule
+    steps: list[Step]
+    judged: Judged
+
+
+@dataclass
+class ExploreResult:
+    scenario: Scenario
+    ref: HandlerRef
+    target: aws.Target
+    options: ExploreOptions
+    messages: list[SentMessage]
+    schedules_run: int = 0
+    schedules_failed: int = 0
+    schedules_inconclusive: int = 0
+    exhaustive: bool = False
+    bound: str | None = None
+    counterexample: Counterexample | None = None
+    shown: Judged | None = None
+    """The schedule the report's run shows: the counterexample, else an inconclusive one, else the first."""
+    elapsed_s: float = 0.0
+    blocked: int = 0
+    nondeterministic: int = 0
+    shrink_tries: int = 0
+    inconclusive_reasons: list[str] = field(default_factory=list)
+
+    @property
+    def schedules_per_s(self) -> float:
+        return self.schedules_run / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+def _settings(scenario: Scenario, options: ExploreOptions) -> ExploreSettings:
+    consumer = scenario.consumer
+    jump = options.clock_jump_s
+    if jump is None:
+        jump = max(1.0, consumer.function_timeout_s - 1.0)
+    return ExploreSettings(
+        visibility_timeout_s=consumer.visibility_timeout_s,
+        function_timeout_s=consumer.function_timeout_s,
+        max_receive_count=consumer.max_receive_count,
+        faults=options.faults,
+        max_faults=options.max_faults if options.faults else 0,
+        clock_jump_s=jump,
+    )
+
+
+def _plain(judged: Judged, business_ids: set[str], tables: dict[str, str]) -> list[Step]:
+    """The steps with each fresh business id (``id~N``) shown as the scenario's, and each
+    message id as ``message-N`` (N: the copy), and the session's tables by the variable
+    that names them (``tables``): the same in every schedule and replay."""
+    pattern = re.compile(
+        "("
+        + "|".join(re.escape(b) for b in sorted(business_ids, key=len, reverse=True))
+        + ")"
+        + re.escape(FRESH_SEPARATOR)
+        + r"\d+"
+    )
+    message_ids = {m.message_id: f"message-{i + 1}" for i, m in enumerate(judged.history.sent)}
+    steps = []
+    for step in judged.execution.steps:
+        text = json.dumps(step.to_dict())
+        if business_ids:
+            text = pattern.sub(r"\1", text)
+        for fresh, plain in [*message_ids.items(), *tables.items()]:
+            if fresh:
+                text = text.replace(fresh, plain)
+        steps.append(Step(**json.loads(text)))
+    return steps
+
+
+def explore(
+    scenario: Scenario,
+    ref: HandlerRef,
+    target: aws.Target,
+    options: ExploreOptions,
+) -> ExploreResult:
+    options.check()
+    copies = options.schedule.copies if options.schedule is not None else options.copies
+    messages = explored_messages(scenario, copies, options.distinct_ids)
+    if not messages:
+        raise InputError(
+            f"scenario {scenario.name!r} sends no message with a business id to explore"
+        )
+    result = ExploreResult(scenario, ref, target, options, messages)
+    session = Session(scenario, ref, target, _settings(scenario, options))
+    tables = {session.table: "$TABLE_NAME"} | {
+        extra_table_name(session.names.prefix, t): f"${t.env}" if t.env else str(t.name)
+        for t in session.extra_tables
+    }
+    started = time.perf_counter()
+    counter = 0
+
+    def run(chooser: Replay | object, chosen: Sequence[SentMessage]) -> Judged:
+        nonlocal counter
+        judged = session.run(chooser, chosen, counter)  # type: ignore[arg-type]
+        counter += 1
+        return judged
+
+    first_failure: Judged | None = None
+    with session.open():
+        if options.schedule is not None:
+            # The default schedule first (not counted): it shows where outcomes live, as the
+            # search's first schedule showed it when the token was found.
+            run(Replay(Schedule(options.schedule.copies)), messages[: options.schedule.copies])
+            judged = run(Replay(options.schedule), messages[: options.schedule.copies])
+            result.schedules_run = 1
+            _tally(result, judged)
+            if judged.verdict == "fail":
+                first_failure = judged
+        elif options.strategy == "exhaustive":
+            search = Exhaustive(local_first=not {Fault.CLOCK, Fault.TIMEOUT} & set(options.faults))
+            while result.schedules_run < options.budget:
+                chooser = search.execution()
+                if chooser is None:
+                    break
+                judged = run(chooser, messages)
+                if judged.execution.abandoned:
+                    continue
+                result.schedules_run += 1
+                _tally(result, judged)
+                if judged.verdict == "fail":
+                    first_failure = judged
+                    break
+            result.exhaustive = (
+                search.covered and not search.nondeterministic and first_failure is None
+            )
+            result.blocked, result.nondeterministic = search.blocked, search.nondeterministic
+        else:
+            pct = Pct(options.seed, PCT_DEPTH, _settings(scenario, options).max_faults)
+            while result.schedules_run < options.budget:
+                judged = run(pct.execution(), messages)
+                pct.learn(len(judged.execution.taken), judged.execution.deliveries)
+                result.schedules_run += 1
+                _tally(result, judged)
+                if judged.verdict == "fail":
+                    first_failure = judged
+                    break
+            result.bound = pct.bound()
+        result.elapsed_s = time.perf_counter() - started
+        if first_failure is not None and options.schedule is not None:
+            # A replay shows exactly the schedule it was given, not a shrunk one.
+            result.counterexample = Counterexample(
+                options.schedule, _plain(first_failure, _ids(messages), tables), first_failure
+            )
+        elif first_failure is not None:
+            result.counterexample = _shrunk(result, first_failure, messages, run, tables)
+    return result
+
+
+def _tally(result: ExploreResult, judged: Judged) -> None:
+    if judged.verdict == "fail":
+        result.schedules_failed += 1
+    elif judged.verdict == "inconclusive":
+        result.schedules_inconclusive += 1
+        if result.shown is None or result.shown.verdict == "pass":
+            result.shown = judged
+    if result.shown is None:
+        result.shown = judged
+
+
+def _shrunk(
+    result: ExploreResult,
+    failure: Judged,
+    messages: list[SentMessage],
+    run: object,
+    tables: dict[str, str],
+) -> Counterexample:
+    copies = len(messages)
+    found = schedule_of(copies, failure.execution.taken)
+
+    def still_fails(candidate: Schedule) -> tuple[Schedule, int, tuple[int, ...]] | None:
+        judged = run(Replay(candidate), messages[: candidate.copies])  # type: ignore[operator]
+        if judged.verdict != "fail":
+            return None
+        taken = judged.execution.taken
+        return schedule_of(candidate.copies, taken), len(taken), _trace(taken)
+
+    best, _, tries = shrink(
+        found, len(failure.execution.taken), _trace(failure.execution.taken), still_fails
+    )
+    result.shrink_tries = tries
+    final: Judged = run(Replay(best), messages[: best.copies])  # type: ignore[operator]
+    result.shown = final
+    return Counterexample(best, _plain(final, _ids(messages), tables), final)
+
+
+def _trace(taken: Sequence[tuple[int, Option, Option]]) -> tuple[int, ...]:
+    return tuple(option.delivery.copy for _, option, _ in taken)
+
+
+def _ids(messages: Sequence[SentMessage]) -> set[str]:
+    return {str(m.business_id) for m in messages if m.business_id is not None}
+
+
+def variant_run(result: ExploreResult) -> VariantRun:
+    """The report's run: the schedule the result shows, judged as a run is."""
+    judged = result.shown
+    assert judged is not None
+    history = judged.history
+    return VariantRun(
+        variant=result.ref.variant,
+        handler=result.ref.ref if result.ref.path else f"{result.ref.module}:{result.ref.function}",
+        settings=result.scenario.consumer,
+        history=history,
+        end_state=judged.end_state,
+        check=judged.check,
+        latency=latencies(history),
+        duration_s=history.ended_ns / 1e9,
+        cold_starts=1,
+        resources=aws.ResourceNames("(modelled)", "(modelled)", "(explore)"),
+        faults=result.scenario.faults,
+    )

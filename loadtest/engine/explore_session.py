@@ -1,0 +1,323 @@
+"""One ``explore`` session: the backend's table, the handler in this process, and judging a schedule.
+
+A session creates the run's table (and, for a variant that needs one, its
+idempotency table) on the backend, gives this process the function's
+configuration (``TABLE_NAME``, the endpoint, the region, fixed credentials),
+installs the gated observer and the virtual clock, imports the handler, and
+restores all of it on exit. Each schedule gets fresh message ids and a fresh
+business id (the scenario's, suffixed ``~N`` from the second schedule on), so
+schedules share the table without seeing each other's items. Judging a
+schedule is the checker's, on the schedule's history and the items it touched.
+
+Owns that setup and the translation of the backend's errors while it runs;
+the search and the report are ``loadtest.engine.explore``'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError
+
+from loadtest.adapters import aws
+from loadtest.emulation import virtual_clock
+from loadtest.emulation.envhost import FunctionIdentity, load_handler
+from loadtest.emulation.explore_runs import Execution, ExploreSettings
+from loadtest.emulation.explorer import Explorer
+from loadtest.emulation.handlers import HandlerRef, tables_for
+from loadtest.engine.results import function_environment
+from loadtest.errors import BackendError, HandlerRefError
+from loadtest.model.body import FLAT, BodyShape, body_shape
+from loadtest.model.checker import Check, check
+from loadtest.model.checker.passes import Model
+from loadtest.model.explore import Chooser
+from loadtest.model.function_config import extra_table_name
+from loadtest.model.history import EndState, History, SentMessage, key_string
+from loadtest.model.scenario import Scenario
+from loadtest.model.schedule import plan
+
+FRESH_SEPARATOR = "~"
+
+
+def explored_messages(
+    scenario: Scenario, copies: int | None, distinct_ids: int
+) -> list[SentMessage]:
+    """The messages explored: the first ``distinct_ids`` business ids of the scenario's seeded
+    workload, each with ``copies`` copies (default: as many as the workload sends of the first)."""
+    planned = [m for m in plan(scenario.workload, scenario.seed) if m.business_id is not None]
+    by_id: dict[str, list[Any]] = {}
+    for message in planned:
+        by_id.setdefault(str(message.business_id), []).append(message)
+    chosen = list(by_id.items())[:distinct_ids]
+    out: list[SentMessage] = []
+    for business_id, messages in chosen:
+        count = copies if copies is not None else len(messages)
+        for i in range(count):
+            body = messages[min(i, len(messages) - 1)].body
+            out.append(SentMessage(len(out), business_id, body, 0, 0, None))
+    return out
+
+
+def _fresh_body(body: str, business_id: str, fresh: str, shape: BodyShape) -> str:
+    """``body`` carrying ``fresh`` where it carried ``business_id``."""
+    if shape != FLAT:
+        # A template may place the id in several fields, inside other text ("ORDER#{id}")
+        # or inside an envelope's JSON string: each whole token of it is the id. The fresh
+        # id adds only "~N", which needs no escaping in JSON, even twice over.
+        return _token(business_id).sub(fresh, body)
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body
+    if isinstance(data, dict) and data.get("id") == business_id:
+        data["id"] = fresh
+        return json.dumps(data, separators=(",", ":"))
+    return body
+
+
+def _token(business_id: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![A-Za-z0-9]){re.escape(business_id)}(?![A-Za-z0-9])")
+
+
+def fresh_messages(
+    messages: Sequence[SentMessage], schedule: int, shape: BodyShape = FLAT
+) -> list[SentMessage]:
+    """The messages of schedule ``schedule``: fresh message ids, and from the second schedule
+    on a fresh business id (``id~N``), in the body where ``shape`` says it is."""
+    out = []
+    for m in messages:
+        business_id = m.business_id
+        body = m.body
+        if schedule and business_id is not None:
+            business_id = f"{m.business_id}{FRESH_SEPARATOR}{schedule}"
+            body = _fresh_body(m.body, str(m.business_id), business_id, shape)
+        message_id = str(uuid.UUID(int=(schedule << 32) + m.index + 1))
+        out.append(SentMessage(m.index, business_id, body, 0, 0, message_id))
+    return out
+
+
+@dataclass
+class Judged:
+    """A schedule as run and judged."""
+
+    execution: Execution
+    history: History
+    end_state: EndState
+    check: Check
+
+    @property
+    def verdict(self) -> str:
+        return str(self.check.verdict.value)
+
+
+@contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+class Session:
+    """The handler loaded in this process against one table; runs and judges schedules."""
+
+    def __init__(
+        self, scenario: Scenario, ref: HandlerRef, target: aws.Target, settings: ExploreSettings
+    ) -> None:
+        self.scenario = scenario
+        self.ref = ref
+        self.target = target
+        self.settings = settings
+        prefix = f"loadtest-explore-{uuid.uuid4().hex[:8]}"
+        setup = scenario.function
+        self.names = aws.ResourceNames(
+            queue=f"{prefix}-jobs",
+            dlq=f"{prefix}-dlq",
+            table=setup.table_name or f"{prefix}-orders",
+            prefix=prefix,
+        )
+        self.table = self.names.table
+        self.extra_tables = tables_for(ref, setup)
+        """The consumer's other tables (the scenario's ``[[tables]]``, a variant's own)."""
+        self.key_schema = setup.key_schema(scenario.outcome.key_names)
+        self.created: list[str] = []
+        self.explorer: Explorer | None = None
+        self.outcome = scenario.outcome
+        """Where outcomes live: the scenario's key, taken as declared once a schedule stored
+        an outcome there (``run``)."""
+        self.body = body_shape(scenario.workload)
+        """Where the messages carry their business id and details."""
+        self._client: Any = None
+
+    def _clients(self) -> Any:
+        credentials = dict(self.target.credentials_env)
+        return boto3.client(
+            "dynamodb",
+            endpoint_url=self.target.endpoint_url,
+            region_name=self.target.region,
+            aws_access_key_id=credentials.get("AWS_ACCESS_KEY_ID"),
+            aws_secret_access_key=credentials.get("AWS_SECRET_ACCESS_KEY"),
+        )
+
+    def _create_table(self, name: str, key: tuple[tuple[str, str], ...]) -> None:
+        schema: list[Any] = [{"AttributeName": key[0][0], "KeyType": "HASH"}]
+        if len(key) > 1:
+            schema.append({"AttributeName": key[1][0], "KeyType": "RANGE"})
+        self._client.create_table(
+            TableName=name,
+            AttributeDefinitions=[{"AttributeName": n, "AttributeType": t} for n, t in key],
+            KeySchema=schema,
+            BillingMode="PAY_PER_REQUEST",
+        )
+        self.created.append(name)
+
+    def _function_environment(self) -> dict[str, str]:
+        """The scenario's and the extra tables' variables, as a run gives them (the queue
+        is modelled: its URL and ARN name no real queue)."""
+        made = aws.Provisioned(
+            queue_url=f"modelled://{self.names.queue}",
+            queue_arn=f"arn:aws:sqs:{self.target.region}:000000000000:{self.names.queue}",
+            dlq_url=f"modelled://{self.names.dlq}",
+            table_name=self.table,
+        )
+        return dict(
+            function_environment(
+                self.scenario.function, self.extra_tables, self.names, made, self.target.region
+            )
+        )
+
+    @contextmanager
+    def open(self) -> Iterator[Session]:
+        key_names = tuple(name for name, _ in self.key_schema)
+        environ = {
+            "TABLE_NAME": self.table,
+            **self._function_environment(),
+            "AWS_REGION": self.target.region,
+            "AWS_DEFAULT_REGION": self.target.region,
+            "AWS_LAMBDA_FUNCTION_NAME": "loadtest-explore",
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.scenario.consumer.memory_mb),
+            "AWS_LAMBDA_FUNCTION_TIMEOUT": str(self.scenario.consumer.function_timeout_s),
+            "REPORT_BATCH_ITEM_FAILURES": str(
+                self.scenario.consumer.report_batch_item_failures
+            ).lower(),
+            **dict(self.target.credentials_env),
+        }
+        if self.target.endpoint_url:
+            environ["AWS_ENDPOINT_URL"] = self.target.endpoint_url
+        with _environ(environ):
+            try:
+                self._client = self._clients()
+                self._create_table(self.table, self.key_schema)
+                for extra in self.extra_tables:
+                    self._create_table(extra_table_name(self.names.prefix, extra), extra.key)
+            except (BotoCoreError, ClientError) as exc:
+                raise BackendError(f"explore could not create its table: {exc}") from exc
+            explorer = Explorer(
+                lambda event, context: None,
+                self.table,
+                key_names,
+                self.settings,
+                function=FunctionIdentity.from_environ(),
+            )
+            explorer.observer.install()
+            virtual_clock.install(explorer.clock)
+            try:
+                try:
+                    explorer.handler = load_handler(self.ref.ref)
+                except Exception as exc:
+                    raise HandlerRefError(
+                        f"handler {self.ref.ref!r} could not be imported: {type(exc).__name__}: {exc}"
+                    ) from exc
+                self.explorer = explorer
+                with explorer.capturing():
+                    yield self
+            finally:
+                virtual_clock.uninstall()
+                explorer.observer.uninstall()
+                self._drop_tables()
+
+    def _drop_tables(self) -> None:
+        for name in self.created:
+            # Never created, or the backend is already gone with everything in it.
+            with contextlib.suppress(BotoCoreError, ClientError):
+                self._client.delete_table(TableName=name)
+
+    def run(self, chooser: Chooser, messages: Sequence[SentMessage], schedule: int) -> Judged:
+        """Run and judge one schedule."""
+        assert self.explorer is not None, "open the session first"
+        sent = fresh_messages(messages, schedule, self.body)
+        aliases = [
+            (str(fresh.message_id), f"message-{plain.index + 1}")
+            for fresh, plain in zip(sent, messages, strict=True)
+        ] + sorted(
+            {
+                (str(fresh.business_id), str(plain.business_id))
+                for fresh, plain in zip(sent, messages, strict=True)
+                if fresh.business_id != plain.business_id
+            },
+            key=lambda pair: -len(pair[0]),  # "id~12" before "id~1"
+        )
+        execution = self.explorer.run(chooser, sent, schedule, aliases)
+        history = History(
+            sent=sent,
+            invocations=execution.invocations,
+            acks=execution.acks,
+            dead_letters=execution.dead_letters,
+            started_ns=0,
+            ended_ns=execution.ended_ns,
+        )
+        end_state = self._end_state(
+            execution, sent, len(execution.acks) + len(execution.dead_letters)
+        )
+        judged = Judged(
+            execution,
+            history,
+            end_state,
+            check(history, end_state, self.outcome, body=self.body),
+        )
+        if (
+            not self.outcome.declared
+            and judged.check.counts.writes_accepted
+            and judged.check.outcome == Model.key(self.outcome).description
+        ):
+            # This schedule stored its outcome under the scenario's key: that is where
+            # outcomes live, also in a schedule that never got as far as storing one.
+            self.outcome = dataclasses.replace(self.outcome, declared=True)
+        return judged
+
+    def _end_state(
+        self, execution: Execution, sent: Sequence[SentMessage], settled: int
+    ) -> EndState:
+        keys = dict(execution.keys)
+        for m in sent:
+            if m.business_id is not None:
+                key = self.outcome.key_for(m.business_id)
+                keys.setdefault(key_string(key), key)
+        items: dict[str, Any] = {}
+        try:
+            for name, key in keys.items():
+                found = self._client.get_item(
+                    TableName=self.table, Key=key, ConsistentRead=True
+                ).get("Item")
+                if found is not None:
+                    items[name] = found
+        except (BotoCoreError, ClientError) as exc:
+            raise BackendError(f"explore could not read the table back: {exc}") from exc
+        unsettled = len({m.message_id for m in sent}) - settled
+        return EndState(max(0, unsettled), 0, len(execution.dead_letters), items)

@@ -1,0 +1,158 @@
+"""The report of ``explore``: the JSON report with its ``explore`` object, and its terminal text.
+
+An explore report is a run report (``schema_version`` 1, built by
+``build_report``): its one run is the schedule it shows (the shrunk
+counterexample when a schedule failed, else an inconclusive one, else the
+first), judged as any run is, so every renderer, threshold and exit code
+works on it unchanged. The ``explore`` object adds what the search did:
+
+```
+"explore": {"strategy", "schedules_run", "schedules_failed", "schedules_inconclusive",
+            "exhaustive": bool, "bound": str|null, "elapsed_s", "schedules_per_s",
+            "faults": [...], "max_faults", "copies", "replay": str,
+            "counterexample": {"schedule", "steps": [...], "counts", "reasons",
+                               "deliveries", "faults"} | null}
+```
+
+``replay`` is the command that reruns the shown schedule exactly.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from loadtest.emulation.handlers import BUILTIN_VARIANTS
+from loadtest.reports.report import build_report
+
+if TYPE_CHECKING:
+    from loadtest.engine.explore import ExploreResult
+
+
+def replay_command(result: ExploreResult, token: str, scenario_ref: str) -> str:
+    """``loadtest explore ... --schedule TOKEN``: the shown schedule, exactly."""
+    options = result.options
+    args = ["loadtest", "explore", scenario_ref]
+    if result.ref.variant in BUILTIN_VARIANTS:
+        args += ["--variant", result.ref.variant]
+    else:
+        args += ["--handler", result.ref.variant]
+    if options.distinct_ids != 1:
+        args += ["--distinct-ids", str(options.distinct_ids)]
+    if options.faults:
+        args += ["--faults", ",".join(f.value for f in options.faults)]
+    if options.clock_jump_s is not None:
+        args += ["--clock-jump", f"{options.clock_jump_s:g}"]
+    args += ["--schedule", token]
+    return shlex.join(args)
+
+
+def explore_report(
+    result: ExploreResult, *, scenario_ref: str, command: str | None = None
+) -> dict[str, Any]:
+    from loadtest.engine.explore import variant_run
+    from loadtest.engine.results import RunResult
+
+    report = build_report(
+        RunResult(result.scenario, result.target, [variant_run(result)]), command=command
+    )
+    counterexample = None
+    example = result.counterexample
+    if example is not None:
+        counts = example.judged.check.counts.as_dict()
+        counterexample = {
+            "schedule": example.schedule.token,
+            "steps": [s.to_dict() for s in example.steps],
+            "counts": counts,
+            "reasons": list(example.judged.check.reasons),
+            "deliveries": example.judged.execution.deliveries,
+            "faults": example.schedule.faults,
+        }
+    shown_token = (
+        example.schedule.token
+        if example is not None
+        else (result.options.schedule.token if result.options.schedule is not None else None)
+    )
+    report["explore"] = {
+        "strategy": "replay" if result.options.schedule is not None else result.options.strategy,
+        "schedules_run": result.schedules_run,
+        "schedules_failed": result.schedules_failed,
+        "schedules_inconclusive": result.schedules_inconclusive,
+        "exhaustive": result.exhaustive,
+        "bound": result.bound,
+        "budget": result.options.budget,
+        "elapsed_s": round(result.elapsed_s, 3),
+        "schedules_per_s": round(result.schedules_per_s, 1),
+        "faults": [f.value for f in result.options.faults],
+        "max_faults": result.options.max_faults if result.options.faults else 0,
+        "copies": len(result.messages),
+        "shrink_tries": result.shrink_tries,
+        "nondeterministic": result.nondeterministic,
+        "replay": replay_command(result, shown_token, scenario_ref) if shown_token else None,
+        "counterexample": counterexample,
+    }
+    return report
+
+
+def _item(item: Any) -> str:
+    from loadtest.emulation.explore_steps import plain_item
+
+    return plain_item(item)
+
+
+def step_lines(steps: Sequence[dict[str, Any]]) -> list[str]:
+    """The numbered interleaving, one line per step."""
+    lines = []
+    for s in steps:
+        fault = f"  [fault: {s['fault']}]" if s.get("fault") else ""
+        answer = f" -> {s['answer']}" if s.get("answer") else ""
+        change = ""
+        if s.get("answer", "") and str(s["answer"]).startswith(("accepted", "rejected")):
+            change = f"   before {_item(s.get('item_before'))}, after {_item(s.get('item_after'))}"
+        lines.append(
+            f"{s['number']:>3}  delivery {s['delivery']:<4} env {s['environment']:<2} "
+            f"t={s['at_ms']:g}ms  {s['what']}{answer}{change}{fault}"
+        )
+    return lines
+
+
+def explore_text(report: dict[str, Any]) -> str:
+    """The terminal summary of an explore report."""
+    e = report["explore"]
+    run = report["runs"][0]
+    lines = [
+        f"explore {report['scenario']['name']} / {run['variant']}: {e['strategy']}, "
+        f"{e['copies']} deliveries, faults: {', '.join(e['faults']) or 'none'}"
+        + (f" (at most {e['max_faults']} per schedule)" if e["faults"] else ""),
+        f"schedules run: {e['schedules_run']}, failed: {e['schedules_failed']}, "
+        f"inconclusive: {e['schedules_inconclusive']}  ({e['elapsed_s']:g} s, "
+        f"{e['schedules_per_s']:g} schedules/s)",
+    ]
+    if e["strategy"] == "exhaustive":
+        lines.append(
+            "exhaustive: true (every distinct interleaving and fault placement was run)"
+            if e["exhaustive"]
+            else "exhaustive: false (the search stopped at a failure or at the budget "
+            f"of {e['budget']} schedules before covering the space)"
+        )
+    if e["bound"]:
+        lines.append(e["bound"])
+    example = e["counterexample"]
+    if example is not None:
+        lines += [
+            "",
+            f"counterexample ({example['deliveries']} deliveries, {example['faults']} fault(s), "
+            f"{len(example['steps'])} steps)"
+            + (":" if e["strategy"] == "replay" else ", shrunk from the first failing schedule:"),
+            *step_lines(example["steps"]),
+            "",
+            *(f"  {reason}" for reason in example["reasons"]),
+        ]
+    elif run["verdict"] != "pass":
+        lines += ["", f"verdict of the shown schedule: {run['verdict']}"]
+        lines += [f"  {r}" for r in [*run.get("reasons", []), *run.get("inconclusive", [])]]
+    if e["replay"]:
+        lines += ["", f"replay: {e['replay']}"]
+    lines.append(f"verdict: {run['verdict']}")
+    return "\n".join(lines)

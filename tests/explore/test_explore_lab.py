@@ -1,0 +1,156 @@
+"""explore on the lab: the race found and shrunk, replayed exactly; the guard covered."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import loadtest
+from loadtest.cli import app
+from loadtest.errors import InputError
+
+runner = CliRunner()
+
+RACE = [
+    ("1", "invocation starts", None),
+    ("1", "GetItem id=dedup-order", "absent"),
+    ("2", "invocation starts", None),
+    ("2", "GetItem id=dedup-order", "absent"),
+    ("2", "PutItem id=dedup-order", "accepted"),
+    ("2", "acknowledged", None),
+    ("1", "PutItem id=dedup-order", "accepted"),
+    ("1", "acknowledged", None),
+]
+
+
+def _steps(report: loadtest.Report) -> list[tuple[str, str, str | None]]:
+    example = report.to_dict()["explore"]["counterexample"]
+    return [(s["delivery"], s["what"], s["answer"]) for s in example["steps"]]
+
+
+def test_read_then_write_race_is_found_shrunk_and_replayed(
+    backend_url: str, tmp_path: Path
+) -> None:
+    report = loadtest.explore("seed-lab", variant="read-then-write", endpoint_url=backend_url)
+    assert report.exit_code == 1
+    explore: dict[str, Any] = report.to_dict()["explore"]
+    assert explore["strategy"] == "exhaustive" and explore["exhaustive"] is False
+    assert explore["schedules_failed"] == 1 and explore["bound"] is None
+    example = explore["counterexample"]
+    assert example["schedule"] == "2:2=2"
+    assert example["deliveries"] == 2 and example["faults"] == 0
+    assert example["counts"]["duplicate_writes"] == 1
+    assert example["counts"]["writes_accepted"] == 2
+    assert _steps(report) == RACE
+    # The second write found the first one's item: the overwrite the observer saw.
+    assert example["steps"][6]["item_before"] == example["steps"][4]["item_after"]
+    assert explore["replay"] == (
+        "loadtest explore seed-lab --variant read-then-write --schedule 2:2=2"
+    )
+    [run] = report.runs
+    assert run.verdict == "fail" and run.counts.duplicate_writes == 1
+    page = report.write_html(tmp_path / "explore.html").read_text(encoding="utf-8")
+    assert "Explored schedules" in page and "--schedule 2:2=2" in page
+    assert page.count("GetItem id=dedup-order") == 2
+    from loadtest.reports.render import render
+
+    assert "replay: loadtest explore" in str(render(report.to_dict()))
+
+    # The replay line reruns exactly that interleaving, every time.
+    for _ in range(3):
+        again = loadtest.explore(
+            "seed-lab", variant="read-then-write", schedule="2:2=2", endpoint_url=backend_url
+        )
+        assert again.exit_code == 1
+        assert again.to_dict()["explore"]["strategy"] == "replay"
+        assert again.to_dict()["explore"]["counterexample"]["schedule"] == "2:2=2"
+        assert _steps(again) == RACE
+
+
+def test_default_schedule_of_the_race_passes(backend_url: str) -> None:
+    report = loadtest.explore(
+        "seed-lab", variant="read-then-write", schedule="2:", endpoint_url=backend_url
+    )
+    assert report.exit_code == 0
+    assert report.runs[0].counts.writes_accepted == 1
+    assert report.runs[0].counts.writes_rejected == 0  # the second read found the item
+
+
+def test_conditional_covers_the_space(backend_url: str) -> None:
+    report = loadtest.explore("seed-lab", variant="conditional", endpoint_url=backend_url)
+    explore = report.to_dict()["explore"]
+    assert report.exit_code == 0
+    # Three conditional puts on one item: their 3! orders, nothing else matters.
+    assert explore["exhaustive"] is True and explore["schedules_run"] == 6
+    assert explore["schedules_failed"] == 0 and explore["counterexample"] is None
+
+
+def test_conditional_covers_the_space_with_faults(backend_url: str) -> None:
+    report = loadtest.explore(
+        "seed-lab",
+        variant="conditional",
+        faults="crash,redeliver,ack-lost",
+        endpoint_url=backend_url,
+    )
+    explore = report.to_dict()["explore"]
+    assert report.exit_code == 0
+    assert explore["exhaustive"] is True and explore["schedules_failed"] == 0
+    assert explore["schedules_run"] == 252
+    assert explore["faults"] == ["crash", "redeliver", "ack-lost"] and explore["max_faults"] == 1
+
+
+def test_pct_finds_the_race_and_states_its_bound(backend_url: str) -> None:
+    report = loadtest.explore(
+        "seed-lab", variant="read-then-write", strategy="pct", seed=3, endpoint_url=backend_url
+    )
+    explore = report.to_dict()["explore"]
+    assert report.exit_code == 1
+    assert explore["bound"].startswith("PCT: a bug of depth 3 is found with probability at least")
+    assert explore["counterexample"]["deliveries"] == 2
+
+
+def test_bad_input() -> None:
+    with pytest.raises(InputError, match="--target aws is not allowed"):
+        loadtest.explore("seed-lab", target="aws")
+    with pytest.raises(InputError, match="not both"):
+        loadtest.explore("seed-lab", variant="conditional", handler="x.py:handler")
+    with pytest.raises(InputError, match="strategy 'dfs' is not known"):
+        loadtest.explore("seed-lab", strategy="dfs")
+    result = runner.invoke(app, ["explore", "seed-lab", "--target", "aws"])
+    assert result.exit_code == 2 and "not allowed" in result.output
+    result = runner.invoke(app, ["explore", "seed-lab", "--faults", "boom"])
+    assert result.exit_code == 2 and "allowed: crash" in result.output
+    result = runner.invoke(app, ["explore", "seed-lab", "--schedule", "nope"])
+    assert result.exit_code == 2 and "schedule 'nope' is not valid" in result.output
+
+
+def test_cli_prints_the_counterexample_and_its_replay_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "loadtest",
+            "explore",
+            "seed-lab",
+            "--variant",
+            "read-then-write",
+            "--json",
+            str(tmp_path / "explore.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "GetItem id=dedup-order -> absent" in done.stdout
+    assert (
+        "replay: loadtest explore seed-lab --variant read-then-write --schedule 2:2=2"
+        in done.stdout
+    )
+    assert (tmp_path / "explore.json").exists()
