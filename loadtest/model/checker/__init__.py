@@ -74,7 +74,7 @@ from loadtest.model.checker.details import (
 )
 from loadtest.model.checker.evidence import duplicate_evidence
 from loadtest.model.checker.exposure import Exposure, exposure_reason, overlapping_pairs
-from loadtest.model.checker.harness import harness_reasons, not_judged
+from loadtest.model.checker.harness import no_business_outcome, not_judged
 from loadtest.model.checker.passes import (
     Evidence,
     Judging,
@@ -85,6 +85,7 @@ from loadtest.model.checker.passes import (
     survey,
 )
 from loadtest.model.checker.roles import LiveDuplicates, unattributed_reason
+from loadtest.model.checker.runtime_errors import sentences as runtime_error_sentences
 from loadtest.model.checker.sent import ACKED, DEAD_LETTERED, POISON, Messages
 from loadtest.model.checker.verdict import (
     BAD_WHEN_NONZERO,
@@ -296,7 +297,7 @@ def check(
         writes_rejected=outcomes[WriteOutcome.REJECTED],
         writes_errored=outcomes[WriteOutcome.ERROR],
         writes_indeterminate=outcomes[WriteOutcome.INDETERMINATE],
-        side_writes=passed.side_writes,
+        side_writes=passed.side_writes + read.side_items,
         noop_writes=judged.noop,
         duplicate_writes=judged.duplicate,
         conflicting_writes=judged.conflicting,
@@ -315,6 +316,7 @@ def check(
     accepted_outcomes = outcomes[WriteOutcome.ACCEPTED] > 0
     nothing_stored = expected_outcomes and not accepted_outcomes and not final
     reasons = default_reasons(counts, timed_out=history.timed_out, cut_short=cut_short)
+    reasons.extend(runtime_error_sentences(read.runtime_errors, failing=True))
     inconclusive = inconclusive_reasons(counts, history)
     if nothing_stored and model.kind != "ambiguous":
         (inconclusive if cut_short else reasons).append(
@@ -342,7 +344,7 @@ def check(
             "handler returned, or by a client the observer does not hook, so writes may be "
             "missing from the counts"
         )
-    notes = []
+    notes = runtime_error_sentences(read.runtime_errors, failing=False)
     if not details_stored and accepted_outcomes and model.kind != "ambiguous":
         # An item that holds only its key would pass: the table cannot tell a finished
         # outcome from a half-written one, unless the scenario says what one holds.
@@ -354,25 +356,14 @@ def check(
             f"{passed.unknown_after} accepted write(s) left an item the observer could not "
             "compute (no old image): whether they changed the outcome is not known"
         )
-    side_items = sum(n for _, n in end.side_tables)
-    if nothing_stored and side_items and not cut_short:
-        # Everything the handler kept is in its extra tables (idempotency records, locks):
-        # side writes. With no business outcome, absences are not evidence either way.
-        tables = ", ".join(f"{name} ({n} item(s))" for name, n in end.side_tables if n)
+    if nothing_stored and any(n for _, n in end.side_tables) and not cut_short:
         kept = default_reasons(
             dataclasses.replace(counts, lost_outcomes=0), timed_out=history.timed_out
         )
-        moved = [r for r in reasons if r not in kept]
+        first, later = no_business_outcome(reasons, kept, model.description, end.side_tables)
         reasons = [r for r in reasons if r in kept]
-        inconclusive.insert(
-            0,
-            "no business outcome to judge: the handler stored nothing in its outcome table "
-            f"({model.description}); what it kept is in {tables}, side writes such as "
-            "idempotency records. Point the run at the table the business outcome is written "
-            "to ([table] name, or the variable that names it in [consumer] environment)",
-        )
-        inconclusive.extend(f"{r}: not judged without a business outcome" for r in moved)
-    gaps = harness_reasons(history)
+        inconclusive = [*first, *inconclusive, *later]
+    gaps = read.gaps.reasons()
     if gaps:
         # Never blame the consumer for the harness: what failed may be the run's gap.
         inconclusive = [*gaps, *not_judged(reasons), *inconclusive]
