@@ -2,9 +2,10 @@
 
 Owns the one-line headline per run that the terminal summary and the HTML page
 both lead with, read from the report dict (the counts the checker measured and
-the number of double-written ids it found), and the split of a run's warnings
-into real warnings and the ones the scenario marked as intended (``[lint]
-intended``), which are shown as neutral notes. Pure: report dicts in, text out.
+the number of double-written ids it found), the id the page's headline names as
+its example, and the split of a run's warnings into real warnings and the ones
+the scenario marked as intended (``[lint] intended``), which are shown as neutral
+notes. Pure: report dicts in, text out.
 """
 
 from __future__ import annotations
@@ -100,3 +101,35 @@ def split_warnings(warnings: Sequence[str]) -> tuple[list[str], list[str]]:
     real = [w for w in warnings if not is_intended(w)]
     intended = [w for w in warnings if is_intended(w)]
     return real, intended
+
+
+def page_warnings(
+    runs: Sequence[Mapping[str, Any]], labels: Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """(warnings, notes), each line under its run's label: the notes are the warnings the
+    scenario marked as intended; the warnings add a run cut short and cleanup problems."""
+    out: list[str] = []
+    notes: list[str] = []
+    for run, label in zip(runs, labels, strict=True):
+        real, intended = split_warnings(run.get("warnings") or [])
+        out += [f"{label}: {warning}" for warning in real]
+        notes += [f"{label}: {note}" for note in intended]
+        if run.get("timed_out"):
+            out.append(f"{label}: the run hit its deadline before every message settled")
+        for problem in run.get("cleanup_problems") or []:
+            out.append(f"{label}: cleanup: {problem}")
+    return out, notes
+
+
+def witness(run: Mapping[str, Any], race_ids: Sequence[str]) -> dict[str, Any] | None:
+    """The double-written id a page's headline names for ``run``: the first of ``race_ids``
+    (the ids the page draws, ``anchor`` naming its timeline) the run wrote twice, else the
+    run's first finding; None when the run wrote nothing twice."""
+    findings = {str(f.get("business_id")): f for f in run.get("findings") or []}
+    for index, business_id in enumerate(race_ids):
+        if business_id in findings:
+            times = findings[business_id].get("accepted_writes")
+            return {"business_id": business_id, "times": times, "anchor": f"race-{index}"}
+    for business_id, f in findings.items():
+        return {"business_id": business_id, "times": f.get("accepted_writes"), "anchor": None}
+    return None

@@ -36,9 +36,10 @@ from loadtest.reports.charts import (
     svg_percentile_plot,
     svg_step_chart,
 )
-from loadtest.reports.finding import headlines, split_warnings
+from loadtest.reports.finding import headlines, page_warnings, witness
 from loadtest.reports.formats import format_observed
 from loadtest.reports.heatmap import html_section
+from loadtest.reports.repeat_view import repeat_context
 from loadtest.reports.timeline import (
     find_races,
     timeline_for,
@@ -222,20 +223,6 @@ def _write_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _warnings(report: Mapping[str, Any], labels: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(warnings, notes): the notes are the warnings the scenario marked as intended."""
-    out, notes = [], []
-    for run, label in zip(report.get("runs") or [], labels, strict=True):
-        real, intended = split_warnings(run.get("warnings") or [])
-        out += [f"{label}: {warning}" for warning in real]
-        notes += [f"{label}: {note}" for note in intended]
-        if run.get("timed_out"):
-            out.append(f"{label}: the run hit its deadline before every message settled")
-        for problem in run.get("cleanup_problems") or []:
-            out.append(f"{label}: cleanup: {problem}")
-    return out, notes
-
-
 def _cuts(report: Mapping[str, Any], labels: Sequence[str]) -> list[str]:
     """What the page lists only in part (the counts are always over everything): stated apart
     from the warnings, which are about the consumer and the run, not the report's size."""
@@ -257,20 +244,6 @@ def _thresholds(run: Mapping[str, Any]) -> list[dict[str, Any]]:
         {"expr": r.get("expr"), "observed": format_observed(r, run), "ok": bool(r.get("ok"))}
         for r in results
     ]
-
-
-def _witness(run: Mapping[str, Any], race_ids: Sequence[str]) -> dict[str, Any] | None:
-    """The double-written id the headline names for ``run``: the first the page draws a
-    timeline of (``anchor`` names it), else the run's first finding; None when nothing was
-    written twice."""
-    findings = {str(f.get("business_id")): f for f in run.get("findings") or []}
-    for index, business_id in enumerate(race_ids):
-        if business_id in findings:
-            times = findings[business_id].get("accepted_writes")
-            return {"business_id": business_id, "times": times, "anchor": f"race-{index}"}
-    for business_id, f in findings.items():
-        return {"business_id": business_id, "times": f.get("accepted_writes"), "anchor": None}
-    return None
 
 
 @functools.cache
@@ -383,9 +356,13 @@ def render_html(report: Mapping[str, Any]) -> str:
             }
         )
 
-    warnings, notes = _warnings(report, labels)
+    warnings, notes = page_warnings(runs, labels)
+    repeat = repeat_context(report)
+    # A sweep's grid and a repeat's table tell their own story, one cell or run per row.
+    many = repeat is not None or any(run.get("cell") for run in runs)
     template = _environment().get_template("report.html.j2")
     return template.render(
+        repeat=repeat,
         report=report,
         scenario=report.get("scenario") or {},
         backend=report.get("backend") or {},
@@ -395,9 +372,11 @@ def render_html(report: Mapping[str, Any]) -> str:
         warnings=warnings,
         notes=notes,
         headlines=[
-            {"line": line, "run": view, "witness": _witness(run, race_ids if raced else [])}
+            {"line": line, "run": view, "witness": witness(run, race_ids if raced else [])}
             for line, view, run in zip(headlines(runs, labels), run_views, runs, strict=True)
-        ],
+        ]
+        if not many
+        else [],
         cuts=_cuts(report, labels),
         count_rows=_count_cells(runs),
         latency_rows=_latency_rows(runs, latency_names),

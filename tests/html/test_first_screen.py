@@ -168,3 +168,13 @@ def test_the_terminal_opens_with_the_finding_and_the_first_witness_race() -> Non
     assert 2 + events < title
     # The race is told once: not again after the table.
     assert sum("e.g. " in line for line in lines) == 1
+
+
+def test_a_sweep_page_leads_with_its_grid_not_one_line_per_cell() -> None:
+    report = _sample()
+    for index, run in enumerate(report["runs"]):
+        run["cell"] = {"batch_size": index + 1}
+
+    html = render_html(report)
+
+    assert 'id="finding"' not in html and '<section id="race">' in html
