@@ -106,19 +106,27 @@ def split_warnings(warnings: Sequence[str]) -> tuple[list[str], list[str]]:
 def page_warnings(
     runs: Sequence[Mapping[str, Any]], labels: Sequence[str]
 ) -> tuple[list[str], list[str]]:
-    """(warnings, notes), each line under its run's label: the notes are the warnings the
-    scenario marked as intended; the warnings add a run cut short and cleanup problems."""
-    out: list[str] = []
-    notes: list[str] = []
+    """(warnings, notes) for a page, each under the labels of the runs it concerns.
+
+    The notes are the warnings the scenario marked as intended, without the
+    mark (the page heads them with it); the warnings add a run cut short and
+    cleanup problems. A text several runs share is listed once, under all their labels.
+    """
+    warnings: dict[str, list[str]] = {}
+    notes: dict[str, list[str]] = {}
     for run, label in zip(runs, labels, strict=True):
         real, intended = split_warnings(run.get("warnings") or [])
-        out += [f"{label}: {warning}" for warning in real]
-        notes += [f"{label}: {note}" for note in intended]
         if run.get("timed_out"):
-            out.append(f"{label}: the run hit its deadline before every message settled")
-        for problem in run.get("cleanup_problems") or []:
-            out.append(f"{label}: cleanup: {problem}")
-    return out, notes
+            real.append("the run hit its deadline before every message settled")
+        real += [f"cleanup: {problem}" for problem in run.get("cleanup_problems") or []]
+        for text in real:
+            warnings.setdefault(text, []).append(label)
+        for text in intended:
+            notes.setdefault(text.removeprefix(INTENDED).removeprefix(": "), []).append(label)
+    return (
+        [f"{', '.join(names)}: {text}" for text, names in warnings.items()],
+        [f"{', '.join(names)}: {text}" for text, names in notes.items()],
+    )
 
 
 def witness(run: Mapping[str, Any], race_ids: Sequence[str]) -> dict[str, Any] | None:

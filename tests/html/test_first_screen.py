@@ -21,6 +21,7 @@ from loadtest.reports.render import render
 
 SAMPLE = Path(__file__).with_name("sample_report.json")
 VISIBILITY = "visibility timeout 30 s is below 6 x the function timeout (30 s)"
+REDRIVE = "redrive maxReceiveCount 3 is below 5"
 
 
 def _sample() -> dict[str, Any]:
@@ -116,24 +117,31 @@ def test_lost_and_conflicting_outcomes_are_counted_in_the_finding() -> None:
 def test_intended_lint_findings_are_neutral_notes_not_warnings() -> None:
     report = _sample()
     racy, conditional = report["runs"]
-    racy["warnings"] = [f"{INTENDED}: {VISIBILITY}"]
+    racy["warnings"] = [f"{INTENDED}: {VISIBILITY}", f"{INTENDED}: {REDRIVE}", "slow backend"]
     conditional["warnings"] = ["moto is not atomic here", f"{INTENDED}: {VISIBILITY}"]
+    conditional["warnings"].append("slow backend")
 
     html = render_html(report)
     warnings = html.split('id="warnings"', 1)[1].split("</div>", 1)[0]
     notes = html.split('<div class="alert note" id="intended">', 1)[1].split("</div>", 1)[0]
 
     assert 'class="alert warn" id="warnings"' in html
-    assert re.findall(r"<li>(.*?)</li>", warnings) == ["conditional: moto is not atomic here"]
+    # A text several variants share is listed once, under each of their names.
+    assert re.findall(r"<li>(.*?)</li>", warnings) == [
+        "read-then-write, conditional: slow backend",
+        "conditional: moto is not atomic here",
+    ]
+    assert "Intended by the scenario" in notes and INTENDED not in notes
     assert re.findall(r"<li>(.*?)</li>", notes) == [
-        f"read-then-write: {INTENDED}: {VISIBILITY}",
-        f"conditional: {INTENDED}: {VISIBILITY}",
+        f"read-then-write, conditional: {VISIBILITY}",
+        f"read-then-write: {REDRIVE}",
     ]
     # Notes come after the finding and the command, not in the first lines.
-    assert html.index('id="command"') < html.index('id="intended"')
+    assert html.index('id="finding"') < html.index('id="command"') < html.index('id="intended"')
 
     lines = _terminal(report)
     assert f"· read-then-write: {INTENDED}: {VISIBILITY}" in lines
+    assert f"· conditional: {INTENDED}: {VISIBILITY}" in lines
     assert "! conditional: moto is not atomic here" in lines
     assert not any(line.startswith("! ") and INTENDED in line for line in lines)
 
