@@ -66,6 +66,16 @@ def headline_text(run: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _other_reason(run: Mapping[str, Any]) -> str:
+    """Why a run failed or gave no verdict when its writes were all right: its first reason."""
+    failed = [f"threshold {r.get('expr')}" for r in run.get("thresholds") or [] if not r.get("ok")]
+    reasons = [*(run.get("reasons") or []), *(run.get("inconclusive") or []), *failed]
+    if not reasons:
+        return ""
+    more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+    return f"; but {reasons[0]}{more}"
+
+
 def _level(run: Mapping[str, Any]) -> str:
     verdict = run.get("verdict")
     if verdict == "inconclusive":
@@ -80,11 +90,13 @@ def headlines(runs: Sequence[Mapping[str, Any]], labels: Sequence[str]) -> list[
     out = []
     for run, label in zip(runs, labels, strict=True):
         findings = run.get("findings") or []
+        level = _level(run)
+        clean = not any((run.get("counts") or {}).get(name) for name in WRITE_COUNTS)
         out.append(
             Headline(
                 variant=label,
-                text=headline_text(run),
-                level=_level(run),
+                text=headline_text(run) + (_other_reason(run) if clean and level != "ok" else ""),
+                level=level,
                 witness=findings[0] if findings else None,
             )
         )

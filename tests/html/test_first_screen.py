@@ -186,3 +186,18 @@ def test_a_sweep_page_leads_with_its_grid_not_one_line_per_cell() -> None:
     html = render_html(report)
 
     assert 'id="finding"' not in html and '<section id="race">' in html
+
+
+def test_a_run_failing_for_another_reason_says_why_in_the_finding() -> None:
+    report = _sample()
+    conditional = report["runs"][1]
+    conditional["verdict"] = "fail"
+    conditional["reasons"] = ["2 unexpected dead letter(s)", "3 handler error(s)"]
+
+    level, text = _finding_items(render_html(report))["conditional"]
+
+    assert level == "bad"
+    assert text == (
+        "conditional: no id written twice, no outcome lost, none conflicting; "
+        "but 2 unexpected dead letter(s) (and 1 more)"
+    )
