@@ -71,7 +71,11 @@ def test_thresholds_and_report_files(backend_url: str, tmp_path: Path) -> None:
     suites = ET.fromstring((tmp_path / "seed.xml").read_text())
     assert suites.get("failures") == "1"
     markdown = (tmp_path / "seed.md").read_text()
-    assert "| `conditional` | ❌ fail | 4 | 4 | 0 | 0 | 0 | 0 | 0 |" in markdown
+    # sent, deliveries, redeliveries, overlapping ids (seed-lab runs one execution
+    # environment: no two deliveries of an id overlap), duplicate, conflicting, lost, dead.
+    assert "| `conditional` | ❌ fail | 4 | 4 | 0 | 0 (0 pairs) | 0 | 0 | 0 | 0 |" in markdown, (
+        markdown
+    )
     assert "`end_to_end.p99 < 1us`" in markdown
     page = (tmp_path / "seed.html").read_text()
     assert "<svg" in page and "dedup-order" in page and "receipt" not in page.lower()
