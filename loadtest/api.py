@@ -33,12 +33,12 @@ from loadtest.engine import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salv
 from loadtest.errors import InputError
 from loadtest.model.checker import Counts
 from loadtest.model.cost import Prices
-from loadtest.model.scaffold import (
+from loadtest.model.handler_source import (
     environment_reads,
     hardcoded_tables,
-    sample_template,
-    scenario_text,
+    reports_item_failures,
 )
+from loadtest.model.scaffold import sample_template, scenario_text
 from loadtest.model.scenario import Scenario, load_scenario
 from loadtest.model.thresholds import check_scenario, check_variants, parse_thresholds
 from loadtest.reports.report import build_report, verdict_exit_code
@@ -115,6 +115,20 @@ class Report:
         """Why the run stopped before its workload was settled (``None`` if it finished)."""
         reason = self._data.get("incomplete_reason")
         return str(reason) if reason is not None else None
+
+    def assert_passed(self, *replay: str) -> None:
+        """Raise ``AssertionError`` unless every verdict passed.
+
+        Its message is the explanation a person acts on: each run's verdict and the
+        counts that failed it, the first counterexample as the terminal shows it (a
+        race's reads and writes in order), and the command that replays the run, seed
+        included (``replay`` adds lines, such as a test runner's command).
+        """
+        __tracebackhide__ = True  # pytest: the failure points at the caller's line
+        if not self.passed:
+            from loadtest.reports.explain import explanation
+
+            raise AssertionError(explanation(self._data, replay))
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report (``schema_version`` 1), as ``--json`` writes it."""
@@ -193,7 +207,11 @@ def resolve_variants(
 
 
 def backend_kind(target: str | None, endpoint_url: str | None) -> BackendKind:
-    """embedded (default), an endpoint (when ``endpoint_url`` is given) or real AWS."""
+    """embedded (default), an endpoint (when ``endpoint_url`` is given) or real AWS.
+
+    ``target="embedded"`` with an ``endpoint_url`` is an embedded backend already
+    running there (a test session's, ``loadtest serve``): used as it is, left running.
+    """
     if target is not None and target not in TARGETS:
         raise InputError(f"target {target!r} is not allowed; allowed: {', '.join(TARGETS)}")
     if target == "aws":
@@ -202,6 +220,8 @@ def backend_kind(target: str | None, endpoint_url: str | None) -> BackendKind:
         return BackendKind.AWS
     if target == "endpoint" and not endpoint_url:
         raise InputError("target 'endpoint' needs endpoint_url")
+    if target == "embedded":
+        return BackendKind.EMBEDDED
     return BackendKind.ENDPOINT if endpoint_url else BackendKind.EMBEDDED
 
 
@@ -495,7 +515,7 @@ def new_scenario(
         None if sample_message is None else str(sample_message),
         environment_reads(source, origin),
         tables=hardcoded_tables(source, origin),
-        environment_live=False,
+        item_failures=reports_item_failures(source, origin),
     )
 
 

@@ -45,7 +45,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from loadtest.emulation import layer, zygotes
 from loadtest.emulation.handlers import HandlerRef
 from loadtest.emulation.lambda_entry import CRASH_MID_HANDLER_EXIT, CRASH_MID_HANDLER_MESSAGE
-from loadtest.emulation.layer_environment import FAULT_SEED_ENV, KEY_NAMES_ENV
+from loadtest.emulation.layer_environment import FAULT_SEED_ENV, KEY_NAMES_ENV, SIDE_TABLES_ENV
 from loadtest.errors import HandlerRefError
 from loadtest.model.checker.harness import gaps_in
 from loadtest.model.observation import Observation, Observed, SharedValues, collect, decode
@@ -95,6 +95,8 @@ class FunctionConfig:
     """The scenario's faults, read by the environment process (``LOADTEST_*``)."""
     key_names: tuple[str, ...] = ("id",)
     """The table's key attributes (hash, then range), for the write observer."""
+    side_tables: tuple[str, ...] = ()
+    """The consumer's extra tables, whose writes the observer counts as side writes."""
     function_env: tuple[tuple[str, str], ...] = ()
     """The function's own variables: the scenario's ``[consumer] environment`` and ``--env``
     with the run's resources filled in, and each extra table's variable."""
@@ -114,6 +116,7 @@ class FunctionConfig:
                 "LOADTEST_PARENT_PID": str(os.getpid()),
                 "LOADTEST_HANDLER": self.handler.ref,
                 KEY_NAMES_ENV: ",".join(self.key_names),
+                SIDE_TABLES_ENV: ",".join(self.side_tables),
                 "PYTHONUNBUFFERED": "1",
                 "PYTHONPATH": os.pathsep.join(
                     p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p

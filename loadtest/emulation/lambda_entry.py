@@ -48,6 +48,7 @@ from loadtest.emulation.layer_environment import (
     HANDLER_DURATION_ENV,
     HANDLER_JITTER_ENV,
     RACE_WINDOW_ENV,
+    SIDE_TABLES_ENV,
 )
 from loadtest.emulation.layer_environment import KEY_NAMES_ENV as KEY_NAMES_ENV
 from loadtest.emulation.layer_environment import OBSERVATION_QUEUE_ENV as OBSERVATION_QUEUE_ENV
@@ -150,6 +151,7 @@ def start(
         sink=counting,
         race_window_s=int(env.get(RACE_WINDOW_ENV, "0")) / 1000,
         clock=clock,
+        side_tables=tuple(t for t in env.get(SIDE_TABLES_ENV, "").split(",") if t),
     )
     rng = rng if rng is not None else random.Random()
     crash_p = float(env.get(CRASH_MID_HANDLER_ENV, "0"))

@@ -48,6 +48,11 @@ def test_seed_lab_through_the_mapping_gives_the_lab_counts_and_table(ministack: 
     assert _table(run.end_state.table_items) == LAB_TABLE
     assert (run.end_state.queue_visible, run.end_state.queue_in_flight) == (0, 0)
     assert run.check.verdict == "pass"
+    # The layer's records mark themselves in the deployed function too: each write names
+    # the record it was made for.
+    assert [d.write.record_id for d in run.check.decisions] == [
+        d.message_id for d in run.check.decisions
+    ]
     # End to end includes the real queue dwell: every message measured.
     assert run.latency["end_to_end"].summary()["count"] == 4
     assert run.latency["queue_dwell"].summary()["count"] == 4

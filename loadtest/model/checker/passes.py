@@ -27,6 +27,7 @@ from loadtest.model.checker.details import (
     stored_names,
 )
 from loadtest.model.checker.exposure import Overlaps
+from loadtest.model.checker.harness import GapTally
 from loadtest.model.checker.roles import Judged, Write, judge_outcome
 from loadtest.model.checker.sent import Messages
 from loadtest.model.checker.verdict import Decision, DecisionLog, Role
@@ -69,6 +70,10 @@ class Survey:
     and inside its maps, lists and JSON strings)."""
     accepted: int = 0
     """Accepted writes of any item: the most there can be to judge together."""
+    side_items: int = 0
+    """Items accepted writes stored in the consumer's extra tables (side writes)."""
+    gaps: GapTally = field(default_factory=GapTally)
+    """What the run did not provide that the handler expected (``harness``)."""
     overlaps: Overlaps = field(default_factory=Overlaps)
     """Each business id's handler executions, for the race exposure."""
 
@@ -81,6 +86,9 @@ def survey(history: History) -> Survey:
         found.handler_errors += inv.outcome is not InvocationOutcome.SUCCESS
         found.unobserved_calls += len(inv.unobserved)
         found.observer_errors += len(inv.observer_faults)
+        if inv.side_writes:
+            found.side_items += sum(w.items for w in inv.side_writes)
+        found.gaps.add(inv)
         found.overlaps.add(inv)
         for record in inv.writes:
             if record.outcome is WriteOutcome.ACCEPTED:
@@ -277,9 +285,8 @@ class Judging:
         if business_id is None:
             self.side_writes += 1
             owner = side_business_id(record, ref)
-            self._early(
-                Decision(record, ref, owner, message_id(ref, owner, 0), Role.SIDE), position
-            )
+            made_for = marked_record(record, ref, owner) or message_id(ref, owner, 0)
+            self._early(Decision(record, ref, owner, made_for, Role.SIDE), position)
             return
         self.outcome_writes[record.outcome] += 1
         if record.outcome is WriteOutcome.ACCEPTED:
@@ -358,6 +365,17 @@ def side_business_id(record: WriteRecord, ref: InvocationRef) -> str | None:
         if carries_id(item, record.key, business_id):
             return business_id
     return ids[0] if len(ids) == 1 else None
+
+
+def marked_record(record: WriteRecord, ref: InvocationRef, business_id: str | None) -> str | None:
+    """The record a side write names (the one the handler was on), when it is one of its
+    invocation's records of ``business_id`` (of any, when that is None)."""
+    if not record.record_id:
+        return None
+    for r in ref.records:
+        if r.message_id == record.record_id and business_id in (None, r.business_id):
+            return r.message_id
+    return None
 
 
 def message_id(ref: InvocationRef, business_id: str | None, copy_index: int) -> str | None:
