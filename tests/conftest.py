@@ -1,5 +1,5 @@
-"""Shared fixtures (one real embedded backend per test session, or per xdist worker) and
-the ``pure`` marker that ``nox -s quick`` selects.
+"""Shared fixtures (one real embedded backend per test session, or per xdist worker), the
+hypothesis profile, and the ``pure`` marker that ``nox -s quick`` selects.
 
 A test is *pure* when it lives under one of ``PURE_PATHS`` (the model, the pure parts of
 the core, the gates, the tools), uses none of the fixtures in ``BACKEND_FIXTURES`` and is
@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from loadtest.adapters.backend.embedded import EmbeddedBackend
 
@@ -30,6 +31,12 @@ PURE_PATHS = (
 
 BACKEND_FIXTURES = frozenset({"backend_url", "ministack", "aws", "dynamo"})
 """Fixtures that start a backend or a server: a test using one is not pure."""
+
+# Hypothesis's per-example deadline (200 ms) measures the machine, not the property: on a
+# busy machine or with the suite spread over workers an example is simply slower. Every
+# property is still checked on every example; a hang meets the suite's per-test timeout.
+settings.register_profile("loadtest", deadline=None)
+settings.load_profile("loadtest")
 
 
 @pytest.fixture(scope="session")
