@@ -19,7 +19,13 @@ def test_two_producer_processes_send_and_judge_the_same_workload(backend_url: st
     two_scenario = base.with_overrides(producers=2)
     two = build_report(run_variants(two_scenario, backend_url, "conditional"))["runs"][0]
 
-    assert two["counts"] == one["counts"]
+    # Every count of the workload is the same; the race exposure (ids whose deliveries
+    # overlapped) is measured from the run's timing, which a busy machine changes.
+    measured = {"overlapping_ids", "overlapping_deliveries"}
+    assert {k: v for k, v in two["counts"].items() if k not in measured} == {
+        k: v for k, v in one["counts"].items() if k not in measured
+    }
+    assert measured <= two["counts"].keys() & one["counts"].keys()
     assert two["counts"]["messages_sent"] == 120
     assert two["counts"]["acked"] == 120
     assert two["verdict"] == "pass"
