@@ -29,6 +29,10 @@ PURE_PATHS = (
 )
 """Folders and files of pure tests, relative to ``tests/``."""
 
+pytest_plugins = ["pytester"]
+"""The plugin's tests (tests/plugin) run sample projects in a pytest of their own; pytest
+takes ``pytest_plugins`` from the top-level conftest only."""
+
 BACKEND_FIXTURES = frozenset({"backend_url", "ministack", "aws", "dynamo"})
 """Fixtures that start a backend or a server: a test using one is not pure."""
 
