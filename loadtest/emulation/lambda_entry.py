@@ -40,9 +40,9 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
-from loadtest.emulation import record_marks
+from loadtest.emulation import point_faults, record_marks
 from loadtest.emulation.layer_environment import (
     CRASH_MID_HANDLER_ENV,
     HANDLER_DURATION_ENV,
@@ -114,6 +114,8 @@ class _State:
     duration_ms: int
     jitter_ms: int
     rng: random.Random
+    points: point_faults.PointFaults | None
+    """The point faults drawn in this environment, when any is on."""
     sink: _CountingSink
     environment: str
     """Identifies this execution environment (one per cold start)."""
@@ -155,6 +157,14 @@ def start(
     crash_p = float(env.get(CRASH_MID_HANDLER_ENV, "0"))
     if crash_p > 0:
         observer.after_write = _crash_mid_handler(crash_p, rng)
+    points = None
+    probabilities = point_faults.parse(env)
+    if probabilities:
+        points = point_faults.PointFaults(
+            probabilities, rng, _exit_environment, CRASH_MID_HANDLER_EXIT
+        )
+        observer.before_call = points.before_call
+        observer.after_call = points.after_call
     observer.install()
     original = load() if load is not None else load_original(env[ORIGINAL_HANDLER_ENV])
     return _State(
@@ -163,6 +173,7 @@ def start(
         duration_ms=int(env.get(HANDLER_DURATION_ENV, "0")),
         jitter_ms=int(env.get(HANDLER_JITTER_ENV, "0")),
         rng=rng,
+        points=points,
         sink=counting,
         environment=secrets.token_hex(6),
         clock=clock,
@@ -178,10 +189,16 @@ def _crash_mid_handler(probability: float, rng: random.Random) -> Callable[[], N
 
     def maybe_crash() -> None:
         if rng.random() < probability:
-            os.write(2, f"loadtest: {CRASH_MID_HANDLER_MESSAGE}\n".encode())
-            os._exit(CRASH_MID_HANDLER_EXIT)
+            _exit_environment(CRASH_MID_HANDLER_MESSAGE, CRASH_MID_HANDLER_EXIT)
 
     return maybe_crash
+
+
+def _exit_environment(message: str, status: int) -> NoReturn:
+    """End the execution environment at once, as a killed one ends: what was written and
+    observed stays, nothing else runs (the crash faults' and the timeout point fault's end)."""
+    os.write(2, f"loadtest: {message}\n".encode())
+    os._exit(status)
 
 
 def _records(event: Any) -> list[dict[str, Any]]:
@@ -292,6 +309,8 @@ def _observed(state: _State, event: Any, context: Any) -> Any:
     jitter = state.rng.uniform(0, state.jitter_ms) if state.jitter_ms else 0.0
     state.observer.arm((state.duration_ms + jitter) / 1000)
     record_marks.clear()
+    if state.points is not None:
+        state.points.begin(event)
     try:
         # Each record marks itself when the handler reads it, so each write can be tied
         # to the record it was made for.

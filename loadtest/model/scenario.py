@@ -135,6 +135,11 @@ from loadtest.model.settings import (
     OVERRIDE as OVERRIDE,
 )
 from loadtest.model.settings import (
+    POINT_FAULTS,
+    parse_point_fault,
+    point_faults,
+)
+from loadtest.model.settings import (
     Arrival as Arrival,
 )
 from loadtest.model.settings import (
@@ -240,6 +245,15 @@ class Scenario:
             # A rate given on its own means an open-loop run at that rate.
             given.setdefault("arrival", Arrival.RATE.value)
         raw = to_raw(self)
+        if POINT_FAULTS_OVERRIDE in given:
+            # --point-fault NAME:P, repeatable: each wins over the scenario's for its name.
+            point = raw["faults"]["point"]
+            for text in given.pop(POINT_FAULTS_OVERRIDE):
+                try:
+                    name, probability = parse_point_fault(str(text))
+                except ValueError as exc:
+                    raise ScenarioError(f"--point-fault: {exc}") from None
+                point[name] = probability
         for key, value in given.items():
             section = _SECTION_OF.get(key)
             if section is not None:
@@ -265,6 +279,32 @@ _SECTION_OF = {
     for f in dataclasses.fields(cls)
     if f.name not in STRUCTURED
 }
+
+
+POINT_FAULTS_OVERRIDE = "point_faults"
+"""The override carrying ``--point-fault NAME:P`` texts (``[faults] point``)."""
+
+
+def _point_faults(raw: Any, source: str) -> tuple[tuple[str, float], ...]:
+    """``[faults] point = { redeliver = 0.05, throttle = 1 }``: probabilities 0..1 by name."""
+    allowed = ", ".join(POINT_FAULTS)
+    if not isinstance(raw, Mapping):
+        raise ScenarioError(
+            f"{source}: faults.point must be a table of probabilities by fault "
+            f"(e.g. {{ redeliver = 0.05 }}), got {raw!r}; faults: {allowed}"
+        )
+    given: dict[str, float] = {}
+    for name, value in raw.items():
+        if name not in POINT_FAULTS:
+            raise ScenarioError(
+                f"{source}: faults.point.{name} is not a point fault; allowed: {allowed}"
+            )
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise ScenarioError(
+                f"{source}: faults.point.{name} = {value!r}; give a probability 0..1"
+            )
+        given[str(name)] = float(value)
+    return point_faults(given)
 
 
 def override_fields() -> list[tuple[dataclasses.Field[Any], Override]]:
@@ -325,7 +365,11 @@ def parse_scenario(
     function = parse_setup(c_raw, _table(raw, "table", source), raw.get("tables"), source)
     c_raw = {k: v for k, v in c_raw.items() if k != "environment"}
     consumer = _section(ConsumerSettings, c_raw, source, "consumer")
-    faults = _section(Faults, _table(raw, "faults", source), source, "faults")
+    f_raw = _table(raw, "faults", source)
+    faults = dataclasses.replace(
+        _section(Faults, f_raw, source, "faults"),
+        point=_point_faults(f_raw.get("point", {}), source),
+    )
     run = _section(RunSettings, _table(raw, "run", source), source, "run")
     _check_combinations(workload, consumer, faults, source)
     expect = _table(raw, "expect", source)
@@ -362,6 +406,7 @@ def to_raw(scenario: Scenario) -> dict[str, Any]:
     for section in _SECTIONS:
         values = dataclasses.asdict(getattr(scenario, section))
         raw[section] = {k: v.value if isinstance(v, StrEnum) else v for k, v in values.items()}
+    raw["faults"]["point"] = dict(scenario.faults.point)
     workload = scenario.workload
     # The message's shape, where a scenario gave one (the lab's plain body otherwise).
     for name in ("body", "envelope", "attributes"):

@@ -39,8 +39,8 @@ RELAXABLE: tuple[str, ...] = (
 """Default-verdict reasons a scenario may allow (``[verdict.allow]``), by count name."""
 
 
-STRUCTURED = frozenset({"messages", "body", "envelope", "attributes"})
-"""Workload fields that are tables or arrays, parsed on their own (not overrides)."""
+STRUCTURED = frozenset({"messages", "body", "envelope", "attributes", "point"})
+"""Fields that are tables or arrays, parsed on their own (not overrides)."""
 
 NAME_MAX_CHARS = 64
 """The longest scenario name: it becomes part of report file names."""
