@@ -158,7 +158,9 @@ async def run_variant(
                     )
                     variables = function_environment(setup, tables, names, made, target.region)
                     for env in environments:
-                        env.config = dataclasses.replace(config, function_env=variables)
+                        env.config = dataclasses.replace(
+                            config, function_env=variables, side_tables=tuple(made.extra_tables)
+                        )
                     # Cold starts once the function's resources exist, as on Lambda: a
                     # handler may read its table when imported. One that does not
                     # import fails here, and what was made is torn down below.
