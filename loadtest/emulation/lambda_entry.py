@@ -115,14 +115,14 @@ class _State:
     duration_ms: int
     jitter_ms: int
     rng: random.Random
-    points: point_faults.PointFaults | None
-    """The point faults drawn in this environment, when any is on."""
     sink: _CountingSink
     environment: str
     """Identifies this execution environment (one per cold start)."""
     clock: Callable[[], int]
     invocation_lines: bool
     """Whether each invocation sends its start and end lines."""
+    points: point_faults.PointFaults | None = None
+    """The point faults drawn in this environment, when any is on."""
 
 
 _state: _State | None = None

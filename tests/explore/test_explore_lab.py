@@ -163,8 +163,8 @@ def _cli_explore(args: list[str], json_path: Path, backend_url: str) -> dict[str
         app, [*args, "--endpoint-url", backend_url, "--json", str(json_path), "--quiet"]
     )
     assert result.exit_code == 1, result.output
-    report: dict[str, Any] = json.loads(json_path.read_text(encoding="utf-8"))
-    return report["explore"]
+    explore: dict[str, Any] = json.loads(json_path.read_text(encoding="utf-8"))["explore"]
+    return explore
 
 
 def test_printed_replay_line_reproduces_the_counterexample_with_every_option(
