@@ -50,7 +50,12 @@ from loadtest.emulation.freezing import FREEZE, FREEZE_ENV
 from loadtest.emulation.handlers import HandlerRef
 from loadtest.emulation.lambda_entry import CRASH_MID_HANDLER_EXIT, CRASH_MID_HANDLER_MESSAGE
 from loadtest.emulation.layer_environment import FAULT_SEED_ENV, KEY_NAMES_ENV, SIDE_TABLES_ENV
-from loadtest.emulation.point_faults import POINT_TIMEOUT_EXIT, POINT_TIMEOUT_MESSAGE
+from loadtest.emulation.point_faults import (
+    POINT_CRASH_EXIT,
+    POINT_CRASH_MESSAGE,
+    POINT_TIMEOUT_EXIT,
+    POINT_TIMEOUT_MESSAGE,
+)
 from loadtest.errors import HandlerRefError
 from loadtest.model.checker.harness import gaps_in
 from loadtest.model.history import WriteRecord
@@ -544,6 +549,8 @@ def _exit_reason(code: int | None, memory_mb: int, request_id: str) -> str:
         return CRASH_MID_HANDLER_MESSAGE
     if code == POINT_TIMEOUT_EXIT:
         return POINT_TIMEOUT_MESSAGE
+    if code == POINT_CRASH_EXIT:
+        return POINT_CRASH_MESSAGE
     if code is None:
         return "Runtime exited: the execution environment's process died"
     if code == 0:

@@ -162,9 +162,7 @@ def start(
     points = None
     probabilities = point_faults.parse(env)
     if probabilities:
-        points = point_faults.PointFaults(
-            probabilities, rng, _exit_environment, CRASH_MID_HANDLER_EXIT
-        )
+        points = point_faults.PointFaults(probabilities, rng, _exit_environment)
         observer.before_call = points.before_call
         observer.after_call = points.after_call
     observer.install()

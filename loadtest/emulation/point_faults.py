@@ -10,7 +10,7 @@ makes to the watched table (reads too), through the observer's hooks:
 - ``throttle``, before the call is sent: it is answered with DynamoDB's throttling error
   (``ProvisionedThroughputExceededException``, as after the SDK's retries) and not run;
 - once the call is answered, before the handler sees the answer: ``crash`` kills the
-  environment (the crash-mid-handler fault's exit), ``timeout`` cuts the invocation off as
+  environment (as the crash-mid-handler fault does, through the entry point's exit), ``timeout`` cuts the invocation off as
   its function timeout does (the environment is replaced), ``redeliver`` makes the
   invocation's messages visible again at once (``ChangeMessageVisibility`` to 0, as an
   expired visibility timeout does) so another environment receives them while this one
@@ -29,6 +29,8 @@ from typing import Any, NoReturn
 
 from loadtest.emulation.layer_environment import POINT_FAULTS_ENV
 
+POINT_CRASH_EXIT = 88
+"""The exit status of an environment the ``crash`` point fault killed."""
 POINT_TIMEOUT_EXIT = 87
 """The exit status of an environment whose invocation the ``timeout`` point fault cut off
 (the parent reports a timeout and replaces it, as Lambda does)."""
@@ -67,13 +69,11 @@ class PointFaults:
         probabilities: Mapping[str, float],
         rng: random.Random,
         exit: Exit,
-        crash_status: int,
         sqs: Callable[[], Any] | None = None,
     ) -> None:
         self.probabilities = dict(probabilities)
         self.rng = rng
         self.exit = exit
-        self.crash_status = crash_status
         self._sqs_factory = sqs
         self._sqs: Any = None
         self._records: list[tuple[str, str]] = []
@@ -101,7 +101,7 @@ class PointFaults:
 
     def after_call(self, operation: str) -> None:
         if self._draw("crash"):
-            self.exit(f"{POINT_CRASH_MESSAGE} ({operation})", self.crash_status)
+            self.exit(f"{POINT_CRASH_MESSAGE} ({operation})", POINT_CRASH_EXIT)
         if self._draw("timeout"):
             self.exit(f"{POINT_TIMEOUT_MESSAGE} ({operation})", POINT_TIMEOUT_EXIT)
         if self._draw("redeliver") and not self._redelivered:

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from loadtest.cli import app
+from loadtest.emulation.point_faults import POINT_CRASH_MESSAGE, POINT_TIMEOUT_MESSAGE
 from loadtest.engine import VariantRun
 from loadtest.model.history import InvocationOutcome, WriteOutcome
 from loadtest.model.scenario import load_scenario
@@ -64,7 +65,10 @@ def test_crash_and_timeout_end_every_invocation_once_its_write_is_answered(
         0,
     )
     assert {i.outcome for i in run.history.invocations} == {outcome}
+    message = POINT_CRASH_MESSAGE if fault == "crash" else POINT_TIMEOUT_MESSAGE
     for invocation in run.history.invocations:
+        assert invocation.error == message
+        assert f"{message} (PutItem)" in invocation.log_tail
         assert len(invocation.writes) == 1
         assert invocation.writes[0].outcome in (WriteOutcome.ACCEPTED, WriteOutcome.REJECTED)
 
