@@ -26,7 +26,8 @@ A local execution environment's parent times and records invocations itself:
 there these two lines are not sent (``start(invocation_lines=False)``).
 
 Must not import the rest of loadtest beyond the observer and what it imports:
-the layer carries only those modules. Never sends a receipt handle anywhere.
+the layer carries only those modules. Never sends a receipt handle anywhere but to SQS
+itself (the redeliver point fault of a local run, ``loadtest.emulation.point_faults``).
 """
 
 from __future__ import annotations

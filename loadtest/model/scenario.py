@@ -118,6 +118,7 @@ from loadtest.model.scenario_fields import (
     _explicit_messages,
     _lint,
     _outcome,
+    _point_faults,
     _section,
     _table,
     _thresholds,
@@ -134,11 +135,6 @@ from loadtest.model.settings import (
 )
 from loadtest.model.settings import (
     OVERRIDE as OVERRIDE,
-)
-from loadtest.model.settings import (
-    POINT_FAULTS,
-    parse_point_fault,
-    point_faults,
 )
 from loadtest.model.settings import (
     Arrival as Arrival,
@@ -178,6 +174,9 @@ from loadtest.model.settings import (
 )
 from loadtest.model.settings import (
     _override as _override,
+)
+from loadtest.model.settings import (
+    parse_point_fault,
 )
 
 
@@ -284,28 +283,6 @@ _SECTION_OF = {
 
 POINT_FAULTS_OVERRIDE = "point_faults"
 """The override carrying ``--point-fault NAME:P`` texts (``[faults] point``)."""
-
-
-def _point_faults(raw: Any, source: str) -> tuple[tuple[str, float], ...]:
-    """``[faults] point = { redeliver = 0.05, throttle = 1 }``: probabilities 0..1 by name."""
-    allowed = ", ".join(POINT_FAULTS)
-    if not isinstance(raw, Mapping):
-        raise ScenarioError(
-            f"{source}: faults.point must be a table of probabilities by fault "
-            f"(e.g. {{ redeliver = 0.05 }}), got {raw!r}; faults: {allowed}"
-        )
-    given: dict[str, float] = {}
-    for name, value in raw.items():
-        if name not in POINT_FAULTS:
-            raise ScenarioError(
-                f"{source}: faults.point.{name} is not a point fault; allowed: {allowed}"
-            )
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-            raise ScenarioError(
-                f"{source}: faults.point.{name} = {value!r}; give a probability 0..1"
-            )
-        given[str(name)] = float(value)
-    return point_faults(given)
 
 
 def override_fields() -> list[tuple[dataclasses.Field[Any], Override]]:
