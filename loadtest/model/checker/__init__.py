@@ -85,6 +85,7 @@ from loadtest.model.checker.passes import (
     survey,
 )
 from loadtest.model.checker.roles import LiveDuplicates, unattributed_reason
+from loadtest.model.checker.runtime_errors import sentences as runtime_error_sentences
 from loadtest.model.checker.sent import ACKED, DEAD_LETTERED, POISON, Messages
 from loadtest.model.checker.verdict import (
     BAD_WHEN_NONZERO,
@@ -218,7 +219,7 @@ def check(
     messages = Messages(history.sent, body)
     messages.settle(history.acks, history.dead_letters)
     outcome_keys = {outcome_key.canonical(outcome_key.key_for(b)): b for b in messages.business_ids}
-    read = survey(history)
+    read = survey(history, messages.business_index)
     messages.keep_stored(read.stored_names)
 
     def judging(model: Model, stored_outcomes: set[str]) -> Judging:
@@ -315,6 +316,7 @@ def check(
     accepted_outcomes = outcomes[WriteOutcome.ACCEPTED] > 0
     nothing_stored = expected_outcomes and not accepted_outcomes and not final
     reasons = default_reasons(counts, timed_out=history.timed_out, cut_short=cut_short)
+    reasons.extend(runtime_error_sentences(read.runtime_errors, failing=True))
     inconclusive = inconclusive_reasons(counts, history)
     if nothing_stored and model.kind != "ambiguous":
         (inconclusive if cut_short else reasons).append(
@@ -342,7 +344,7 @@ def check(
             "handler returned, or by a client the observer does not hook, so writes may be "
             "missing from the counts"
         )
-    notes = []
+    notes = runtime_error_sentences(read.runtime_errors, failing=False)
     if not details_stored and accepted_outcomes and model.kind != "ambiguous":
         # An item that holds only its key would pass: the table cannot tell a finished
         # outcome from a half-written one, unless the scenario says what one holds.

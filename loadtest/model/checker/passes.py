@@ -29,6 +29,7 @@ from loadtest.model.checker.details import (
 from loadtest.model.checker.exposure import Overlaps
 from loadtest.model.checker.harness import GapTally
 from loadtest.model.checker.roles import Judged, Write, judge_outcome
+from loadtest.model.checker.runtime_errors import explain
 from loadtest.model.checker.sent import Messages
 from loadtest.model.checker.verdict import Decision, DecisionLog, Role
 from loadtest.model.history import (
@@ -70,20 +71,28 @@ class Survey:
     and inside its maps, lists and JSON strings)."""
     accepted: int = 0
     """Accepted writes of any item: the most there can be to judge together."""
+    runtime_errors: Counter[tuple[str, str, bool]] = field(default_factory=Counter)
+    """Failed invocations by the runtime's error type, its explanation and whether it fails
+    the run (``runtime_errors.explain``), for the error types it explains."""
     side_items: int = 0
     """Items accepted writes stored in the consumer's extra tables (side writes)."""
     gaps: GapTally = field(default_factory=GapTally)
     """What the run did not provide that the handler expected (``harness``)."""
-    overlaps: Overlaps = field(default_factory=Overlaps)
+    overlaps: Overlaps = field(default_factory=lambda: Overlaps({}))
     """Each business id's handler executions, for the race exposure."""
 
 
-def survey(history: History) -> Survey:
-    found = Survey()
+def survey(history: History, business_index: Mapping[str, int]) -> Survey:
+    """``business_index`` numbers the business ids sent (``Messages.business_index``)."""
+    found = Survey(overlaps=Overlaps(business_index))
     for inv in history.invocations:
         found.deliveries += len(inv.records)
         found.redeliveries += sum(1 for r in inv.records if r.receive_count > 1)
-        found.handler_errors += inv.outcome is not InvocationOutcome.SUCCESS
+        if inv.outcome is not InvocationOutcome.SUCCESS:
+            found.handler_errors += 1
+            explained = explain(inv.error)
+            if explained is not None:
+                found.runtime_errors[explained] += 1
         found.unobserved_calls += len(inv.unobserved)
         found.observer_errors += len(inv.observer_faults)
         if inv.side_writes:
