@@ -53,7 +53,7 @@ FRESH_SEPARATOR = "~"
 def _forget_package(module: str) -> None:
     """A cold start for a module reference: the handler's module and its siblings (the
     modules of its package, which it may keep clients in) are imported again under this
-    session's variables, never reused with what they bound at an earlier session in this
+    session's variables, never reused with what they bound by an earlier exploration in this
     process (a client and its endpoint, a table name). loadtest's own modules stay."""
     package = module.rpartition(".")[0]
     stale = [module] if not package else [n for n in sys.modules if n.startswith(package + ".")]
