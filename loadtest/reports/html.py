@@ -41,6 +41,7 @@ from loadtest.reports.formats import format_observed
 from loadtest.reports.heatmap import html_section
 from loadtest.reports.repeat_view import repeat_context
 from loadtest.reports.timeline import (
+    explore_timeline,
     find_races,
     timeline_for,
 )
@@ -360,6 +361,7 @@ def render_html(report: Mapping[str, Any]) -> str:
     repeat = repeat_context(report)
     # A sweep's grid and a repeat's table tell their own story, one cell or run per row.
     many = repeat is not None or any(run.get("cell") for run in runs)
+    example = (report.get("explore") or {}).get("counterexample") or {}
     template = _environment().get_template("report.html.j2")
     return template.render(
         repeat=repeat,
@@ -387,4 +389,5 @@ def render_html(report: Mapping[str, Any]) -> str:
         other_findings=other_findings,
         page_rows=WRITE_TABLE_PAGE_ROWS,
         sweep=html_section(report, report.get("sweep_metric")),
+        explore_timeline=explore_timeline(example.get("steps") or []),
     )
