@@ -20,6 +20,7 @@ report marked incomplete.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -510,7 +511,8 @@ def new_scenario(
         sample = sample_template(message, id_field, str(path))
     elif id_field is not None:
         raise InputError("--id-field names a field of the sample message: give --sample-message")
-    return scenario_text(
+    write = functools.partial(
+        scenario_text,
         handler,
         sample,
         None if sample_message is None else str(sample_message),
@@ -518,6 +520,14 @@ def new_scenario(
         tables=hardcoded_tables(source, origin),
         item_failures=reports_item_failures(source, origin),
     )
+    if sample is None:
+        return write()
+    # A dry run of the scenario as written shows the table key the handler writes.
+    from loadtest.engine.dry_run import first_write_key
+    from loadtest.model.scenario import parse_text
+
+    guessed = parse_text(write(), "the scenario `loadtest new` writes", "new")
+    return write(table_key=first_write_key(guessed, ref))
 
 
 def _module_file(module: str) -> str:

@@ -19,6 +19,7 @@ from loadtest.errors import InputError
 from loadtest.model.body import PLACEHOLDER, describe
 from loadtest.model.envelopes import EnvelopeKind
 from loadtest.model.handler_source import RUNTIME_VARIABLES, suggested_value
+from loadtest.model.scaffold_key import KeyChoice
 
 # --- sample messages ---------------------------------------------------------------------
 
@@ -253,10 +254,12 @@ def scenario_text(
     *,
     tables: Sequence[str] = (),
     item_failures: bool = False,
+    table_key: KeyChoice | str | None = None,
 ) -> str:
     """The commented scenario ``loadtest new`` writes for ``handler`` (a reference as the
     user gave it): ``environment`` the variables its source reads, ``tables`` the table
-    names it hard-codes, ``item_failures`` whether it answers with partial batch responses."""
+    names it hard-codes, ``item_failures`` whether it answers with partial batch responses,
+    ``table_key`` the key a dry run's first write showed (or why it showed none)."""
     out = [
         f"# A scenario for the handler {handler}, written by `loadtest new`.",
         "# Run it with `loadtest run THIS_FILE`. Check each setting against how the function is",
@@ -306,12 +309,8 @@ def scenario_text(
         out.append(f"# {origin}: {{id}} is the business id ({sample.id_path}).")
         out += [f"# {note}." for note in sample.notes]
         out += [f"{_key(k)} = {toml_value(v)}" for k, v in sample.template.items()]
+    out += _outcome_block(id_name, table_key)
     out += [
-        "",
-        "[outcome]",
-        "# The key of the item a message's outcome is stored under (and of the table the run",
-        '# creates). Change it if the handler keys its items otherwise, e.g. { pk = "ORDER#{id}" }.',
-        f'key = {{ {_key(id_name)} = "{{id}}" }}',
         "",
         "[consumer]",
         _line("batch_size = 10", "Lambda's default for an SQS event source mapping"),
@@ -325,8 +324,36 @@ def scenario_text(
         ),
     ]
     out += _environment_block(environment)
-    out += _tables_block(environment, tables)
+    out += _tables_block(environment, tables, table_key)
     return "\n".join(out) + "\n"
+
+
+def _outcome_block(id_name: str, table_key: KeyChoice | str | None) -> list[str]:
+    guess = f'key = {{ {_key(id_name)} = "{{id}}" }}'
+    if isinstance(table_key, KeyChoice):
+        if table_key.key == ((id_name, "S"),):
+            return [
+                "",
+                "[outcome]",
+                "# A message's outcome is stored under its business id (see [table] below).",
+                guess,
+            ]
+        return [
+            "",
+            "# Where outcomes live is found by the checker (the business id and the message's",
+            "# details in the stored items); declare it only if the handler keys items on the id:",
+            "# [outcome]",
+            f"# {guess}",
+        ]
+    out = [
+        "",
+        "[outcome]",
+        "# The key of the item a message's outcome is stored under (and of the table the run",
+        '# creates). Change it if the handler keys its items otherwise, e.g. { pk = "ORDER#{id}" }.',
+    ]
+    if isinstance(table_key, str):
+        out.append(f"# A dry run could not show the key the handler writes: {table_key}.")
+    return [*out, guess]
 
 
 def _environment_block(names: list[str]) -> list[str]:
@@ -360,8 +387,17 @@ def _environment_block(names: list[str]) -> list[str]:
     ]
 
 
-def _tables_block(names: list[str], tables: Sequence[str]) -> list[str]:
+def _tables_block(
+    names: list[str], tables: Sequence[str], table_key: KeyChoice | str | None
+) -> list[str]:
     out: list[str] = []
+    key_lines: list[str] = []
+    if isinstance(table_key, KeyChoice):
+        schema = "{ " + ", ".join(f"{_key(n)} = {toml_value(t)}" for n, t in table_key.key) + " }"
+        key_lines = [
+            f"# The table's key, from a dry run (one message, one invocation): {table_key.why}.",
+            f"key = {schema}",
+        ]
     if len(tables) == 1:
         out += [
             "",
@@ -369,10 +405,17 @@ def _tables_block(names: list[str], tables: Sequence[str]) -> list[str]:
             "# name on its own backend (on AWS it refuses to touch an existing table of that name).",
             "[table]",
             f"name = {toml_value(tables[0])}",
+            *key_lines,
         ]
-    elif tables:
-        out += ["", "# The handler's source names several tables: say which holds the outcomes."]
-        out += ["# [table]"] + [f"# name = {toml_value(t)}" for t in tables]
+    else:
+        if tables:
+            out += [
+                "",
+                "# The handler's source names several tables: say which holds the outcomes.",
+            ]
+            out += ["# [table]"] + [f"# name = {toml_value(t)}" for t in tables]
+        if key_lines:
+            out += ["", "[table]", *key_lines]
     for name in names:
         value = suggested_value(name)
         if name in RUNTIME_VARIABLES or value is None or not value.startswith("{table:"):

@@ -204,12 +204,6 @@ def _new(tmp_path: Path, handler: str, sample: dict[str, Any], id_field: str) ->
     return load_scenario(str(written))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="loadtest new keys the table on the --id-field (an [outcome] key) instead of the "
-    "key the handler writes (ID = messageId): the scenario it writes dead-letters every "
-    "message of this handler (ValidationException, missing key orderId)",
-)
 def test_new_keys_the_table_as_a_message_id_keyed_handler_writes_it(tmp_path: Path) -> None:
     scenario = _new(
         tmp_path,
@@ -217,23 +211,26 @@ def test_new_keys_the_table_as_a_message_id_keyed_handler_writes_it(tmp_path: Pa
         {"orderId": "o-1001", "quantity": 3},
         "orderId",
     )
-    assert scenario.table_key_names == ("ID",)
+    assert scenario.function.table_key == (("ID", "S"),)
+    # The id is not the table's key: no [outcome] key asserts that outcomes live under it.
+    assert "\n[outcome]\n" not in (tmp_path / "new.toml").read_text()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="loadtest new keys the table on the --id-field instead of the uuid4 'id' the "
-    "handler writes: copies then overwrite one row (20 duplicates and 20 conflicting writes "
-    "for 20 updates x 2) where the deployed table keeps a row per copy",
-)
 def test_new_keys_the_table_as_a_uuid_keyed_handler_writes_it(tmp_path: Path) -> None:
     scenario = _new(
         tmp_path,
         f"{HERE / 'localstack_sqs_to_dynamodb.py'}:lambda_handler",
-        {"product_id": "P001", "location": "Warehouse A", "quantity": "100"},
+        # The handler reads every field of the producer's message, update_date included.
+        {
+            "product_id": "P001",
+            "location": "Warehouse A",
+            "quantity": "100",
+            "update_date": "2023-05-01T10:00:00Z",
+        },
         "product_id",
     )
     assert scenario.table_key_names == ("id",)
+    assert scenario.function.table_key == (("id", "S"),)
 
 
 def test_new_places_the_id_inside_a_list(tmp_path: Path) -> None:
