@@ -15,6 +15,7 @@ import dataclasses
 from loadtest.adapters import aws
 from loadtest.emulation.handlers import HandlerRef
 from loadtest.errors import LoadtestError
+from loadtest.model.history import WriteRecord
 from loadtest.model.scaffold_key import DRY_RUN_KEY, KeyChoice, choose_key
 from loadtest.model.scenario import Scenario
 
@@ -47,7 +48,7 @@ def first_write_key(scenario: Scenario, ref: HandlerRef) -> KeyChoice | str:
         result = engine.run(single, [ref], kind=aws.BackendKind.EMBEDDED)
     except LoadtestError as exc:
         return f"the dry run could not run: {exc}"
-    writes = []
+    writes: list[WriteRecord] = []
     business_id = message_id = ""
     error = None
     for run in result.runs:
