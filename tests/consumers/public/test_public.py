@@ -233,6 +233,20 @@ def test_new_keys_the_table_as_a_uuid_keyed_handler_writes_it(tmp_path: Path) ->
     assert scenario.function.table_key == (("id", "S"),)
 
 
+def test_new_keeps_the_id_field_when_the_dry_run_shows_no_write(tmp_path: Path) -> None:
+    # The handler writes to the table its message names (CLIENT), not the run's table: the
+    # dry run sees no write, and the scenario keeps --id-field's guess, saying why.
+    scenario = _new(
+        tmp_path,
+        f"{HERE / 'serverless_patterns_batch_write.py'}:handler",
+        {"CLIENT": [{"PutRequest": {"Item": {"CLIENT-KEY": {"S": "1|0"}}}}]},
+        "CLIENT.0.PutRequest.Item.CLIENT-KEY.S",
+    )
+    assert scenario.function.table_key == ()
+    text = (tmp_path / "new.toml").read_text()
+    assert "# A dry run could not show the key the handler writes: the handler wrote " in text
+
+
 def test_new_places_the_id_inside_a_list(tmp_path: Path) -> None:
     # A BatchWriteItem request as the body: --id-field names a list's element by its index.
     request = {"CLIENT": [{"PutRequest": {"Item": {"CLIENT-KEY": {"S": "1|0"}}}}]}
