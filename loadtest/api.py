@@ -492,7 +492,9 @@ def new_scenario(
     """The commented scenario ``loadtest new`` writes for ``handler``: the body template
     from ``sample_message`` (a JSON file: a body, an SNS notification, an EventBridge event
     or a Lambda SQS event), ``{id}`` where ``id_field`` is, the environment variables and
-    table names the handler's source reads. Bad input raises ``InputError``."""
+    table names the handler's source reads, and, with a sample, the table's key as a dry
+    run of the handler on one message shows it (``loadtest.engine.dry_run``; the handler's
+    code runs). Bad input raises ``InputError``."""
     ref = parse_ref(handler)
     origin = ref.path or _module_file(str(ref.module))
     try:
