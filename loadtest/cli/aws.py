@@ -97,12 +97,11 @@ def run_remote(
     import sys
 
     from loadtest.adapters.aws import region_from_environment
-    from loadtest.api import prepare
+    from loadtest.api import execute, prepare
     from loadtest.cli.outputs import plan_outputs, write_reports
     from loadtest.deploy.deploy_plan import plan_attach, plan_deploy, render_plan
     from loadtest.deploy.remote_run import AttachTo
     from loadtest.errors import LoadtestError
-    from loadtest.remote import execute_remote
     from loadtest.reports.render import render
 
     try:
@@ -115,6 +114,7 @@ def run_remote(
             thresholds=thresholds,
             seed=seed,
             prices=prices_path,
+            deploy=True,
             **overrides,
         )
     except LoadtestError as exc:
@@ -151,7 +151,7 @@ def run_remote(
     json_path, outputs = plan_outputs(plan.scenario, json_path, out_dir, outputs)
     previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     try:
-        report = execute_remote(
+        report = execute(
             plan,
             keep=keep,
             attach=target_to,

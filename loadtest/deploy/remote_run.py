@@ -12,7 +12,7 @@ with the same checker and latencies as a local run. What was made is deleted
 unless ``keep``, and an attached function restored, also on error and Ctrl-C.
 
 Owns the remote data path (sends, drains, end state). Does not build the
-report: ``loadtest.api`` turns a ``RemoteVariant`` into the engine's
+report: ``loadtest.engine.deployed`` turns a ``RemoteVariant`` into the engine's
 ``VariantRun``. The control plane is synchronous boto3 (``Clients``); the
 data plane is the same aioboto3 clients the local engine uses.
 """
