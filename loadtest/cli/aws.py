@@ -1,7 +1,6 @@
 """The command line's AWS part: ``run --plan``, runs through deployed functions, ``cleanup``, ``lint``.
 
-``loadtest.cli.commands`` registers these on its app (``register``), so the
-Lambda path adds commands without reshaping the main module.
+``loadtest.cli.app`` registers the commands on the Typer app.
 Like ``loadtest.cli``, it only parses, calls the library, prints and exits.
 """
 
@@ -15,7 +14,6 @@ import typer
 from rich.text import Text
 
 from loadtest.api import resolve_variants as _refs
-from loadtest.cli.commands import app
 from loadtest.cli.console import Exit, err, out
 from loadtest.cli.console import fail as _fail
 from loadtest.cli.console import raise_mapped as _raise_mapped
@@ -189,7 +187,6 @@ def run_remote(
     raise typer.Exit(report.exit_code)
 
 
-@app.command()
 def cleanup(
     run: Annotated[
         str | None,
@@ -239,7 +236,6 @@ def cleanup(
     raise typer.Exit(int(Exit.OK))
 
 
-@app.command()
 def lint(
     scenario: Annotated[
         str | None,
