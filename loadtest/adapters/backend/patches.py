@@ -15,7 +15,9 @@ deduplication and group order (as SQS behaves), the PartiQL answers below, and a
 update's operands (``SET a = b DELETE b :x`` keeps b's old value in a, as DynamoDB does)
 and the ClientRequestToken of TransactWriteItems and ExecuteTransaction (a repeat within
 10 minutes writes nothing), a key of the wrong type (a ValidationException, not a 500)
-and a legacy ``ConditionalOperator=OR``.
+and a legacy ``ConditionalOperator=OR``. The moto bugs this fixes are listed, each with
+the test that shows it on moto as shipped, in docs/architecture.md ("The embedded
+backend's fixes to moto"); the versions patched are ``versions``'.
 
 Why, measured on moto 5.2.5's threaded server:
 
