@@ -34,12 +34,12 @@ from loadtest.engine import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salv
 from loadtest.errors import InputError
 from loadtest.model.checker import Counts
 from loadtest.model.cost import Prices
-from loadtest.model.scaffold import (
+from loadtest.model.handler_source import (
     environment_reads,
     hardcoded_tables,
-    sample_template,
-    scenario_text,
+    reports_item_failures,
 )
+from loadtest.model.scaffold import sample_template, scenario_text
 from loadtest.model.scenario import Scenario, load_scenario
 from loadtest.model.thresholds import check_scenario, check_variants, parse_thresholds
 from loadtest.reports.report import build_report, verdict_exit_code
@@ -547,7 +547,7 @@ def new_scenario(
         None if sample_message is None else str(sample_message),
         environment_reads(source, origin),
         tables=hardcoded_tables(source, origin),
-        environment_live=False,
+        item_failures=reports_item_failures(source, origin),
     )
 
 

@@ -9,10 +9,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from loadtest.model.body import BodyShape
-
-FLAT = BodyShape()
-"""The lab's body: ``{"id": ..., ...}``."""
+from loadtest.model.body import FLAT, BodyShape
 
 
 def _base64(value: Any) -> str:

@@ -28,11 +28,11 @@ import anyio.lowlevel
 from loadtest.emulation.dispatcher import Dispatcher as Dispatcher
 from loadtest.emulation.dispatcher import dispatches as dispatches
 from loadtest.emulation.environments import ExecutionEnvironment, Reply
-from loadtest.emulation.events import FLAT, batch_item_failures, business_id_of, sqs_event
+from loadtest.emulation.events import batch_item_failures, business_id_of, sqs_event
 from loadtest.emulation.redaction import REDACTED as REDACTED
 from loadtest.emulation.redaction import _lazy_fragments, _redact
 from loadtest.emulation.redaction import redact as redact
-from loadtest.model.body import BodyShape
+from loadtest.model.body import FLAT, BodyShape
 from loadtest.model.history import (
     Ack,
     DeadLetter,

@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -36,6 +37,7 @@ from loadtest.emulation.explorer import Explorer
 from loadtest.emulation.handlers import HandlerRef, tables_for
 from loadtest.engine.results import function_environment
 from loadtest.errors import BackendError, HandlerRefError
+from loadtest.model.body import FLAT, BodyShape, body_shape
 from loadtest.model.checker import Check, check
 from loadtest.model.checker.passes import Model
 from loadtest.model.explore import Chooser
@@ -66,7 +68,13 @@ def explored_messages(
     return out
 
 
-def _fresh_body(body: str, business_id: str, fresh: str) -> str:
+def _fresh_body(body: str, business_id: str, fresh: str, shape: BodyShape) -> str:
+    """``body`` carrying ``fresh`` where it carried ``business_id``."""
+    if shape != FLAT:
+        # A template may place the id in several fields, inside other text ("ORDER#{id}")
+        # or inside an envelope's JSON string: each whole token of it is the id. The fresh
+        # id adds only "~N", which needs no escaping in JSON, even twice over.
+        return _token(business_id).sub(fresh, body)
     try:
         data = json.loads(body)
     except ValueError:
@@ -77,16 +85,22 @@ def _fresh_body(body: str, business_id: str, fresh: str) -> str:
     return body
 
 
-def fresh_messages(messages: Sequence[SentMessage], schedule: int) -> list[SentMessage]:
+def _token(business_id: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![A-Za-z0-9]){re.escape(business_id)}(?![A-Za-z0-9])")
+
+
+def fresh_messages(
+    messages: Sequence[SentMessage], schedule: int, shape: BodyShape = FLAT
+) -> list[SentMessage]:
     """The messages of schedule ``schedule``: fresh message ids, and from the second schedule
-    on a fresh business id (``id~N``)."""
+    on a fresh business id (``id~N``), in the body where ``shape`` says it is."""
     out = []
     for m in messages:
         business_id = m.business_id
         body = m.body
         if schedule and business_id is not None:
             business_id = f"{m.business_id}{FRESH_SEPARATOR}{schedule}"
-            body = _fresh_body(m.body, str(m.business_id), business_id)
+            body = _fresh_body(m.body, str(m.business_id), business_id, shape)
         message_id = str(uuid.UUID(int=(schedule << 32) + m.index + 1))
         out.append(SentMessage(m.index, business_id, body, 0, 0, message_id))
     return out
@@ -147,6 +161,8 @@ class Session:
         self.outcome = scenario.outcome
         """Where outcomes live: the scenario's key, taken as declared once a schedule stored
         an outcome there (``run``)."""
+        self.body = body_shape(scenario.workload)
+        """Where the messages carry their business id and details."""
         self._client: Any = None
 
     def _clients(self) -> Any:
@@ -245,7 +261,7 @@ class Session:
     def run(self, chooser: Chooser, messages: Sequence[SentMessage], schedule: int) -> Judged:
         """Run and judge one schedule."""
         assert self.explorer is not None, "open the session first"
-        sent = fresh_messages(messages, schedule)
+        sent = fresh_messages(messages, schedule, self.body)
         aliases = [
             (str(fresh.message_id), f"message-{plain.index + 1}")
             for fresh, plain in zip(sent, messages, strict=True)
@@ -269,7 +285,12 @@ class Session:
         end_state = self._end_state(
             execution, sent, len(execution.acks) + len(execution.dead_letters)
         )
-        judged = Judged(execution, history, end_state, check(history, end_state, self.outcome))
+        judged = Judged(
+            execution,
+            history,
+            end_state,
+            check(history, end_state, self.outcome, body=self.body),
+        )
         if (
             not self.outcome.declared
             and judged.check.counts.writes_accepted

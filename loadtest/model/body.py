@@ -208,18 +208,31 @@ def compile_template(raw: Any, source: str) -> BodyTemplate:
     return BodyTemplate(dict(raw), compiled, tuple(leaves))
 
 
+class _Values(dict[str, Any]):
+    """A message's placeholder values; ``{uuid}`` and ``{timestamp}`` are derived when a
+    template or an attribute first reads them (most read neither)."""
+
+    def __init__(self, seed: int, offset_ns: int, **given: Any) -> None:
+        super().__init__(given)
+        self.seed = seed
+        self.offset_ns = offset_ns
+
+    def __missing__(self, key: str) -> Any:
+        if key == "uuid":
+            value: Any = derived_uuid(self.seed, self["index"])
+        elif key == "timestamp":
+            value = iso_millis(derived_time(self.seed, self.offset_ns))
+        else:
+            raise KeyError(key)
+        self[key] = value
+        return value
+
+
 def message_values(
     business_id: str, quantity: int, copy: int, index: int, seed: int, offset_ns: int
 ) -> dict[str, Any]:
     """The placeholders' values for one generated message."""
-    return {
-        "id": business_id,
-        "quantity": quantity,
-        "copy": copy,
-        "index": index,
-        "uuid": derived_uuid(seed, index),
-        "timestamp": iso_millis(derived_time(seed, offset_ns)),
-    }
+    return _Values(seed, offset_ns, id=business_id, quantity=quantity, copy=copy, index=index)
 
 
 def render_attributes(
@@ -350,6 +363,10 @@ class BodyShape:
         else:
             details = ", ".join(describe(p) for _, p in self.detail_paths) or "none"
         return f"business id at {id_text}; details at {details}"
+
+
+FLAT = BodyShape()
+"""The lab's body: ``{"id": ..., ...}``, the business id its ``id``, the rest its details."""
 
 
 def body_shape(workload: Workload) -> BodyShape:

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import json
 import re
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -141,19 +141,28 @@ def _digest(seed: int, index: int, purpose: str) -> bytes:
 def derived_uuid(seed: int, index: int, purpose: str = "uuid") -> str:
     """A version 4 UUID for message ``index`` of a run seeded ``seed``: the same in a replay,
     different per purpose (the body's ``{uuid}``, an SNS MessageId, an event id)."""
-    return str(uuid.UUID(bytes=_digest(seed, index, purpose)[:16], version=4))
+    raw = bytearray(_digest(seed, index, purpose)[:16])
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def derived_time(seed: int, offset_ns: int) -> datetime:
     """A message's timestamp: a start derived from the seed (within 2025) plus the message's
     intended send offset, so copies sent later carry later times and a replay the same."""
+    return _start(seed) + timedelta(microseconds=offset_ns // 1000)
+
+
+@functools.lru_cache(maxsize=16)
+def _start(seed: int) -> datetime:
     start_s = int.from_bytes(_digest(seed, 0, "start")[:4], "big") % (365 * 86_400)
-    return _EPOCH + timedelta(seconds=start_s, microseconds=offset_ns // 1000)
+    return _EPOCH + timedelta(seconds=start_s)
 
 
 def iso_millis(moment: datetime) -> str:
     """``2025-03-01T12:00:00.123Z``: SNS's Timestamp form, and the body's ``{timestamp}``."""
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return moment.isoformat(timespec="milliseconds").removesuffix("+00:00") + "Z"
 
 
 # --- wrapping ----------------------------------------------------------------------------
@@ -176,45 +185,58 @@ def wrap(
         return text
     moment = derived_time(seed, offset_ns)
     if envelope.kind is EnvelopeKind.SNS:
-        region = envelope.topic_arn.split(":")[3]
-        cert = hashlib.md5(envelope.topic_arn.encode(), usedforsecurity=False).hexdigest()
-        notification: dict[str, Any] = {
-            "Type": "Notification",
-            "MessageId": derived_uuid(seed, index, "sns-message-id"),
-            "TopicArn": envelope.topic_arn,
-        }
+        cert_url, unsubscribe_url = _sns_urls(envelope.topic_arn, seed)
+        fields: list[tuple[str, str]] = [
+            ("Type", '"Notification"'),
+            ("MessageId", f'"{derived_uuid(seed, index, "sns-message-id")}"'),
+            ("TopicArn", json.dumps(envelope.topic_arn)),
+        ]
         if envelope.subject is not None:
-            notification["Subject"] = envelope.subject
-        notification |= {
-            "Message": text,
-            "Timestamp": iso_millis(moment),
-            "SignatureVersion": "1",
-            # Not a real signature: a handler that verifies one would refuse every message.
-            "Signature": base64.b64encode(_digest(seed, index, "signature") * 8).decode(),
-            "SigningCertURL": f"https://sns.{region}.amazonaws.com/SimpleNotificationService-{cert}.pem",
-            "UnsubscribeURL": (
-                f"https://sns.{region}.amazonaws.com/?Action=Unsubscribe&SubscriptionArn="
-                f"{envelope.topic_arn}:{derived_uuid(seed, 0, 'subscription')}"
-            ),
-        }
+            fields.append(("Subject", json.dumps(envelope.subject)))
+        # Not a real signature: a handler that verifies one would refuse every message.
+        signature = base64.b64encode(_digest(seed, index, "signature") * 8).decode()
+        fields += [
+            ("Message", json.dumps(text)),
+            ("Timestamp", f'"{iso_millis(moment)}"'),
+            ("SignatureVersion", '"1"'),
+            ("Signature", f'"{signature}"'),
+            ("SigningCertURL", json.dumps(cert_url)),
+            ("UnsubscribeURL", json.dumps(unsubscribe_url)),
+        ]
         if attributes:
-            notification["MessageAttributes"] = {
-                name: {"Type": data_type, "Value": value} for name, data_type, value in attributes
-            }
-        # SNS writes its notification indented, with " : " after each name.
-        return json.dumps(notification, indent=2, separators=(",", " : "))
+            entries = ",\n".join(
+                f'    {json.dumps(name)} : {{\n      "Type" : {json.dumps(data_type)},\n'
+                f'      "Value" : {json.dumps(value)}\n    }}'
+                for name, data_type, value in attributes
+            )
+            fields.append(("MessageAttributes", f"{{\n{entries}\n  }}"))
+        # As SNS writes its notification: indented, with " : " after each name (what
+        # json.dumps(indent=2, separators=(",", " : ")) writes, without its slow encoder).
+        return "{\n" + ",\n".join(f'  "{name}" : {value}' for name, value in fields) + "\n}"
     event = {
         "version": "0",
         "id": derived_uuid(seed, index, "event-id"),
         "detail-type": envelope.detail_type,
         "source": envelope.source,
         "account": envelope.account,
-        "time": moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "time": moment.isoformat(timespec="seconds").removesuffix("+00:00") + "Z",
         "region": envelope.region,
         "resources": list(envelope.resources),
         "detail": body,
     }
     return json.dumps(event, separators=(",", ":"))
+
+
+@functools.lru_cache(maxsize=16)
+def _sns_urls(topic_arn: str, seed: int) -> tuple[str, str]:
+    """A topic's SigningCertURL and the subscription's UnsubscribeURL."""
+    region = topic_arn.split(":")[3]
+    cert = hashlib.md5(topic_arn.encode(), usedforsecurity=False).hexdigest()
+    return (
+        f"https://sns.{region}.amazonaws.com/SimpleNotificationService-{cert}.pem",
+        f"https://sns.{region}.amazonaws.com/?Action=Unsubscribe&SubscriptionArn="
+        f"{topic_arn}:{derived_uuid(seed, 0, 'subscription')}",
+    )
 
 
 # --- message attributes ------------------------------------------------------------------

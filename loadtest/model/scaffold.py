@@ -1,16 +1,14 @@
 """A first scenario for a handler: what ``loadtest new`` writes.
 
-Owns reading a handler's source for the environment variables it reads
-(``environment_reads``, with ``ast``: ``os.environ["X"]``, ``os.environ.get("X")``,
-``os.getenv("X")`` and the same through ``from os import environ, getenv``), turning a
-sample message into a body template and an envelope (``sample_template``), and writing
-the commented scenario (``scenario_text``). Pure: the caller reads the files
-(``loadtest.api.new_scenario``). Templates themselves are ``loadtest.model.body``'s.
+Owns turning a sample message into a body template, an envelope and attributes
+(``sample_template``), and writing the commented scenario (``scenario_text``) from it and
+from what ``loadtest.model.handler_source`` read in the handler's source. Pure: the caller
+reads the files (``loadtest.api.new_scenario``). Templates themselves are
+``loadtest.model.body``'s.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -20,130 +18,7 @@ from typing import Any
 from loadtest.errors import InputError
 from loadtest.model.body import PLACEHOLDER, describe
 from loadtest.model.envelopes import EnvelopeKind
-
-# --- environment variables ---------------------------------------------------------------
-
-
-def environment_reads(source: str, filename: str = "<handler>") -> list[str]:
-    """The names of the environment variables ``source`` reads, in order of first reading.
-
-    A name given as a module-level string constant (``TABLE_VAR = "TABLE"``) is resolved;
-    a name computed at run time cannot be known and is passed over.
-    """
-    try:
-        tree = ast.parse(source, filename=filename)
-    except SyntaxError as exc:
-        raise InputError(f"{filename}: not valid Python ({exc.msg}, line {exc.lineno})") from exc
-    constants = {
-        target.id: node.value.value
-        for node in tree.body
-        if isinstance(node, ast.Assign)
-        and isinstance(node.value, ast.Constant)
-        and isinstance(node.value.value, str)
-        for target in node.targets
-        if isinstance(target, ast.Name)
-    }
-
-    def name_of(node: ast.expr | None) -> str | None:
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return node.value
-        if isinstance(node, ast.Name):
-            return constants.get(node.id)
-        return None
-
-    def is_environ(node: ast.expr) -> bool:
-        return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
-            isinstance(node, ast.Name) and node.id == "environ"
-        )
-
-    found: list[tuple[int, int, str]] = []
-    for node in ast.walk(tree):
-        name = None
-        if isinstance(node, ast.Subscript) and is_environ(node.value):
-            name = name_of(node.slice)
-        elif isinstance(node, ast.Call) and node.args:
-            func = node.func
-            if (
-                isinstance(func, ast.Attribute)
-                and func.attr in ("get", "setdefault")
-                and is_environ(func.value)
-            ) or (
-                (isinstance(func, ast.Attribute) and func.attr == "getenv")
-                or (isinstance(func, ast.Name) and func.id == "getenv")
-            ):
-                name = name_of(node.args[0])
-        if name and isinstance(node, ast.expr):
-            found.append((node.lineno, node.col_offset, name))
-    names: list[str] = []
-    for _, _, name in sorted(found):
-        if name not in names:
-            names.append(name)
-    return names
-
-
-def hardcoded_tables(source: str, filename: str = "<handler>") -> list[str]:
-    """Table names ``source`` writes literally: ``.Table("Orders")``, ``TableName="Orders"``."""
-    try:
-        tree = ast.parse(source, filename=filename)
-    except SyntaxError as exc:
-        raise InputError(f"{filename}: not valid Python ({exc.msg}, line {exc.lineno})") from exc
-    names: list[str] = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        candidates: list[ast.expr] = [k.value for k in node.keywords if k.arg == "TableName"]
-        if isinstance(node.func, ast.Attribute) and node.func.attr == "Table" and node.args:
-            candidates.append(node.args[0])
-        for arg in candidates:
-            if (
-                isinstance(arg, ast.Constant)
-                and isinstance(arg.value, str)
-                and arg.value not in names
-            ):
-                names.append(arg.value)
-    return names
-
-
-RUNTIME_VARIABLES = frozenset(
-    {
-        "AWS_REGION",
-        "AWS_DEFAULT_REGION",
-        "AWS_ENDPOINT_URL",
-        "AWS_LAMBDA_FUNCTION_NAME",
-        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
-        "AWS_LAMBDA_FUNCTION_VERSION",
-        "AWS_LAMBDA_LOG_GROUP_NAME",
-        "AWS_LAMBDA_LOG_STREAM_NAME",
-        "AWS_EXECUTION_ENV",
-        "AWS_ACCESS_KEY_ID",
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_SESSION_TOKEN",
-        "LAMBDA_TASK_ROOT",
-        "LAMBDA_RUNTIME_DIR",
-        "_HANDLER",
-        "TABLE_NAME",
-    }
-)
-"""Variables every execution environment already has (Lambda's own, and ``TABLE_NAME``
-naming the run's table)."""
-
-
-def suggested_value(name: str) -> str | None:
-    """The run resource a variable's name suggests (``{table}``, ``{queue_url}``, ...), or
-    ``None`` when the name suggests none."""
-    upper = name.upper()
-    if "REGION" in upper:
-        return "{region}"
-    if "DLQ" in upper or "DEAD_LETTER" in upper:
-        return "{dlq_url}"
-    if "QUEUE" in upper or "SQS" in upper:
-        return "{queue_arn}" if "ARN" in upper else "{queue_url}"
-    if "TABLE" in upper or "DYNAMO" in upper or upper.endswith("_DB_NAME"):
-        if "IDEMPOTENCY" in upper or "LOCK" in upper or "DEDUP" in upper:
-            return "{table:idempotency}"
-        return "{table}"
-    return None
-
+from loadtest.model.handler_source import RUNTIME_VARIABLES, suggested_value
 
 # --- sample messages ---------------------------------------------------------------------
 
@@ -372,13 +247,11 @@ def scenario_text(
     environment: list[str],
     *,
     tables: Sequence[str] = (),
-    environment_live: bool = False,
+    item_failures: bool = False,
 ) -> str:
     """The commented scenario ``loadtest new`` writes for ``handler`` (a reference as the
     user gave it): ``environment`` the variables its source reads, ``tables`` the table
-    names it hard-codes. ``environment_live``: write ``[consumer.environment]``,
-    ``[table]`` and ``[[tables]]`` as settings instead of as comments (when the run
-    provides those fields)."""
+    names it hard-codes, ``item_failures`` whether it answers with partial batch responses."""
     out = [
         f"# A scenario for the handler {handler}, written by `loadtest new`.",
         "# Run it with `loadtest run THIS_FILE`. Check each setting against how the function is",
@@ -390,6 +263,7 @@ def scenario_text(
         "[workload]",
         _line("distinct_ids = 20", "generated business ids"),
         _line("copies = 2", "each id twice: the original and a producer resend"),
+        _line('order = "shuffled"', "copies in different batches, processed at the same time"),
     ]
     uses_quantity = sample is None or "{quantity}" in json.dumps(sample.template)
     if uses_quantity:
@@ -439,57 +313,61 @@ def scenario_text(
         _line("batching_window_s = 0", "MaximumBatchingWindowInSeconds"),
         _line("concurrency = 4", "concurrent executions (execution environments)"),
         _line(
-            "report_batch_item_failures = false", "true if deployed with ReportBatchItemFailures"
+            f"report_batch_item_failures = {toml_value(item_failures)}",
+            "the handler returns batchItemFailures: deployed with ReportBatchItemFailures"
+            if item_failures
+            else "true if deployed with ReportBatchItemFailures",
         ),
     ]
-    out += _environment_block(environment, environment_live)
-    out += _tables_block(environment, tables, id_name, environment_live)
+    out += _environment_block(environment)
+    out += _tables_block(environment, tables)
     return "\n".join(out) + "\n"
 
 
-def _environment_block(names: list[str], live: bool) -> list[str]:
+def _environment_block(names: list[str]) -> list[str]:
     if not names:
         return [
             "",
             "# The handler's source reads no environment variable by a name loadtest can see.",
         ]
-    prefix = "" if live else "# "
-    out = [
+    entries: list[str] = []
+    for name in names:
+        value = suggested_value(name)
+        if name in RUNTIME_VARIABLES or name.startswith("LOADTEST_"):
+            entries.append(f"# {name}: already set in every execution environment")
+        elif value is not None and value.startswith("{table:"):
+            entries.append(f"# {name}: names an extra table (see [[tables]] below)")
+        elif value is None:
+            # Left a comment: an empty value would change what the handler does.
+            entries.append(
+                _line(f'# {_key(name)} = "..."', "not a run resource: its deployed value")
+            )
+        else:
+            entries.append(f"{_key(name)} = {toml_value(value)}")
+    live = any(not entry.startswith("#") for entry in entries)
+    return [
         "",
         "# The environment variables the handler's source reads, as the function is deployed with",
         "# them: each given the run's resource its name suggests ({table}: the run's table,",
         "# {queue_url}, {queue_arn}, {dlq_url}, {region}); give the others their deployed value.",
+        "[consumer.environment]" if live else "# [consumer.environment]",
+        *entries,
     ]
-    if not live:
-        out.append("# Uncomment once [consumer] environment is available in your loadtest version.")
-    out.append(f"{prefix}[consumer.environment]")
-    for name in names:
-        value = suggested_value(name)
-        if name in RUNTIME_VARIABLES:
-            out.append(f"# {name}: already set in every execution environment")
-        elif value is not None and value.startswith("{table:"):
-            out.append(f"# {name}: names an extra table (see [[tables]] below)")
-        elif value is None:
-            out.append(
-                _line(f'{prefix}{_key(name)} = ""', "not a run resource: its deployed value")
-            )
-        else:
-            out.append(f"{prefix}{_key(name)} = {toml_value(value)}")
-    return out
 
 
-def _tables_block(names: list[str], tables: Sequence[str], id_name: str, live: bool) -> list[str]:
-    prefix = "" if live else "# "
+def _tables_block(names: list[str], tables: Sequence[str]) -> list[str]:
     out: list[str] = []
-    if tables:
+    if len(tables) == 1:
         out += [
             "",
             f"# The handler's source names its table {tables[0]!r}: the run creates it under that",
             "# name on its own backend (on AWS it refuses to touch an existing table of that name).",
-            f"{prefix}[table]",
-            f"{prefix}name = {toml_value(tables[0])}",
-            f'{prefix}key = {{ {_key(id_name)} = "S" }}',
+            "[table]",
+            f"name = {toml_value(tables[0])}",
         ]
+    elif tables:
+        out += ["", "# The handler's source names several tables: say which holds the outcomes."]
+        out += ["# [table]"] + [f"# name = {toml_value(t)}" for t in tables]
     for name in names:
         value = suggested_value(name)
         if name in RUNTIME_VARIABLES or value is None or not value.startswith("{table:"):
@@ -498,8 +376,8 @@ def _tables_block(names: list[str], tables: Sequence[str], id_name: str, live: b
             "",
             f"# {name} names a table the handler needs besides its outcomes (an idempotency",
             "# store, a lock table): created per run, its writes shown as side writes.",
-            f"{prefix}[[tables]]",
-            f"{prefix}env = {toml_value(name)}",
-            f'{prefix}key = {{ id = "S" }}',
+            "[[tables]]",
+            f"env = {toml_value(name)}",
+            'key = { id = "S" }',
         ]
     return out

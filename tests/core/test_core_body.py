@@ -378,3 +378,16 @@ def test_the_shape_reads_back_the_business_id_of_every_rendered_message(
     shape = body_shape(s.workload)
     for m in plan(s.workload, 1):
         assert shape.business_id(m.body) == m.business_id
+
+
+def test_an_sns_notification_is_written_as_sns_writes_it() -> None:
+    s = scenario(
+        distinct_ids=1,
+        copies=1,
+        body={"orderId": "{id}", "note": 'a "quoted" é'},
+        envelope={"type": "sns", "subject": 'say "hi"'},
+        attributes={"origin": 'w"eb', "n": 3},
+    )
+    text = plan(s.workload, 1)[0].body
+    assert text == json.dumps(json.loads(text), indent=2, separators=(",", " : "))
+    assert text.startswith('{\n  "Type" : "Notification",\n  "MessageId" : "')

@@ -1,4 +1,4 @@
-"""What `loadtest new` reads from a handler's source and a sample message (loadtest.model.scaffold)."""
+"""What `loadtest new` reads from a handler's source and a sample message (loadtest.model.handler_source, loadtest.model.scaffold)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,8 @@ import pytest
 from loadtest.errors import InputError
 from loadtest.model.body import body_shape
 from loadtest.model.envelopes import EnvelopeKind
-from loadtest.model.scaffold import (
-    environment_reads,
-    hardcoded_tables,
-    sample_template,
-    scenario_text,
-    suggested_value,
-    toml_value,
-)
+from loadtest.model.handler_source import environment_reads, hardcoded_tables, suggested_value
+from loadtest.model.scaffold import sample_template, scenario_text, toml_value
 from loadtest.model.scenario import parse_scenario
 from loadtest.model.schedule import plan
 
@@ -169,11 +163,15 @@ def test_the_written_scenario_parses_and_carries_the_id_where_the_sample_did() -
         "app.py:handler", sample, "sample.json", environment_reads(SOURCE), tables=["Orders"]
     )
     raw = tomllib.loads(text)
-    assert "environment" not in raw["consumer"]  # written as comments until the run provides it
-    assert '# DYNAMODB_TABLE = "{table}"' in text
-    assert '# OUTBOX_QUEUE_URL = "{queue_url}"' in text
+    # The run's resources where a name suggests one; others stay comments to fill in.
+    assert raw["consumer"]["environment"] == {
+        "DYNAMODB_TABLE": "{table}",
+        "OUTBOX_QUEUE_URL": "{queue_url}",
+    }
+    assert '# LOG_LEVEL = "..."' in text
     assert "# AWS_REGION: already set in every execution environment" in text
-    assert '# env = "IDEMPOTENCY_TABLE"' in text and '# name = "Orders"' in text
+    assert raw["table"] == {"name": "Orders"}
+    assert raw["tables"] == [{"env": "IDEMPOTENCY_TABLE", "key": {"id": "S"}}]
     scenario = parse_scenario(raw, source="new.toml")
     assert scenario.variants == ("app.py:handler",)
     assert scenario.workload.envelope.kind is EnvelopeKind.SNS
@@ -181,10 +179,10 @@ def test_the_written_scenario_parses_and_carries_the_id_where_the_sample_did() -
     shape = body_shape(scenario.workload)
     for m in plan(scenario.workload, scenario.seed)[:4]:
         assert shape.business_id(m.body) == m.business_id
-    live = tomllib.loads(
-        scenario_text("app.py:handler", sample, None, ["DYNAMODB_TABLE"], environment_live=True)
-    )
-    assert live["consumer"]["environment"] == {"DYNAMODB_TABLE": "{table}"}
+    assert scenario.function.table_name == "Orders"
+    assert [t.env for t in scenario.function.tables] == ["IDEMPOTENCY_TABLE"]
+    only_comments = tomllib.loads(scenario_text("app.py:handler", sample, None, ["LOG_LEVEL"]))
+    assert "environment" not in only_comments["consumer"]
 
 
 def test_without_a_sample_the_lab_body_stays() -> None:
@@ -196,3 +194,22 @@ def test_without_a_sample_the_lab_body_stays() -> None:
 def test_toml_values_round_trip() -> None:
     value = {"a b": 'x"y\n', "n": [1, 2.5, True], "m": {}, "u": "é"}
     assert tomllib.loads(f"v = {toml_value(value)}")["v"] == value
+
+
+def test_a_partial_batch_response_is_recognised() -> None:
+    from loadtest.model.handler_source import reports_item_failures
+
+    powertools = (
+        "from aws_lambda_powertools.utilities.batch import BatchProcessor, process_partial_response\n"
+        "processor = BatchProcessor(event_type=EventType.SQS)\n"
+    )
+    assert reports_item_failures(powertools)
+    assert reports_item_failures('def handler(e, c):\n    return {"batchItemFailures": []}\n')
+    assert not reports_item_failures(SOURCE)
+    text = scenario_text("app.py:handler", None, None, [], item_failures=True)
+    assert tomllib.loads(text)["consumer"]["report_batch_item_failures"] is True
+
+
+def test_the_written_scenario_shuffles_copies_so_they_can_race() -> None:
+    raw = tomllib.loads(scenario_text("consumer.conditional:handler", None, None, []))
+    assert raw["workload"]["order"] == "shuffled" and raw["workload"]["copies"] == 2

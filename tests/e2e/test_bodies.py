@@ -104,6 +104,46 @@ def test_new_writes_a_scenario_that_runs_the_handler_unedited(
     assert run["counts"]["lost_outcomes"] == 0
 
 
+PUBLIC = HERE.parent / "consumers" / "public"
+
+
+def test_new_runs_a_public_consumer_with_no_code_edit(backend_url: str, tmp_path: Path) -> None:
+    # aws-samples/serverless-patterns apigw-sqs-lambda-ddb-cdk: reads its table from
+    # dynamo_db_name, puts each body unconditionally into a table keyed on eventId, deployed
+    # at the default batch size. The scenario `new` writes from the README's sample message
+    # runs it as it is: each event's resend is written again.
+    written = tmp_path / "events.toml"
+    new = runner.invoke(
+        app,
+        [
+            "new",
+            "--handler",
+            f"{PUBLIC / 'serverless_patterns_sqs_handler.py'}:lambda_handler",
+            "--sample-message",
+            str(PUBLIC / "serverless_patterns_sample.json"),
+            "--id-field",
+            "eventId",
+            "--out",
+            str(written),
+        ],
+    )
+    assert new.exit_code == 0, new.output
+    text = written.read_text()
+    assert 'dynamo_db_name = "{table}"' in text and 'eventId = "{id}"' in text
+    out = tmp_path / "report.json"
+    result = runner.invoke(
+        app, ["run", str(written), "--endpoint-url", backend_url, "--json", str(out)]
+    )
+    assert result.exit_code == 1, result.output
+    (run,) = json.loads(out.read_text())["runs"]
+    counts = run["counts"]
+    assert (counts["messages_sent"], counts["writes_accepted"]) == (40, 40)
+    assert counts["duplicate_writes"] == 20
+    assert counts["lost_outcomes"] == 0 and counts["handler_errors"] == 0
+    assert run["settings"]["batch_size"] == 10
+    assert run["table_after"]["items"] == 20
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
@@ -150,3 +190,24 @@ def test_message_attributes_reach_the_handler_as_lambda_builds_them(backend_url:
         assert item["priority"] == {"S": "5"} and item["priority_type"] == {"S": "Number"}
         assert item["key"] == {"S": f"K-{item['id']['S']}"}
         assert item["blob"] == {"S": "000102"}
+
+
+def test_new_for_an_idempotent_consumer_gives_a_scenario_it_passes(
+    backend_url: str, tmp_path: Path
+) -> None:
+    # The copies `new` sends are shuffled into different batches, so they race: a consumer
+    # that is idempotent passes instead of being inconclusive for copies that never met.
+    written = tmp_path / "conditional.toml"
+    assert (
+        runner.invoke(app, ["new", "--handler", "conditional", "--out", str(written)]).exit_code
+        == 0
+    )
+    out = tmp_path / "report.json"
+    result = runner.invoke(
+        app, ["run", str(written), "--endpoint-url", backend_url, "--json", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    (run,) = json.loads(out.read_text())["runs"]
+    assert run["counts"]["writes_accepted"] == 20
+    assert run["counts"]["writes_rejected"] == 20
+    assert run["counts"]["duplicate_writes"] == 0
