@@ -335,7 +335,7 @@ def execute(
     already deployed consumer (restored afterwards) instead; ``run_id`` names the
     run's resources (default: a new one).
     """
-    from loadtest.engine.runtime import runtime_for
+    from loadtest.engine.runtime import RunOptions, runtime_for
 
     runtime = runtime_for(
         plan.kind,
@@ -345,15 +345,14 @@ def execute(
         attach=attach,
         run_id=run_id,
     )
-    result = runtime.run(
-        plan.scenario,
-        plan.refs,
-        on_progress=on_progress,
+    options = RunOptions(
         cells=plan.cells,
+        on_progress=on_progress,
         stop=stop,
         salvage=salvage,
         cleanup_timeout_s=cleanup_timeout_s or CLEANUP_TIMEOUT_S,
     )
+    result = runtime.run(plan.scenario, plan.refs, options)
     return Report(
         build_report(
             result,

@@ -23,19 +23,24 @@ from loadtest.interrupts import Stop
 from loadtest.model.scenario import Scenario
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run is run, whatever the runtime (each runtime uses what applies to it)."""
+
+    cells: Sequence[dict[str, Any]] = ({},)
+    """One run per cell of overrides and variant (local only)."""
+    on_progress: ProgressCallback | None = None
+    stop: Stop | None = None
+    salvage: Salvage | None = None
+    """The caller's: finished runs and what is not yet deleted, kept even if the run raises."""
+    cleanup_timeout_s: float = CLEANUP_TIMEOUT_S
+
+
 class Runtime(Protocol):
     """Runs every variant (once per cell of overrides) and returns what was measured."""
 
     def run(
-        self,
-        scenario: Scenario,
-        refs: Sequence[HandlerRef],
-        *,
-        cells: Sequence[dict[str, Any]] = ({},),
-        on_progress: ProgressCallback | None = None,
-        stop: Stop | None = None,
-        salvage: Salvage | None = None,
-        cleanup_timeout_s: float = CLEANUP_TIMEOUT_S,
+        self, scenario: Scenario, refs: Sequence[HandlerRef], options: RunOptions
     ) -> RunResult: ...
 
 
@@ -46,17 +51,7 @@ class Emulated:
     kind: aws.BackendKind = aws.BackendKind.EMBEDDED
     endpoint_url: str | None = None
 
-    def run(
-        self,
-        scenario: Scenario,
-        refs: Sequence[HandlerRef],
-        *,
-        cells: Sequence[dict[str, Any]] = ({},),
-        on_progress: ProgressCallback | None = None,
-        stop: Stop | None = None,
-        salvage: Salvage | None = None,
-        cleanup_timeout_s: float = CLEANUP_TIMEOUT_S,
-    ) -> RunResult:
+    def run(self, scenario: Scenario, refs: Sequence[HandlerRef], options: RunOptions) -> RunResult:
         from loadtest.engine.local import run
 
         return run(
@@ -64,11 +59,11 @@ class Emulated:
             refs,
             kind=self.kind,
             endpoint_url=self.endpoint_url,
-            on_progress=on_progress,
-            cells=cells,
-            stop=stop,
-            salvage=salvage,
-            cleanup_timeout_s=cleanup_timeout_s,
+            on_progress=options.on_progress,
+            cells=options.cells,
+            stop=options.stop,
+            salvage=options.salvage,
+            cleanup_timeout_s=options.cleanup_timeout_s,
         )
 
 
@@ -88,22 +83,12 @@ class Deployed:
     attach: AttachTo | None = None
     run_id: str | None = None
 
-    def run(
-        self,
-        scenario: Scenario,
-        refs: Sequence[HandlerRef],
-        *,
-        cells: Sequence[dict[str, Any]] = ({},),
-        on_progress: ProgressCallback | None = None,
-        stop: Stop | None = None,
-        salvage: Salvage | None = None,
-        cleanup_timeout_s: float = CLEANUP_TIMEOUT_S,
-    ) -> RunResult:
+    def run(self, scenario: Scenario, refs: Sequence[HandlerRef], options: RunOptions) -> RunResult:
         from loadtest.engine.deployed import run_deployed
 
         target = aws.Target.resolve(self.kind, self.endpoint_url)
-        if salvage is not None:
-            salvage.target = target
+        if options.salvage is not None:
+            options.salvage.target = target
         return run_deployed(
             scenario, refs, target, keep=self.keep, attach=self.attach, run_id=self.run_id
         )
@@ -124,4 +109,4 @@ def runtime_for(
     return Emulated(kind, endpoint_url)
 
 
-__all__ = ["Deployed", "Emulated", "Runtime", "runtime_for"]
+__all__ = ["Deployed", "Emulated", "RunOptions", "Runtime", "runtime_for"]
