@@ -51,10 +51,9 @@ from loadtest.engine.results import (
 )
 from loadtest.engine.variant_result import variant_result
 from loadtest.interrupts import Stop
-from loadtest.model.body import body_shape
-from loadtest.model.checker import check
 from loadtest.model.function_config import extra_table_name
 from loadtest.model.history import EndState, History
+from loadtest.model.judging import judge
 from loadtest.model.metrics import latencies
 from loadtest.model.observation import SharedValues
 from loadtest.model.scenario import Scenario
@@ -246,14 +245,7 @@ def _variant_run(
         names,
         history,
         end_state,
-        check=check(
-            history,
-            end_state,
-            scenario.judged_outcome,
-            cut_short=cut_short,
-            body=body_shape(scenario.workload),
-            expect_overlap=scenario.expect_overlap,
-        ),
+        check=judge(scenario, history, end_state, cut_short=cut_short),
         latency=latencies(history),
         cold_starts=sum(env.cold_starts for env in environments),
         cleanup_problems=problems,
