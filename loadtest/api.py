@@ -117,6 +117,20 @@ class Report:
         reason = self._data.get("incomplete_reason")
         return str(reason) if reason is not None else None
 
+    def assert_passed(self, *replay: str) -> None:
+        """Raise ``AssertionError`` unless every verdict passed.
+
+        Its message is the explanation a person acts on: each run's verdict and the
+        counts that failed it, the first counterexample as the terminal shows it (a
+        race's reads and writes in order), and the command that replays the run, seed
+        included (``replay`` adds lines, such as a test runner's command).
+        """
+        __tracebackhide__ = True  # pytest: the failure points at the caller's line
+        if not self.passed:
+            from loadtest.reports.explain import explanation
+
+            raise AssertionError(explanation(self._data, replay))
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON report (``schema_version`` 1), as ``--json`` writes it."""
         return json.loads(json.dumps(self._data))  # type: ignore[no-any-return]
@@ -194,7 +208,11 @@ def resolve_variants(
 
 
 def backend_kind(target: str | None, endpoint_url: str | None) -> BackendKind:
-    """embedded (default), an endpoint (when ``endpoint_url`` is given) or real AWS."""
+    """embedded (default), an endpoint (when ``endpoint_url`` is given) or real AWS.
+
+    ``target="embedded"`` with an ``endpoint_url`` is an embedded backend already
+    running there (a test session's, ``loadtest serve``): used as it is, left running.
+    """
     if target is not None and target not in TARGETS:
         raise InputError(f"target {target!r} is not allowed; allowed: {', '.join(TARGETS)}")
     if target == "aws":
@@ -203,6 +221,8 @@ def backend_kind(target: str | None, endpoint_url: str | None) -> BackendKind:
         return BackendKind.AWS
     if target == "endpoint" and not endpoint_url:
         raise InputError("target 'endpoint' needs endpoint_url")
+    if target == "embedded":
+        return BackendKind.EMBEDDED
     return BackendKind.ENDPOINT if endpoint_url else BackendKind.EMBEDDED
 
 

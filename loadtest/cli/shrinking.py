@@ -84,5 +84,6 @@ def shrink(
         out.print(Text(f"  kept {field} = {why}", style="yellow"))
     out.print(Text(f"Scenario: {target}", style="dim"))
     out.print(f"Reproduce: {result.command(target)}")
+    # A deterministic counterexample: every interleaving of the minimal workload.
     out.print(f"Explore its interleavings: loadtest explore {target} --variant {result.variant}")
     raise typer.Exit(int(Exit.OK))

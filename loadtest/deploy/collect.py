@@ -239,6 +239,7 @@ class Collector:
                     reads=tuple(_local(r, self.wall_offset_ns) for r in observed.reads),
                     unobserved=tuple(observed.unobserved),
                     observer_faults=tuple(observed.faults),
+                    side_writes=tuple(observed.side),
                     log_tail="".join(f"{m}\n" for m in end.missing) if end is not None else "",
                 )
             )

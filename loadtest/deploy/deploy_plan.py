@@ -58,7 +58,7 @@ from loadtest.deploy.plan_model import (
 from loadtest.emulation.fault_env import deployed_fault_environment
 from loadtest.emulation.handlers import HandlerRef, tables_for
 from loadtest.emulation.lambda_entry import CRASH_MID_HANDLER_EXIT
-from loadtest.emulation.layer_environment import ATTACHED_ENV
+from loadtest.emulation.layer_environment import ATTACHED_ENV, SIDE_TABLES_ENV
 from loadtest.errors import ScenarioError
 from loadtest.model.cost import Prices
 from loadtest.model.function_config import (
@@ -255,6 +255,10 @@ def plan_deploy(
             KEY_NAMES_ENV: ",".join(key_names),
             OBSERVATION_QUEUE_ENV: names.observations,
         }
+        if tables:
+            environment[SIDE_TABLES_ENV] = ",".join(
+                extra_table_name(names.prefix, t) for t in tables
+            )
         environment.update(
             render(
                 replace(setup, tables=tables),

@@ -2,7 +2,9 @@
 
 Each ``ExecutionEnvironment`` is one ``loadtest.emulation.envhost`` process that
 imports the handler once (its cold start) and runs one invocation at a time,
-like a Lambda execution environment. It runs the observer and its entry point
+like a Lambda execution environment, frozen between invocations as Lambda freezes one
+(``FREEZE``: stopped after each reply, continued with the next invocation, killed while
+stopped when retired). It runs the observer and its entry point
 from the observer layer zip (``loadtest.emulation.layer``), unpacked once per
 run into the log folder: the artifact a deploy publishes. A timeout or a crash stops the
 process and the next invocation starts a fresh one, as Lambda does.
@@ -25,6 +27,7 @@ run ends.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -42,13 +45,22 @@ import anyio
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from loadtest.emulation import layer, zygotes
+from loadtest.emulation import freezing, layer, zygotes
+from loadtest.emulation.freezing import FREEZE, FREEZE_ENV
 from loadtest.emulation.handlers import HandlerRef
 from loadtest.emulation.lambda_entry import CRASH_MID_HANDLER_EXIT, CRASH_MID_HANDLER_MESSAGE
-from loadtest.emulation.layer_environment import FAULT_SEED_ENV, KEY_NAMES_ENV
+from loadtest.emulation.layer_environment import FAULT_SEED_ENV, KEY_NAMES_ENV, SIDE_TABLES_ENV
 from loadtest.errors import HandlerRefError
 from loadtest.model.checker.harness import gaps_in
-from loadtest.model.observation import Observation, Observed, SharedValues, collect, decode
+from loadtest.model.history import WriteRecord
+from loadtest.model.observation import (
+    Observation,
+    Observed,
+    SharedValues,
+    WriteBegun,
+    collect,
+    decode,
+)
 
 
 class _AlreadyReaped(logging.Filter):
@@ -95,6 +107,8 @@ class FunctionConfig:
     """The scenario's faults, read by the environment process (``LOADTEST_*``)."""
     key_names: tuple[str, ...] = ("id",)
     """The table's key attributes (hash, then range), for the write observer."""
+    side_tables: tuple[str, ...] = ()
+    """The consumer's extra tables, whose writes the observer counts as side writes."""
     function_env: tuple[tuple[str, str], ...] = ()
     """The function's own variables: the scenario's ``[consumer] environment`` and ``--env``
     with the run's resources filled in, and each extra table's variable."""
@@ -109,11 +123,11 @@ class FunctionConfig:
                 "REPORT_BATCH_ITEM_FAILURES": str(self.report_batch_item_failures).lower(),
                 "AWS_REGION": self.region,
                 "AWS_DEFAULT_REGION": self.region,
-                "AWS_LAMBDA_FUNCTION_NAME": self.function_name,
-                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.memory_mb),
+                **self.lambda_environ(),
                 "LOADTEST_PARENT_PID": str(os.getpid()),
                 "LOADTEST_HANDLER": self.handler.ref,
                 KEY_NAMES_ENV: ",".join(self.key_names),
+                SIDE_TABLES_ENV: ",".join(self.side_tables),
                 "PYTHONUNBUFFERED": "1",
                 "PYTHONPATH": os.pathsep.join(
                     p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p
@@ -127,6 +141,28 @@ class FunctionConfig:
             env.pop("AWS_ENDPOINT_URL", None)
         return env
 
+    def lambda_environ(self) -> dict[str, str]:
+        """The variables Lambda's Python runtime environment defines (its guide's
+        "Defined runtime environment variables"), but the runtime API's address: nothing
+        serves it here. ``AWS_LAMBDA_LOG_STREAM_NAME`` is set per environment (``start``)."""
+        handler = self.handler
+        if handler.path is not None:
+            task_root = os.path.dirname(handler.path)
+            module = os.path.splitext(os.path.basename(handler.path))[0]
+        else:
+            task_root, module = os.getcwd(), str(handler.module)
+        return {
+            "AWS_LAMBDA_FUNCTION_NAME": self.function_name,
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.memory_mb),
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{self.function_name}",
+            "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
+            "AWS_EXECUTION_ENV": f"AWS_Lambda_python{sys.version_info[0]}.{sys.version_info[1]}",
+            "_HANDLER": f"{module}.{handler.function}",
+            "LAMBDA_TASK_ROOT": task_root,
+            "TZ": ":UTC",
+        }
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -139,6 +175,8 @@ class Reply:
     ended_ns: int
     observed: Observed
     log_tail: str
+    response_json: bool = True
+    """Whether the response's body is strict JSON (``runtime_marshal.response_value``)."""
 
 
 class ExecutionEnvironment:
@@ -165,6 +203,10 @@ class ExecutionEnvironment:
         self._sent_ns = 0
         self._process: Process | None = None
         self._reader: BufferedByteReceiveStream | None = None
+        self._frozen = False
+        """The process stopped itself after its last reply (Lambda's freeze, see ``_thaw``)."""
+        self._request_ids: set[str] = set()
+        """This process's invocations so far (their late observations are re-attributed)."""
 
     async def start(self) -> None:
         """Start the process and wait for the handler import (raises HandlerRefError)."""
@@ -175,6 +217,9 @@ class ExecutionEnvironment:
             seed = f"{env.get(FAULT_SEED_ENV, '0')}:{self.number}:{self.cold_starts}"
             env[FAULT_SEED_ENV] = seed
             env["LOADTEST_OBSERVATIONS"] = self._observations_path
+            env[FREEZE_ENV] = "1" if FREEZE else "0"
+            day = time.strftime("%Y/%m/%d", time.gmtime())
+            env["AWS_LAMBDA_LOG_STREAM_NAME"] = f"{day}/[$LATEST]{os.urandom(16).hex()}"
             layer_dir = os.path.join(self._log_dir, "layer", layer.PYTHON_DIR)
             if not os.path.isdir(layer_dir):  # noqa: ASYNC240 - a local temp folder, once per run
                 layer.unpack(self._log_dir)  # once per run: the same bytes a deploy publishes
@@ -234,6 +279,13 @@ class ExecutionEnvironment:
         Read after every invocation, however it ended: a line written before a
         timeout, a crash or a kill is there. A line cut off by a kill (no
         newline yet) is left for the next read.
+
+        A line of an earlier invocation of this process was written by code the
+        handler left running (a thread, a task) after that invocation returned:
+        the environment is frozen between invocations (``FREEZE``), so it ran during
+        this one, and is this invocation's (unfrozen, it is dropped: when it ran is
+        not known). A write whose start was read with an earlier
+        invocation stays there (as a write whose answer never came).
         """
         try:
             with open(self._observations_path, "rb") as source:
@@ -243,11 +295,21 @@ class ExecutionEnvironment:
             return []
         complete = data[: data.rfind(b"\n") + 1]
         self._observations_offset += len(complete)
+        decoded = [
+            decode(line.decode("utf-8"), self._shared, request_id) for line in complete.splitlines()
+        ]
+        begun_now = {o.call_id for o in decoded if isinstance(o, WriteBegun)}
         out = []
-        for line in complete.splitlines():
-            observation = decode(line.decode("utf-8"), self._shared, request_id)
-            if observation.request_id == request_id:
+        for observation in decoded:
+            owner = observation.request_id
+            if owner == request_id:
                 out.append(observation)
+            elif (
+                FREEZE
+                and owner in self._request_ids
+                and (not isinstance(observation, WriteRecord) or observation.call_id in begun_now)
+            ):
+                out.append(dataclasses.replace(observation, request_id=request_id))
         return out
 
     def _log_tail(self) -> str:
@@ -262,7 +324,9 @@ class ExecutionEnvironment:
         request = {"request_id": request_id, "event": event, "timeout_ms": timeout_ms}
         sent_ns = time.monotonic_ns()
         self._sent_ns = sent_ns
+        self._request_ids.add(request_id)
         try:
+            await self._thaw()
             await self._process.stdin.send((json.dumps(request) + "\n").encode())
             with anyio.fail_after(self.config.timeout_s):
                 reply = await self._read()
@@ -289,13 +353,15 @@ class ExecutionEnvironment:
             return self._failed(
                 request_id,
                 sent_ns,
-                _exit_reason(code, self.config.memory_mb),
+                _exit_reason(code, self.config.memory_mb, request_id),
                 crashed=True,
                 log_tail=tail,
             )
         crashed = bool(reply.get("crashed"))
         if crashed:
             await self.aclose()  # it exits on purpose; reap it before the next invocation
+        else:
+            self._frozen = FREEZE  # it stopped itself right after the reply
         return Reply(
             ok=bool(reply["ok"]),
             timed_out=False,
@@ -306,7 +372,15 @@ class ExecutionEnvironment:
             ended_ns=int(reply["ended_ns"]),
             observed=collect(self._observations(request_id), ended_ns=int(reply["ended_ns"])),
             log_tail=str(reply.get("log_tail", "")),
+            response_json=bool(reply.get("response_json", True)),
         )
+
+    async def _thaw(self) -> None:
+        """Continue the process if it is frozen (``loadtest.emulation.freezing``)."""
+        if not self._frozen or self._process is None:
+            return
+        self._frozen = False
+        await freezing.thaw(self._process)
 
     async def cut_off(self, request_id: str) -> Reply:
         """The invocation was cancelled (the run's deadline): stop the process, keep its writes."""
@@ -356,12 +430,21 @@ class ExecutionEnvironment:
 
     async def aclose(self) -> None:
         process, self._process = self._process, None
+        frozen, self._frozen = self._frozen, False
         self._reader = None
+        self._request_ids.clear()
         if process is None:
             return
         with anyio.CancelScope(shield=True):
+            if process.returncode is None and frozen:
+                # Retired while frozen, as Lambda retires one: what the handler left
+                # running never runs again (a stopped process dies of SIGKILL at once).
+                freezing.retire(process)
+                await process.wait()
             if process.returncode is None:
                 process.terminate()
+                if FREEZE:  # it may have stopped itself after a reply never read
+                    process.send_signal(signal.SIGCONT)
                 with anyio.move_on_after(3):
                     await process.wait()
                 if process.returncode is None:
@@ -445,12 +528,26 @@ def out_of_memory_error(memory_mb: int) -> str:
     )
 
 
-def _exit_reason(code: int | None, memory_mb: int) -> str:
+def _exit_reason(code: int | None, memory_mb: int, request_id: str) -> str:
+    """Why an environment's process ended during an invocation, as Lambda words it: a
+    ``Runtime.ExitError`` with the exit status or the signal, unless it ran out of memory."""
     if code == OUT_OF_MEMORY_EXIT:
         return out_of_memory_error(memory_mb)
     if code == CRASH_MID_HANDLER_EXIT:
         return CRASH_MID_HANDLER_MESSAGE
-    return "Runtime exited: the execution environment's process died"
+    if code is None:
+        return "Runtime exited: the execution environment's process died"
+    if code == 0:
+        why = "Runtime exited without providing a reason"
+    elif code > 0:
+        why = f"Runtime exited with error: exit status {code}"
+    else:
+        try:
+            name = signal.strsignal(-code) or f"signal {-code}"
+        except ValueError:
+            name = f"signal {-code}"
+        why = f"Runtime exited with error: signal: {name.lower()}"
+    return f"Runtime.ExitError: RequestId: {request_id} Error: {why}"
 
 
 def _memory_error(error: Any, memory_mb: int) -> str | None:

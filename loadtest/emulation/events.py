@@ -63,11 +63,13 @@ def business_id_of(body: str, shape: BodyShape = FLAT) -> str | None:
 def batch_item_failures(result: Any, message_ids: set[str]) -> set[str] | None:
     """Message ids named in a partial batch response, or None when the whole batch failed.
 
-    As Lambda does: a response without ``batchItemFailures`` (or an empty list)
-    means every record succeeded; an identifier that is missing, empty or not in
-    the batch makes Lambda treat the whole batch as failed.
+    As Lambda does (its guide's "Implementing partial batch responses", in
+    services-sqs-errorhandling): a response without ``batchItemFailures``, or
+    with an empty or null list, means every record succeeded; an identifier that
+    is missing, null, empty, not a string or not in the batch, or a list that is
+    not a list, makes Lambda treat the whole batch as failed.
     """
-    if not isinstance(result, dict) or not result.get("batchItemFailures"):
+    if not isinstance(result, dict) or result.get("batchItemFailures") is None:
         return set()
     failures = result["batchItemFailures"]
     if not isinstance(failures, list):

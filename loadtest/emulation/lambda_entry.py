@@ -42,12 +42,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from loadtest.emulation import record_marks
+from loadtest.emulation import record_marks, runtime_marshal
 from loadtest.emulation.layer_environment import (
     CRASH_MID_HANDLER_ENV,
     HANDLER_DURATION_ENV,
     HANDLER_JITTER_ENV,
     RACE_WINDOW_ENV,
+    SIDE_TABLES_ENV,
 )
 from loadtest.emulation.layer_environment import KEY_NAMES_ENV as KEY_NAMES_ENV
 from loadtest.emulation.layer_environment import OBSERVATION_QUEUE_ENV as OBSERVATION_QUEUE_ENV
@@ -150,6 +151,7 @@ def start(
         sink=counting,
         race_window_s=int(env.get(RACE_WINDOW_ENV, "0")) / 1000,
         clock=clock,
+        side_tables=tuple(t for t in env.get(SIDE_TABLES_ENV, "").split(",") if t),
     )
     rng = rng if rng is not None else random.Random()
     crash_p = float(env.get(CRASH_MID_HANDLER_ENV, "0"))
@@ -202,12 +204,25 @@ def _records(event: Any) -> list[dict[str, Any]]:
     return out
 
 
+INVALID_ID = ""
+"""Stands for an entry Lambda cannot read (not an object, or no string identifier): no
+message has this id, so the collector treats the whole batch as failed, as Lambda does."""
+
+
 def _failed_ids(result: Any) -> list[str] | None:
-    """The messageIds of a partial batch response, or None when the answer is not one."""
-    if not isinstance(result, dict) or "batchItemFailures" not in result:
+    """The messageIds of a partial batch response (the JSON Lambda reads), or None when the
+    answer is not one."""
+    if not isinstance(result, dict) or result.get("batchItemFailures") is None:
         return None
-    failures = result.get("batchItemFailures") or []
-    return [str(f.get("itemIdentifier", "")) for f in failures if isinstance(f, dict)]
+    failures = result["batchItemFailures"]
+    if not isinstance(failures, list):
+        return [INVALID_ID]
+    return [
+        f["itemIdentifier"]
+        if isinstance(f, dict) and isinstance(f.get("itemIdentifier"), str)
+        else INVALID_ID
+        for f in failures
+    ]
 
 
 ENVIRON_NOTE = " [os.environ has no {name!r}]"
@@ -272,8 +287,9 @@ def invoke(state: _State, event: Any, context: Any) -> Any:
         end |= {"outcome": "exception", "error": error, "failed": []}
         raise
     else:
-        failed = _failed_ids(result)
-        end |= {"outcome": "ok" if failed is None else "batchItemFailures", "failed": failed or []}
+        # The runtime marshals the result after this wrapper returns it, unchanged: the
+        # end line says what it will answer, refusal included (runtime_marshal).
+        end |= _answer(result, event)
         return result
     finally:
         # A BaseException that is not an Exception (the runtime stopping us) sends no
@@ -285,6 +301,20 @@ def invoke(state: _State, event: Any, context: Any) -> Any:
                 # Calls refused for what the run does not provide: the harness's gaps.
                 end["missing"] = missing
             state.sink.sink(_line(end))
+
+
+def _answer(result: Any, event: Any) -> dict[str, Any]:
+    """The end line's outcome for ``result``, as the runtime and the mapping will take it."""
+    try:
+        is_json, value = runtime_marshal.response_value(runtime_marshal.marshal_response(result))
+    except runtime_marshal.MarshalError as exc:
+        return {"outcome": "exception", "error": runtime_marshal.error_line(exc), "failed": []}
+    if not is_json:
+        # Not JSON: a mapping with partial batch responses fails the whole batch.
+        every = [record["message_id"] for record in _records(event)]
+        return {"outcome": "batchItemFailures", "failed": every}
+    failed = _failed_ids(value)
+    return {"outcome": "ok" if failed is None else "batchItemFailures", "failed": failed or []}
 
 
 def _observed(state: _State, event: Any, context: Any) -> Any:

@@ -20,6 +20,9 @@ KEY_NAMES_ENV = "LOADTEST_KEY_NAMES"
 """The table's key attribute names, comma-separated (default ``id``)."""
 OBSERVATION_QUEUE_ENV = "LOADTEST_OBSERVATION_QUEUE"
 """The queue the observation lines are sent to."""
+SIDE_TABLES_ENV = "LOADTEST_SIDE_TABLES"
+"""The consumer's extra tables (``[[tables]]``), comma-separated: their writes are side
+writes."""
 ATTACHED_ENV = "LOADTEST_ATTACHED"
 """Attach mode's JSON note on a function: the run, its original handler and layers, the
 keys added (what ``loadtest cleanup`` restores if the run could not)."""

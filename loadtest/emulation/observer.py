@@ -57,7 +57,13 @@ from typing import Any
 
 from botocore.client import BaseClient
 
-from loadtest.emulation.observer_answers import keep_resource, missing_line, record_answer
+from loadtest.emulation.observer_answers import (
+    keep_resource,
+    keep_side_writes,
+    missing_line,
+    record_answer,
+    side_writes,
+)
 from loadtest.emulation.observer_plans import READ_APIS, Call, CallPlanner, readable_condition
 from loadtest.emulation.record_marks import current_record
 from loadtest.model.history import ObserverFault, ReadRecord, UnobservedCall
@@ -90,8 +96,11 @@ class WriteObserver:
         sink: Sink,
         race_window_s: float = 0.0,
         clock: Callable[[], int] = time.monotonic_ns,
+        side_tables: tuple[str, ...] = (),
     ) -> None:
         self.table_name = table_name
+        self.side_tables = frozenset(side_tables)
+        """The consumer's extra tables: their writes are counted as side writes."""
         self.key_names = key_names
         self.sink = sink
         self.race_window_s = race_window_s
@@ -117,10 +126,13 @@ class WriteObserver:
         lines, self.missing = list(dict.fromkeys(self.missing)), []
         return lines
 
-    def _check_missing(self, operation_model: Any, result: Any, context: Any) -> None:
-        """Note (and log, as a runtime would) a call refused for a missing table, queue or
-        permission: the harness's gap, never to be blamed on the consumer."""
+    def _after(self, operation_model: Any, result: Any, context: Any) -> None:
+        """Any call's answer: writes it made to the extra tables (side writes), and a
+        refusal for a missing table, queue or permission, noted (and logged, as a runtime
+        would): the harness's gap, never to be blamed on the consumer."""
         try:
+            for side in side_writes(str(operation_model.name), result, context, self.request_id):
+                self._emit(side)
             line = missing_line(str(operation_model.name), result, context)
             if line is None:
                 return
@@ -204,7 +216,12 @@ class WriteObserver:
         self, client: BaseClient, params: dict[str, Any], operation_model: Any, context: Any
     ) -> dict[str, Any]:
         """The parameters to send; a call to observe is left in ``context`` for the request."""
-        keep_resource(params, context)
+        try:
+            keep_resource(params, context)
+            if self.side_tables and client.meta.service_model.service_name == "dynamodb":
+                keep_side_writes(str(operation_model.name), params, context, self.side_tables)
+        except Exception as exc:
+            self._fault(str(operation_model.name), exc)
         if client.meta.service_model.service_name != "dynamodb" or not isinstance(context, dict):
             return params
         name = str(operation_model.name)
@@ -242,12 +259,15 @@ class WriteObserver:
                         client, operation_model, request_dict, request_context
                     ),
                 )
-                observer._check_missing(operation_model, result, request_context)
-                return result
-            return observer._send(
-                call,
-                lambda: original_request(client, operation_model, request_dict, request_context),
-            )
+            else:
+                result = observer._send(
+                    call,
+                    lambda: original_request(
+                        client, operation_model, request_dict, request_context
+                    ),
+                )
+            observer._after(operation_model, result, request_context)
+            return result
 
         setattr(BaseClient, "_emit_api_params", emit_api_params)  # noqa: B010
         setattr(BaseClient, "_make_request", make_request)  # noqa: B010
@@ -282,12 +302,15 @@ class WriteObserver:
                 result = await original_request(
                     client, operation_model, request_dict, request_context
                 )
-                observer._check_missing(operation_model, result, request_context)
-                return result
-            return await observer._send_async(
-                call,
-                lambda: original_request(client, operation_model, request_dict, request_context),
-            )
+            else:
+                result = await observer._send_async(
+                    call,
+                    lambda: original_request(
+                        client, operation_model, request_dict, request_context
+                    ),
+                )
+            observer._after(operation_model, result, request_context)
+            return result
 
         setattr(aio_class, "_emit_api_params", emit_api_params)  # noqa: B010
         setattr(aio_class, "_make_request", make_request)  # noqa: B010

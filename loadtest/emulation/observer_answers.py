@@ -11,7 +11,8 @@ anything: the records go to ``emit``.
 
 Also reads any call's answer for a refusal that says the run did not provide what the
 handler asked for (``missing_line``: a table or queue the run did not create, a
-permission it did not grant), for any table or queue, watched or not.
+permission it did not grant), for any table or queue, watched or not; and a call's
+writes to the consumer's extra tables (``side_writes``), side writes by construction.
 """
 
 from __future__ import annotations
@@ -20,7 +21,13 @@ from collections.abc import Callable
 from typing import Any
 
 from loadtest.emulation.observer_plans import Call, Part
-from loadtest.model.history import TypedItem, UnobservedCall, WriteOutcome, WriteRecord
+from loadtest.model.history import (
+    SideWrite,
+    TypedItem,
+    UnobservedCall,
+    WriteOutcome,
+    WriteRecord,
+)
 from loadtest.model.observation import Observation
 from loadtest.model.updates import UpdateNotUnderstood, apply_update
 
@@ -49,6 +56,77 @@ def keep_resource(params: dict[str, Any], context: Any) -> None:
         resource = params.get("TableName") or params.get("QueueUrl") or params.get("QueueName")
         if resource:
             context[_RESOURCE] = resource
+
+
+_SIDE = "loadtest_side"
+"""Where a call's writes to the consumer's extra tables are kept in its request context."""
+_STATEMENT_WRITES = ("INSERT", "UPDATE", "DELETE")
+
+
+def _named(ref: Any, tables: frozenset[str]) -> str | None:
+    """The extra table a ``TableName`` (a name or an ARN) refers to, or None."""
+    if not isinstance(ref, str):
+        return None
+    name = ref.rsplit("/table/", 1)[-1] if ref.startswith("arn:") else ref
+    return name if name in tables else None
+
+
+def _statement_table(statement: Any, tables: frozenset[str]) -> str | None:
+    if not isinstance(statement, str) or not statement.lstrip().upper().startswith(
+        _STATEMENT_WRITES
+    ):
+        return None
+    return next((t for t in tables if f'"{t}"' in statement or f" {t} " in f" {statement} "), None)
+
+
+def keep_side_writes(
+    operation: str, params: dict[str, Any], context: Any, tables: frozenset[str]
+) -> None:
+    """Keep in ``context`` how many items a write call sends to each extra table."""
+    if not tables or not isinstance(context, dict):
+        return
+    counts: dict[str, int] = {}
+
+    def add(table: str | None, n: int = 1) -> None:
+        if table is not None:
+            counts[table] = counts.get(table, 0) + n
+
+    if operation in ("PutItem", "UpdateItem", "DeleteItem"):
+        add(_named(params.get("TableName"), tables))
+    elif operation == "BatchWriteItem":
+        for ref, requests in (params.get("RequestItems") or {}).items():
+            add(_named(ref, tables), len(requests))
+    elif operation == "TransactWriteItems":
+        for entry in params.get("TransactItems") or []:
+            for kind in ("Put", "Update", "Delete"):
+                if kind in entry:
+                    add(_named(entry[kind].get("TableName"), tables))
+    elif operation == "ExecuteStatement":
+        add(_statement_table(params.get("Statement"), tables))
+    elif operation in ("BatchExecuteStatement", "ExecuteTransaction"):
+        for entry in params.get("Statements") or params.get("TransactStatements") or []:
+            add(_statement_table(entry.get("Statement"), tables))
+    if counts:
+        context[_SIDE] = counts
+
+
+def side_writes(operation: str, result: Any, context: Any, request_id: str) -> list[SideWrite]:
+    """The extra tables' writes a call's answer accepted (none when it failed)."""
+    counts = context.get(_SIDE) if isinstance(context, dict) else None
+    if not counts:
+        return []
+    parsed = result[1] if isinstance(result, tuple) and len(result) == 2 else None
+    if not isinstance(parsed, dict) or "Error" in parsed:
+        return []
+    unprocessed = parsed.get("UnprocessedItems") or {}
+    out = []
+    for table, n in counts.items():
+        left = sum(
+            len(v) for ref, v in unprocessed.items() if ref == table or ref.endswith(f"/{table}")
+        )
+        if n - left > 0:
+            out.append(SideWrite(operation, table, n - left, request_id))
+    return out
 
 
 def missing_line(operation: str, result: Any, context: Any) -> str | None:

@@ -301,7 +301,11 @@ class Poller:
         failed: set[str] = set()
         invalid = False
         if reply.ok and self.settings.report_batch_item_failures:
-            named = batch_item_failures(reply.result, {r.message_id for r in records})
+            named = (
+                batch_item_failures(reply.result, {r.message_id for r in records})
+                if reply.response_json
+                else None  # a response that is not JSON fails the batch (Lambda's rule)
+            )
             invalid = named is None
             failed = {r.message_id for r in records} if named is None else named
         if not reply.ok:
@@ -358,6 +362,7 @@ class Poller:
                 reads=tuple(observed.reads),
                 unobserved=tuple(observed.unobserved),
                 observer_faults=tuple(observed.faults),
+                side_writes=tuple(observed.side),
             )
         )
 

@@ -133,7 +133,9 @@ async def run_variant(
                     )
                     variables = function_environment(setup, tables, names, made, target.region)
                     for env in environments:
-                        env.config = dataclasses.replace(config, function_env=variables)
+                        env.config = dataclasses.replace(
+                            config, function_env=variables, side_tables=tuple(made.extra_tables)
+                        )
                     # Cold starts once the function's resources exist, as on Lambda: a
                     # handler may read its table when imported. One that does not
                     # import fails here, and what was made is torn down below.
@@ -313,8 +315,12 @@ async def sweep_async(
 
 @contextmanager
 def backend_target(kind: aws.BackendKind, endpoint_url: str | None) -> Iterator[aws.Target]:
-    """The run's target; for the embedded backend, start it and stop it afterwards."""
-    if kind is aws.BackendKind.EMBEDDED:
+    """The run's target; for the embedded backend, start it and stop it afterwards.
+
+    An embedded backend already running (``endpoint_url`` given with the embedded
+    kind, as a test session shares one) is used as it is, and left running.
+    """
+    if kind is aws.BackendKind.EMBEDDED and endpoint_url is None:
         from loadtest.adapters.backend.embedded import EmbeddedBackend
 
         with EmbeddedBackend() as backend:

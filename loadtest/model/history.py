@@ -142,6 +142,17 @@ class UnobservedCall:
 
 
 @dataclass(frozen=True, slots=True)
+class SideWrite:
+    """Items an accepted call wrote to one of the consumer's extra tables (``[[tables]]``):
+    side writes by construction (idempotency records, locks), never an outcome."""
+
+    operation: str
+    table: str
+    items: int
+    request_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ObserverFault:
     """The observer itself failed on a call (loadtest's own error, not the handler's)."""
 
@@ -193,6 +204,8 @@ class Invocation:
     reads: tuple[ReadRecord, ...] = ()
     unobserved: tuple[UnobservedCall, ...] = ()
     observer_faults: tuple[ObserverFault, ...] = ()
+    side_writes: tuple[SideWrite, ...] = ()
+    """Accepted writes to the consumer's extra tables."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,6 +437,9 @@ def _encode_invocation(inv: Invocation) -> tuple[Any, ...]:
         tuple([(f.operation, f.error, f.request_id) for f in inv.observer_faults])
         if inv.observer_faults
         else (),
+        tuple([(w.operation, w.table, w.items, w.request_id) for w in inv.side_writes])
+        if inv.side_writes
+        else (),
     )
 
 
@@ -444,6 +460,7 @@ def _decode_invocation(row: tuple[Any, ...]) -> Invocation:
         reads,
         unobserved,
         faults,
+        side,
     ) = row
     # Most invocations read nothing and meet no unobserved call: no generator for those.
     return Invocation(
@@ -462,6 +479,7 @@ def _decode_invocation(row: tuple[Any, ...]) -> Invocation:
         decode_reads(reads),
         tuple([UnobservedCall(*u) for u in unobserved]) if unobserved else (),
         tuple([ObserverFault(*f) for f in faults]) if faults else (),
+        tuple([SideWrite(*w) for w in side]) if side else (),
     )
 
 

@@ -13,6 +13,7 @@ Lines (``t`` is the tag)::
     {"t": "read", ...ReadRecord fields}
     {"t": "unobserved", "operation", "reason", "request_id"}
     {"t": "fault", "operation", "error", "request_id"}                  # the observer's own failure
+    {"t": "side", "operation", "table", "items", "request_id"}          # accepted writes to an extra table
 
 A ``begin`` without a ``write`` of the same ``call_id`` is a write whose
 answer never came back: indeterminate. Pure: no I/O, no clock.
@@ -29,6 +30,7 @@ from typing import Any
 from loadtest.model.history import (
     ObserverFault,
     ReadRecord,
+    SideWrite,
     TypedItem,
     UnobservedCall,
     WriteOutcome,
@@ -49,7 +51,7 @@ class WriteBegun:
     record_id: str = ""
 
 
-Observation = WriteBegun | WriteRecord | ReadRecord | UnobservedCall | ObserverFault
+Observation = WriteBegun | WriteRecord | ReadRecord | UnobservedCall | ObserverFault | SideWrite
 
 _TAGS: dict[type[Any], str] = {
     WriteBegun: "begin",
@@ -57,6 +59,7 @@ _TAGS: dict[type[Any], str] = {
     ReadRecord: "read",
     UnobservedCall: "unobserved",
     ObserverFault: "fault",
+    SideWrite: "side",
 }
 
 
@@ -175,6 +178,8 @@ def decode(
         return UnobservedCall(**body)
     if tag == "fault":
         return ObserverFault(**body)
+    if tag == "side":
+        return SideWrite(**body)
     raise ValueError(f"unknown observation tag {tag!r}")
 
 
@@ -186,6 +191,7 @@ class Observed:
     reads: list[ReadRecord] = dataclasses.field(default_factory=list)
     unobserved: list[UnobservedCall] = dataclasses.field(default_factory=list)
     faults: list[ObserverFault] = dataclasses.field(default_factory=list)
+    side: list[SideWrite] = dataclasses.field(default_factory=list)
 
 
 def collect(observations: Iterable[Observation], *, ended_ns: int) -> Observed:
@@ -203,6 +209,8 @@ def collect(observations: Iterable[Observation], *, ended_ns: int) -> Observed:
             out.reads.append(obs)
         elif isinstance(obs, UnobservedCall):
             out.unobserved.append(obs)
+        elif isinstance(obs, SideWrite):
+            out.side.append(obs)
         else:
             out.faults.append(obs)
     for call_id, begin in begun.items():

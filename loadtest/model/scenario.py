@@ -49,6 +49,7 @@ File format (every table and key optional)::
 
     [outcome]                           # where a message's outcome is stored
     key = { id = "{id}" }               # the table's key, per attribute; e.g. { pk = "ORDER#{id}", sk = "ORDER" }
+    fields = ["status", "total_cents"]  # what every finished outcome item holds (optional)
 
     [consumer]                          # the event source mapping and the function
     batch_size = 1                      # 1..10; up to 10000 with a batching window >= 1 s

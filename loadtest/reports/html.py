@@ -38,6 +38,7 @@ from loadtest.reports.charts import (
 )
 from loadtest.reports.formats import format_observed
 from loadtest.reports.heatmap import html_section
+from loadtest.reports.repeat_view import repeat_context
 from loadtest.reports.timeline import (
     find_races,
     timeline_for,
@@ -368,6 +369,7 @@ def render_html(report: Mapping[str, Any]) -> str:
 
     template = _environment().get_template("report.html.j2")
     return template.render(
+        repeat=repeat_context(report),
         report=report,
         scenario=report.get("scenario") or {},
         backend=report.get("backend") or {},

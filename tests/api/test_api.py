@@ -292,3 +292,13 @@ def test_cli_env_is_checked_before_anything_runs(tmp_path: Path) -> None:
     result = runner.invoke(app, ["run", str(path), "--env", "T={table}"])
     assert result.exit_code == 2
     assert "variants = [] names no consumer" in " ".join(result.output.split())
+
+
+def test_target_embedded_with_an_endpoint_names_a_running_embedded_backend() -> None:
+    from loadtest.adapters.aws import BackendKind
+    from loadtest.api import backend_kind
+
+    assert backend_kind("embedded", "http://127.0.0.1:5000") is BackendKind.EMBEDDED
+    assert backend_kind(None, "http://127.0.0.1:5000") is BackendKind.ENDPOINT
+    assert backend_kind("endpoint", "http://127.0.0.1:5000") is BackendKind.ENDPOINT
+    assert backend_kind(None, None) is BackendKind.EMBEDDED

@@ -47,6 +47,11 @@ def test_seed_lab_through_the_mapping_gives_the_lab_counts_and_table(ministack: 
     assert _table(run.end_state.table_items) == LAB_TABLE
     assert (run.end_state.queue_visible, run.end_state.queue_in_flight) == (0, 0)
     assert run.check.verdict == "pass"
+    # The layer's records mark themselves in the deployed function too: each write names
+    # the record it was made for.
+    assert [d.write.record_id for d in run.check.decisions] == [
+        d.message_id for d in run.check.decisions
+    ]
     # End to end includes the real queue dwell: every message measured.
     assert run.latency["end_to_end"].summary()["count"] == 4
     assert run.latency["queue_dwell"].summary()["count"] == 4
@@ -72,6 +77,10 @@ def test_read_then_write_double_writes_through_the_mapping_conditional_does_not(
     assert racy.counts.messages_sent == conditional.counts.messages_sent == 12
     assert racy.counts.acked == conditional.counts.acked == 12
     assert racy.counts.duplicate_writes > 0
+    # Read-then-write wrote twice only because two copies ran at once: the deployed
+    # functions' start and end lines show the overlap.
+    assert racy.counts.overlapping_ids > 0
+    assert racy.counts.overlapping_deliveries >= racy.counts.overlapping_ids
     assert conditional.counts.duplicate_writes == 0
     assert conditional.counts.writes_accepted == 4
     assert conditional.counts.writes_rejected == 8

@@ -509,3 +509,59 @@ def test_a_table_named_by_its_arn_is_the_watched_table(backend_url: str, table: 
     ]
     reads = [o for o in recorder.observations() if isinstance(o, ReadRecord)]
     assert [r.key for r in reads] == [{"id": {"S": "a"}}]
+
+
+def test_writes_to_extra_tables_are_counted_as_side_writes_and_refused_calls_noted(
+    backend_url: str, table: str
+) -> None:
+    dynamodb = client("dynamodb", backend_url)
+    extra = f"extra-{uuid.uuid4().hex[:8]}"
+    dynamodb.create_table(
+        TableName=extra,
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    recorder = Recorder()
+    observer = WriteObserver(table, sink=recorder, side_tables=(extra,))
+    observer.install()
+    try:
+        observer.request_id = "r1"
+        dynamodb.put_item(TableName=extra, Item={"id": {"S": "a"}})
+        dynamodb.batch_write_item(
+            RequestItems={
+                extra: [{"PutRequest": {"Item": {"id": {"S": f"b{i}"}}}} for i in range(3)],
+                table: [{"PutRequest": {"Item": {"id": {"S": "outcome"}}}}],
+            }
+        )
+        dynamodb.transact_write_items(
+            TransactItems=[
+                {"Put": {"TableName": extra, "Item": {"id": {"S": "c"}}}},
+                {"Put": {"TableName": table, "Item": {"id": {"S": "outcome-2"}}}},
+            ]
+        )
+        dynamodb.execute_statement(Statement=f"INSERT INTO \"{extra}\" VALUE {{'id': 'd'}}")
+        with pytest.raises(ClientError):  # refused: not accepted, not counted
+            dynamodb.put_item(
+                TableName=extra,
+                Item={"id": {"S": "a"}},
+                ConditionExpression="attribute_not_exists(id)",
+            )
+        with pytest.raises(ClientError):
+            dynamodb.put_item(TableName="never-made", Item={"id": {"S": "x"}})
+    finally:
+        observer.uninstall()
+        dynamodb.delete_table(TableName=extra)
+    observed = collect(recorder.observations(), ended_ns=0)
+    assert [(s.operation, s.table, s.items, s.request_id) for s in observed.side] == [
+        ("PutItem", extra, 1, "r1"),
+        ("BatchWriteItem", extra, 3, "r1"),
+        ("TransactWriteItems", extra, 1, "r1"),
+        ("ExecuteStatement", extra, 1, "r1"),
+    ]
+    # The watched table's writes are recorded as ever, the extra table's never as writes.
+    assert sorted(w.key["id"]["S"] for w in observed.writes) == ["outcome", "outcome-2"]
+    assert observer.take_missing() == [
+        "loadtest: the handler's PutItem call on 'never-made' failed with ResourceNotFoundException"
+    ]
+    assert observer.take_missing() == []

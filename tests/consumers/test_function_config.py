@@ -152,8 +152,13 @@ def test_powertools_example_with_its_idempotency_table_is_inconclusive_not_faile
     assert run.check.reasons == ()
     assert (c.messages_sent, c.acked, c.dead_lettered, c.handler_errors) == (20, 20, 0, 0)
     assert c.writes_attempted == 0
+    # Powertools' record of each message: saved in progress, then updated with its result.
+    assert c.side_writes == 40
     # One idempotency record per message (its key is the messageId): side writes.
     assert run.end_state.side_tables == ((f"{run.resources.prefix}-idempotency", 20),)
+    # Created for the run, deleted after it.
+    tables = client("dynamodb", backend_url).list_tables()["TableNames"]
+    assert f"{run.resources.prefix}-idempotency" not in tables
     report = build_report(
         RunResult(scenario, aws.Target.resolve(aws.BackendKind.ENDPOINT, backend_url), [run])
     )
@@ -224,3 +229,25 @@ def test_on_aws_an_existing_table_of_the_named_name_is_refused(backend_url: str)
         assert made.names() == []  # refused before anything was created
     finally:
         dynamodb.delete_table(TableName="Theirs")
+
+
+def test_a_variable_missing_at_import_stops_the_run_naming_its_line(backend_url: str) -> None:
+    from loadtest.errors import HandlerRefError
+
+    scenario = load_scenario(str(CONFIGURED / "env_named.toml"))
+    with pytest.raises(HandlerRefError) as info:
+        _run(backend_url, scenario, f"{CONFIGURED / 'import_env.py'}:handler")
+    assert str(info.value).endswith(
+        "could not be loaded: KeyError: 'ORDERS_TABLE' [os.environ has no 'ORDERS_TABLE']; "
+        "the handler read os.environ['ORDERS_TABLE'], which the run does not set: add "
+        '`[consumer] environment = { ORDERS_TABLE = "{table}" }` to the scenario '
+        "(or --env ORDERS_TABLE={table})"
+    )
+    # Given, the same handler imports and runs.
+    run = _run(
+        backend_url,
+        scenario.with_environment(["ORDERS_TABLE={table}"]),
+        f"{CONFIGURED / 'import_env.py'}:handler",
+    )
+    assert (run.check.counts.handler_errors, run.check.counts.acked) == (0, 30)
+    assert len(run.end_state.table_items) == 30  # one item per message, keyed by its messageId

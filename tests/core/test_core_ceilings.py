@@ -96,16 +96,19 @@ def test_an_environment_past_its_memory_reports_its_peak() -> None:
     assert int(out.stdout) >= 200
 
 
-def test_a_result_whose_repr_raises_is_described_not_a_crash() -> None:
-    from loadtest.emulation.envhost import _jsonable
+def test_a_result_whose_repr_raises_is_refused_without_its_repr() -> None:
+    from loadtest.emulation.runtime_marshal import MarshalError, marshal_response
 
     class Hostile:
         def __repr__(self) -> str:
             raise RuntimeError("no repr for you")
 
-    shown = _jsonable(Hostile())
-    assert shown == "<unprintable Hostile: repr raised RuntimeError: no repr for you>"
-    assert _jsonable({"ok": 1}) == {"ok": 1}
+    with pytest.raises(MarshalError) as refused:
+        marshal_response(Hostile())
+    assert str(refused.value) == (
+        "Unable to marshal response: Object of type Hostile is not JSON serializable"
+    )
+    assert marshal_response({"ok": 1}).body == '{"ok": 1}'
 
 
 def test_the_sampler_stops_an_environment_that_holds_too_much_memory() -> None:

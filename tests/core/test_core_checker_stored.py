@@ -410,3 +410,26 @@ def test_the_live_count_counts_each_marked_record_of_a_batch_as_its_delivery() -
     marked.add([put(1, "m-0"), put(2, "m-0"), put(3, "m-1")])
     unmarked.add([put(1, ""), put(2, ""), put(3, "")])
     assert (marked.duplicate_writes, unmarked.duplicate_writes) == (1, 0)
+
+
+def test_a_side_write_in_a_batch_is_shown_as_made_for_the_record_it_names() -> None:
+    history = History()
+    history.sent = [_sent(n, f"o-{n}", {"id": f"o-{n}", "quantity": 1}) for n in range(2)]
+    history.acks = [Ack("m-0", 1), Ack("m-1", 1)]
+    order: TypedItem = {"id": {"S": "o-1"}, "quantity": {"N": "1"}}
+    audit: TypedItem = {"id": {"S": "audit-7"}, "event": {"S": "received"}}
+    writes = [
+        WriteRecord(
+            **{
+                **{f: getattr(w, f) for f in w.__dataclass_fields__},
+                "record_id": "m-1",
+            }
+        )
+        for w in (_put(audit, ("id",), 1, "r-1"), _put(order, ("id",), 2, "r-1"))
+    ]
+    history.invocations = [
+        _invocation("r-1", [Record("m-0", 1, "o-0"), Record("m-1", 1, "o-1")], writes)
+    ]
+    result = check(history, _end([audit, order], ("id",)))
+    side = next(d for d in result.decisions if d.role.value == "side")
+    assert side.message_id == "m-1"

@@ -142,6 +142,10 @@ def test_named_failures() -> None:
         ["m-1"],
         "m-1",
         {"itemIdentifier": "m-1"},
+        [{"itemIdentifier": 1}],
+        "",
+        {},
+        0,
     ],
 )
 def test_invalid_identifiers_fail_the_whole_batch(failures: Any) -> None:

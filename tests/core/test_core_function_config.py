@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from loadtest.emulation.environments import FunctionConfig
 from loadtest.emulation.handlers import parse_ref, tables_for
 from loadtest.errors import ScenarioError
 from loadtest.model.function_config import (
@@ -230,3 +231,20 @@ def test_only_the_powertools_variant_gets_an_idempotency_table() -> None:
     # A scenario's own table behind the same variable replaces the variant's.
     declared = FunctionSetup(tables=(ExtraTable(name="Idem", env="IDEMPOTENCY_TABLE_NAME"),))
     assert tables_for(parse_ref("powertools"), declared) == declared.tables
+
+
+def test_an_environment_names_only_the_tables_its_run_makes() -> None:
+    config = FunctionConfig(
+        handler=parse_ref("conditional"),
+        function_name="f",
+        table_name="t",
+        region="us-east-1",
+        endpoint_url=None,
+        memory_mb=128,
+        timeout_s=3,
+        function_env=(("TABLE_NAME", "mine"), ("IDEM", "x")),
+    )
+    env = config.environ()
+    assert "IDEMPOTENCY_TABLE_NAME" not in env
+    # The scenario's variables win over the run's TABLE_NAME, never over what the run owns.
+    assert (env["TABLE_NAME"], env["IDEM"], env["AWS_REGION"]) == ("mine", "x", "us-east-1")

@@ -278,6 +278,29 @@ def test_a_dead_zygote_is_no_verdict_exit_four_and_leaves_nothing(
     assert not [c for c in children if _alive(c)], "environments outlived their zygote"
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="zygotes need pidfds")
+def test_ctrl_c_ends_environments_frozen_between_invocations(
+    backend_url: str, tmp_path: Path
+) -> None:
+    """Environments are stopped (SIGSTOP) between invocations: an interrupt still ends
+    every one of them, stopped or running, and the run cleans up (exit 130)."""
+    process = _race_burst(backend_url, tmp_path, LOADTEST_ZYGOTE="1")
+    deadline = time.monotonic() + 60
+    children: list[int] = []
+    frozen: list[int] = []
+    while not frozen and time.monotonic() < deadline:
+        time.sleep(0.05)
+        _, children = _zygote_and_children(process.pid)
+        frozen = [c for c in children if (_stat(c) or [b""])[0] == b"T"]
+    assert frozen, "no environment was seen frozen between invocations"
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert loadtest_resources(backend_url) == ([], [])
+    assert not [c for c in children if _alive(c)], "an environment outlived the run"
+
+
 def test_prices_file_prices_the_run_and_a_bad_one_exits_two(
     backend_url: str, tmp_path: Path
 ) -> None:

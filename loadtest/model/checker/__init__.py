@@ -45,7 +45,8 @@ This module runs those steps (``check``) and decides step 1 itself; the rest
 is owned by its parts, and every name is importable from here:
 ``verdict`` (the counts, roles, ``Check`` and the fail/inconclusive/pass
 rule), ``details`` (what a message said and whether an item carries it),
-``sent`` (what was sent and how each message was settled), ``roles`` (real
+``completeness`` (whether a stored outcome is complete, and when the table
+cannot tell), ``sent`` (what was sent and how each message was settled), ``roles`` (real
 order, delivery units, duplicate and conflicting writes, and
 ``LiveDuplicates``), ``passes`` (reading the writes a pass at a time, an
 outcome's accepted writes judged together in bounded parts) and ``evidence``
@@ -62,18 +63,18 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 
 from loadtest.model.body import BodyShape
+from loadtest.model.checker.completeness import incomplete, judged_without_details
 from loadtest.model.checker.details import (
     carries,
     carries_id,
     details_of,
     key_template,
     plain,
-    stored_names,
     varies_per_delivery,
 )
 from loadtest.model.checker.evidence import duplicate_evidence
 from loadtest.model.checker.exposure import Exposure, exposure_reason, overlapping_pairs
-from loadtest.model.checker.harness import harness_reasons, not_judged
+from loadtest.model.checker.harness import no_business_outcome, not_judged
 from loadtest.model.checker.passes import (
     Evidence,
     Judging,
@@ -83,7 +84,8 @@ from loadtest.model.checker.passes import (
     judge_parts,
     survey,
 )
-from loadtest.model.checker.roles import LiveDuplicates
+from loadtest.model.checker.roles import LiveDuplicates, unattributed_reason
+from loadtest.model.checker.runtime_errors import sentences as runtime_error_sentences
 from loadtest.model.checker.sent import ACKED, DEAD_LETTERED, POISON, Messages
 from loadtest.model.checker.verdict import (
     BAD_WHEN_NONZERO,
@@ -217,7 +219,7 @@ def check(
     messages = Messages(history.sent, body)
     messages.settle(history.acks, history.dead_letters)
     outcome_keys = {outcome_key.canonical(outcome_key.key_for(b)): b for b in messages.business_ids}
-    read = survey(history)
+    read = survey(history, messages.business_index)
     messages.keep_stored(read.stored_names)
 
     def judging(model: Model, stored_outcomes: set[str]) -> Judging:
@@ -251,19 +253,13 @@ def check(
             items, messages.details_for(business_id)
         )
     details_stored = any(carried.values())
-    # The outcomes left without a field the scenario says a complete outcome holds.
-    fields = set(outcome_key.fields)
-    incomplete = {
-        business_id
-        for business_id, items in final.items()
-        if fields and not any(fields <= stored_names(item) for item in items)
-    }
+    unfinished = incomplete(final, outcome_key)
 
     def _lost(business_id: str, position: int) -> bool:
         """Whether an acknowledged message's outcome is gone or incomplete, or its own
         details (at ``position`` among its id's, -1: none) were never stored while
         others' were."""
-        if business_id not in final or business_id in incomplete:
+        if business_id not in final or business_id in unfinished:
             return True
         return details_stored and position >= 0 and not carried.get(business_id, 0) >> position & 1
 
@@ -301,7 +297,7 @@ def check(
         writes_rejected=outcomes[WriteOutcome.REJECTED],
         writes_errored=outcomes[WriteOutcome.ERROR],
         writes_indeterminate=outcomes[WriteOutcome.INDETERMINATE],
-        side_writes=passed.side_writes,
+        side_writes=passed.side_writes + read.side_items,
         noop_writes=judged.noop,
         duplicate_writes=judged.duplicate,
         conflicting_writes=judged.conflicting,
@@ -320,6 +316,7 @@ def check(
     accepted_outcomes = outcomes[WriteOutcome.ACCEPTED] > 0
     nothing_stored = expected_outcomes and not accepted_outcomes and not final
     reasons = default_reasons(counts, timed_out=history.timed_out, cut_short=cut_short)
+    reasons.extend(runtime_error_sentences(read.runtime_errors, failing=True))
     inconclusive = inconclusive_reasons(counts, history)
     if nothing_stored and model.kind != "ambiguous":
         (inconclusive if cut_short else reasons).append(
@@ -332,20 +329,13 @@ def check(
     unexposed = exposure_reason(exposure, sent_of.count(2), read.deliveries)
     if expect_overlap and unexposed is not None:
         inconclusive.append(unexposed)
+    if judged.unattributed:
+        inconclusive.append(unattributed_reason(judged.unattributed))
     # The run's table starts empty and only the consumer writes to it, so every outcome
     # item must come from a write of an invocation the observer recorded (accepted, or
     # one whose answer was an error or never came). One that did not was written by a
     # client the observer does not hook: the evidence is incomplete. (Other items may
     # come from the handler's cold start, whose writes belong to no delivery.)
-    if judged.unattributed:
-        inconclusive.append(
-            f"{judged.unattributed} write(s) of an id that several records of one batch "
-            "carried could not be tied to the record that made them (the handler's reads of "
-            "the records did not mark which one it was on, or every body was read before "
-            "the first write), so a duplicate write may be counted as a step of one "
-            "delivery. Run with batch_size = 1 ([consumer] batch_size), or read each "
-            "record's body where it is processed"
-        )
     unexplained = sorted(passed.unexplained)
     if unexplained:
         inconclusive.append(
@@ -354,48 +344,26 @@ def check(
             "handler returned, or by a client the observer does not hook, so writes may be "
             "missing from the counts"
         )
-    notes = []
+    notes = runtime_error_sentences(read.runtime_errors, failing=False)
     if not details_stored and accepted_outcomes and model.kind != "ambiguous":
-        if outcome_key.fields:
-            notes.append(
-                "the stored outcomes carry none of the messages' details: an outcome is "
-                "judged complete by the fields the scenario declares "
-                f"({', '.join(outcome_key.fields)})"
-            )
-        else:
-            # An item that holds only its key would pass: the table cannot tell a
-            # finished outcome from a half-written one.
-            inconclusive.append(
-                "the stored outcomes carry none of the messages' details (not under the "
-                "body's field names, nor as their values, nor inside maps or JSON strings), "
-                "so whether each outcome is complete cannot be told from the table. Declare "
-                "what a complete outcome holds in the scenario: [outcome] fields = "
-                '["status", ...] (the attributes every finished outcome item has)'
-            )
+        # An item that holds only its key would pass: the table cannot tell a finished
+        # outcome from a half-written one, unless the scenario says what one holds.
+        note, unjudged = judged_without_details(outcome_key)
+        notes.extend([note] if note else [])
+        inconclusive.extend([unjudged] if unjudged else [])
     if passed.unknown_after:
         notes.append(
             f"{passed.unknown_after} accepted write(s) left an item the observer could not "
             "compute (no old image): whether they changed the outcome is not known"
         )
-    side_items = sum(n for _, n in end.side_tables)
-    if nothing_stored and side_items and not cut_short:
-        # Everything the handler kept is in its extra tables (idempotency records, locks):
-        # side writes. With no business outcome, absences are not evidence either way.
-        tables = ", ".join(f"{name} ({n} item(s))" for name, n in end.side_tables if n)
+    if nothing_stored and any(n for _, n in end.side_tables) and not cut_short:
         kept = default_reasons(
             dataclasses.replace(counts, lost_outcomes=0), timed_out=history.timed_out
         )
-        moved = [r for r in reasons if r not in kept]
+        first, later = no_business_outcome(reasons, kept, model.description, end.side_tables)
         reasons = [r for r in reasons if r in kept]
-        inconclusive.insert(
-            0,
-            "no business outcome to judge: the handler stored nothing in its outcome table "
-            f"({model.description}); what it kept is in {tables}, side writes such as "
-            "idempotency records. Point the run at the table the business outcome is written "
-            "to ([table] name, or the variable that names it in [consumer] environment)",
-        )
-        inconclusive.extend(f"{r}: not judged without a business outcome" for r in moved)
-    gaps = harness_reasons(history)
+        inconclusive = [*first, *inconclusive, *later]
+    gaps = read.gaps.reasons()
     if gaps:
         # Never blame the consumer for the harness: what failed may be the run's gap.
         inconclusive = [*gaps, *not_judged(reasons), *inconclusive]

@@ -115,13 +115,19 @@ def leaf_name(path: str) -> str:
     return path.rpartition(".")[2].partition("[")[0]
 
 
+_NESTED_TAGS = frozenset({"M", "L", "SS", "NS", "BS"})
+
+
 def _nested(value: Any) -> bool:
     """Whether a typed attribute value may hold leaves (a map, a list, a set, a JSON string)."""
     if isinstance(value, dict) and len(value) == 1:
-        tag, inner = next(iter(value.items()))
-        if tag == "S":
-            return isinstance(inner, str) and inner.lstrip()[:1] in ("{", "[")
-        return tag in ("M", "L", "SS", "NS", "BS")
+        text = value.get("S")
+        if text is None:
+            return not _NESTED_TAGS.isdisjoint(value)
+        if not isinstance(text, str):
+            return False
+        first = text[:1]
+        return first in ("{", "[") or (first.isspace() and text.lstrip()[:1] in ("{", "["))
     return True
 
 

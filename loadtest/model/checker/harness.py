@@ -18,9 +18,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from loadtest.model.history import History
+from loadtest.model.history import History, Invocation
 
 _ENVIRON = re.compile(
     r"\[os\.environ has no '([^']+)'\]"
@@ -118,7 +118,7 @@ def _denied_gap(operation: str, resource: str) -> Gap:
 
 def _unlogged(text: str) -> Iterable[Gap]:
     """The same errors met only in an error's text (no observer line: e.g. a deployed run)."""
-    if "loadtest: the handler's" in text:
+    if MARK in text:
         return
     for _, operation in _NOT_FOUND.findall(text):
         yield Gap(
@@ -161,18 +161,38 @@ def gaps_in(text: str) -> list[Gap]:
     return list(found.values())
 
 
+MARK = "loadtest: the handler's"
+"""What starts the observer's line for a refused call (in an invocation's log tail)."""
+
+
+@dataclass
+class GapTally:
+    """The gaps a run's invocations showed, counted as the checker reads them (one pass)."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    sentences: dict[str, str] = field(default_factory=dict)
+
+    def add(self, invocation: Invocation) -> None:
+        if invocation.error is None and MARK not in invocation.log_tail:
+            return
+        for gap in gaps_in(f"{invocation.error or ''}\n{invocation.log_tail}"):
+            self.counts[gap.key] += 1
+            self.sentences.setdefault(gap.key, gap.sentence)
+
+    def reasons(self) -> list[str]:
+        """One inconclusive reason per thing the run did not provide, with how many
+        invocations showed it (empty when none did)."""
+        return [
+            f"{self.sentences[key]} ({n} invocation(s))" for key, n in self.counts.most_common()
+        ]
+
+
 def harness_reasons(history: History) -> list[str]:
-    """One inconclusive reason per thing the run did not provide, with how many failed
-    invocations showed it (empty when none did)."""
-    counts: Counter[str] = Counter()
-    sentences: dict[str, str] = {}
+    """``GapTally``'s reasons for a whole history (a pass of its own)."""
+    tally = GapTally()
     for inv in history.invocations:
-        if inv.error is None and "loadtest: the handler's" not in inv.log_tail:
-            continue
-        for gap in gaps_in(f"{inv.error or ''}\n{inv.log_tail}"):
-            counts[gap.key] += 1
-            sentences.setdefault(gap.key, gap.sentence)
-    return [f"{sentences[key]} ({n} invocation(s))" for key, n in counts.most_common()]
+        tally.add(inv)
+    return tally.reasons()
 
 
 def not_judged(reasons: Iterable[str]) -> list[str]:
@@ -182,3 +202,25 @@ def not_judged(reasons: Iterable[str]) -> list[str]:
         f"{reason}, but the run did not provide what the handler expects: not judged"
         for reason in reasons
     ]
+
+
+def no_business_outcome(
+    reasons: Iterable[str],
+    kept: Iterable[str],
+    outcome: str,
+    side_tables: Iterable[tuple[str, int]],
+) -> tuple[list[str], list[str]]:
+    """A run whose handler stored nothing in its outcome table but kept records in its extra
+    tables (idempotency records, locks): side writes, no business outcome, so absences are
+    not evidence either way. Returns the inconclusive reasons to put first and those to put
+    last: the failures in ``reasons`` but not in ``kept`` (those that stand), not judged."""
+    tables = ", ".join(f"{name} ({n} item(s))" for name, n in side_tables if n)
+    standing = set(kept)
+    first = [
+        "no business outcome to judge: the handler stored nothing in its outcome table "
+        f"({outcome}); what it kept is in {tables}, side writes such as idempotency "
+        "records. Point the run at the table the business outcome is written to ([table] "
+        "name, or the variable that names it in [consumer] environment)"
+    ]
+    later = [f"{r}: not judged without a business outcome" for r in reasons if r not in standing]
+    return first, later

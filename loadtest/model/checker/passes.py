@@ -27,7 +27,9 @@ from loadtest.model.checker.details import (
     stored_names,
 )
 from loadtest.model.checker.exposure import Overlaps
+from loadtest.model.checker.harness import GapTally
 from loadtest.model.checker.roles import Judged, Write, judge_outcome
+from loadtest.model.checker.runtime_errors import explain
 from loadtest.model.checker.sent import Messages
 from loadtest.model.checker.verdict import Decision, DecisionLog, Role
 from loadtest.model.history import (
@@ -69,18 +71,33 @@ class Survey:
     and inside its maps, lists and JSON strings)."""
     accepted: int = 0
     """Accepted writes of any item: the most there can be to judge together."""
-    overlaps: Overlaps = field(default_factory=Overlaps)
+    runtime_errors: Counter[tuple[str, str, bool]] = field(default_factory=Counter)
+    """Failed invocations by the runtime's error type, its explanation and whether it fails
+    the run (``runtime_errors.explain``), for the error types it explains."""
+    side_items: int = 0
+    """Items accepted writes stored in the consumer's extra tables (side writes)."""
+    gaps: GapTally = field(default_factory=GapTally)
+    """What the run did not provide that the handler expected (``harness``)."""
+    overlaps: Overlaps = field(default_factory=lambda: Overlaps({}))
     """Each business id's handler executions, for the race exposure."""
 
 
-def survey(history: History) -> Survey:
-    found = Survey()
+def survey(history: History, business_index: Mapping[str, int]) -> Survey:
+    """``business_index`` numbers the business ids sent (``Messages.business_index``)."""
+    found = Survey(overlaps=Overlaps(business_index))
     for inv in history.invocations:
         found.deliveries += len(inv.records)
         found.redeliveries += sum(1 for r in inv.records if r.receive_count > 1)
-        found.handler_errors += inv.outcome is not InvocationOutcome.SUCCESS
+        if inv.outcome is not InvocationOutcome.SUCCESS:
+            found.handler_errors += 1
+            explained = explain(inv.error)
+            if explained is not None:
+                found.runtime_errors[explained] += 1
         found.unobserved_calls += len(inv.unobserved)
         found.observer_errors += len(inv.observer_faults)
+        if inv.side_writes:
+            found.side_items += sum(w.items for w in inv.side_writes)
+        found.gaps.add(inv)
         found.overlaps.add(inv)
         for record in inv.writes:
             if record.outcome is WriteOutcome.ACCEPTED:
@@ -277,9 +294,8 @@ class Judging:
         if business_id is None:
             self.side_writes += 1
             owner = side_business_id(record, ref)
-            self._early(
-                Decision(record, ref, owner, message_id(ref, owner, 0), Role.SIDE), position
-            )
+            made_for = marked_record(record, ref, owner) or message_id(ref, owner, 0)
+            self._early(Decision(record, ref, owner, made_for, Role.SIDE), position)
             return
         self.outcome_writes[record.outcome] += 1
         if record.outcome is WriteOutcome.ACCEPTED:
@@ -358,6 +374,17 @@ def side_business_id(record: WriteRecord, ref: InvocationRef) -> str | None:
         if carries_id(item, record.key, business_id):
             return business_id
     return ids[0] if len(ids) == 1 else None
+
+
+def marked_record(record: WriteRecord, ref: InvocationRef, business_id: str | None) -> str | None:
+    """The record a side write names (the one the handler was on), when it is one of its
+    invocation's records of ``business_id`` (of any, when that is None)."""
+    if not record.record_id:
+        return None
+    for r in ref.records:
+        if r.message_id == record.record_id and business_id in (None, r.business_id):
+            return r.message_id
+    return None
 
 
 def message_id(ref: InvocationRef, business_id: str | None, copy_index: int) -> str | None:

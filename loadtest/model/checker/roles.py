@@ -163,6 +163,17 @@ def delivery_unit(
     return (request_id, max(mine))
 
 
+def unattributed_reason(writes: int) -> str:
+    """Why a run with writes no record was tied to (``Judged.unattributed``) is inconclusive."""
+    return (
+        f"{writes} write(s) of an id that several records of one batch carried could not "
+        "be tied to the record that made them (the handler's reads of the records did not "
+        "mark which one it was on, or every body was read before the first write), so a "
+        "duplicate write may be counted as a step of one delivery. Run with batch_size = 1 "
+        "([consumer] batch_size), or read each record's body where it is processed"
+    )
+
+
 @dataclass
 class Judged:
     duplicate: int = 0

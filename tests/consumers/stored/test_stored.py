@@ -6,19 +6,21 @@ counts the workload makes exact.
 
 from __future__ import annotations
 
-import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from loadtest.cli import app
 from loadtest.engine import VariantRun
-from loadtest.model.history import OutcomeKey
 from loadtest.model.scenario import load_scenario
 from tests.e2e.helpers import run_variants
 
 HERE = Path(__file__).parent
 ORDERS = 20
+runner = CliRunner()
 
 
 def _run(backend_url: str, scenario: str, consumer: str, **overrides: Any) -> VariantRun:
@@ -42,9 +44,12 @@ def _shared_batches(run: VariantRun) -> int:
     )
 
 
-@pytest.fixture(scope="module")
-def message_id_payload(backend_url: str) -> VariantRun:
-    return _run(backend_url, "message_id_payload.toml", "message_id_payload.py")
+@pytest.fixture(
+    scope="module", params=["message_id_payload.toml", "message_id_payload_table_key.toml"]
+)
+def message_id_payload(backend_url: str, request: pytest.FixtureRequest) -> VariantRun:
+    # The table's key named as the outcome key, or as the table's own key ([table] key).
+    return _run(backend_url, request.param, "message_id_payload.py")
 
 
 def test_a_body_kept_as_a_map_under_the_message_id_is_sixty_duplicates(
@@ -62,29 +67,36 @@ def test_a_body_kept_as_a_map_under_the_message_id_is_sixty_duplicates(
     assert "ID={messageId}" in run.check.outcome
 
 
+def test_outcomes_carrying_no_detail_are_inconclusive_unless_declared(
+    backend_url: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "run.json"
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            str(HERE / "half_written_undeclared.toml"),
+            "--handler",
+            f"{HERE / 'half_written.py'}:handler",
+            "--endpoint-url",
+            backend_url,
+            "--json",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 4, result.output
+    assert "[outcome] fields" in result.output
+    (run,) = json.loads(out.read_text())["runs"]
+    c = run["counts"]
+    assert (c["acked"], c["writes_accepted"], c["writes_rejected"]) == (20, 10, 10)
+    assert c["lost_outcomes"] == c["duplicate_writes"] == 0
+    assert c["unobserved_calls"] == c["observer_errors"] == c["unsettled"] == 0
+    assert run["verdict"] == "inconclusive"
+
+
 @pytest.fixture(scope="module")
 def half_written(backend_url: str) -> VariantRun:
     return _run(backend_url, "half_written.toml", "half_written.py")
-
-
-@pytest.fixture(scope="module")
-def half_written_undeclared(backend_url: str) -> VariantRun:
-    scenario = load_scenario(str(HERE / "half_written.toml"))
-    undeclared = dataclasses.replace(scenario, outcome=OutcomeKey())
-    (run,) = run_variants(undeclared, backend_url, f"{HERE / 'half_written.py'}:handler").runs
-    return run
-
-
-def test_outcomes_carrying_no_detail_are_inconclusive_unless_declared(
-    half_written_undeclared: VariantRun,
-) -> None:
-    run = half_written_undeclared
-    c = run.check.counts
-    _assert_observed(run)
-    assert (c.acked, c.writes_accepted, c.writes_rejected) == (20, 10, 10)
-    assert c.lost_outcomes == c.duplicate_writes == 0
-    assert run.check.verdict == "inconclusive"
-    assert any("[outcome] fields" in reason for reason in run.check.inconclusive)
 
 
 def test_a_declared_outcome_finds_every_order_half_written(half_written: VariantRun) -> None:
