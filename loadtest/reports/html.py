@@ -227,15 +227,17 @@ def _write_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _warnings(report: Mapping[str, Any], labels: Sequence[str]) -> list[str]:
-    out = []
+    """Each warning once, after the runs it concerns (a repeated run or several variants
+    with the same settings share theirs)."""
+    runs_of: dict[str, list[str]] = {}
     for run, label in zip(report.get("runs") or [], labels, strict=True):
-        for warning in run.get("warnings") or []:
-            out.append(f"{label}: {warning}")
+        texts = [*(run.get("warnings") or [])]
         if run.get("timed_out"):
-            out.append(f"{label}: the run hit its deadline before every message settled")
-        for problem in run.get("cleanup_problems") or []:
-            out.append(f"{label}: cleanup: {problem}")
-    return out
+            texts.append("the run hit its deadline before every message settled")
+        texts += [f"cleanup: {problem}" for problem in run.get("cleanup_problems") or []]
+        for text in texts:
+            runs_of.setdefault(str(text), []).append(label)
+    return [f"{', '.join(dict.fromkeys(where))}: {text}" for text, where in runs_of.items()]
 
 
 def _cuts(report: Mapping[str, Any], labels: Sequence[str]) -> list[str]:
