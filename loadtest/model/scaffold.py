@@ -320,6 +320,12 @@ def scenario_text(
         _line("batch_size = 10", "Lambda's default for an SQS event source mapping"),
         _line("batching_window_s = 0", "MaximumBatchingWindowInSeconds"),
         _line("concurrency = 4", "concurrent executions (execution environments)"),
+        _line("function_timeout_s = 30", "the function's Timeout"),
+        _line(
+            "visibility_timeout_s = 30",
+            "the queue's VisibilityTimeout (AWS advises 6x the function timeout)",
+        ),
+        _line("max_receive_count = 3", "the redrive policy's maxReceiveCount (AWS advises 5+)"),
         _line(
             f"report_batch_item_failures = {toml_value(item_failures)}",
             "the handler returns batchItemFailures: deployed with ReportBatchItemFailures"

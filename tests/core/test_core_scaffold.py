@@ -252,3 +252,22 @@ def test_the_outcome_key_is_where_the_handler_stores_the_id_not_the_samples_name
     assert parse_scenario(tomllib.loads(same), source="n.toml").outcome.templates == (
         ("orderId", "{id}"),
     )
+
+
+def test_the_settings_a_run_warns_about_are_written_for_the_user_to_set() -> None:
+    # Lint judges the function timeout, the visibility timeout and maxReceiveCount: the
+    # scenario names each, at the value a run would otherwise take silently.
+    text = scenario_text("app.py:handler", None, None, [])
+    consumer = tomllib.loads(text)["consumer"]
+    assert (
+        consumer["function_timeout_s"],
+        consumer["visibility_timeout_s"],
+        consumer["max_receive_count"],
+    ) == (30, 30, 3)
+    defaults = parse_scenario({}, source="empty.toml").consumer
+    scenario = parse_scenario(tomllib.loads(text), source="new.toml").consumer
+    assert (
+        scenario.function_timeout_s,
+        scenario.visibility_timeout_s,
+        scenario.max_receive_count,
+    ) == (defaults.function_timeout_s, defaults.visibility_timeout_s, defaults.max_receive_count)
