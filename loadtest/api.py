@@ -391,7 +391,8 @@ def run(
     or a ``Scenario``. ``variants`` names built-in variants or handler
     references; ``handler`` adds your own (``"app.py:handler"`` or
     ``"pkg.module:handler"``). Overrides are the scenario's fields
-    (``distinct_ids=40``, ``batch_size=10``, ``race_window_ms=20``, ...), as the
+    (``distinct_ids=40``, ``batch_size=10``, ``race_window_ms=20``,
+    ``point_faults=["redeliver:0.05"]``, ...), as the
     CLI's options. ``cells`` makes it a sweep (one run per cell of overrides).
     ``on_progress`` is called about ten times a second with (variant, counters,
     messages planned, elapsed seconds). ``prices`` is a price table file

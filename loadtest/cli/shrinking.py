@@ -86,7 +86,9 @@ def shrink(
         out.print(Text(f"  kept {field} = {why}", style="yellow"))
     out.print(Text(f"Scenario: {target}", style="dim"))
     out.print(f"Reproduce: {result.command(target)}")
-    if any(command.name == "explore" for command in app.registered_commands):
+    names = {c.name or getattr(c.callback, "__name__", "") for c in app.registered_commands}
+    if "explore" in names:
+        # A deterministic counterexample: every interleaving of the minimal workload.
         out.print(
             f"Explore its interleavings: loadtest explore {target} --variant {result.variant}"
         )

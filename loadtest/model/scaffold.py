@@ -102,8 +102,9 @@ def _unwrap(message: Any, sample: Sample, source: str) -> Any:
 
 
 def _find(body: Any, id_field: str) -> list[str | int] | None:
-    """The path of ``id_field`` in ``body``: a dotted path (``order.id``), or else the first
-    key of that name anywhere (depth first, in document order)."""
+    """The path of ``id_field`` in ``body``: a dotted path (``order.id``, a list's element by
+    its index: ``lines.0.sku``), or else the first key of that name anywhere (depth first,
+    in document order)."""
     if "." in id_field:
         path: list[str | int] = []
         value = body
@@ -111,6 +112,9 @@ def _find(body: Any, id_field: str) -> list[str | int] | None:
             if isinstance(value, Mapping) and part in value:
                 value = value[part]
                 path.append(part)
+            elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+                value = value[int(part)]
+                path.append(int(part))
             else:
                 return None
         return path
@@ -157,7 +161,8 @@ def sample_template(message: Any, id_field: str | None, source: str) -> Sample:
     if path is None:
         raise InputError(
             f"--id-field {id_field!r} is not a field of the message body in {source} "
-            f"(its fields: {', '.join(body)}); a nested one is named with dots: order.id"
+            f"(its fields: {', '.join(body)}); a nested one is named with dots: order.id, "
+            "an element of a list by its index: lines.0.sku"
         )
     sample.id_path = describe(tuple(path))
     sample.id_key = next((str(p) for p in reversed(path) if isinstance(p, str)), "id")

@@ -21,6 +21,7 @@ from loadtest.model.lint import Rule
 from loadtest.model.settings import (
     FIFO_BATCH_MAX,
     LIMITS,
+    POINT_FAULTS,
     Arrival,
     ConsumerSettings,
     CopySpacing,
@@ -29,6 +30,7 @@ from loadtest.model.settings import (
     Faults,
     MessageGroup,
     Workload,
+    point_faults,
 )
 
 RELAXABLE: tuple[str, ...] = (
@@ -40,8 +42,8 @@ RELAXABLE: tuple[str, ...] = (
 """Default-verdict reasons a scenario may allow (``[verdict.allow]``), by count name."""
 
 
-STRUCTURED = frozenset({"messages", "body", "envelope", "attributes"})
-"""Workload fields that are tables or arrays, parsed on their own (not overrides)."""
+STRUCTURED = frozenset({"messages", "body", "envelope", "attributes", "point"})
+"""Fields that are tables or arrays, parsed on their own (not overrides)."""
 
 NAME_MAX_CHARS = 64
 """The longest scenario name: it becomes part of report file names."""
@@ -332,3 +334,25 @@ def _explicit_messages(raw: Any, source: str) -> list[ExplicitMessage]:
         poison = _value("poison", entry.get("poison", False), bool, source, f"{path}.")
         out.append(ExplicitMessage(body=dict(body), copies=copies, poison=poison))
     return out
+
+
+def _point_faults(raw: Any, source: str) -> tuple[tuple[str, float], ...]:
+    """``[faults] point = { redeliver = 0.05, throttle = 1 }``: probabilities 0..1 by name."""
+    allowed = ", ".join(POINT_FAULTS)
+    if not isinstance(raw, Mapping):
+        raise ScenarioError(
+            f"{source}: faults.point must be a table of probabilities by fault "
+            f"(e.g. {{ redeliver = 0.05 }}), got {raw!r}; faults: {allowed}"
+        )
+    given: dict[str, float] = {}
+    for name, value in raw.items():
+        if name not in POINT_FAULTS:
+            raise ScenarioError(
+                f"{source}: faults.point.{name} is not a point fault; allowed: {allowed}"
+            )
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise ScenarioError(
+                f"{source}: faults.point.{name} = {value!r}; give a probability 0..1"
+            )
+        given[str(name)] = float(value)
+    return point_faults(given)

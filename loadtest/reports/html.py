@@ -38,7 +38,9 @@ from loadtest.reports.charts import (
 )
 from loadtest.reports.formats import format_observed
 from loadtest.reports.heatmap import html_section
+from loadtest.reports.repeat_view import repeat_context
 from loadtest.reports.timeline import (
+    explore_timeline,
     find_races,
     timeline_for,
 )
@@ -373,8 +375,10 @@ def render_html(report: Mapping[str, Any]) -> str:
             }
         )
 
+    example = (report.get("explore") or {}).get("counterexample") or {}
     template = _environment().get_template("report.html.j2")
     return template.render(
+        repeat=repeat_context(report),
         report=report,
         scenario=report.get("scenario") or {},
         backend=report.get("backend") or {},
@@ -392,4 +396,5 @@ def render_html(report: Mapping[str, Any]) -> str:
         other_findings=other_findings,
         page_rows=WRITE_TABLE_PAGE_ROWS,
         sweep=html_section(report, report.get("sweep_metric")),
+        explore_timeline=explore_timeline(example.get("steps") or []),
     )

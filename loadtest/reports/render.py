@@ -239,8 +239,9 @@ def sweep_table(report: dict[str, Any]) -> Table:
     """One row per cell and variant: what a user tunes against."""
     runs = report["runs"]
     axes = list(dict.fromkeys(key for run in runs for key in run.get("cell", {})))
+    kind = "runs" if report.get("repeat") else "sweep"
     table = Table(
-        title=f"{report['scenario']['name']} sweep · seed {report['seed']}", title_justify="left"
+        title=f"{report['scenario']['name']} {kind} · seed {report['seed']}", title_justify="left"
     )
     for axis in axes:
         table.add_column(axis, justify="right")

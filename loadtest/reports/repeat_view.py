@@ -147,3 +147,27 @@ def repeat_markdown(report: Mapping[str, Any]) -> list[str]:
             f"- {mark} `{_scoped(result)}` over the runs (observed {result['observed']!s})"
         )
     return lines
+
+
+def repeat_context(report: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The HTML page's repeat section (None for a single run): title, table and sentences."""
+    repeat = report.get("repeat")
+    if not repeat or len(report.get("runs") or []) < 2:
+        return None
+    variants = repeat["variants"]
+    return {
+        "title": f"{repeat['runs']} runs, seeds {repeat['seeds'][0]}..{repeat['seeds'][-1]}",
+        "variants": list(variants),
+        "rows": [
+            {"label": label, "cells": [read(stats) for stats in variants.values()]}
+            for label, read in _rows()
+        ],
+        "sentences": [
+            {"variant": name, "sentence": sentence, "bad": bad}
+            for name, sentence, bad in share_sentences(report)
+        ],
+        "thresholds": [
+            {"expr": _scoped(r), "observed": r["observed"], "ok": r["ok"]}
+            for r in repeat.get("thresholds", [])
+        ],
+    }

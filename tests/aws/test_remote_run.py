@@ -77,6 +77,10 @@ def test_read_then_write_double_writes_through_the_mapping_conditional_does_not(
     assert racy.counts.messages_sent == conditional.counts.messages_sent == 12
     assert racy.counts.acked == conditional.counts.acked == 12
     assert racy.counts.duplicate_writes > 0
+    # Read-then-write wrote twice only because two copies ran at once: the deployed
+    # functions' start and end lines show the overlap.
+    assert racy.counts.overlapping_ids > 0
+    assert racy.counts.overlapping_deliveries >= racy.counts.overlapping_ids
     assert conditional.counts.duplicate_writes == 0
     assert conditional.counts.writes_accepted == 4
     assert conditional.counts.writes_rejected == 8

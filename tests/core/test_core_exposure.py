@@ -23,6 +23,26 @@ def test_overlapping_pairs_agrees_with_every_pair_compared(raw: list[tuple[int, 
     assert overlapping_pairs(spans) == brute_force_pairs(spans)
 
 
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 50), st.integers(0, 20)), max_size=40))
+def test_exposure_groups_deliveries_by_id(raw: list[tuple[int, int, int]]) -> None:
+    index = {f"id-{n}": n for n in range(5)}
+    index["never-sent"] = -1  # passed over, as an id the run did not send
+    overlaps = Overlaps(index)
+    spans: dict[int, list[tuple[int, int]]] = {}
+    for n, (business, start, length) in enumerate(raw):
+        record_id = "never-sent" if business == 4 and start % 7 == 0 else f"id-{business}"
+        inv = dataclasses.replace(
+            invocation(f"r-{n}", [record(f"m-{n}", record_id)], []),
+            started_ns=start,
+            ended_ns=start + length,
+        )
+        overlaps.add(inv)
+        if record_id != "never-sent":
+            spans.setdefault(business, []).append((start, start + length))
+    per_id = [brute_force_pairs(s) for s in spans.values()]
+    assert overlaps.exposure() == Exposure(sum(1 for p in per_id if p), sum(per_id))
+
+
 def test_touching_executions_do_not_overlap() -> None:
     assert overlapping_pairs([(0, 10), (10, 20)]) == 0
     assert overlapping_pairs([(0, 10), (9, 20), (5, 6)]) == 2
@@ -62,7 +82,7 @@ def test_overlapping_copies_are_counted_per_id_and_per_pair() -> None:
 
 
 def test_copies_in_one_batch_ran_one_after_another() -> None:
-    overlaps = Overlaps()
+    overlaps = Overlaps({"a": 0})
     overlaps.add(invocation("r-1", [record("m-1", "a"), record("m-2", "a")], []))
     assert overlaps.exposure() == Exposure(0, 0)
     overlaps.add(invocation("r-2", [record("m-3", "a"), record("m-4", None)], []))

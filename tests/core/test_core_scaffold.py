@@ -130,6 +130,15 @@ def test_an_eventbridge_sample_and_a_nested_id_field() -> None:
     assert sample.id_path == "order.id" and sample.id_key == "id"
 
 
+def test_a_dotted_id_field_names_a_lists_element_by_its_index() -> None:
+    body = {"lines": [{"sku": "A"}, {"sku": "B", "ref": "r-1"}]}
+    sample = sample_template(body, "lines.1.ref", "body.json")
+    assert sample.template == {"lines": [{"sku": "A"}, {"sku": "B", "ref": "{id}"}]}
+    for outside in ("lines.2.ref", "lines.x.ref", "lines.-1.ref"):
+        with pytest.raises(InputError, match="is not a field of the message body"):
+            sample_template(body, outside, "body.json")
+
+
 def test_a_lambda_sqs_event_sample_uses_its_first_records_body() -> None:
     event = {
         "Records": [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -19,7 +20,13 @@ def test_two_producer_processes_send_and_judge_the_same_workload(backend_url: st
     two_scenario = base.with_overrides(producers=2)
     two = build_report(run_variants(two_scenario, backend_url, "conditional"))["runs"][0]
 
-    assert two["counts"] == one["counts"]
+    # Everything but the race exposure, which is timing (which copies happened to overlap).
+    timing = ("overlapping_ids", "overlapping_deliveries")
+
+    def measured(run: dict[str, Any]) -> dict[str, int]:
+        return {k: v for k, v in run["counts"].items() if k not in timing}
+
+    assert measured(two) == measured(one)
     assert two["counts"]["messages_sent"] == 120
     assert two["counts"]["acked"] == 120
     assert two["verdict"] == "pass"

@@ -52,6 +52,11 @@ def test_shrink_ends_at_one_id_with_its_copies_and_the_command_fails_again(
     assert args[:3] == ["loadtest", "run", str(minimal)]
     again = runner.invoke(app, [*args[1:], "--endpoint-url", backend_url, "--quiet"])
     assert again.exit_code == 1, again.output
+    # The hand-off: the minimal workload is small enough to explore every interleaving.
+    assert (
+        f"Explore its interleavings: loadtest explore {minimal} --variant read-then-write"
+        in shrunk.output
+    )
 
 
 def test_shrink_refuses_a_report_without_an_anomaly(tmp_path: Path) -> None:

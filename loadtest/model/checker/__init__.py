@@ -232,7 +232,7 @@ def check(
     messages = Messages(history.sent, body)
     messages.settle(history.acks, history.dead_letters)
     outcome_keys = {outcome_key.canonical(outcome_key.key_for(b)): b for b in messages.business_ids}
-    read = survey(history)
+    read = survey(history, messages.business_index)
     messages.keep_stored(read.stored_names)
 
     def judging(model: Model, stored_outcomes: set[str]) -> Judging:

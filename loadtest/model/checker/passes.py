@@ -78,12 +78,13 @@ class Survey:
     """Items accepted writes stored in the consumer's extra tables (side writes)."""
     gaps: GapTally = field(default_factory=GapTally)
     """What the run did not provide that the handler expected (``harness``)."""
-    overlaps: Overlaps = field(default_factory=Overlaps)
+    overlaps: Overlaps = field(default_factory=lambda: Overlaps({}))
     """Each business id's handler executions, for the race exposure."""
 
 
-def survey(history: History) -> Survey:
-    found = Survey()
+def survey(history: History, business_index: Mapping[str, int]) -> Survey:
+    """``business_index`` numbers the business ids sent (``Messages.business_index``)."""
+    found = Survey(overlaps=Overlaps(business_index))
     for inv in history.invocations:
         found.deliveries += len(inv.records)
         found.redeliveries += sum(1 for r in inv.records if r.receive_count > 1)

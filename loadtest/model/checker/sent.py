@@ -12,7 +12,7 @@ what they are, is ``details``' to say.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from loadtest.model.checker.details import details_of, leaf_name
@@ -134,6 +134,11 @@ class Messages:
                     distinct.append(details)
                 self._position[body] = distinct.index(details)
             self._distinct.append(distinct)
+
+    @property
+    def business_index(self) -> Mapping[str, int]:
+        """Each business id's position in ``business_ids``."""
+        return self._business_index
 
     def details_for(self, business_id: str) -> list[dict[str, Any]]:
         """The distinct details the messages of a business id said, in the order sent."""

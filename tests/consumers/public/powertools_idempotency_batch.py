@@ -1,5 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
+# fmt: off
 # Copied unchanged (below this header) from aws-powertools/powertools-lambda-python,
 # examples/idempotency/src/integrate_idempotency_with_batch_processor.py
 # (commit fa1c29f2d497a7c233f06eb69d0f7ee1b187a9e4).
@@ -23,11 +24,7 @@
 import os
 from typing import Any, Dict
 
-from aws_lambda_powertools.utilities.batch import (
-    BatchProcessor,
-    EventType,
-    process_partial_response,
-)
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,

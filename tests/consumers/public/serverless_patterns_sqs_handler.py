@@ -1,5 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
+# fmt: off
 # Copied unchanged (below this header) from aws-samples/serverless-patterns,
 # apigw-sqs-lambda-ddb-cdk/lambda/sqs-handler/index.py
 # (commit fb7b5d06c27d8abb1bd35e52ab7523acf4baab7b).
@@ -30,7 +31,7 @@ import os
 logger = Logger()
 tracer = Tracer()
 
-tableName = os.environ["dynamo_db_name"]
+tableName = os.environ['dynamo_db_name']
 table = boto3.resource("dynamodb").Table(tableName)
 
 
@@ -38,6 +39,7 @@ table = boto3.resource("dynamodb").Table(tableName)
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict, context: LambdaContext) -> dict:
     # Getting environment variable
+    
 
     # process records from sqs event
     for record in event["Records"]:
