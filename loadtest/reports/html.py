@@ -36,6 +36,7 @@ from loadtest.reports.charts import (
     svg_percentile_plot,
     svg_step_chart,
 )
+from loadtest.reports.finding import headlines, page_warnings, witness
 from loadtest.reports.formats import format_observed
 from loadtest.reports.heatmap import html_section
 from loadtest.reports.repeat_view import repeat_context
@@ -228,20 +229,6 @@ def _write_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _warnings(report: Mapping[str, Any], labels: Sequence[str]) -> list[str]:
-    """Each warning once, after the runs it concerns (a repeated run or several variants
-    with the same settings share theirs)."""
-    runs_of: dict[str, list[str]] = {}
-    for run, label in zip(report.get("runs") or [], labels, strict=True):
-        texts = [*(run.get("warnings") or [])]
-        if run.get("timed_out"):
-            texts.append("the run hit its deadline before every message settled")
-        texts += [f"cleanup: {problem}" for problem in run.get("cleanup_problems") or []]
-        for text in texts:
-            runs_of.setdefault(str(text), []).append(label)
-    return [f"{', '.join(dict.fromkeys(where))}: {text}" for text, where in runs_of.items()]
-
-
 def _cuts(report: Mapping[str, Any], labels: Sequence[str]) -> list[str]:
     """What the page lists only in part (the counts are always over everything): stated apart
     from the warnings, which are about the consumer and the run, not the report's size."""
@@ -375,17 +362,28 @@ def render_html(report: Mapping[str, Any]) -> str:
             }
         )
 
+    warnings, notes = page_warnings(runs, labels)
+    repeat = repeat_context(report)
+    # A sweep's grid and a repeat's table tell their own story, one cell or run per row.
+    many = repeat is not None or any(run.get("cell") for run in runs)
     example = (report.get("explore") or {}).get("counterexample") or {}
     template = _environment().get_template("report.html.j2")
     return template.render(
-        repeat=repeat_context(report),
+        repeat=repeat,
         report=report,
         scenario=report.get("scenario") or {},
         backend=report.get("backend") or {},
         runs=run_views,
         command=command,
         command_reconstructed=reconstructed,
-        warnings=_warnings(report, labels),
+        warnings=warnings,
+        notes=notes,
+        headlines=[
+            {"line": line, "run": view, "witness": witness(run, race_ids if raced else [])}
+            for line, view, run in zip(headlines(runs, labels), run_views, runs, strict=True)
+        ]
+        if not many
+        else [],
         cuts=_cuts(report, labels),
         count_rows=_count_cells(runs),
         latency_rows=_latency_rows(runs, latency_names),
