@@ -36,6 +36,7 @@ from loadtest.model.cost import Prices
 from loadtest.model.handler_source import (
     environment_reads,
     hardcoded_tables,
+    id_attribute,
     reports_item_failures,
 )
 from loadtest.model.scaffold import sample_template, scenario_text
@@ -517,6 +518,7 @@ def new_scenario(
         environment_reads(source, origin),
         tables=hardcoded_tables(source, origin),
         item_failures=reports_item_failures(source, origin),
+        stored_as=None if sample is None else id_attribute(source, sample.id_key, origin),
     )
 
 
