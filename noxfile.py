@@ -1,6 +1,15 @@
 """Developer sessions: tests, lint, typecheck, bench.
 
-nox -s tests        the whole test suite (what CI runs)
+nox -s tests        the whole test suite (what CI runs), spread over 4 worker processes
+                    (pytest-xdist, --dist loadgroup: tests marked with the same
+                    @pytest.mark.xdist_group run in one worker); `nox -s tests -- -n 0`
+                    runs it in one process
+nox -s quick        the pure tests only (the inner loop, well under a minute): the tests
+                    tests/conftest.py marks `pure` -- those under tests/core, tests/gates,
+                    tests/tools, tests/explore/test_explore_model.py and
+                    tests/html/test_heatmap.py that use no backend fixture and are not
+                    marked `process` (mark a test @pytest.mark.process when it starts a
+                    child process itself)
 nox -s lint         ruff check + ruff format --check + the import layers (lint-imports)
                     + the tree's no-diary check (tools/check_tree.py)
 nox -s typecheck    mypy --strict over loadtest, consumer and tests
@@ -48,12 +57,30 @@ def _ministack(session: nox.Session) -> str:
     return str(binary.resolve())
 
 
+XDIST = ("-n", "4", "--dist", "loadgroup")
+"""How ``nox -s tests`` spreads the suite (a later ``-n``/``--dist`` in posargs wins)."""
+
+
 @nox.session(python="3.11")
 def tests(session: nox.Session) -> None:
     """Run the test suite against the real embedded backend (and MiniStack for the Lambda path)."""
     _install(session, "test")
     ministack = _ministack(session)
-    session.run("pytest", *session.posargs, env={"LOADTEST_MINISTACK": ministack})
+    # Much of the suite waits on subprocesses, sleeps and visibility timeouts: 4 workers
+    # keep a 2-core machine busy. Each worker starts its own session backend.
+    session.run(
+        "pytest",
+        *XDIST,
+        *session.posargs,
+        env={"LOADTEST_MINISTACK": ministack},
+    )
+
+
+@nox.session(python="3.11")
+def quick(session: nox.Session) -> None:
+    """The pure tests: no backend, no child process (see tests/conftest.py)."""
+    _install(session, "test")
+    session.run("pytest", "-m", "pure", *session.posargs)
 
 
 @nox.session(python="3.11")

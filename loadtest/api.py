@@ -37,6 +37,7 @@ from loadtest.model.cost import Prices
 from loadtest.model.handler_source import (
     environment_reads,
     hardcoded_tables,
+    id_attribute,
     reports_item_failures,
 )
 from loadtest.model.scaffold import sample_template, scenario_text
@@ -429,7 +430,8 @@ def run(
     or a ``Scenario``. ``variants`` names built-in variants or handler
     references; ``handler`` adds your own (``"app.py:handler"`` or
     ``"pkg.module:handler"``). Overrides are the scenario's fields
-    (``distinct_ids=40``, ``batch_size=10``, ``race_window_ms=20``, ...), as the
+    (``distinct_ids=40``, ``batch_size=10``, ``race_window_ms=20``,
+    ``point_faults=["redeliver:0.05"]``, ...), as the
     CLI's options. ``cells`` makes it a sweep (one run per cell of overrides).
     ``on_progress`` is called about ten times a second with (variant, counters,
     messages planned, elapsed seconds). ``prices`` is a price table file
@@ -567,6 +569,7 @@ def new_scenario(
         environment_reads(source, origin),
         tables=hardcoded_tables(source, origin),
         item_failures=reports_item_failures(source, origin),
+        stored_as=None if sample is None else id_attribute(source, sample.id_key, origin),
     )
 
 

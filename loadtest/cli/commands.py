@@ -220,7 +220,8 @@ COMPARE_HELP = (
     "Run the same seeded workload against several variants, side by side.\n\n"
     "Example: loadtest compare race-burst --variants read-then-write,conditional\n\n"
     "Exit code 0 when every verdict passes, 1 when one fails, 2 for bad input, "
-    "3 when the backend cannot be reached."
+    "3 when the backend cannot be reached, 4 when a verdict is inconclusive, "
+    "130 when interrupted (after cleanup)."
 )
 
 

@@ -19,7 +19,9 @@ import typer
 from loadtest.adapters.aws import BackendKind
 from loadtest.cli.console import Exit, fail
 from loadtest.errors import InputError
+from loadtest.model.scenario import POINT_FAULTS_OVERRIDE as POINTS_OVERRIDE
 from loadtest.model.scenario import Override, override_fields
+from loadtest.model.settings import POINT_FAULTS
 
 
 class TargetChoice(StrEnum):
@@ -174,6 +176,20 @@ _EnvOpt = Annotated[
 ]
 
 
+POINT_FAULT_OPTION = "point_fault"
+"""The option that carries ``--point-fault NAME:P`` texts (the ``point_faults`` override)."""
+_PointFaultOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--point-fault",
+        metavar="NAME:P",
+        help="A point fault drawn with probability P (0..1) in every local execution "
+        f"environment, repeatable: {', '.join(POINT_FAULTS)} (e.g. redeliver:0.05); wins "
+        "over the scenario's [faults] point.",
+    ),
+]
+
+
 def override_options(*, sweep: bool = False) -> Callable[[_Command], _Command]:
     """Give a command one option per scenario override, in place of its ``overrides`` parameter.
 
@@ -208,6 +224,14 @@ def override_options(*, sweep: bool = False) -> Callable[[_Command], _Command]:
                 ENV_OPTION, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=[], annotation=_EnvOpt
             )
         )
+        options.append(
+            inspect.Parameter(
+                POINT_FAULT_OPTION,
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                default=[],
+                annotation=_PointFaultOpt,
+            )
+        )
         params: list[inspect.Parameter] = []
         for param in signature.parameters.values():
             if param.name == "overrides":
@@ -223,6 +247,9 @@ def override_options(*, sweep: bool = False) -> Callable[[_Command], _Command]:
             pairs = kwargs.pop(ENV_OPTION, None)
             if pairs:
                 overrides[ENV_OPTION] = list(pairs)
+            points = kwargs.pop(POINT_FAULT_OPTION, None)
+            if points:
+                overrides[POINTS_OVERRIDE] = list(points)
             if sweep:
                 kwargs["axes"] = {k: v for k, v in given.items() if k in axis_fields}
             func(overrides=overrides, **kwargs)

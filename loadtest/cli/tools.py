@@ -137,7 +137,10 @@ def doctor(
     pollers; an undeleted one comes back with its receive count increased; redrive
     reaches the DLQ. Then the event source mapping, measured with a probe function:
     invocations at once for a burst, a redelivery while a message is still in
-    flight, partial batch responses, FIFO group order. Exit code 1 when any check fails.
+    flight, partial batch responses, FIFO group order.
+
+    Exit code 0 when every check passes, 1 when one fails, 2 for bad input, 3 when
+    the backend cannot be reached, 130 when interrupted (after cleanup).
     """
     import anyio
 

@@ -225,6 +225,11 @@ def plan_deploy(
     ]
     if scenario.faults.crash_after_write:
         notes.append("crash_after_write is not injected on Lambda (the runtime owns the process)")
+    if scenario.faults.point:
+        notes.append(
+            "point faults (faults.point) are injected by local execution environments only, "
+            "not on Lambda"
+        )
     if scenario.faults.crash_mid_handler:
         notes.append(
             "crash_mid_handler is injected by the observer layer: the function's process exits "

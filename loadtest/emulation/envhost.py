@@ -293,10 +293,13 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
         if crash:
             ok = False
             error = "Runtime exited after the handler returned, before the acknowledgement (injected crash)"
+        # Drawn after the crash: a run without the point faults draws what it drew before.
+        ack_lost = ok and state.points is not None and state.points.ack_lost()
         reply = {
             "request_id": request["request_id"],
             "ok": ok,
             "crashed": crash,
+            "ack_lost": ack_lost,
             "result": answer,
             "response_json": response_json,
             "error": error,

@@ -50,6 +50,12 @@ from loadtest.emulation.freezing import FREEZE, FREEZE_ENV
 from loadtest.emulation.handlers import HandlerRef
 from loadtest.emulation.lambda_entry import CRASH_MID_HANDLER_EXIT, CRASH_MID_HANDLER_MESSAGE
 from loadtest.emulation.layer_environment import FAULT_SEED_ENV, KEY_NAMES_ENV, SIDE_TABLES_ENV
+from loadtest.emulation.point_faults import (
+    POINT_CRASH_EXIT,
+    POINT_CRASH_MESSAGE,
+    POINT_TIMEOUT_EXIT,
+    POINT_TIMEOUT_MESSAGE,
+)
 from loadtest.errors import HandlerRefError
 from loadtest.model.checker.harness import gaps_in
 from loadtest.model.history import WriteRecord
@@ -78,6 +84,9 @@ class _AlreadyReaped(logging.Filter):
 
 logging.getLogger("asyncio").addFilter(_AlreadyReaped())
 
+# The error of an invocation the run stopped while it ran: its deadline, or an interrupt
+# (Ctrl-C, SIGTERM). Either way the invocation happened and its writes are on record.
+CUT_OFF_ERROR = "Cut off when the run stopped (its deadline, or an interrupt)"
 READY_TIMEOUT_S = float(os.environ.get("LOADTEST_READY_TIMEOUT_S", "60"))
 """How long a cold start (the handler's import) may take, in seconds."""
 MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -175,6 +184,8 @@ class Reply:
     ended_ns: int
     observed: Observed
     log_tail: str
+    ack_lost: bool = False
+    """The handler succeeded and the ``ack-lost`` point fault lost its acknowledgement."""
     response_json: bool = True
     """Whether the response's body is strict JSON (``runtime_marshal.response_value``)."""
 
@@ -354,10 +365,13 @@ class ExecutionEnvironment:
                 request_id,
                 sent_ns,
                 _exit_reason(code, self.config.memory_mb, request_id),
-                crashed=True,
+                # The timeout point fault ends the process as the function timeout does.
+                timed_out=code == POINT_TIMEOUT_EXIT,
+                crashed=code != POINT_TIMEOUT_EXIT,
                 log_tail=tail,
             )
         crashed = bool(reply.get("crashed"))
+        ack_lost = bool(reply.get("ack_lost"))
         if crashed:
             await self.aclose()  # it exits on purpose; reap it before the next invocation
         else:
@@ -372,6 +386,7 @@ class ExecutionEnvironment:
             ended_ns=int(reply["ended_ns"]),
             observed=collect(self._observations(request_id), ended_ns=int(reply["ended_ns"])),
             log_tail=str(reply.get("log_tail", "")),
+            ack_lost=ack_lost,
             response_json=bool(reply.get("response_json", True)),
         )
 
@@ -383,11 +398,10 @@ class ExecutionEnvironment:
         await freezing.thaw(self._process)
 
     async def cut_off(self, request_id: str) -> Reply:
-        """The invocation was cancelled (the run's deadline): stop the process, keep its writes."""
+        """The invocation was cancelled (the run's deadline, or an interrupt): stop the
+        process, keep its writes."""
         await self.aclose()
-        return self._failed(
-            request_id, self._sent_ns, "Cut off by the run's deadline", timed_out=True
-        )
+        return self._failed(request_id, self._sent_ns, CUT_OFF_ERROR, timed_out=True)
 
     def _failed(
         self,
@@ -535,6 +549,10 @@ def _exit_reason(code: int | None, memory_mb: int, request_id: str) -> str:
         return out_of_memory_error(memory_mb)
     if code == CRASH_MID_HANDLER_EXIT:
         return CRASH_MID_HANDLER_MESSAGE
+    if code == POINT_TIMEOUT_EXIT:
+        return POINT_TIMEOUT_MESSAGE
+    if code == POINT_CRASH_EXIT:
+        return POINT_CRASH_MESSAGE
     if code is None:
         return "Runtime exited: the execution environment's process died"
     if code == 0:

@@ -15,13 +15,14 @@ from loadtest.emulation.layer_environment import (
     FAULT_SEED_ENV,
     HANDLER_DURATION_ENV,
     HANDLER_JITTER_ENV,
+    POINT_FAULTS_ENV,
     RACE_WINDOW_ENV,
 )
 from loadtest.model.settings import Faults
 
-LOCAL_ONLY = frozenset({CRASH_AFTER_WRITE_ENV})
+LOCAL_ONLY = frozenset({CRASH_AFTER_WRITE_ENV, POINT_FAULTS_ENV})
 """Faults only a local environment can inject: a deployed function's runtime owns the
-point after the handler returned."""
+point after the handler returned, its timeout and its acknowledgements."""
 
 
 def fault_environment(faults: Faults, *, seed: int | None = None) -> dict[str, str]:
@@ -35,6 +36,8 @@ def fault_environment(faults: Faults, *, seed: int | None = None) -> dict[str, s
         CRASH_MID_HANDLER_ENV: faults.crash_mid_handler,
     }
     environment = {name: str(value) for name, value in values.items() if value}
+    if faults.point:
+        environment[POINT_FAULTS_ENV] = ",".join(f"{n}={p!r}" for n, p in faults.point)
     if seed is not None:
         environment[FAULT_SEED_ENV] = str(seed)
     return environment

@@ -26,7 +26,8 @@ A local execution environment's parent times and records invocations itself:
 there these two lines are not sent (``start(invocation_lines=False)``).
 
 Must not import the rest of loadtest beyond the observer and what it imports:
-the layer carries only those modules. Never sends a receipt handle anywhere.
+the layer carries only those modules. Never sends a receipt handle anywhere but to SQS
+itself (the redeliver point fault of a local run, ``loadtest.emulation.point_faults``).
 """
 
 from __future__ import annotations
@@ -40,9 +41,9 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
-from loadtest.emulation import record_marks, runtime_marshal
+from loadtest.emulation import point_faults, record_marks, runtime_marshal
 from loadtest.emulation.layer_environment import (
     CRASH_MID_HANDLER_ENV,
     HANDLER_DURATION_ENV,
@@ -121,6 +122,8 @@ class _State:
     clock: Callable[[], int]
     invocation_lines: bool
     """Whether each invocation sends its start and end lines."""
+    points: point_faults.PointFaults | None = None
+    """The point faults drawn in this environment, when any is on."""
 
 
 _state: _State | None = None
@@ -157,6 +160,12 @@ def start(
     crash_p = float(env.get(CRASH_MID_HANDLER_ENV, "0"))
     if crash_p > 0:
         observer.after_write = _crash_mid_handler(crash_p, rng)
+    points = None
+    probabilities = point_faults.parse(env)
+    if probabilities:
+        points = point_faults.PointFaults(probabilities, rng, _exit_environment)
+        observer.before_call = points.before_call
+        observer.after_call = points.after_call
     observer.install()
     original = load() if load is not None else load_original(env[ORIGINAL_HANDLER_ENV])
     return _State(
@@ -165,6 +174,7 @@ def start(
         duration_ms=int(env.get(HANDLER_DURATION_ENV, "0")),
         jitter_ms=int(env.get(HANDLER_JITTER_ENV, "0")),
         rng=rng,
+        points=points,
         sink=counting,
         environment=secrets.token_hex(6),
         clock=clock,
@@ -180,10 +190,16 @@ def _crash_mid_handler(probability: float, rng: random.Random) -> Callable[[], N
 
     def maybe_crash() -> None:
         if rng.random() < probability:
-            os.write(2, f"loadtest: {CRASH_MID_HANDLER_MESSAGE}\n".encode())
-            os._exit(CRASH_MID_HANDLER_EXIT)
+            _exit_environment(CRASH_MID_HANDLER_MESSAGE, CRASH_MID_HANDLER_EXIT)
 
     return maybe_crash
+
+
+def _exit_environment(message: str, status: int) -> NoReturn:
+    """End the execution environment at once, as a killed one ends: what was written and
+    observed stays, nothing else runs (the crash faults' and the timeout point fault's end)."""
+    os.write(2, f"loadtest: {message}\n".encode())
+    os._exit(status)
 
 
 def _records(event: Any) -> list[dict[str, Any]]:
@@ -322,6 +338,8 @@ def _observed(state: _State, event: Any, context: Any) -> Any:
     jitter = state.rng.uniform(0, state.jitter_ms) if state.jitter_ms else 0.0
     state.observer.arm((state.duration_ms + jitter) / 1000)
     record_marks.clear()
+    if state.points is not None:
+        state.points.begin(event)
     try:
         # Each record marks itself when the handler reads it, so each write can be tied
         # to the record it was made for.

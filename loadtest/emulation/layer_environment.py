@@ -38,5 +38,8 @@ CRASH_AFTER_WRITE_ENV = "LOADTEST_CRASH_AFTER_WRITE"
 CRASH_MID_HANDLER_ENV = "LOADTEST_CRASH_MID_HANDLER"
 """Fault: the probability of a crash right after a write to the watched table is answered,
 before the handler sees the answer (injected by the layer, locally and deployed)."""
+POINT_FAULTS_ENV = "LOADTEST_POINT_FAULTS"
+"""Faults (local environments only): the point faults' probabilities, ``name=p`` pairs
+comma-separated (``redeliver=0.05,throttle=1``)."""
 FAULT_SEED_ENV = "LOADTEST_FAULT_SEED"
 """The seed of the faults' random draws."""

@@ -34,7 +34,8 @@ reported as the observer's, and the consumer's call goes ahead untouched.
 
 This module owns the hooks' installation and lifecycle, the handler-duration
 and race-window faults, the point after each write's answer (``after_write``,
-where the entry point's crash-mid-handler fault acts), and the order of what is emitted around a call
+where the entry point's crash-mid-handler fault acts), the points before and after
+every call to the table (``before_call``, ``after_call``: where its point faults act), and the order of what is emitted around a call
 (begin line, answer, read record). What a request means is planned in
 ``loadtest.emulation.observer_plans``; what its answer decided is read in
 ``loadtest.emulation.observer_answers``.
@@ -111,6 +112,13 @@ class WriteObserver:
         self.after_write: Callable[[], None] | None = None
         """Called once each write's answer is recorded, before the handler sees it: where
         the crash-mid-handler fault stops the environment between two writes."""
+        self.before_call: Callable[[str], tuple[Any, Any] | None] | None = None
+        """Called with the operation before each call to the table is sent: an answer
+        (``(http, parsed)``) it returns is the call's instead, and nothing is sent (where
+        the point faults' throttle acts)."""
+        self.after_call: Callable[[str], None] | None = None
+        """Called with the operation once each call's answer (a read's or a write's) is
+        recorded, before the handler sees it (where the other point faults act)."""
         self._armed_s = 0.0
         self._arm_lock = threading.Lock()
         self._planner = CallPlanner(table_name, key_names, unobserved=self._unobserved)
@@ -325,7 +333,18 @@ class WriteObserver:
         """
         return send()
 
+    def _instead(self, call: Call) -> tuple[Any, Any] | None:
+        """The answer ``before_call`` gives instead of sending ``call``, if any."""
+        return None if self.before_call is None else self.before_call(call.operation)
+
+    def _called(self, call: Call) -> None:
+        if self.after_call is not None:
+            self.after_call(call.operation)
+
     def _send(self, call: Call, send: Callable[[], Any]) -> Any:
+        instead = self._instead(call)
+        if instead is not None:
+            return instead
         if call.kind == "read":
             started = self.clock()
             http, parsed = send()
@@ -335,6 +354,7 @@ class WriteObserver:
                 # next: the check-then-act race grows with it.
                 time.sleep(self.race_window_s)
             self._read(call, http, parsed, started, ended)
+            self._called(call)
             return http, parsed
         self._before_write()
         record_id = current_record()
@@ -345,6 +365,7 @@ class WriteObserver:
         http, parsed = send()
         self._answer(call, http, parsed, started, record_id)
         self._answered()
+        self._called(call)
         return http, parsed
 
     async def _send_async(self, call: Call, send: Callable[[], Awaitable[Any]]) -> Any:
@@ -353,6 +374,9 @@ class WriteObserver:
         # environment whose consumer never uses it need not (nor its zygote).
         import asyncio
 
+        instead = self._instead(call)
+        if instead is not None:
+            return instead
         if call.kind == "read":
             started = self.clock()
             http, parsed = await send()
@@ -360,6 +384,7 @@ class WriteObserver:
             if self.race_window_s:
                 await asyncio.sleep(self.race_window_s)
             self._read(call, http, parsed, started, ended)
+            self._called(call)
             return http, parsed
         delay = self._take_delay()
         if delay > 0:
@@ -369,6 +394,7 @@ class WriteObserver:
         http, parsed = await send()
         self._answer(call, http, parsed, started, record_id)
         self._answered()
+        self._called(call)
         return http, parsed
 
     def _begin(self, call: Call, record_id: str) -> int:

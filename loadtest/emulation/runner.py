@@ -289,7 +289,7 @@ class Poller:
                 request_id, sqs_event(messages, self.queue_arn, self.region)
             )
         except anyio.get_cancelled_exc_class():
-            # The run's deadline: the invocation still happened, and its writes
+            # The run's deadline or an interrupt: the invocation still happened, and its writes
             # are on record. Count it as a delivery; acknowledge nothing.
             with anyio.CancelScope(shield=True):
                 reply = await self.environment.cut_off(request_id)
@@ -312,13 +312,17 @@ class Poller:
             failed = {r.message_id for r in records}
             self.progress.handler_errors += 1
         to_delete = [m for m in messages if m["MessageId"] not in failed]
+        if reply.ok and reply.ack_lost:
+            # The handler succeeded; the acknowledgement never reached the queue (a point
+            # fault): nothing is deleted, the messages come back after the visibility timeout.
+            to_delete = []
         business = {r.message_id: r.business_id for r in records}
         if self.acknowledge is not None:
             # Batched across invocations: the acknowledger settles them once deleted.
             self.progress.in_flight -= len(messages)
             self._record(request_id, records, received_ns, reply, messages, failed, invalid=invalid)
             await self.acknowledge(to_delete, business)
-            return not failed
+            return not failed and not reply.ack_lost
         acked = await self._delete(to_delete)
         self.progress.in_flight -= len(messages)
         self._record(request_id, records, received_ns, reply, messages, failed, invalid=invalid)

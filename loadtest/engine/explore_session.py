@@ -20,6 +20,7 @@ import dataclasses
 import json
 import os
 import re
+import sys
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -47,6 +48,18 @@ from loadtest.model.scenario import Scenario
 from loadtest.model.schedule import plan
 
 FRESH_SEPARATOR = "~"
+
+
+def _forget_package(module: str) -> None:
+    """A cold start for a module reference: the handler's module and its siblings (the
+    modules of its package, which it may keep clients in) are imported again under this
+    session's variables, never reused with what they bound by an earlier exploration in this
+    process (a client and its endpoint, a table name). loadtest's own modules stay."""
+    package = module.rpartition(".")[0]
+    stale = [module] if not package else [n for n in sys.modules if n.startswith(package + ".")]
+    for name in stale:
+        if name != "loadtest" and not name.startswith("loadtest."):
+            sys.modules.pop(name, None)
 
 
 def explored_messages(
@@ -238,6 +251,8 @@ class Session:
             explorer.observer.install()
             virtual_clock.install(explorer.clock)
             try:
+                if self.ref.module is not None:
+                    _forget_package(self.ref.module)
                 try:
                     explorer.handler = load_handler(self.ref.ref)
                 except Exception as exc:

@@ -253,10 +253,13 @@ def scenario_text(
     *,
     tables: Sequence[str] = (),
     item_failures: bool = False,
+    stored_as: str | None = None,
 ) -> str:
     """The commented scenario ``loadtest new`` writes for ``handler`` (a reference as the
     user gave it): ``environment`` the variables its source reads, ``tables`` the table
-    names it hard-codes, ``item_failures`` whether it answers with partial batch responses."""
+    names it hard-codes, ``item_failures`` whether it answers with partial batch responses,
+    ``stored_as`` the attribute its source stores the business id under (else the outcome
+    key is named as the sample's id field)."""
     out = [
         f"# A scenario for the handler {handler}, written by `loadtest new`.",
         "# Run it with `loadtest run THIS_FILE`. Check each setting against how the function is",
@@ -298,7 +301,7 @@ def scenario_text(
             '# body = { orderId = "{id}", quantity = "{quantity}" }',
         ]
     else:
-        id_name = sample.id_key
+        id_name = stored_as or sample.id_key
         out += ["", "[workload.body]"]
         origin = (
             f"From the sample message {sample_name}" if sample_name else "From the sample message"
@@ -311,12 +314,23 @@ def scenario_text(
         "[outcome]",
         "# The key of the item a message's outcome is stored under (and of the table the run",
         '# creates). Change it if the handler keys its items otherwise, e.g. { pk = "ORDER#{id}" }.',
+        *(
+            [f"# The handler's source stores {sample.id_key} as {stored_as}."]
+            if sample is not None and stored_as and stored_as != sample.id_key
+            else []
+        ),
         f'key = {{ {_key(id_name)} = "{{id}}" }}',
         "",
         "[consumer]",
         _line("batch_size = 10", "Lambda's default for an SQS event source mapping"),
         _line("batching_window_s = 0", "MaximumBatchingWindowInSeconds"),
         _line("concurrency = 4", "concurrent executions (execution environments)"),
+        _line("function_timeout_s = 30", "the function's Timeout"),
+        _line(
+            "visibility_timeout_s = 30",
+            "the queue's VisibilityTimeout (AWS advises 6x the function timeout)",
+        ),
+        _line("max_receive_count = 3", "the redrive policy's maxReceiveCount (AWS advises 5+)"),
         _line(
             f"report_batch_item_failures = {toml_value(item_failures)}",
             "the handler returns batchItemFailures: deployed with ReportBatchItemFailures"

@@ -118,6 +118,7 @@ from loadtest.model.scenario_fields import (
     _explicit_messages,
     _lint,
     _outcome,
+    _point_faults,
     _section,
     _table,
     _thresholds,
@@ -173,6 +174,9 @@ from loadtest.model.settings import (
 )
 from loadtest.model.settings import (
     _override as _override,
+)
+from loadtest.model.settings import (
+    parse_point_fault,
 )
 
 
@@ -241,6 +245,15 @@ class Scenario:
             # A rate given on its own means an open-loop run at that rate.
             given.setdefault("arrival", Arrival.RATE.value)
         raw = to_raw(self)
+        if POINT_FAULTS_OVERRIDE in given:
+            # --point-fault NAME:P, repeatable: each wins over the scenario's for its name.
+            point = raw["faults"]["point"]
+            for text in given.pop(POINT_FAULTS_OVERRIDE):
+                try:
+                    name, probability = parse_point_fault(str(text))
+                except ValueError as exc:
+                    raise ScenarioError(f"--point-fault: {exc}") from None
+                point[name] = probability
         for key, value in given.items():
             section = _SECTION_OF.get(key)
             if section is not None:
@@ -266,6 +279,10 @@ _SECTION_OF = {
     for f in dataclasses.fields(cls)
     if f.name not in STRUCTURED
 }
+
+
+POINT_FAULTS_OVERRIDE = "point_faults"
+"""The override carrying ``--point-fault NAME:P`` texts (``[faults] point``)."""
 
 
 def override_fields() -> list[tuple[dataclasses.Field[Any], Override]]:
@@ -326,7 +343,11 @@ def parse_scenario(
     function = parse_setup(c_raw, _table(raw, "table", source), raw.get("tables"), source)
     c_raw = {k: v for k, v in c_raw.items() if k != "environment"}
     consumer = _section(ConsumerSettings, c_raw, source, "consumer")
-    faults = _section(Faults, _table(raw, "faults", source), source, "faults")
+    f_raw = _table(raw, "faults", source)
+    faults = dataclasses.replace(
+        _section(Faults, f_raw, source, "faults"),
+        point=_point_faults(f_raw.get("point", {}), source),
+    )
     run = _section(RunSettings, _table(raw, "run", source), source, "run")
     _check_combinations(workload, consumer, faults, source)
     expect = _table(raw, "expect", source)
@@ -363,6 +384,7 @@ def to_raw(scenario: Scenario) -> dict[str, Any]:
     for section in _SECTIONS:
         values = dataclasses.asdict(getattr(scenario, section))
         raw[section] = {k: v.value if isinstance(v, StrEnum) else v for k, v in values.items()}
+    raw["faults"]["point"] = dict(scenario.faults.point)
     workload = scenario.workload
     # The message's shape, where a scenario gave one (the lab's plain body otherwise).
     for name in ("body", "envelope", "attributes"):

@@ -8,6 +8,7 @@ refusal is a ``ScenarioError`` naming the source, the field, the value and what 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import re
 import typing
 from collections.abc import Mapping
@@ -20,6 +21,7 @@ from loadtest.model.lint import Rule
 from loadtest.model.settings import (
     FIFO_BATCH_MAX,
     LIMITS,
+    POINT_FAULTS,
     Arrival,
     ConsumerSettings,
     CopySpacing,
@@ -28,6 +30,7 @@ from loadtest.model.settings import (
     Faults,
     MessageGroup,
     Workload,
+    point_faults,
 )
 
 RELAXABLE: tuple[str, ...] = (
@@ -39,8 +42,8 @@ RELAXABLE: tuple[str, ...] = (
 """Default-verdict reasons a scenario may allow (``[verdict.allow]``), by count name."""
 
 
-STRUCTURED = frozenset({"messages", "body", "envelope", "attributes"})
-"""Workload fields that are tables or arrays, parsed on their own (not overrides)."""
+STRUCTURED = frozenset({"messages", "body", "envelope", "attributes", "point"})
+"""Fields that are tables or arrays, parsed on their own (not overrides)."""
 
 NAME_MAX_CHARS = 64
 """The longest scenario name: it becomes part of report file names."""
@@ -82,8 +85,11 @@ def _check_keys(raw: Mapping[str, Any], allowed: set[str], source: str, path: st
     unknown = sorted(set(raw) - allowed)
     if unknown:
         prefix = f"{path}." if path else ""
+        close = difflib.get_close_matches(unknown[0], sorted(allowed), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ScenarioError(
-            f"{source}: unknown key {prefix}{unknown[0]!r}; allowed: {', '.join(sorted(allowed))}"
+            f"{source}: unknown key {prefix}{unknown[0]!r}{hint}; "
+            f"allowed: {', '.join(sorted(allowed))}"
         )
 
 
@@ -328,3 +334,25 @@ def _explicit_messages(raw: Any, source: str) -> list[ExplicitMessage]:
         poison = _value("poison", entry.get("poison", False), bool, source, f"{path}.")
         out.append(ExplicitMessage(body=dict(body), copies=copies, poison=poison))
     return out
+
+
+def _point_faults(raw: Any, source: str) -> tuple[tuple[str, float], ...]:
+    """``[faults] point = { redeliver = 0.05, throttle = 1 }``: probabilities 0..1 by name."""
+    allowed = ", ".join(POINT_FAULTS)
+    if not isinstance(raw, Mapping):
+        raise ScenarioError(
+            f"{source}: faults.point must be a table of probabilities by fault "
+            f"(e.g. {{ redeliver = 0.05 }}), got {raw!r}; faults: {allowed}"
+        )
+    given: dict[str, float] = {}
+    for name, value in raw.items():
+        if name not in POINT_FAULTS:
+            raise ScenarioError(
+                f"{source}: faults.point.{name} is not a point fault; allowed: {allowed}"
+            )
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise ScenarioError(
+                f"{source}: faults.point.{name} = {value!r}; give a probability 0..1"
+            )
+        given[str(name)] = float(value)
+    return point_faults(given)

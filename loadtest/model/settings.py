@@ -210,6 +210,41 @@ class ConsumerSettings:
     keeps each group in order with at most one batch of it in flight."""
 
 
+POINT_FAULTS: dict[str, str] = {
+    "crash": "per call",
+    "timeout": "per call",
+    "redeliver": "per call",
+    "ack-lost": "per successful invocation",
+    "throttle": "per call",
+}
+"""The point faults a load run can draw (``explore``'s, but ``clock``), each with where."""
+
+
+def parse_point_fault(text: str) -> tuple[str, float]:
+    """``redeliver:0.05`` -> ``("redeliver", 0.05)``; bad input raises ``ValueError`` saying
+    what is allowed."""
+    name, sep, value = text.partition(":")
+    name = name.strip()
+    if name not in POINT_FAULTS:
+        raise ValueError(
+            f"point fault {text!r}: {name!r} is not one; allowed: {', '.join(POINT_FAULTS)}"
+        )
+    try:
+        probability = float(value) if sep else 1.0
+    except ValueError:
+        raise ValueError(
+            f"point fault {text!r}: the probability {value!r} is not a number (0..1)"
+        ) from None
+    if not 0 <= probability <= 1:
+        raise ValueError(f"point fault {text!r}: the probability must be 0..1")
+    return name, probability
+
+
+def point_faults(given: dict[str, float]) -> tuple[tuple[str, float], ...]:
+    """The point faults given (nonzero), in ``POINT_FAULTS`` order."""
+    return tuple((name, given[name]) for name in POINT_FAULTS if given.get(name))
+
+
 @dataclass(frozen=True)
 class Faults:
     """Opt-in faults, labelled in every report. All off by default."""
@@ -253,6 +288,14 @@ class Faults:
     the answer: the invocation fails between two writes, its messages come back after
     the visibility timeout. Injected by the observer, locally and in the deployed layer."""
 
+    point: tuple[tuple[str, float], ...] = ()
+    """Point faults, ``(name, probability)`` in ``POINT_FAULTS`` order (``[faults] point =
+    { redeliver = 0.05 }``, ``--point-fault redeliver:0.05``): the faults ``explore`` injects
+    at chosen points, drawn here at random in every local execution environment. Drawn at
+    each call to the orders table: ``throttle`` before it is sent (the call is answered with
+    a throttling error instead), ``crash``, ``timeout`` and ``redeliver`` once it is answered,
+    before the handler sees the answer; ``ack-lost`` once per invocation that succeeded."""
+
     dedup_window_s: float = field(
         default=0.0,
         metadata=_override(
@@ -276,6 +319,8 @@ class Faults:
             parts.append(f"crash after write {self.crash_after_write:.0%}")
         if self.crash_mid_handler:
             parts.append(f"crash mid-handler {self.crash_mid_handler:.0%} per write")
+        for name, probability in self.point:
+            parts.append(f"point fault {name} {probability:.0%} {POINT_FAULTS[name]}")
         if self.dedup_window_s:
             parts.append(
                 f"FIFO deduplication window shortened to {self.dedup_window_s:g} s "

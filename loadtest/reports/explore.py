@@ -31,19 +31,31 @@ if TYPE_CHECKING:
 
 
 def replay_command(result: ExploreResult, token: str, scenario_ref: str) -> str:
-    """``loadtest explore ... --schedule TOKEN``: the shown schedule, exactly."""
+    """``loadtest explore ... --schedule TOKEN``: the shown schedule, exactly.
+
+    Carries every option that changes what a schedule does: the scenario, the handler,
+    the copies and business ids explored, the faults offered at each point and how many
+    one schedule may take (the token's choices index the options they make), the clock
+    fault's jump and a seed other than the scenario's. Options that only steer the search
+    (strategy, budget) and the outputs are left out: a replay does not search."""
     options = result.options
     args = ["loadtest", "explore", scenario_ref]
     if result.ref.variant in BUILTIN_VARIANTS:
         args += ["--variant", result.ref.variant]
     else:
         args += ["--handler", result.ref.variant]
+    if options.copies is not None:
+        args += ["--copies", str(options.copies)]
     if options.distinct_ids != 1:
         args += ["--distinct-ids", str(options.distinct_ids)]
     if options.faults:
         args += ["--faults", ",".join(f.value for f in options.faults)]
+        if options.max_faults != 1:
+            args += ["--max-faults", str(options.max_faults)]
     if options.clock_jump_s is not None:
         args += ["--clock-jump", f"{options.clock_jump_s:g}"]
+    if options.seed != result.scenario.seed:
+        args += ["--seed", str(options.seed)]
     args += ["--schedule", token]
     return shlex.join(args)
 

@@ -36,10 +36,12 @@ from loadtest.reports.charts import (
     svg_percentile_plot,
     svg_step_chart,
 )
+from loadtest.reports.finding import headlines, page_warnings, witness
 from loadtest.reports.formats import format_observed
 from loadtest.reports.heatmap import html_section
 from loadtest.reports.repeat_view import repeat_context
 from loadtest.reports.timeline import (
+    explore_timeline,
     find_races,
     timeline_for,
 )
@@ -99,6 +101,11 @@ def _run_labels(runs: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _reproduce_command(report: Mapping[str, Any]) -> tuple[str, bool]:
+    # An exploration's page shows one schedule: its replay line reruns exactly that one,
+    # as the terminal's "replay:" does (the command reruns the whole search).
+    replay = (report.get("explore") or {}).get("replay")
+    if replay:
+        return str(replay), False
     command = report.get("command")
     if command:
         return str(command), False
@@ -220,18 +227,6 @@ def _write_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return rows
-
-
-def _warnings(report: Mapping[str, Any], labels: Sequence[str]) -> list[str]:
-    out = []
-    for run, label in zip(report.get("runs") or [], labels, strict=True):
-        for warning in run.get("warnings") or []:
-            out.append(f"{label}: {warning}")
-        if run.get("timed_out"):
-            out.append(f"{label}: the run hit its deadline before every message settled")
-        for problem in run.get("cleanup_problems") or []:
-            out.append(f"{label}: cleanup: {problem}")
-    return out
 
 
 def _cuts(report: Mapping[str, Any], labels: Sequence[str]) -> list[str]:
@@ -367,16 +362,28 @@ def render_html(report: Mapping[str, Any]) -> str:
             }
         )
 
+    warnings, notes = page_warnings(runs, labels)
+    repeat = repeat_context(report)
+    # A sweep's grid and a repeat's table tell their own story, one cell or run per row.
+    many = repeat is not None or any(run.get("cell") for run in runs)
+    example = (report.get("explore") or {}).get("counterexample") or {}
     template = _environment().get_template("report.html.j2")
     return template.render(
-        repeat=repeat_context(report),
+        repeat=repeat,
         report=report,
         scenario=report.get("scenario") or {},
         backend=report.get("backend") or {},
         runs=run_views,
         command=command,
         command_reconstructed=reconstructed,
-        warnings=_warnings(report, labels),
+        warnings=warnings,
+        notes=notes,
+        headlines=[
+            {"line": line, "run": view, "witness": witness(run, race_ids if raced else [])}
+            for line, view, run in zip(headlines(runs, labels), run_views, runs, strict=True)
+        ]
+        if not many
+        else [],
         cuts=_cuts(report, labels),
         count_rows=_count_cells(runs),
         latency_rows=_latency_rows(runs, latency_names),
@@ -387,4 +394,5 @@ def render_html(report: Mapping[str, Any]) -> str:
         other_findings=other_findings,
         page_rows=WRITE_TABLE_PAGE_ROWS,
         sweep=html_section(report, report.get("sweep_metric")),
+        explore_timeline=explore_timeline(example.get("steps") or []),
     )

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from loadtest.model.checker import FLAGGED_WHEN_NONZERO
 from loadtest.model.metrics import format_us
+from loadtest.reports.finding import headlines, is_intended
 from loadtest.reports.formats import format_observed, overlap_text
 
 
@@ -198,8 +199,38 @@ def _race_story(finding: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def details(report: dict[str, Any]) -> list[RenderableType]:
-    """Why each failing variant failed, with one piece of evidence, and the warnings."""
+HEADLINE_STYLES = {
+    "bad": "bold red",
+    "expected": "bold yellow",
+    "inconclusive": "bold magenta",
+    "ok": "bold green",
+}
+
+
+def finding_lines(report: dict[str, Any]) -> list[RenderableType]:
+    """What each variant wrote twice, lost or wrote in conflict, with the first witness's race.
+
+    What the summary opens with, before the table of counts and settings.
+    """
+    runs = report["runs"]
+    out: list[RenderableType] = []
+    for line in headlines(runs, [run["variant"] for run in runs]):
+        expected = " (expected by this scenario)" if line.level == "expected" else ""
+        out.append(
+            Text(f"{line.variant}: {line.text}{expected}", style=HEADLINE_STYLES[line.level])
+        )
+        if line.witness is not None:
+            out.append(Text(_race_story(dict(line.witness))))
+    out.append(Text(""))
+    return out
+
+
+def details(report: dict[str, Any], *, story: bool = True) -> list[RenderableType]:
+    """Why each failing variant failed, with one piece of evidence, and the warnings.
+
+    ``story=False`` leaves out the race of the first double-written id, for a
+    summary that opened with it (:func:`finding_lines`).
+    """
     out: list[RenderableType] = []
     for run in report["runs"]:
         name = run["variant"]
@@ -218,9 +249,12 @@ def details(report: dict[str, Any]) -> list[RenderableType]:
             observed = format_observed(result, run)
             out.append(Text(f"{mark} {label} (observed {observed})", style=style))
         for warning in run.get("warnings", []):
-            out.append(Text(f"! {name}: {warning}", style="yellow"))
+            if is_intended(warning):
+                out.append(Text(f"· {name}: {warning}", style="dim"))
+            else:
+                out.append(Text(f"! {name}: {warning}", style="yellow"))
         findings = run.get("findings", [])
-        if findings:
+        if findings and story:
             out.append(Text(_race_story(findings[0])))
         for error in run.get("errors", [])[:3]:
             out.append(
@@ -290,4 +324,4 @@ def render(report: dict[str, Any], metric: str | None = None) -> RenderableType:
         from loadtest.reports.explore import explore_text
 
         return Text(explore_text(report))
-    return Group(summary_table(report), *details(report))
+    return Group(*finding_lines(report), summary_table(report), *details(report, story=False))

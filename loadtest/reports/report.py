@@ -351,7 +351,10 @@ def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]
         "variant": run.variant,
         "handler": run.handler,
         "cell": dict(run.cell),
-        "settings": {**dataclasses.asdict(run.settings), "faults": dataclasses.asdict(run.faults)},
+        "settings": {
+            **dataclasses.asdict(run.settings),
+            "faults": {**dataclasses.asdict(run.faults), "point": dict(run.faults.point)},
+        },
         "faults": run.faults.describe(),
         "counts": counts.as_dict(),
         "queue_after": {

@@ -1,7 +1,8 @@
 """The HTML report's race timeline: which deliveries raced on one business id, in the backend's order.
 
 Owns reading a run's write decisions back into timeline events and drawing
-them as an SVG: the reads that saw "absent", then the writes they made.
+them as an SVG: the reads that saw "absent", then the writes they made; and
+drawing an explored counterexample the same way, its steps in the schedule's order.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ class TimelineEvent:
     css: str
     label: str
     detail: str
+    above: bool | None = None
+    """Where its label goes: above the bar, or below; unset, reads above, writes below."""
 
 
 @dataclass(frozen=True)
@@ -140,8 +143,15 @@ def _timeline_summary(events: Sequence[TimelineEvent], business_id: str) -> str:
     return "; ".join(parts) + "." if parts else "No reads or writes were recorded for this id."
 
 
-def svg_timeline(events: Sequence[TimelineEvent], *, title: str, width: int = 1060) -> Markup:
-    """One lane per execution environment; bars for reads and writes on a shared ms axis."""
+def svg_timeline(
+    events: Sequence[TimelineEvent],
+    *,
+    title: str,
+    width: int = 1060,
+    axis_label: str = "ms since the run started",
+) -> Markup:
+    """One lane per execution environment; bars for reads and writes on a shared axis
+    (milliseconds, or an explored schedule's steps)."""
     lanes = list(dict.fromkeys(e.environment for e in sorted(events, key=lambda e: e.start_ms)))
     lane_h, left, right, top, bottom = 58, 70, 20, 30, 36
     height = top + bottom + lane_h * max(len(lanes), 1)
@@ -169,7 +179,7 @@ def svg_timeline(events: Sequence[TimelineEvent], *, title: str, width: int = 10
         )
     out.append(
         f'<text class="axis-label" x="{left + pw / 2}" y="{height - 4}" text-anchor="middle">'
-        "ms since the run started</text>"
+        f"{esc(axis_label)}</text>"
     )
     for i, lane in enumerate(lanes):
         y = top + i * lane_h
@@ -183,7 +193,8 @@ def svg_timeline(events: Sequence[TimelineEvent], *, title: str, width: int = 10
         x0, x1 = sx(e.start_ms), max(sx(e.end_ms), sx(e.start_ms) + 3)
         bar_y = y + 22
         # Reads label above their bar, writes below: in one lane a read is followed by its write.
-        text_y = bar_y - 5 if e.kind == "read" else bar_y + 27
+        above = e.kind == "read" if e.above is None else e.above
+        text_y = bar_y - 5 if above else bar_y + 27
         anchor, tx = "start", x0
         if x0 + 6.2 * len(e.label) > left + pw:
             anchor, tx = "end", x1
@@ -243,3 +254,62 @@ def find_races(runs: Sequence[Mapping[str, Any]]) -> tuple[list[str], bool]:
     )
     ranked = sorted(per_id.items(), key=lambda kv: (-kv[1], kv[0]))
     return [bid for bid, n in ranked[:1] if n > 1], False
+
+
+# --------------------------------------------------------------------------- explored schedule
+
+
+def _step_css(step: Mapping[str, Any]) -> tuple[str, str]:
+    """A counterexample step's kind and bar style: what its answer says it was."""
+    answer = str(step.get("answer") or "")
+    if answer == "absent":
+        return "read", "read-absent"
+    if answer.startswith("found"):
+        return "read", "read-found"
+    if answer == "accepted":
+        # An accepted write that found the item there wrote the outcome again.
+        return "write", "w-again" if step.get("item_before") is not None else "w-accepted"
+    if answer.startswith("rejected"):
+        return "write", "w-rejected"
+    if answer and answer != "answered":
+        return "write", "w-error"
+    return "step", "step"
+
+
+def explore_timeline(steps: Sequence[Mapping[str, Any]]) -> Markup | None:
+    """A counterexample (the ``explore`` object's steps) as a race timeline: one lane per
+    execution environment, one bar per step in the schedule's order, faults marked."""
+    if not steps:
+        return None
+    events = []
+    for step in steps:
+        number = int(step.get("number") or 0)
+        kind, css = _step_css(step)
+        fault = step.get("fault")
+        answer = step.get("answer")
+        label = f"{number}. {step.get('what')}" + (f" → {answer}" if answer else "")
+        detail = (
+            f"step {number}: delivery {step.get('delivery')} in env {step.get('environment')}, "
+            f"t={step.get('at_ms')} ms: {step.get('what')}"
+            + (f" → {answer}" if answer else "")
+            + (f"; item before: {format_item(step.get('item_before'))}" if kind != "step" else "")
+            + (f"; item after: {format_item(step.get('item_after'))}" if kind == "write" else "")
+            + (f"; fault: {fault}" if fault else "")
+        )
+        if fault:
+            css, label = f"{css} fault", f"{label} ⚡{fault}"
+        events.append(
+            TimelineEvent(
+                kind=kind,
+                environment=f"{step.get('environment')} · delivery {step.get('delivery')}",
+                start_ms=number - 0.35,
+                end_ms=number + 0.35,
+                css=css,
+                label=shorten(label, 48),
+                detail=detail,
+                above=number % 2 == 1,
+            )
+        )
+    return svg_timeline(
+        events, title="The counterexample, step by step", axis_label="step of the schedule"
+    )

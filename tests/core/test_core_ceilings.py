@@ -70,6 +70,7 @@ def test_an_impossible_run_is_refused_with_the_estimate() -> None:
     refuse_beyond(estimate(concurrency=4, messages=600), Machine(16_000, 4096, 1024))
 
 
+@pytest.mark.process
 def test_a_large_parent_does_not_make_a_small_environment_out_of_memory() -> None:
     """Linux carries ru_maxrss across exec from the forked parent; the peak check must not."""
     import subprocess
@@ -82,6 +83,7 @@ def test_a_large_parent_does_not_make_a_small_environment_out_of_memory() -> Non
     assert len(ballast) == 300 * 1024 * 1024
 
 
+@pytest.mark.process
 def test_an_environment_past_its_memory_reports_its_peak() -> None:
     import subprocess
     import sys
@@ -111,6 +113,7 @@ def test_a_result_whose_repr_raises_is_refused_without_its_repr() -> None:
     assert marshal_response({"ok": 1}).body == '{"ok": 1}'
 
 
+@pytest.mark.process
 def test_the_sampler_stops_an_environment_that_holds_too_much_memory() -> None:
     """The watchdog (not the peak check after the invocation) stops a handler that is still
     running past ``memory_mb``, with its own exit code and line."""

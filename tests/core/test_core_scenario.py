@@ -189,7 +189,7 @@ def test_unknown_key_messages_list_the_allowed_keys_of_each_table() -> None:
     )
     assert refusal({"faults": {"bogus": 1}}).endswith(
         "allowed: crash_after_write, crash_mid_handler, dedup_window_s, handler_duration_ms, "
-        "handler_jitter_ms, race_window_ms"
+        "handler_jitter_ms, point, race_window_ms"
     )
     assert refusal({"run": {"bogus": 1}}).endswith("allowed: deadline_s, max_backlog, producers")
     assert refusal({"workload": {"messages": [{"body": {}, "bogus": 1}]}}).endswith(
@@ -496,6 +496,7 @@ def test_to_raw_is_plain_data() -> None:
             "race_window_ms": 0,
             "crash_after_write": 0.0,
             "crash_mid_handler": 0.0,
+            "point": {},
             "dedup_window_s": 0.0,
         },
         "run": {"deadline_s": 120.0, "max_backlog": 0, "producers": 1},

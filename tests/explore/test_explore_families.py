@@ -139,7 +139,79 @@ def test_powertools_in_progress_record_expires_and_the_order_is_written_again(
         ("1", "the environment crashes", None, "crash"),
     ]
     assert ("1.3", "PutItem id=dedup-order", "accepted", None) in lines
-    assert explore["replay"].endswith("--variant powertools --faults crash --schedule 1:5=1c")
+    assert explore["replay"].endswith(
+        "--variant powertools --copies 1 --faults crash --schedule 1:5=1c"
+    )
+
+
+POWERTOOLS_TWICE = [
+    ("1", "invocation starts", None, None),
+    ("1", "PutItem table $IDEMPOTENCY_TABLE_NAME", "ok", None),
+    ("1", "PutItem id=dedup-order", "accepted", None),
+]
+"""The first receive: its in-progress record, then the order."""
+POWERTOOLS_AGAIN = [
+    ("1.2", "invocation starts (receive 2)", None, None),
+    ("1.2", "PutItem table $IDEMPOTENCY_TABLE_NAME", "ok", None),
+    ("1.2", "PutItem id=dedup-order", "accepted", None),
+    ("1.2", "UpdateItem table $IDEMPOTENCY_TABLE_NAME", "ok", None),
+    ("1.2", "acknowledged", None, None),
+]
+"""The second receive: the expired in-progress record taken over, the order written again."""
+
+
+def test_powertools_with_a_visibility_timeout_past_the_record_expiry_fails_in_two_receives(
+    backend_url: str,
+) -> None:
+    # The message comes back at 60 s, after the in-progress record expired with the 30 s
+    # function timeout: the second receive takes the record over.
+    scenario = Path(__file__).parent / "lab-long-visibility.toml"
+    report = loadtest.explore(
+        scenario, variant="powertools", copies=1, faults="crash", endpoint_url=backend_url
+    )
+    assert report.exit_code == 1
+    explore = report.to_dict()["explore"]
+    example = explore["counterexample"]
+    assert example["deliveries"] == 2 and example["faults"] == 1
+    assert example["counts"]["duplicate_writes"] == 1
+    assert _lines(explore) == [
+        *POWERTOOLS_TWICE,
+        ("1", "the environment crashes", None, "crash"),
+        *POWERTOOLS_AGAIN,
+    ]
+    assert example["steps"][4]["at_ms"] == 60_000
+    assert explore["replay"] == (
+        f"loadtest explore {scenario} --variant powertools --copies 1 --faults crash "
+        "--schedule 1:5=1c"
+    )
+
+
+def test_powertools_in_progress_record_expires_under_a_stall_in_two_receives(
+    backend_url: str,
+) -> None:
+    # The lab's settings; the clock jumps past the function timeout while the first receive
+    # works (a stall): it times out, the message and its record are back at once.
+    report = loadtest.explore(
+        "seed-lab",
+        variant="powertools",
+        copies=1,
+        faults="clock",
+        clock_jump_s=31,
+        endpoint_url=backend_url,
+    )
+    assert report.exit_code == 1
+    explore = report.to_dict()["explore"]
+    example = explore["counterexample"]
+    assert example["deliveries"] == 2 and example["faults"] == 1
+    assert example["counts"]["duplicate_writes"] == 1
+    assert _lines(explore) == [
+        *POWERTOOLS_TWICE,
+        ("1", "the clock jumps 31 s", None, "clock"),
+        ("1", "UpdateItem table $IDEMPOTENCY_TABLE_NAME", None, None),
+        ("1", "timed out (the function timeout passed)", None, None),
+        *POWERTOOLS_AGAIN,
+    ]
+    assert explore["replay"].endswith("--faults clock --clock-jump 31 --schedule 1:5=1j")
 
 
 def test_powertools_around_a_conditional_write_survives_every_crash(backend_url: str) -> None:

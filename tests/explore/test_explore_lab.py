@@ -56,7 +56,8 @@ def test_read_then_write_race_is_found_shrunk_and_replayed(
     assert run.verdict == "fail" and run.counts.duplicate_writes == 1
     page = report.write_html(tmp_path / "explore.html").read_text(encoding="utf-8")
     assert "Explored schedules" in page and "--schedule 2:2=2" in page
-    assert page.count("GetItem id=dedup-order") == 2
+    table = page[page.index('<table class="steps">') :]
+    assert table[: table.index("</table>")].count("GetItem id=dedup-order") == 2
     from loadtest.reports.render import render
 
     assert "replay: loadtest explore" in str(render(report.to_dict()))
@@ -154,3 +155,55 @@ def test_cli_prints_the_counterexample_and_its_replay_line(tmp_path: Path) -> No
         in done.stdout
     )
     assert (tmp_path / "explore.json").exists()
+
+
+def _cli_explore(args: list[str], json_path: Path, backend_url: str) -> dict[str, Any]:
+    import json
+
+    result = runner.invoke(
+        app, [*args, "--endpoint-url", backend_url, "--json", str(json_path), "--quiet"]
+    )
+    assert result.exit_code == 1, result.output
+    explore: dict[str, Any] = json.loads(json_path.read_text(encoding="utf-8"))["explore"]
+    return explore
+
+
+def test_printed_replay_line_reproduces_the_counterexample_with_every_option(
+    backend_url: str, tmp_path: Path
+) -> None:
+    import shlex
+
+    # Options that each change what is explored: the copies, a faults set with a bound of
+    # two per schedule (the token indexes the options they make), a pct seed of its own.
+    found = _cli_explore(
+        [
+            "explore",
+            "seed-lab",
+            "--variant",
+            "read-then-write",
+            "--copies",
+            "2",
+            "--faults",
+            "redeliver,ack-lost",
+            "--max-faults",
+            "2",
+            "--strategy",
+            "pct",
+            "--seed",
+            "11",
+        ],
+        tmp_path / "found.json",
+        backend_url,
+    )
+    example = found["counterexample"]
+    replay = shlex.split(found["replay"])
+    assert replay[:2] == ["loadtest", "explore"]
+    for option in ("--copies", "--faults", "--max-faults", "--seed", "--schedule"):
+        assert option in replay, found["replay"]
+    assert replay[replay.index("--schedule") + 1] == example["schedule"]
+    assert "--strategy" not in replay  # a replay does not search
+    for attempt in range(2):
+        again = _cli_explore(replay[1:], tmp_path / f"replay{attempt}.json", backend_url)
+        assert again["strategy"] == "replay" and again["replay"] == found["replay"]
+        assert again["counterexample"]["steps"] == example["steps"]
+        assert again["counterexample"]["counts"] == example["counts"]

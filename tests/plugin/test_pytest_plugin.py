@@ -144,7 +144,8 @@ def test_a_correct_consumer_passes_and_a_racy_one_fails_with_its_race(
             "E*counterexample (2 deliveries, 0 fault(s), * steps)*",
             "E*delivery * GetItem id=order-* -> absent",
             "E*delivery * PutItem id=order-* -> accepted   before {id: order-*",
-            "E*replay: loadtest explore orders.toml --handler orders.py:racy_handler --schedule *",
+            "E*replay: loadtest explore orders.toml --handler orders.py:racy_handler --copies 2 --seed 5 "
+            "--schedule *",
             "E*verdict: fail",
             "E*Replay this test: pytest test_orders.py::test_explore_racy --loadtest-seed 5",
         ]
