@@ -119,7 +119,7 @@ def docs(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """A burst of a few thousand messages on the embedded backend; prints figures only."""
     _install(session)
-    session.run("python", "-m", "loadtest.cli.bench", *session.posargs)
+    session.run("python", "-m", "benchmarks.run_bench", *session.posargs)
 
 
 @nox.session(python="3.11")

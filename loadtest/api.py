@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from loadtest.adapters.aws import BackendKind
 from loadtest.adapters.doctor_checks import CheckResult
+from loadtest.deploy.remote_run import AttachTo
 from loadtest.emulation.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
 from loadtest.engine import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salvage
 from loadtest.errors import InputError
@@ -37,6 +38,7 @@ from loadtest.model.cost import Prices
 from loadtest.model.handler_source import (
     environment_reads,
     hardcoded_tables,
+    id_attribute,
     reports_item_failures,
 )
 from loadtest.model.scaffold import sample_template, scenario_text
@@ -242,6 +244,9 @@ class Plan:
     """The price table for the cost per million messages (None: the committed one)."""
     repeat: int = 1
     """Runs of the workload, under seeds s, s+1, ... (each a cell ``{"seed": ...}``)."""
+    deployed: bool = False
+    """The variants run as Lambda functions behind real event source mappings (always on
+    real AWS; on an endpoint with ``deploy=True``) instead of local environments."""
 
 
 def prepare(
@@ -257,6 +262,7 @@ def prepare(
     prices: str | Path | None = None,
     env: Sequence[str] = (),
     repeat: int = 1,
+    deploy: bool = False,
     **overrides: Any,
 ) -> Plan:
     """Resolve and check everything ``run`` takes, before any backend starts.
@@ -283,9 +289,29 @@ def prepare(
                 "repeat runs one workload under several seeds; it takes no sweep cells"
             )
         grid = tuple({"seed": resolved.seed + i} for i in range(repeat))
-    _check_capacity(resolved, refs, grid)
+    if deploy and kind is BackendKind.EMBEDDED:
+        raise InputError(
+            "deploying (or attaching) needs endpoint_url, a backend that runs Lambda "
+            "functions (for AWS itself: target 'aws')"
+        )
+    deployed = deploy or kind is BackendKind.AWS
+    if deployed and (cells or repeat > 1):
+        raise InputError(
+            "sweep cells and repeat run on the local runtime (embedded or an endpoint "
+            "without deploy); not with target 'aws', deploy or an attached function"
+        )
+    if not deployed:
+        _check_capacity(resolved, refs, grid)
     return Plan(
-        resolved, tuple(refs), tuple(thresholds), kind, endpoint_url, grid, price_table, repeat
+        resolved,
+        tuple(refs),
+        tuple(thresholds),
+        kind,
+        endpoint_url,
+        grid,
+        price_table,
+        repeat,
+        deployed,
     )
 
 
@@ -316,28 +342,39 @@ def execute(
     stop: Stop | None = None,
     salvage: Salvage | None = None,
     cleanup_timeout_s: float | None = None,
+    keep: bool = False,
+    attach: AttachTo | None = None,
+    run_id: str | None = None,
 ) -> Report:
-    """Run a prepared plan and judge it.
+    """Run a prepared plan on its runtime (``loadtest.engine.runtime``) and judge it.
 
-    A ``stop`` request (see ``loadtest.interrupts``) ends the run early; the
+    A ``stop`` request (see ``loadtest.interrupts``) ends a local run early; the
     report then holds what was measured and ``incomplete`` says why.
     ``salvage`` (the caller's) keeps finished runs and what is not yet deleted
     even if this raises. Each cleanup step and the end-state read take at most
-    ``cleanup_timeout_s`` seconds (default 20).
+    ``cleanup_timeout_s`` seconds (default 20). A deployed plan (``plan.deployed``)
+    deletes what it deployed unless ``keep``; ``attach`` runs the workload through an
+    already deployed consumer (restored afterwards) instead; ``run_id`` names the
+    run's resources (default: a new one).
     """
-    from loadtest import engine
+    from loadtest.engine.runtime import RunOptions, runtime_for
 
-    result = engine.run(
-        plan.scenario,
-        plan.refs,
-        kind=plan.kind,
-        endpoint_url=plan.endpoint_url,
-        on_progress=on_progress,
+    runtime = runtime_for(
+        plan.kind,
+        plan.endpoint_url,
+        deployed=plan.deployed,
+        keep=keep,
+        attach=attach,
+        run_id=run_id,
+    )
+    options = RunOptions(
         cells=plan.cells,
+        on_progress=on_progress,
         stop=stop,
         salvage=salvage,
         cleanup_timeout_s=cleanup_timeout_s or CLEANUP_TIMEOUT_S,
     )
+    result = runtime.run(plan.scenario, plan.refs, options)
     return Report(
         build_report(
             result,
@@ -383,6 +420,9 @@ def run(
     prices: str | Path | None = None,
     env: Sequence[str] = (),
     repeat: int = 1,
+    deploy: bool = False,
+    keep: bool = False,
+    attach: AttachTo | None = None,
     **overrides: Any,
 ) -> Report:
     """Run a scenario's seeded workload against its consumer variants and judge it.
@@ -402,6 +442,12 @@ def run(
     times under seeds s, s+1, ...: the report keeps every run and gains a ``repeat``
     object (each figure's min / median / max, each anomaly's share of runs with its 95%
     interval; ``loadtest.model.repeats``).
+
+    ``target="aws"`` runs exactly what ``loadtest run --target aws`` runs: each variant
+    deployed as a Lambda function behind a real event source mapping, deleted afterwards
+    unless ``keep`` (``deploy=True`` does the same on ``endpoint_url``; ``attach``, an
+    ``AttachTo``, observes an already deployed consumer instead). The CLI's confirmation
+    of the plan is the caller's: this call creates the resources without asking.
     """
     plan = prepare(
         scenario,
@@ -415,10 +461,16 @@ def run(
         prices=prices,
         env=env,
         repeat=repeat,
+        deploy=deploy or attach is not None,
         **overrides,
     )
     return execute(
-        plan, on_progress=on_progress, command=command, cleanup_timeout_s=cleanup_timeout_s
+        plan,
+        on_progress=on_progress,
+        command=command,
+        cleanup_timeout_s=cleanup_timeout_s,
+        keep=keep,
+        attach=attach,
     )
 
 
@@ -521,6 +573,7 @@ def new_scenario(
         environment_reads(source, origin),
         tables=hardcoded_tables(source, origin),
         item_failures=reports_item_failures(source, origin),
+        stored_as=None if sample is None else id_attribute(source, sample.id_key, origin),
     )
     if sample is None:
         return write()

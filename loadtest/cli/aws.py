@@ -1,7 +1,6 @@
 """The command line's AWS part: ``run --plan``, runs through deployed functions, ``cleanup``, ``lint``.
 
-``loadtest.cli.commands`` registers these on its app (``register``), so the
-Lambda path adds commands without reshaping the main module.
+``loadtest.cli.app`` registers the commands on the Typer app.
 Like ``loadtest.cli``, it only parses, calls the library, prints and exits.
 """
 
@@ -15,7 +14,6 @@ import typer
 from rich.text import Text
 
 from loadtest.api import resolve_variants as _refs
-from loadtest.cli.commands import app
 from loadtest.cli.console import Exit, err, out
 from loadtest.cli.console import fail as _fail
 from loadtest.cli.console import raise_mapped as _raise_mapped
@@ -97,12 +95,11 @@ def run_remote(
     import sys
 
     from loadtest.adapters.aws import region_from_environment
-    from loadtest.api import prepare
+    from loadtest.api import execute, prepare
     from loadtest.cli.outputs import plan_outputs, write_reports
     from loadtest.deploy.deploy_plan import plan_attach, plan_deploy, render_plan
     from loadtest.deploy.remote_run import AttachTo
     from loadtest.errors import LoadtestError
-    from loadtest.remote import execute_remote
     from loadtest.reports.render import render
 
     try:
@@ -115,6 +112,7 @@ def run_remote(
             thresholds=thresholds,
             seed=seed,
             prices=prices_path,
+            deploy=True,
             **overrides,
         )
     except LoadtestError as exc:
@@ -151,7 +149,7 @@ def run_remote(
     json_path, outputs = plan_outputs(plan.scenario, json_path, out_dir, outputs)
     previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     try:
-        report = execute_remote(
+        report = execute(
             plan,
             keep=keep,
             attach=target_to,
@@ -189,7 +187,6 @@ def run_remote(
     raise typer.Exit(report.exit_code)
 
 
-@app.command()
 def cleanup(
     run: Annotated[
         str | None,
@@ -239,7 +236,6 @@ def cleanup(
     raise typer.Exit(int(Exit.OK))
 
 
-@app.command()
 def lint(
     scenario: Annotated[
         str | None,

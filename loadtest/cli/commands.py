@@ -1,4 +1,6 @@
-"""The ``loadtest`` commands: parse, call the library, render, exit.
+"""The ``loadtest`` run commands (``run``, ``compare``, ``sweep``) and the global options.
+
+Registered on the Typer app by ``loadtest.cli.app``.
 
 The only place (with the rest of ``loadtest.cli``) that prints or exits; see
 ``loadtest.cli.console`` for the exit codes.
@@ -41,22 +43,7 @@ from loadtest.emulation.handlers import BUILTIN_VARIANTS
 from loadtest.errors import InputError
 from loadtest.reports.heatmap import metric_named
 
-app = typer.Typer(
-    name="loadtest",
-    help=(
-        "Load-test idempotent SQS -> DynamoDB consumers: fire duplicate and distinct messages "
-        "concurrently, run the same seeded workload against consumer variants, and report "
-        "duplicate writes, lost outcomes and latency.\n\n"
-        "Start with:  loadtest compare race-burst"
-    ),
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
 
-
-@app.command()
 @override_options()
 def run(
     scenario: ScenarioArg,
@@ -229,18 +216,15 @@ def run(
 
 # compare is run under its own name for the side-by-side use; both take
 # --variant (repeatable) and --variants a,b.
-app.command(
-    name="compare",
-    help=(
-        "Run the same seeded workload against several variants, side by side.\n\n"
-        "Example: loadtest compare race-burst --variants read-then-write,conditional\n\n"
-        "Exit code 0 when every verdict passes, 1 when one fails, 2 for bad input, "
-        "3 when the backend cannot be reached."
-    ),
-)(run)
+COMPARE_HELP = (
+    "Run the same seeded workload against several variants, side by side.\n\n"
+    "Example: loadtest compare race-burst --variants read-then-write,conditional\n\n"
+    "Exit code 0 when every verdict passes, 1 when one fails, 2 for bad input, "
+    "3 when the backend cannot be reached, 4 when a verdict is inconclusive, "
+    "130 when interrupted (after cleanup)."
+)
 
 
-@app.command()
 @override_options(sweep=True)
 def sweep(
     scenario: ScenarioArg,
@@ -321,8 +305,7 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
-def _main(
+def options(
     version: Annotated[
         bool,
         typer.Option(
@@ -331,13 +314,3 @@ def _main(
     ] = False,
 ) -> None:
     pass
-
-
-def main() -> None:
-    app()
-
-
-# The other commands register themselves on ``app``: scenarios, report, serve,
-# doctor and diff (``tools``), cleanup and lint (``aws``), shrink (``shrinking``) and
-# explore (``explore``).
-from loadtest.cli import aws, explore, shrinking, tools  # noqa: E402, F401

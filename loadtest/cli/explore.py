@@ -15,7 +15,6 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from loadtest.cli.commands import app
 from loadtest.cli.console import out, raise_mapped
 from loadtest.cli.options import (
     EndpointOpt,
@@ -32,7 +31,6 @@ from loadtest.emulation.handlers import BUILTIN_VARIANTS
 from loadtest.model.explore import Fault
 
 
-@app.command()
 def explore(
     scenario: ScenarioArg,
     variant: Annotated[

@@ -15,7 +15,6 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from loadtest.cli.commands import app
 from loadtest.cli.console import Exit, err, fail, out, raise_mapped
 from loadtest.cli.options import EndpointOpt, QuietOpt
 from loadtest.cli.outputs import read_report
@@ -23,7 +22,6 @@ from loadtest.errors import InputError
 from loadtest.model.shrink import Outcome
 
 
-@app.command()
 def shrink(
     report: Annotated[Path, typer.Argument(help="A JSON report with a failing run.")],
     tries: Annotated[
@@ -86,10 +84,6 @@ def shrink(
         out.print(Text(f"  kept {field} = {why}", style="yellow"))
     out.print(Text(f"Scenario: {target}", style="dim"))
     out.print(f"Reproduce: {result.command(target)}")
-    names = {c.name or getattr(c.callback, "__name__", "") for c in app.registered_commands}
-    if "explore" in names:
-        # A deterministic counterexample: every interleaving of the minimal workload.
-        out.print(
-            f"Explore its interleavings: loadtest explore {target} --variant {result.variant}"
-        )
+    # A deterministic counterexample: every interleaving of the minimal workload.
+    out.print(f"Explore its interleavings: loadtest explore {target} --variant {result.variant}")
     raise typer.Exit(int(Exit.OK))

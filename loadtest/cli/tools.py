@@ -1,8 +1,8 @@
 """The commands around a run: ``scenarios``, ``report``, ``serve``, ``doctor``, ``diff`` and ``new``.
 
 They list what can be run, re-render or compare saved reports, and serve or
-check a backend. ``loadtest.cli.commands`` owns ``app`` and the run commands;
-these register themselves on it. Like the rest of ``loadtest.cli``, they only
+check a backend. ``loadtest.cli.app`` registers them on the Typer app. Like
+the rest of ``loadtest.cli``, they only
 parse, call the library, print and exit.
 """
 
@@ -17,7 +17,6 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from loadtest.cli.commands import app
 from loadtest.cli.console import Exit, err, fail, out, raise_mapped
 from loadtest.cli.options import (
     EndpointOpt,
@@ -37,7 +36,6 @@ from loadtest.reports.render import render
 from loadtest.reports.report import verdict_exit_code
 
 
-@app.command()
 def scenarios(
     quiet: QuietOpt = False,
     as_json: Annotated[
@@ -71,7 +69,6 @@ def scenarios(
     out.print(table)
 
 
-@app.command()
 def report(
     file: Annotated[Path, typer.Argument(help="A JSON report written by run or compare.")],
     html: HtmlOpt = None,
@@ -93,7 +90,6 @@ def report(
     raise typer.Exit(verdict_exit_code(data))
 
 
-@app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on (0 picks a free one).")] = 5000,
@@ -118,7 +114,6 @@ def serve(
         pass
 
 
-@app.command()
 def doctor(
     endpoint_url: EndpointOpt = None,
     target: TargetOpt = TargetChoice.EMBEDDED,
@@ -142,7 +137,10 @@ def doctor(
     pollers; an undeleted one comes back with its receive count increased; redrive
     reaches the DLQ. Then the event source mapping, measured with a probe function:
     invocations at once for a burst, a redelivery while a message is still in
-    flight, partial batch responses, FIFO group order. Exit code 1 when any check fails.
+    flight, partial batch responses, FIFO group order.
+
+    Exit code 0 when every check passes, 1 when one fails, 2 for bad input, 3 when
+    the backend cannot be reached, 130 when interrupted (after cleanup).
     """
     import anyio
 
@@ -179,7 +177,6 @@ def doctor(
     raise typer.Exit(int(Exit.OK if exit_ok(results) else Exit.FAILED))
 
 
-@app.command()
 def diff(
     baseline: Annotated[Path, typer.Argument(help="The baseline JSON report.")],
     new: Annotated[Path, typer.Argument(help="The new JSON report.")],
@@ -231,7 +228,6 @@ def diff(
     raise typer.Exit(int(Exit.OK if result.ok else Exit.FAILED))
 
 
-@app.command()
 def new(
     handler: Annotated[
         str,

@@ -12,7 +12,7 @@ with the same checker and latencies as a local run. What was made is deleted
 unless ``keep``, and an attached function restored, also on error and Ctrl-C.
 
 Owns the remote data path (sends, drains, end state). Does not build the
-report: ``loadtest.api`` turns a ``RemoteVariant`` into the engine's
+report: ``loadtest.engine.deployed`` turns a ``RemoteVariant`` into the engine's
 ``VariantRun``. The control plane is synchronous boto3 (``Clients``); the
 data plane is the same aioboto3 clients the local engine uses.
 """
@@ -41,9 +41,9 @@ from loadtest.deploy.lambda_deploy import (
 )
 from loadtest.emulation.handlers import HandlerRef
 from loadtest.emulation.runner import Progress, Settlement
-from loadtest.model.body import body_shape
-from loadtest.model.checker import Check, check
+from loadtest.model.checker import Check
 from loadtest.model.history import EndState, History
+from loadtest.model.judging import judge
 from loadtest.model.metrics import Latency, latencies
 from loadtest.model.scenario import CopySpacing, Scenario
 from loadtest.model.schedule import plan
@@ -249,14 +249,7 @@ async def drive(
         ref=ref,
         history=history,
         end_state=end_state,
-        check=check(
-            history,
-            end_state,
-            scenario.judged_outcome,
-            cut_short=evidence_missing,
-            body=body_shape(scenario.workload),
-            expect_overlap=scenario.expect_overlap,
-        ),
+        check=judge(scenario, history, end_state, cut_short=evidence_missing),
         latency=latencies(history),
         duration_s=max(0, history.ended_ns - history.started_ns) / 1e9,
         cold_starts=collector.environments(),

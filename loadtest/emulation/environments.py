@@ -84,6 +84,9 @@ class _AlreadyReaped(logging.Filter):
 
 logging.getLogger("asyncio").addFilter(_AlreadyReaped())
 
+# The error of an invocation the run stopped while it ran: its deadline, or an interrupt
+# (Ctrl-C, SIGTERM). Either way the invocation happened and its writes are on record.
+CUT_OFF_ERROR = "Cut off when the run stopped (its deadline, or an interrupt)"
 READY_TIMEOUT_S = float(os.environ.get("LOADTEST_READY_TIMEOUT_S", "60"))
 """How long a cold start (the handler's import) may take, in seconds."""
 MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -395,11 +398,10 @@ class ExecutionEnvironment:
         await freezing.thaw(self._process)
 
     async def cut_off(self, request_id: str) -> Reply:
-        """The invocation was cancelled (the run's deadline): stop the process, keep its writes."""
+        """The invocation was cancelled (the run's deadline, or an interrupt): stop the
+        process, keep its writes."""
         await self.aclose()
-        return self._failed(
-            request_id, self._sent_ns, "Cut off by the run's deadline", timed_out=True
-        )
+        return self._failed(request_id, self._sent_ns, CUT_OFF_ERROR, timed_out=True)
 
     def _failed(
         self,

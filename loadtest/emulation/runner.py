@@ -289,7 +289,7 @@ class Poller:
                 request_id, sqs_event(messages, self.queue_arn, self.region)
             )
         except anyio.get_cancelled_exc_class():
-            # The run's deadline: the invocation still happened, and its writes
+            # The run's deadline or an interrupt: the invocation still happened, and its writes
             # are on record. Count it as a delivery; acknowledge nothing.
             with anyio.CancelScope(shield=True):
                 reply = await self.environment.cut_off(request_id)

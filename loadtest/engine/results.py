@@ -3,7 +3,7 @@ settings warnings handed to environments and reports, the function's variables o
 resources exist, and the reachability probe.
 
 Owns the run's result records (``VariantRun``, ``RunResult``, ``Salvage``); must not
-run anything (that is the engine's ``run_variant``) nor drive the workload (``drive``).
+run anything (that is ``loadtest.engine.local``'s ``run_variant``) nor drive the workload (``drive``).
 """
 
 from __future__ import annotations

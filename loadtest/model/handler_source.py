@@ -4,8 +4,9 @@ Owns reading a handler's Python source with ``ast`` (never importing or running 
 environment variables it reads (``environment_reads``: ``os.environ["X"]``,
 ``os.environ.get("X")``, ``os.getenv("X")`` and the same through ``from os import
 environ, getenv``), the table names it hard-codes (``hardcoded_tables``), whether it
-answers with partial batch responses (``reports_item_failures``), and the run resource a
-variable's name suggests (``suggested_value``). Pure: the caller reads the file.
+answers with partial batch responses (``reports_item_failures``), the attribute it stores
+a message's business id under (``id_attribute``), and the run resource a variable's name
+suggests (``suggested_value``). Pure: the caller reads the file.
 ``loadtest.model.scaffold`` writes the scenario from these.
 """
 
@@ -95,6 +96,47 @@ def hardcoded_tables(source: str, filename: str = "<handler>") -> list[str]:
             ):
                 names.append(arg.value)
     return names
+
+
+def _reads_field(node: ast.expr, field: str) -> bool:
+    """Whether ``node`` is the message's ``field`` itself: ``x["field"]``, ``x.get("field")``
+    or, in the client API's form, ``{"S": x["field"]}``."""
+    if isinstance(node, ast.Dict) and len(node.values) == 1:
+        return _reads_field(node.values[0], field)
+    if isinstance(node, ast.Subscript):
+        key = node.slice
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and node.args
+    ):
+        key = node.args[0]
+    else:
+        return False
+    return isinstance(key, ast.Constant) and key.value == field
+
+
+def id_attribute(source: str, field: str, filename: str = "<handler>") -> str | None:
+    """The attribute ``source`` stores the message's ``field`` under, as the key of an item
+    it writes or reads: ``put_item(Item={"id": order["orderId"], ...})`` or ``Key={...}``
+    gives ``"id"``. None when no literal item names it (the id is computed, or the item is
+    built elsewhere)."""
+    tree = _parse(source, filename)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        for keyword in node.keywords:
+            if keyword.arg not in ("Item", "Key") or not isinstance(keyword.value, ast.Dict):
+                continue
+            for key, value in zip(keyword.value.keys, keyword.value.values, strict=True):
+                if (
+                    isinstance(key, ast.Constant)
+                    and isinstance(key.value, str)
+                    and _reads_field(value, field)
+                ):
+                    return key.value
+    return None
 
 
 _PARTIAL_BATCH = frozenset({"batchItemFailures", "process_partial_response", "BatchProcessor"})

@@ -254,12 +254,15 @@ def scenario_text(
     *,
     tables: Sequence[str] = (),
     item_failures: bool = False,
+    stored_as: str | None = None,
     table_key: KeyChoice | str | None = None,
 ) -> str:
     """The commented scenario ``loadtest new`` writes for ``handler`` (a reference as the
     user gave it): ``environment`` the variables its source reads, ``tables`` the table
     names it hard-codes, ``item_failures`` whether it answers with partial batch responses,
-    ``table_key`` the key a dry run's first write showed (or why it showed none)."""
+    ``stored_as`` the attribute its source stores the business id under (else the outcome
+    key is named as the sample's id field), ``table_key`` the key a dry run's first write
+    showed (or why it showed none)."""
     out = [
         f"# A scenario for the handler {handler}, written by `loadtest new`.",
         "# Run it with `loadtest run THIS_FILE`. Check each setting against how the function is",
@@ -301,7 +304,7 @@ def scenario_text(
             '# body = { orderId = "{id}", quantity = "{quantity}" }',
         ]
     else:
-        id_name = sample.id_key
+        id_name = stored_as or sample.id_key
         out += ["", "[workload.body]"]
         origin = (
             f"From the sample message {sample_name}" if sample_name else "From the sample message"
@@ -309,13 +312,24 @@ def scenario_text(
         out.append(f"# {origin}: {{id}} is the business id ({sample.id_path}).")
         out += [f"# {note}." for note in sample.notes]
         out += [f"{_key(k)} = {toml_value(v)}" for k, v in sample.template.items()]
-    out += _outcome_block(id_name, table_key)
+    stored = (
+        f"The handler's source stores {sample.id_key} as {stored_as}"
+        if sample is not None and stored_as and stored_as != sample.id_key
+        else None
+    )
+    out += _outcome_block(id_name, table_key, stored)
     out += [
         "",
         "[consumer]",
         _line("batch_size = 10", "Lambda's default for an SQS event source mapping"),
         _line("batching_window_s = 0", "MaximumBatchingWindowInSeconds"),
         _line("concurrency = 4", "concurrent executions (execution environments)"),
+        _line("function_timeout_s = 30", "the function's Timeout"),
+        _line(
+            "visibility_timeout_s = 30",
+            "the queue's VisibilityTimeout (AWS advises 6x the function timeout)",
+        ),
+        _line("max_receive_count = 3", "the redrive policy's maxReceiveCount (AWS advises 5+)"),
         _line(
             f"report_batch_item_failures = {toml_value(item_failures)}",
             "the handler returns batchItemFailures: deployed with ReportBatchItemFailures"
@@ -328,7 +342,9 @@ def scenario_text(
     return "\n".join(out) + "\n"
 
 
-def _outcome_block(id_name: str, table_key: KeyChoice | str | None) -> list[str]:
+def _outcome_block(
+    id_name: str, table_key: KeyChoice | str | None, stored: str | None
+) -> list[str]:
     guess = f'key = {{ {_key(id_name)} = "{{id}}" }}'
     if isinstance(table_key, KeyChoice):
         if table_key.key == ((id_name, "S"),):
@@ -351,6 +367,8 @@ def _outcome_block(id_name: str, table_key: KeyChoice | str | None) -> list[str]
         "# The key of the item a message's outcome is stored under (and of the table the run",
         '# creates). Change it if the handler keys its items otherwise, e.g. { pk = "ORDER#{id}" }.',
     ]
+    if stored is not None:
+        out.append(f"# {stored}.")
     if isinstance(table_key, str):
         out.append(f"# A dry run could not show the key the handler writes: {table_key}.")
     return [*out, guess]

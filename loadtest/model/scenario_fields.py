@@ -8,6 +8,7 @@ refusal is a ``ScenarioError`` naming the source, the field, the value and what 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import re
 import typing
 from collections.abc import Mapping
@@ -84,8 +85,11 @@ def _check_keys(raw: Mapping[str, Any], allowed: set[str], source: str, path: st
     unknown = sorted(set(raw) - allowed)
     if unknown:
         prefix = f"{path}." if path else ""
+        close = difflib.get_close_matches(unknown[0], sorted(allowed), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ScenarioError(
-            f"{source}: unknown key {prefix}{unknown[0]!r}; allowed: {', '.join(sorted(allowed))}"
+            f"{source}: unknown key {prefix}{unknown[0]!r}{hint}; "
+            f"allowed: {', '.join(sorted(allowed))}"
         )
 
 

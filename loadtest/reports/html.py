@@ -101,6 +101,11 @@ def _run_labels(runs: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _reproduce_command(report: Mapping[str, Any]) -> tuple[str, bool]:
+    # An exploration's page shows one schedule: its replay line reruns exactly that one,
+    # as the terminal's "replay:" does (the command reruns the whole search).
+    replay = (report.get("explore") or {}).get("replay")
+    if replay:
+        return str(replay), False
     command = report.get("command")
     if command:
         return str(command), False

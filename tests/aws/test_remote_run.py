@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from loadtest.adapters.aws import BackendKind, Target
-from loadtest.api import prepare
+from loadtest.api import execute, prepare
 from loadtest.deploy.lambda_attach import FunctionSnapshot
 from loadtest.deploy.lambda_cleanup import find_tagged, make_clients
 from loadtest.deploy.lambda_deploy import layer_zip
@@ -25,7 +25,6 @@ from loadtest.deploy.remote_run import AttachTo, run_deployed
 from loadtest.emulation.handlers import parse_ref
 from loadtest.model.lint import lint
 from loadtest.model.scenario import load_scenario
-from loadtest.remote import execute_remote
 from tests.aws.test_ministack import LAB_TABLE, _user_function
 
 pytestmark = pytest.mark.slow
@@ -65,13 +64,14 @@ def test_read_then_write_double_writes_through_the_mapping_conditional_does_not(
     plan = prepare(
         "race-burst",
         endpoint_url=ministack,
+        deploy=True,
         distinct_ids=4,
         copies=3,
         concurrency=4,
         race_window_ms=400,
         deadline_s=90,
     )
-    report = execute_remote(plan, run_id="race")
+    report = execute(plan, run_id="race")
     racy, conditional = report.runs
     assert racy.variant == "read-then-write"
     assert racy.counts.messages_sent == conditional.counts.messages_sent == 12
@@ -143,8 +143,8 @@ def test_attach_runs_the_workload_through_a_deployed_function_and_restores_it(
     queue, _ = _user_function(clients, suffix="-run")
     queue_name = queue.rsplit("/", 1)[-1]
     before = FunctionSnapshot.of(clients.lambda_, "user-worker-run")
-    plan = prepare("seed-lab", endpoint_url=ministack)
-    report = execute_remote(
+    plan = prepare("seed-lab", endpoint_url=ministack, deploy=True)
+    report = execute(
         plan,
         attach=AttachTo(function="user-worker-run", queue_url=queue, table="user-orders-run"),
         run_id="att2",
@@ -181,13 +181,14 @@ def test_a_consumer_keyed_on_the_message_id_fails_through_the_mapping_as_it_does
         adversarial / "burst.toml",
         handler=f"{adversarial / 'message_id_key_conditional.py'}:handler",
         endpoint_url=ministack,
+        deploy=True,
         distinct_ids=4,
         copies=3,
         concurrency=4,
         visibility_timeout_s=30,
         deadline_s=90,
     )
-    report = execute_remote(plan, run_id="msgid")
+    report = execute(plan, run_id="msgid")
     (run,) = report.runs
     c = run.counts
     assert (c.messages_sent, c.acked, c.dead_lettered) == (12, 12, 0)

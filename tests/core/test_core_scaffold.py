@@ -11,7 +11,12 @@ import pytest
 from loadtest.errors import InputError
 from loadtest.model.body import body_shape
 from loadtest.model.envelopes import EnvelopeKind
-from loadtest.model.handler_source import environment_reads, hardcoded_tables, suggested_value
+from loadtest.model.handler_source import (
+    environment_reads,
+    hardcoded_tables,
+    id_attribute,
+    suggested_value,
+)
 from loadtest.model.scaffold import sample_template, scenario_text, toml_value
 from loadtest.model.scenario import parse_scenario
 from loadtest.model.schedule import plan
@@ -222,3 +227,56 @@ def test_a_partial_batch_response_is_recognised() -> None:
 def test_the_written_scenario_shuffles_copies_so_they_can_race() -> None:
     raw = tomllib.loads(scenario_text("consumer.conditional:handler", None, None, []))
     assert raw["workload"]["order"] == "shuffled" and raw["workload"]["copies"] == 2
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ('t.put_item(Item={"id": order["orderId"], "total": order["total"]})', "id"),
+        ('t.get_item(Key={"pk": order.get("orderId")})', "pk"),
+        ('c.put_item(TableName=T, Item={"order_id": {"S": body["orderId"]}})', "order_id"),
+        # Stored under its own name, computed, or not written from a literal: nothing to say.
+        ('t.put_item(Item={"orderId": order["orderId"]})', "orderId"),
+        ('t.put_item(Item={"pk": f"ORDER#{order[\'orderId\']}"})', None),
+        ("t.put_item(Item=order)", None),
+        ('t.put_item(Item={"id": order["customerId"]})', None),
+    ],
+)
+def test_the_attribute_a_source_stores_the_business_id_under(
+    source: str, expected: str | None
+) -> None:
+    assert id_attribute(source, "orderId") == expected
+
+
+def test_the_outcome_key_is_where_the_handler_stores_the_id_not_the_samples_name() -> None:
+    sample = sample_template(SNS_SAMPLE, "orderId", "sample.json")
+    text = scenario_text("app.py:handler", sample, "sample.json", [], stored_as="id")
+    assert "# The handler's source stores orderId as id." in text
+    scenario = parse_scenario(tomllib.loads(text), source="new.toml")
+    assert scenario.outcome.templates == (("id", "{id}"),)
+    # The body keeps the sample's field: only the table's key follows the handler.
+    assert tomllib.loads(text)["workload"]["body"]["orderId"] == "{id}"
+    same = scenario_text("app.py:handler", sample, "sample.json", [], stored_as="orderId")
+    assert "The handler's source stores" not in same
+    assert parse_scenario(tomllib.loads(same), source="n.toml").outcome.templates == (
+        ("orderId", "{id}"),
+    )
+
+
+def test_the_settings_a_run_warns_about_are_written_for_the_user_to_set() -> None:
+    # Lint judges the function timeout, the visibility timeout and maxReceiveCount: the
+    # scenario names each, at the value a run would otherwise take silently.
+    text = scenario_text("app.py:handler", None, None, [])
+    consumer = tomllib.loads(text)["consumer"]
+    assert (
+        consumer["function_timeout_s"],
+        consumer["visibility_timeout_s"],
+        consumer["max_receive_count"],
+    ) == (30, 30, 3)
+    defaults = parse_scenario({}, source="empty.toml").consumer
+    scenario = parse_scenario(tomllib.loads(text), source="new.toml").consumer
+    assert (
+        scenario.function_timeout_s,
+        scenario.visibility_timeout_s,
+        scenario.max_receive_count,
+    ) == (defaults.function_timeout_s, defaults.visibility_timeout_s, defaults.max_receive_count)

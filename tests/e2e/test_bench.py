@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from loadtest.cli import bench
+from benchmarks import run_bench as bench
 
 
 def test_a_small_bench_settles_and_measures_every_process_kind(

@@ -211,3 +211,38 @@ def test_new_for_an_idempotent_consumer_gives_a_scenario_it_passes(
     assert run["counts"]["writes_accepted"] == 20
     assert run["counts"]["writes_rejected"] == 20
     assert run["counts"]["duplicate_writes"] == 0
+
+
+def test_a_handler_keying_its_items_otherwise_than_the_scenario_is_told_so(
+    backend_url: str, tmp_path: Path
+) -> None:
+    # The scenario says outcome items are keyed id, the table is created so, and the
+    # handler writes items keyed orderId: the table refuses every write. The verdict
+    # names the refusals and the setting to check, not only "nothing was stored".
+    scenario = tmp_path / "wrong_key.toml"
+    scenario.write_text(
+        (HERE / "sns_orders.toml")
+        .read_text()
+        .replace('key = { orderId = "{id}" }', 'key = { id = "{id}" }')
+        .replace("distinct_ids = 20", "distinct_ids = 2")
+        .replace("copies = 2", "copies = 1")
+        + "max_receive_count = 1\nvisibility_timeout_s = 3\n"
+    )
+    out = tmp_path / "wrong_key.json"
+    result = runner.invoke(
+        app,
+        [
+            *("run", str(scenario), "--handler", SNS_CONSUMER, "--endpoint-url", backend_url),
+            *("--batch-size", "1", "--batching-window", "0", "--json", str(out)),
+        ],
+    )
+    assert result.exit_code == 1, result.output
+    (run,) = json.loads(out.read_text())["runs"]
+    assert run["counts"]["writes_accepted"] == 0
+    assert run["counts"]["side_writes"] == 2
+    assert run["counts"]["dead_lettered"] == 2
+    (reason,) = [r for r in run["reasons"] if r.startswith("nothing was stored")]
+    assert reason.endswith(
+        "; the table refused 2 other write(s) (ValidationException x2): check that "
+        "[outcome] key names the attributes the handler keys its items by"
+    )

@@ -133,7 +133,35 @@ def test_unknown_key_is_named(tmp_path: Path) -> None:
     bad.write_text("[consumer]\nbatchsize = 2\n")
     result = runner.invoke(app, ["run", str(bad)])
     assert result.exit_code == 2
-    assert "unknown key consumer.'batchsize'" in " ".join(result.output.split())
+    text = " ".join(result.output.split())
+    assert "unknown key consumer.'batchsize' (did you mean 'batch_size'?)" in text
+
+
+def test_an_unknown_key_far_from_every_field_suggests_nothing(tmp_path: Path) -> None:
+    bad = tmp_path / "typo.toml"
+    bad.write_text("[workload]\nzzz = 2\n")
+    result = runner.invoke(app, ["run", str(bad)])
+    assert result.exit_code == 2
+    text = " ".join(result.output.split())
+    assert "unknown key workload.'zzz'; allowed: arrival," in text
+    assert "did you mean" not in text
+
+
+@pytest.mark.parametrize(
+    ("command", "codes"),
+    [
+        ("run", ["0 when", "1 when", "2 for bad input", "3 when", "4 when", "130 when"]),
+        ("compare", ["0 when", "1 when", "2 for bad input", "3 when", "4 when", "130 when"]),
+        ("doctor", ["0 when", "1 when", "2 for bad input", "3 when", "130 when"]),
+    ],
+)
+def test_help_names_every_exit_code_the_command_can_end_with(
+    command: str, codes: list[str]
+) -> None:
+    result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    assert [code for code in codes if code not in text] == []
 
 
 def test_handler_that_fails_to_import_leaves_nothing(backend_url: str, tmp_path: Path) -> None:

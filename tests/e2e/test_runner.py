@@ -7,6 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from loadtest.emulation.environments import CUT_OFF_ERROR
 from loadtest.emulation.runner import FIFO_REPEAT_S, Settlement
 from loadtest.model.history import InvocationOutcome
 from loadtest.model.scenario import load_scenario
@@ -72,6 +73,7 @@ def test_an_invocation_cut_off_by_the_deadline_is_a_delivery_with_its_writes(
     (run,) = run_variants(scenario, backend_url, f"{HERE / 'write_then_hang.py'}:handler").runs
     (cut,) = run.history.invocations
     assert cut.outcome is InvocationOutcome.CUT_OFF
+    assert cut.error == CUT_OFF_ERROR  # names the deadline and an interrupt, not only one
     counts = run.check.counts
     assert counts.deliveries == 1
     assert counts.writes_accepted == 1  # made before the hang, kept although it never returned

@@ -284,3 +284,26 @@ def test_the_page_and_the_terminal_show_every_count_the_json_has() -> None:
         values = [str(read(run)) for run in runs]
         line = next(line for line in text.splitlines() if f" {label} " in line)
         assert [cell.strip() for cell in line.split("│")[2:-1]] == values, label
+
+
+def test_an_explorations_page_reproduces_its_schedule_with_the_replay_line() -> None:
+    report = _sample()
+    report["command"] = "loadtest explore seed-lab --variant read-then-write"
+    replay = "loadtest explore seed-lab --variant read-then-write --schedule 2:2=2"
+    report["explore"] = {"replay": replay}
+    html = render_html(report)
+    assert replay in html
+    del report["explore"]
+    assert "--schedule" not in render_html(report)
+
+
+def test_a_warning_every_run_shares_is_listed_once_with_the_runs_it_concerns() -> None:
+    report = _sample()
+    for run in report["runs"]:
+        run["warnings"] = ["visibility timeout 30 s is below six times the function timeout"]
+    report["runs"][0]["warnings"].append("redrive maxReceiveCount 3 is below 5")
+    html = render_html(report)
+    block = html[html.index('id="warnings"') :]
+    assert block.count("visibility timeout 30 s is below") == 1
+    assert "read-then-write, conditional: visibility timeout 30 s" in block
+    assert "read-then-write: redrive maxReceiveCount 3 is below 5" in block

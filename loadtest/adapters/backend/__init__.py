@@ -6,6 +6,10 @@ not imported here, so ``python -m loadtest.adapters.backend.embedded`` runs it e
 
 from __future__ import annotations
 
-from loadtest.adapters.backend.errors import BackendError, UnsupportedMotoVersion
+from loadtest.adapters.backend.errors import (
+    BackendError,
+    UnsupportedMotoVersion,
+    UnsupportedVersion,
+)
 
-__all__ = ["BackendError", "UnsupportedMotoVersion"]
+__all__ = ["BackendError", "UnsupportedMotoVersion", "UnsupportedVersion"]

@@ -115,8 +115,13 @@ def build_app(*, patched: bool = True) -> WSGIApplication:
     """moto's server app; with ``patched`` (the default) made safe for load tests.
 
     ``patched=False`` gives moto exactly as shipped, for benchmarks and comparisons only.
-    Raises ``UnsupportedMotoVersion`` if the patches do not fit the installed moto.
+    Raises ``UnsupportedVersion`` (``UnsupportedMotoVersion`` for moto) if a patched
+    library is not at a version the patches were written for, before importing them.
     """
+    if patched:
+        from loadtest.adapters.backend.versions import check_versions
+
+        check_versions()
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
     app = DomainDispatcherApplication(create_backend_app)

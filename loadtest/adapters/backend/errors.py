@@ -3,7 +3,8 @@
 ::
 
     loadtest.errors.BackendError       the embedded backend could not start, answer or stop
-     └── UnsupportedMotoVersion        moto is outside the series the patches were written for
+     └── UnsupportedVersion            a patched library is outside the versions supported
+          └── UnsupportedMotoVersion   ... and that library is moto
 
 ``BackendError`` is the project's own (exit code 3 from the CLI), re-exported
 here so the backend's modules name it locally.
@@ -13,8 +14,13 @@ from __future__ import annotations
 
 from loadtest.errors import BackendError
 
-__all__ = ["BackendError", "UnsupportedMotoVersion"]
+__all__ = ["BackendError", "UnsupportedMotoVersion", "UnsupportedVersion"]
 
 
-class UnsupportedMotoVersion(BackendError):
-    """The installed moto is not the minor series ``loadtest.adapters.backend.patches`` targets."""
+class UnsupportedVersion(BackendError):
+    """A library the backend patches is installed at a version it was not written for
+    (``loadtest.adapters.backend.versions``)."""
+
+
+class UnsupportedMotoVersion(UnsupportedVersion):
+    """The installed moto is outside the range ``loadtest.adapters.backend.patches`` targets."""

@@ -15,7 +15,9 @@ deduplication and group order (as SQS behaves), the PartiQL answers below, and a
 update's operands (``SET a = b DELETE b :x`` keeps b's old value in a, as DynamoDB does)
 and the ClientRequestToken of TransactWriteItems and ExecuteTransaction (a repeat within
 10 minutes writes nothing), a key of the wrong type (a ValidationException, not a 500)
-and a legacy ``ConditionalOperator=OR``.
+and a legacy ``ConditionalOperator=OR``. The moto bugs this fixes are listed, each with
+the test that shows it on moto as shipped, in docs/architecture.md ("The embedded
+backend's fixes to moto"); the versions patched are ``versions``'.
 
 Why, measured on moto 5.2.5's threaded server:
 
@@ -162,8 +164,8 @@ from loadtest.adapters.backend import (
     regions,
     transact_tokens,
     update_operands,
+    versions,
 )
-from loadtest.adapters.backend.errors import UnsupportedMotoVersion
 from loadtest.adapters.backend.partiql_patches import (
     DuplicateItemException as DuplicateItemException,
 )
@@ -205,7 +207,8 @@ __all__ = [
 ]
 
 SUPPORTED_MOTO_SERIES = (5, 2)
-"""The (major, minor) moto series whose ``moto/sqs/models.py`` these patches mirror."""
+"""The (major, minor) moto series whose ``moto/sqs/models.py`` these patches mirror (the
+exact range of every patched library is ``versions.SUPPORTED``)."""
 
 _MARKER = "_loadtest_patched"
 _APPLY_LOCK = threading.Lock()
@@ -304,19 +307,8 @@ def _replacements() -> dict[tuple[object, str], object]:
 
 # -- installation -----------------------------------------------------------------------------
 def check_moto_version(version: str = moto.__version__) -> None:
-    """Raise ``UnsupportedMotoVersion`` unless ``version`` is in ``SUPPORTED_MOTO_SERIES``."""
-    try:
-        series = tuple(int(part) for part in version.split(".")[:2])
-    except ValueError:
-        series = ()
-    if series != SUPPORTED_MOTO_SERIES:
-        expected = ".".join(map(str, SUPPORTED_MOTO_SERIES))
-        raise UnsupportedMotoVersion(
-            f"loadtest's patches mirror moto {expected}.x's moto/sqs/models.py and "
-            "moto/dynamodb/models/__init__.py, "
-            f"but moto {version} is installed; install 'moto[server]>={expected}.5,<5.3' "
-            "or port loadtest/adapters/backend/patches.py to the new moto first"
-        )
+    """Raise ``UnsupportedMotoVersion`` unless ``version`` is in the supported range."""
+    versions.check_version("moto", version)
 
 
 def is_applied() -> bool:
@@ -325,11 +317,12 @@ def is_applied() -> bool:
 
 
 def apply() -> None:
-    """Install the patches (idempotent, thread-safe); refuse an unsupported moto."""
+    """Install the patches (idempotent, thread-safe); refuse, before patching anything, any
+    patched library outside ``versions.SUPPORTED``."""
     with _APPLY_LOCK:
         if is_applied():
             return
-        check_moto_version()
+        versions.check_versions()
         for (owner, name), replacement in _replacements().items():
             setattr(owner, name, replacement)
         fifo_patches.disable_moto_dedup()

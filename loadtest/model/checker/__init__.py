@@ -133,6 +133,19 @@ __all__ = [
 ]
 
 
+def refused_side_writes(errors: Mapping[str, int]) -> str:
+    """What to add when nothing was stored but the table refused writes whose key is not
+    an outcome item's: most often the scenario's ``[outcome] key`` is not the key the
+    handler writes under (the table is created with it, so every write lacks it)."""
+    if not errors:
+        return ""
+    listed = ", ".join(f"{code} x{n}" for code, n in sorted(errors.items()))
+    return (
+        f"; the table refused {sum(errors.values())} other write(s) ({listed}): "
+        "check that [outcome] key names the attributes the handler keys its items by"
+    )
+
+
 def _choose_model(evidence: Evidence, templates: Iterable[str], outcome_key: OutcomeKey) -> Model:
     """Where outcomes live, from the evidence of the writes (``templates``: every key
     template written)."""
@@ -321,6 +334,7 @@ def check(
     if nothing_stored and model.kind != "ambiguous":
         (inconclusive if cut_short else reasons).append(
             f"nothing was stored: no write of an outcome item ({model.description}) was accepted"
+            + refused_side_writes(passed.side_errors)
         )
     if cut_short:
         inconclusive.extend(cut_short_reasons(counts))

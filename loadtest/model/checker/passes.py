@@ -195,6 +195,8 @@ class Judging:
     early_at: array[int] = field(default_factory=lambda: array("q"))
     outcome_writes: Counter[WriteOutcome] = field(default_factory=Counter)
     side_writes: int = 0
+    side_errors: Counter[str] = field(default_factory=Counter)
+    """Side writes the table refused with an error, per error code."""
     unknown_after: int = 0
     """Accepted outcome writes whose item after the observer could not compute."""
     templates: dict[str, dict[str, int | str]] = field(default_factory=dict)
@@ -293,6 +295,8 @@ class Judging:
         entry["writes"] = int(entry["writes"]) + 1
         if business_id is None:
             self.side_writes += 1
+            if record.outcome is WriteOutcome.ERROR:
+                self.side_errors[record.error_code or "an error"] += 1
             owner = side_business_id(record, ref)
             made_for = marked_record(record, ref, owner) or message_id(ref, owner, 0)
             self._early(Decision(record, ref, owner, made_for, Role.SIDE), position)

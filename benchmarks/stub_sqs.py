@@ -1,6 +1,6 @@
 """A stub SQS endpoint that answers ``SendMessageBatch`` at once: bench tooling only.
 
-``python -m loadtest.adapters.backend.stub --port N`` (or :class:`StubSqs`) serves
+``python -m benchmarks.stub_sqs --port N`` (or :class:`StubSqs`) serves
 HTTP/1.1 with keep-alive on localhost and answers every request as a successful
 ``SendMessageBatch`` in SQS's JSON protocol (a made-up MessageId and the body's real
 MD5 per entry), whatever the target. It keeps nothing, so what a producer achieves

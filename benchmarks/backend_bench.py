@@ -1,4 +1,4 @@
-"""Benchmark of the embedded backend: ``python -m loadtest.adapters.backend.bench``.
+"""Benchmark of the embedded backend: ``python -m benchmarks.backend_bench``.
 
 Prints figures, never asserts. For each backend (patched, and moto as shipped unless
 ``--skip-unpatched``) it measures:
@@ -221,9 +221,7 @@ def _run(label: str, *, patched: bool, sizes: Sequence[int], keys: int, writers:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark and print its figures."""
-    parser = argparse.ArgumentParser(
-        prog="python -m loadtest.adapters.backend.bench", description=__doc__
-    )
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.backend_bench", description=__doc__)
     parser.add_argument("--sizes", type=_sizes, default=[1000, 20000], help="burst sizes")
     parser.add_argument(
         "--unpatched-sizes", type=_sizes, default=[300, 1000], help="burst sizes, moto as shipped"

@@ -1,6 +1,6 @@
 """The benchmark: a burst of a few thousand messages on the embedded backend.
 
-``nox -s bench`` (or ``python -m loadtest.cli.bench``) prints figures and asserts
+``nox -s bench`` (or ``python -m benchmarks.run_bench``) prints figures and asserts
 nothing about time. Figures, for one run of race-burst's conditional variant:
 
 - messages per second end to end (settled messages / run duration),
@@ -44,10 +44,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from benchmarks.stub_sqs import producer_ceiling
 from loadtest import engine
 from loadtest.adapters.aws import BackendKind
 from loadtest.adapters.backend.embedded import EmbeddedBackend
-from loadtest.adapters.backend.stub import producer_ceiling
 from loadtest.emulation import layer
 from loadtest.emulation.handlers import parse_ref
 from loadtest.model.rate import rate_warning

@@ -1,0 +1,76 @@
+"""The deployed runtime: each variant runs as a Lambda function behind a real event source mapping.
+
+Owns turning a scenario and its variants into a ``RunResult`` through
+``loadtest.deploy`` (deploy or attach, send, collect, delete or restore): each
+collected ``RemoteVariant`` becomes the engine's ``VariantRun`` through the
+same builder as a local run (``variant_result``). Prints nothing, never exits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from loadtest.adapters import aws
+from loadtest.deploy.remote_run import AttachTo, RemoteVariant
+from loadtest.emulation.handlers import HandlerRef
+from loadtest.engine.results import RunResult, VariantRun
+from loadtest.engine.variant_result import variant_result
+from loadtest.model.scenario import Scenario
+
+
+def run_deployed(
+    scenario: Scenario,
+    refs: Sequence[HandlerRef],
+    target: aws.Target,
+    *,
+    keep: bool = False,
+    attach: AttachTo | None = None,
+    run_id: str | None = None,
+) -> RunResult:
+    """Run the scenario through deployed Lambda functions behind real mappings, and judge it.
+
+    ``target`` is AWS or an endpoint that runs Lambda functions (MiniStack).
+    Without ``attach`` each variant is deployed (and deleted afterwards unless
+    ``keep``); with it, that already deployed consumer's own handler runs (one
+    run, reported as ``attached:NAME``, the variants ignored) and the function
+    is restored exactly afterwards. Credentials come from boto3's chain.
+    Control-plane failures raise ``BackendError``.
+    """
+    from loadtest.deploy import remote_attach, remote_run
+    from loadtest.deploy.lambda_cleanup import make_clients
+
+    clients, _ = make_clients(target.endpoint_url, target.region)
+    run_id = run_id or aws.new_run_id()
+    if attach is not None:
+        # The function's own handler runs, whatever variants the scenario names.
+        remote = [remote_attach.run_attached(scenario, attach, clients, target, run_id=run_id)]
+    else:
+        remote = remote_run.run_deployed(scenario, refs, clients, target, run_id=run_id, keep=keep)
+    return RunResult(scenario, target, [deployed_variant_run(scenario, r) for r in remote])
+
+
+def deployed_variant_run(scenario: Scenario, remote: RemoteVariant) -> VariantRun:
+    """The engine's record of a variant run, from one collected through a deployed mapping."""
+    noticed = []
+    if remote.unreadable_lines:
+        noticed.append(
+            f"{remote.unreadable_lines} lines on the observation queue were not loadtest's"
+        )
+    if remote.orphan_invocations:
+        noticed.append(
+            f"{remote.orphan_invocations} invocations wrote without reporting their records"
+        )
+    return variant_result(
+        scenario,
+        remote.ref,
+        remote.names,
+        remote.history,
+        remote.end_state,
+        check=remote.check,
+        latency=remote.latency,
+        cold_starts=remote.cold_starts,
+        cleanup_problems=remote.cleanup_problems,
+        incomplete=remote.incomplete,
+        consumer_warnings=remote.deployed_warnings,  # an attached consumer runs its own settings
+        noticed=noticed,
+    )

@@ -1,0 +1,379 @@
+"""The local runtime: a scenario's seeded workload against each variant in emulated environments.
+
+For every variant: start the execution environments (importing the handler
+validates it before anything is created), create a fresh queue, DLQ and
+table, run the producer, pollers and DLQ watcher in one task group until every
+message is settled or the deadline passes, read the end state, check it, and
+delete exactly what was created — also when the run fails or is interrupted.
+
+Owns the orchestration of an emulated run (``run``, ``run_async``,
+``sweep_async``, ``run_variant``: set up, run, check, clean up) and starting
+the embedded backend (``backend_target``). The live phase of a run is
+``drive``'s, the end-of-run steps ``ending``'s, the result types ``results``'
+and the variant's record ``variant_result``'s. Prints nothing, never exits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from typing import Any
+
+import anyio
+
+from loadtest.adapters import aws
+from loadtest.adapters.fifo import fifo_queue
+from loadtest.adapters.producers import producing
+from loadtest.adapters.spool import FileFrames
+from loadtest.emulation.environments import ExecutionEnvironment, FunctionConfig, log_directory
+from loadtest.emulation.handlers import HandlerRef, tables_for
+from loadtest.emulation.runner import Progress
+from loadtest.engine.drive import drive
+from loadtest.engine.ending import (
+    close_all,
+    read_end_state,
+    salvage_end_state,
+    why,
+    with_left_behind,
+)
+from loadtest.engine.results import (
+    CLEANUP_TIMEOUT_S,
+    Clock,
+    ProgressCallback,
+    RunResult,
+    Salvage,
+    VariantRun,
+    check_reachable,
+    fault_environment,
+    function_environment,
+)
+from loadtest.engine.variant_result import variant_result
+from loadtest.interrupts import Stop
+from loadtest.model.function_config import extra_table_name
+from loadtest.model.history import EndState, History
+from loadtest.model.judging import judge
+from loadtest.model.metrics import latencies
+from loadtest.model.observation import SharedValues
+from loadtest.model.scenario import Scenario
+from loadtest.model.schedule import PlannedMessage, plan
+
+
+async def run_variant(
+    scenario: Scenario,
+    ref: HandlerRef,
+    target: aws.Target,
+    planned: Sequence[PlannedMessage],
+    names: aws.ResourceNames,
+    *,
+    on_progress: ProgressCallback | None = None,
+    clock: Clock = time.monotonic_ns,
+    cleanup_timeout_s: float = CLEANUP_TIMEOUT_S,
+    salvage: Salvage | None = None,
+) -> VariantRun:
+    """Run one variant; every cleanup step and the end-state read take at most ``cleanup_timeout_s``.
+
+    When the run is cancelled (interrupted) or the backend fails mid-run, what
+    was measured is judged against a bounded end-state read and added to
+    ``salvage.runs`` marked incomplete before the exception goes on.
+    """
+    settings = scenario.consumer
+    setup = scenario.function
+    if setup.table_name:
+        names = dataclasses.replace(names, table=setup.table_name)
+    tables = tables_for(ref, setup)
+    key_schema = setup.key_schema(scenario.outcome.key_names)
+    config = FunctionConfig(
+        handler=ref,
+        function_name=names.queue.removesuffix("-jobs") + "-worker",
+        table_name=names.table,
+        region=target.region,
+        endpoint_url=target.endpoint_url,
+        memory_mb=settings.memory_mb,
+        timeout_s=settings.function_timeout_s,
+        extra_env=target.credentials_env,
+        fault_env=fault_environment(scenario),
+        report_batch_item_failures=settings.report_batch_item_failures,
+        key_names=tuple(name for name, _ in key_schema),
+    )
+    salvage = salvage if salvage is not None else Salvage()
+    made = aws.Provisioned()
+    history = History(frames=FileFrames)
+    progress = Progress()
+    end_state: EndState | None = None
+    problems: list[str] = []
+    failure: BaseException | None = None
+    sqs_served: int | None = None
+    with log_directory() as log_dir:
+        shared = SharedValues()
+        environments = [
+            ExecutionEnvironment(config, n, log_dir, shared) for n in range(settings.concurrency)
+        ]
+        try:
+            async with aws.clients(target, pool=max(16, settings.concurrency * 2 + 8)) as (
+                sqs,
+                dynamodb,
+            ):
+                salvage.live.append(made)
+                try:
+                    await aws.provision(
+                        sqs,
+                        dynamodb,
+                        names,
+                        visibility_timeout_s=settings.visibility_timeout_s,
+                        max_receive_count=settings.max_receive_count,
+                        into=made,
+                        target=target,
+                        key_schema=key_schema,
+                        extra_tables=tuple(
+                            (extra_table_name(names.prefix, t), t.key) for t in tables
+                        ),
+                        fifo=fifo_queue(scenario),
+                    )
+                    variables = function_environment(setup, tables, names, made, target.region)
+                    for env in environments:
+                        env.config = dataclasses.replace(
+                            config, function_env=variables, side_tables=tuple(made.extra_tables)
+                        )
+                    # Cold starts once the function's resources exist, as on Lambda: a
+                    # handler may read its table when imported. One that does not
+                    # import fails here, and what was made is torn down below.
+                    await environments[0].start()
+                    async with anyio.create_task_group() as tg:
+                        for env in environments[1:]:
+                            tg.start_soon(env.start)
+                    served_before = await aws.served_sqs_requests(target)
+                    assert made.queue_url
+                    async with producing(
+                        scenario.run.producers, target, made.queue_url, planned
+                    ) as send:
+                        await drive(
+                            scenario,
+                            ref.variant,
+                            target,
+                            send,
+                            len(planned),
+                            environments,
+                            sqs,
+                            made,
+                            history,
+                            progress,
+                            on_progress,
+                            clock,
+                        )
+                    served_after = await aws.served_sqs_requests(target)
+                    if served_before is not None and served_after is not None:
+                        sqs_served = served_after - served_before
+                    end_state = await read_end_state(sqs, dynamodb, made, target, cleanup_timeout_s)
+                except BaseException as exc:
+                    failure = exc
+                    raise
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        # Invocations in flight are ended before anything is read or deleted.
+                        await close_all(environments)
+                        if failure is not None and end_state is None and history.started_ns:
+                            end_state = await salvage_end_state(
+                                sqs, dynamodb, made, target, cleanup_timeout_s
+                            )
+                        problems = await aws.teardown(
+                            sqs, dynamodb, made, timeout_s=cleanup_timeout_s
+                        )
+                    if not problems:
+                        salvage.live.remove(made)
+        except BaseException as exc:
+            failure = failure or exc
+            if history.started_ns:
+                salvage.runs.append(
+                    _variant_run(
+                        scenario,
+                        ref,
+                        names,
+                        history,
+                        end_state or EndState(0, 0, 0, {}),
+                        environments,
+                        problems,
+                        incomplete=why(failure, end_state),
+                        progress=progress,
+                        cut_short=True,
+                    )
+                )
+            if problems:
+                raise with_left_behind(exc, problems) from exc
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                await close_all(environments)
+
+    variant_run = _variant_run(
+        scenario,
+        ref,
+        names,
+        history,
+        end_state,
+        environments,
+        problems,
+        incomplete=progress.stopped_early and f"stopped early: {progress.stopped_early}",
+        progress=progress,
+    )
+    variant_run.sqs_requests_served = sqs_served
+    salvage.runs.append(variant_run)
+    return variant_run
+
+
+def _variant_run(
+    scenario: Scenario,
+    ref: HandlerRef,
+    names: aws.ResourceNames,
+    history: History,
+    end_state: EndState,
+    environments: Sequence[ExecutionEnvironment],
+    problems: list[str],
+    *,
+    incomplete: str | None,
+    progress: Progress | None = None,
+    cut_short: bool = False,
+) -> VariantRun:
+    """The emulated run's measurements, judged, through the one builder (``variant_result``).
+
+    ``cut_short``: the run was interrupted or its backend failed before its workload was
+    settled (``check`` then leaves an absence unjudged)."""
+    if incomplete is not None and not history.ended_ns:
+        history.ended_ns = time.monotonic_ns()
+    return variant_result(
+        scenario,
+        ref,
+        names,
+        history,
+        end_state,
+        check=judge(scenario, history, end_state, cut_short=cut_short),
+        latency=latencies(history),
+        cold_starts=sum(env.cold_starts for env in environments),
+        cleanup_problems=problems,
+        incomplete=incomplete,
+        backlog_peak=progress.backlog_peak if progress is not None else 0,
+        stopped_early=progress.stopped_early if progress is not None else None,
+    )
+
+
+async def run_async(
+    scenario: Scenario,
+    refs: Sequence[HandlerRef],
+    target: aws.Target,
+    *,
+    on_progress: ProgressCallback | None = None,
+    clock: Clock = time.monotonic_ns,
+) -> RunResult:
+    """Run the scenario's seeded workload against each variant in turn."""
+    return await sweep_async(scenario, refs, target, [{}], on_progress=on_progress, clock=clock)
+
+
+async def sweep_async(
+    scenario: Scenario,
+    refs: Sequence[HandlerRef],
+    target: aws.Target,
+    cells: Sequence[dict[str, Any]],
+    *,
+    on_progress: ProgressCallback | None = None,
+    clock: Clock = time.monotonic_ns,
+    cleanup_timeout_s: float = CLEANUP_TIMEOUT_S,
+    salvage: Salvage | None = None,
+) -> RunResult:
+    """Run every variant once per cell (a dict of scenario overrides), in order.
+
+    The cells' scenarios are built (and validated) before anything runs. Each
+    variant run is also added to ``salvage`` as it ends.
+    """
+    scenarios = [scenario.with_overrides(**cell) for cell in cells]
+    salvage = salvage if salvage is not None else Salvage()
+    salvage.target = target
+    await check_reachable(target)
+    run_id = aws.new_run_id()
+    runs = []
+    index = 0
+    for cell, cell_scenario in zip(cells, scenarios, strict=True):
+        planned = plan(cell_scenario.workload, cell_scenario.seed)
+        for ref in refs:
+            names = aws.ResourceNames.for_run(run_id, index)
+            index += 1
+            variant_run = await run_variant(
+                cell_scenario,
+                ref,
+                target,
+                planned,
+                names,
+                on_progress=on_progress,
+                clock=clock,
+                cleanup_timeout_s=cleanup_timeout_s,
+                salvage=salvage,
+            )
+            variant_run.cell = dict(cell)
+            runs.append(variant_run)
+    return RunResult(scenario=scenario, target=target, runs=runs)
+
+
+@contextmanager
+def backend_target(kind: aws.BackendKind, endpoint_url: str | None) -> Iterator[aws.Target]:
+    """The run's target; for the embedded backend, start it and stop it afterwards.
+
+    An embedded backend already running (``endpoint_url`` given with the embedded
+    kind, as a test session shares one) is used as it is, and left running.
+    """
+    if kind is aws.BackendKind.EMBEDDED and endpoint_url is None:
+        from loadtest.adapters.backend.embedded import EmbeddedBackend
+
+        with EmbeddedBackend() as backend:
+            yield aws.Target.resolve(kind, backend.endpoint_url)
+    else:
+        yield aws.Target.resolve(kind, endpoint_url)
+
+
+def run(
+    scenario: Scenario,
+    refs: Sequence[HandlerRef],
+    *,
+    kind: aws.BackendKind = aws.BackendKind.EMBEDDED,
+    endpoint_url: str | None = None,
+    on_progress: ProgressCallback | None = None,
+    cells: Sequence[dict[str, Any]] = ({},),
+    stop: Stop | None = None,
+    cleanup_timeout_s: float = CLEANUP_TIMEOUT_S,
+    salvage: Salvage | None = None,
+) -> RunResult:
+    """Synchronous entry point: start the backend if embedded, run, stop it.
+
+    ``cells`` makes it a sweep: each variant runs once per cell of overrides.
+    A ``stop`` request (a signal, see ``loadtest.interrupts``) ends the run
+    early: the result then holds what was measured, with ``incomplete`` set.
+    ``salvage`` (the caller's) keeps the finished runs and what is not yet
+    deleted even if this raises.
+    """
+    for cell in cells:
+        scenario.with_overrides(**cell)  # bad input fails before the backend starts
+    salvage = salvage if salvage is not None else Salvage()
+    with backend_target(kind, endpoint_url) as target:
+
+        async def main() -> RunResult:
+            with anyio.CancelScope() as scope:
+                with stop.cancels(scope) if stop is not None else nullcontext():
+                    return await sweep_async(
+                        scenario,
+                        refs,
+                        target,
+                        cells,
+                        on_progress=on_progress,
+                        cleanup_timeout_s=cleanup_timeout_s,
+                        salvage=salvage,
+                    )
+            # Only a stop request cancels this scope: keep what was measured.
+            reason = stop.reason if stop is not None else None
+            return RunResult(
+                scenario=scenario,
+                target=target,
+                runs=list(salvage.runs),
+                incomplete=f"interrupted by {reason}" if reason else "interrupted",
+            )
+
+        result: RunResult = anyio.run(main, backend="asyncio")
+        return result
