@@ -204,22 +204,28 @@ def _new(tmp_path: Path, handler: str, sample: dict[str, Any], id_field: str) ->
     return load_scenario(str(written))
 
 
-def test_new_keys_the_table_as_a_message_id_keyed_handler_writes_it(tmp_path: Path) -> None:
-    scenario = _new(
-        tmp_path,
-        f"{HERE / 'message_id_inbox.py'}:lambda_handler",
-        {"orderId": "o-1001", "quantity": 3},
-        "orderId",
-    )
+def test_new_keys_the_table_as_a_message_id_keyed_handler_writes_it(
+    backend_url: str, tmp_path: Path
+) -> None:
+    handler = f"{HERE / 'message_id_inbox.py'}:lambda_handler"
+    scenario = _new(tmp_path, handler, {"orderId": "o-1001", "quantity": 3}, "orderId")
     assert scenario.function.table_key == (("ID", "S"),)
     # The id is not the table's key: no [outcome] key asserts that outcomes live under it.
     assert "\n[outcome]\n" not in (tmp_path / "new.toml").read_text()
+    # The scenario as written runs the handler unedited: 20 ids x 2 copies, a row per
+    # message, each resend's row a duplicate, none lost.
+    (run,) = run_variants(scenario, backend_url, handler).runs
+    _assert_counts(run, Expected("fail", 40, 40, 0, 40, 20, 0, 40))
+    _assert_judged(run)
 
 
-def test_new_keys_the_table_as_a_uuid_keyed_handler_writes_it(tmp_path: Path) -> None:
+def test_new_keys_the_table_as_a_uuid_keyed_handler_writes_it(
+    backend_url: str, tmp_path: Path
+) -> None:
+    handler = f"{HERE / 'localstack_sqs_to_dynamodb.py'}:lambda_handler"
     scenario = _new(
         tmp_path,
-        f"{HERE / 'localstack_sqs_to_dynamodb.py'}:lambda_handler",
+        handler,
         # The handler reads every field of the producer's message, update_date included.
         {
             "product_id": "P001",
@@ -231,6 +237,10 @@ def test_new_keys_the_table_as_a_uuid_keyed_handler_writes_it(tmp_path: Path) ->
     )
     assert scenario.table_key_names == ("id",)
     assert scenario.function.table_key == (("id", "S"),)
+    # A row per copy, as in the deployed table: 20 ids x 2, each resend a duplicate.
+    (run,) = run_variants(scenario, backend_url, handler).runs
+    _assert_counts(run, Expected("fail", 40, 40, 0, 40, 20, 0, 40))
+    _assert_judged(run)
 
 
 def test_new_keeps_the_id_field_when_the_dry_run_shows_no_write(tmp_path: Path) -> None:
