@@ -20,6 +20,7 @@ report marked incomplete.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -543,7 +544,9 @@ def new_scenario(
     """The commented scenario ``loadtest new`` writes for ``handler``: the body template
     from ``sample_message`` (a JSON file: a body, an SNS notification, an EventBridge event
     or a Lambda SQS event), ``{id}`` where ``id_field`` is, the environment variables and
-    table names the handler's source reads. Bad input raises ``InputError``."""
+    table names the handler's source reads, and, with a sample, the table's key as a dry
+    run of the handler on one message shows it (``loadtest.engine.dry_run``; the handler's
+    code runs). Bad input raises ``InputError``."""
     ref = parse_ref(handler)
     origin = ref.path or _module_file(str(ref.module))
     try:
@@ -562,7 +565,8 @@ def new_scenario(
         sample = sample_template(message, id_field, str(path))
     elif id_field is not None:
         raise InputError("--id-field names a field of the sample message: give --sample-message")
-    return scenario_text(
+    write = functools.partial(
+        scenario_text,
         handler,
         sample,
         None if sample_message is None else str(sample_message),
@@ -571,6 +575,14 @@ def new_scenario(
         item_failures=reports_item_failures(source, origin),
         stored_as=None if sample is None else id_attribute(source, sample.id_key, origin),
     )
+    if sample is None:
+        return write()
+    # A dry run of the scenario as written shows the table key the handler writes.
+    from loadtest.engine.dry_run import first_write_key
+    from loadtest.model.scenario import parse_text
+
+    guessed = parse_text(write(), "the scenario `loadtest new` writes", "new")
+    return write(table_key=first_write_key(guessed, ref))
 
 
 def _module_file(module: str) -> str:

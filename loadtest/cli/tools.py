@@ -251,11 +251,14 @@ def new(
         Path | None, typer.Option("--out", help="Write the scenario here (never overwritten).")
     ] = None,
 ) -> None:
-    """Write a commented scenario for a handler: its body template, envelope and environment."""
+    """Write a commented scenario for a handler: its body template, envelope, environment and
+    (from a dry run of the handler on one message) its table's key."""
     from loadtest.api import new_scenario
 
     if out_file is not None and out_file.exists():
         fail(Exit.BAD_INPUT, f"{out_file} exists; loadtest new never overwrites a file")
+    if sample_message is not None:
+        err.print("running the handler once on the sample (a dry run) to read its table's key...")
     try:
         text = new_scenario(handler, sample_message=sample_message, id_field=id_field)
     except InputError as exc:

@@ -1,10 +1,10 @@
 """A first scenario for a handler: what ``loadtest new`` writes.
 
-Owns turning a sample message into a body template, an envelope and attributes
-(``sample_template``), and writing the commented scenario (``scenario_text``) from it and
-from what ``loadtest.model.handler_source`` read in the handler's source. Pure: the caller
-reads the files (``loadtest.api.new_scenario``). Templates themselves are
-``loadtest.model.body``'s.
+Owns writing the commented scenario (``scenario_text``) from a sample message's template
+(``loadtest.model.scaffold_sample``, whose ``sample_template`` is re-exported here), from
+what ``loadtest.model.handler_source`` read in the handler's source, and from the table key
+a dry run showed (``loadtest.model.scaffold_key``). Pure: the caller reads the files and
+runs the dry run (``loadtest.api.new_scenario``).
 """
 
 from __future__ import annotations
@@ -12,207 +12,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from loadtest.errors import InputError
-from loadtest.model.body import PLACEHOLDER, describe
 from loadtest.model.envelopes import EnvelopeKind
 from loadtest.model.handler_source import RUNTIME_VARIABLES, suggested_value
+from loadtest.model.scaffold_key import KeyChoice
+from loadtest.model.scaffold_sample import Sample, sample_template
 
-# --- sample messages ---------------------------------------------------------------------
-
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?")
-_QUANTITY = re.compile(r"(?i)(quantity|qty)")
-_ID_NAMES = re.compile(r"(?i)^(id|.*[a-z]Id|.*_id)$")
-
-
-@dataclass
-class Sample:
-    """What a sample message says: its envelope, its body as a template, and notes."""
-
-    envelope: EnvelopeKind = EnvelopeKind.NONE
-    envelope_fields: dict[str, Any] = field(default_factory=dict)
-    template: dict[str, Any] = field(default_factory=dict)
-    id_path: str = "id"
-    """Where the business id is in the body (``order.id``)."""
-    id_key: str = "id"
-    """The business id's own field name (``id`` for ``order.id``)."""
-    notes: list[str] = field(default_factory=list)
-    """Lines for the scenario's comments: what was guessed, replaced or left out."""
-    attributes: dict[str, Any] = field(default_factory=dict)
-
-
-def _unwrap(message: Any, sample: Sample, source: str) -> Any:
-    """The producer's body inside a sample: a Lambda SQS event's first record's body, then
-    an SNS notification's ``Message`` or an EventBridge event's ``detail``."""
-    if isinstance(message, Mapping) and isinstance(message.get("Records"), list):
-        records = message["Records"]
-        if not records or not isinstance(records[0], Mapping) or "body" not in records[0]:
-            raise InputError(f"{source}: an SQS event, but its first record has no body")
-        record = records[0]
-        for name, value in (record.get("messageAttributes") or {}).items():
-            if isinstance(value, Mapping) and "stringValue" in value:
-                data_type = str(value.get("dataType", "String"))
-                text = str(value["stringValue"])
-                sample.attributes[name] = (
-                    text if data_type == "String" else {"type": data_type, "value": text}
-                )
-        sample.notes.append("the sample is a Lambda SQS event: its first record's body is used")
-        try:
-            message = json.loads(record["body"])
-        except ValueError as exc:
-            raise InputError(f"{source}: the first record's body is not JSON: {exc}") from exc
-    if (
-        isinstance(message, Mapping)
-        and message.get("Type") == "Notification"
-        and isinstance(message.get("Message"), str)
-    ):
-        sample.envelope = EnvelopeKind.SNS
-        if isinstance(message.get("TopicArn"), str):
-            sample.envelope_fields["topic_arn"] = message["TopicArn"]
-        if isinstance(message.get("Subject"), str):
-            sample.envelope_fields["subject"] = message["Subject"]
-        for name, value in (message.get("MessageAttributes") or {}).items():
-            if isinstance(value, Mapping) and "Value" in value:
-                data_type = str(value.get("Type", "String"))
-                text = str(value["Value"])
-                sample.attributes[name] = (
-                    text if data_type == "String" else {"type": data_type, "value": text}
-                )
-        try:
-            return json.loads(message["Message"])
-        except ValueError as exc:
-            raise InputError(
-                f"{source}: an SNS notification whose Message is not JSON ({exc}); "
-                "loadtest generates JSON bodies"
-            ) from exc
-    if isinstance(message, Mapping) and {"detail-type", "source", "detail"} <= set(message):
-        sample.envelope = EnvelopeKind.EVENTBRIDGE
-        sample.envelope_fields |= {
-            "source": message["source"],
-            "detail_type": message["detail-type"],
-        }
-        for name in ("account", "region"):
-            if isinstance(message.get(name), str):
-                sample.envelope_fields[name] = message[name]
-        return message["detail"]
-    return message
-
-
-def _find(body: Any, id_field: str) -> list[str | int] | None:
-    """The path of ``id_field`` in ``body``: a dotted path (``order.id``, a list's element by
-    its index: ``lines.0.sku``), or else the first key of that name anywhere (depth first,
-    in document order)."""
-    if "." in id_field:
-        path: list[str | int] = []
-        value = body
-        for part in id_field.split("."):
-            if isinstance(value, Mapping) and part in value:
-                value = value[part]
-                path.append(part)
-            elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-                value = value[int(part)]
-                path.append(int(part))
-            else:
-                return None
-        return path
-
-    def walk(value: Any, path: list[str | int]) -> list[str | int] | None:
-        if isinstance(value, Mapping):
-            if id_field in value:
-                return [*path, id_field]
-            for key, inner in value.items():
-                found = walk(inner, [*path, key])
-                if found is not None:
-                    return found
-        elif isinstance(value, list):
-            for index, inner in enumerate(value):
-                found = walk(inner, [*path, index])
-                if found is not None:
-                    return found
-        return None
-
-    return walk(body, [])
-
-
-def _guess_id(body: Mapping[str, Any]) -> str | None:
-    names = [k for k, v in body.items() if _ID_NAMES.match(k) and isinstance(v, str | int)]
-    return names[0] if names else None
-
-
-def sample_template(message: Any, id_field: str | None, source: str) -> Sample:
-    """A body template from a sample message: ``{id}`` where ``id_field`` is, per-message
-    values (uuids, timestamps) as placeholders, a quantity as ``{quantity}``."""
-    sample = Sample()
-    body = _unwrap(message, sample, source)
-    if not isinstance(body, Mapping) or not body:
-        raise InputError(f"{source}: the message body is not a JSON object: {body!r:.80}")
-    if id_field is None:
-        id_field = _guess_id(body)
-        if id_field is None:
-            raise InputError(
-                f"{source}: no field looks like the business id (id, orderId, order_id, ...); "
-                f"name it with --id-field (fields: {', '.join(body)})"
-            )
-        sample.notes.append(f"the business id is guessed to be {id_field!r}: --id-field names it")
-    path = _find(body, id_field)
-    if path is None:
-        raise InputError(
-            f"--id-field {id_field!r} is not a field of the message body in {source} "
-            f"(its fields: {', '.join(body)}); a nested one is named with dots: order.id, "
-            "an element of a list by its index: lines.0.sku"
-        )
-    sample.id_path = describe(tuple(path))
-    sample.id_key = next((str(p) for p in reversed(path) if isinstance(p, str)), "id")
-    sample.template = _templated(body, path, [], sample)
-    return sample
-
-
-def _templated(value: Any, id_path: list[str | int], here: list[str | int], sample: Sample) -> Any:
-    where = describe(tuple(here))
-    if here == id_path:
-        return "{id}"
-    if isinstance(value, Mapping):
-        out = {}
-        for key, inner in value.items():
-            name = describe((*here, str(key)))
-            if inner is None:
-                sample.notes.append(f"{name} is null in the sample: TOML has no null, left out")
-                continue
-            if isinstance(inner, str) and PLACEHOLDER.search(inner):
-                sample.notes.append(
-                    f"{name} holds {{...}}, which a template reads as a placeholder: left out"
-                )
-                continue
-            out[str(key)] = _templated(inner, id_path, [*here, str(key)], sample)
-        return out
-    if isinstance(value, list):
-        return [
-            _templated(inner, id_path, [*here, index], sample)
-            for index, inner in enumerate(value)
-            if inner is not None
-        ]
-    if isinstance(value, str) and _UUID.fullmatch(value):
-        sample.notes.append(f"{where} (a uuid in the sample) is a fresh {{uuid}} per message")
-        return "{uuid}"
-    if isinstance(value, str) and _TIMESTAMP.fullmatch(value):
-        sample.notes.append(f"{where} (a time in the sample) is the message's {{timestamp}}")
-        return "{timestamp}"
-    if (
-        isinstance(value, int)
-        and not isinstance(value, bool)
-        and here
-        and isinstance(here[-1], str)
-        and _QUANTITY.search(here[-1])
-    ):
-        sample.notes.append(
-            f"{where} is the generated {{quantity}} (1..10; another value on a conflicting resend)"
-        )
-        return "{quantity}"
-    return value
-
+__all__ = ["Sample", "sample_template", "scenario_text", "toml_value"]
 
 # --- the scenario ------------------------------------------------------------------------
 
@@ -254,12 +62,14 @@ def scenario_text(
     tables: Sequence[str] = (),
     item_failures: bool = False,
     stored_as: str | None = None,
+    table_key: KeyChoice | str | None = None,
 ) -> str:
     """The commented scenario ``loadtest new`` writes for ``handler`` (a reference as the
     user gave it): ``environment`` the variables its source reads, ``tables`` the table
     names it hard-codes, ``item_failures`` whether it answers with partial batch responses,
     ``stored_as`` the attribute its source stores the business id under (else the outcome
-    key is named as the sample's id field)."""
+    key is named as the sample's id field), ``table_key`` the key a dry run's first write
+    showed (or why it showed none)."""
     out = [
         f"# A scenario for the handler {handler}, written by `loadtest new`.",
         "# Run it with `loadtest run THIS_FILE`. Check each setting against how the function is",
@@ -309,17 +119,13 @@ def scenario_text(
         out.append(f"# {origin}: {{id}} is the business id ({sample.id_path}).")
         out += [f"# {note}." for note in sample.notes]
         out += [f"{_key(k)} = {toml_value(v)}" for k, v in sample.template.items()]
+    stored = (
+        f"The handler's source stores {sample.id_key} as {stored_as}"
+        if sample is not None and stored_as and stored_as != sample.id_key
+        else None
+    )
+    out += _outcome_block(id_name, table_key, stored)
     out += [
-        "",
-        "[outcome]",
-        "# The key of the item a message's outcome is stored under (and of the table the run",
-        '# creates). Change it if the handler keys its items otherwise, e.g. { pk = "ORDER#{id}" }.',
-        *(
-            [f"# The handler's source stores {sample.id_key} as {stored_as}."]
-            if sample is not None and stored_as and stored_as != sample.id_key
-            else []
-        ),
-        f'key = {{ {_key(id_name)} = "{{id}}" }}',
         "",
         "[consumer]",
         _line("batch_size = 10", "Lambda's default for an SQS event source mapping"),
@@ -339,8 +145,40 @@ def scenario_text(
         ),
     ]
     out += _environment_block(environment)
-    out += _tables_block(environment, tables)
+    out += _tables_block(environment, tables, table_key)
     return "\n".join(out) + "\n"
+
+
+def _outcome_block(
+    id_name: str, table_key: KeyChoice | str | None, stored: str | None
+) -> list[str]:
+    guess = f'key = {{ {_key(id_name)} = "{{id}}" }}'
+    if isinstance(table_key, KeyChoice):
+        if table_key.key == ((id_name, "S"),):
+            return [
+                "",
+                "[outcome]",
+                "# A message's outcome is stored under its business id (see [table] below).",
+                guess,
+            ]
+        return [
+            "",
+            "# Where outcomes live is found by the checker (the business id and the message's",
+            "# details in the stored items); declare it only if the handler keys items on the id:",
+            "# [outcome]",
+            f"# {guess}",
+        ]
+    out = [
+        "",
+        "[outcome]",
+        "# The key of the item a message's outcome is stored under (and of the table the run",
+        '# creates). Change it if the handler keys its items otherwise, e.g. { pk = "ORDER#{id}" }.',
+    ]
+    if stored is not None:
+        out.append(f"# {stored}.")
+    if isinstance(table_key, str):
+        out.append(f"# A dry run could not show the key the handler writes: {table_key}.")
+    return [*out, guess]
 
 
 def _environment_block(names: list[str]) -> list[str]:
@@ -374,8 +212,17 @@ def _environment_block(names: list[str]) -> list[str]:
     ]
 
 
-def _tables_block(names: list[str], tables: Sequence[str]) -> list[str]:
+def _tables_block(
+    names: list[str], tables: Sequence[str], table_key: KeyChoice | str | None
+) -> list[str]:
     out: list[str] = []
+    key_lines: list[str] = []
+    if isinstance(table_key, KeyChoice):
+        schema = "{ " + ", ".join(f"{_key(n)} = {toml_value(t)}" for n, t in table_key.key) + " }"
+        key_lines = [
+            f"# The table's key, from a dry run (one message, one invocation): {table_key.why}.",
+            f"key = {schema}",
+        ]
     if len(tables) == 1:
         out += [
             "",
@@ -383,10 +230,17 @@ def _tables_block(names: list[str], tables: Sequence[str]) -> list[str]:
             "# name on its own backend (on AWS it refuses to touch an existing table of that name).",
             "[table]",
             f"name = {toml_value(tables[0])}",
+            *key_lines,
         ]
-    elif tables:
-        out += ["", "# The handler's source names several tables: say which holds the outcomes."]
-        out += ["# [table]"] + [f"# name = {toml_value(t)}" for t in tables]
+    else:
+        if tables:
+            out += [
+                "",
+                "# The handler's source names several tables: say which holds the outcomes.",
+            ]
+            out += ["# [table]"] + [f"# name = {toml_value(t)}" for t in tables]
+        if key_lines:
+            out += ["", "[table]", *key_lines]
     for name in names:
         value = suggested_value(name)
         if name in RUNTIME_VARIABLES or value is None or not value.startswith("{table:"):

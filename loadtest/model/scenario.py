@@ -449,6 +449,11 @@ def _parse_text(text: str, source: str, default_name: str) -> Scenario:
     return parse_scenario(raw, source=source, default_name=default_name)
 
 
+def parse_text(text: str, source: str, default_name: str = "scenario") -> Scenario:
+    """A scenario from TOML text; ``source`` names it in messages."""
+    return _parse_text(text, source, default_name)
+
+
 def load_scenario(ref: str) -> Scenario:
     """Load a scenario by built-in name or by path to a TOML file."""
     path = Path(ref)

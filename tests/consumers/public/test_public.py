@@ -204,36 +204,57 @@ def _new(tmp_path: Path, handler: str, sample: dict[str, Any], id_field: str) ->
     return load_scenario(str(written))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="loadtest new keys the table on the --id-field (an [outcome] key) instead of the "
-    "key the handler writes (ID = messageId): the scenario it writes dead-letters every "
-    "message of this handler (ValidationException, missing key orderId)",
-)
-def test_new_keys_the_table_as_a_message_id_keyed_handler_writes_it(tmp_path: Path) -> None:
-    scenario = _new(
-        tmp_path,
-        f"{HERE / 'message_id_inbox.py'}:lambda_handler",
-        {"orderId": "o-1001", "quantity": 3},
-        "orderId",
-    )
-    assert scenario.table_key_names == ("ID",)
+def test_new_keys_the_table_as_a_message_id_keyed_handler_writes_it(
+    backend_url: str, tmp_path: Path
+) -> None:
+    handler = f"{HERE / 'message_id_inbox.py'}:lambda_handler"
+    scenario = _new(tmp_path, handler, {"orderId": "o-1001", "quantity": 3}, "orderId")
+    assert scenario.function.table_key == (("ID", "S"),)
+    # The id is not the table's key: no [outcome] key asserts that outcomes live under it.
+    assert "\n[outcome]\n" not in (tmp_path / "new.toml").read_text()
+    # The scenario as written runs the handler unedited: 20 ids x 2 copies, a row per
+    # message, each resend's row a duplicate, none lost.
+    (run,) = run_variants(scenario, backend_url, handler).runs
+    _assert_counts(run, Expected("fail", 40, 40, 0, 40, 20, 0, 40))
+    _assert_judged(run)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="loadtest new keys the table on the --id-field instead of the uuid4 'id' the "
-    "handler writes: copies then overwrite one row (20 duplicates and 20 conflicting writes "
-    "for 20 updates x 2) where the deployed table keeps a row per copy",
-)
-def test_new_keys_the_table_as_a_uuid_keyed_handler_writes_it(tmp_path: Path) -> None:
+def test_new_keys_the_table_as_a_uuid_keyed_handler_writes_it(
+    backend_url: str, tmp_path: Path
+) -> None:
+    handler = f"{HERE / 'localstack_sqs_to_dynamodb.py'}:lambda_handler"
     scenario = _new(
         tmp_path,
-        f"{HERE / 'localstack_sqs_to_dynamodb.py'}:lambda_handler",
-        {"product_id": "P001", "location": "Warehouse A", "quantity": "100"},
+        handler,
+        # The handler reads every field of the producer's message, update_date included.
+        {
+            "product_id": "P001",
+            "location": "Warehouse A",
+            "quantity": "100",
+            "update_date": "2023-05-01T10:00:00Z",
+        },
         "product_id",
     )
     assert scenario.table_key_names == ("id",)
+    assert scenario.function.table_key == (("id", "S"),)
+    # A row per copy, as in the deployed table: 20 ids x 2, each resend a duplicate.
+    (run,) = run_variants(scenario, backend_url, handler).runs
+    _assert_counts(run, Expected("fail", 40, 40, 0, 40, 20, 0, 40))
+    _assert_judged(run)
+
+
+def test_new_keeps_the_id_field_when_the_dry_run_shows_no_write(tmp_path: Path) -> None:
+    # The handler writes to the table its message names (CLIENT), not the run's table: the
+    # dry run sees no write, and the scenario keeps --id-field's guess, saying why.
+    scenario = _new(
+        tmp_path,
+        f"{HERE / 'serverless_patterns_batch_write.py'}:handler",
+        {"CLIENT": [{"PutRequest": {"Item": {"CLIENT-KEY": {"S": "1|0"}}}}]},
+        "CLIENT.0.PutRequest.Item.CLIENT-KEY.S",
+    )
+    assert scenario.function.table_key == ()
+    text = (tmp_path / "new.toml").read_text()
+    assert "# A dry run could not show the key the handler writes: the handler wrote " in text
 
 
 def test_new_places_the_id_inside_a_list(tmp_path: Path) -> None:
