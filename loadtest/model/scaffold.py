@@ -10,8 +10,7 @@ runs the dry run (``loadtest.api.new_scenario``).
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from loadtest.errors import InputError
@@ -19,34 +18,21 @@ from loadtest.model.envelopes import EnvelopeKind
 from loadtest.model.handler_source import RUNTIME_VARIABLES, suggested_value
 from loadtest.model.scaffold_key import KeyChoice
 from loadtest.model.scaffold_sample import Sample, sample_template
+from loadtest.model.toml_text import toml_key as _key
+from loadtest.model.toml_text import toml_value as _toml_value
 
 __all__ = ["Sample", "sample_template", "scenario_text", "toml_value"]
 
 # --- the scenario ------------------------------------------------------------------------
 
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-
-
-def _key(name: str) -> str:
-    return name if _BARE_KEY.fullmatch(name) else json.dumps(name, ensure_ascii=False)
-
 
 def toml_value(value: Any) -> str:
-    """A JSON-like value as a TOML value (inline tables and arrays, on one line)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        # A JSON string's escapes are all TOML basic-string escapes.
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, Mapping):
-        if not value:
-            return "{}"
-        return "{ " + ", ".join(f"{_key(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
-    if isinstance(value, list):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    raise InputError(f"{value!r} cannot be written in a scenario (TOML)")
+    """A JSON-like value as a TOML value (``loadtest.model.toml_text``); a value TOML cannot
+    hold (a null in the sample) is the user's input, refused with ``InputError``."""
+    try:
+        return _toml_value(value)
+    except ValueError:
+        raise InputError(f"{value!r} cannot be written in a scenario (TOML)") from None
 
 
 def _line(text: str, comment: str, width: int = 40) -> str:

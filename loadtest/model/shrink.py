@@ -14,13 +14,13 @@ stays pure. Also owns writing the minimal scenario as TOML (``to_toml``).
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from loadtest.model.scenario import Scenario
+from loadtest.model.toml_text import toml_key as _key
+from loadtest.model.toml_text import toml_value
 
 
 @dataclass(frozen=True)
@@ -166,27 +166,6 @@ def _below(dimension: Dimension, value: Any) -> str:
 
 # --------------------------------------------------------------------------- TOML
 
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-def _key(key: str) -> str:
-    return key if _BARE_KEY.match(key) else json.dumps(key)
-
-
-def _scalar(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_scalar(v) for v in value) + "]"
-    if isinstance(value, Mapping):
-        inner = ", ".join(f"{_key(k)} = {_scalar(v)}" for k, v in value.items() if v is not None)
-        return "{ " + inner + " }" if inner else "{}"
-    raise ValueError(f"cannot write {value!r} as TOML")
-
 
 def to_toml(raw: Mapping[str, Any], header: str = "") -> str:
     """A scenario mapping (``to_raw``'s shape) as TOML: top-level values, then one table
@@ -194,11 +173,17 @@ def to_toml(raw: Mapping[str, Any], header: str = "") -> str:
     lines = [f"# {line}" if line else "#" for line in header.splitlines()]
     tables = {k: v for k, v in raw.items() if isinstance(v, Mapping)}
     lines += [
-        f"{_key(k)} = {_scalar(v)}" for k, v in raw.items() if k not in tables and v is not None
+        f"{_key(k)} = {toml_value(v, skip_none=True)}"
+        for k, v in raw.items()
+        if k not in tables and v is not None
     ]
     for name, table in tables.items():
         if not table:
             continue
         lines += ["", f"[{_key(name)}]"]
-        lines += [f"{_key(k)} = {_scalar(v)}" for k, v in table.items() if v is not None]
+        lines += [
+            f"{_key(k)} = {toml_value(v, skip_none=True)}"
+            for k, v in table.items()
+            if v is not None
+        ]
     return "\n".join(lines) + "\n"
