@@ -374,7 +374,11 @@ def execute(
         salvage=salvage,
         cleanup_timeout_s=cleanup_timeout_s or CLEANUP_TIMEOUT_S,
     )
-    result = runtime.run(plan.scenario, plan.refs, options)
+    return _report(plan, runtime.run(plan.scenario, plan.refs, options), command)
+
+
+def _report(plan: Plan, result: RunResult, command: str | None) -> Report:
+    """A run's result judged against what its plan asked (thresholds, prices, repeats)."""
     return Report(
         build_report(
             result,
@@ -393,15 +397,7 @@ def salvaged(
     if not salvage.runs or salvage.target is None:
         return None
     partial = RunResult(plan.scenario, salvage.target, list(salvage.runs), incomplete=why)
-    return Report(
-        build_report(
-            partial,
-            command=command,
-            thresholds=plan.thresholds,
-            prices=plan.prices,
-            repeat=plan.repeat > 1,
-        )
-    )
+    return _report(plan, partial, command)
 
 
 def run(
