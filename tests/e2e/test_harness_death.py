@@ -9,6 +9,7 @@ own. Every process of the run carries a variable unique to this test in its envi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -133,8 +134,6 @@ def test_no_process_of_a_run_outlives_its_killed_harness(tmp_path: Path) -> None
         assert harness.stderr is not None
         harness.stderr.close()
         for pid in _tagged(tag):  # never leave this test's own processes behind
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
     assert not survivors, f"outlived the killed harness: {survivors}"
