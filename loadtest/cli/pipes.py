@@ -65,7 +65,7 @@ def _guarded(stream: TextIO | None) -> TextIO | None:
         io.BufferedWriter(_DropWhenClosed(fd)),
         encoding=stream.encoding,
         errors=stream.errors,
-        line_buffering=stream.line_buffering,
+        line_buffering=bool(stream.line_buffering),
     )
 
 

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -78,10 +79,12 @@ def _tagged(tag: str) -> dict[int, str]:
     return found
 
 
-def _wait_for(tag: str, ready: object, timeout_s: float) -> dict[int, str]:
+def _wait_for(
+    tag: str, ready: Callable[[dict[int, str]], bool], timeout_s: float
+) -> dict[int, str]:
     deadline = time.monotonic() + timeout_s
     seen = _tagged(tag)
-    while not ready(seen) and time.monotonic() < deadline:  # type: ignore[operator]
+    while not ready(seen) and time.monotonic() < deadline:
         time.sleep(0.2)
         seen = _tagged(tag)
     return seen
