@@ -42,7 +42,7 @@ import time
 from typing import NoReturn
 
 OUT_OF_MEMORY_EXIT = 99
-"""Must equal ``loadtest.emulation.environment.parent_environments.OUT_OF_MEMORY_EXIT``."""
+"""Must equal ``loadtest.emulation.environment.parent_replies.OUT_OF_MEMORY_EXIT``."""
 PARENT_POLL_S = 0.5
 """How often (in seconds) the watchdog checks that the parent is alive."""
 MEMORY_POLL_S = 0.02
