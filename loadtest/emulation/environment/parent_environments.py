@@ -47,18 +47,12 @@ from loadtest.emulation.environment import parent_zygote as zygotes
 from loadtest.emulation.environment.parent_config import FunctionConfig as FunctionConfig
 from loadtest.emulation.environment.parent_freezing import FREEZE, FREEZE_ENV
 from loadtest.emulation.environment.parent_replies import CUT_OFF_ERROR as CUT_OFF_ERROR
-from loadtest.emulation.environment.parent_replies import (
-    OUT_OF_MEMORY_EXIT as OUT_OF_MEMORY_EXIT,
-)
-from loadtest.emulation.environment.parent_replies import (
-    RESULT_KEEP_BYTES as RESULT_KEEP_BYTES,
-)
+from loadtest.emulation.environment.parent_replies import OUT_OF_MEMORY_EXIT as OUT_OF_MEMORY_EXIT
+from loadtest.emulation.environment.parent_replies import RESULT_KEEP_BYTES as RESULT_KEEP_BYTES
 from loadtest.emulation.environment.parent_replies import Reply as Reply
 from loadtest.emulation.environment.parent_replies import exit_reason, memory_error
 from loadtest.emulation.environment.parent_replies import keep_result as keep_result
-from loadtest.emulation.environment.parent_replies import (
-    out_of_memory_error as out_of_memory_error,
-)
+from loadtest.emulation.environment.parent_replies import out_of_memory_error as out_of_memory_error
 from loadtest.emulation.environment.parent_runs import _RUNS as _RUNS
 from loadtest.emulation.environment.parent_runs import log_directory as log_directory
 from loadtest.emulation.environment.parent_runs import new_log_dir as new_log_dir
@@ -66,13 +60,7 @@ from loadtest.emulation.environment.parent_runs import zygote_for
 from loadtest.errors import HandlerRefError
 from loadtest.model.checker.harness import gaps_in
 from loadtest.model.history import WriteRecord
-from loadtest.model.observation import (
-    Observation,
-    SharedValues,
-    WriteBegun,
-    collect,
-    decode,
-)
+from loadtest.model.observation import Observation, SharedValues, WriteBegun, collect, decode
 from loadtest.observer import layer
 from loadtest.observer.layer_environment import FAULT_SEED_ENV
 from loadtest.observer.point_faults import POINT_TIMEOUT_EXIT

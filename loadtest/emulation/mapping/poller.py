@@ -24,14 +24,7 @@ from loadtest.emulation.mapping.events import batch_item_failures, business_id_o
 from loadtest.emulation.mapping.redaction import _lazy_fragments, _redact
 from loadtest.emulation.mapping.settlement import Progress, Settlement
 from loadtest.model.body import FLAT, BodyShape
-from loadtest.model.history import (
-    Ack,
-    History,
-    Invocation,
-    InvocationOutcome,
-    Record,
-    WriteRecord,
-)
+from loadtest.model.history import Ack, History, Invocation, InvocationOutcome, Record, WriteRecord
 from loadtest.model.scenario import ConsumerSettings
 
 if TYPE_CHECKING:
