@@ -280,7 +280,9 @@ def become_environment(proto: int, log: int, keep: Set[str]) -> None:
     """
     os.setsid()
     signal.set_wakeup_fd(-1)
+    # The zygote's own handlers: an environment has the default actions, as a fresh start.
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.dup2(proto, 0)
     os.dup2(proto, 1)
     os.dup2(log, 2)
