@@ -41,16 +41,17 @@ How a run is judged, in the order the code does it:
    dead-lettered message that was neither a planted poison record nor a
    resend with conflicting details is an unexpected dead letter.
 
-``check`` runs those steps and decides step 1 itself; the rest is owned by
-the package's other parts, and every public name is importable from here:
-``verdict`` (the counts, roles, ``Check`` and the fail/inconclusive/pass
-rule), ``details`` (what a message said and whether an item carries it),
-``completeness`` (whether a stored outcome is complete, and when the table
-cannot tell), ``sent`` (what was sent and how each message was settled), ``roles`` (real
-order, delivery units, duplicate and conflicting writes, and
-``LiveDuplicates``), ``passes`` (reading the writes a pass at a time, an
-outcome's accepted writes judged together in bounded parts) and ``evidence``
-(the witnesses a report shows).
+``check`` runs those steps and decides step 1 itself; the rest is owned by the
+package's other modules, and the names callers use are importable from here:
+``verdict`` (the counts, roles, ``Check`` and the fail/inconclusive/pass rule),
+``reasons`` (the reasons in words), ``details`` (what a message said and whether an
+item carries it), ``completeness`` (whether a stored outcome is complete, and when the
+table cannot tell), ``sent`` (what was sent and how each message was settled),
+``roles`` (real order, delivery units, duplicate and conflicting writes, and
+``LiveDuplicates``), ``survey`` (the first pass over the invocations), ``passes`` (the
+pass that gives each write its business id and role), ``parts`` (an outcome's
+accepted writes judged together in bounded parts) and ``evidence`` (the witnesses a
+report shows).
 
 A check's memory grows with the run's business ids and a few bytes per
 message, not with its writes: the writes are streamed from the history, the
@@ -63,6 +64,7 @@ from loadtest.model.checker.check import check
 from loadtest.model.checker.details import carries, carries_id, details_of, key_template, plain
 from loadtest.model.checker.evidence import duplicate_evidence
 from loadtest.model.checker.exposure import Exposure, overlapping_pairs
+from loadtest.model.checker.reasons import default_reasons, inconclusive_reasons
 from loadtest.model.checker.roles import LiveDuplicates
 from loadtest.model.checker.verdict import (
     BAD_WHEN_NONZERO,
@@ -75,8 +77,6 @@ from loadtest.model.checker.verdict import (
     Decision,
     Role,
     Verdict,
-    default_reasons,
-    inconclusive_reasons,
     verdict_of,
 )
 

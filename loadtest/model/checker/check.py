@@ -19,25 +19,17 @@ from loadtest.model.checker.details import (
 )
 from loadtest.model.checker.exposure import exposure_reason
 from loadtest.model.checker.harness import no_business_outcome, not_judged
-from loadtest.model.checker.passes import (
-    Evidence,
-    Judging,
-    Model,
-    Parts,
-    carried_bits,
-    judge_parts,
-    survey,
-)
+from loadtest.model.checker.parts import Parts, carried_bits, judge_parts
+from loadtest.model.checker.passes import Evidence, Judging, Model
+from loadtest.model.checker.reasons import cut_short_reasons, default_reasons, inconclusive_reasons
 from loadtest.model.checker.roles import unattributed_reason
 from loadtest.model.checker.runtime_errors import sentences as runtime_error_sentences
 from loadtest.model.checker.sent import ACKED, DEAD_LETTERED, POISON, Messages
+from loadtest.model.checker.survey import survey
 from loadtest.model.checker.verdict import (
     Check,
     Counts,
     Decisions,
-    cut_short_reasons,
-    default_reasons,
-    inconclusive_reasons,
     verdict_of,
 )
 from loadtest.model.history import EndState, History, OutcomeKey, TypedItem, WriteOutcome
