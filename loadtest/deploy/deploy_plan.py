@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from loadtest.adapters.fifo import fifo_queue, refuse_window_fault
+from loadtest.aws.fifo import fifo_queue, refuse_window_fault
 from loadtest.deploy.plan_costs import (
     ATTACH_ACTIONS,
     FUNCTION_ACTIONS,
@@ -55,12 +55,12 @@ from loadtest.deploy.plan_model import (
 )
 from loadtest.deploy.plan_variant import QUEUE_REFS as QUEUE_REFS
 from loadtest.deploy.plan_variant import scaling, variant_names, variant_resources
-from loadtest.emulation.handlers import HandlerRef
-from loadtest.emulation.lambda_entry import CRASH_MID_HANDLER_EXIT
-from loadtest.emulation.layer_environment import ATTACHED_ENV
+from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.errors import ScenarioError
 from loadtest.model.cost import Prices
 from loadtest.model.scenario import Scenario
+from loadtest.observer.lambda_entry import CRASH_MID_HANDLER_EXIT
+from loadtest.observer.layer_environment import ATTACHED_ENV
 
 __all__ = [
     "ATTACH_ACTIONS",

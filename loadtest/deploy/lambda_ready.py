@@ -5,7 +5,7 @@ waiter), a function Active with no update in progress (``function_active``), a m
 Enabled (``wait_mapping_enabled``) and creating a function once IAM has propagated its
 new role (``create_function_once_role_is_usable``). Synchronous boto3 clients the caller
 passes in; a wait that runs out raises ``BackendError``; what a call refuses is left to
-the caller's translation (``loadtest.adapters.aws.translated``).
+the caller's translation (``loadtest.aws.clients.translated``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from loadtest.adapters.fifo import fifo_queue
+from loadtest.aws.fifo import fifo_queue
 from loadtest.deploy.plan_model import (
     KEY_NAMES_ENV,
     MAX_CONCURRENCY_RANGE,
@@ -33,9 +33,7 @@ from loadtest.deploy.plan_model import (
     package_of,
     role_name,
 )
-from loadtest.emulation.fault_env import deployed_fault_environment
-from loadtest.emulation.handlers import HandlerRef, tables_for
-from loadtest.emulation.layer_environment import SIDE_TABLES_ENV
+from loadtest.emulation.environment.handlers import HandlerRef, tables_for
 from loadtest.model.function_config import (
     RunResources,
     extra_table_name,
@@ -43,6 +41,8 @@ from loadtest.model.function_config import (
     table_names,
 )
 from loadtest.model.scenario import Scenario
+from loadtest.observer.fault_env import deployed_fault_environment
+from loadtest.observer.layer_environment import SIDE_TABLES_ENV
 
 QUEUE_REFS = {"{queue_url}": "url", "{queue_arn}": "arn", "{dlq_url}": "dlq-url"}
 """Placeholders a function's variables keep in the plan: the deploy fills them in from the

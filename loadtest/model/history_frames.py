@@ -44,7 +44,7 @@ class FrameStore(Protocol):
     """Where a ``RecordLog`` keeps its compressed frames: a ``list`` (in memory) will do.
 
     A run's logs get a store whose frames leave the process's memory (the engine's
-    ``loadtest.adapters.spool``): this module does no I/O.
+    ``loadtest.spool``): this module does no I/O.
     """
 
     def append(self, frame: bytes, /) -> None: ...

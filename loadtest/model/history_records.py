@@ -1,7 +1,7 @@
 """The records of a run's history: plain frozen values of what was sent, delivered and written.
 
-Pure data, produced by the adapters (producer, runner, execution
-environments) and consumed by the checker and the report. Timestamps are
+Pure data, produced by the producer, the runner and the execution
+environments, and consumed by the checker and the report. Timestamps are
 ``time.monotonic_ns()`` readings (system-wide on Linux and macOS, so the
 parent and the execution-environment processes share one timeline); they are
 passed in, never read here. How the records are kept while a run goes on is

@@ -8,7 +8,6 @@ import zlib
 
 import pytest
 
-from loadtest.adapters.spool import FileFrames
 from loadtest.model.history import (
     FRAME_RECORDS,
     Ack,
@@ -32,6 +31,7 @@ from loadtest.model.history_frames import (
     encode_invocation,
     encode_sent,
 )
+from loadtest.spool import FileFrames
 from tests.core.core_builders import invocation, order_item, record, sent, write
 
 
