@@ -41,7 +41,7 @@ How a run is judged, in the order the code does it:
    dead-lettered message that was neither a planted poison record nor a
    resend with conflicting details is an unexpected dead letter.
 
-``check`` runs those steps and decides step 1 itself; the rest is owned by the
+``check`` (in ``checking``) runs those steps and decides step 1 itself; the rest is owned by the
 package's other modules, and the names callers use are importable from here:
 ``verdict`` (the counts, roles, ``Check`` and the fail/inconclusive/pass rule),
 ``reasons`` (the reasons in words), ``details`` (what a message said and whether an
@@ -60,7 +60,7 @@ decisions kept where the history keeps its logs.
 
 from __future__ import annotations
 
-from loadtest.model.checker.check import check
+from loadtest.model.checker.checking import check
 from loadtest.model.checker.details import carries, carries_id, details_of, key_template, plain
 from loadtest.model.checker.evidence import duplicate_evidence
 from loadtest.model.checker.exposure import Exposure, overlapping_pairs
