@@ -111,7 +111,7 @@ def _observer_layer(run_id: str) -> Resource:
 def _prices(prices: Prices | None) -> Prices:
     if prices is not None:
         return prices
-    from loadtest.model.prices import default_prices
+    from loadtest.model.price_tables import default_prices
 
     return default_prices()
 
