@@ -75,7 +75,7 @@ def _tagged(tag: str) -> dict[int, str]:
         fields = _stat(int(entry.name))
         if fields is None or fields[0] in (b"Z", b"X"):
             continue
-        found[int(entry.name)] = cmdline.replace(b"\0", b" ").decode("utf-8", "replace")[:120]
+        found[int(entry.name)] = cmdline.replace(b"\0", b" ").decode("utf-8", "replace")
     return found
 
 
@@ -90,10 +90,16 @@ def _wait_for(
     return seen
 
 
-@pytest.mark.slow
-def test_no_process_of_a_run_outlives_its_killed_harness(tmp_path: Path) -> None:
-    handler = tmp_path / "leaves_processes.py"
-    handler.write_text(HANDLER)
+def _kill_mid_run(
+    tmp_path: Path,
+    handler_source: str,
+    busy: Callable[[dict[int, str]], bool],
+    env: dict[str, str],
+) -> tuple[dict[int, str], dict[int, str]]:
+    """Run ``race-burst`` with the handler, SIGKILL the harness once ``busy`` says its
+    processes are there; return them, and those still alive ``GONE_WITHIN_S`` later."""
+    handler = tmp_path / "handler_under_test.py"
+    handler.write_text(handler_source)
     tag = uuid.uuid4().hex
     harness = subprocess.Popen(
         [
@@ -102,31 +108,13 @@ def test_no_process_of_a_run_outlives_its_killed_harness(tmp_path: Path) -> None
             *("--out", str(tmp_path / "out"), "--quiet"),
         ],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, TAG_ENV: tag, "NO_COLOR": "1"},
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **env, TAG_ENV: tag, "NO_COLOR": "1"},
         cwd=tmp_path,
     )
     try:
-
-        def handlers_busy(seen: dict[int, str]) -> bool:
-            spawned = [c for c in seen.values() if "multiprocessing.spawn" in c]
-            sleeping = [c for c in seen.values() if c.startswith("sleep 120")]
-            return len(spawned) >= 2 and len(sleeping) >= 2
-
-        before = _wait_for(tag, handlers_busy, 90)
-        assert handlers_busy(before), (
-            f"the handlers never started their processes: {before}",
-            harness.poll(),
-        )
-        kinds = {
-            "backend": "loadtest.backend.embedded",
-            "zygote and environments": layer.ZYGOTE_MARKER,
-            "resource tracker": "multiprocessing.resource_tracker",
-            "pool worker": "multiprocessing.spawn",
-            "session of its own": "sleep 120",
-        }
-        for kind, text in kinds.items():
-            assert any(text in c for c in before.values()), f"no {kind} among {before}"
+        before = _wait_for(tag, busy, 90)
+        assert busy(before), (f"the run's processes never got going: {before}", harness.poll())
         harness.kill()
         harness.wait()
         survivors = _wait_for(tag, lambda seen: not seen, GONE_WITHIN_S)
@@ -134,9 +122,46 @@ def test_no_process_of_a_run_outlives_its_killed_harness(tmp_path: Path) -> None
         if harness.poll() is None:
             harness.kill()
             harness.wait()
-        assert harness.stderr is not None
-        harness.stderr.close()
         for pid in _tagged(tag):  # never leave this test's own processes behind
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+    return before, survivors
+
+
+def _count(seen: dict[int, str], text: str) -> int:
+    return sum(text in command for command in seen.values())
+
+
+@pytest.mark.slow
+def test_no_process_of_a_run_outlives_its_killed_harness(tmp_path: Path) -> None:
+    """Forked environments (the default): the zygote, the environments and every process
+    their handlers started end with the harness."""
+
+    def busy(seen: dict[int, str]) -> bool:
+        return _count(seen, "multiprocessing.spawn") >= 2 and _count(seen, "sleep 120") >= 2
+
+    before, survivors = _kill_mid_run(tmp_path, HANDLER, busy, {})
+    kinds = {
+        "backend": "loadtest.backend.embedded",
+        "zygote and environments": layer.ZYGOTE_MARKER,
+        "resource tracker": "multiprocessing.resource_tracker",
+        "pool worker": "multiprocessing.spawn",
+        "session of its own": "sleep 120",
+    }
+    for kind, text in kinds.items():
+        assert _count(before, text), f"no {kind} among {before}"
+    assert not survivors, f"outlived the killed harness: {survivors}"
+
+
+@pytest.mark.slow
+def test_directly_started_environments_die_with_a_killed_harness(tmp_path: Path) -> None:
+    """``LOADTEST_ZYGOTE=0``: each environment is the harness's own child, mid-invocation."""
+    sleeper = "import time\n\ndef handler(event, context):\n    time.sleep(120)\n"
+
+    def busy(seen: dict[int, str]) -> bool:
+        return _count(seen, "child_host.main()") >= 2
+
+    before, survivors = _kill_mid_run(tmp_path, sleeper, busy, {"LOADTEST_ZYGOTE": "0"})
+    assert _count(before, "loadtest.backend.embedded") == 1, before
+    assert _count(before, layer.ZYGOTE_MARKER) == 0, before
     assert not survivors, f"outlived the killed harness: {survivors}"
