@@ -95,8 +95,9 @@ def _kill_mid_run(
     handler_source: str,
     busy: Callable[[dict[int, str]], bool],
     env: dict[str, str],
+    *options: str,
 ) -> tuple[dict[int, str], dict[int, str]]:
-    """Run ``race-burst`` with the handler, SIGKILL the harness once ``busy`` says its
+    """Run ``race-burst`` with the handler (and ``options``), SIGKILL the harness once ``busy`` says its
     processes are there; return them, and those still alive ``GONE_WITHIN_S`` later."""
     handler = tmp_path / "handler_under_test.py"
     handler.write_text(handler_source)
@@ -106,6 +107,7 @@ def _kill_mid_run(
             *(sys.executable, "-m", "loadtest", "run", "race-burst"),
             *("--handler", f"{handler}:handler", "--distinct-ids", "4", "--concurrency", "2"),
             *("--out", str(tmp_path / "out"), "--quiet"),
+            *options,
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -164,4 +166,20 @@ def test_directly_started_environments_die_with_a_killed_harness(tmp_path: Path)
     before, survivors = _kill_mid_run(tmp_path, sleeper, busy, {"LOADTEST_ZYGOTE": "0"})
     assert _count(before, "loadtest.backend.embedded") == 1, before
     assert _count(before, layer.ZYGOTE_MARKER) == 0, before
+    assert not survivors, f"outlived the killed harness: {survivors}"
+
+
+@pytest.mark.slow
+def test_producer_processes_die_with_a_killed_harness(tmp_path: Path) -> None:
+    """``--producers 2`` mid-schedule: the producer processes (and multiprocessing's
+    resource tracker) end with the harness, as do the environments and the backend."""
+    sleeper = "import time\n\ndef handler(event, context):\n    time.sleep(120)\n"
+
+    def busy(seen: dict[int, str]) -> bool:
+        return _count(seen, "multiprocessing.spawn") >= 2 and _count(seen, layer.ZYGOTE_MARKER) >= 3
+
+    before, survivors = _kill_mid_run(
+        tmp_path, sleeper, busy, {}, "--producers", "2", "--distinct-ids", "400", "--rate", "4"
+    )
+    assert _count(before, "multiprocessing.resource_tracker") == 1, before
     assert not survivors, f"outlived the killed harness: {survivors}"
