@@ -439,3 +439,19 @@ def test_an_import_that_hangs_is_named_with_where_it_hangs(
     assert "did not finish importing within 2 s" in result.stderr
     assert "wait_for_config" in result.stderr and "Traceback" not in result.stderr
     assert loadtest_resources(backend_url) == ([], [])
+
+
+def test_serve_on_a_taken_port_says_so_and_exits_3() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "loadtest", "serve", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 3, done.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
