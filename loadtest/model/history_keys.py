@@ -42,6 +42,10 @@ class OutcomeKey:
     """What a complete outcome holds (``[outcome] fields``): the names every finished
     outcome item stores a value under (an attribute, or a name inside one of its maps or
     JSON strings). An outcome item without one of them is not an outcome yet."""
+    shared: bool = False
+    """Outcomes are aggregates (``[outcome] shared = true``): items the handler changes on
+    behalf of several messages (a running total per customer, stock per SKU), judged per
+    business id and item instead of under a per-message key."""
 
     @functools.cached_property
     def key_names(self) -> tuple[str, ...]:

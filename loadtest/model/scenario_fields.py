@@ -148,11 +148,21 @@ _ATTRIBUTE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
 
 def _outcome(raw: Mapping[str, Any], source: str) -> OutcomeKey:
     """``[outcome] key = { pk = "ORDER#{id}" }``: one or two key attributes (hash, then
-    range); ``[outcome] fields = ["status", "total"]``: what a complete outcome holds."""
-    _check_keys(raw, {"key", "fields"}, source, "outcome")
+    range); ``[outcome] fields = ["status", "total"]``: what a complete outcome holds;
+    ``[outcome] shared = true``: outcomes are aggregates (no per-message key)."""
+    _check_keys(raw, {"key", "fields", "shared"}, source, "outcome")
     fields = _outcome_fields(raw.get("fields", []), source)
+    shared = raw.get("shared", False)
+    if not isinstance(shared, bool):
+        raise ScenarioError(f"{source}: outcome.shared must be true or false, got {shared!r}")
+    if shared and "key" in raw:
+        raise ScenarioError(
+            f"{source}: outcome.shared = true judges the items the handler changes on behalf "
+            "of several messages (aggregates); outcome.key names one item per message: "
+            "give one of them, not both"
+        )
     if "key" not in raw:
-        return OutcomeKey(fields=fields)
+        return OutcomeKey(fields=fields, declared=shared, shared=shared)
     key = raw["key"]
     allowed = 'a table of one or two attributes, e.g. { id = "{id}" } or { pk = "ORDER#{id}", sk = "ORDER" }'
     if not isinstance(key, Mapping) or not 1 <= len(key) <= 2:

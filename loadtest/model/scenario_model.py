@@ -350,7 +350,9 @@ def to_raw(scenario: Scenario) -> dict[str, Any]:
     ]
     if not scenario.expect_overlap:
         raw["expect"] = {"overlap": False}
-    if scenario.outcome.declared or scenario.outcome.templates != OutcomeKey().templates:
+    if scenario.outcome.shared:
+        raw["outcome"] = {"shared": True}
+    elif scenario.outcome.declared or scenario.outcome.templates != OutcomeKey().templates:
         raw["outcome"] = {"key": dict(scenario.outcome.templates)}
     if scenario.function.environment:
         raw["consumer"]["environment"] = dict(scenario.function.environment)

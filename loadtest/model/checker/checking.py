@@ -48,11 +48,47 @@ def refused_side_writes(errors: Mapping[str, int]) -> str:
     )
 
 
+def _shared_model(evidence: Evidence, outcome_key: OutcomeKey) -> Model | None:
+    """The aggregates' model, when the scenario declares it or, where no per-message key
+    holds the outcomes, the writes show it: some item was changed on behalf of several
+    business ids, and every write of such items is tied to the record it was made for."""
+    shared = evidence.shared
+    items = shared.shared_items()
+    listed = ", ".join(sorted(items)[:5]) + (", ..." if len(items) > 5 else "")
+    what = f"aggregates: {len(items)} item(s) changed on behalf of several messages ({listed}), judged per business id and item"
+    if outcome_key.shared:
+        return Model("shared", "", f"{what}, as the scenario declares ([outcome] shared)", items)
+    if outcome_key.declared or not shared.aggregated() or shared.untied(items):
+        return None
+    return Model(
+        "shared",
+        "",
+        f"{what}; detected from the writes (no write matches the outcome key "
+        f"{outcome_key.describe()}): declare [outcome] shared = true to make it the rule",
+        items,
+    )
+
+
+def _untied_sentence(evidence: Evidence) -> str:
+    shared = evidence.shared
+    items = shared.shared_items()
+    untied = shared.untied(items)
+    if not shared.aggregated() or not untied:
+        return ""
+    return (
+        f"; {len(items)} item(s) were changed on behalf of several messages, but {untied} "
+        "write(s) of them could not be tied to the record they were made for (run with "
+        "batch_size = 1, or read each record's body where it is processed)"
+    )
+
+
 def _choose_model(evidence: Evidence, templates: Iterable[str], outcome_key: OutcomeKey) -> Model:
     """Where outcomes live, from the evidence of the writes (``templates``: every key
     template written)."""
     declared = outcome_key.describe()
     carriers = evidence.carriers
+    if outcome_key.shared:
+        return _shared_model(evidence, outcome_key) or Model.key(outcome_key)
     if evidence.on_key and (evidence.key_carries or not carriers):
         return Model.key(outcome_key)
     if len(carriers) == 1:
@@ -67,6 +103,9 @@ def _choose_model(evidence: Evidence, templates: Iterable[str], outcome_key: Out
         # Nothing stored, or nothing stored elsewhere that looks like an outcome where
         # the scenario said where outcomes live: its key stands, and what it lacks is lost.
         return Model.key(outcome_key)
+    shared = _shared_model(evidence, outcome_key)
+    if shared is not None:
+        return shared
     seen = ", ".join(sorted(templates)) or "none"
     why = (
         f"{len(carriers)} key templates carry the messages' ids and details"
@@ -76,8 +115,9 @@ def _choose_model(evidence: Evidence, templates: Iterable[str], outcome_key: Out
     return Model(
         "ambiguous",
         "",
-        f"no write matches the outcome key {declared} and {why}; key templates seen: {seen}. "
-        "Declare where outcomes live in the scenario ([outcome] key)",
+        f"no write matches the outcome key {declared} and {why}; key templates seen: {seen}"
+        f"{_untied_sentence(evidence)}. Declare where outcomes live in the scenario "
+        "([outcome] key, or [outcome] shared = true for aggregates)",
     )
 
 
@@ -96,6 +136,9 @@ def _final_items(
             if item is not None:
                 final[business_id] = [item]
                 stored.add(canon)
+    elif model.kind == "shared":
+        # Which business ids each aggregate holds is known from the writes, once judged.
+        stored = {k for k in table if k in model.items}
     elif model.kind == "copies":
         for stored_key, item in table.items():
             for business_id in messages.business_ids:
@@ -159,7 +202,15 @@ def check(
     if model.kind != "key":
         final, stored_outcomes = _final_items(model, outcome_keys, messages, end.table_items)
         passed = judging(model, stored_outcomes)
-    parts = judge_parts(passed.parts, messages, model.kind == "copies", history.frames)
+    shared = model.kind == "shared"
+    parts = judge_parts(
+        passed.parts, messages, model.kind == "copies", history.frames, shared=shared
+    )
+    if shared:
+        for business_id, changed_items in parts.changed.items():
+            remaining = [end.table_items[k] for k in sorted(changed_items) if k in end.table_items]
+            if remaining:
+                final[business_id] = remaining
 
     # Which of each business id's details an item it stored carries, at any time.
     carried = parts.carried
@@ -174,6 +225,9 @@ def check(
         """Whether an acknowledged message's outcome is gone or incomplete, or its own
         details (at ``position`` among its id's, -1: none) were never stored while
         others' were."""
+        if shared:
+            # An aggregate holds no message's details: its outcome is a change made for it.
+            return business_id not in parts.changed or business_id in unfinished
         if business_id not in final or business_id in unfinished:
             return True
         return details_stored and position >= 0 and not carried.get(business_id, 0) >> position & 1
@@ -242,6 +296,13 @@ def check(
         inconclusive.extend(cut_short_reasons(counts))
     if model.kind == "ambiguous":
         inconclusive.append(model.description)
+    untied = passed.evidence.shared.untied(model.items) if shared else 0
+    if untied:
+        inconclusive.append(
+            f"{untied} write(s) of the aggregate items could not be tied to the record they "
+            "were made for, so whose change each was is not known. Run with batch_size = 1 "
+            "([consumer] batch_size), or read each record's body where it is processed"
+        )
     unexposed = exposure_reason(exposure, sent_of.count(2), read.deliveries)
     if expect_overlap and unexposed is not None:
         inconclusive.append(unexposed)
@@ -261,7 +322,10 @@ def check(
             "missing from the counts"
         )
     notes = runtime_error_sentences(read.runtime_errors, failing=False)
-    if not details_stored and accepted_outcomes and model.kind != "ambiguous":
+    if shared:
+        # Never a silent guess: the report says outcomes were judged as aggregates.
+        notes.append(f"outcomes judged as {model.description}")
+    if not details_stored and accepted_outcomes and model.kind not in ("ambiguous", "shared"):
         # An item that holds only its key would pass: the table cannot tell a finished
         # outcome from a half-written one, unless the scenario says what one holds.
         note, unjudged = judged_without_details(outcome_key)

@@ -17,8 +17,9 @@ from typing import Any
 from loadtest.model.checker.details import carries
 from loadtest.model.checker.roles import Judged, Write, judge_outcome, message_id
 from loadtest.model.checker.sent import Messages
+from loadtest.model.checker.shared import judge_shared
 from loadtest.model.checker.verdict import Decision, DecisionLog, Role
-from loadtest.model.history import FrameStores, TypedItem
+from loadtest.model.history import FrameStores, TypedItem, key_string
 
 WRITES_PER_PART = 4096
 """Accepted writes of outcome items judged at once, at most: a run with more groups them
@@ -79,10 +80,21 @@ class PartsJudged:
     carried: dict[str, int] = field(default_factory=dict)
     """For each business id written, which of its details (bits, by their position in
     ``Messages.details_for``) an item its accepted writes left carries."""
+    changed: dict[str, set[str]] = field(default_factory=dict)
+    """Under the shared model: for each business id, the aggregate items (``key_string``
+    of their keys, attributes by name) an accepted write changed on its behalf."""
 
 
-def judge_parts(parts: Parts, messages: Messages, copies: bool, frames: FrameStores) -> PartsJudged:
-    """Judge each outcome's accepted writes, a part at a time (``judge_outcome``)."""
+def item_name(w: Write) -> str:
+    """The item a write is of, whatever order its key's attributes came in."""
+    return key_string(dict(sorted(w.write.key.items())))
+
+
+def judge_parts(
+    parts: Parts, messages: Messages, copies: bool, frames: FrameStores, shared: bool = False
+) -> PartsJudged:
+    """Judge each outcome's accepted writes, a part at a time (``judge_outcome``; under
+    the shared model, each business id's writes of each item: ``judge_shared``)."""
     found = PartsJudged()
     log, at = DecisionLog(frames=frames), array("q")
     """Every part's decisions, a part after another, each part's in order."""
@@ -90,7 +102,9 @@ def judge_parts(parts: Parts, messages: Messages, copies: bool, frames: FrameSto
         by_business: dict[str, list[Write]] = defaultdict(list)
         for _, w in part:
             by_business[str(w.business_id)].append(w)
-        for business_id, group in by_business.items():
+        if shared:
+            _judge_shared_part(by_business, found)
+        for business_id, group in () if shared else by_business.items():
             details = messages.details_for(business_id)
             judge_outcome(business_id, group, copies, found.judged, details)
             afters = [w.write.item_after for w in group if w.write.after_known]
@@ -110,6 +124,16 @@ def judge_parts(parts: Parts, messages: Messages, copies: bool, frames: FrameSto
             at.append(position)
     found.log, found.at = log, at
     return found
+
+
+def _judge_shared_part(by_business: dict[str, list[Write]], found: PartsJudged) -> None:
+    for business_id, group in by_business.items():
+        by_item: dict[str, list[Write]] = defaultdict(list)
+        for w in group:
+            by_item[item_name(w)].append(w)
+        for item, writes in by_item.items():
+            if judge_shared(writes, found.judged):
+                found.changed.setdefault(business_id, set()).add(item)
 
 
 def carried_bits(items: Sequence[TypedItem | None], details: Sequence[Mapping[str, Any]]) -> int:

@@ -19,6 +19,7 @@ from loadtest.model.checker.details import carries, carries_id, key_template
 from loadtest.model.checker.parts import Parts
 from loadtest.model.checker.roles import Write, marked_record, message_id, side_business_id
 from loadtest.model.checker.sent import Messages
+from loadtest.model.checker.shared import SharedEvidence, tied_record
 from loadtest.model.checker.verdict import Decision, DecisionLog, Role
 from loadtest.model.history import (
     FrameStores,
@@ -48,14 +49,19 @@ class Evidence:
     """Accepted writes of other key templates that stored a message's id and details."""
     stored: bool = False
     """Some accepted write stored an item (not a delete)."""
+    shared: SharedEvidence = field(default_factory=SharedEvidence)
+    """Who changed each item not under the declared key (for the aggregates' model)."""
 
 
 @dataclass(frozen=True)
 class Model:
     kind: str
-    """"key" (outcome items under the OutcomeKey), "copies" (under one varying template), "ambiguous"."""
+    """"key" (outcome items under the OutcomeKey), "copies" (under one varying template),
+    "shared" (aggregates: ``items``, judged per business id and item), "ambiguous"."""
     template: str
     description: str
+    items: frozenset[str] = frozenset()
+    """The shared model's aggregate items (canonical keys)."""
 
     @classmethod
     def key(cls, outcome_key: OutcomeKey) -> Model:
@@ -116,9 +122,9 @@ class Judging:
                     template = interned.setdefault(template, template)  # one string each
                 else:
                     template = declared
-                self._note(record, ref, template, on_key)
-                business_id = self._business_id(record, ref, template, on_key)
-                self._decide(record, ref, template, business_id, position)
+                self._note(record, ref, template, on_key, canon)
+                business_id = self._business_id(record, ref, template, on_key, canon)
+                self._decide(record, ref, template, business_id, position, canon)
                 if record.outcome is not WriteOutcome.REJECTED and not record.deletes:
                     self.unexplained.discard(canon)
                 position += 1
@@ -129,11 +135,14 @@ class Judging:
         ref: InvocationRef,
         template: str,
         on_key: str | None,
+        canon: str,
     ) -> None:
         """What this write says of where outcomes live (``Evidence``)."""
         evidence = self.evidence
         if on_key is not None:
             evidence.on_key = True
+        else:
+            evidence.shared.note(canon, template, record, ref)
         if record.outcome is not WriteOutcome.ACCEPTED or record.deletes:
             return
         evidence.stored = True
@@ -153,11 +162,21 @@ class Judging:
         return False
 
     def _business_id(
-        self, record: WriteRecord, ref: InvocationRef, template: str, on_key: str | None
+        self,
+        record: WriteRecord,
+        ref: InvocationRef,
+        template: str,
+        on_key: str | None,
+        canon: str,
     ) -> str | None:
         """Whose outcome this write is of, under the model; None: a side write."""
         if self.model.kind == "key":
             return on_key
+        if self.model.kind == "shared":
+            if canon not in self.model.items:
+                return None
+            tied = tied_record(record, ref)
+            return tied.business_id if tied is not None else None
         if self.model.kind == "copies" and template == self.model.template:
             item = record.item_after or record.requested or record.item_before
             return next(
@@ -177,6 +196,7 @@ class Judging:
         template: str,
         business_id: str | None,
         position: int,
+        canon: str,
     ) -> None:
         side = business_id is None
         entry = self.templates.setdefault(

@@ -1,0 +1,135 @@
+"""Outcomes that are aggregates: items changed on behalf of several messages (a running total
+per customer, stock per SKU), judged per (business id, item).
+
+Owns the shared model's rules: which record a write was made for (``tied_record``: the
+record the handler was on, ``WriteRecord.record_id``, or the invocation's only record), the
+evidence that outcomes are aggregates (``SharedEvidence``: which items writes changed on
+behalf of several business ids), and the roles of one business id's accepted writes of one
+shared item (``judge_shared``). Where outcomes live is decided by ``checking``; carrying the
+rules out over the writes is ``passes``' and ``parts``'.
+
+An aggregate holds no message's details verbatim (a total is a sum), so a message's
+outcome is an accepted write that *changed* the item for it: a second delivery's write
+that changed the item again for the same business id is a duplicate effect (an increment
+applied twice), while a write that changed nothing (a set ``ADD`` of a member already there)
+is a no-op, and two different business ids changing one item are two outcomes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from loadtest.model.checker.details import varies_per_delivery
+from loadtest.model.checker.roles import Judged, Write, _replays
+from loadtest.model.checker.verdict import Role
+from loadtest.model.history import InvocationRef, Record, WriteOutcome, WriteRecord
+from loadtest.model.updates import same_item
+
+
+def tied_record(write: WriteRecord, ref: InvocationRef) -> Record | None:
+    """The record a write was made for: the one the handler was on when it made the call
+    (``record_id``), else its invocation's only record; None when neither tells."""
+    if write.record_id:
+        for r in ref.records:
+            if r.message_id == write.record_id:
+                return r
+    return ref.records[0] if len(ref.records) == 1 else None
+
+
+def changed(write: WriteRecord) -> bool:
+    """Whether an accepted write changed its item (unknown images count as a change: a
+    write whose effect the observer could not see is assumed to have had one)."""
+    return not (
+        write.before_known and write.after_known and same_item(write.item_before, write.item_after)
+    )
+
+
+@dataclass
+class _Item:
+    ids: set[str] = field(default_factory=set)
+    """Business ids accepted writes changed the item for (at most two are kept)."""
+    fixed: bool = False
+    """Its key names neither a business id nor anything that varies per delivery."""
+    untied: int = 0
+    """Accepted writes of it no record could be tied to."""
+
+
+@dataclass
+class SharedEvidence:
+    """What the writes of items not under the outcome key say of aggregates."""
+
+    items: dict[str, _Item] = field(default_factory=dict)
+    """Per item (its canonical key), who changed it."""
+
+    def note(self, canon: str, template: str, write: WriteRecord, ref: InvocationRef) -> None:
+        if write.outcome is not WriteOutcome.ACCEPTED or write.deletes:
+            return
+        item = self.items.get(canon)
+        if item is None:
+            item = self.items[canon] = _Item(
+                fixed="{id}" not in template and not varies_per_delivery(template)
+            )
+        record = tied_record(write, ref)
+        if record is None or record.business_id is None:
+            item.untied += 1
+        elif len(item.ids) < 2 and changed(write):
+            item.ids.add(record.business_id)
+
+    def aggregated(self) -> bool:
+        """Whether some item was changed on behalf of two business ids or more."""
+        return any(len(i.ids) > 1 for i in self.items.values())
+
+    def shared_items(self) -> frozenset[str]:
+        """The aggregate items: changed for several business ids, or keyed by a fixed key."""
+        return frozenset(k for k, i in self.items.items() if len(i.ids) > 1 or (i.fixed and i.ids))
+
+    def untied(self, items: frozenset[str]) -> int:
+        """Accepted writes of ``items`` that no record could be tied to."""
+        return sum(self.items[k].untied for k in items if k in self.items)
+
+
+def unit_of(w: Write) -> tuple[str, str]:
+    """The delivery a write belongs to: its invocation and the record it was made for."""
+    record = tied_record(w.write, w.invocation)
+    return (w.invocation.request_id, record.message_id if record is not None else "")
+
+
+def judge_shared(writes: Sequence[Write], judged: Judged) -> set[str]:
+    """Roles for one business id's accepted writes of one aggregate item.
+
+    The first delivery whose write changed the item stored the outcome (its later
+    writes of the item are steps); every other delivery's changing write is a
+    duplicate effect, and conflicting (it changed the stored aggregate again); a write
+    that changed nothing is a no-op. Returns the deliveries that changed the item.
+    """
+    replays = _replays(list(writes))
+    units: list[tuple[str, str]] = []
+    ordered = sorted(writes, key=lambda w: (w.write.ended_ns, w.write.started_ns))
+    for position, w in enumerate(ordered, start=1):
+        w.order = position
+        if id(w) in replays:
+            w.role = Role.NOOP
+            judged.noop += 1
+            continue
+        if w.write.deletes:
+            w.role = Role.DELETE
+            continue
+        if not changed(w.write):
+            w.role = Role.NOOP
+            judged.noop += 1
+            continue
+        unit = unit_of(w)
+        mine = [r.message_id for r in w.invocation.records if r.business_id == w.business_id]
+        w.copy_index = mine.index(unit[1]) if unit[1] in mine else 0
+        if unit in units:
+            w.role = Role.STEP
+        elif not units:
+            w.role = Role.FIRST
+            units.append(unit)
+        else:
+            w.role = Role.AGAIN
+            units.append(unit)
+            judged.duplicate += 1
+            judged.conflicting += 1
+    return {request_id for request_id, _ in units}
