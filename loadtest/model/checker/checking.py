@@ -51,34 +51,40 @@ def refused_side_writes(errors: Mapping[str, int]) -> str:
 def _shared_model(evidence: Evidence, outcome_key: OutcomeKey) -> Model | None:
     """The aggregates' model, when the scenario declares it or, where no per-message key
     holds the outcomes, the writes show it: some item was changed on behalf of several
-    business ids, and every write of such items is tied to the record it was made for."""
+    business ids, the items that carry the messages' ids and details (if any) are such
+    items, and every write of them is tied to the record it was made for (else the run
+    is ambiguous, and says why)."""
     shared = evidence.shared
     items = shared.shared_items()
     listed = ", ".join(sorted(items)[:5]) + (", ..." if len(items) > 5 else "")
-    what = f"aggregates: {len(items)} item(s) changed on behalf of several messages ({listed}), judged per business id and item"
+    what = (
+        f"aggregates: {len(items)} item(s) changed on behalf of several messages ({listed}), "
+        "judged per business id and item"
+    )
     if outcome_key.shared:
         return Model("shared", "", f"{what}, as the scenario declares ([outcome] shared)", items)
-    if outcome_key.declared or not shared.aggregated() or shared.untied(items):
+    if outcome_key.declared or not shared.aggregated():
         return None
+    if evidence.carriers and not set(evidence.carriers) <= shared.templates(items):
+        return None  # outcomes are carried by items of their own: not aggregates
+    untied = shared.untied(items)
+    if untied:
+        return Model(
+            "ambiguous",
+            "",
+            f"no write matches the outcome key {outcome_key.describe()}; {len(items)} item(s) "
+            f"({listed}) were changed on behalf of several messages, but {untied} write(s) of "
+            "them could not be tied to the record they were made for, so they cannot be "
+            "judged as aggregates. Run with batch_size = 1 ([consumer] batch_size), or read "
+            "each record's body where it is processed; or declare where outcomes live in "
+            "the scenario ([outcome] key, or [outcome] shared = true for aggregates)",
+        )
     return Model(
         "shared",
         "",
         f"{what}; detected from the writes (no write matches the outcome key "
         f"{outcome_key.describe()}): declare [outcome] shared = true to make it the rule",
         items,
-    )
-
-
-def _untied_sentence(evidence: Evidence) -> str:
-    shared = evidence.shared
-    items = shared.shared_items()
-    untied = shared.untied(items)
-    if not shared.aggregated() or not untied:
-        return ""
-    return (
-        f"; {len(items)} item(s) were changed on behalf of several messages, but {untied} "
-        "write(s) of them could not be tied to the record they were made for (run with "
-        "batch_size = 1, or read each record's body where it is processed)"
     )
 
 
@@ -91,6 +97,9 @@ def _choose_model(evidence: Evidence, templates: Iterable[str], outcome_key: Out
         return _shared_model(evidence, outcome_key) or Model.key(outcome_key)
     if evidence.on_key and (evidence.key_carries or not carriers):
         return Model.key(outcome_key)
+    shared = _shared_model(evidence, outcome_key)
+    if shared is not None:
+        return shared
     if len(carriers) == 1:
         (template,) = carriers
         how = "a key that changes per delivery" if varies_per_delivery(template) else "another key"
@@ -103,9 +112,6 @@ def _choose_model(evidence: Evidence, templates: Iterable[str], outcome_key: Out
         # Nothing stored, or nothing stored elsewhere that looks like an outcome where
         # the scenario said where outcomes live: its key stands, and what it lacks is lost.
         return Model.key(outcome_key)
-    shared = _shared_model(evidence, outcome_key)
-    if shared is not None:
-        return shared
     seen = ", ".join(sorted(templates)) or "none"
     why = (
         f"{len(carriers)} key templates carry the messages' ids and details"
@@ -115,9 +121,9 @@ def _choose_model(evidence: Evidence, templates: Iterable[str], outcome_key: Out
     return Model(
         "ambiguous",
         "",
-        f"no write matches the outcome key {declared} and {why}; key templates seen: {seen}"
-        f"{_untied_sentence(evidence)}. Declare where outcomes live in the scenario "
-        "([outcome] key, or [outcome] shared = true for aggregates)",
+        f"no write matches the outcome key {declared} and {why}; key templates seen: {seen}. "
+        "Declare where outcomes live in the scenario ([outcome] key, or [outcome] shared = "
+        "true for aggregates)",
     )
 
 
@@ -206,6 +212,9 @@ def check(
     parts = judge_parts(
         passed.parts, messages, model.kind == "copies", history.frames, shared=shared
     )
+    untied = passed.evidence.shared.untied(model.items) if shared else 0
+    """Writes of aggregates no record was tied to: whose change each was is unknown, so
+    an id without one may still have had its outcome (nothing is judged lost)."""
     if shared:
         for business_id, changed_items in parts.changed.items():
             remaining = [end.table_items[k] for k in sorted(changed_items) if k in end.table_items]
@@ -247,7 +256,12 @@ def check(
             continue
         expected_outcomes = True
         business_id = business_ids[business]
-        if flags & ACKED and model.kind != "ambiguous" and _lost(business_id, position):
+        if (
+            flags & ACKED
+            and model.kind != "ambiguous"
+            and not untied
+            and _lost(business_id, position)
+        ):
             lost += 1
         if flags & DEAD_LETTERED and not (position >= 0 and len(messages.details_at(business)) > 1):
             # Not a resend with details that conflict with another message's.
@@ -283,7 +297,7 @@ def check(
         overlapping_deliveries=exposure.overlapping_deliveries,
     )
     accepted_outcomes = outcomes[WriteOutcome.ACCEPTED] > 0
-    nothing_stored = expected_outcomes and not accepted_outcomes and not final
+    nothing_stored = expected_outcomes and not accepted_outcomes and not final and not untied
     reasons = default_reasons(counts, timed_out=history.timed_out, cut_short=cut_short)
     reasons.extend(runtime_error_sentences(read.runtime_errors, failing=True))
     inconclusive = inconclusive_reasons(counts, history)
@@ -296,7 +310,6 @@ def check(
         inconclusive.extend(cut_short_reasons(counts))
     if model.kind == "ambiguous":
         inconclusive.append(model.description)
-    untied = passed.evidence.shared.untied(model.items) if shared else 0
     if untied:
         inconclusive.append(
             f"{untied} write(s) of the aggregate items could not be tied to the record they "

@@ -47,10 +47,15 @@ def changed(write: WriteRecord) -> bool:
 
 @dataclass
 class _Item:
-    ids: set[str] = field(default_factory=set)
-    """Business ids accepted writes changed the item for (at most two are kept)."""
-    fixed: bool = False
+    template: str
+    """Its key's template (``details.key_template``)."""
+    fixed: bool
     """Its key names neither a business id nor anything that varies per delivery."""
+    ids: set[str] = field(default_factory=set)
+    """Business ids accepted writes tied to a record changed it for (at most two kept)."""
+    seen: set[str] = field(default_factory=set)
+    """Business ids it may have been changed for: ``ids``, and, for a fixed key, an untied
+    write's invocation's (at most two kept)."""
     untied: int = 0
     """Accepted writes of it no record could be tied to."""
 
@@ -67,22 +72,31 @@ class SharedEvidence:
             return
         item = self.items.get(canon)
         if item is None:
-            item = self.items[canon] = _Item(
-                fixed="{id}" not in template and not varies_per_delivery(template)
-            )
+            fixed = "{id}" not in template and not varies_per_delivery(template)
+            item = self.items[canon] = _Item(template, fixed)
         record = tied_record(write, ref)
         if record is None or record.business_id is None:
             item.untied += 1
-        elif len(item.ids) < 2 and changed(write):
+            # Only a fixed key can be an aggregate's by guess: an item keyed per delivery
+            # or per id written in a batch is one record's, whichever.
+            if item.fixed and len(item.seen) < 2:
+                item.seen.update(r.business_id for r in ref.records if r.business_id)
+        elif len(item.seen) < 2 and changed(write):
             item.ids.add(record.business_id)
+            item.seen.add(record.business_id)
 
     def aggregated(self) -> bool:
-        """Whether some item was changed on behalf of two business ids or more."""
-        return any(len(i.ids) > 1 for i in self.items.values())
+        """Whether some item may have been changed on behalf of two business ids or more."""
+        return any(len(i.seen) > 1 for i in self.items.values())
 
     def shared_items(self) -> frozenset[str]:
         """The aggregate items: changed for several business ids, or keyed by a fixed key."""
-        return frozenset(k for k, i in self.items.items() if len(i.ids) > 1 or (i.fixed and i.ids))
+        return frozenset(
+            k for k, i in self.items.items() if len(i.seen) > 1 or (i.fixed and i.seen)
+        )
+
+    def templates(self, items: frozenset[str]) -> set[str]:
+        return {self.items[k].template for k in items if k in self.items}
 
     def untied(self, items: frozenset[str]) -> int:
         """Accepted writes of ``items`` that no record could be tied to."""
