@@ -15,6 +15,11 @@ How a run is judged, in the order the code does it:
    JSON strings too) is the outcome stored under a key that changes per
    delivery: it counts as a copy of the outcome, when the outcome key itself
    carries no details. Every other item is a side write.
+   When no item is keyed per message because each message changes a shared
+   item (a running total per customer: ``shared``), outcomes are aggregates,
+   judged per business id and item: declared (``[outcome] shared``), or
+   detected and said so when an item was changed for several business ids and
+   every write of it is tied to its record.
    When nothing matches and the choice is ambiguous, the run is inconclusive
    and the key templates seen are named; the checker never guesses.
 2. **Real order.** Writes of one item are ordered by their item-before
@@ -48,7 +53,7 @@ package's other modules, and the names callers use are importable from here:
 item carries it), ``completeness`` (whether a stored outcome is complete, and when the
 table cannot tell), ``sent`` (what was sent and how each message was settled),
 ``roles`` (real order, delivery units, duplicate and conflicting writes, and
-``LiveDuplicates``), ``survey`` (the first pass over the invocations), ``passes`` (the
+``LiveDuplicates``), ``shared`` (the same for aggregates), ``survey`` (the first pass over the invocations), ``passes`` (the
 pass that gives each write its business id and role), ``parts`` (an outcome's
 accepted writes judged together in bounded parts) and ``evidence`` (the witnesses a
 report shows).

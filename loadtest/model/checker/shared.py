@@ -45,6 +45,10 @@ def changed(write: WriteRecord) -> bool:
     )
 
 
+_PER_DELIVERY = ("{messageId}", "{requestId}", "{uuid}", "{hex}")
+"""Parts of a key template that name one delivery (``details.key_template``)."""
+
+
 @dataclass
 class _Item:
     template: str
@@ -65,14 +69,19 @@ class SharedEvidence:
     """What the writes of items not under the outcome key say of aggregates."""
 
     items: dict[str, _Item] = field(default_factory=dict)
-    """Per item (its canonical key), who changed it."""
+    """Per item (its canonical key) that may be an aggregate, who changed it: items keyed
+    by a business id or by a part of one delivery are left out."""
 
     def note(self, canon: str, template: str, write: WriteRecord, ref: InvocationRef) -> None:
         if write.outcome is not WriteOutcome.ACCEPTED or write.deletes:
             return
         item = self.items.get(canon)
         if item is None:
-            fixed = "{id}" not in template and not varies_per_delivery(template)
+            if "{id}" in template or any(tag in template for tag in _PER_DELIVERY):
+                # One message's item, or one delivery's: never an aggregate, and not
+                # kept (a run's audit rows would make this grow with its writes).
+                return
+            fixed = not varies_per_delivery(template)
             item = self.items[canon] = _Item(template, fixed)
         record = tied_record(write, ref)
         if record is None or record.business_id is None:
