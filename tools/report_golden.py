@@ -135,7 +135,7 @@ def capture(directory: Path, only: list[str]) -> None:
         buffer = io.BytesIO()
         _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(case)
         (directory / f"{case_name}.pickle").write_bytes(buffer.getvalue())
-        print(f"captured {case_name}", file=sys.stderr)
+        sys.stderr.write(f"captured {case_name}\n")
 
 
 def load_case(path: Path) -> Case:
@@ -253,8 +253,10 @@ def render_all(directory: Path, out: Path) -> None:
     for path in sorted(directory.glob("*.pickle")):
         case = load_case(path)
         render_one(build(case), out / case.name)
-        render_one(build(case, incomplete="interrupted by SIGTERM"), out / f"{case.name}-incomplete")
-        print(f"rendered {case.name}", file=sys.stderr)
+        render_one(
+            build(case, incomplete="interrupted by SIGTERM"), out / f"{case.name}-incomplete"
+        )
+        sys.stderr.write(f"rendered {case.name}\n")
 
 
 def main(argv: list[str] | None = None) -> int:

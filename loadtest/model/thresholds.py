@@ -387,25 +387,15 @@ def relax_default_verdict(run: Mapping[str, Any], allowed: Collection[str]) -> d
     threshold result failed, else "pass", so this may run before or after
     :func:`apply_thresholds`.
     """
-    unknown = sorted(set(allowed) - set(RELAXABLE))
-    if unknown:
-        raise InputError(
-            f"cannot relax {', '.join(unknown)}; relaxable: {', '.join(RELAXABLE)} "
-            "(unsettled messages and send failures always fail a run)"
-        )
     out: dict[str, Any] = copy.deepcopy(dict(run))
-    counts = out.get("counts", {})
-    # The checker's own sentences for just the allowed counts, so only those
-    # exact reasons are dropped and anything else the run reported stays.
-    only_allowed = Counts(
-        **{name: (int(counts.get(name, 0)) if name in allowed else 0) for name in COUNT_NAMES}
+    kept, dropped = relaxed_reasons(
+        out.get("reasons", []),
+        out.get("counts", {}),
+        allowed,
+        timed_out=bool(out.get("timed_out", False)),
     )
-    droppable = set(default_reasons(only_allowed, timed_out=bool(out.get("timed_out", False))))
-    reasons = list(out.get("reasons", []))
-    out["reasons"] = [r for r in reasons if r not in droppable]
-    out["relaxed_reasons"] = list(out.get("relaxed_reasons", [])) + [
-        r for r in reasons if r in droppable
-    ]
+    out["reasons"] = kept
+    out["relaxed_reasons"] = list(out.get("relaxed_reasons", [])) + dropped
     out["verdict"] = verdict_of(
         out["reasons"],
         out.get("inconclusive", []),
@@ -413,6 +403,28 @@ def relax_default_verdict(run: Mapping[str, Any], allowed: Collection[str]) -> d
         incomplete=bool(out.get("incomplete")),
     ).value
     return out
+
+
+def relaxed_reasons(
+    reasons: Iterable[str], counts: Mapping[str, Any], allowed: Collection[str], *, timed_out: bool
+) -> tuple[list[str], list[str]]:
+    """``reasons`` split into those kept and those the ``allowed`` counts drop.
+
+    The checker's own sentences for just the allowed counts are dropped, so only
+    those exact reasons go and anything else the run reported stays.
+    """
+    unknown = sorted(set(allowed) - set(RELAXABLE))
+    if unknown:
+        raise InputError(
+            f"cannot relax {', '.join(unknown)}; relaxable: {', '.join(RELAXABLE)} "
+            "(unsettled messages and send failures always fail a run)"
+        )
+    only_allowed = Counts(
+        **{name: (int(counts.get(name, 0)) if name in allowed else 0) for name in COUNT_NAMES}
+    )
+    droppable = set(default_reasons(only_allowed, timed_out=timed_out))
+    listed = list(reasons)
+    return [r for r in listed if r not in droppable], [r for r in listed if r in droppable]
 
 
 def check_scenario(scenario: Scenario) -> Scenario:
