@@ -204,7 +204,8 @@ def diff(
     per-run values); single runs are judged without a test, and the output
     says so.
     """
-    from loadtest.reports.diff import diff_reports, parse_tolerance, render_diff_table
+    from loadtest.reports.diff import diff_reports, parse_tolerance
+    from loadtest.reports.diff_view import render_diff_table
 
     try:
         tolerance = parse_tolerance(max_regression)

@@ -1,8 +1,9 @@
-"""Text renderings of a JSON report for CI: a Markdown summary and JUnit XML.
+"""Text renderings of a report for CI: a Markdown summary, JUnit XML and .hgrm files.
 
 Owns ``--markdown`` (GitHub-flavoured, fit for ``$GITHUB_STEP_SUMMARY`` or a
-pull-request comment) and ``--junit`` (one test suite per variant, one test
-case per threshold plus the default verdict). Pure: each function takes a
+pull-request comment), ``--junit`` (one test suite per variant, one test
+case per threshold plus the default verdict) and ``--hgrm`` (a percentile
+distribution per run and latency). Pure: each function takes a
 report model (``loadtest.reports.model``; its JSON is read into one) and returns
 a string; writing it to a file is the CLI's job.
 """
@@ -15,6 +16,7 @@ from typing import Any
 
 from loadtest.errors import ThresholdError
 from loadtest.model.checker import FLAGGED_WHEN_NONZERO
+from loadtest.model.metrics import decode, hgrm
 from loadtest.model.metrics import format_us as format_us
 from loadtest.model.thresholds import LATENCIES, MetricKind, parse_threshold
 from loadtest.reports.model import ReportModel, RunModel, ThresholdResult, as_model
@@ -239,3 +241,21 @@ def junit_xml(report: ReportModel | Mapping[str, Any]) -> str:
     root.set("errors", "0")
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def hgrm_files(report: ReportModel | Mapping[str, Any]) -> dict[str, str]:
+    """``--hgrm``: ``{file name: .hgrm text}`` for every variant run and latency with samples."""
+    files: dict[str, str] = {}
+    for index, run in enumerate(as_model(report).runs):
+        label = _safe(run.variant)
+        if run.cell:
+            label += "-" + "-".join(f"{k}{v}" for k, v in run.cell.items())
+        for name, encoded in run.latency_hdr.items():
+            histogram = decode(encoded)
+            if histogram.get_total_count():
+                files[f"{index:02d}-{label}-{name}.hgrm"] = hgrm(histogram)
+    return files
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[-60:]

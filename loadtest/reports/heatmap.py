@@ -232,12 +232,13 @@ def svg_panel(panel: Panel, metric: Metric, low: float, high: float) -> Markup:
     return Markup("".join(parts))
 
 
-def html_section(report: ReportModel, first: str | None = None) -> Markup:
+def html_section(report: ReportModel | Mapping[str, Any], first: str | None = None) -> Markup:
     """The page's sweep section (empty for a report that is not a sweep).
 
     One heatmap per metric, one panel per variant, on a colour scale shared by
     the panels of that metric so variants compare at a glance.
     """
+    report = as_model(report)
     blocks = []
     for metric in ordered(first):
         shown = panels(report, metric)
@@ -261,8 +262,9 @@ def html_section(report: ReportModel, first: str | None = None) -> Markup:
 # --- terminal -------------------------------------------------------------------
 
 
-def grid_tables(report: ReportModel, first: str | None = None) -> list[Table]:
+def grid_tables(report: ReportModel | Mapping[str, Any], first: str | None = None) -> list[Table]:
     """One table per metric: the grid's first axis across, variant and other axes down."""
+    report = as_model(report)
     tables = []
     for metric in ordered(first):
         shown = panels(report, metric)

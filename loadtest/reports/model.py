@@ -153,19 +153,19 @@ class RunModel:
 
     @classmethod
     def from_json(cls, data: Json) -> RunModel:
-        data = copy.deepcopy(dict(data))
+        rest: dict[str, Any] = copy.deepcopy(dict(data))
         values: dict[str, Any] = {}
         for f in _RUN_FIELDS:
-            if f not in data:
+            if f not in rest:
                 continue
-            value = data.pop(f)
+            value = rest.pop(f)
             if f == "thresholds":
                 value = tuple(ThresholdResult.from_json(t) for t in value)
             elif f in _RUN_TUPLES:
                 value = tuple(value)
             values[f] = value
         absent = frozenset(f for f in _RUN_FIELDS if f not in values and f not in _RUN_OPTIONAL)
-        return cls(**values, extra=data, absent=absent)
+        return cls(**values, extra=rest, absent=absent)
 
 
 _RUN_FIELDS: tuple[str, ...] = tuple(

@@ -125,7 +125,8 @@ def _verdict(run: RunModel) -> Text:
     return Text("PASS", style="bold green")
 
 
-def summary_table(report: ReportModel) -> Table:
+def summary_table(report: ReportModel | Mapping[str, Any]) -> Table:
+    report = as_model(report)
     runs = report.runs
     backend = report.backend
     where = backend["kind"] + (f" {backend['endpoint_url']}" if backend.get("endpoint_url") else "")

@@ -201,11 +201,9 @@ def build(result: RunResult, plan: RunPlan, *, command: str | None = None) -> Re
     runs = [_judged(run_model(run, plan.prices), plan.thresholds, allow) for run in result.runs]
     repeat = None
     if plan.repeated:
-        runs = [
-            dataclasses.replace(run, seed=run.cell.get("seed", result.scenario.seed))
-            for run in runs
-        ]
-        seeds = list(dict.fromkeys(run.seed for run in runs))
+        run_seeds: list[int] = [run.cell.get("seed", result.scenario.seed) for run in runs]
+        runs = [dataclasses.replace(run, seed=s) for run, s in zip(runs, run_seeds, strict=True)]
+        seeds = list(dict.fromkeys(run_seeds))
         repeat = repeat_summary([run.figures() for run in runs], seeds, plan.thresholds)
     return ReportModel(
         schema_version=SCHEMA_VERSION,
