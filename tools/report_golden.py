@@ -24,6 +24,15 @@ FILE``), the text a failed ``assert_passed`` raises with, and the diff table of 
 report against itself (``loadtest diff``); for each case also once as an interrupted
 run (``incomplete``).
 
+``digest DIR`` renders the cases saved in DIR and writes the SHA-256 of every file to
+``DIR/expected.json``: ``tests/core/test_core_report_golden.py`` renders the few small
+cases saved in ``tests/core/golden`` and fails on any byte that differs. When a change
+to a report is intended, refresh the digests (and say why in the commit)::
+
+    PYTHONPATH=$PWD python tools/report_golden.py digest tests/core/golden
+
+and to add a case: ``capture tests/core/golden --only NAME``, then ``digest``.
+
 A pickle names classes by module: ``_MOVED`` maps a module that moved to where it is
 now, so inputs captured before a move still load.
 """
@@ -32,13 +41,18 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import importlib
 import io
 import json
 import pickle
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
+
+MANIFEST = "expected.json"
+"""The digests a golden test compares with (``digest DIR`` writes them)."""
 
 SEED = 7
 SMALL = {"distinct_ids": 12}
@@ -81,6 +95,8 @@ class _Pickler(pickle.Pickler):
 
 class _Unpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
+        if name == "Case" and module in ("__main__", __name__):
+            return Case  # saved by this tool, run as a script or imported
         try:
             return super().find_class(module, name)
         except (ModuleNotFoundError, AttributeError):
@@ -98,6 +114,13 @@ def _cases() -> list[tuple[str, str, dict[str, Any]]]:
         cases.append((name, name, {**small}))
     cases.append(("race-burst-thresholds", "race-burst", {**SMALL, "thresholds": EXTRA_THRESHOLDS}))
     cases.append(("race-burst-repeat", "race-burst", {"distinct_ids": 6, "repeat": 3}))
+    cases.append(
+        (
+            "race-burst-repeat-small",
+            "race-burst",
+            {"distinct_ids": 2, "repeat": 2, "thresholds": ("duplicate_writes.runs_with >= 0",)},
+        )
+    )
     cases.append(
         (
             "race-burst-sweep",
@@ -267,6 +290,16 @@ def render_all(directory: Path, out: Path) -> None:
         sys.stderr.write(f"rendered {case.name}\n")
 
 
+def digests(directory: Path, out: Path) -> dict[str, str]:
+    """``{path under out: sha256}`` of every rendering of the cases saved in ``directory``."""
+    render_all(directory, out)
+    return {
+        path.relative_to(out).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(out.rglob("*"))
+        if path.is_file()
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -276,11 +309,20 @@ def main(argv: list[str] | None = None) -> int:
     ren = commands.add_parser("render", help="rebuild every rendering from saved inputs")
     ren.add_argument("directory", type=Path)
     ren.add_argument("out", type=Path)
+    dig = commands.add_parser(
+        "digest", help=f"render the saved inputs and write their digests to DIR/{MANIFEST}"
+    )
+    dig.add_argument("directory", type=Path)
     args = parser.parse_args(argv)
     if args.command == "capture":
         capture(args.directory, args.only)
-    else:
+    elif args.command == "render":
         render_all(args.directory, args.out)
+    else:
+        with tempfile.TemporaryDirectory() as out:
+            found = digests(args.directory, Path(out))
+        text = json.dumps(found, indent=2, sort_keys=True) + "\n"
+        (args.directory / MANIFEST).write_text(text, encoding="utf-8")
     return 0
 
 

@@ -13,16 +13,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loadtest.model.checker import FLAGGED_WHEN_NONZERO
+from loadtest.model.checker import BAD_WHEN_NONZERO, INCONCLUSIVE_WHEN_NONZERO
 from loadtest.reports.formats import format_observed
 from loadtest.reports.model import ReportModel, RunModel, as_model
 from loadtest.reports.render import race_story
 
 
 def failing_counts(run: RunModel) -> list[str]:
-    """``name=value`` for each count that fails a run when it is not zero, and is not."""
+    """``name=value`` for each count that fails a run when it is not zero, and is not, in
+    the checker's order (the same text on every run of the same report)."""
     counts = run.counts
-    return [f"{name}={counts[name]}" for name in FLAGGED_WHEN_NONZERO if counts.get(name)]
+    flagged = (*BAD_WHEN_NONZERO, *INCONCLUSIVE_WHEN_NONZERO)
+    return [f"{name}={counts[name]}" for name in flagged if counts.get(name)]
 
 
 def _run_lines(run: RunModel) -> list[str]:
