@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loadtest.adapters.aws import BackendKind
 from loadtest.assist import doctor_data_plane, new_scenario
+from loadtest.aws.clients import BackendKind
 from loadtest.deploy.remote_run import AttachTo
-from loadtest.emulation.handlers import HandlerRef
+from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.engine import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salvage
 from loadtest.errors import InputError
 from loadtest.inputs import TARGETS, backend_kind, resolve_scenario, resolve_variants
@@ -159,7 +159,7 @@ def prepare(
 
 
 def _check_capacity(refs: Sequence[HandlerRef], cells: Sequence[Cell]) -> None:
-    from loadtest.emulation.capacity import estimate, machine, refuse_beyond
+    from loadtest.emulation.environment.capacity import estimate, machine, refuse_beyond
 
     runs = [cell.scenario for cell in cells]
     per_run = [

@@ -14,9 +14,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from loadtest.adapters.aws import BackendKind
-from loadtest.adapters.doctor_checks import CheckResult
-from loadtest.emulation.handlers import parse_ref
+from loadtest.aws.clients import BackendKind
+from loadtest.doctor.checks import CheckResult
+from loadtest.emulation.environment.handlers import parse_ref
 from loadtest.errors import InputError
 from loadtest.model.handler_source import (
     environment_reads,
@@ -95,7 +95,7 @@ def doctor_data_plane(
     *,
     on_check: Callable[[CheckResult], None] | None = None,
 ) -> tuple[list[CheckResult], str | None]:
-    """The doctor's data-plane checks (``loadtest.adapters.doctor_mapping``) where they can run.
+    """The doctor's data-plane checks (``loadtest.doctor.mapping``) where they can run.
 
     On loadtest's own backend (embedded, or ``loadtest serve`` behind ``endpoint_url``)
     against the emulated event source mapping; on another endpoint that serves Lambda
@@ -105,7 +105,7 @@ def doctor_data_plane(
     """
     import anyio
 
-    from loadtest.adapters.aws import Target, served_sqs_requests
+    from loadtest.aws.clients import Target, served_sqs_requests
 
     if kind is BackendKind.AWS or not endpoint_url:
         return [], "the data-plane checks run on an endpoint (--endpoint-url) or embedded only"

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from loadtest.adapters.aws import BackendKind
-from loadtest.emulation.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
+from loadtest.aws.clients import BackendKind
+from loadtest.emulation.environment.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
 from loadtest.errors import InputError
 from loadtest.model.scenario import Scenario, load_scenario
 from loadtest.model.thresholds import check_scenario

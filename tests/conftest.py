@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from loadtest.adapters.backend.embedded import EmbeddedBackend
+from loadtest.backend.embedded import EmbeddedBackend
 
 TESTS = Path(__file__).resolve().parent
 

@@ -24,7 +24,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from loadtest.emulation.handlers import BUILTIN_VARIANTS
+from loadtest.emulation.environment.handlers import BUILTIN_VARIANTS
 from loadtest.model.plan import RunPlan
 from loadtest.reports.model import ReportModel, as_model
 from loadtest.reports.report import build
@@ -113,7 +113,7 @@ def explore_report(
 
 
 def _item(item: Any) -> str:
-    from loadtest.emulation.explore_steps import plain_item
+    from loadtest.emulation.explore.steps import plain_item
 
     return plain_item(item)
 
