@@ -1,9 +1,10 @@
 """Thresholds: k6-style pass/fail expressions over one run of the JSON report.
 
 Owns the threshold grammar, its parser, the evaluation of a threshold against
-one run of a report (``schema_version`` 1) and the explicit relaxation of the
-default verdict for demonstration scenarios. Pure: no I/O, no clock, no
-printing; the report dicts passed in are never mutated (new ones are returned).
+the figures of one run of a report (``schema_version`` 1) and which reasons the
+explicit relaxation of the default verdict drops for demonstration scenarios
+(applying both to a run is ``loadtest.reports.judge``'s). Pure: no I/O, no
+clock, no printing; what is passed in is never mutated.
 
 Grammar (spaces around tokens are optional)::
 
@@ -44,8 +45,8 @@ the racy variant to fail). Two pieces, both explicit:
 
 1. *Expect* the failure with an ordinary threshold, which passes only when the
    race reproduced: ``read-then-write: duplicate_writes > 0``.
-2. *Relax* the default verdict for that variant with
-   :func:`relax_default_verdict`, naming which default-verdict reasons the
+2. *Relax* the default verdict for that variant (``loadtest.reports.judge``;
+   :func:`relaxed_reasons` says which reasons go), naming which default-verdict reasons the
    scenario allows (``duplicate_writes``, ``conflicting_writes``,
    ``lost_outcomes``). A scenario file would say so in a table such as::
 
@@ -62,7 +63,6 @@ the day the race stops reproducing; pairing the two keeps it honest.
 
 from __future__ import annotations
 
-import copy
 import math
 import operator
 import re
@@ -73,7 +73,7 @@ from typing import Any
 
 from loadtest.errors import InputError, ScenarioError, ThresholdError
 from loadtest.model.checker import COUNT_NAMES as CHECKER_COUNT_NAMES
-from loadtest.model.checker import Counts, default_reasons, verdict_of
+from loadtest.model.checker import Counts, default_reasons
 from loadtest.model.metrics import LATENCY_NAMES, LATENCY_STATS
 from loadtest.model.scenario import RELAXABLE, Scenario
 
@@ -353,56 +353,6 @@ def evaluate_aggregate(threshold: Threshold, statistics: Mapping[str, Any]) -> d
     observed = None if isinstance(node, bool) or not isinstance(node, int | float) else node
     ok = observed is not None and _COMPARE[threshold.operator](observed, threshold.value)
     return {"expr": threshold.expr, "observed": observed, "ok": ok}
-
-
-def apply_thresholds(report: Mapping[str, Any], thresholds: Iterable[Threshold]) -> dict[str, Any]:
-    """A new report whose runs carry the results of the thresholds that apply to them.
-
-    Each run's ``thresholds`` list is replaced (so applying twice is the same
-    as once); if any result failed, its ``verdict`` becomes "fail", or
-    "inconclusive" for an incomplete run (``verdict_of``). An existing "fail" is
-    kept: thresholds add to the default verdict, never relax it.
-    """
-    chosen = [t for t in thresholds if t.aggregate is None]
-    out: dict[str, Any] = copy.deepcopy(dict(report))
-    for run in out["runs"]:
-        results = [evaluate(t, run) for t in chosen if t.applies_to(run["variant"])]
-        run["thresholds"] = results
-        if any(not r["ok"] for r in results) and run["verdict"] != "fail":
-            run["verdict"] = verdict_of(
-                run.get("reasons", []),
-                run.get("inconclusive", []),
-                failed_thresholds=True,
-                incomplete=bool(run.get("incomplete")),
-            ).value
-    return out
-
-
-def relax_default_verdict(run: Mapping[str, Any], allowed: Collection[str]) -> dict[str, Any]:
-    """A new run with the default-verdict reasons for the ``allowed`` counts dropped.
-
-    ``allowed`` holds names from :data:`RELAXABLE`; only the scenario may pass
-    them (see the module docstring). The dropped reasons move to
-    ``relaxed_reasons``. The verdict is then "fail" if any reason remains or any
-    threshold result failed, else "pass", so this may run before or after
-    :func:`apply_thresholds`.
-    """
-    out: dict[str, Any] = copy.deepcopy(dict(run))
-    kept, dropped = relaxed_reasons(
-        out.get("reasons", []),
-        out.get("counts", {}),
-        allowed,
-        timed_out=bool(out.get("timed_out", False)),
-    )
-    out["reasons"] = kept
-    out["relaxed_reasons"] = list(out.get("relaxed_reasons", [])) + dropped
-    out["verdict"] = verdict_of(
-        out["reasons"],
-        out.get("inconclusive", []),
-        failed_thresholds=any(not r.get("ok", False) for r in out.get("thresholds", [])),
-        incomplete=bool(out.get("incomplete")),
-    ).value
-    return out
 
 
 def relaxed_reasons(

@@ -22,8 +22,9 @@ from loadtest.model.cost import Prices, priced, units_of
 from loadtest.model.plan import RunPlan
 from loadtest.model.repeats import repeat_failed, repeat_summary
 from loadtest.model.scenario import to_raw
-from loadtest.model.thresholds import Threshold, evaluate, relaxed_reasons
-from loadtest.reports.model import SCHEMA_VERSION, ReportModel, RunModel, ThresholdResult
+from loadtest.model.thresholds import Threshold
+from loadtest.reports.judge import judged_by, relaxed
+from loadtest.reports.model import SCHEMA_VERSION, ReportModel, RunModel
 from loadtest.reports.passes import (
     SERIES_POINTS_LIMIT,
     WRITE_DECISIONS_LIMIT,
@@ -156,38 +157,10 @@ def _cut(series_interval_s: float, **lists: tuple[int, int]) -> dict[str, Any]:
 def _judged(
     run: RunModel, thresholds: Sequence[Threshold], allow: Mapping[str, Sequence[str]]
 ) -> RunModel:
-    """The run's verdict after the scenario's relaxations and the plan's thresholds.
-
-    A relaxed reason stays visible in ``relaxed_reasons``; a failed threshold fails
-    the run, or leaves an incomplete one inconclusive; an existing "fail" is kept.
-    """
+    """The run's verdict after the scenario's relaxations and the plan's thresholds."""
     if run.variant in allow:
-        kept, dropped = relaxed_reasons(
-            run.reasons, run.counts, allow[run.variant], timed_out=run.timed_out
-        )
-        run = dataclasses.replace(
-            run,
-            reasons=tuple(kept),
-            relaxed_reasons=(*(run.relaxed_reasons or ()), *dropped),
-            verdict=verdict_of(
-                kept,
-                run.inconclusive,
-                failed_thresholds=any(not t.ok for t in run.thresholds),
-                incomplete=run.incomplete,
-            ).value,
-        )
-    figures = run.figures()
-    results = tuple(
-        ThresholdResult.from_json(evaluate(t, figures))
-        for t in thresholds
-        if t.aggregate is None and t.applies_to(run.variant)
-    )
-    verdict = run.verdict
-    if any(not r.ok for r in results) and verdict != "fail":
-        verdict = verdict_of(
-            run.reasons, run.inconclusive, failed_thresholds=True, incomplete=run.incomplete
-        ).value
-    return dataclasses.replace(run, thresholds=results, verdict=verdict)
+        run = relaxed(run, allow[run.variant])
+    return judged_by(run, thresholds)
 
 
 def build(result: RunResult, plan: RunPlan, *, command: str | None = None) -> ReportModel:
