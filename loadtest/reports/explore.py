@@ -1,7 +1,7 @@
 """The report of ``explore``: the JSON report with its ``explore`` object, and its terminal text.
 
-An explore report is a run report (``schema_version`` 1, built by
-``loadtest.reports.report.build``; a ``ReportModel`` whose ``explore`` is set): its one run is the schedule it shows (the shrunk
+An explore report is a run report (a ``ReportModel`` built by
+``loadtest.reports.report.build``, its ``explore`` set): its one run is the schedule it shows (the shrunk
 counterexample when a schedule failed, else an inconclusive one, else the
 first), judged as any run is, so every renderer, threshold and exit code
 works on it unchanged. The ``explore`` object adds what the search did:

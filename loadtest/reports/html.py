@@ -234,7 +234,7 @@ def _cuts(report: ReportModel, labels: Sequence[str]) -> list[str]:
     from the warnings, which are about the consumer and the run, not the report's size."""
     out = []
     for run, label in zip(report.runs, labels, strict=True):
-        total = None if "write_decisions_total" in run.absent else run.write_decisions_total
+        total = run.known("write_decisions_total")
         shown = len(run.write_decisions)
         if isinstance(total, int) and total > shown:
             out.append(f"{label}: write decisions listed for the first {shown} of {total} writes")
@@ -247,11 +247,6 @@ def _cuts(report: ReportModel, labels: Sequence[str]) -> list[str]:
 def _thresholds(run: RunModel) -> list[dict[str, Any]]:
     results = sorted(run.thresholds, key=lambda r: r.ok)  # failing first
     return [{"expr": r.expr, "observed": format_observed(r, run), "ok": r.ok} for r in results]
-
-
-def _known(run: RunModel, *names: str) -> dict[str, Any]:
-    """Each field by name, or "–" where the report (an older one) lacks it."""
-    return {name: "–" if name in run.absent else getattr(run, name) for name in names}
 
 
 @functools.cache
@@ -344,7 +339,7 @@ def render_html(report: ReportModel | Mapping[str, Any]) -> str:
                 "run": run,
                 "label": label,
                 "color": color,
-                "known": _known(run, "cold_starts", "handler", "faults"),
+                "known": {k: run.known(k, "–") for k in ("cold_starts", "handler", "faults")},
                 "verdict": run.verdict,
                 "reasons": [
                     *run.reasons,
@@ -354,9 +349,7 @@ def render_html(report: ReportModel | Mapping[str, Any]) -> str:
                 "relaxed": list(run.relaxed_reasons or ()),
                 "thresholds": _thresholds(run),
                 "write_rows": rows,
-                "write_total": len(rows)
-                if "write_decisions_total" in run.absent
-                else run.write_decisions_total,
+                "write_total": run.known("write_decisions_total", len(rows)),
                 "write_outcomes": run.write_outcomes,
                 "errors": [
                     {"outcome": o, "error": e, "count": n}

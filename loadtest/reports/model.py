@@ -123,6 +123,10 @@ class RunModel:
         value = self.latency_us.get(name, _EMPTY).get(stat)
         return None if value is None else float(value)
 
+    def known(self, name: str, missing: Any = None) -> Any:
+        """A field by name, or ``missing`` where the report (an older one) lacks it."""
+        return missing if name in self.absent else getattr(self, name)
+
     def figures(self) -> dict[str, Any]:
         """What thresholds and a repeat's statistics address, by the JSON's paths
         (``counts.duplicate_writes``, ``latency_us.end_to_end.p99``, ...)."""
