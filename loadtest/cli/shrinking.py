@@ -58,7 +58,7 @@ def shrink(
         if not quiet:
             err.print(Text(f"Shrinking {report} ({tries} run(s) per candidate)…", style="dim"))
         result = shrink_report(
-            data.to_json(), variant=variant, tries=tries, endpoint_url=endpoint_url, on_step=step
+            data, variant=variant, tries=tries, endpoint_url=endpoint_url, on_step=step
         )
     except InputError as exc:
         fail(Exit.BAD_INPUT, str(exc))

@@ -209,6 +209,10 @@ class ReportModel:
     def name(self) -> str:
         return str(self.scenario.get("name", "?"))
 
+    def known(self, name: str, missing: Any = None) -> Any:
+        """A field by name, or ``missing`` where the report (an older one) lacks it."""
+        return missing if name in self.absent else getattr(self, name)
+
     def to_json(self) -> dict[str, Any]:
         """The JSON report (``schema_version`` 1), in its key order."""
         out: dict[str, Any] = {}
