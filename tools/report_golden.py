@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
-import importlib
 import io
 import json
 import pickle
@@ -66,6 +65,15 @@ _MOVED = {
     ".".join(("loadtest", "adapters", "aws")): "loadtest.aws.clients",
     ".".join(("loadtest", "adapters", "spool")): "loadtest.spool",
 }
+
+_SPLIT = {
+    "loadtest.model.history": (
+        "loadtest.model.history_frames",
+        "loadtest.model.history_records",
+        "loadtest.model.history_keys",
+    ),
+}
+"""Modules split in parts, and the parts a name saved from them may now live in."""
 
 
 @dataclasses.dataclass
@@ -98,12 +106,16 @@ class _Unpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if name == "Case" and module in ("__main__", __name__):
             return Case  # saved by this tool, run as a script or imported
-        try:
-            return super().find_class(module, name)
-        except (ModuleNotFoundError, AttributeError):
-            if module in _MOVED:
-                return getattr(importlib.import_module(_MOVED[module]), name)
-            raise
+        module = _MOVED.get(module, module)
+        # A private codec function made public when its module was split keeps its name
+        # without the underscore, in the module or one split from it.
+        for place in (module, *_SPLIT.get(module, ())):
+            for candidate in dict.fromkeys((name, name.lstrip("_"), f"_{name}")):
+                try:
+                    return super().find_class(place, candidate)
+                except AttributeError:
+                    continue
+        return super().find_class(module, name)
 
 
 def _cases() -> list[tuple[str, str, dict[str, Any]]]:

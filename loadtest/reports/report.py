@@ -61,7 +61,7 @@ def run_model(run: VariantRun, prices: Prices | None = None) -> RunModel:
     """One run of the report, its default verdict only; ``prices`` default to the
     committed us-east-1 table."""
     if prices is None:
-        from loadtest.model.prices import default_prices  # the one file read, cached
+        from loadtest.model.price_tables import default_prices  # the one file read, cached
 
         prices = default_prices()
     counts = run.check.counts
