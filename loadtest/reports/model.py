@@ -22,7 +22,6 @@ import copy
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 Json = Mapping[str, Any]
@@ -49,56 +48,75 @@ class ThresholdResult:
         return cls(str(data.get("expr", "")), data.get("observed"), bool(data.get("ok", False)))
 
 
-_EMPTY: Json = MappingProxyType({})
-
-
 @dataclass(frozen=True)
 class RunModel:
     """One variant's run: its verdict, counts, latencies and evidence (``runs[]``)."""
 
     variant: str
+    """The variant's name, or the handler reference it was given as."""
     handler: str | None = None
+    """The handler that ran (``module:function`` or ``path.py:function``)."""
     cell: Json = field(default_factory=dict)
     """For a sweep: the settings this run's cell overrode."""
     settings: Json = field(default_factory=dict)
+    """The consumer's settings as run, with the faults injected."""
     faults: str = "none"
     """The faults injected, in words (``none`` when there were none)."""
     counts: Mapping[str, int] = field(default_factory=dict)
     """The checker's counts by name (``duplicate_writes``, ...)."""
     queue_after: Json = field(default_factory=dict)
+    """Messages left ``visible``, ``in_flight`` and in the ``dlq`` after the run."""
     table_after: Json = field(default_factory=dict)
+    """The outcome table's ``items`` after the run (and each extra table's)."""
     latency_us: Mapping[str, Json] = field(default_factory=dict)
     """Each latency's summary (count, min, p50 ... p99_9, max, mean), in microseconds."""
     latency_hdr: Mapping[str, str] = field(default_factory=dict)
     """Each latency's HdrHistogram, encoded."""
     throughput: Json = field(default_factory=dict)
+    """``messages_per_s`` (settled per second) and ``duration_s``."""
     rate: Json = field(default_factory=dict)
+    """The requested and achieved rates and the backlog (``loadtest.model.rate``)."""
     cost: Json = field(default_factory=dict)
+    """The billed units and the cost per million messages (``loadtest.model.cost``)."""
     thresholds: tuple[ThresholdResult, ...] = ()
+    """The results of the thresholds that apply to this run, in the plan's order."""
     verdict: str = "fail"
     """``pass``, ``fail`` or ``inconclusive``, after the scenario's rules and thresholds."""
     reasons: tuple[str, ...] = ()
+    """Why the default verdict failed, one sentence each."""
     inconclusive: tuple[str, ...] = ()
+    """What the run could not observe or settle, one sentence each."""
     incomplete: bool = False
+    """The run was stopped before its workload was settled."""
     outcome: str | None = None
+    """Where the checker found the outcomes, in words."""
     key_templates: Json = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     unobserved: Sequence[Json] = ()
+    """Calls the observer could not interpret and its own failures, grouped."""
     warnings: tuple[str, ...] = ()
+    """Settings that invite duplicates and other likely causes (lint's and the run's)."""
     timed_out: bool = False
     cold_starts: int = 0
     resources: Json = field(default_factory=dict)
+    """The names of the queues and tables the run made."""
     cleanup_problems: tuple[str, ...] = ()
     series: Json = field(default_factory=dict)
+    """Counts per interval since the run started (``interval_s`` wide)."""
     findings: Sequence[Json] = ()
+    """The evidence of the first ids written more than once (their reads and writes)."""
     errors: Sequence[Json] = ()
+    """Handler errors grouped by message, most frequent first."""
     dead_letters: Sequence[Json] = ()
     results: Sequence[Any] = ()
+    """The first successful invocations' results."""
     write_decisions: Sequence[Json] = ()
+    """The first judged writes, in the order the report lists them."""
     write_decisions_total: int = 0
     write_outcomes: Mapping[str, int] = field(default_factory=dict)
     table_items: Json = field(default_factory=dict)
     cut: Json = field(default_factory=dict)
+    """What each long list lists of how many (``listed``, ``total``, ``cut``)."""
     relaxed_reasons: tuple[str, ...] | None = None
     """Default-verdict reasons the scenario allows (``[verdict.allow]``), kept visible;
     None when the scenario allows none for this variant (the key is then left out)."""
@@ -117,11 +135,6 @@ class RunModel:
     def count(self, name: str, missing: int = 0) -> int:
         """A count by name; ``missing`` for a count an older report lacks."""
         return int(self.counts.get(name, missing))
-
-    def latency(self, name: str, stat: str) -> float | None:
-        """One statistic of one latency, in microseconds (None: nothing measured)."""
-        value = self.latency_us.get(name, _EMPTY).get(stat)
-        return None if value is None else float(value)
 
     def known(self, name: str, missing: Any = None) -> Any:
         """A field by name, or ``missing`` where the report (an older one) lacks it."""
