@@ -192,13 +192,13 @@ def test_a_read_modify_write_by_two_copies_is_a_duplicate() -> None:
     c0_a = ledger("customer-0", 3, ["a"])
     c0_ab = ledger("customer-0", 5, ["a", "b"])
     c0_aab = ledger("customer-0", 8, ["a", "b"])
-    put = {"operation": "PutItem"}
+    put = "PutItem"
     history = history_of(
         [("m-1", "a", 3), ("m-2", "b", 2), ("m-3", "a", 3)],
         [
-            deliver("r-1", "m-1", "a", add(None, c0_a, at_ns=1_000_000, **put)),
-            deliver("r-2", "m-2", "b", add(c0_a, c0_ab, at_ns=2_000_000, **put)),
-            deliver("r-3", "m-3", "a", add(c0_ab, c0_aab, at_ns=3_000_000, **put)),
+            deliver("r-1", "m-1", "a", add(None, c0_a, at_ns=1_000_000, operation=put)),
+            deliver("r-2", "m-2", "b", add(c0_a, c0_ab, at_ns=2_000_000, operation=put)),
+            deliver("r-3", "m-3", "a", add(c0_ab, c0_aab, at_ns=3_000_000, operation=put)),
         ],
     )
     result = check(history, table(c0_aab))
