@@ -309,3 +309,53 @@ def test_outcome_shared_is_parsed_round_tripped_and_refused_with_a_key() -> None
     for outcome, message in bad:
         with pytest.raises(ScenarioError, match=message):
             parse_scenario({"outcome": outcome}, source="mem")
+
+
+def test_stock_per_sku_is_judged_from_the_ties_alone() -> None:
+    # The item names no order: only the record each write was made for says whose it is.
+    def stock(level: int) -> TypedItem:
+        return {"id": {"S": "sku-7"}, "stock": {"N": str(level)}}
+
+    history = history_of(
+        [("m-1", "a", 3), ("m-2", "b", 2), ("m-3", "b", 2)],
+        [
+            deliver("r-1", "m-1", "a", add(None, stock(97), at_ns=1_000_000)),
+            deliver("r-2", "m-2", "b", add(stock(97), stock(95), at_ns=2_000_000)),
+            deliver("r-3", "m-3", "b", add(stock(95), stock(93), at_ns=3_000_000)),
+        ],
+    )
+    result = check(history, table(stock(93)))
+    assert result.verdict is Verdict.FAIL
+    c = result.counts
+    assert (c.writes_accepted, c.duplicate_writes, c.conflicting_writes, c.lost_outcomes) == (
+        3,
+        1,
+        1,
+        0,
+    )
+    assert sorted(roles(result)) == [("a", "first"), ("b", "again"), ("b", "first")]
+
+
+def test_a_counter_beside_per_message_outcomes_stays_a_side_write() -> None:
+    # Each order's own item (guarded), and a processed-messages counter every delivery
+    # bumps: the outcomes live under the key, the counter is a side write.
+    order = {"id": {"S": "a"}, "quantity": {"N": "3"}}
+    other = {"id": {"S": "b"}, "quantity": {"N": "2"}}
+
+    def counter(n: int) -> TypedItem:
+        return {"id": {"S": "stats"}, "processed": {"N": str(n)}}
+
+    rejected = add(order, order, at_ns=3_000_000, outcome=WriteOutcome.REJECTED)
+    history = history_of(
+        [("m-1", "a", 3), ("m-2", "b", 2), ("m-3", "a", 3)],
+        [
+            deliver("r-1", "m-1", "a", add(None, order), add(None, counter(1), at_ns=1_000)),
+            deliver("r-2", "m-2", "b", add(None, other), add(counter(1), counter(2), at_ns=2_000)),
+            deliver("r-3", "m-3", "a", rejected, add(counter(2), counter(3), at_ns=3_000)),
+        ],
+    )
+    result = check(history, EndState(0, 0, 0, {"a": order, "b": other, "stats": counter(3)}))
+    assert result.verdict is Verdict.PASS, (result.reasons, result.inconclusive)
+    assert result.outcome == "outcome items keyed id = '{id}'"
+    c = result.counts
+    assert (c.writes_accepted, c.writes_rejected, c.side_writes, c.duplicate_writes) == (2, 1, 3, 0)
