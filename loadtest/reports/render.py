@@ -156,10 +156,15 @@ def _write_line(w: Mapping[str, Any]) -> str:
     if w["outcome"] != "accepted":
         return f"{w['operation']} {w['outcome']}, kept {_item(w['item_before'])}"
     if role == "first":
+        if w["item_before"] is not None:
+            # An aggregate's first change for this id: the item held others' already.
+            return f"{w['operation']} accepted: its first change, of {_item(w['item_before'])}"
         return f"{w['operation']} accepted: stored it (was absent)"
     if role == "step":
         return f"{w['operation']} accepted: the same delivery's next step"
     if role == "noop":
+        if w["item_before"] is not None and w["item_before"] == w["item_after"]:
+            return f"{w['operation']} accepted: changed nothing (the item already held it)"
         return f"{w['operation']} accepted: changed nothing (if_not_exists)"
     if w["item_before"] == w["item_after"]:
         return f"{w['operation']} accepted: wrote the same order again"

@@ -329,3 +329,37 @@ def test_the_race_story_lists_each_call_with_its_span_and_a_read_before_the_writ
     assert lines[1].split()[:4] == ["1303.5", "to", "1304.1", "ms"]
     assert lines[3].split()[:4] == ["1305.9", "to", "1306.4", "ms"]
     assert "env 7" in lines[3] and "env 4" in lines[2]
+
+
+def test_the_race_story_of_an_aggregate_names_its_first_change_and_a_change_of_nothing() -> None:
+    def total(amount: int) -> dict[str, Any]:
+        return {"id": {"S": "customer-1"}, "amount": {"N": str(amount)}}
+
+    def accepted(at_ms: float, role: str, before: int, after: int) -> dict[str, Any]:
+        return {
+            "at_ms": at_ms,
+            "done_ms": at_ms + 1,
+            "environment": 1,
+            "operation": "UpdateItem",
+            "outcome": "accepted",
+            "role": role,
+            "item_before": total(before),
+            "item_after": total(after),
+        }
+
+    finding = {
+        "business_id": "o-1",
+        "accepted_writes": 3,
+        "reads": [],
+        "writes": [
+            accepted(10.0, "first", 5, 7),
+            accepted(20.0, "duplicate", 7, 9),
+            accepted(30.0, "noop", 9, 9),
+        ],
+    }
+    lines = [line.split("  env 1  ", 1)[1] for line in _race_story(finding).splitlines()[1:]]
+    assert lines == [
+        'UpdateItem accepted: its first change, of {"amount": "5", "id": "customer-1"}',
+        'UpdateItem accepted: replaced {"amount": "7", "id": "customer-1"}',
+        "UpdateItem accepted: changed nothing (the item already held it)",
+    ]
