@@ -87,7 +87,9 @@ def test_a_variable_the_run_does_not_set_is_the_runs_gap(backend_url: str) -> No
     )
     run = _run(
         backend_url,
-        scenario.with_overrides(max_receive_count=1),
+        # A failed message is dead-lettered once its visibility timeout has passed: a short
+        # one (the handler fails at once) rather than the default 30 s.
+        scenario.with_overrides(max_receive_count=1, visibility_timeout_s=3, function_timeout_s=3),
         f"{CONFIGURED / 'env_named.py'}:handler",
     )
     c = run.check.counts
