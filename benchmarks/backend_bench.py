@@ -31,7 +31,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from loadtest.adapters.backend.embedded import EmbeddedBackend
+from loadtest.backend.embedded import EmbeddedBackend
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

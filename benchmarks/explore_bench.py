@@ -15,7 +15,7 @@ import statistics
 import time
 
 import loadtest
-from loadtest.adapters.backend.embedded import EmbeddedBackend
+from loadtest.backend.embedded import EmbeddedBackend
 
 CASES = (
     (

@@ -46,12 +46,12 @@ from typing import Any
 
 from benchmarks.stub_sqs import producer_ceiling
 from loadtest import engine
-from loadtest.adapters.aws import BackendKind
-from loadtest.adapters.backend.embedded import EmbeddedBackend
-from loadtest.emulation import layer
-from loadtest.emulation.handlers import parse_ref
+from loadtest.aws.clients import BackendKind
+from loadtest.backend.embedded import EmbeddedBackend
+from loadtest.emulation.environment.handlers import parse_ref
 from loadtest.model.rate import rate_warning
 from loadtest.model.scenario import load_scenario
+from loadtest.observer import layer
 from loadtest.reports.html import render_html
 from loadtest.reports.report import build_report
 
@@ -141,7 +141,7 @@ def _kind(pid: int) -> str:
         return "other"
     if layer.ZYGOTE_MARKER.encode() in args:
         return "zygote" if parent == os.getpid() else "environment"
-    if b"loadtest.emulation.envhost" in args or b"envhost.main()" in args:
+    if b"loadtest.emulation.environment.child_host" in args or b"envhost.main()" in args:
         return "environment"
     if b"multiprocessing" in args:
         return "producer"  # the only processes loadtest spawns through multiprocessing

@@ -129,11 +129,11 @@ def producer_ceiling(messages: int = 20_000, processes: int = 1) -> ProducerCeil
 
     import anyio
 
-    from loadtest.adapters import aws
-    from loadtest.adapters.producer import produce
-    from loadtest.adapters.producers import producing
+    from loadtest.aws import clients as aws
     from loadtest.model.history import History
     from loadtest.model.schedule import PlannedMessage
+    from loadtest.producer.processes import producing
+    from loadtest.producer.send import produce
 
     planned = [
         PlannedMessage(

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loadtest.adapters.aws import BackendKind
-from loadtest.adapters.doctor_checks import CheckResult
+from loadtest.aws.clients import BackendKind
 from loadtest.deploy.remote_run import AttachTo
-from loadtest.emulation.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
+from loadtest.doctor.checks import CheckResult
+from loadtest.emulation.environment.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
 from loadtest.engine import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salvage
 from loadtest.errors import InputError
 from loadtest.model.checker import Counts
@@ -318,7 +318,7 @@ def prepare(
 def _check_capacity(
     scenario: Scenario, refs: Sequence[HandlerRef], cells: Sequence[Mapping[str, Any]]
 ) -> None:
-    from loadtest.emulation.capacity import estimate, machine, refuse_beyond
+    from loadtest.emulation.environment.capacity import estimate, machine, refuse_beyond
 
     runs = [scenario.with_overrides(**cell) for cell in cells]
     per_run = [
@@ -602,7 +602,7 @@ def doctor_data_plane(
     *,
     on_check: Callable[[CheckResult], None] | None = None,
 ) -> tuple[list[CheckResult], str | None]:
-    """The doctor's data-plane checks (``loadtest.adapters.doctor_mapping``) where they can run.
+    """The doctor's data-plane checks (``loadtest.doctor.mapping``) where they can run.
 
     On loadtest's own backend (embedded, or ``loadtest serve`` behind ``endpoint_url``)
     against the emulated event source mapping; on another endpoint that serves Lambda
@@ -612,7 +612,7 @@ def doctor_data_plane(
     """
     import anyio
 
-    from loadtest.adapters.aws import Target, served_sqs_requests
+    from loadtest.aws.clients import Target, served_sqs_requests
 
     if kind is BackendKind.AWS or not endpoint_url:
         return [], "the data-plane checks run on an endpoint (--endpoint-url) or embedded only"

@@ -13,7 +13,7 @@
     └── ExploreError (RuntimeError)          a delivery under explore never reached a point: exit code 4
 
 Subclasses also inherit the standard exception a caller would catch. Errors
-from botocore are translated in one place (``loadtest.adapters.aws.translate``) and
+from botocore are translated in one place (``loadtest.aws.clients.translate``) and
 re-raised ``from`` the original.
 """
 

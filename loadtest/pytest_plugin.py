@@ -104,7 +104,7 @@ def loadtest_backend(pytestconfig: pytest.Config) -> Iterator[LoadtestBackend]:
     if url:
         yield LoadtestBackend(str(url), embedded=False)
         return
-    from loadtest.adapters.backend.embedded import EmbeddedBackend
+    from loadtest.backend.embedded import EmbeddedBackend
 
     with EmbeddedBackend() as backend:
         yield LoadtestBackend(backend.endpoint_url, embedded=True)

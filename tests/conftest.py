@@ -22,7 +22,7 @@ import pytest
 from _pytest.nodeid import NodeId
 from hypothesis import settings
 
-from loadtest.adapters.backend.embedded import EmbeddedBackend
+from loadtest.backend.embedded import EmbeddedBackend
 
 TESTS = Path(__file__).resolve().parent
 

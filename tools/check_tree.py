@@ -8,8 +8,8 @@ Fails, naming file, line and the text, on:
   ("a later session", "session 4");
 - citations of a design document the repository does not contain (``DESIGN.md``);
 - module docstrings that cite a ``loadtest.`` module, or a name in one, that does not
-  exist (``loadtest.model.cost`` must be a module, ``loadtest.adapters.aws.translate``
-  a top-level name of ``loadtest/adapters/aws.py``).
+  exist (``loadtest.model.cost`` must be a module, ``loadtest.aws.clients.translate``
+  a top-level name of ``loadtest/aws/clients.py``).
 
 How and when something was built belongs in commit messages. Run
 ``python tools/check_tree.py [ROOT]``: exit 0 when clean, 1 with the findings.

@@ -35,7 +35,7 @@ def show_plan(
     """Print what a deploy would create, then exit 0; calls nothing, needs no credentials.
 
     The cost is priced at ``prices_path`` (``--prices``), else the committed table."""
-    from loadtest.adapters.aws import region_from_environment
+    from loadtest.aws.clients import region_from_environment
     from loadtest.deploy.deploy_plan import plan_deploy, render_plan
     from loadtest.model.prices import load_prices
     from loadtest.model.scenario import load_scenario
@@ -94,8 +94,8 @@ def run_remote(
     import signal
     import sys
 
-    from loadtest.adapters.aws import region_from_environment
     from loadtest.api import execute, prepare
+    from loadtest.aws.clients import region_from_environment
     from loadtest.cli.outputs import plan_outputs, write_reports
     from loadtest.deploy.deploy_plan import plan_attach, plan_deploy, render_plan
     from loadtest.deploy.remote_run import AttachTo

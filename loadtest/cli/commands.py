@@ -39,7 +39,7 @@ from loadtest.cli.outputs import (
 from loadtest.cli.running import (
     execute_run,
 )
-from loadtest.emulation.handlers import BUILTIN_VARIANTS
+from loadtest.emulation.environment.handlers import BUILTIN_VARIANTS
 from loadtest.errors import InputError
 from loadtest.reports.heatmap import metric_named
 

@@ -27,7 +27,7 @@ from loadtest.cli.options import (
     TargetOpt,
 )
 from loadtest.cli.outputs import Outputs, plan_outputs, write_reports
-from loadtest.emulation.handlers import BUILTIN_VARIANTS
+from loadtest.emulation.environment.handlers import BUILTIN_VARIANTS
 from loadtest.model.explore import Fault
 
 

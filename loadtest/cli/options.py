@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from loadtest.adapters.aws import BackendKind
+from loadtest.aws.clients import BackendKind
 from loadtest.cli.console import Exit, fail
 from loadtest.errors import InputError
 from loadtest.model.scenario import POINT_FAULTS_OVERRIDE as POINTS_OVERRIDE

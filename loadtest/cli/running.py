@@ -15,12 +15,12 @@ import typer
 from rich.live import Live
 from rich.text import Text
 
-from loadtest.adapters.aws import BackendKind
 from loadtest.api import Plan, Report, execute, prepare, salvaged
+from loadtest.aws.clients import BackendKind
 from loadtest.cli.console import Exit, err, error_text, fail, out, raise_mapped
 from loadtest.cli.options import TargetChoice, library_target
 from loadtest.cli.outputs import Outputs, plan_outputs, write_reports
-from loadtest.emulation.runner import Progress
+from loadtest.emulation.mapping.runner import Progress
 from loadtest.errors import LoadtestError, find_error
 from loadtest.interrupts import Stop
 from loadtest.model.scenario import Scenario

@@ -100,7 +100,7 @@ def serve(
     Conditional writes are atomic and a message is never handed to two pollers
     at once. Stop with Ctrl-C.
     """
-    from loadtest.adapters.backend.embedded import serve as serve_backend
+    from loadtest.backend.embedded import serve as serve_backend
 
     def ready(url: str) -> None:
         if not quiet:
@@ -144,8 +144,8 @@ def doctor(
     """
     import anyio
 
-    from loadtest.adapters.doctor import exit_ok, run_doctor
     from loadtest.api import doctor_data_plane
+    from loadtest.doctor.checkup import exit_ok, run_doctor
     from loadtest.engine import backend_target
 
     kind = target_kind(endpoint_url, target)

@@ -1,7 +1,7 @@
 """The collector: rebuilds a run's history from what a deployed function reported.
 
 A deployed function cannot be watched the way a local execution environment
-is, so the observer layer's handler (``loadtest.emulation.lambda_entry``)
+is, so the observer layer's handler (``loadtest.observer.lambda_entry``)
 reports instead: a line when an invocation starts (its records: messageId,
 ApproximateReceiveCount, SentTimestamp), every write decision as the observer
 makes it, and a line when it ends (outcome, the partial batch response, how
@@ -23,7 +23,6 @@ import json
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from loadtest.emulation.lambda_entry import INVOKE_TAG, INVOKED_TAG
 from loadtest.model.history import (
     Ack,
     DeadLetter,
@@ -35,6 +34,7 @@ from loadtest.model.history import (
     WriteRecord,
 )
 from loadtest.model.observation import Observation, collect, decode
+from loadtest.observer.lambda_entry import INVOKE_TAG, INVOKED_TAG
 
 NEVER_ENDED = "no end reported: the invocation timed out or its environment crashed"
 

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from loadtest.adapters.fifo import fifo_queue, refuse_window_fault
+from loadtest.aws.fifo import fifo_queue, refuse_window_fault
 from loadtest.deploy.plan_costs import (
     ATTACH_ACTIONS,
     FUNCTION_ACTIONS,
@@ -55,10 +55,7 @@ from loadtest.deploy.plan_model import (
     render_plan,
     role_name,
 )
-from loadtest.emulation.fault_env import deployed_fault_environment
-from loadtest.emulation.handlers import HandlerRef, tables_for
-from loadtest.emulation.lambda_entry import CRASH_MID_HANDLER_EXIT
-from loadtest.emulation.layer_environment import ATTACHED_ENV, SIDE_TABLES_ENV
+from loadtest.emulation.environment.handlers import HandlerRef, tables_for
 from loadtest.errors import ScenarioError
 from loadtest.model.cost import Prices
 from loadtest.model.function_config import (
@@ -68,6 +65,9 @@ from loadtest.model.function_config import (
     table_names,
 )
 from loadtest.model.scenario import Scenario
+from loadtest.observer.fault_env import deployed_fault_environment
+from loadtest.observer.lambda_entry import CRASH_MID_HANDLER_EXIT
+from loadtest.observer.layer_environment import ATTACHED_ENV, SIDE_TABLES_ENV
 
 QUEUE_REFS = {"{queue_url}": "url", "{queue_arn}": "arn", "{dlq_url}": "dlq-url"}
 """Placeholders a function's variables keep in the plan: the deploy fills them in from the

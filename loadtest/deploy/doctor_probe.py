@@ -1,7 +1,7 @@
 """The doctor's data-plane checks on an endpoint that serves Lambda (MiniStack, LocalStack).
 
 Deploys the probe handler behind a real event source mapping once per probe workload
-of ``loadtest.adapters.doctor_mapping`` (``run_deployed``: the run's role, observer
+of ``loadtest.doctor.mapping`` (``run_deployed``: the run's role, observer
 layer, queues, table, function and mapping, every one tagged ``loadtest:run`` with the
 probe's run id and deleted at the end, also on failure), and judges the history the
 observer layer reported. Afterwards it looks for anything still tagged with those run
@@ -15,12 +15,12 @@ from collections.abc import Callable
 
 import botocore.exceptions
 
-from loadtest.adapters import aws
-from loadtest.adapters.doctor_checks import CLEANUP, CheckResult
-from loadtest.adapters.doctor_mapping import probes
+from loadtest.aws import clients as aws
 from loadtest.deploy.lambda_cleanup import find_tagged, make_clients, translated
 from loadtest.deploy.remote_run import run_deployed
-from loadtest.emulation.handlers import parse_ref
+from loadtest.doctor.checks import CLEANUP, CheckResult
+from loadtest.doctor.mapping import probes
+from loadtest.emulation.environment.handlers import parse_ref
 
 
 def serves_lambda(endpoint_url: str) -> bool:

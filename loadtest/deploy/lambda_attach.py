@@ -1,7 +1,7 @@
 """Attach mode: observe a deployed function for one run, then put it back exactly as it was.
 
 What loadtest changes on the user's function, and only for the run: the
-handler becomes the observer layer's (``loadtest.emulation.lambda_entry.handler``),
+handler becomes the observer layer's (``loadtest.observer.lambda_entry.handler``),
 the observer layer is appended to its layers, and the environment gains the
 observer's variables plus ``LOADTEST_ATTACHED``, a note of what to undo. The
 function keeps its code, role, memory, timeout and tags; it is never tagged
@@ -32,8 +32,8 @@ from loadtest.deploy.deploy_plan import (
     WRAPPER_HANDLER,
 )
 from loadtest.deploy.lambda_deploy import _function_active, _poll
-from loadtest.emulation.layer_environment import ATTACHED_ENV as ATTACHED_ENV
 from loadtest.errors import BackendError, InputError
+from loadtest.observer.layer_environment import ATTACHED_ENV as ATTACHED_ENV
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda.client import LambdaClient

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.config import Config
 
-from loadtest.adapters import aws
+from loadtest.aws import clients as aws
 from loadtest.deploy.deploy_plan import RUN_TAG, Kind
 from loadtest.deploy.lambda_attach import ATTACHED_ENV, restore_leftover
 from loadtest.deploy.lambda_deploy import Clients, delete_one

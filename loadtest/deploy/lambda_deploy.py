@@ -5,9 +5,9 @@ order, with its settings and tags, and records each one in ``Deployed`` the
 moment it exists, so ``teardown`` deletes what was made (and nothing else)
 even when the deploy failed halfway. Control-plane calls on synchronous boto3
 clients that the caller passes in (run them off the event loop); botocore
-failures become loadtest's through ``loadtest.adapters.aws.translated``.
+failures become loadtest's through ``loadtest.aws.clients.translated``.
 The zips come from ``loadtest.deploy.packaging`` (the function's code) and
-``loadtest.emulation.layer`` (the observer layer), re-exported here.
+``loadtest.observer.layer`` (the observer layer), re-exported here.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 import botocore.exceptions
 
-from loadtest.adapters import aws
+from loadtest.aws import clients as aws
 from loadtest.deploy.deploy_plan import RUN_TAG, Kind, Plan, Resource
 from loadtest.deploy.packaging import function_zip
-from loadtest.emulation.layer import MAX_CODE_BYTES, layer_modules, layer_zip
 from loadtest.errors import BackendError, TableExistsError
+from loadtest.observer.layer import MAX_CODE_BYTES, layer_modules, layer_zip
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient

@@ -2,7 +2,7 @@
 
 Owns what goes into it (a file handler's folder, or a module handler's top
 package, without caches and hidden folders). The observer layer is
-``loadtest.emulation.layer``'s; both use its reproducible ``zip_entries``.
+``loadtest.observer.layer``'s; both use its reproducible ``zip_entries``.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 
-from loadtest.emulation.handlers import HandlerRef
-from loadtest.emulation.layer import zip_entries
+from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.errors import InputError
+from loadtest.observer.layer import zip_entries
 
 _SKIPPED_DIRS = frozenset({"__pycache__", ".git", ".venv", "venv", "node_modules", ".mypy_cache"})
 

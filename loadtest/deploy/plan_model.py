@@ -14,22 +14,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from loadtest.emulation.handlers import HandlerRef
-from loadtest.emulation.layer_environment import (
-    KEY_NAMES_ENV as KEY_NAMES_ENV,
-)
-from loadtest.emulation.layer_environment import (
-    OBSERVATION_QUEUE_ENV as OBSERVATION_QUEUE_ENV,
-)
-from loadtest.emulation.layer_environment import (
-    ORIGINAL_HANDLER_ENV as ORIGINAL_HANDLER_ENV,
-)
-from loadtest.emulation.layer_environment import (
-    WATCH_TABLE_ENV as WATCH_TABLE_ENV,
-)
-from loadtest.emulation.layer_environment import (
-    WRAPPER_HANDLER as WRAPPER_HANDLER,
-)
+from loadtest.emulation.environment.handlers import HandlerRef
+from loadtest.observer.layer_environment import KEY_NAMES_ENV as KEY_NAMES_ENV
+from loadtest.observer.layer_environment import OBSERVATION_QUEUE_ENV as OBSERVATION_QUEUE_ENV
+from loadtest.observer.layer_environment import ORIGINAL_HANDLER_ENV as ORIGINAL_HANDLER_ENV
+from loadtest.observer.layer_environment import WATCH_TABLE_ENV as WATCH_TABLE_ENV
+from loadtest.observer.layer_environment import WRAPPER_HANDLER as WRAPPER_HANDLER
 
 RUN_TAG = "loadtest:run"
 """The tag every resource of a run carries; ``loadtest cleanup`` deletes by it."""

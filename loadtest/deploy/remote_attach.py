@@ -17,12 +17,12 @@ from collections.abc import Iterator
 
 import anyio
 
-from loadtest.adapters import aws
+from loadtest.aws import clients as aws
 from loadtest.deploy.deploy_plan import layer_name
 from loadtest.deploy.lambda_attach import attached, observation_queue
 from loadtest.deploy.lambda_deploy import Clients, layer_zip
 from loadtest.deploy.remote_run import AttachTo, Endpoints, RemoteVariant, drive
-from loadtest.emulation.handlers import HandlerRef
+from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.errors import InputError
 from loadtest.model.lint import lint
 from loadtest.model.scenario import Scenario

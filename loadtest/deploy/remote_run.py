@@ -26,9 +26,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from loadtest.adapters import aws
-from loadtest.adapters.producer import produce
-from loadtest.adapters.spool import FileFrames
+from loadtest.aws import clients as aws
 from loadtest.deploy.collect import Collector
 from loadtest.deploy.deploy_plan import VariantNames, plan_deploy, variant_names
 from loadtest.deploy.lambda_deploy import (
@@ -39,14 +37,16 @@ from loadtest.deploy.lambda_deploy import (
     layer_zip,
     teardown,
 )
-from loadtest.emulation.handlers import HandlerRef
-from loadtest.emulation.runner import Progress, Settlement
+from loadtest.emulation.environment.handlers import HandlerRef
+from loadtest.emulation.mapping.runner import Progress, Settlement
 from loadtest.model.checker import Check
 from loadtest.model.history import EndState, History
 from loadtest.model.judging import judge
 from loadtest.model.metrics import Latency, latencies
 from loadtest.model.scenario import CopySpacing, Scenario
 from loadtest.model.schedule import plan
+from loadtest.producer.send import produce
+from loadtest.spool import FileFrames
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb.client import DynamoDBClient

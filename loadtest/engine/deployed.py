@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from loadtest.adapters import aws
+from loadtest.aws import clients as aws
 from loadtest.deploy.remote_run import AttachTo, RemoteVariant
-from loadtest.emulation.handlers import HandlerRef
+from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.engine.results import RunResult, VariantRun
 from loadtest.engine.variant_result import variant_result
 from loadtest.model.scenario import Scenario

@@ -1,6 +1,6 @@
 """The doctor's data-plane checks on the emulated event source mapping.
 
-Runs each probe workload of ``loadtest.adapters.doctor_mapping`` through the local
+Runs each probe workload of ``loadtest.doctor.mapping`` through the local
 runtime (the same dispatcher, pollers and execution environments as ``loadtest run``)
 against the given endpoint, and judges the history each run recorded. The runs
 create and delete their own queues and table as any run does.
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from loadtest.adapters import aws
-from loadtest.adapters.doctor_checks import CheckResult
-from loadtest.adapters.doctor_mapping import probes
-from loadtest.emulation.handlers import parse_ref
+from loadtest.aws import clients as aws
+from loadtest.doctor.checks import CheckResult
+from loadtest.doctor.mapping import probes
+from loadtest.emulation.environment.handlers import parse_ref
 
 
 def run_mapping_checks(

@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from loadtest.adapters import aws
-from loadtest.adapters.fifo import fifo_queue
-from loadtest.adapters.producers import Send
-from loadtest.emulation.environments import ExecutionEnvironment
-from loadtest.emulation.runner import (
+from loadtest.aws import clients as aws
+from loadtest.aws.fifo import fifo_queue
+from loadtest.emulation.environment.parent_environments import ExecutionEnvironment
+from loadtest.emulation.mapping.runner import (
     FIFO_REPEAT_S,
     Dispatcher,
     Poller,
@@ -30,6 +29,7 @@ from loadtest.model.checker import LiveDuplicates
 from loadtest.model.history import History, Record, WriteRecord
 from loadtest.model.rate import RateWatch, requested_per_s
 from loadtest.model.scenario import CopySpacing, Scenario
+from loadtest.producer.processes import Send
 
 if TYPE_CHECKING:
     from types_aiobotocore_sqs.client import SQSClient

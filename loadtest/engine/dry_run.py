@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from loadtest.adapters import aws
-from loadtest.emulation.handlers import HandlerRef
+from loadtest.aws import clients as aws
+from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.errors import LoadtestError
 from loadtest.model.history import WriteRecord
 from loadtest.model.scaffold_key import DRY_RUN_KEY, KeyChoice, choose_key

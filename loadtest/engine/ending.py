@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from loadtest.adapters import aws
-from loadtest.emulation.environments import ExecutionEnvironment
+from loadtest.aws import clients as aws
+from loadtest.emulation.environment.parent_environments import ExecutionEnvironment
 from loadtest.errors import BackendError
 from loadtest.model.history import EndState
 

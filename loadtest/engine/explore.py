@@ -23,10 +23,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from loadtest.adapters import aws
-from loadtest.emulation.explore_runs import ExploreSettings
-from loadtest.emulation.explore_steps import Step
-from loadtest.emulation.handlers import HandlerRef
+from loadtest.aws import clients as aws
+from loadtest.emulation.environment.handlers import HandlerRef
+from loadtest.emulation.explore.runs import ExploreSettings
+from loadtest.emulation.explore.steps import Step
 from loadtest.engine.explore_session import FRESH_SEPARATOR, Judged, Session, explored_messages
 from loadtest.engine.results import VariantRun
 from loadtest.errors import InputError

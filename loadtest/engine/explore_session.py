@@ -30,12 +30,12 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from loadtest.adapters import aws
-from loadtest.emulation import virtual_clock
-from loadtest.emulation.envhost import FunctionIdentity, load_handler
-from loadtest.emulation.explore_runs import Execution, ExploreSettings
-from loadtest.emulation.explorer import Explorer
-from loadtest.emulation.handlers import HandlerRef, tables_for
+from loadtest.aws import clients as aws
+from loadtest.emulation.environment.child_host import FunctionIdentity, load_handler
+from loadtest.emulation.environment.handlers import HandlerRef, tables_for
+from loadtest.emulation.explore import virtual_clock
+from loadtest.emulation.explore.explorer import Explorer
+from loadtest.emulation.explore.runs import Execution, ExploreSettings
 from loadtest.engine.results import function_environment
 from loadtest.errors import BackendError, HandlerRefError
 from loadtest.model.body import FLAT, BodyShape, body_shape

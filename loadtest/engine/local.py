@@ -23,13 +23,15 @@ from typing import Any
 
 import anyio
 
-from loadtest.adapters import aws
-from loadtest.adapters.fifo import fifo_queue
-from loadtest.adapters.producers import producing
-from loadtest.adapters.spool import FileFrames
-from loadtest.emulation.environments import ExecutionEnvironment, FunctionConfig, log_directory
-from loadtest.emulation.handlers import HandlerRef, tables_for
-from loadtest.emulation.runner import Progress
+from loadtest.aws import clients as aws
+from loadtest.aws.fifo import fifo_queue
+from loadtest.emulation.environment.handlers import HandlerRef, tables_for
+from loadtest.emulation.environment.parent_environments import (
+    ExecutionEnvironment,
+    FunctionConfig,
+    log_directory,
+)
+from loadtest.emulation.mapping.runner import Progress
 from loadtest.engine.drive import drive
 from loadtest.engine.ending import (
     close_all,
@@ -58,6 +60,8 @@ from loadtest.model.metrics import latencies
 from loadtest.model.observation import SharedValues
 from loadtest.model.scenario import Scenario
 from loadtest.model.schedule import PlannedMessage, plan
+from loadtest.producer.processes import producing
+from loadtest.spool import FileFrames
 
 
 async def run_variant(
@@ -321,7 +325,7 @@ def backend_target(kind: aws.BackendKind, endpoint_url: str | None) -> Iterator[
     kind, as a test session shares one) is used as it is, and left running.
     """
     if kind is aws.BackendKind.EMBEDDED and endpoint_url is None:
-        from loadtest.adapters.backend.embedded import EmbeddedBackend
+        from loadtest.backend.embedded import EmbeddedBackend
 
         with EmbeddedBackend() as backend:
             yield aws.Target.resolve(kind, backend.endpoint_url)

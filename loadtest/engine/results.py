@@ -15,11 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from loadtest.adapters import aws
-from loadtest.emulation import fault_env
-from loadtest.emulation.runner import (
-    Progress,
-)
+from loadtest.aws import clients as aws
+from loadtest.emulation.mapping.runner import Progress
 from loadtest.errors import BackendError
 from loadtest.model.checker import Check
 from loadtest.model.function_config import (
@@ -32,6 +29,7 @@ from loadtest.model.function_config import (
 from loadtest.model.history import EndState, History
 from loadtest.model.metrics import Latency
 from loadtest.model.scenario import ConsumerSettings, Faults, Scenario
+from loadtest.observer import fault_env
 
 if TYPE_CHECKING:
     pass

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from loadtest.adapters import aws
+from loadtest.aws import clients as aws
 from loadtest.deploy.remote_run import AttachTo
-from loadtest.emulation.handlers import HandlerRef
+from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.engine.results import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salvage
 from loadtest.interrupts import Stop
 from loadtest.model.scenario import Scenario

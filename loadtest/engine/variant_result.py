@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from loadtest.adapters import aws
-from loadtest.emulation.handlers import HandlerRef
+from loadtest.aws import clients as aws
+from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.engine.results import VariantRun, settings_warnings
 from loadtest.model.checker import Check
 from loadtest.model.history import EndState, History

@@ -3,7 +3,7 @@
 ``loadtest explore`` runs a few deliveries of one message with a scheduler that
 owns every **point** (invocation start, before each DynamoDB call, after its
 answer, a sleep, before the acknowledgement). At each point the driver
-(``loadtest.emulation.explorer``) offers the scheduler its **options**: which
+(``loadtest.emulation.explore.explorer``) offers the scheduler its **options**: which
 parked delivery goes next, and which fault, if any, happens to it there. This
 module says what an option is, when two options commute, how a schedule is
 written as a token and read back, and how a token is replayed exactly. The

@@ -1,6 +1,6 @@
 """The run's history: plain records of what was sent, delivered and written.
 
-Pure data, produced by the adapters (producer, runner, execution
+Pure data, produced by the producer, the runner and the execution
 environments) and consumed by the checker and the report. Timestamps are
 ``time.monotonic_ns()`` readings (system-wide on Linux and macOS, so the
 parent and the execution-environment processes share one timeline); they are
@@ -238,7 +238,7 @@ class FrameStore(Protocol):
     """Where a ``RecordLog`` keeps its compressed frames: a ``list`` (in memory) will do.
 
     A run's logs get a store whose frames leave the process's memory (the engine's
-    ``loadtest.adapters.spool``): this module does no I/O.
+    ``loadtest.spool``): this module does no I/O.
     """
 
     def append(self, frame: bytes, /) -> None: ...

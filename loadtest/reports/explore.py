@@ -23,7 +23,7 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from loadtest.emulation.handlers import BUILTIN_VARIANTS
+from loadtest.emulation.environment.handlers import BUILTIN_VARIANTS
 from loadtest.reports.report import build_report
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def explore_report(
 
 
 def _item(item: Any) -> str:
-    from loadtest.emulation.explore_steps import plain_item
+    from loadtest.emulation.explore.steps import plain_item
 
     return plain_item(item)
 

@@ -295,8 +295,8 @@ def test_cli_env_is_checked_before_anything_runs(tmp_path: Path) -> None:
 
 
 def test_target_embedded_with_an_endpoint_names_a_running_embedded_backend() -> None:
-    from loadtest.adapters.aws import BackendKind
     from loadtest.api import backend_kind
+    from loadtest.aws.clients import BackendKind
 
     assert backend_kind("embedded", "http://127.0.0.1:5000") is BackendKind.EMBEDDED
     assert backend_kind(None, "http://127.0.0.1:5000") is BackendKind.ENDPOINT

@@ -9,10 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 import loadtest
-from loadtest.adapters import aws
 from loadtest.api import prepare
+from loadtest.aws import clients as aws
 from loadtest.cli import app
-from loadtest.emulation.handlers import HandlerRef
+from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.engine import deployed
 from loadtest.engine.runtime import Deployed, Emulated, runtime_for
 from loadtest.errors import InputError

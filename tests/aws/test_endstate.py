@@ -6,7 +6,8 @@ from typing import Any
 
 import anyio
 
-from loadtest.adapters import aws, endstate
+from loadtest.aws import clients as aws
+from loadtest.aws import endstate
 from tests.backend import aws_clients
 
 

@@ -19,7 +19,7 @@ from loadtest.deploy.lambda_deploy import (
     teardown,
     wait_mapping_enabled,
 )
-from loadtest.emulation.handlers import parse_ref
+from loadtest.emulation.environment.handlers import parse_ref
 from loadtest.errors import BackendError, TableExistsError
 from loadtest.model.scenario import Scenario, load_scenario, parse_scenario
 from tests.aws.conftest import REGION
@@ -148,9 +148,9 @@ def test_layer_holds_the_observer_and_is_reproducible() -> None:
     data = layer_zip()
     assert data == layer_zip()
     names = zipfile.ZipFile(BytesIO(data)).namelist()
-    assert "python/loadtest/emulation/lambda_entry.py" in names
+    assert "python/loadtest/observer/lambda_entry.py" in names
     assert (
-        "python/loadtest/emulation/observer.py" in names
+        "python/loadtest/observer/write_observer.py" in names
         and "python/loadtest/model/updates.py" in names
     )
     assert not any(n.startswith("python/loadtest/cli") for n in names)

@@ -16,8 +16,8 @@ import pytest
 
 from loadtest.deploy.collect import InvocationEnd, InvocationStart, parse
 from loadtest.deploy.lambda_deploy import Clients, layer_modules, layer_zip
-from loadtest.emulation import lambda_entry, layer_environment
 from loadtest.model.history import WriteOutcome, WriteRecord
+from loadtest.observer import lambda_entry, layer_environment
 
 
 class _Context:
@@ -162,7 +162,7 @@ def test_the_layer_alone_imports_the_entry_point(tmp_path: Path) -> None:
     zipfile.ZipFile(BytesIO(layer_zip())).extractall(tmp_path)
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
-        "import loadtest.emulation.lambda_entry as e; print(e.__file__);"
+        "import loadtest.observer.lambda_entry as e; print(e.__file__);"
         "[print(m.__file__) for n, m in list(sys.modules.items()) if n.startswith('loadtest')]"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -184,10 +184,15 @@ def test_the_layer_alone_imports_the_entry_point(tmp_path: Path) -> None:
 
 def test_the_layer_carries_what_the_observer_imports_and_nothing_above_it() -> None:
     names = layer_modules()
-    assert {"emulation/observer.py", "model/update_expressions.py", "model/__init__.py"} <= set(
-        names
+    assert {
+        "observer/write_observer.py",
+        "model/update_expressions.py",
+        "model/__init__.py",
+    } <= set(names)
+    assert not any(
+        n.startswith(("cli/", "reports/", "deploy/", "emulation/", "aws/", "backend/"))
+        for n in names
     )
-    assert not any(n.startswith(("cli/", "reports/", "deploy/", "adapters/")) for n in names)
     assert "api.py" not in names and "engine.py" not in names
 
 
@@ -196,8 +201,11 @@ def test_a_local_environment_runs_the_entry_point_from_the_unpacked_layer(
 ) -> None:
     import anyio
 
-    from loadtest.emulation.environments import ExecutionEnvironment, FunctionConfig
-    from loadtest.emulation.handlers import parse_ref
+    from loadtest.emulation.environment.handlers import parse_ref
+    from loadtest.emulation.environment.parent_environments import (
+        ExecutionEnvironment,
+        FunctionConfig,
+    )
 
     config = FunctionConfig(
         handler=parse_ref("conditional"),
@@ -219,9 +227,9 @@ def test_a_local_environment_runs_the_entry_point_from_the_unpacked_layer(
 
     entry = anyio.run(cold_start)
     layer_dir = tmp_path / "layer" / "python"
-    assert entry == str(layer_dir / "loadtest" / "emulation" / "lambda_entry.py")
+    assert entry == str(layer_dir / "loadtest" / "observer" / "lambda_entry.py")
     packed = zipfile.ZipFile(BytesIO(layer_zip()))
-    assert Path(entry).read_bytes() == packed.read("python/loadtest/emulation/lambda_entry.py")
+    assert Path(entry).read_bytes() == packed.read("python/loadtest/observer/lambda_entry.py")
 
 
 def test_a_deployed_handler_reports_what_the_run_did_not_provide(

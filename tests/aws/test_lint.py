@@ -12,7 +12,7 @@ from loadtest.cli import app
 from loadtest.deploy.deploy_plan import Kind, plan_deploy
 from loadtest.deploy.lambda_deploy import Clients, Deployed, deploy, function_zip
 from loadtest.deploy.lint_aws import deployed_settings
-from loadtest.emulation.handlers import parse_ref
+from loadtest.emulation.environment.handlers import parse_ref
 from loadtest.engine import settings_warnings
 from loadtest.errors import ScenarioError
 from loadtest.model.lint import (

@@ -28,7 +28,7 @@ from loadtest.deploy.lambda_deploy import (
     layer_zip,
     teardown,
 )
-from loadtest.emulation.handlers import parse_ref
+from loadtest.emulation.environment.handlers import parse_ref
 from loadtest.model.history import WriteOutcome, WriteRecord
 from loadtest.model.observation import Observation
 from loadtest.model.scenario import load_scenario
@@ -183,9 +183,9 @@ def test_attach_observes_a_deployed_function_and_restores_it(ministack: str) -> 
 def test_doctor_measures_the_mapping_and_leaves_nothing_tagged(ministack: str) -> None:
     from typer.testing import CliRunner
 
-    from loadtest.adapters.doctor_mapping import MAPPING_CHECK_NAMES
     from loadtest.cli import app
     from loadtest.deploy.lambda_cleanup import find_tagged
+    from loadtest.doctor.mapping import MAPPING_CHECK_NAMES
 
     clients, _ = make_clients(ministack)
     before = {f.run_id for f in find_tagged(clients)}

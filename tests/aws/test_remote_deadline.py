@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import anyio
 import pytest
 
-from loadtest.adapters import aws
-from loadtest.adapters.aws import BackendKind, Target
+from loadtest.aws import clients as aws
+from loadtest.aws.clients import BackendKind, Target
 from loadtest.deploy.remote_run import Endpoints, RemoteVariant, drive
-from loadtest.emulation.handlers import parse_ref
+from loadtest.emulation.environment.handlers import parse_ref
 from loadtest.model.scenario import load_scenario
 from tests.e2e.helpers import client
 

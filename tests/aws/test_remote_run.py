@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from loadtest.adapters.aws import BackendKind, Target
 from loadtest.api import execute, prepare
+from loadtest.aws.clients import BackendKind, Target
 from loadtest.deploy.lambda_attach import FunctionSnapshot
 from loadtest.deploy.lambda_cleanup import find_tagged, make_clients
 from loadtest.deploy.lambda_deploy import layer_zip
 from loadtest.deploy.lint_aws import deployed_settings
 from loadtest.deploy.remote_run import AttachTo, run_deployed
-from loadtest.emulation.handlers import parse_ref
+from loadtest.emulation.environment.handlers import parse_ref
 from loadtest.model.lint import lint
 from loadtest.model.scenario import load_scenario
 from tests.aws.test_ministack import LAB_TABLE, _user_function
@@ -96,7 +96,7 @@ def _layer_losing(body_marker: str) -> bytes:
     with zipfile.ZipFile(source) as original, zipfile.ZipFile(out, "w") as planted:
         for info in original.infolist():
             data = original.read(info)
-            if info.filename.endswith("emulation/lambda_entry.py"):
+            if info.filename.endswith("observer/lambda_entry.py"):
                 text = data.decode()
                 loop = '        attributes = record.get("attributes") or {}\n'
                 assert loop in text

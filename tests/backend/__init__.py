@@ -1,1 +1,1 @@
-"""Tests of the embedded backend (loadtest.adapters.backend)."""
+"""Tests of the embedded backend (loadtest.backend)."""

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from moto.core import utils as moto_utils
 
-from loadtest.adapters.backend import clock
+from loadtest.backend.core import clock
 
 _EPOCH = datetime.datetime(1970, 1, 1)
 

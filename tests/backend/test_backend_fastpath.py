@@ -13,8 +13,8 @@ import pytest
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 from werkzeug.test import Client
 
-from loadtest.adapters.backend import patches
-from loadtest.adapters.backend.fastpath import JsonProtocolFastPath
+from loadtest.backend import patches
+from loadtest.backend.http.fastpath import JsonProtocolFastPath
 
 _AUTH = (
     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20250101/us-east-1/{}/aws4_request, "

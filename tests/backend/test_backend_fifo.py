@@ -1,4 +1,4 @@
-"""loadtest.adapters.backend.fifo_patches, in process on a fake clock: FIFO deduplication
+"""loadtest.backend.sqs.fifo, in process on a fake clock: FIFO deduplication
 holds for the window even after a delete, the window fault shortens it, groups stay in
 order after a timeout, and what moto alone gives (a group blocked while in flight)."""
 
@@ -13,8 +13,9 @@ from unittest import mock
 import pytest
 from moto.sqs.models import SQSBackend, sqs_backends
 
-from loadtest.adapters.backend import fifo_patches, patches
-from loadtest.adapters.fifo import DEDUP_WINDOW_TAG
+from loadtest.aws.fifo import DEDUP_WINDOW_TAG
+from loadtest.backend import patches
+from loadtest.backend.sqs import fifo as fifo_patches
 
 patches.apply()
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loadtest.adapters.backend.http_head import MAX_PLAIN_HEADERS, read_plain_head
+from loadtest.backend.http.request_head import MAX_PLAIN_HEADERS, read_plain_head
 
 _REQUEST_LINE = b"POST / HTTP/1.1\r\n"
 _BOTO_HEAD = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
 
-from loadtest.adapters.backend import patches
+from loadtest.backend import patches
 
 
 def _attrs(key: str) -> dict[str, dict[str, str]]:

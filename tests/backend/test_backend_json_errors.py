@@ -13,7 +13,7 @@ from moto.dynamodb.exceptions import (
     TransactionCanceledException,
 )
 
-from loadtest.adapters.backend import patches
+from loadtest.backend import patches
 
 
 def _errors() -> list[Any]:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import boto3
 
-from loadtest.adapters.backend import lazy_iam
+from loadtest.backend.iam import lazy_iam
 from tests.backend.aws_clients import dynamodb, unique
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ def test_dynamodb_and_sqs_requests_do_not_load_iam() -> None:
         """
         import json, sys
         from werkzeug.test import Client
-        from loadtest.adapters.backend.app import build_app
+        from loadtest.backend.http.app import build_app
 
         client = Client(build_app())
 

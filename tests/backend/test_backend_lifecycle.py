@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from loadtest.adapters.backend.embedded import EmbeddedBackend
-from loadtest.adapters.backend.errors import BackendError
+from loadtest.backend.embedded import EmbeddedBackend
+from loadtest.backend.errors import BackendError
 from tests.backend import aws_clients
 
 
@@ -110,7 +110,7 @@ def test_child_stops_itself_when_its_parent_is_killed() -> None:
     parent_code = textwrap.dedent(
         """
         import sys, time
-        from loadtest.adapters.backend.embedded import EmbeddedBackend
+        from loadtest.backend.embedded import EmbeddedBackend
         with EmbeddedBackend() as backend:
             print(backend.pid, flush=True)
             time.sleep(120)

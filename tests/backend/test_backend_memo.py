@@ -9,7 +9,7 @@ from moto.core.utils import camelcase_to_underscores, method_names_from_class
 from moto.dynamodb.comparisons import create_condition_expression_parser, get_filter_expression
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
 
-from loadtest.adapters.backend import memo
+from loadtest.backend.core import memo
 
 
 def test_a_condition_is_parsed_once_per_expression_names_and_values() -> None:

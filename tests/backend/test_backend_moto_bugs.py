@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from botocore.exceptions import ClientError
 
-from loadtest.adapters.backend.embedded import EmbeddedBackend
+from loadtest.backend.embedded import EmbeddedBackend
 from tests.backend import aws_clients
 from tests.backend.test_backend_update_operands import BEFORE, KEY, VALUES
 

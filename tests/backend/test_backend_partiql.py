@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.dynamodb.models import DynamoDBBackend
 
-from loadtest.adapters.backend import patches
+from loadtest.backend import patches
 from tests.backend import aws_clients
 
 if TYPE_CHECKING:

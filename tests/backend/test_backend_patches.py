@@ -1,4 +1,4 @@
-"""loadtest.adapters.backend.patches, in process: moto's SQS semantics kept, work independent of depth.
+"""loadtest.backend.patches, in process: moto's SQS semantics kept, work independent of depth.
 
 These drive moto's ``SQSBackend`` directly (no server) on a fake clock, so visibility
 timeouts and delays are exercised without sleeping and every assertion is deterministic.
@@ -23,9 +23,10 @@ from moto.sqs import models as sqs_models
 from moto.sqs.exceptions import PurgeQueueInProgress, ReceiptHandleIsInvalid
 from moto.sqs.models import Message, Queue, SQSBackend, sqs_backends
 
-from loadtest.adapters.backend import patches, sqs_store
-from loadtest.adapters.backend.errors import BackendError, UnsupportedMotoVersion
-from loadtest.adapters.backend.sqs_message import CompactMessage, MotoMessage
+from loadtest.backend import patches
+from loadtest.backend.errors import BackendError, UnsupportedMotoVersion
+from loadtest.backend.sqs import store as sqs_store
+from loadtest.backend.sqs.message import CompactMessage, MotoMessage
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -360,7 +361,7 @@ def test_store_behaves_like_the_list_moto_expects(
 
 
 def test_deleted_receipt_handles_are_remembered_up_to_a_limit() -> None:
-    from loadtest.adapters.backend.patches import RecentHandles
+    from loadtest.backend.patches import RecentHandles
 
     handles = RecentHandles(limit=3)
     handles.update(["a", "b", None])
@@ -371,7 +372,7 @@ def test_deleted_receipt_handles_are_remembered_up_to_a_limit() -> None:
 
 
 def test_deleted_receipt_handles_keep_the_latest_limit_across_generations() -> None:
-    from loadtest.adapters.backend.patches import RecentHandles
+    from loadtest.backend.patches import RecentHandles
 
     handles = RecentHandles(limit=160)
     issued = [f"handle-{i}" for i in range(1000)]

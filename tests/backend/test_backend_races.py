@@ -23,8 +23,8 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_ba
 from moto.sqs.models import Message, SQSBackend, sqs_backends
 from werkzeug.test import Client
 
-from loadtest.adapters.backend import patches
-from loadtest.adapters.backend.embedded import SerialisedDynamoDB
+from loadtest.backend import patches
+from loadtest.backend.embedded import SerialisedDynamoDB
 
 T = TypeVar("T")
 THREADS = 8

@@ -6,7 +6,7 @@ import string
 
 from moto.moto_api._internal.moto_random import MotoRandom
 
-from loadtest.adapters.backend import random_strings
+from loadtest.backend.core import random_strings
 
 
 def test_the_same_kind_of_string_from_the_same_seeded_generator() -> None:

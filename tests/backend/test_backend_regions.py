@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from moto.core.base_backend import AccountSpecificBackend
 
-from loadtest.adapters.backend import patches
-from loadtest.adapters.backend.regions import regions_once
+from loadtest.backend import patches
+from loadtest.backend.core.regions import regions_once
 
 
 def test_each_service_is_worked_out_once_and_the_session_cleared_each_time() -> None:

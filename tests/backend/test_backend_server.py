@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from loadtest.adapters.backend.embedded import EmbeddedBackend
+from loadtest.backend.embedded import EmbeddedBackend
 
 _AUTH = (
     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20250101/us-east-1/dynamodb/aws4_request, "

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from loadtest.adapters.backend.embedded import EmbeddedBackend
+from loadtest.backend.embedded import EmbeddedBackend
 
 _AUTH = (
     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20250101/us-east-1/sqs/aws4_request, "

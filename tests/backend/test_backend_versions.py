@@ -10,12 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from loadtest.adapters.backend import versions
-from loadtest.adapters.backend.errors import (
-    BackendError,
-    UnsupportedMotoVersion,
-    UnsupportedVersion,
-)
+from loadtest.backend import versions
+from loadtest.backend.errors import BackendError, UnsupportedMotoVersion, UnsupportedVersion
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,7 +49,7 @@ def test_an_unknown_version_is_refused_by_name_with_the_range(package: str, vers
     assert str(info.value) == (
         f"loadtest's embedded backend patches {package} {supported}, but {package} "
         f"{version} is installed; install '{package}{supported}' (or port "
-        "loadtest/adapters/backend/ to the new version first)"
+        "loadtest/backend/ to the new version first)"
     )
     assert isinstance(info.value, BackendError)
     assert isinstance(info.value, UnsupportedMotoVersion) == (package == "moto")
@@ -67,8 +63,8 @@ real = metadata.version
 metadata.version = lambda name: "0.7.1" if name == "py-partiql-parser" else real(name)
 from moto.sqs.models import Queue, SQSBackend
 before = (Queue.delete_message, SQSBackend.receive_message, Queue.__dict__.get("_messages"))
-from loadtest.adapters.backend import patches
-from loadtest.adapters.backend.errors import UnsupportedVersion
+from loadtest.backend import patches
+from loadtest.backend.errors import UnsupportedVersion
 try:
     patches.apply()
 except UnsupportedVersion as exc:

@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio
 
-from loadtest.adapters import aws
+from loadtest.aws import clients as aws
 
 
 def test_fixed_credentials_share_a_session_across_runs(backend_url: str) -> None:

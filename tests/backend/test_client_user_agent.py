@@ -11,8 +11,8 @@ from botocore import useragent
 from botocore.context import start_as_current_context
 from botocore.useragent import UserAgentString, register_feature_id
 
-from loadtest.adapters import aws
-from loadtest.adapters.user_agent import UserAgentMemo, memoise_user_agent
+from loadtest.aws import clients as aws
+from loadtest.aws.user_agent import UserAgentMemo, memoise_user_agent
 
 
 def _sent_user_agents(client: Any) -> list[str]:

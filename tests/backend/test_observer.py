@@ -21,7 +21,6 @@ import pytest
 from boto3.dynamodb.conditions import Attr, Key
 from botocore.exceptions import ClientError
 
-from loadtest.emulation.observer import WriteObserver
 from loadtest.model.attribute_values import same_item
 from loadtest.model.history import (
     ObserverFault,
@@ -31,6 +30,7 @@ from loadtest.model.history import (
     WriteRecord,
 )
 from loadtest.model.observation import Observation, collect, decode
+from loadtest.observer.write_observer import WriteObserver
 from tests.e2e.helpers import client
 
 Calls = Callable[[str], Any]
@@ -387,7 +387,7 @@ def test_a_legacy_update_is_recorded_with_the_item_it_stored(backend_url: str, t
 
 _AIO_CONSUMER = """
 import asyncio, json, sys
-from loadtest.emulation.observer import WriteObserver
+from loadtest.observer.write_observer import WriteObserver
 
 lines = []
 observer = WriteObserver(sys.argv[2], sink=lines.append)

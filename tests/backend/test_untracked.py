@@ -7,8 +7,8 @@ import urllib.request
 
 import boto3
 
-from loadtest.adapters.backend.sqs_message import MotoMessage
-from loadtest.adapters.backend.untracked import KeepsNothing, stop_tracking_instances
+from loadtest.backend.core.untracked import KeepsNothing, stop_tracking_instances
+from loadtest.backend.sqs.message import MotoMessage
 
 
 def test_sqs_and_dynamodb_models_are_not_tracked() -> None:

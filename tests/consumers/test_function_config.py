@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from loadtest.adapters import aws
+from loadtest.aws import clients as aws
 from loadtest.engine import RunResult, VariantRun
 from loadtest.model.scenario import Scenario, load_scenario, parse_scenario, to_raw
 from loadtest.reports.report import build_report

@@ -10,8 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from loadtest.cli import app
-from loadtest.emulation.capacity import CapacityError, Machine, estimate, refuse_beyond
-from loadtest.emulation.runner import REDACTED, redact
+from loadtest.emulation.environment.capacity import (
+    CapacityError,
+    Machine,
+    estimate,
+    refuse_beyond,
+)
+from loadtest.emulation.mapping.runner import REDACTED, redact
 from loadtest.reports.reportcheck import missing_keys
 
 HANDLE = "AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a" * 3
@@ -77,7 +82,7 @@ def test_a_large_parent_does_not_make_a_small_environment_out_of_memory() -> Non
     import sys
 
     ballast = b"x" * (300 * 1024 * 1024)  # the harness after a long session
-    code = "from loadtest.emulation.envguard import over_memory_peak; print(over_memory_peak(128))"
+    code = "from loadtest.emulation.environment.child_guard import over_memory_peak; print(over_memory_peak(128))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "None"
     assert len(ballast) == 300 * 1024 * 1024
@@ -89,7 +94,7 @@ def test_an_environment_past_its_memory_reports_its_peak() -> None:
     import sys
 
     code = (
-        "from loadtest.emulation.envguard import over_memory_peak\n"
+        "from loadtest.emulation.environment.child_guard import over_memory_peak\n"
         "hog = b'x' * (200 * 1024 * 1024)\n"
         "del hog\n"
         "print(over_memory_peak(128))"
@@ -99,7 +104,7 @@ def test_an_environment_past_its_memory_reports_its_peak() -> None:
 
 
 def test_a_result_whose_repr_raises_is_refused_without_its_repr() -> None:
-    from loadtest.emulation.runtime_marshal import MarshalError, marshal_response
+    from loadtest.observer.runtime_marshal import MarshalError, marshal_response
 
     class Hostile:
         def __repr__(self) -> str:
@@ -120,11 +125,11 @@ def test_the_sampler_stops_an_environment_that_holds_too_much_memory() -> None:
     import subprocess
     import sys
 
-    from loadtest.emulation.envguard import OUT_OF_MEMORY_EXIT
+    from loadtest.emulation.environment.child_guard import OUT_OF_MEMORY_EXIT
 
     code = (
         "import time\n"
-        "from loadtest.emulation.envguard import enforce_memory\n"
+        "from loadtest.emulation.environment.child_guard import enforce_memory\n"
         "enforce_memory(128).invocation_started()\n"
         "hog = bytearray(200 * 1024 * 1024)\n"
         "time.sleep(10)\n"
@@ -143,11 +148,11 @@ def test_the_sampler_waits_while_no_invocation_runs() -> None:
     import subprocess
     import sys
 
-    from loadtest.emulation.envguard import OUT_OF_MEMORY_EXIT
+    from loadtest.emulation.environment.child_guard import OUT_OF_MEMORY_EXIT
 
     code = (
         "import time\n"
-        "from loadtest.emulation.envguard import MEMORY_IDLE_POLLS, MEMORY_POLL_S, enforce_memory\n"
+        "from loadtest.emulation.environment.child_guard import MEMORY_IDLE_POLLS, MEMORY_POLL_S, enforce_memory\n"
         "watch = enforce_memory(128)\n"
         "watch.invocation_started()\n"
         "watch.invocation_ended()\n"

@@ -11,7 +11,6 @@ import random
 
 import pytest
 
-from loadtest.adapters.spool import FileFrames
 from loadtest.model import ids
 from loadtest.model.checker import Check, check, passes
 from loadtest.model.checker.sent import ACKED, DEAD_LETTERED, POISON, Messages
@@ -25,6 +24,7 @@ from loadtest.model.history import (
     WriteOutcome,
     WriteRecord,
 )
+from loadtest.spool import FileFrames
 from tests.core.core_builders import end_state, invocation, order_item, record, write
 from tests.core.core_builders import sent as sent_message
 

@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from loadtest.adapters import aws
+from loadtest.aws import clients as aws
 from loadtest.engine.ending import read_end_state, salvage_end_state
 from loadtest.errors import BackendError
 

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from loadtest.emulation.envhost import (
+from loadtest.emulation.environment.child_host import (
     FunctionIdentity,
     HandlerLoadError,
     LambdaContext,
     _exit_status,
     load_handler,
 )
-from loadtest.emulation.environments import FunctionConfig, _exit_reason
-from loadtest.emulation.handlers import HandlerRef
+from loadtest.emulation.environment.handlers import HandlerRef
+from loadtest.emulation.environment.parent_environments import FunctionConfig, _exit_reason
 
 
 @pytest.fixture

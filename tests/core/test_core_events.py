@@ -1,4 +1,4 @@
-"""loadtest.emulation.events: the Lambda SQS event and partial batch responses."""
+"""loadtest.emulation.mapping.events: the Lambda SQS event and partial batch responses."""
 
 from __future__ import annotations
 
@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 
-from loadtest.emulation.events import batch_item_failures, business_id_of, sqs_event, sqs_record
+from loadtest.emulation.mapping.events import (
+    batch_item_failures,
+    business_id_of,
+    sqs_event,
+    sqs_record,
+)
 
 ARN = "arn:aws:sqs:us-east-1:123456789012:labex-q05-jobs"
 

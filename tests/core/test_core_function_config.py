@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from loadtest.emulation.environments import FunctionConfig
-from loadtest.emulation.handlers import parse_ref, tables_for
+from loadtest.emulation.environment.handlers import parse_ref, tables_for
+from loadtest.emulation.environment.parent_environments import FunctionConfig
 from loadtest.errors import ScenarioError
 from loadtest.model.function_config import (
     ExtraTable,

@@ -1,4 +1,4 @@
-"""loadtest.emulation.handlers.parse_ref: variant names and handler references."""
+"""loadtest.emulation.environment.handlers.parse_ref: variant names and handler references."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from loadtest.emulation.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
+from loadtest.emulation.environment.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
 from loadtest.errors import HandlerRefError, InputError
 
 

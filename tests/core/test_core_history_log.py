@@ -8,7 +8,6 @@ import zlib
 
 import pytest
 
-from loadtest.adapters.spool import FileFrames
 from loadtest.model.history import (
     FRAME_RECORDS,
     Ack,
@@ -30,6 +29,7 @@ from loadtest.model.history import (
     _encode_invocation,
     _encode_sent,
 )
+from loadtest.spool import FileFrames
 from tests.core.core_builders import invocation, order_item, record, sent, write
 
 

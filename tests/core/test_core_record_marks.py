@@ -1,4 +1,4 @@
-"""loadtest.emulation.record_marks: which record of a batch the handler is on."""
+"""loadtest.observer.record_marks: which record of a batch the handler is on."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import json
 import pickle
 import threading
 
-from loadtest.emulation import record_marks
-from loadtest.emulation.record_marks import TrackedRecord, current_record, tracked
+from loadtest.observer import record_marks
+from loadtest.observer.record_marks import TrackedRecord, current_record, tracked
 
 
 def _event(*ids: str) -> dict[str, object]:

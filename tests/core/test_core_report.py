@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from loadtest.adapters.aws import BackendKind, ResourceNames, Target
-from loadtest.emulation.runner import REDACTED, redact
+from loadtest.aws.clients import BackendKind, ResourceNames, Target
+from loadtest.emulation.mapping.runner import REDACTED, redact
 from loadtest.engine import RunResult, VariantRun
 from loadtest.model.checker import check
 from loadtest.model.history import Ack, EndState, History, InvocationOutcome

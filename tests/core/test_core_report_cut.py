@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from loadtest.adapters.aws import BackendKind, Target
+from loadtest.aws.clients import BackendKind, Target
 from loadtest.engine import RunResult
 from loadtest.model.checker.evidence import EVIDENCE_LIMIT
 from loadtest.model.history import Ack, History

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from loadtest.emulation import lambda_entry
-from loadtest.emulation.runtime_marshal import (
+from loadtest.observer import lambda_entry
+from loadtest.observer.runtime_marshal import (
     BYTES_CONTENT_TYPE,
     MarshalError,
     marshal_response,

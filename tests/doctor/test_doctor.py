@@ -1,6 +1,6 @@
-"""``loadtest.adapters.doctor`` against a real backend: every check passes, only its own resources go.
+"""``loadtest.doctor.checkup`` against a real backend: every check passes, only its own resources go.
 
-The backend is the embedded one when ``loadtest.adapters.backend.embedded`` is importable, else a
+The backend is the embedded one when ``loadtest.backend.embedded`` is importable, else a
 plain ``python -m moto.server``.
 """
 
@@ -22,15 +22,24 @@ import anyio
 import boto3
 import pytest
 
-from loadtest.adapters import aws, doctor, doctor_checks, doctor_dynamodb
-from loadtest.adapters.doctor import CHECK_NAMES, RESOURCE_PREFIX, CheckResult, exit_ok, run_doctor
+from loadtest.aws import clients as aws
+from loadtest.doctor import checks as doctor_checks
+from loadtest.doctor import checkup as doctor
+from loadtest.doctor import dynamodb as doctor_dynamodb
+from loadtest.doctor.checkup import (
+    CHECK_NAMES,
+    RESOURCE_PREFIX,
+    CheckResult,
+    exit_ok,
+    run_doctor,
+)
 from loadtest.errors import BackendError, InputError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
     from mypy_boto3_sqs.client import SQSClient
 
-HAVE_EMBEDDED = importlib.util.find_spec("loadtest.adapters.backend.embedded") is not None
+HAVE_EMBEDDED = importlib.util.find_spec("loadtest.backend.embedded") is not None
 
 
 def _free_port() -> int:
@@ -43,7 +52,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def backend_url() -> Iterator[str]:
     if HAVE_EMBEDDED:
-        from loadtest.adapters.backend.embedded import EmbeddedBackend
+        from loadtest.backend.embedded import EmbeddedBackend
 
         with EmbeddedBackend() as backend:
             yield backend.endpoint_url
@@ -246,10 +255,10 @@ def test_impossible_sizes_are_refused_before_anything_is_created() -> None:
         anyio.run(main, backend="asyncio")
 
 
-@pytest.mark.skipif(not HAVE_EMBEDDED, reason="needs loadtest.adapters.backend.embedded")
+@pytest.mark.skipif(not HAVE_EMBEDDED, reason="needs loadtest.backend.embedded")
 def test_partiql_check_fails_on_plain_moto() -> None:
     """moto as shipped overwrites on INSERT and fails a parameterised one (HTTP 500)."""
-    from loadtest.adapters.backend.embedded import EmbeddedBackend
+    from loadtest.backend.embedded import EmbeddedBackend
 
     with EmbeddedBackend(patched=False) as backend:
         _, dynamodb = _sync_clients(backend.endpoint_url)
@@ -285,8 +294,8 @@ def test_fifo_checks_pass_with_their_figures(doctor_run: DoctorRun) -> None:
 
 def test_fifo_deduplication_check_fails_on_plain_moto() -> None:
     """moto as shipped forgets a deduplication id once its message is deleted."""
-    from loadtest.adapters.backend.embedded import EmbeddedBackend
-    from loadtest.adapters.doctor_fifo import check_fifo
+    from loadtest.backend.embedded import EmbeddedBackend
+    from loadtest.doctor.fifo import check_fifo
 
     with EmbeddedBackend(patched=False) as backend:
         target = aws.Target.resolve(aws.BackendKind.ENDPOINT, backend.endpoint_url)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from loadtest.adapters.doctor_mapping import (
+from loadtest.doctor.mapping import (
     CONCURRENCY,
     MAPPING_CHECK_NAMES,
     judge_concurrency,
@@ -117,8 +117,8 @@ def test_a_fifo_group_out_of_order_or_overlapping_fails() -> None:
 
 
 def test_the_data_plane_checks_never_deploy_to_aws() -> None:
-    from loadtest.adapters.aws import BackendKind
     from loadtest.api import doctor_data_plane
+    from loadtest.aws.clients import BackendKind
 
     results, skipped = doctor_data_plane(BackendKind.AWS, None)
     assert results == []

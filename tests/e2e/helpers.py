@@ -7,8 +7,8 @@ from typing import Any, Literal
 import boto3
 
 from loadtest import engine
-from loadtest.adapters.aws import EMBEDDED_CREDENTIALS, BackendKind
-from loadtest.emulation.handlers import parse_ref
+from loadtest.aws.clients import EMBEDDED_CREDENTIALS, BackendKind
+from loadtest.emulation.environment.handlers import parse_ref
 from loadtest.model.scenario import Scenario
 
 

@@ -16,10 +16,10 @@ from typing import Any, cast
 import anyio
 import pytest
 
-from loadtest.adapters import aws
-from loadtest.emulation import dispatcher as dispatcher_module
-from loadtest.emulation.dispatcher import ACK_LINGER_S, Dispatcher, ack_linger_s
-from loadtest.emulation.runner import Poller, Progress, Settlement
+from loadtest.aws import clients as aws
+from loadtest.emulation.mapping import dispatcher as dispatcher_module
+from loadtest.emulation.mapping.dispatcher import ACK_LINGER_S, Dispatcher, ack_linger_s
+from loadtest.emulation.mapping.runner import Poller, Progress, Settlement
 from loadtest.model.history import History
 from loadtest.model.scenario import ConsumerSettings
 

@@ -251,7 +251,7 @@ def test_subprocess_interrupt_cleans_up(backend_url: str, tmp_path: Path) -> Non
 
 def _zygote_and_children(harness: int) -> tuple[int | None, list[int]]:
     """The run's zygote (the harness's child running the zygote) and the environments it forked."""
-    from loadtest.emulation import layer
+    from loadtest.observer import layer
 
     marked: dict[int, int | None] = {}  # processes running the zygote's code -> their parent
     for entry in Path("/proc").iterdir():

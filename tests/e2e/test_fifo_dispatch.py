@@ -11,7 +11,7 @@ import itertools
 from collections import defaultdict
 from typing import Any
 
-from loadtest.emulation.dispatcher import fifo_runs
+from loadtest.emulation.mapping.dispatcher import fifo_runs
 from loadtest.model.history import SentMessage
 from loadtest.model.scenario import parse_scenario
 from loadtest.model.schedule import plan

@@ -7,8 +7,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from loadtest.emulation.environments import CUT_OFF_ERROR
-from loadtest.emulation.runner import FIFO_REPEAT_S, Settlement
+from loadtest.emulation.environment.parent_environments import CUT_OFF_ERROR
+from loadtest.emulation.mapping.runner import FIFO_REPEAT_S, Settlement
 from loadtest.model.history import InvocationOutcome
 from loadtest.model.scenario import load_scenario
 from loadtest.reports.report import build_report

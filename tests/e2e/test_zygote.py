@@ -10,14 +10,14 @@ from typing import Any
 import anyio
 import pytest
 
-from loadtest.emulation import zygotes
-from loadtest.emulation.environments import (
+from loadtest.emulation.environment import parent_zygote as zygotes
+from loadtest.emulation.environment.handlers import parse_ref
+from loadtest.emulation.environment.parent_environments import (
     _RUNS,
     ExecutionEnvironment,
     FunctionConfig,
     log_directory,
 )
-from loadtest.emulation.handlers import parse_ref
 
 pytestmark = pytest.mark.skipif(not zygotes.available(), reason="needs Linux pidfds")
 
@@ -103,7 +103,7 @@ def test_a_forked_environment_sees_what_a_direct_start_sees(
     assert forked["environ"] == direct["environ"]
     assert forked["session_leader"] and direct["session_leader"]
     assert forked["cwd"] == direct["cwd"]
-    assert forked["entry"].endswith("layer/python/loadtest/emulation/lambda_entry.py")
+    assert forked["entry"].endswith("layer/python/loadtest/observer/lambda_entry.py")
     assert forked["ppid"] != os.getpid() and direct["ppid"] == os.getpid()
 
 

@@ -14,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from loadtest.cli import app
-from loadtest.emulation.lambda_entry import CRASH_MID_HANDLER_MESSAGE
 from loadtest.engine import VariantRun
 from loadtest.model.history import InvocationOutcome, WriteOutcome
 from loadtest.model.scenario import load_scenario
+from loadtest.observer.lambda_entry import CRASH_MID_HANDLER_MESSAGE
 from tests.e2e.helpers import run_variants
 
 HERE = Path(__file__).parent

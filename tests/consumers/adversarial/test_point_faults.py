@@ -13,10 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from loadtest.cli import app
-from loadtest.emulation.point_faults import POINT_CRASH_MESSAGE, POINT_TIMEOUT_MESSAGE
 from loadtest.engine import VariantRun
 from loadtest.model.history import InvocationOutcome, WriteOutcome
 from loadtest.model.scenario import load_scenario
+from loadtest.observer.point_faults import POINT_CRASH_MESSAGE, POINT_TIMEOUT_MESSAGE
 from tests.e2e.helpers import run_variants
 
 HERE = Path(__file__).parent

@@ -1,0 +1,3 @@
+"""The embedded backend's DynamoDB: PartiQL writes, key types, legacy conditions,
+transaction tokens, update operands and interned attribute names, as DynamoDB does them.
+"""

@@ -1,0 +1,1 @@
+"""The embedded backend's IAM: moto's IAM bookkeeping left out until something uses IAM."""

@@ -1,0 +1,580 @@
+"""Execution environments seen from the runner: child processes driven over pipes.
+
+Each ``ExecutionEnvironment`` is one ``loadtest.emulation.environment.child_host`` process that
+imports the handler once (its cold start) and runs one invocation at a time,
+like a Lambda execution environment, frozen between invocations as Lambda freezes one
+(``FREEZE``: stopped after each reply, continued with the next invocation, killed while
+stopped when retired). It runs the observer and its entry point
+from the observer layer zip (``loadtest.observer.layer``), unpacked once per
+run into the log folder: the artifact a deploy publishes. A timeout or a crash stops the
+process and the next invocation starts a fresh one, as Lambda does.
+
+Within ``log_directory`` (a run), environments are forked from the run's zygote
+(``loadtest.emulation.environment.parent_zygote``), which has already imported what an
+environment imports before the handler; the handler is still imported in
+each environment, as its cold start. ``LOADTEST_ZYGOTE=0``, a platform
+without pidfds, or an environment outside ``log_directory`` starts the
+process directly instead (``python -c layer.BOOTSTRAP``).
+
+Owns the child processes: every one started here is stopped by ``aclose``,
+and dies with this process even when it is killed (the child asks the kernel
+for SIGKILL on its parent's death; see ``loadtest.emulation.environment.child_host``). Each runs in its
+own session, so a terminal's Ctrl-C reaches loadtest only, which ends them.
+Owns the environments' log folder too (``log_directory``): removed however the
+run ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from loadtest.emulation.environment import parent_freezing as freezing
+from loadtest.emulation.environment import parent_zygote as zygotes
+from loadtest.emulation.environment.handlers import HandlerRef
+from loadtest.emulation.environment.parent_freezing import FREEZE, FREEZE_ENV
+from loadtest.errors import HandlerRefError
+from loadtest.model.checker.harness import gaps_in
+from loadtest.model.history import WriteRecord
+from loadtest.model.observation import (
+    Observation,
+    Observed,
+    SharedValues,
+    WriteBegun,
+    collect,
+    decode,
+)
+from loadtest.observer import layer
+from loadtest.observer.lambda_entry import CRASH_MID_HANDLER_EXIT, CRASH_MID_HANDLER_MESSAGE
+from loadtest.observer.layer_environment import FAULT_SEED_ENV, KEY_NAMES_ENV, SIDE_TABLES_ENV
+from loadtest.observer.point_faults import (
+    POINT_CRASH_EXIT,
+    POINT_CRASH_MESSAGE,
+    POINT_TIMEOUT_EXIT,
+    POINT_TIMEOUT_MESSAGE,
+)
+
+
+class _AlreadyReaped(logging.Filter):
+    """Drop asyncio's "Unknown child process pid" warning for environment processes.
+
+    On Python 3.11, ``subprocess.Popen``'s own clean-up of finished children
+    (run whenever a new process starts) can reap a stopped environment before
+    asyncio's watcher thread does; asyncio then logs that it reports exit code
+    255. The environment was already waited for and stopped; nothing is lost.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Unknown child process pid")
+
+
+logging.getLogger("asyncio").addFilter(_AlreadyReaped())
+
+# The error of an invocation the run stopped while it ran: its deadline, or an interrupt
+# (Ctrl-C, SIGTERM). Either way the invocation happened and its writes are on record.
+CUT_OFF_ERROR = "Cut off when the run stopped (its deadline, or an interrupt)"
+READY_TIMEOUT_S = float(os.environ.get("LOADTEST_READY_TIMEOUT_S", "60"))
+"""How long a cold start (the handler's import) may take, in seconds."""
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The largest reply line read from an environment; a longer one fails the invocation."""
+RESULT_KEEP_BYTES = 256 * 1024
+"""The largest handler result kept (as JSON) for the report; a larger one is described."""
+OUT_OF_MEMORY_EXIT = 99
+"""Exit code of an environment stopped for using more than its ``memory_mb`` (see child_host)."""
+
+
+@dataclass(frozen=True)
+class FunctionConfig:
+    """What a deployed function would be configured with."""
+
+    handler: HandlerRef
+    function_name: str
+    table_name: str
+    region: str
+    endpoint_url: str | None
+    memory_mb: int
+    timeout_s: int
+    extra_env: tuple[tuple[str, str], ...] = ()
+    """Credentials and settings passed to the function (e.g. for an embedded backend)."""
+    report_batch_item_failures: bool = False
+    """Told to the function as ``REPORT_BATCH_ITEM_FAILURES`` (its mapping's setting)."""
+    fault_env: tuple[tuple[str, str], ...] = ()
+    """The scenario's faults, read by the environment process (``LOADTEST_*``)."""
+    key_names: tuple[str, ...] = ("id",)
+    """The table's key attributes (hash, then range), for the write observer."""
+    side_tables: tuple[str, ...] = ()
+    """The consumer's extra tables, whose writes the observer counts as side writes."""
+    function_env: tuple[tuple[str, str], ...] = ()
+    """The function's own variables: the scenario's ``[consumer] environment`` and ``--env``
+    with the run's resources filled in, and each extra table's variable."""
+
+    def environ(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(self.extra_env)
+        env.update(self.fault_env)
+        env.update(
+            {
+                "TABLE_NAME": self.table_name,
+                "REPORT_BATCH_ITEM_FAILURES": str(self.report_batch_item_failures).lower(),
+                "AWS_REGION": self.region,
+                "AWS_DEFAULT_REGION": self.region,
+                **self.lambda_environ(),
+                "LOADTEST_PARENT_PID": str(os.getpid()),
+                "LOADTEST_HANDLER": self.handler.ref,
+                KEY_NAMES_ENV: ",".join(self.key_names),
+                SIDE_TABLES_ENV: ",".join(self.side_tables),
+                "PYTHONUNBUFFERED": "1",
+                "PYTHONPATH": os.pathsep.join(
+                    p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p
+                ),
+            }
+        )
+        env.update(self.function_env)
+        if self.endpoint_url:
+            env["AWS_ENDPOINT_URL"] = self.endpoint_url
+        else:
+            env.pop("AWS_ENDPOINT_URL", None)
+        return env
+
+    def lambda_environ(self) -> dict[str, str]:
+        """The variables Lambda's Python runtime environment defines (its guide's
+        "Defined runtime environment variables"), but the runtime API's address: nothing
+        serves it here. ``AWS_LAMBDA_LOG_STREAM_NAME`` is set per environment (``start``)."""
+        handler = self.handler
+        if handler.path is not None:
+            task_root = os.path.dirname(handler.path)
+            module = os.path.splitext(os.path.basename(handler.path))[0]
+        else:
+            task_root, module = os.getcwd(), str(handler.module)
+        return {
+            "AWS_LAMBDA_FUNCTION_NAME": self.function_name,
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.memory_mb),
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{self.function_name}",
+            "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
+            "AWS_EXECUTION_ENV": f"AWS_Lambda_python{sys.version_info[0]}.{sys.version_info[1]}",
+            "_HANDLER": f"{module}.{handler.function}",
+            "LAMBDA_TASK_ROOT": task_root,
+            "TZ": ":UTC",
+        }
+
+
+@dataclass(frozen=True)
+class Reply:
+    ok: bool
+    timed_out: bool
+    crashed: bool
+    result: Any
+    error: str | None
+    started_ns: int
+    ended_ns: int
+    observed: Observed
+    log_tail: str
+    ack_lost: bool = False
+    """The handler succeeded and the ``ack-lost`` point fault lost its acknowledgement."""
+    response_json: bool = True
+    """Whether the response's body is strict JSON (``runtime_marshal.response_value``)."""
+
+
+class ExecutionEnvironment:
+    """One execution environment; not safe for concurrent ``invoke`` calls."""
+
+    def __init__(
+        self,
+        config: FunctionConfig,
+        number: int,
+        log_dir: str,
+        shared: SharedValues | None = None,
+    ) -> None:
+        self.config = config
+        self.number = number
+        self._shared = shared if shared is not None else SharedValues()
+        """Equal items, keys and results decoded once (one table for a run's environments)."""
+        self.cold_starts = 0
+        self._log_dir = log_dir
+        self.entry_file = ""
+        """Where the observer's entry point was imported from (the unpacked layer zip)."""
+        self._log_path = os.path.join(log_dir, f"env-{number}.log")
+        self._observations_path = os.path.join(log_dir, f"env-{number}.observations")
+        self._observations_offset = 0
+        self._sent_ns = 0
+        self._process: Process | None = None
+        self._reader: BufferedByteReceiveStream | None = None
+        self._frozen = False
+        """The process stopped itself after its last reply (Lambda's freeze, see ``_thaw``)."""
+        self._request_ids: set[str] = set()
+        """This process's invocations so far (their late observations are re-attributed)."""
+
+    async def start(self) -> None:
+        """Start the process and wait for the handler import (raises HandlerRefError)."""
+        # A local file opened once per cold start; not worth a thread.
+        with open(self._log_path, "ab") as log:  # noqa: ASYNC230
+            env = self.config.environ()
+            # Each cold start draws its own fault sequence, reproducibly.
+            seed = f"{env.get(FAULT_SEED_ENV, '0')}:{self.number}:{self.cold_starts}"
+            env[FAULT_SEED_ENV] = seed
+            env["LOADTEST_OBSERVATIONS"] = self._observations_path
+            env[FREEZE_ENV] = "1" if FREEZE else "0"
+            day = time.strftime("%Y/%m/%d", time.gmtime())
+            env["AWS_LAMBDA_LOG_STREAM_NAME"] = f"{day}/[$LATEST]{os.urandom(16).hex()}"
+            layer_dir = os.path.join(self._log_dir, "layer", layer.PYTHON_DIR)
+            if not os.path.isdir(layer_dir):  # noqa: ASYNC240 - a local temp folder, once per run
+                layer.unpack(self._log_dir)  # once per run: the same bytes a deploy publishes
+            zygote = await _zygote_for(self._log_dir, layer_dir, env)
+            if zygote is not None:
+                self._process = await zygote.spawn(env, self._log_path)
+            else:
+                self._process = await anyio.open_process(
+                    [sys.executable, "-c", layer.BOOTSTRAP, layer_dir, str(layer.package_dir())],
+                    env=env,
+                    stderr=log,
+                    start_new_session=True,
+                )
+        assert self._process.stdout is not None
+        self._reader = BufferedByteReceiveStream(self._process.stdout)
+        self.cold_starts += 1
+        try:
+            with anyio.fail_after(READY_TIMEOUT_S):
+                hello = await self._read()
+        except TimeoutError as exc:
+            # Ask the process where it is stuck (child_host registers a traceback dump on
+            # SIGUSR1), so the message names the import line that hangs.
+            with contextlib.suppress(ProcessLookupError, OSError):
+                self._process.send_signal(signal.SIGUSR1)
+                await anyio.sleep(0.5)
+            await self.aclose()
+            raise HandlerRefError(
+                f"handler {self.config.handler.variant!r} did not finish importing within "
+                f"{READY_TIMEOUT_S:g} s (a module-level call that blocks, such as a network "
+                f"call or a lock, stops a cold start); where it was: {self._log_tail() or 'unknown'}"
+            ) from exc
+        except (anyio.EndOfStream, anyio.IncompleteRead) as exc:
+            await self._reap()  # a zygote that died raises its own error here
+            raise HandlerRefError(
+                f"handler {self.config.handler.variant!r} did not start: "
+                f"{self._log_tail() or type(exc).__name__}"
+            ) from exc
+        self.entry_file = str(hello.get("entry", ""))
+        if not hello.get("ready"):
+            await self.aclose()
+            error = str(hello.get("error"))
+            fixes = "; ".join(gap.sentence for gap in gaps_in(error))
+            raise HandlerRefError(
+                f"handler {self.config.handler.variant!r} could not be loaded: {error}"
+                + (f"; {fixes}" if fixes else "")
+            )
+
+    async def _read(self) -> dict[str, Any]:
+        assert self._reader is not None
+        line = await self._reader.receive_until(b"\n", MAX_LINE_BYTES)
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    def _observations(self, request_id: str) -> list[Observation]:
+        """The complete observation lines written since the last call, for ``request_id``.
+
+        Read after every invocation, however it ended: a line written before a
+        timeout, a crash or a kill is there. A line cut off by a kill (no
+        newline yet) is left for the next read.
+
+        A line of an earlier invocation of this process was written by code the
+        handler left running (a thread, a task) after that invocation returned:
+        the environment is frozen between invocations (``FREEZE``), so it ran during
+        this one, and is this invocation's (unfrozen, it is dropped: when it ran is
+        not known). A write whose start was read with an earlier
+        invocation stays there (as a write whose answer never came).
+        """
+        try:
+            with open(self._observations_path, "rb") as source:
+                source.seek(self._observations_offset)
+                data = source.read()
+        except FileNotFoundError:
+            return []
+        complete = data[: data.rfind(b"\n") + 1]
+        self._observations_offset += len(complete)
+        decoded = [
+            decode(line.decode("utf-8"), self._shared, request_id) for line in complete.splitlines()
+        ]
+        begun_now = {o.call_id for o in decoded if isinstance(o, WriteBegun)}
+        out = []
+        for observation in decoded:
+            owner = observation.request_id
+            if owner == request_id:
+                out.append(observation)
+            elif (
+                FREEZE
+                and owner in self._request_ids
+                and (not isinstance(observation, WriteRecord) or observation.call_id in begun_now)
+            ):
+                out.append(dataclasses.replace(observation, request_id=request_id))
+        return out
+
+    def _log_tail(self) -> str:
+        return zygotes.log_tail(self._log_path)
+
+    async def invoke(self, request_id: str, event: dict[str, Any]) -> Reply:
+        """Run one invocation; a timeout or crash replaces the process."""
+        if self._process is None or self._process.returncode is not None:
+            await self.start()
+        assert self._process is not None and self._process.stdin is not None
+        timeout_ms = self.config.timeout_s * 1000
+        request = {"request_id": request_id, "event": event, "timeout_ms": timeout_ms}
+        sent_ns = time.monotonic_ns()
+        self._sent_ns = sent_ns
+        self._request_ids.add(request_id)
+        try:
+            await self._thaw()
+            await self._process.stdin.send((json.dumps(request) + "\n").encode())
+            with anyio.fail_after(self.config.timeout_s):
+                reply = await self._read()
+        except TimeoutError:
+            await self.aclose()
+            return self._failed(
+                request_id,
+                sent_ns,
+                f"Task timed out after {self.config.timeout_s} seconds",
+                timed_out=True,
+            )
+        except anyio.DelimiterNotFound:
+            # The rest of the line is still in the pipe: this process cannot answer again.
+            await self.aclose()
+            return self._failed(
+                request_id,
+                sent_ns,
+                f"Function.ResponseSizeTooLarge: the reply was over {MAX_LINE_BYTES >> 20} MiB "
+                "and was not kept (Lambda refuses responses over 6 MB); the invocation failed",
+            )
+        except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, OSError):
+            tail = self._log_tail()
+            code = await self._reap()
+            return self._failed(
+                request_id,
+                sent_ns,
+                _exit_reason(code, self.config.memory_mb, request_id),
+                # The timeout point fault ends the process as the function timeout does.
+                timed_out=code == POINT_TIMEOUT_EXIT,
+                crashed=code != POINT_TIMEOUT_EXIT,
+                log_tail=tail,
+            )
+        crashed = bool(reply.get("crashed"))
+        ack_lost = bool(reply.get("ack_lost"))
+        if crashed:
+            await self.aclose()  # it exits on purpose; reap it before the next invocation
+        else:
+            self._frozen = FREEZE  # it stopped itself right after the reply
+        return Reply(
+            ok=bool(reply["ok"]),
+            timed_out=False,
+            crashed=crashed,
+            result=self._shared.share(keep_result(reply.get("result"))),
+            error=_memory_error(reply.get("error"), self.config.memory_mb),
+            started_ns=int(reply["started_ns"]),
+            ended_ns=int(reply["ended_ns"]),
+            observed=collect(self._observations(request_id), ended_ns=int(reply["ended_ns"])),
+            log_tail=str(reply.get("log_tail", "")),
+            ack_lost=ack_lost,
+            response_json=bool(reply.get("response_json", True)),
+        )
+
+    async def _thaw(self) -> None:
+        """Continue the process if it is frozen (``loadtest.emulation.environment.parent_freezing``)."""
+        if not self._frozen or self._process is None:
+            return
+        self._frozen = False
+        await freezing.thaw(self._process)
+
+    async def cut_off(self, request_id: str) -> Reply:
+        """The invocation was cancelled (the run's deadline, or an interrupt): stop the
+        process, keep its writes."""
+        await self.aclose()
+        return self._failed(request_id, self._sent_ns, CUT_OFF_ERROR, timed_out=True)
+
+    def _failed(
+        self,
+        request_id: str,
+        started_ns: int | None,
+        error: str,
+        *,
+        timed_out: bool = False,
+        crashed: bool = False,
+        log_tail: str = "",
+    ) -> Reply:
+        """An invocation that gave no answer of its own, ended now, with the writes it made."""
+        ended = time.monotonic_ns()
+        return Reply(
+            ok=False,
+            timed_out=timed_out,
+            crashed=crashed,
+            result=None,
+            error=error,
+            started_ns=started_ns or ended,
+            ended_ns=ended,
+            observed=collect(self._observations(request_id), ended_ns=ended),
+            log_tail=log_tail,
+        )
+
+    async def _reap(self) -> int | None:
+        """Stop the process (if still running) and return its exit code.
+
+        Raises ZygoteError when the process died with its zygote: that death is
+        loadtest's, not the consumer's crash.
+        """
+        process = self._process
+        await self.aclose()
+        if isinstance(process, zygotes.ForkedProcess) and process.zygote_lost:
+            zygote = _RUNS.get(self._log_dir)
+            if zygote is not None and zygote.zygote is not None:
+                raise zygote.zygote.died()
+            raise zygotes.ZygoteError("the execution environments' zygote died")
+        return None if process is None else process.returncode
+
+    async def aclose(self) -> None:
+        process, self._process = self._process, None
+        frozen, self._frozen = self._frozen, False
+        self._reader = None
+        self._request_ids.clear()
+        if process is None:
+            return
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None and frozen:
+                # Retired while frozen, as Lambda retires one: what the handler left
+                # running never runs again (a stopped process dies of SIGKILL at once).
+                freezing.retire(process)
+                await process.wait()
+            if process.returncode is None:
+                process.terminate()
+                if FREEZE:  # it may have stopped itself after a reply never read
+                    process.send_signal(signal.SIGCONT)
+                with anyio.move_on_after(3):
+                    await process.wait()
+                if process.returncode is None:
+                    process.kill()
+                    await process.wait()
+            await process.aclose()
+
+
+def new_log_dir() -> str:
+    return tempfile.mkdtemp(prefix="loadtest-envs-")
+
+
+@dataclass
+class _Run:
+    """The zygote of one run (one log folder), started by the first environment that needs it."""
+
+    zygote: zygotes.Zygote | None = None
+    lock: anyio.Lock | None = None
+
+
+_RUNS: dict[str, _Run] = {}
+"""The runs under way in this process, by log folder (``log_directory`` adds and removes them)."""
+
+
+async def _zygote_for(log_dir: str, layer_dir: str, env: dict[str, str]) -> zygotes.Zygote | None:
+    """The run's zygote (started now if need be), or None for a direct start: outside
+    ``log_directory``, where fork servers are unavailable, or for an environ whose interpreter
+    start-up settings differ from the zygote's."""
+    run = _RUNS.get(log_dir)
+    if run is None or not zygotes.available():
+        return None
+    if run.lock is None:
+        run.lock = anyio.Lock()
+    async with run.lock:
+        if run.zygote is None:
+            run.zygote = await zygotes.Zygote.start(
+                layer_dir, env, os.path.join(log_dir, "zygote.log")
+            )
+    zygote = run.zygote
+    if not zygote.alive():
+        raise zygote.died()
+    if zygote.key != zygotes.startup_key(env, os.getcwd()):
+        return None
+    return zygote
+
+
+@contextmanager
+def log_directory() -> Iterator[str]:
+    """A fresh ``loadtest-envs-*`` folder for the environments' logs, removed on exit.
+
+    Also the scope of the run's zygote (``loadtest.emulation.environment.parent_zygote``): its
+    environments are forked from it, and it is stopped and reaped here
+    however the run ends.
+    """
+    path = new_log_dir()
+    _RUNS[path] = _Run()
+    try:
+        yield path
+    finally:
+        zygote = _RUNS.pop(path).zygote
+        if zygote is not None:
+            zygote.stop()
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def keep_result(result: Any) -> Any:
+    """``result``, or a short description when its JSON is over ``RESULT_KEEP_BYTES``."""
+    try:
+        size = len(json.dumps(result))
+    except (TypeError, ValueError):
+        return result
+    if size <= RESULT_KEEP_BYTES:
+        return result
+    return f"<result of {size} bytes not kept: over {RESULT_KEEP_BYTES // 1024} KiB>"
+
+
+def out_of_memory_error(memory_mb: int) -> str:
+    return (
+        f"Runtime.OutOfMemory: the execution environment used more than its memory_mb "
+        f"({memory_mb} MB) and was stopped, as Lambda stops it"
+    )
+
+
+def _exit_reason(code: int | None, memory_mb: int, request_id: str) -> str:
+    """Why an environment's process ended during an invocation, as Lambda words it: a
+    ``Runtime.ExitError`` with the exit status or the signal, unless it ran out of memory."""
+    if code == OUT_OF_MEMORY_EXIT:
+        return out_of_memory_error(memory_mb)
+    if code == CRASH_MID_HANDLER_EXIT:
+        return CRASH_MID_HANDLER_MESSAGE
+    if code == POINT_TIMEOUT_EXIT:
+        return POINT_TIMEOUT_MESSAGE
+    if code == POINT_CRASH_EXIT:
+        return POINT_CRASH_MESSAGE
+    if code is None:
+        return "Runtime exited: the execution environment's process died"
+    if code == 0:
+        why = "Runtime exited without providing a reason"
+    elif code > 0:
+        why = f"Runtime exited with error: exit status {code}"
+    else:
+        try:
+            name = signal.strsignal(-code) or f"signal {-code}"
+        except ValueError:
+            name = f"signal {-code}"
+        why = f"Runtime exited with error: signal: {name.lower()}"
+    return f"Runtime.ExitError: RequestId: {request_id} Error: {why}"
+
+
+def _memory_error(error: Any, memory_mb: int) -> str | None:
+    """A handler's MemoryError (the hard ceiling, see child_host) is Lambda's out of memory."""
+    if error is None:
+        return None
+    text = str(error)
+    if text.startswith("MemoryError"):
+        return out_of_memory_error(memory_mb)
+    return text

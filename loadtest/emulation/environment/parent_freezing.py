@@ -1,0 +1,63 @@
+"""Lambda's freeze between invocations, for the local execution environments.
+
+After an invocation Lambda freezes its execution environment: threads and
+event-loop tasks the handler left running make no progress until the
+environment's next invocation, and never if it is retired. Here each
+environment process stops itself and its process group (SIGSTOP,
+``loadtest.emulation.environment.child_host``) right after its reply; ``thaw`` continues them
+(SIGCONT) with the next invocation, once it has stopped; ``retire`` kills them
+while stopped (``ExecutionEnvironment.aclose``). Owns the switch and the wait for the stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+
+import anyio
+from anyio.abc import Process
+
+FREEZE_ENV = "LOADTEST_FREEZE"
+FREEZE = os.environ.get(FREEZE_ENV, "1") != "0" and os.path.exists("/proc/self/stat")
+"""Freeze environments between invocations, as Lambda does (``LOADTEST_FREEZE=0`` turns it
+off): each stops itself (SIGSTOP) right after its reply and is continued (SIGCONT) with the
+next invocation, so threads and tasks a handler left running make no progress in between.
+Needs ``/proc`` to see that a process has stopped."""
+THAW_WAIT_S = 2.0
+"""How long to wait for a process to have stopped itself before continuing it anyway."""
+
+
+def _stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (or gone): state ``T`` in ``/proc/PID/stat``."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rpartition(b")")[2].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in (b"T", b"t", b"Z", b"X")
+
+
+async def thaw(process: Process) -> None:
+    """Continue a frozen process, once it has stopped (it stops itself just after its
+    reply; a continue sent before that stop would be lost and the process stay stopped)."""
+    deadline = time.monotonic() + THAW_WAIT_S
+    while not _stopped(process.pid) and time.monotonic() < deadline:  # noqa: ASYNC110
+        await anyio.sleep(0.001)  # a /proc state, not an event anything could set
+    process.send_signal(signal.SIGCONT)
+    _signal_group(process.pid, signal.SIGCONT)
+
+
+def retire(process: Process) -> None:
+    """Kill a frozen process and the processes it started (its group), still stopped."""
+    process.kill()
+    _signal_group(process.pid, signal.SIGKILL)
+    process.send_signal(signal.SIGCONT)
+
+
+def _signal_group(pid: int, signal_number: int) -> None:
+    """Signal the process group ``pid`` leads (an environment is a session of its own, so
+    the processes a handler started are in it), if it still exists."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal_number)

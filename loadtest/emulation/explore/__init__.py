@@ -1,0 +1,3 @@
+"""The explorer's side of the emulation: one schedule of a few deliveries run step by step
+(``explorer``, ``runs``, ``steps``), its observer and its virtual clock.
+"""

@@ -1,0 +1,165 @@
+"""The observer layer artifact: the zip a deployed function and a local environment both run.
+
+Owns the layer's contents (``layer_modules()``: the observer, its entry point
+``lambda_entry`` and what they import, derived from their imports), its
+reproducible zip (``layer_zip``) and unpacking it for local execution
+environments (``unpack``). The deploy path publishes the same bytes as a
+Lambda layer. Must not import boto3.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from loadtest.errors import InputError
+
+LAYER_ENTRIES = ("observer/lambda_entry.py", "observer/write_observer.py")
+"""What a function's runtime imports from the layer; everything else follows from their imports."""
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_imports(tree: ast.AST) -> Iterator[str]:
+    """The ``loadtest`` modules a module imports when it is imported: not under ``if
+    TYPE_CHECKING`` and not inside functions (the package's lazy attributes are never used in a
+    function; the isolated import test in tests/aws/test_lambda_entry.py checks the result)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            yield from (name for child in node.orelse for name in _runtime_imports(child))
+            continue
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if alias.name.startswith("loadtest"))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("loadtest"):
+            assert node.module is not None
+            yield node.module
+            # ``from loadtest.model import history`` imports the submodule history.
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+        else:
+            yield from _runtime_imports(node)
+
+
+def _module_file(package: Path, dotted: str) -> str | None:
+    """``loadtest.model.history`` -> ``model/history.py``; None when it is not a module."""
+    parts = dotted.split(".")[1:]
+    for candidate in ("/".join(parts) + ".py", "/".join([*parts, "__init__.py"])):
+        if (package / candidate).is_file():
+            return candidate.removeprefix("/")
+    return None
+
+
+def layer_modules(package: Path | None = None) -> tuple[str, ...]:
+    """The files the layer must carry: its entries, what they import at run time, transitively,
+    and every package ``__init__.py`` on the way (derived, so a new module cannot be forgotten)."""
+    package = package or package_dir()
+    wanted: set[str] = set()
+    pending = list(LAYER_ENTRIES)
+    while pending:
+        name = pending.pop()
+        if name in wanted:
+            continue
+        wanted.add(name)
+        folders = Path(name).parent.parts
+        for depth in range(len(folders) + 1):
+            pending.append("/".join([*folders[:depth], "__init__.py"]))
+        tree = ast.parse((package / name).read_text(encoding="utf-8"), filename=name)
+        for dotted in _runtime_imports(tree):
+            found = _module_file(package, dotted)
+            if found is not None:
+                pending.append(found)
+    return tuple(sorted(wanted, key=lambda n: (n.count("/"), n)))
+
+
+MAX_CODE_BYTES = 50 * 1024 * 1024
+"""Lambda's limit on a zip uploaded directly."""
+PYTHON_DIR = "python"
+"""Where a Python layer's modules sit (on the runtime's path as /opt/python)."""
+
+
+def zip_entries(entries: Iterator[tuple[str, Path]]) -> bytes:
+    """A zip of ``(name in the archive, file)`` pairs with fixed timestamps (reproducible)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for arcname, path in entries:
+            info = zipfile.ZipInfo(arcname, date_time=(2020, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16  # readable by the runtime's user
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, path.read_bytes())
+    data = buffer.getvalue()
+    if len(data) > MAX_CODE_BYTES:
+        raise InputError(f"the package is {len(data)} bytes; Lambda takes at most {MAX_CODE_BYTES}")
+    return data
+
+
+def package_dir() -> Path:
+    """The installed ``loadtest`` package's folder."""
+    return Path(__file__).resolve().parent.parent
+
+
+def layer_zip() -> bytes:
+    """The observer layer: ``python/loadtest/...`` (on the runtime's path under /opt/python).
+
+    Byte-for-byte reproducible (fixed timestamps), so the same observer code
+    always makes the same layer.
+    """
+    package = package_dir()
+    return zip_entries(
+        (f"{PYTHON_DIR}/loadtest/{name}", package / name) for name in layer_modules(package)
+    )
+
+
+def unpack(into: str) -> str:
+    """Unpack the layer zip under ``into``; return the folder to put first on ``sys.path``."""
+    target = os.path.join(into, "layer")
+    with zipfile.ZipFile(io.BytesIO(layer_zip())) as archive:
+        archive.extractall(target)
+    return os.path.join(target, PYTHON_DIR)
+
+
+BOOTSTRAP = """\
+import sys
+layer, installed = sys.argv[1], sys.argv[2]
+sys.path.insert(0, layer)
+import loadtest, loadtest.model, loadtest.observer
+# The layer's modules come first; the rest of the environment host (its guards) from the
+# installed package, as if the layer were on a Lambda runtime beside it.
+loadtest.__path__.append(installed)
+loadtest.model.__path__.append(installed + "/model")
+loadtest.observer.__path__.append(installed + "/observer")
+from loadtest.emulation.environment import child_host
+child_host.main()
+"""
+"""``python -c BOOTSTRAP LAYER_DIR PACKAGE_DIR``: an execution environment that runs the observer
+and its entry point from the unpacked layer."""
+
+ZYGOTE_MARKER = "# loadtest-zygote"
+"""The first line of ``ZYGOTE``: in ``/proc/PID/cmdline`` of the zygote and of every
+environment it forks (a forked child keeps its parent's command line)."""
+ZYGOTE = f"""\
+{ZYGOTE_MARKER}: forks execution environments (loadtest.emulation.environment.child_zygote)
+import sys
+layer, installed = sys.argv[1], sys.argv[2]
+sys.path.insert(0, layer)
+import loadtest, loadtest.model, loadtest.observer
+loadtest.__path__.append(installed)
+loadtest.model.__path__.append(installed + "/model")
+loadtest.observer.__path__.append(installed + "/observer")
+from loadtest.emulation.environment import child_host
+environment_modules = frozenset(sys.modules)
+from loadtest.emulation.environment import child_zygote
+parent_pid, harness_pidfd = child_zygote.serve(environment_modules)
+del child_zygote, environment_modules
+child_host.main(parent_pid, harness_pidfd)
+"""
+"""``python -c ZYGOTE LAYER_DIR PACKAGE_DIR``: BOOTSTRAP's imports, then fork requests served
+until one returns in a child, which runs as an environment (``loadtest.emulation.environment.child_zygote``)."""
