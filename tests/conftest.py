@@ -1,8 +1,8 @@
 """Shared fixtures (one real embedded backend per test session, or per xdist worker), the
 hypothesis profile, and the ``pure`` marker that ``nox -s quick`` selects.
 
-A test is *pure* when it lives under one of ``PURE_PATHS`` (the model, the pure parts of
-the core, the gates, the tools), uses none of the fixtures in ``BACKEND_FIXTURES`` and is
+A test is *pure* when it lives under one of ``PURE_PATHS`` (the model, the reports, the
+tools and the pure parts of the emulation, the engine and the observer), uses none of the fixtures in ``BACKEND_FIXTURES`` and is
 not marked ``process``. Mark a test ``@pytest.mark.process`` when it starts a child
 process itself (``subprocess``, a zygote, ``loadtest serve``): it then runs only in
 ``nox -s tests``.
@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from _pytest.nodeid import NodeId
@@ -24,14 +25,23 @@ from hypothesis import settings
 
 from loadtest.backend.embedded import EmbeddedBackend
 
+if TYPE_CHECKING:
+    from loadtest.deploy.lambda_deploy import Clients
+
 TESTS = Path(__file__).resolve().parent
 
 PURE_PATHS = (
-    "core",
-    "gates",
+    "model",
+    "consumer",
+    "reports",
     "tools",
-    "explore/test_explore_model.py",
-    "html/test_heatmap.py",
+    "emulation/test_ceilings.py",
+    "emulation/test_child_host.py",
+    "emulation/test_events.py",
+    "emulation/test_handlers.py",
+    "engine/test_end_state.py",
+    "observer/test_record_marks.py",
+    "observer/test_runtime_marshal.py",
 )
 """Folders and files of pure tests, relative to ``tests/``."""
 
@@ -47,6 +57,38 @@ BACKEND_FIXTURES = frozenset({"backend_url", "ministack", "aws", "dynamo"})
 # property is still checked on every example; a hang meets the suite's per-test timeout.
 settings.register_profile("loadtest", deadline=None)
 settings.load_profile("loadtest")
+
+
+REGION = "us-east-1"
+"""The region of the ``aws`` fixture's clients."""
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Clients]:
+    """Control-plane clients on a fresh moto account (in-process: no Docker, no network);
+    nothing leaves the process."""
+    import boto3
+    from moto import mock_aws
+
+    from loadtest.deploy.lambda_deploy import Clients
+
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    with mock_aws():
+        yield Clients(
+            iam=boto3.client("iam", region_name=REGION),
+            lambda_=boto3.client("lambda", region_name=REGION),
+            sqs=boto3.client("sqs", region_name=REGION),
+            dynamodb=boto3.client("dynamodb", region_name=REGION),
+        )
 
 
 @pytest.fixture(scope="session")
