@@ -270,7 +270,7 @@ def prepare(
     Also refuses (``CapacityError``) a run this machine could not hold, and a
     price table that cannot be used (``PricesError``).
     """
-    from loadtest.model.prices import load_prices
+    from loadtest.model.price_tables import load_prices
 
     price_table = load_prices(Path(prices) if prices is not None else None)
     resolved = (

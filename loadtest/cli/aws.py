@@ -37,7 +37,7 @@ def show_plan(
     The cost is priced at ``prices_path`` (``--prices``), else the committed table."""
     from loadtest.aws.clients import region_from_environment
     from loadtest.deploy.deploy_plan import plan_deploy, render_plan
-    from loadtest.model.prices import load_prices
+    from loadtest.model.price_tables import load_prices
     from loadtest.model.scenario import load_scenario
 
     try:

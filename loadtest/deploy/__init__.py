@@ -5,5 +5,5 @@ deleting it (``lambda_deploy``), attaching to an already deployed function
 and restoring it exactly (``lambda_attach``), deleting what is tagged
 ``loadtest:run`` (``lambda_cleanup``) and reading a deployed mapping's
 settings for ``loadtest lint`` (``lint_aws``). The observer's entry point that
-runs inside the function lives with the emulation (``emulation.lambda_entry``).
+runs inside the function lives with the emulation (``observer.lambda_entry``).
 """

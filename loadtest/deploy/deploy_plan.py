@@ -14,18 +14,16 @@ its lines to, and the event source mapping. Once per run: the execution role
 and the observer layer. Everything carries ``loadtest:run=R`` (a layer cannot
 be tagged: its description carries the tag instead).
 
-This module builds each mode's resources (``plan_deploy``, ``plan_attach``).
-The model, names and rendering live in ``loadtest.deploy.plan_model``, IAM
-actions and the cost estimate in ``loadtest.deploy.plan_costs``; both are
-re-exported here, the import path callers use.
+This module builds each mode's resources (``plan_deploy``, ``plan_attach``); a
+deployed variant's own resources are ``loadtest.deploy.plan_variant``'s. The model,
+names and rendering live in ``loadtest.deploy.plan_model``, IAM actions and the cost
+estimate in ``loadtest.deploy.plan_costs``; their names are re-exported here, the
+import path callers use.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any
 
 from loadtest.aws.fifo import fifo_queue, refuse_window_fault
 from loadtest.deploy.plan_costs import (
@@ -55,23 +53,14 @@ from loadtest.deploy.plan_model import (
     render_plan,
     role_name,
 )
-from loadtest.emulation.environment.handlers import HandlerRef, tables_for
+from loadtest.deploy.plan_variant import QUEUE_REFS as QUEUE_REFS
+from loadtest.deploy.plan_variant import scaling, variant_names, variant_resources
+from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.errors import ScenarioError
 from loadtest.model.cost import Prices
-from loadtest.model.function_config import (
-    RunResources,
-    extra_table_name,
-    render,
-    table_names,
-)
 from loadtest.model.scenario import Scenario
-from loadtest.observer.fault_env import deployed_fault_environment
 from loadtest.observer.lambda_entry import CRASH_MID_HANDLER_EXIT
-from loadtest.observer.layer_environment import ATTACHED_ENV, SIDE_TABLES_ENV
-
-QUEUE_REFS = {"{queue_url}": "url", "{queue_arn}": "arn", "{dlq_url}": "dlq-url"}
-"""Placeholders a function's variables keep in the plan: the deploy fills them in from the
-queues it created (``EnvironmentRefs``: which queue each names)."""
+from loadtest.observer.layer_environment import ATTACHED_ENV
 
 __all__ = [
     "ATTACH_ACTIONS",
@@ -99,6 +88,7 @@ __all__ = [
     "plan_deploy",
     "render_plan",
     "role_name",
+    "variant_names",
 ]
 
 
@@ -118,57 +108,10 @@ def _observer_layer(run_id: str) -> Resource:
     )
 
 
-def _table_settings(key_schema: Sequence[tuple[str, str]]) -> dict[str, Any]:
-    """An on-demand table keyed by ``key_schema`` (hash, then range; S, N or B)."""
-    return {
-        "KeySchema": [
-            {"AttributeName": n, "KeyType": "HASH" if i == 0 else "RANGE"}
-            for i, (n, _) in enumerate(key_schema)
-        ],
-        "AttributeDefinitions": [{"AttributeName": n, "AttributeType": t} for n, t in key_schema],
-        "BillingMode": "PAY_PER_REQUEST",
-    }
-
-
-def _scaling(scenario: Scenario) -> tuple[dict[str, Any], int | None, list[str]]:
-    """(ScalingConfig, reserved concurrency, notes) for the scenario's concurrency."""
-    low, high = MAX_CONCURRENCY_RANGE
-    wanted = scenario.consumer.concurrency
-    if wanted < low:
-        return (
-            {},
-            wanted,
-            [
-                f"concurrency {wanted} is below MaximumConcurrency's minimum ({low}): the mapping "
-                f"has no ScalingConfig and the function gets reserved concurrency {wanted}, so "
-                "the mapping's extra invocations are throttled and retried (they count as receives)"
-            ],
-        )
-    if wanted > high:
-        return (
-            {"MaximumConcurrency": high},
-            None,
-            [f"concurrency {wanted} is above MaximumConcurrency's maximum: capped at {high}"],
-        )
-    return {"MaximumConcurrency": wanted}, None, []
-
-
-def variant_names(scenario: Scenario, run_id: str, index: int) -> VariantNames:
-    """A variant's resource names in a deployed run: a FIFO scenario's queues end ``.fifo``,
-    a table the scenario names is that table."""
-    names = VariantNames.for_run(run_id, index)
-    fifo = fifo_queue(scenario)
-    if fifo:
-        names = replace(names, queue=fifo.name(names.queue), dlq=fifo.name(names.dlq))
-    if scenario.function.table_name:
-        names = replace(names, table=scenario.function.table_name)
-    return names
-
-
 def _prices(prices: Prices | None) -> Prices:
     if prices is not None:
         return prices
-    from loadtest.model.prices import default_prices
+    from loadtest.model.price_tables import default_prices
 
     return default_prices()
 
@@ -183,13 +126,9 @@ def plan_deploy(
 ) -> Plan:
     """Every resource a deploy of ``refs`` under ``scenario`` creates, in creation order."""
     tags = {RUN_TAG: run_id}
-    consumer = scenario.consumer
     fifo = fifo_queue(scenario)
     refuse_window_fault(fifo, real_aws=True)
-    fifo_attributes = fifo.attributes() if fifo else {}
     setup = scenario.function
-    key_schema = setup.key_schema(scenario.outcome.key_names)
-    key_names = tuple(name for name, _ in key_schema)
     fixed = [setup.table_name, *(t.name for t in setup.tables)]
     if len(refs) > 1 and any(fixed):
         raise ScenarioError(
@@ -197,13 +136,11 @@ def plan_deploy(
             f"can serve one deployed variant at a time, and {len(refs)} were given: run them one "
             "by one, or let the run name its tables (leave out [table] name / [[tables]] name)"
         )
-    scaling, reserved, notes = _scaling(scenario)
-    role = role_name(run_id)
-    layer = layer_name(run_id)
+    _, _, notes = scaling(scenario)
     resources: list[Resource] = [
         Resource(
             Kind.ROLE,
-            role,
+            role_name(run_id),
             {
                 "AssumeRolePolicyDocument": {
                     "Version": "2012-10-17",
@@ -236,119 +173,7 @@ def plan_deploy(
             f"(status {CRASH_MID_HANDLER_EXIT}) right after a write to the table is answered"
         )
     for index, ref in enumerate(refs):
-        names = variant_names(scenario, run_id, index)
-        v = ref.variant
-        resources.append(
-            Resource(Kind.TABLE, names.table, _table_settings(key_schema), tags, v, "orders table")
-        )
-        tables = tables_for(ref, setup)
-        for table in tables:
-            resources.append(
-                Resource(
-                    Kind.TABLE,
-                    extra_table_name(names.prefix, table),
-                    _table_settings(table.key),
-                    tags,
-                    v,
-                    table.purpose,
-                )
-            )
-        environment = {
-            "TABLE_NAME": names.table,
-            ORIGINAL_HANDLER_ENV: lambda_handler(ref),
-            WATCH_TABLE_ENV: names.table,
-            KEY_NAMES_ENV: ",".join(key_names),
-            OBSERVATION_QUEUE_ENV: names.observations,
-        }
-        if tables:
-            environment[SIDE_TABLES_ENV] = ",".join(
-                extra_table_name(names.prefix, t) for t in tables
-            )
-        environment.update(
-            render(
-                replace(setup, tables=tables),
-                RunResources(
-                    table=names.table,
-                    queue_url="{queue_url}",
-                    queue_arn="{queue_arn}",
-                    dlq_url="{dlq_url}",
-                    region=region,
-                    tables=table_names(names.prefix, tables),
-                ),
-            )
-        )
-        environment |= deployed_fault_environment(scenario.faults)
-        resources += [
-            Resource(
-                Kind.QUEUE,
-                names.dlq,
-                {"Attributes": {"MessageRetentionPeriod": "1209600", **fifo_attributes}},
-                tags,
-                v,
-                "dead-letter queue",
-            ),
-            Resource(
-                Kind.QUEUE,
-                names.queue,
-                {
-                    "Attributes": {
-                        "VisibilityTimeout": str(consumer.visibility_timeout_s),
-                        **fifo_attributes,
-                    },
-                    "RedrivePolicy": {
-                        "deadLetterTargetArn": names.dlq,
-                        "maxReceiveCount": consumer.max_receive_count,
-                    },
-                },
-                tags,
-                v,
-                "job queue",
-            ),
-            Resource(
-                Kind.QUEUE,
-                names.observations,
-                {"Attributes": {"MessageRetentionPeriod": "86400"}},
-                tags,
-                v,
-                "observation channel: the observer's write decisions",
-            ),
-            Resource(
-                Kind.FUNCTION,
-                names.function,
-                {
-                    "Runtime": RUNTIME,
-                    "Handler": WRAPPER_HANDLER,
-                    "MemorySize": consumer.memory_mb,
-                    "Timeout": consumer.function_timeout_s,
-                    "Role": role,
-                    "Layers": [layer],
-                    "Environment": {"Variables": environment},
-                    "EnvironmentRefs": {
-                        "url": names.queue,
-                        "arn": names.queue,
-                        "dlq-url": names.dlq,
-                    },
-                    "Code": package_of(ref),
-                    "ReservedConcurrentExecutions": reserved,
-                },
-                tags,
-                v,
-                f"the consumer {ref.ref}",
-            ),
-        ]
-        mapping: dict[str, Any] = {
-            "FunctionName": names.function,
-            "EventSourceArn": names.queue,
-            "BatchSize": consumer.batch_size,
-            "MaximumBatchingWindowInSeconds": math.ceil(consumer.batching_window_s),
-            "FunctionResponseTypes": (
-                ["ReportBatchItemFailures"] if consumer.report_batch_item_failures else []
-            ),
-            "ScalingConfig": scaling,
-        }
-        resources.append(
-            Resource(Kind.MAPPING, f"{names.queue} -> {names.function}", mapping, tags, v, "")
-        )
+        resources += variant_resources(scenario, ref, index, run_id=run_id, region=region)
     return Plan(
         run_id=run_id,
         region=region,

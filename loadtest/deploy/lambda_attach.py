@@ -31,7 +31,7 @@ from loadtest.deploy.deploy_plan import (
     WATCH_TABLE_ENV,
     WRAPPER_HANDLER,
 )
-from loadtest.deploy.lambda_deploy import _function_active, _poll
+from loadtest.deploy.lambda_ready import function_active, poll
 from loadtest.errors import BackendError, InputError
 from loadtest.observer.layer_environment import ATTACHED_ENV as ATTACHED_ENV
 
@@ -136,11 +136,11 @@ def _apply(
     sleep: Callable[[float], None],
 ) -> None:
     def ready() -> bool:
-        return _function_active(lambda_, wanted.name)
+        return function_active(lambda_, wanted.name)
 
-    _poll(f"function {wanted.name}", ready, timeout_s=timeout_s, sleep=sleep)
+    poll(f"function {wanted.name}", ready, timeout_s=timeout_s, sleep=sleep)
     lambda_.update_function_configuration(**wanted.update())
-    _poll(f"function {wanted.name}", ready, timeout_s=timeout_s, sleep=sleep)
+    poll(f"function {wanted.name}", ready, timeout_s=timeout_s, sleep=sleep)
 
 
 def restore(

@@ -7,24 +7,31 @@ even when the deploy failed halfway. Control-plane calls on synchronous boto3
 clients that the caller passes in (run them off the event loop); botocore
 failures become loadtest's through ``loadtest.aws.clients.translated``.
 The zips come from ``loadtest.deploy.packaging`` (the function's code) and
-``loadtest.observer.layer`` (the observer layer), re-exported here.
+``loadtest.observer.layer`` (the observer layer), and waiting until what was created
+is ready from ``loadtest.deploy.lambda_ready``; their names are re-exported here.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import botocore.exceptions
-
 from loadtest.aws import clients as aws
 from loadtest.deploy.deploy_plan import RUN_TAG, Kind, Plan, Resource
+from loadtest.deploy.lambda_ready import (
+    ROLE_RETRY_S,
+    TABLE_POLL_S,
+    create_function_once_role_is_usable,
+    function_active,
+    poll,
+    wait_mapping_enabled,
+    wait_table_active,
+)
 from loadtest.deploy.packaging import function_zip
-from loadtest.errors import BackendError, TableExistsError
+from loadtest.errors import TableExistsError
 from loadtest.observer.layer import MAX_CODE_BYTES, layer_modules, layer_zip
 
 if TYPE_CHECKING:
@@ -106,69 +113,6 @@ def _role_policy(plan: Plan, account: str) -> dict[str, Any]:
             },
         ],
     }
-
-
-def _poll(
-    what: str,
-    ready: Callable[[], bool],
-    *,
-    timeout_s: float,
-    interval_s: float = 1.0,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
-) -> None:
-    deadline = clock() + timeout_s
-    while not ready():
-        if clock() >= deadline:
-            raise BackendError(f"{what} was not ready within {timeout_s:g} s")
-        sleep(interval_s)
-
-
-TABLE_POLL_S = 1
-"""Seconds between the ``table_exists`` waiter's DescribeTable calls."""
-
-
-def wait_table_active(dynamodb: DynamoDBClient, name: str, *, timeout_s: float = 300) -> None:
-    """Wait until the table is ACTIVE, with boto3's ``table_exists`` waiter.
-
-    The waiter sleeps by itself (``time.sleep``): a table on moto or MiniStack is
-    ACTIVE at once, so tests that stub ``sleep`` do not wait here either.
-    """
-    attempts = max(1, math.ceil(timeout_s / TABLE_POLL_S))
-    try:
-        dynamodb.get_waiter("table_exists").wait(
-            TableName=name, WaiterConfig={"Delay": TABLE_POLL_S, "MaxAttempts": attempts}
-        )
-    except botocore.exceptions.WaiterError as exc:
-        if exc.kwargs.get("reason") != "Max attempts exceeded":
-            raise  # a refusal, not slowness: the adapter translates it with the rest
-        raise BackendError(f"table {name} was not ready within {timeout_s:g} s") from exc
-
-
-def wait_mapping_enabled(
-    lambda_: LambdaClient,
-    uuid: str,
-    *,
-    timeout_s: float = 300,
-    sleep: Callable[[float], None] = time.sleep,
-) -> None:
-    """Wait until the mapping is Enabled (it goes Creating -> Enabled); a Disabled one is refused."""
-
-    def enabled() -> bool:
-        state = lambda_.get_event_source_mapping(UUID=uuid).get("State", "")
-        if state in ("Disabled", "Disabling"):
-            raise BackendError(f"event source mapping {uuid} is {state}, not Enabled")
-        return state == "Enabled"
-
-    _poll(f"event source mapping {uuid}", enabled, timeout_s=timeout_s, sleep=sleep)
-
-
-def _function_active(lambda_: LambdaClient, name: str) -> bool:
-    config = lambda_.get_function_configuration(FunctionName=name)
-    state = config.get("State", "Active")
-    if state == "Failed":
-        raise BackendError(f"function {name} failed to deploy: {config.get('StateReason', '')}")
-    return state == "Active" and config.get("LastUpdateStatus", "Successful") != "InProgress"
 
 
 def deploy(
@@ -292,7 +236,7 @@ def _create(
         into.created.append(Created(Kind.QUEUE, resource.name, url, _queue_arn(clients, url)))
     elif resource.kind is Kind.FUNCTION:
         zipped = code[resource.name]
-        function = _create_function_once_role_is_usable(
+        function = create_function_once_role_is_usable(
             clients.lambda_,
             {
                 "FunctionName": resource.name,
@@ -318,9 +262,9 @@ def _create(
                 FunctionName=resource.name,
                 ReservedConcurrentExecutions=int(s["ReservedConcurrentExecutions"]),
             )
-        _poll(
+        poll(
             f"function {resource.name}",
-            lambda: _function_active(clients.lambda_, resource.name),
+            lambda: function_active(clients.lambda_, resource.name),
             timeout_s=timeout_s,
             sleep=sleep,
         )
@@ -347,37 +291,6 @@ def _create(
                 mapping.get("EventSourceMappingArn", ""),
             )
         )
-
-
-ROLE_RETRY_S = 2.0
-
-
-def _create_function_once_role_is_usable(
-    lambda_: LambdaClient,
-    kwargs: dict[str, Any],
-    *,
-    timeout_s: float,
-    sleep: Callable[[float], None],
-    clock: Callable[[], float] = time.monotonic,
-) -> dict[str, Any]:
-    """``create_function``, retried while IAM has not yet propagated the new role.
-
-    A role is usable by Lambda some seconds after ``CreateRole`` returns
-    (IAM is eventually consistent); until then Lambda answers
-    InvalidParameterValueException "...cannot be assumed by Lambda".
-    """
-    deadline = clock() + timeout_s
-    while True:
-        try:
-            return dict(lambda_.create_function(**kwargs))
-        except botocore.exceptions.ClientError as exc:
-            error = exc.response.get("Error", {})
-            propagating = error.get("Code") == "InvalidParameterValueException" and (
-                "cannot be assumed" in error.get("Message", "")
-            )
-            if not propagating or clock() >= deadline:
-                raise
-            sleep(ROLE_RETRY_S)
 
 
 def teardown(clients: Clients, deployed: Deployed) -> list[str]:
@@ -418,7 +331,9 @@ def delete_one(clients: Clients, kind: Kind, ident: str) -> None:
 
 __all__ = [
     "MAX_CODE_BYTES",
+    "ROLE_RETRY_S",
     "RUN_TAG",
+    "TABLE_POLL_S",
     "Clients",
     "Created",
     "Deployed",

@@ -2,7 +2,7 @@
 
 Owns the billing rules (how AWS turns requests into billable units) and the
 price table's shape. Pure: no I/O, no clock; the price file is read by
-``loadtest.model.prices`` and the backend's request counts are fetched by the engine.
+``loadtest.model.price_tables`` and the backend's request counts are fetched by the engine.
 It never re-derives the checker's counts: it bills every observed call,
 whatever the checker made of it.
 

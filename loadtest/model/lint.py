@@ -23,16 +23,17 @@ A run's report carries the same findings as warnings (``run_warnings``), with on
 rule that only a run has: injected handler time longer than the visibility timeout.
 This module is the one owner of these warnings. A scenario that breaks a rule on
 purpose names it in ``[lint] intended``: its warning still shows, marked as intended,
-and ``loadtest lint`` does not fail on it.
+and ``loadtest lint`` does not fail on it. The rules' names (``Rule``) are
+``loadtest.model.lint_rules``', re-exported here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from loadtest.model.lint_rules import Rule as Rule
 from loadtest.model.settings import ConsumerSettings, Faults
 
 if TYPE_CHECKING:
@@ -42,24 +43,6 @@ POWERTOOLS_DEFAULT_EXPIRY_S = 3600
 """Powertools' ``IdempotencyConfig.expires_after_seconds`` default (one hour)."""
 MIN_MAX_RECEIVE_COUNT = 5
 VISIBILITY_FACTOR = 6
-
-
-class Rule(StrEnum):
-    """The rules, by the name ``loadtest lint`` shows and ``[lint] intended`` takes."""
-
-    VISIBILITY = "visibility-timeout"
-    """The visibility timeout is below six times the function timeout plus the batching window."""
-    BATCH_WINDOW = "batch-without-window"
-    """A batch size above 10 without a batching window of at least 1 s."""
-    CONCURRENCY = "maximum-vs-reserved-concurrency"
-    """MaximumConcurrency above the function's reserved concurrency, or reserved concurrency 0."""
-    REDRIVE = "max-receive-count"
-    """A redrive maxReceiveCount below 5, or no redrive policy."""
-    EXPIRY = "idempotency-expiry"
-    """Idempotency records that expire before the redelivery horizon."""
-    HANDLER_DURATION = "visibility-vs-handler-duration"
-    """A run's injected handler time outlasts the visibility timeout (run warnings only)."""
-
 
 INTENDED = "intended by the scenario ([lint] intended)"
 """How a warning the scenario breaks on purpose is marked."""

@@ -17,7 +17,7 @@ from typing import Any
 
 from loadtest.errors import ScenarioError
 from loadtest.model.history import OutcomeKey
-from loadtest.model.lint import Rule
+from loadtest.model.lint_rules import Rule
 from loadtest.model.settings import (
     FIFO_BATCH_MAX,
     LIMITS,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from loadtest.model.body import BodyTemplate
+from loadtest.model.body_template import BodyTemplate
 from loadtest.model.envelopes import Envelope, MessageAttribute
 
 JsonObject = dict[str, Any]

@@ -339,7 +339,7 @@ def _cost(run: VariantRun, prices: Prices) -> dict[str, Any]:
 def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]:
     """One run of the report; ``prices`` default to the committed us-east-1 table."""
     if prices is None:
-        from loadtest.model.prices import default_prices  # the one file read, cached
+        from loadtest.model.price_tables import default_prices  # the one file read, cached
 
         prices = default_prices()
     counts = run.check.counts

@@ -25,7 +25,7 @@ from loadtest.deploy.deploy_plan import (
 )
 from loadtest.emulation.environment.handlers import parse_ref
 from loadtest.errors import ScenarioError
-from loadtest.model.prices import default_prices, load_prices
+from loadtest.model.price_tables import default_prices, load_prices
 from loadtest.model.scenario import Scenario, load_scenario, parse_scenario
 
 runner = CliRunner()

@@ -165,7 +165,7 @@ def test_function_zip_of_a_builtin_holds_its_package() -> None:
 def test_function_creation_waits_for_the_new_role_to_propagate() -> None:
     import botocore.exceptions
 
-    from loadtest.deploy.lambda_deploy import _create_function_once_role_is_usable
+    from loadtest.deploy.lambda_ready import create_function_once_role_is_usable
 
     calls: list[dict[str, Any]] = []
     slept: list[float] = []
@@ -185,7 +185,7 @@ def test_function_creation_waits_for_the_new_role_to_propagate() -> None:
                 )
             return {"FunctionArn": "arn:fn"}
 
-    made = _create_function_once_role_is_usable(
+    made = create_function_once_role_is_usable(
         Lambda(),  # type: ignore[arg-type]
         {"FunctionName": "f"},
         timeout_s=60,

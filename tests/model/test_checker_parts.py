@@ -12,7 +12,7 @@ import random
 import pytest
 
 from loadtest.model import ids
-from loadtest.model.checker import Check, check, passes
+from loadtest.model.checker import Check, check, parts
 from loadtest.model.checker.sent import ACKED, DEAD_LETTERED, POISON, Messages
 from loadtest.model.history import (
     Ack,
@@ -96,7 +96,7 @@ def _same(whole: Check, in_parts: Check) -> None:
 def test_judged_in_parts_as_whole(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     history, end = _mixed_run(seed)
     whole = check(history, end)
-    monkeypatch.setattr(passes, "WRITES_PER_PART", 7)
+    monkeypatch.setattr(parts, "WRITES_PER_PART", 7)
     in_parts = check(history, end)
     _same(whole, in_parts)
     counts = whole.counts
@@ -136,7 +136,7 @@ def test_outcomes_under_a_key_per_delivery_judged_in_parts_as_whole(
     history.acks = [Ack(f"m-{i}", 10**9) for i in range(30)]
     end = EndState(0, 0, 0, {f"m-{i}": item for i, item in enumerate(items)})
     whole = check(history, end)
-    monkeypatch.setattr(passes, "WRITES_PER_PART", 4)
+    monkeypatch.setattr(parts, "WRITES_PER_PART", 4)
     _same(whole, check(history, end))
     assert whole.outcome.startswith("outcomes stored under a key that changes per delivery")
     assert whole.counts.duplicate_writes == 30 - 9

@@ -29,7 +29,7 @@ from loadtest.model.history import (
     SentMessage,
     WriteOutcome,
 )
-from loadtest.model.prices import default_prices
+from loadtest.model.price_tables import default_prices
 from tests.model.builders import lab_history, order_item, write
 
 PRICES = Prices(

@@ -24,10 +24,12 @@ from loadtest.model.history import (
     UnobservedCall,
     WriteOutcome,
     WriteRecord,
-    _encode_ack,
-    _encode_dead_letter,
-    _encode_invocation,
-    _encode_sent,
+)
+from loadtest.model.history_frames import (
+    encode_ack,
+    encode_dead_letter,
+    encode_invocation,
+    encode_sent,
 )
 from loadtest.spool import FileFrames
 from tests.model.builders import invocation, order_item, record, sent, write
@@ -127,7 +129,7 @@ def test_a_history_stores_any_iterable_of_invocations_in_a_log() -> None:
 def test_the_encoders_carry_every_field_of_every_record_kind() -> None:
     # Decoding is positional: a field added to a record kind but not to its encoder
     # would come back as its default, silently, unless a builder happened to set it.
-    row = _encode_invocation(_every_kind(1))
+    row = encode_invocation(_every_kind(1))
     assert len(row) == len(dataclasses.fields(Invocation))
     kinds = {2: Record, 8: WriteRecord, 12: ReadRecord, 13: UnobservedCall, 14: ObserverFault}
     for position, kind in kinds.items():
@@ -137,9 +139,9 @@ def test_the_encoders_carry_every_field_of_every_record_kind() -> None:
 
 def test_the_encoders_of_sent_messages_acks_and_dead_letters_carry_every_field() -> None:
     message = sent(3, "o-1", "m-3", poison=True)
-    assert len(_encode_sent(message)) == len(dataclasses.fields(SentMessage))
-    assert len(_encode_ack(Ack("m-1", 2, 1))) == len(dataclasses.fields(Ack))
-    assert len(_encode_dead_letter(DeadLetter("m-1", 3, 9))) == len(dataclasses.fields(DeadLetter))
+    assert len(encode_sent(message)) == len(dataclasses.fields(SentMessage))
+    assert len(encode_ack(Ack("m-1", 2, 1))) == len(dataclasses.fields(Ack))
+    assert len(encode_dead_letter(DeadLetter("m-1", 3, 9))) == len(dataclasses.fields(DeadLetter))
 
 
 def test_every_log_of_a_history_frames_its_records_and_gives_them_back() -> None:

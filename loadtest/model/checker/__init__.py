@@ -41,16 +41,17 @@ How a run is judged, in the order the code does it:
    dead-lettered message that was neither a planted poison record nor a
    resend with conflicting details is an unexpected dead letter.
 
-This module runs those steps (``check``) and decides step 1 itself; the rest
-is owned by its parts, and every name is importable from here:
-``verdict`` (the counts, roles, ``Check`` and the fail/inconclusive/pass
-rule), ``details`` (what a message said and whether an item carries it),
-``completeness`` (whether a stored outcome is complete, and when the table
-cannot tell), ``sent`` (what was sent and how each message was settled), ``roles`` (real
-order, delivery units, duplicate and conflicting writes, and
-``LiveDuplicates``), ``passes`` (reading the writes a pass at a time, an
-outcome's accepted writes judged together in bounded parts) and ``evidence``
-(the witnesses a report shows).
+``check`` (in ``checking``) runs those steps and decides step 1 itself; the rest is owned by the
+package's other modules, and the names callers use are importable from here:
+``verdict`` (the counts, roles, ``Check`` and the fail/inconclusive/pass rule),
+``reasons`` (the reasons in words), ``details`` (what a message said and whether an
+item carries it), ``completeness`` (whether a stored outcome is complete, and when the
+table cannot tell), ``sent`` (what was sent and how each message was settled),
+``roles`` (real order, delivery units, duplicate and conflicting writes, and
+``LiveDuplicates``), ``survey`` (the first pass over the invocations), ``passes`` (the
+pass that gives each write its business id and role), ``parts`` (an outcome's
+accepted writes judged together in bounded parts) and ``evidence`` (the witnesses a
+report shows).
 
 A check's memory grows with the run's business ids and a few bytes per
 message, not with its writes: the writes are streamed from the history, the
@@ -59,34 +60,12 @@ decisions kept where the history keeps its logs.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterable, Mapping
-
-from loadtest.model.body import BodyShape
-from loadtest.model.checker.completeness import incomplete, judged_without_details
-from loadtest.model.checker.details import (
-    carries,
-    carries_id,
-    details_of,
-    key_template,
-    plain,
-    varies_per_delivery,
-)
+from loadtest.model.checker.checking import check
+from loadtest.model.checker.details import carries, carries_id, details_of, key_template, plain
 from loadtest.model.checker.evidence import duplicate_evidence
-from loadtest.model.checker.exposure import Exposure, exposure_reason, overlapping_pairs
-from loadtest.model.checker.harness import no_business_outcome, not_judged
-from loadtest.model.checker.passes import (
-    Evidence,
-    Judging,
-    Model,
-    Parts,
-    carried_bits,
-    judge_parts,
-    survey,
-)
-from loadtest.model.checker.roles import LiveDuplicates, unattributed_reason
-from loadtest.model.checker.runtime_errors import sentences as runtime_error_sentences
-from loadtest.model.checker.sent import ACKED, DEAD_LETTERED, POISON, Messages
+from loadtest.model.checker.exposure import Exposure, overlapping_pairs
+from loadtest.model.checker.reasons import default_reasons, inconclusive_reasons
+from loadtest.model.checker.roles import LiveDuplicates
 from loadtest.model.checker.verdict import (
     BAD_WHEN_NONZERO,
     COUNT_NAMES,
@@ -96,15 +75,10 @@ from loadtest.model.checker.verdict import (
     Check,
     Counts,
     Decision,
-    Decisions,
     Role,
     Verdict,
-    cut_short_reasons,
-    default_reasons,
-    inconclusive_reasons,
     verdict_of,
 )
-from loadtest.model.history import EndState, History, OutcomeKey, TypedItem, WriteOutcome
 
 __all__ = [
     "BAD_WHEN_NONZERO",
@@ -131,266 +105,3 @@ __all__ = [
     "plain",
     "verdict_of",
 ]
-
-
-def refused_side_writes(errors: Mapping[str, int]) -> str:
-    """What to add when nothing was stored but the table refused writes whose key is not
-    an outcome item's: most often the scenario's ``[outcome] key`` is not the key the
-    handler writes under (the table is created with it, so every write lacks it)."""
-    if not errors:
-        return ""
-    listed = ", ".join(f"{code} x{n}" for code, n in sorted(errors.items()))
-    return (
-        f"; the table refused {sum(errors.values())} other write(s) ({listed}): "
-        "check that [outcome] key names the attributes the handler keys its items by"
-    )
-
-
-def _choose_model(evidence: Evidence, templates: Iterable[str], outcome_key: OutcomeKey) -> Model:
-    """Where outcomes live, from the evidence of the writes (``templates``: every key
-    template written)."""
-    declared = outcome_key.describe()
-    carriers = evidence.carriers
-    if evidence.on_key and (evidence.key_carries or not carriers):
-        return Model.key(outcome_key)
-    if len(carriers) == 1:
-        (template,) = carriers
-        how = "a key that changes per delivery" if varies_per_delivery(template) else "another key"
-        return Model(
-            "copies",
-            template,
-            f"outcomes stored under {how} ({template}), not under {declared}",
-        )
-    if not evidence.stored or (outcome_key.declared and not carriers):
-        # Nothing stored, or nothing stored elsewhere that looks like an outcome where
-        # the scenario said where outcomes live: its key stands, and what it lacks is lost.
-        return Model.key(outcome_key)
-    seen = ", ".join(sorted(templates)) or "none"
-    why = (
-        f"{len(carriers)} key templates carry the messages' ids and details"
-        if carriers
-        else "no item carries both a message's id and its details"
-    )
-    return Model(
-        "ambiguous",
-        "",
-        f"no write matches the outcome key {declared} and {why}; key templates seen: {seen}. "
-        "Declare where outcomes live in the scenario ([outcome] key)",
-    )
-
-
-def _final_items(
-    model: Model,
-    outcome_keys: Mapping[str, str],
-    messages: Messages,
-    table: Mapping[str, TypedItem],
-) -> tuple[dict[str, list[TypedItem]], set[str]]:
-    """Each business id's stored outcome items at the end, and their keys in the end state."""
-    final: dict[str, list[TypedItem]] = {}
-    stored: set[str] = set()
-    if model.kind == "key":
-        for canon, business_id in outcome_keys.items():
-            item = table.get(canon)
-            if item is not None:
-                final[business_id] = [item]
-                stored.add(canon)
-    elif model.kind == "copies":
-        for stored_key, item in table.items():
-            for business_id in messages.business_ids:
-                if carries_id(item, {}, business_id) and any(
-                    carries(item, d) for d in messages.details_for(business_id)
-                ):
-                    final.setdefault(business_id, []).append(item)
-                    stored.add(stored_key)
-    return final, stored
-
-
-def check(
-    history: History,
-    end: EndState,
-    outcome_key: OutcomeKey | None = None,
-    *,
-    cut_short: bool = False,
-    body: BodyShape | None = None,
-    expect_overlap: bool = False,
-) -> Check:
-    """Judge one variant run: its counts, decisions and verdict.
-
-    ``cut_short``: the run ended before its workload was settled (interrupted, or its
-    backend failed), so an absence (a message unsettled, an outcome missing from a
-    partial end state, nothing stored yet) is not evidence: those counts leave the
-    verdict inconclusive; writes and dead letters that happened still fail it.
-    ``body``: where the messages' bodies carry their details (``body_shape`` of the
-    scenario's workload); by default the flat ``{"id", ...}`` body.
-
-    ``expect_overlap``: copies of one id were sent to race (the scenario's
-    ``[expect] overlap``, true unless it says otherwise), so a run in which no two
-    deliveries of an id overlapped (``exposure``) could not have shown the race and is
-    inconclusive. The counts are measured either way.
-    """
-    outcome_key = outcome_key or OutcomeKey()
-    messages = Messages(history.sent, body)
-    messages.settle(history.acks, history.dead_letters)
-    outcome_keys = {outcome_key.canonical(outcome_key.key_for(b)): b for b in messages.business_ids}
-    read = survey(history, messages.business_index)
-    messages.keep_stored(read.stored_names)
-
-    def judging(model: Model, stored_outcomes: set[str]) -> Judging:
-        # The key model is the most runs' answer: its pass also gathers the evidence for
-        # the choice, and another model's reads the writes again.
-        judging = Judging(
-            model,
-            outcome_key,
-            outcome_keys,
-            messages,
-            stored_outcomes,
-            Parts(read.accepted, history.frames),
-            history.frames,
-        )
-        judging.run(history)
-        return judging
-
-    key_model = Model.key(outcome_key)
-    final, stored_outcomes = _final_items(key_model, outcome_keys, messages, end.table_items)
-    passed = judging(key_model, stored_outcomes)
-    model = _choose_model(passed.evidence, passed.templates, outcome_key)
-    if model.kind != "key":
-        final, stored_outcomes = _final_items(model, outcome_keys, messages, end.table_items)
-        passed = judging(model, stored_outcomes)
-    parts = judge_parts(passed.parts, messages, model.kind == "copies", history.frames)
-
-    # Which of each business id's details an item it stored carries, at any time.
-    carried = parts.carried
-    for business_id, items in final.items():
-        carried[business_id] = carried.get(business_id, 0) | carried_bits(
-            items, messages.details_for(business_id)
-        )
-    details_stored = any(carried.values())
-    unfinished = incomplete(final, outcome_key)
-
-    def _lost(business_id: str, position: int) -> bool:
-        """Whether an acknowledged message's outcome is gone or incomplete, or its own
-        details (at ``position`` among its id's, -1: none) were never stored while
-        others' were."""
-        if business_id not in final or business_id in unfinished:
-            return True
-        return details_stored and position >= 0 and not carried.get(business_id, 0) >> position & 1
-
-    # Each sent message, as settled: lost outcomes and unexpected dead letters.
-    acked = dead_lettered = unsettled = lost = unexpected_dead = 0
-    expected_outcomes = False
-    business_ids = messages.business_ids
-    sent_of = bytearray(len(business_ids))  # messages per business id, up to 2
-    for business, position, flags in messages.each():
-        if business >= 0 and not flags & POISON and sent_of[business] < 2:
-            sent_of[business] += 1
-        acked += bool(flags & ACKED)
-        dead_lettered += bool(flags & DEAD_LETTERED)
-        unsettled += not flags & (ACKED | DEAD_LETTERED)
-        if business < 0 or flags & POISON:
-            continue
-        expected_outcomes = True
-        business_id = business_ids[business]
-        if flags & ACKED and model.kind != "ambiguous" and _lost(business_id, position):
-            lost += 1
-        if flags & DEAD_LETTERED and not (position >= 0 and len(messages.details_at(business)) > 1):
-            # Not a resend with details that conflict with another message's.
-            unexpected_dead += 1
-
-    outcomes = passed.outcome_writes
-    judged = parts.judged
-    exposure = read.overlaps.exposure()
-    counts = Counts(
-        messages_sent=messages.count,
-        distinct_ids=len(business_ids),
-        deliveries=read.deliveries,
-        redeliveries=read.redeliveries,
-        writes_attempted=sum(outcomes.values()),
-        writes_accepted=outcomes[WriteOutcome.ACCEPTED],
-        writes_rejected=outcomes[WriteOutcome.REJECTED],
-        writes_errored=outcomes[WriteOutcome.ERROR],
-        writes_indeterminate=outcomes[WriteOutcome.INDETERMINATE],
-        side_writes=passed.side_writes + read.side_items,
-        noop_writes=judged.noop,
-        duplicate_writes=judged.duplicate,
-        conflicting_writes=judged.conflicting,
-        lost_outcomes=lost,
-        unexpected_dead_letters=unexpected_dead,
-        acked=acked,
-        dead_lettered=dead_lettered,
-        handler_errors=read.handler_errors,
-        unsettled=unsettled,
-        send_failures=messages.failures,
-        unobserved_calls=read.unobserved_calls,
-        observer_errors=read.observer_errors,
-        overlapping_ids=exposure.overlapping_ids,
-        overlapping_deliveries=exposure.overlapping_deliveries,
-    )
-    accepted_outcomes = outcomes[WriteOutcome.ACCEPTED] > 0
-    nothing_stored = expected_outcomes and not accepted_outcomes and not final
-    reasons = default_reasons(counts, timed_out=history.timed_out, cut_short=cut_short)
-    reasons.extend(runtime_error_sentences(read.runtime_errors, failing=True))
-    inconclusive = inconclusive_reasons(counts, history)
-    if nothing_stored and model.kind != "ambiguous":
-        (inconclusive if cut_short else reasons).append(
-            f"nothing was stored: no write of an outcome item ({model.description}) was accepted"
-            + refused_side_writes(passed.side_errors)
-        )
-    if cut_short:
-        inconclusive.extend(cut_short_reasons(counts))
-    if model.kind == "ambiguous":
-        inconclusive.append(model.description)
-    unexposed = exposure_reason(exposure, sent_of.count(2), read.deliveries)
-    if expect_overlap and unexposed is not None:
-        inconclusive.append(unexposed)
-    if judged.unattributed:
-        inconclusive.append(unattributed_reason(judged.unattributed))
-    # The run's table starts empty and only the consumer writes to it, so every outcome
-    # item must come from a write of an invocation the observer recorded (accepted, or
-    # one whose answer was an error or never came). One that did not was written by a
-    # client the observer does not hook: the evidence is incomplete. (Other items may
-    # come from the handler's cold start, whose writes belong to no delivery.)
-    unexplained = sorted(passed.unexplained)
-    if unexplained:
-        inconclusive.append(
-            f"{len(unexplained)} outcome item(s) in the table were stored by no write the "
-            f"observer saw in an invocation (e.g. {unexplained[0]!r}): written after the "
-            "handler returned, or by a client the observer does not hook, so writes may be "
-            "missing from the counts"
-        )
-    notes = runtime_error_sentences(read.runtime_errors, failing=False)
-    if not details_stored and accepted_outcomes and model.kind != "ambiguous":
-        # An item that holds only its key would pass: the table cannot tell a finished
-        # outcome from a half-written one, unless the scenario says what one holds.
-        note, unjudged = judged_without_details(outcome_key)
-        notes.extend([note] if note else [])
-        inconclusive.extend([unjudged] if unjudged else [])
-    if passed.unknown_after:
-        notes.append(
-            f"{passed.unknown_after} accepted write(s) left an item the observer could not "
-            "compute (no old image): whether they changed the outcome is not known"
-        )
-    if nothing_stored and any(n for _, n in end.side_tables) and not cut_short:
-        kept = default_reasons(
-            dataclasses.replace(counts, lost_outcomes=0), timed_out=history.timed_out
-        )
-        first, later = no_business_outcome(reasons, kept, model.description, end.side_tables)
-        reasons = [r for r in reasons if r in kept]
-        inconclusive = [*first, *inconclusive, *later]
-    gaps = read.gaps.reasons()
-    if gaps:
-        # Never blame the consumer for the harness: what failed may be the run's gap.
-        inconclusive = [*gaps, *not_judged(reasons), *inconclusive]
-        reasons = []
-    verdict = verdict_of(reasons, inconclusive)
-    decisions = Decisions([(passed.early, passed.early_at), (parts.log, parts.at)])
-    return Check(
-        counts=counts,
-        verdict=verdict,
-        reasons=tuple(reasons),
-        inconclusive=tuple(inconclusive),
-        decisions=decisions,
-        outcome=model.description,
-        templates=passed.templates,
-        notes=tuple(notes),
-    )

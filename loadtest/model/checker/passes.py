@@ -1,110 +1,39 @@
-"""The checker's passes over a run's writes, each streaming the invocation log once.
+"""The checker's judging pass over a run's writes, streaming the invocation log once.
 
-Owns how the checker reads the writes without holding them: the ``survey``
-(what was delivered and which attribute names were stored), the ``judging``
-pass that gives every write its business id and, unless it must wait for its
-outcome's other writes, its role at once, and the ``Parts`` where an outcome's
-accepted writes wait: grouped by business id, in parts of at most
-``WRITES_PER_PART`` writes kept where the history keeps its logs, judged a part
-at a time. What a role is, and which writes are outcome writes, are the
-rules' (``roles``, and the model ``check`` chose): this module only carries
-them out over the log.
+Owns the ``Judging`` pass that gives every write its business id and, unless it must
+wait for its outcome's other writes (in ``parts``), its role at once, gathering on the
+way the ``Evidence`` of where outcomes live for the ``Model`` ``check`` chooses. What a
+role is, and which writes are outcome writes, are the rules' (``roles``, and the model
+``check`` chose): this module only carries them out over the log. The first pass over
+the invocations is ``survey``'s.
 """
 
 from __future__ import annotations
 
 from array import array
-from collections import Counter, defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-from loadtest.model.checker.details import (
-    carries,
-    carries_id,
-    key_template,
-    records_of,
-    stored_names,
-)
-from loadtest.model.checker.exposure import Overlaps
-from loadtest.model.checker.harness import GapTally
-from loadtest.model.checker.roles import Judged, Write, judge_outcome
-from loadtest.model.checker.runtime_errors import explain
+from loadtest.model.checker.details import carries, carries_id, key_template
+from loadtest.model.checker.parts import Parts
+from loadtest.model.checker.roles import Write, marked_record, message_id, side_business_id
 from loadtest.model.checker.sent import Messages
 from loadtest.model.checker.verdict import Decision, DecisionLog, Role
 from loadtest.model.history import (
     FrameStores,
     History,
-    InvocationOutcome,
     InvocationRef,
     OutcomeKey,
-    TypedItem,
     WriteOutcome,
     WriteRecord,
 )
-
-WRITES_PER_PART = 4096
-"""Accepted writes of outcome items judged at once, at most: a run with more groups them
-by business id into parts, so judging holds one part's writes, not the run's."""
-MOST_PARTS = 128
-"""Parts at most (each is a file while its writes wait): past ``MOST_PARTS`` times
-``WRITES_PER_PART`` writes (a million), a part holds more."""
 
 _ROLE_OF_OUTCOME = {
     WriteOutcome.REJECTED: Role.REJECTED,
     WriteOutcome.ERROR: Role.ERROR,
     WriteOutcome.INDETERMINATE: Role.INDETERMINATE,
 }
-
-
-@dataclass
-class Survey:
-    """The first pass: what was delivered, and what the accepted writes stored."""
-
-    deliveries: int = 0
-    redeliveries: int = 0
-    handler_errors: int = 0
-    unobserved_calls: int = 0
-    observer_errors: int = 0
-    stored_names: set[str] = field(default_factory=set)
-    """The names every item an accepted write left stores values under (its attributes,
-    and inside its maps, lists and JSON strings)."""
-    accepted: int = 0
-    """Accepted writes of any item: the most there can be to judge together."""
-    runtime_errors: Counter[tuple[str, str, bool]] = field(default_factory=Counter)
-    """Failed invocations by the runtime's error type, its explanation and whether it fails
-    the run (``runtime_errors.explain``), for the error types it explains."""
-    side_items: int = 0
-    """Items accepted writes stored in the consumer's extra tables (side writes)."""
-    gaps: GapTally = field(default_factory=GapTally)
-    """What the run did not provide that the handler expected (``harness``)."""
-    overlaps: Overlaps = field(default_factory=lambda: Overlaps({}))
-    """Each business id's handler executions, for the race exposure."""
-
-
-def survey(history: History, business_index: Mapping[str, int]) -> Survey:
-    """``business_index`` numbers the business ids sent (``Messages.business_index``)."""
-    found = Survey(overlaps=Overlaps(business_index))
-    for inv in history.invocations:
-        found.deliveries += len(inv.records)
-        found.redeliveries += sum(1 for r in inv.records if r.receive_count > 1)
-        if inv.outcome is not InvocationOutcome.SUCCESS:
-            found.handler_errors += 1
-            explained = explain(inv.error)
-            if explained is not None:
-                found.runtime_errors[explained] += 1
-        found.unobserved_calls += len(inv.unobserved)
-        found.observer_errors += len(inv.observer_faults)
-        if inv.side_writes:
-            found.side_items += sum(w.items for w in inv.side_writes)
-        found.gaps.add(inv)
-        found.overlaps.add(inv)
-        for record in inv.writes:
-            if record.outcome is WriteOutcome.ACCEPTED:
-                found.accepted += 1
-                if record.item_after:
-                    found.stored_names |= stored_names(record.item_after)
-    return found
 
 
 @dataclass
@@ -133,45 +62,6 @@ class Model:
         """Outcome items under the declared key."""
         declared = outcome_key.describe()
         return cls("key", declared, f"outcome items keyed {declared}")
-
-
-class Parts:
-    """The accepted writes of outcome items, waiting to be judged with their outcome's others.
-
-    When the run accepted at most ``WRITES_PER_PART`` writes (``expected``, of any item),
-    they wait as writes in memory; past that, each is kept as its decision (compressed,
-    where ``frames`` says) in the part of its business id's hash, and read back a part at
-    a time.
-    """
-
-    def __init__(self, expected: int, frames: FrameStores) -> None:
-        self._count = min(MOST_PARTS, max(1, -(-expected // WRITES_PER_PART)))
-        self._held: list[tuple[int, Write]] = []
-        self._logs = [DecisionLog(frames=frames) for _ in range(self._count)]
-        self._at = [array("q") for _ in range(self._count)]
-
-    def add(self, position: int, w: Write) -> None:
-        if self._count == 1:
-            self._held.append((position, w))
-            return
-        part = hash(w.business_id) % self._count
-        self._logs[part].append(Decision(w.write, w.invocation, w.business_id, None, Role.FIRST))
-        self._at[part].append(position)
-
-    def each(self) -> Iterator[list[tuple[int, Write]]]:
-        """Each part's writes with their positions, in order; a part is let go of once
-        the next is asked for."""
-        if self._count == 1:
-            held, self._held = self._held, []
-            yield held
-            return
-        for part in range(self._count):
-            log, at = self._logs[part], self._at[part]
-            self._logs[part], self._at[part] = DecisionLog(), array("q")
-            yield [
-                (position, Write(d.write, d.invocation, "", d.business_id))
-                for position, d in zip(at, log, strict=True)
-            ]
 
 
 @dataclass
@@ -314,88 +204,3 @@ class Judging:
     def _early(self, decision: Decision, position: int) -> None:
         self.early.append(decision)
         self.early_at.append(position)
-
-
-@dataclass
-class PartsJudged:
-    """What judging the accepted outcome writes found, part by part."""
-
-    judged: Judged = field(default_factory=Judged)
-    log: DecisionLog = field(default_factory=DecisionLog)
-    """Their decisions, a part's after another's, each part's in order."""
-    at: array[int] = field(default_factory=lambda: array("q"))
-    """Each decision's position among the run's writes."""
-    carried: dict[str, int] = field(default_factory=dict)
-    """For each business id written, which of its details (bits, by their position in
-    ``Messages.details_for``) an item its accepted writes left carries."""
-
-
-def judge_parts(parts: Parts, messages: Messages, copies: bool, frames: FrameStores) -> PartsJudged:
-    """Judge each outcome's accepted writes, a part at a time (``judge_outcome``)."""
-    found = PartsJudged()
-    log, at = DecisionLog(frames=frames), array("q")
-    """Every part's decisions, a part after another, each part's in order."""
-    for part in parts.each():
-        by_business: dict[str, list[Write]] = defaultdict(list)
-        for _, w in part:
-            by_business[str(w.business_id)].append(w)
-        for business_id, group in by_business.items():
-            details = messages.details_for(business_id)
-            judge_outcome(business_id, group, copies, found.judged, details)
-            afters = [w.write.item_after for w in group if w.write.after_known]
-            found.carried[business_id] = carried_bits(afters, details)
-        del by_business
-        for position, w in part:
-            log.append(
-                Decision(
-                    w.write,
-                    w.invocation,
-                    w.business_id,
-                    message_id(w.invocation, w.business_id, w.copy_index),
-                    w.role,
-                    w.order,
-                )
-            )
-            at.append(position)
-    found.log, found.at = log, at
-    return found
-
-
-def carried_bits(items: Sequence[TypedItem | None], details: Sequence[Mapping[str, Any]]) -> int:
-    """Which of ``details`` (bits, by position) some of ``items`` carries."""
-    bits = 0
-    for position, d in enumerate(details):
-        if any(item and carries(item, d) for item in items):
-            bits |= 1 << position
-    return bits
-
-
-def side_business_id(record: WriteRecord, ref: InvocationRef) -> str | None:
-    """The business id a side write belongs to, for display: by its item, else its only record."""
-    ids = [r.business_id for r in ref.records if r.business_id]
-    item = record.item_after or record.requested or {}
-    for business_id in ids:
-        if carries_id(item, record.key, business_id):
-            return business_id
-    return ids[0] if len(ids) == 1 else None
-
-
-def marked_record(record: WriteRecord, ref: InvocationRef, business_id: str | None) -> str | None:
-    """The record a side write names (the one the handler was on), when it is one of its
-    invocation's records of ``business_id`` (of any, when that is None)."""
-    if not record.record_id:
-        return None
-    for r in ref.records:
-        if r.message_id == record.record_id and business_id in (None, r.business_id):
-            return r.message_id
-    return None
-
-
-def message_id(ref: InvocationRef, business_id: str | None, copy_index: int) -> str | None:
-    """The message a write was made for: the ``copy_index``-th record of its business id in
-    its invocation, else the invocation's only record."""
-    if business_id is not None:
-        mine = records_of(ref, business_id)
-        if mine:
-            return mine[min(copy_index, len(mine) - 1)].message_id
-    return ref.records[0].message_id if len(ref.records) == 1 else None

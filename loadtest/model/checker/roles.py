@@ -5,7 +5,8 @@ backend's real order of one item's writes, read from item-before images and
 never from client clocks (``backend_order``); the delivery a write belongs to,
 ``(invocation, n-th copy of the id in it)`` (``delivery_unit``); and the role each
 accepted write gets, with the duplicate, conflicting and no-op counts
-(``judge_outcome``). ``LiveDuplicates`` applies the same unit rule to the
+(``judge_outcome``); and the message a write was made for (``message_id``, and for a side
+write ``marked_record`` and ``side_business_id``). ``LiveDuplicates`` applies the same unit rule to the
 writes seen so far, for the live progress line. It does not decide where
 outcomes live or which writes are outcome writes; the checker does.
 """
@@ -16,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loadtest.model.checker.details import carries, records_of
+from loadtest.model.checker.details import carries, carries_id, records_of
 from loadtest.model.checker.verdict import Role
 from loadtest.model.history import (
     IDEMPOTENCY_WINDOW_NS,
@@ -321,3 +322,34 @@ class LiveDuplicates:
             else:
                 self._stored.add(canon)
         return self.duplicate_writes
+
+
+def side_business_id(record: WriteRecord, ref: InvocationRef) -> str | None:
+    """The business id a side write belongs to, for display: by its item, else its only record."""
+    ids = [r.business_id for r in ref.records if r.business_id]
+    item = record.item_after or record.requested or {}
+    for business_id in ids:
+        if carries_id(item, record.key, business_id):
+            return business_id
+    return ids[0] if len(ids) == 1 else None
+
+
+def marked_record(record: WriteRecord, ref: InvocationRef, business_id: str | None) -> str | None:
+    """The record a side write names (the one the handler was on), when it is one of its
+    invocation's records of ``business_id`` (of any, when that is None)."""
+    if not record.record_id:
+        return None
+    for r in ref.records:
+        if r.message_id == record.record_id and business_id in (None, r.business_id):
+            return r.message_id
+    return None
+
+
+def message_id(ref: InvocationRef, business_id: str | None, copy_index: int) -> str | None:
+    """The message a write was made for: the ``copy_index``-th record of its business id in
+    its invocation, else the invocation's only record."""
+    if business_id is not None:
+        mine = records_of(ref, business_id)
+        if mine:
+            return mine[min(copy_index, len(mine) - 1)].message_id
+    return ref.records[0].message_id if len(ref.records) == 1 else None

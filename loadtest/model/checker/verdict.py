@@ -5,7 +5,8 @@ Owns what the checker's answers are made of: the
 inconclusive (``BAD_WHEN_NONZERO``, ``INCONCLUSIVE_WHEN_NONZERO``), the
 ``Role`` of each judged write, the ``Check`` that carries them (its decisions
 kept as compressed frames, ``Decisions``), and the one rule that turns
-reasons into a ``Verdict`` (fail, then inconclusive, then pass).
+reasons into a ``Verdict`` (fail, then inconclusive, then pass). The reasons
+themselves, in words, are ``reasons``'.
 Reports, thresholds and diffs read these names; they must not restate the sets
 or the rule. Pure value objects and sentences: it judges no write itself.
 """
@@ -15,7 +16,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import operator
-from collections import Counter
 from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -23,7 +23,6 @@ from typing import Any, NamedTuple, overload
 
 from loadtest.model.history import (
     FrameStores,
-    History,
     InvocationRef,
     RecordLog,
     WriteOutcome,
@@ -284,106 +283,6 @@ class Check:
     templates: Mapping[str, Mapping[str, int | str]] = field(default_factory=dict)
     """Key templates seen: ``{template: {"role": ..., "writes": n}}``."""
     notes: tuple[str, ...] = ()
-
-
-NOT_JUDGED_WHEN_CUT_SHORT: tuple[str, ...] = ("lost_outcomes", "unsettled", "send_failures")
-"""Counts that show an absence (a message not settled, an outcome not in the end state, a
-send not answered): when the run was cut short (interrupted, its backend failed) the
-absence may be the cut's, so they leave the verdict inconclusive instead of failing it.
-The other failing counts are writes and dead letters that happened: evidence either way."""
-
-
-def default_reasons(counts: Counts, *, timed_out: bool, cut_short: bool = False) -> list[str]:
-    """The default verdict's failures, one sentence each.
-
-    With ``cut_short``, the counts in ``NOT_JUDGED_WHEN_CUT_SHORT`` are left out
-    (``cut_short_reasons`` words them).
-    """
-    skipped = NOT_JUDGED_WHEN_CUT_SHORT if cut_short else ()
-    return [text for name, text in _count_sentences(counts, timed_out) if name not in skipped]
-
-
-def cut_short_reasons(counts: Counts) -> list[str]:
-    """What a run cut short leaves unjudged, one sentence each (inconclusive reasons)."""
-    return [
-        f"{text}, but the run was cut short: not judged"
-        for name, text in _count_sentences(counts, timed_out=False)
-        if name in NOT_JUDGED_WHEN_CUT_SHORT
-    ]
-
-
-def _count_sentences(counts: Counts, timed_out: bool) -> list[tuple[str, str]]:
-    sentences = []
-    if counts.duplicate_writes:
-        sentences.append(
-            (
-                "duplicate_writes",
-                f"{counts.duplicate_writes} duplicate write(s): an outcome was written again",
-            )
-        )
-    if counts.conflicting_writes:
-        sentences.append(
-            (
-                "conflicting_writes",
-                f"{counts.conflicting_writes} conflicting write(s): another delivery changed "
-                "an outcome already stored",
-            )
-        )
-    if counts.lost_outcomes:
-        sentences.append(
-            (
-                "lost_outcomes",
-                f"{counts.lost_outcomes} lost outcome(s): acknowledged, but the message's "
-                "details were never stored",
-            )
-        )
-    if counts.unexpected_dead_letters:
-        sentences.append(
-            (
-                "unexpected_dead_letters",
-                f"{counts.unexpected_dead_letters} unexpected dead letter(s): valid messages "
-                "that never succeeded",
-            )
-        )
-    if counts.unsettled:
-        why = " (the run's deadline passed)" if timed_out else ""
-        sentences.append(
-            (
-                "unsettled",
-                f"{counts.unsettled} message(s) neither acknowledged nor dead-lettered{why}",
-            )
-        )
-    if counts.send_failures:
-        sentences.append(("send_failures", f"{counts.send_failures} message(s) could not be sent"))
-    return sentences
-
-
-def inconclusive_reasons(counts: Counts, history: History | None = None) -> list[str]:
-    """What the run could not observe, naming the calls (e.g. "12 ExecuteStatement calls not understood")."""
-    reasons: list[str] = []
-    if counts.unobserved_calls:
-        by_operation: Counter[tuple[str, str]] = Counter()
-        for inv in history.invocations if history else ():
-            for call in inv.unobserved:
-                by_operation[(call.operation, call.reason)] += 1
-        if by_operation:
-            reasons.extend(
-                f"{n} {operation} call(s) not understood: {reason}"
-                for (operation, reason), n in by_operation.most_common(5)
-            )
-        else:
-            reasons.append(f"{counts.unobserved_calls} call(s) to the table not understood")
-    if counts.observer_errors:
-        faults: Counter[str] = Counter()
-        for inv in history.invocations if history else ():
-            for fault in inv.observer_faults:
-                faults[f"{fault.operation}: {fault.error}"] += 1
-        detail = "; ".join(f"{text} (x{n})" for text, n in faults.most_common(3))
-        reasons.append(
-            f"{counts.observer_errors} loadtest observer error(s), the handler unaffected"
-            + (f": {detail}" if detail else "")
-        )
-    return reasons
 
 
 def verdict_of(

@@ -1,0 +1,71 @@
+"""The checker's first pass over a run's invocations: what was delivered, and what was stored.
+
+Owns the ``survey``: deliveries and redeliveries, failed invocations (and the runtime
+errors ``runtime_errors`` explains), calls the observer could not interpret, side
+items, the harness's gaps, each business id's handler executions (for the race
+exposure) and the attribute names accepted writes stored (which details the
+messages' bodies carry that a table can hold). It streams the invocation log once
+and keeps no write.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from loadtest.model.checker.details import stored_names
+from loadtest.model.checker.exposure import Overlaps
+from loadtest.model.checker.harness import GapTally
+from loadtest.model.checker.runtime_errors import explain
+from loadtest.model.history import History, InvocationOutcome, WriteOutcome
+
+
+@dataclass
+class Survey:
+    """The first pass: what was delivered, and what the accepted writes stored."""
+
+    deliveries: int = 0
+    redeliveries: int = 0
+    handler_errors: int = 0
+    unobserved_calls: int = 0
+    observer_errors: int = 0
+    stored_names: set[str] = field(default_factory=set)
+    """The names every item an accepted write left stores values under (its attributes,
+    and inside its maps, lists and JSON strings)."""
+    accepted: int = 0
+    """Accepted writes of any item: the most there can be to judge together."""
+    runtime_errors: Counter[tuple[str, str, bool]] = field(default_factory=Counter)
+    """Failed invocations by the runtime's error type, its explanation and whether it fails
+    the run (``runtime_errors.explain``), for the error types it explains."""
+    side_items: int = 0
+    """Items accepted writes stored in the consumer's extra tables (side writes)."""
+    gaps: GapTally = field(default_factory=GapTally)
+    """What the run did not provide that the handler expected (``harness``)."""
+    overlaps: Overlaps = field(default_factory=lambda: Overlaps({}))
+    """Each business id's handler executions, for the race exposure."""
+
+
+def survey(history: History, business_index: Mapping[str, int]) -> Survey:
+    """``business_index`` numbers the business ids sent (``Messages.business_index``)."""
+    found = Survey(overlaps=Overlaps(business_index))
+    for inv in history.invocations:
+        found.deliveries += len(inv.records)
+        found.redeliveries += sum(1 for r in inv.records if r.receive_count > 1)
+        if inv.outcome is not InvocationOutcome.SUCCESS:
+            found.handler_errors += 1
+            explained = explain(inv.error)
+            if explained is not None:
+                found.runtime_errors[explained] += 1
+        found.unobserved_calls += len(inv.unobserved)
+        found.observer_errors += len(inv.observer_faults)
+        if inv.side_writes:
+            found.side_items += sum(w.items for w in inv.side_writes)
+        found.gaps.add(inv)
+        found.overlaps.add(inv)
+        for record in inv.writes:
+            if record.outcome is WriteOutcome.ACCEPTED:
+                found.accepted += 1
+                if record.item_after:
+                    found.stored_names |= stored_names(record.item_after)
+    return found

@@ -1,0 +1,245 @@
+"""The records of a run's history: plain frozen values of what was sent, delivered and written.
+
+Pure data, produced by the producer, the runner and the execution
+environments, and consumed by the checker and the report. Timestamps are
+``time.monotonic_ns()`` readings (system-wide on Linux and macOS, so the
+parent and the execution-environment processes share one timeline); they are
+passed in, never read here. How the records are kept while a run goes on is
+``history_frames``; the run's whole history is ``history.History``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+TypedItem = dict[str, Any]
+"""A DynamoDB item in its typed wire form: ``{"id": {"S": "x"}, ...}``."""
+
+
+IDEMPOTENCY_WINDOW_NS = 600 * 1_000_000_000
+"""How long after a TransactWriteItems call completed its ClientRequestToken makes an
+identical call a no-op (DynamoDB: 10 minutes)."""
+
+
+class WriteOutcome(StrEnum):
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    """Rejected by its condition (ConditionalCheckFailed, or a PartiQL INSERT of an
+    existing key): the item is unchanged."""
+    ERROR = "error"
+    INDETERMINATE = "indeterminate"
+    """Sent, but the environment died or timed out before the answer came back:
+    the write may or may not have happened."""
+
+
+class InvocationOutcome(StrEnum):
+    SUCCESS = "success"
+    ERROR = "error"
+    """The handler raised."""
+    TIMEOUT = "timeout"
+    """The function timeout passed; the environment was stopped and replaced."""
+    CRASH = "crash"
+    """The environment's process died during the invocation."""
+    CUT_OFF = "cut-off"
+    """The run ended (its deadline) during the invocation; the environment was stopped."""
+
+
+@dataclass(frozen=True, slots=True)
+class SentMessage:
+    """One message the producer sent (or tried to)."""
+
+    index: int
+    """Position in the seeded send schedule."""
+    business_id: str | None
+    """The ``id`` in the body, or None when the body has none (a poison message)."""
+    body: str
+    intended_ns: int
+    """When the schedule meant to send it; end-to-end latency starts here."""
+    sent_ns: int
+    message_id: str | None
+    """SQS messageId, or None when the send failed."""
+    send_error: str | None = None
+    poison: bool = False
+    """A planted poison record: every consumer is expected to refuse it."""
+
+
+@dataclass(frozen=True, slots=True)
+class WriteRecord:
+    """One DynamoDB write the consumer made to the watched table, as observed.
+
+    A call that writes several items (BatchWriteItem, TransactWriteItems,
+    BatchExecuteStatement, ExecuteTransaction) gives one record per item, all
+    with the same ``call_id``.
+    """
+
+    operation: str
+    """The API and, for multi-item calls, the part: ``PutItem``, ``UpdateItem``,
+    ``DeleteItem``, ``BatchWriteItem.Put``, ``TransactWriteItems.Update``,
+    ``ExecuteStatement.INSERT``, ``ExecuteTransaction.UPDATE``, ..."""
+    key: TypedItem
+    condition: str | None
+    outcome: WriteOutcome
+    item_before: TypedItem | None
+    """The item before the write (from the write's own old image); None if absent."""
+    item_after: TypedItem | None
+    """The item after the write (what a put stored, an update computed from the
+    request and the old image); None for a delete, a rejection's unchanged item
+    is its ``item_before``."""
+    before_known: bool
+    """Whether ``item_before`` was observed (an old image was returned, or the
+    write could only succeed on an absent item)."""
+    started_ns: int
+    ended_ns: int
+    error_code: str | None = None
+    call_id: str = ""
+    """Identifies the API call; the parts of one transaction share it."""
+    requested: TypedItem | None = None
+    """What the handler asked to store (a put's item, an update's result on the
+    old image): kept for rejected writes too, beside the item that stopped it."""
+    after_known: bool = True
+    """Whether ``item_after`` is exact (an update without an old image is not)."""
+    noop_when_present: bool = False
+    """The write cannot change an item that already exists (every action is
+    ``SET p = if_not_exists(p, v)``), whatever that item holds."""
+    request_id: str = ""
+    """The invocation that made it."""
+    idempotency: str = ""
+    """For a TransactWriteItems or ExecuteTransaction call with a ClientRequestToken: the
+    token and a digest of the whole request. DynamoDB answers a repeat of a completed call within
+    ``IDEMPOTENCY_WINDOW_NS`` as it answered the first, and writes nothing."""
+    record_id: str = ""
+    """The messageId of the record the handler was on when it made the call (the last
+    record whose body or messageId the calling thread or task read), or "" when the
+    execution environment could not tell."""
+
+    @property
+    def deletes(self) -> bool:
+        return self.operation.endswith(("DeleteItem", ".Delete", ".DELETE"))
+
+
+@dataclass(frozen=True, slots=True)
+class UnobservedCall:
+    """A call to the watched table the observer could not interpret (evidence missing)."""
+
+    operation: str
+    reason: str
+    request_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SideWrite:
+    """Items an accepted call wrote to one of the consumer's extra tables (``[[tables]]``):
+    side writes by construction (idempotency records, locks), never an outcome."""
+
+    operation: str
+    table: str
+    items: int
+    request_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ObserverFault:
+    """The observer itself failed on a call (loadtest's own error, not the handler's)."""
+
+    operation: str
+    error: str
+    request_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadRecord:
+    """One key lookup of the watched table (GetItem, a PartiQL SELECT by key), as observed."""
+
+    key: TypedItem
+    found: TypedItem | None
+    """The item the read returned; None when it saw "absent"."""
+    consistent: bool
+    started_ns: int
+    ended_ns: int
+    request_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One SQS record of an invocation: a delivery of one message."""
+
+    message_id: str
+    receive_count: int
+    """ApproximateReceiveCount at this delivery (1 = first delivery)."""
+    business_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """One handler invocation in one execution environment."""
+
+    request_id: str
+    environment: int
+    records: tuple[Record, ...]
+    received_ns: int
+    started_ns: int
+    ended_ns: int
+    outcome: InvocationOutcome
+    error: str | None
+    writes: tuple[WriteRecord, ...]
+    failed_message_ids: tuple[str, ...] = ()
+    """Records named in a partial batch response (report_batch_item_failures)."""
+    result: Any = None
+    log_tail: str = ""
+    reads: tuple[ReadRecord, ...] = ()
+    unobserved: tuple[UnobservedCall, ...] = ()
+    observer_faults: tuple[ObserverFault, ...] = ()
+    side_writes: tuple[SideWrite, ...] = ()
+    """Accepted writes to the consumer's extra tables."""
+
+
+@dataclass(frozen=True, slots=True)
+class InvocationRef:
+    """What a judged write keeps of its invocation: who ran it, what it carried and read.
+
+    The checker holds one per invocation that wrote, instead of the whole
+    ``Invocation`` (its result, log tail and errors stay in the history).
+    """
+
+    request_id: str
+    environment: int
+    records: tuple[Record, ...]
+    reads: tuple[ReadRecord, ...] = ()
+
+    @classmethod
+    def of(cls, invocation: Invocation) -> InvocationRef:
+        return cls(
+            invocation.request_id, invocation.environment, invocation.records, invocation.reads
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    message_id: str
+    acked_ns: int
+    requested_ns: int | None = None
+    """When the DeleteMessageBatch call that acknowledged it started."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    message_id: str
+    receive_count: int
+    seen_ns: int
+
+
+@dataclass(frozen=True)
+class EndState:
+    """What the backend held when the run ended."""
+
+    queue_visible: int
+    queue_in_flight: int
+    dlq_messages: int
+    table_items: dict[str, TypedItem] = field(repr=False)
+    """Stored items by their key (``key_string``); left out of the repr, which
+    must stay short whatever the table holds."""
+    side_tables: tuple[tuple[str, int], ...] = ()
+    """Items each of the consumer's extra tables (``[[tables]]``) holds at the end, by name:
+    what the handler stored besides outcomes (idempotency records, locks)."""
