@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import boto3
+from botocore.config import Config
 
 from loadtest import engine
 from loadtest.aws.clients import EMBEDDED_CREDENTIALS, BackendKind
@@ -17,7 +18,7 @@ def run_variants(scenario: Scenario, url: str, *variants: str) -> engine.RunResu
     return engine.run(scenario, refs, kind=BackendKind.ENDPOINT, endpoint_url=url)
 
 
-def client(service: Literal["sqs", "dynamodb"], url: str) -> Any:
+def client(service: Literal["sqs", "dynamodb"], url: str, config: Config | None = None) -> Any:
     creds = dict(EMBEDDED_CREDENTIALS)
     return boto3.client(
         service,
@@ -25,6 +26,7 @@ def client(service: Literal["sqs", "dynamodb"], url: str) -> Any:
         region_name="us-east-1",
         aws_access_key_id=creds["AWS_ACCESS_KEY_ID"],
         aws_secret_access_key=creds["AWS_SECRET_ACCESS_KEY"],
+        config=config,
     )
 
 
