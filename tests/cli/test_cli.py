@@ -58,7 +58,7 @@ def test_missing_evidence_is_inconclusive_and_exits_four(backend_url: str, tmp_p
             "run",
             "seed-lab",
             "--handler",
-            f"{HERE / 'unhooked_handler.py'}:handler",
+            f"{HERE.parent / 'integration' / 'unhooked_handler.py'}:handler",
             "--endpoint-url",
             backend_url,
             "--json",

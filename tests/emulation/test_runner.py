@@ -14,11 +14,12 @@ from loadtest.model.scenario import load_scenario
 from loadtest.reports.report import build_report
 from tests.integration.helpers import loadtest_resources, run_variants
 
-HERE = Path(__file__).parent
+FILES = Path(__file__).parents[1] / "integration"
+"""The scenario and handlers these runs use (tests/integration holds the shared ones)."""
 
 
 def test_poison_message_is_retried_then_dead_lettered(backend_url: str) -> None:
-    result = run_variants(load_scenario(str(HERE / "poison.toml")), backend_url)
+    result = run_variants(load_scenario(str(FILES / "poison.toml")), backend_url)
     (run,) = build_report(result)["runs"]
     counts = run["counts"]
     assert counts["messages_sent"] == 2
@@ -40,7 +41,7 @@ def test_user_handler_keyed_by_message_id_double_writes(backend_url: str) -> Non
     # write cannot help. The items carry the business id and the details, so
     # they are copies of the outcome under a per-delivery key: duplicates.
     scenario = load_scenario("race-burst").with_overrides(distinct_ids=5, copies=3, concurrency=2)
-    result = run_variants(scenario, backend_url, f"{HERE / 'my_handler.py'}:handler")
+    result = run_variants(scenario, backend_url, f"{FILES / 'my_handler.py'}:handler")
     (run,) = result.runs
     report = build_report(result)["runs"][0]
     assert report["variant"].endswith("my_handler.py:handler")
@@ -70,7 +71,7 @@ def test_an_invocation_cut_off_by_the_deadline_is_a_delivery_with_its_writes(
     scenario = load_scenario("seed-lab").with_overrides(
         deadline_s=4, function_timeout_s=120, visibility_timeout_s=720, concurrency=1
     )
-    (run,) = run_variants(scenario, backend_url, f"{HERE / 'write_then_hang.py'}:handler").runs
+    (run,) = run_variants(scenario, backend_url, f"{FILES / 'write_then_hang.py'}:handler").runs
     (cut,) = run.history.invocations
     assert cut.outcome is InvocationOutcome.CUT_OFF
     assert cut.error == CUT_OFF_ERROR  # names the deadline and an interrupt, not only one

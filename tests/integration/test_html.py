@@ -20,7 +20,7 @@ from hdrh.histogram import HdrHistogram
 
 from loadtest.reports.html import percentile_curve, render_html
 
-SAMPLE = Path(__file__).with_name("sample_report.json")
+SAMPLE = Path(__file__).parents[1] / "reports" / "sample_report.json"
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOT_COPY = Path("/tmp/loadtest-report.png")
 PLANTED = '<script>alert("pwned")</script>'

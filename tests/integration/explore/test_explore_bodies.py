@@ -53,7 +53,7 @@ def test_the_guarded_sns_consumer_holds_in_every_schedule(backend_url: str) -> N
 
 
 def test_the_unguarded_sns_consumer_writes_an_order_twice(backend_url: str) -> None:
-    report = _explore(SNS, "../../e2e/sns_orders.py", backend_url)
+    report = _explore(SNS, "../../sns_orders.py", backend_url)
     explore = report.to_dict()["explore"]
     assert report.exit_code == 1
     assert explore["counterexample"]["counts"]["duplicate_writes"] == 1
