@@ -15,6 +15,7 @@ from loadtest.cli import app
 runner = CliRunner()
 
 
+@pytest.mark.slow
 def test_doctor_passes_on_the_embedded_backend(backend_url: str) -> None:
     result = runner.invoke(
         app, ["doctor", "--endpoint-url", backend_url, "--keys", "40", "--rounds", "1"]

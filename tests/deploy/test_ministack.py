@@ -180,6 +180,7 @@ def test_attach_observes_a_deployed_function_and_restores_it(ministack: str) -> 
         clients.sqs.delete_queue(QueueUrl=observations)
 
 
+@pytest.mark.slow
 def test_doctor_measures_the_mapping_and_leaves_nothing_tagged(ministack: str) -> None:
     from typer.testing import CliRunner
 

@@ -69,6 +69,7 @@ SNS_SAMPLE = {
 }
 
 
+@pytest.mark.slow
 def test_new_writes_a_scenario_that_runs_the_handler_unedited(
     backend_url: str, tmp_path: Path
 ) -> None:

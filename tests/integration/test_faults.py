@@ -273,6 +273,7 @@ def _finish_blocked(case: Case) -> tuple[int, float]:
     return code, blocked_s
 
 
+@pytest.mark.slow
 def test_stopped_backend_is_bounded_and_named(tmp_path: Path, served: Served) -> None:
     case = Case(tmp_path, _run_args(served.url, tmp_path / "out", "--deadline", "4"))
     _wait_for_table(served.url, case)

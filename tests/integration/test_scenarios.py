@@ -83,6 +83,7 @@ def test_visibility_timeout_shorter_than_handler(backend_url: str) -> None:
     assert runs["conditional"]["table_after"] == {"items": 8}
 
 
+@pytest.mark.slow
 def test_crash_before_acknowledgement(backend_url: str) -> None:
     result, runs = _run("crash-before-ack", backend_url)
     for run in result.runs:
@@ -214,6 +215,7 @@ def test_fifo_redelivery_after_the_visibility_timeout_still_double_writes(
     assert runs["conditional"]["counts"]["writes_rejected"] > 0
 
 
+@pytest.mark.slow
 def test_fifo_crash_before_ack_is_redelivered_despite_deduplication(backend_url: str) -> None:
     result, runs = _run("fifo-crash-before-ack", backend_url)
     for run in result.runs:
