@@ -39,6 +39,7 @@ PURE_PATHS = (
     "emulation/test_child_host.py",
     "emulation/test_events.py",
     "emulation/test_handlers.py",
+    "emulation/test_poller_stop.py",
     "engine/test_end_state.py",
     "observer/test_record_marks.py",
     "observer/test_runtime_marshal.py",
