@@ -19,7 +19,7 @@ import botocore.exceptions
 from loadtest.errors import BackendError, CredentialsError, find_error
 
 if TYPE_CHECKING:
-    from loadtest.aws.clients import Target
+    from loadtest.aws.target import Target
 
 _CREDENTIAL_CODES = frozenset(
     {

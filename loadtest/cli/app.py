@@ -10,6 +10,7 @@ from __future__ import annotations
 import typer
 
 from loadtest.cli import aws, commands, explore, shrinking, tools
+from loadtest.cli.pipes import guard_standard_streams
 
 app = typer.Typer(
     name="loadtest",
@@ -41,6 +42,9 @@ app.command()(tools.new)
 
 
 def main() -> None:
+    """The ``loadtest`` command: a reader that closes its end of stdout early (``| head``)
+    changes nothing, the exit code included (``loadtest.cli.pipes``)."""
+    guard_standard_streams()
     app()
 
 

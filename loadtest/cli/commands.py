@@ -272,6 +272,10 @@ def sweep(
     cost per million messages; --metric picks the first), then one row per cell
     and variant; the HTML page shows the grids as heatmaps and the JSON report
     holds every cell as a run.
+
+    Exit code 0 when every cell's verdict passes, 1 when one fails, 2 for bad
+    input, 3 when the backend cannot be reached, 4 when a verdict is
+    inconclusive, 130 when interrupted (after cleanup).
     """
     try:
         cells = grid(axes or {})

@@ -42,7 +42,12 @@ def shrink(
 ) -> None:
     """Reduce a failing run's workload (faults, arrival, distinct ids, copies, concurrency,
     batch size) to the smallest that still fails in one of --tries runs; write it as
-    REPORT.minimal.toml and print the command that reproduces the failure."""
+    REPORT.minimal.toml and print the command that reproduces the failure.
+
+    Exit code 0 when the smallest failing workload was written, 2 for bad input (a
+    report with no failing run included), 3 when the backend cannot be reached, 4 when
+    the report's workload no longer fails in --tries runs, 130 when interrupted.
+    """
     from loadtest.shrinking import shrink_report
 
     def step(field: str, value: Any, outcome: Outcome) -> None:

@@ -45,7 +45,10 @@ def scenarios(
         ),
     ] = False,
 ) -> None:
-    """List the built-in scenarios with their descriptions."""
+    """List the built-in scenarios with their descriptions.
+
+    Exit code 0, or 2 when a built-in scenario cannot be read.
+    """
     try:
         found = builtin_scenarios()
     except InputError as exc:
@@ -77,7 +80,11 @@ def report(
     hgrm: HgrmOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
-    """Show a saved JSON report again, as the run showed it; optionally re-render it to files."""
+    """Show a saved JSON report again, as the run showed it; optionally re-render it to files.
+
+    Exit code as the run's: 0 when every verdict passed, 1 when one failed, 4 when one was
+    inconclusive; 2 when the file is not a loadtest report or cannot be read or written.
+    """
     try:
         data = read_report(file)
         written = Outputs(html=html, markdown=markdown, junit=junit, hgrm=hgrm).write(data, None)
@@ -99,6 +106,9 @@ def serve(
 
     Conditional writes are atomic and a message is never handed to two pollers
     at once. Stop with Ctrl-C.
+
+    Exit code 0 when stopped with Ctrl-C or SIGTERM, 3 when the address cannot be
+    listened on.
     """
     from loadtest.backend.embedded import serve as serve_backend
 
@@ -203,6 +213,8 @@ def diff(
     beyond it must also be significant at --alpha (Mann-Whitney U over the
     per-run values); single runs are judged without a test, and the output
     says so.
+
+    Exit code 0 when nothing regressed, 1 when something did, 2 for bad input.
     """
     from loadtest.reports.diff import diff_reports, parse_tolerance, render_diff_table
 
@@ -252,7 +264,11 @@ def new(
     ] = None,
 ) -> None:
     """Write a commented scenario for a handler: its body template, envelope, environment and
-    (from a dry run of the handler on one message) its table's key."""
+    (from a dry run of the handler on one message) its table's key.
+
+    Exit code 0 when the scenario was written, 2 for bad input (a handler that cannot
+    be imported, an unreadable sample, an --out file that exists).
+    """
     from loadtest.api import new_scenario
 
     if out_file is not None and out_file.exists():

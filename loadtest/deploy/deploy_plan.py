@@ -59,6 +59,7 @@ from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.errors import ScenarioError
 from loadtest.model.cost import Prices
 from loadtest.model.scenario import Scenario
+from loadtest.observer.fault_env import refuse_local_only
 from loadtest.observer.lambda_entry import CRASH_MID_HANDLER_EXIT
 from loadtest.observer.layer_environment import ATTACHED_ENV
 
@@ -126,6 +127,7 @@ def plan_deploy(
 ) -> Plan:
     """Every resource a deploy of ``refs`` under ``scenario`` creates, in creation order."""
     tags = {RUN_TAG: run_id}
+    refuse_local_only(scenario.faults)
     fifo = fifo_queue(scenario)
     refuse_window_fault(fifo, real_aws=True)
     setup = scenario.function
@@ -160,13 +162,6 @@ def plan_deploy(
         ),
         _observer_layer(run_id),
     ]
-    if scenario.faults.crash_after_write:
-        notes.append("crash_after_write is not injected on Lambda (the runtime owns the process)")
-    if scenario.faults.point:
-        notes.append(
-            "point faults (faults.point) are injected by local execution environments only, "
-            "not on Lambda"
-        )
     if scenario.faults.crash_mid_handler:
         notes.append(
             "crash_mid_handler is injected by the observer layer: the function's process exits "
@@ -202,6 +197,7 @@ def plan_attach(
     resource policy lets that role send to it, and goes with the queue.
     """
     tags = {RUN_TAG: run_id}
+    refuse_local_only(scenario.faults)
     layer = layer_name(run_id)
     observations = f"loadtest-{run_id}-observations"
     key_names = scenario.table_key_names

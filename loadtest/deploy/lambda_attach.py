@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from loadtest.deploy.deploy_plan import (
@@ -88,8 +89,10 @@ def observed(
     key_names: tuple[str, ...],
     observation_queue: str,
     run_id: str,
+    faults: Mapping[str, str] = MappingProxyType({}),
 ) -> FunctionSnapshot:
-    """The function as it runs observed: handler redirected, layer appended, variables added."""
+    """The function as it runs observed: handler redirected, layer appended, variables added
+    (``faults``: the scenario's injected faults as the layer reads them, as a deploy sets them)."""
     current = dict(before.variables)
     if before.handler == WRAPPER_HANDLER or ATTACHED_ENV in current:
         raise InputError(
@@ -107,6 +110,7 @@ def observed(
         WATCH_TABLE_ENV: watch_table,
         KEY_NAMES_ENV: ",".join(key_names),
         OBSERVATION_QUEUE_ENV: observation_queue,
+        **faults,
     }
     clash = sorted(set(added) & set(current))
     if clash:
@@ -169,6 +173,7 @@ def attached(
     key_names: tuple[str, ...],
     observation_queue: str,
     run_id: str,
+    faults: Mapping[str, str] = MappingProxyType({}),
     timeout_s: float = 120,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[FunctionSnapshot]:
@@ -185,6 +190,7 @@ def attached(
         key_names=key_names,
         observation_queue=observation_queue,
         run_id=run_id,
+        faults=faults,
     )
     try:
         _apply(lambda_, wanted, timeout_s=timeout_s, sleep=sleep)

@@ -26,6 +26,7 @@ from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.errors import InputError
 from loadtest.model.lint import lint
 from loadtest.model.scenario import Scenario
+from loadtest.observer.fault_env import deployed_fault_environment
 
 
 @contextlib.contextmanager
@@ -93,6 +94,7 @@ def run_attached(
                 key_names=scenario.table_key_names,
                 observation_queue=queue_name,
                 run_id=run_id,
+                faults=deployed_fault_environment(scenario.faults),
             ),
         ):
             where = Endpoints(

@@ -16,6 +16,7 @@ from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.engine.results import RunResult, VariantRun
 from loadtest.engine.variant_result import variant_result
 from loadtest.model.scenario import Scenario
+from loadtest.observer.fault_env import refuse_local_only
 
 
 def run_deployed(
@@ -39,6 +40,7 @@ def run_deployed(
     from loadtest.deploy import remote_attach, remote_run
     from loadtest.deploy.lambda_cleanup import make_clients
 
+    refuse_local_only(scenario.faults)
     clients, _ = make_clients(target.endpoint_url, target.region)
     run_id = run_id or aws.new_run_id()
     if attach is not None:

@@ -29,7 +29,7 @@ from loadtest.model.history import (
 )
 from loadtest.model.observation import Observation
 from loadtest.model.updates import UpdateNotUnderstood, apply_update
-from loadtest.observer.plans import Call, Part
+from loadtest.observer.calls import Call, Part
 
 Emit = Callable[[Observation], None]
 

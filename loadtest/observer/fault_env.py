@@ -9,6 +9,7 @@ entry point (``loadtest.observer.lambda_entry``) and the local environment
 
 from __future__ import annotations
 
+from loadtest.errors import InputError
 from loadtest.model.settings import Faults
 from loadtest.observer.layer_environment import (
     CRASH_AFTER_WRITE_ENV,
@@ -46,3 +47,21 @@ def fault_environment(faults: Faults, *, seed: int | None = None) -> dict[str, s
 def deployed_fault_environment(faults: Faults) -> dict[str, str]:
     """The faults a deployed function's layer injects (see ``LOCAL_ONLY``)."""
     return {k: v for k, v in fault_environment(faults).items() if k not in LOCAL_ONLY}
+
+
+def refuse_local_only(faults: Faults) -> None:
+    """InputError naming the scenario's faults a deployed function cannot inject: a run
+    without them would pass for want of the fault it was asked to survive."""
+    asked = []
+    if faults.crash_after_write:
+        asked.append("crash_after_write (--crash-after-write)")
+    if faults.point:
+        asked.append("point faults (faults.point, --point-fault)")
+    if asked:
+        raise InputError(
+            f"{' and '.join(asked)} {'is' if len(asked) == 1 else 'are'} injected by local "
+            "execution environments only; a "
+            "deployed function's runtime owns the moment after its handler returns. Run "
+            "without --target aws / --deploy / --attach, or use crash_mid_handler, which the "
+            "observer layer injects on Lambda too"
+        )

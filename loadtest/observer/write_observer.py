@@ -32,7 +32,8 @@ ExecuteTransaction. A call to the watched table it cannot interpret is
 reported as unobserved, never ignored; a failure of the observer itself is
 reported as the observer's, and the consumer's call goes ahead untouched.
 
-This module owns the hooks' installation and lifecycle, the handler-duration
+This module owns the hooks' installation and lifecycle (the wrappers themselves are
+``loadtest.observer.hooks``'), the handler-duration
 and race-window faults, the point after each write's answer (``after_write``,
 where the entry point's crash-mid-handler fault acts), the points before and after
 every call to the table (``before_call``, ``after_call``: where its point faults act), and the order of what is emitted around a call
@@ -47,12 +48,10 @@ made (``loadtest.model.observation``), so it survives the invocation dying.
 from __future__ import annotations
 
 import contextlib
-import importlib.abc
-import importlib.machinery
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from types import ModuleType
 from typing import Any
 
@@ -67,6 +66,15 @@ from loadtest.observer.answers import (
     record_answer,
     side_writes,
 )
+from loadtest.observer.hooks import (
+    AIO_CLIENT,
+    PENDING,
+    AfterImport,
+    Methods,
+    restore,
+    wrap_async,
+    wrap_sync,
+)
 from loadtest.observer.plans import (
     READ_APIS,
     Call,
@@ -79,16 +87,8 @@ __all__ = ["READ_APIS", "Sink", "WriteObserver", "readable_condition"]
 
 Sink = Callable[[str], None]
 
-_PENDING = "loadtest_observation"
-
 _MISSING_KEPT = 20
 """Refused calls one invocation keeps (each is also logged)."""
-
-_AIO_CLIENT = "aiobotocore.client"
-"""The module whose ``AioBaseClient`` aioboto3's clients derive from."""
-
-Methods = tuple[Callable[..., Any], Callable[..., Any]]
-"""A client class's original ``_emit_api_params`` and ``_make_request``."""
 
 
 class WriteObserver:
@@ -129,7 +129,7 @@ class WriteObserver:
         self._planner = CallPlanner(table_name, key_names, unobserved=self._unobserved)
         self._originals: Methods | None = None
         self._aio_originals: tuple[type, Methods] | None = None
-        self._import_hook: _AfterImport | None = None
+        self._import_hook: AfterImport | None = None
         self.missing: list[str] = []
         """This invocation's calls refused for something the run does not provide, one line
         each (the environment takes them with ``take_missing``)."""
@@ -199,31 +199,38 @@ class WriteObserver:
         """Wrap botocore for this process, and aiobotocore once it is imported (idempotent)."""
         if self._originals is not None:
             return
-        self._originals = self._wrap_sync()
-        aio = sys.modules.get(_AIO_CLIENT)
+        self._originals = wrap_sync(self)
+        aio = sys.modules.get(AIO_CLIENT)
         if aio is not None:
             self._wrap_async(aio)
         else:
-            self._import_hook = _AfterImport(_AIO_CLIENT, self._wrap_async)
+            self._import_hook = AfterImport(AIO_CLIENT, self._wrap_async)
             sys.meta_path.insert(0, self._import_hook)
+
+    def _wrap_async(self, module: ModuleType) -> None:
+        if self._originals is None or self._aio_originals is not None:
+            return
+        try:
+            aio_class: type = module.AioBaseClient
+        except AttributeError as exc:
+            self._fault(AIO_CLIENT, exc)
+            return
+        self._aio_originals = (aio_class, wrap_async(self, aio_class))
 
     def uninstall(self) -> None:
         """Put botocore back as it was (for observing inside a process that goes on)."""
         if self._originals is None:
             return
-        original_emit, original_request = self._originals
-        self._originals = None
-        setattr(BaseClient, "_emit_api_params", original_emit)  # noqa: B010
-        setattr(BaseClient, "_make_request", original_request)  # noqa: B010
+        originals, self._originals = self._originals, None
+        restore(BaseClient, originals)
         if self._import_hook is not None:
             with contextlib.suppress(ValueError):
                 sys.meta_path.remove(self._import_hook)
             self._import_hook = None
         if self._aio_originals is not None:
-            aio_class, (aio_emit, aio_request) = self._aio_originals
+            aio_class, aio_originals = self._aio_originals
             self._aio_originals = None
-            setattr(aio_class, "_emit_api_params", aio_emit)  # noqa: B010
-            setattr(aio_class, "_make_request", aio_request)  # noqa: B010
+            restore(aio_class, aio_originals)
 
     def _planned(
         self, client: BaseClient, params: dict[str, Any], operation_model: Any, context: Any
@@ -246,88 +253,8 @@ class WriteObserver:
         if planned is None:
             return params
         new_params, call = planned
-        context[_PENDING] = call
+        context[PENDING] = call
         return new_params
-
-    def _wrap_sync(self) -> Methods:
-        observer = self
-        # Private botocore methods, absent from the type stubs: hence getattr.
-        original_emit: Callable[..., dict[str, Any]] = getattr(BaseClient, "_emit_api_params")  # noqa: B009
-        original_request: Callable[..., Any] = getattr(BaseClient, "_make_request")  # noqa: B009
-
-        def emit_api_params(
-            client: BaseClient, api_params: dict[str, Any], operation_model: Any, context: Any
-        ) -> dict[str, Any]:
-            params = original_emit(client, api_params, operation_model, context)
-            return observer._planned(client, params, operation_model, context)
-
-        def make_request(
-            client: BaseClient, operation_model: Any, request_dict: Any, request_context: Any
-        ) -> Any:
-            call = _pending(request_context)
-            if call is None:
-                result = observer._send_other(
-                    request_context,
-                    lambda: original_request(
-                        client, operation_model, request_dict, request_context
-                    ),
-                )
-            else:
-                result = observer._send(
-                    call,
-                    lambda: original_request(
-                        client, operation_model, request_dict, request_context
-                    ),
-                )
-            observer._after(operation_model, result, request_context)
-            return result
-
-        setattr(BaseClient, "_emit_api_params", emit_api_params)  # noqa: B010
-        setattr(BaseClient, "_make_request", make_request)  # noqa: B010
-        return original_emit, original_request
-
-    def _wrap_async(self, module: ModuleType) -> None:
-        """The same two wrappers, as coroutines, on aiobotocore's client class."""
-        if self._originals is None or self._aio_originals is not None:
-            return
-        try:
-            aio_class: type = module.AioBaseClient
-        except AttributeError as exc:
-            self._fault(_AIO_CLIENT, exc)
-            return
-        observer = self
-        original_emit: Callable[..., Awaitable[dict[str, Any]]] = getattr(  # noqa: B009
-            aio_class, "_emit_api_params"
-        )
-        original_request: Callable[..., Awaitable[Any]] = getattr(aio_class, "_make_request")  # noqa: B009
-
-        async def emit_api_params(
-            client: BaseClient, api_params: dict[str, Any], operation_model: Any, context: Any
-        ) -> dict[str, Any]:
-            params = await original_emit(client, api_params, operation_model, context)
-            return observer._planned(client, params, operation_model, context)
-
-        async def make_request(
-            client: BaseClient, operation_model: Any, request_dict: Any, request_context: Any
-        ) -> Any:
-            call = _pending(request_context)
-            if call is None:
-                result = await original_request(
-                    client, operation_model, request_dict, request_context
-                )
-            else:
-                result = await observer._send_async(
-                    call,
-                    lambda: original_request(
-                        client, operation_model, request_dict, request_context
-                    ),
-                )
-            observer._after(operation_model, result, request_context)
-            return result
-
-        setattr(aio_class, "_emit_api_params", emit_api_params)  # noqa: B010
-        setattr(aio_class, "_make_request", make_request)  # noqa: B010
-        self._aio_originals = (aio_class, (original_emit, original_request))
 
     # --- sending: around the request, in the order the records must be emitted ---
 
@@ -463,56 +390,3 @@ class WriteObserver:
                 )
         except Exception as exc:
             self._fault(call.operation, exc)
-
-
-def _pending(request_context: Any) -> Call | None:
-    """The call planned for this request, taken out of its context (a retry of the
-    whole call is observed afresh); None when the request is not observed."""
-    call = request_context.get(_PENDING) if isinstance(request_context, dict) else None
-    if not isinstance(call, Call):
-        return None
-    del request_context[_PENDING]
-    return call
-
-
-class _AfterImport(importlib.abc.MetaPathFinder):
-    """Calls ``then(module)`` once the module ``name`` has been imported (executed)."""
-
-    def __init__(self, name: str, then: Callable[[ModuleType], None]) -> None:
-        self.name = name
-        self.then = then
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        if fullname != self.name:
-            return None
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            if finder is self or find is None:
-                continue
-            spec: importlib.machinery.ModuleSpec | None = find(fullname, path, target)
-            if spec is not None:
-                if spec.loader is not None:
-                    spec.loader = _ThenLoader(spec.loader, self.then)
-                return spec
-        return None
-
-
-class _ThenLoader(importlib.abc.Loader):
-    """A module's own loader, then a callback on the executed module; anything else
-    (``get_source``, ``is_package``, ...) is the own loader's."""
-
-    def __init__(self, inner: importlib.abc.Loader, then: Callable[[ModuleType], None]) -> None:
-        self.inner = inner
-        self.then = then
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return self.inner.create_module(spec)
-
-    def exec_module(self, module: ModuleType) -> None:
-        self.inner.exec_module(module)
-        self.then(module)

@@ -97,6 +97,36 @@ def test_failed_verdict_exits_one(backend_url: str, tmp_path: Path) -> None:
     assert list(tmp_path.glob("race-burst-*.json"))
 
 
+@pytest.mark.parametrize(("variant", "verdict_code"), [("conditional", 0), ("unconditional", 1)])
+def test_a_closed_stdout_keeps_the_verdicts_exit_code(
+    backend_url: str, tmp_path: Path, variant: str, verdict_code: int
+) -> None:
+    """``loadtest run ... | head -1``: the reader is gone before the summary is printed; the
+    exit code is still the verdict's, the report is written, and nothing is printed about it."""
+    reader, writer = os.pipe()
+    os.close(reader)  # every write to stdout fails with EPIPE from the first one
+    try:
+        done = subprocess.run(
+            [
+                *(sys.executable, "-m", "loadtest", "run", "race-burst", "--variant", variant),
+                *("--distinct-ids", "5", "--copies", "2", "--endpoint-url", backend_url),
+                *("--out", str(tmp_path)),
+            ],
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "NO_COLOR": "1"},
+            timeout=240,
+        )
+    finally:
+        os.close(writer)
+    assert done.returncode == verdict_code, done.stderr
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
+    (report,) = tmp_path.glob("race-burst-*.json")
+    (run,) = json.loads(report.read_text())["runs"]
+    assert run["verdict"] == ("pass" if verdict_code == 0 else "fail")
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -409,3 +439,19 @@ def test_an_import_that_hangs_is_named_with_where_it_hangs(
     assert "did not finish importing within 2 s" in result.stderr
     assert "wait_for_config" in result.stderr and "Traceback" not in result.stderr
     assert loadtest_resources(backend_url) == ([], [])
+
+
+def test_serve_on_a_taken_port_says_so_and_exits_3() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "loadtest", "serve", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 3, done.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""

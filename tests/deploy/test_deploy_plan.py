@@ -24,7 +24,7 @@ from loadtest.deploy.deploy_plan import (
     render_plan,
 )
 from loadtest.emulation.environment.handlers import parse_ref
-from loadtest.errors import ScenarioError
+from loadtest.errors import InputError, ScenarioError
 from loadtest.model.price_tables import default_prices, load_prices
 from loadtest.model.scenario import Scenario, load_scenario, parse_scenario
 
@@ -77,16 +77,13 @@ def test_plan_lists_every_resource_of_each_variant_tagged_with_the_run() -> None
     assert kinds.index(Kind.ROLE) < kinds.index(Kind.FUNCTION) < kinds.index(Kind.MAPPING)
 
 
-def test_the_layer_injects_the_crash_mid_handler_but_not_the_crash_after_return() -> None:
-    scenario = load_scenario("seed-lab").with_overrides(
-        crash_mid_handler=0.25, crash_after_write=0.5, race_window_ms=7
-    )
+def test_the_layer_injects_the_crash_mid_handler_and_the_race_window() -> None:
+    scenario = load_scenario("seed-lab").with_overrides(crash_mid_handler=0.25, race_window_ms=7)
     plan = plan_deploy(scenario, [parse_ref("conditional")], run_id="r", region="us-east-1")
     env = plan.named("loadtest-r-0-fn").settings["Environment"]["Variables"]
     prefixes = ("LOADTEST_CRASH", "LOADTEST_RACE", "LOADTEST_HANDLER_")
     faults = {k: v for k, v in env.items() if k.startswith(prefixes)}
     assert faults == {"LOADTEST_CRASH_MID_HANDLER": "0.25", "LOADTEST_RACE_WINDOW_MS": "7"}
-    assert any("crash_after_write is not injected" in note for note in plan.notes)
     assert any("crash_mid_handler is injected by the observer layer" in n for n in plan.notes)
 
 
@@ -322,3 +319,30 @@ def test_a_named_table_serves_one_deployed_variant_at_a_time() -> None:
         "and 2 were given: run them one by one, or let the run name its tables (leave out "
         "[table] name / [[tables]] name)"
     )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        ({"crash_after_write": 0.5}, "crash_after_write"),
+        ({"point_faults": ("crash:1",)}, "point faults"),
+    ],
+)
+def test_faults_only_a_local_environment_injects_are_refused_on_lambda(
+    overrides: dict[str, object], named: str
+) -> None:
+    scenario = load_scenario("race-burst").with_overrides(**overrides)
+    with pytest.raises(InputError, match=f"{named}.*local execution environments only"):
+        plan_deploy(scenario, [parse_ref("conditional")], run_id="r", region="us-east-1")
+    from loadtest.deploy.deploy_plan import plan_attach
+
+    with pytest.raises(InputError, match=f"{named}.*local execution environments only"):
+        plan_attach(
+            scenario,
+            function="orders-worker",
+            function_role_arn="arn:aws:iam::123456789012:role/worker",
+            queue_url="https://sqs.us-east-1.amazonaws.com/123456789012/jobs",
+            table="orders",
+            run_id="r",
+            region="us-east-1",
+        )

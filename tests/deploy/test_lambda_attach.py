@@ -168,3 +168,32 @@ def test_observation_queue_lets_the_functions_own_role_send(aws: Clients) -> Non
     assert "sqs:SendMessage" in statement["Action"]
     assert aws.sqs.list_queue_tags(QueueUrl=url)["Tags"] == {RUN_TAG: "a"}
     assert aws.iam.list_role_policies(RoleName="user-role")["PolicyNames"] == []
+
+
+def test_attach_sets_the_scenarios_faults_as_a_deploy_does_and_removes_them(
+    aws: Clients,
+) -> None:
+    from loadtest.model.scenario import load_scenario
+    from loadtest.observer.fault_env import deployed_fault_environment
+
+    faults = deployed_fault_environment(
+        load_scenario("seed-lab").with_overrides(crash_mid_handler=0.25, race_window_ms=7).faults
+    )
+    before = _function(aws, env={"MODE": "prod"}, layers=[])
+    with attached(
+        aws.lambda_,
+        "user-fn",
+        layer_arn=_layer(aws, "loadtest-r7-observer"),
+        watch_table="orders",
+        key_names=("id",),
+        observation_queue="obs",
+        run_id="r7",
+        faults=faults,
+        sleep=lambda s: None,
+    ):
+        env = aws.lambda_.get_function_configuration(FunctionName="user-fn")["Environment"][
+            "Variables"
+        ]
+        assert env["LOADTEST_CRASH_MID_HANDLER"] == "0.25"
+        assert env["LOADTEST_RACE_WINDOW_MS"] == "7"
+    assert FunctionSnapshot.of(aws.lambda_, "user-fn") == before

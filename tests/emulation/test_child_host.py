@@ -20,7 +20,8 @@ from loadtest.emulation.environment.child_host import (
     load_handler,
 )
 from loadtest.emulation.environment.handlers import HandlerRef
-from loadtest.emulation.environment.parent_environments import FunctionConfig, _exit_reason
+from loadtest.emulation.environment.parent_config import FunctionConfig
+from loadtest.emulation.environment.parent_replies import exit_reason
 
 
 @pytest.fixture
@@ -102,8 +103,8 @@ def test_sys_exit_ends_the_process_with_its_status(code: object, status: int) ->
     ],
 )
 def test_an_ended_process_is_a_runtime_exit_error(code: int, message: str) -> None:
-    assert _exit_reason(code, 128, "r-1") == f"Runtime.ExitError: RequestId: r-1 Error: {message}"
-    assert _exit_reason(99, 128, "r-1").startswith("Runtime.OutOfMemory")
+    assert exit_reason(code, 128, "r-1") == f"Runtime.ExitError: RequestId: r-1 Error: {message}"
+    assert exit_reason(99, 128, "r-1").startswith("Runtime.OutOfMemory")
 
 
 def test_the_environment_has_the_variables_lambda_defines(tmp_path: Path) -> None:

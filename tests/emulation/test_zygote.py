@@ -118,6 +118,8 @@ def test_an_environments_exit_code_reaches_the_harness(handler: Path) -> None:
                 for event in (
                     {"action": "exit", "code": 99},
                     {"action": "kill", "signal": int(signal.SIGKILL)},
+                    # The zygote catches SIGTERM; an environment has the default action back.
+                    {"action": "kill", "signal": int(signal.SIGTERM)},
                     {},
                 ):
                     reply = await env.invoke("r", event)
@@ -126,10 +128,13 @@ def test_an_environments_exit_code_reaches_the_harness(handler: Path) -> None:
                 await env.aclose()
         return errors
 
-    out_of_memory, killed, fine = anyio.run(run)
+    out_of_memory, killed, terminated, fine = anyio.run(run)
     assert out_of_memory is not None and out_of_memory.startswith("Runtime.OutOfMemory")
     assert (
         killed == "Runtime.ExitError: RequestId: r Error: Runtime exited with error: signal: killed"
+    )
+    assert terminated == (
+        "Runtime.ExitError: RequestId: r Error: Runtime exited with error: signal: terminated"
     )
     assert fine is None
 

@@ -13,6 +13,7 @@ import email.utils
 import io
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -55,6 +56,20 @@ def _endpoint_url(host: str, port: int) -> str:
     if ":" in host:
         host = f"[{host}]"
     return f"http://{host}:{port}"
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (OSError when the address is taken or absent)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def serve(
@@ -258,13 +273,24 @@ def serve(
             super().send_header(keyword, value)
 
     handler = KeepAliveRequestHandler if keep_alive else QuietRequestHandler
-    server = make_server(
-        host, port, build_app(patched=patched), threaded=True, request_handler=handler
-    )
+    # The socket is bound here, not by werkzeug, which prints its own advice and exits the
+    # process when the address is taken: here that is an OSError the caller words.
+    listening = _listen(host, port)
+    try:
+        server = make_server(
+            host,
+            port,
+            build_app(patched=patched),
+            threaded=True,
+            request_handler=handler,
+            fd=listening.fileno(),
+        )
+    finally:
+        listening.close()  # make_server holds its own duplicate of the descriptor
     restore_sigterm = _sigterm_raises_keyboard_interrupt()
     try:
         if on_ready is not None:
-            on_ready(_endpoint_url(host, server.server_port))
+            on_ready(_endpoint_url(host, server.socket.getsockname()[1]))
         server.serve_forever()  # returns on KeyboardInterrupt (werkzeug catches it)
     except KeyboardInterrupt:
         pass  # arrived before serve_forever was entered

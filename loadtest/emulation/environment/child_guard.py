@@ -5,9 +5,17 @@ environment stays as bare as Lambda's.
 
 - **Parent death.** An environment whose parent is gone (killed by SIGKILL,
   or crashed) must not live on, least of all inside a hung handler. On Linux
-  the kernel sends SIGKILL when the parent dies (``PR_SET_PDEATHSIG``); a
-  watchdog thread polling the parent's pid covers other systems and the race
-  where the parent died before the request was made.
+  the kernel sends SIGKILL when the parent dies (``PR_SET_PDEATHSIG``, asked for
+  again in a forked environment: a fork clears it); the parent's pid is checked
+  once the request is made (the parent may have died before), and a watchdog
+  thread checks it again twice a second (other systems). A forked environment's
+  parent is the zygote; its watchdog also waits on a pidfd on the harness. When
+  the watchdog finds the harness or the parent gone, it kills the environment's
+  process group (the environment leads one), so what the handler started there
+  ends with it. A forked environment's other descendants are ended by the
+  zygote, their subreaper (``loadtest.emulation.environment.child_zygote``). A
+  directly started environment dies of the kernel's SIGKILL before its watchdog
+  can act: processes its handler started outlive a killed harness there.
 - **Memory.** Lambda stops an environment whose memory use passes the
   function's ``memory_mb``. A watchdog thread samples this process's resident
   set size and, past the limit, writes one line to the log and exits with
@@ -31,9 +39,10 @@ import signal
 import sys
 import threading
 import time
+from typing import NoReturn
 
 OUT_OF_MEMORY_EXIT = 99
-"""Must equal ``loadtest.emulation.environment.parent_environments.OUT_OF_MEMORY_EXIT``."""
+"""Must equal ``loadtest.emulation.environment.parent_replies.OUT_OF_MEMORY_EXIT``."""
 PARENT_POLL_S = 0.5
 """How often (in seconds) the watchdog checks that the parent is alive."""
 MEMORY_POLL_S = 0.02
@@ -46,14 +55,25 @@ HARD_CEILING_SLACK_MB = 512
 _PR_SET_PDEATHSIG = 1
 
 
-def parent_death_signal() -> None:
-    """Ask the kernel for SIGKILL when this process's parent dies (Linux; elsewhere a no-op)."""
+def parent_death_signal(signal_number: int = signal.SIGKILL) -> None:
+    """Ask the kernel for ``signal_number`` when the thread that started this process dies
+    (its parent process, for a single-threaded parent or a parent's lasting thread); Linux
+    only, elsewhere a no-op. Cleared by ``fork``: a forked child asks again."""
     if sys.platform.startswith("linux"):
         try:
             libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            libc.prctl(_PR_SET_PDEATHSIG, signal_number, 0, 0, 0)
         except (OSError, AttributeError):
             pass
+
+
+def end_own_group() -> NoReturn:
+    """Kill this process and, when it leads its process group, the whole group; never returns."""
+    try:
+        if os.getpgrp() == os.getpid():
+            os.killpg(0, signal.SIGKILL)
+    finally:
+        os._exit(1)
 
 
 def die_with_parent(parent_pid: int | None = None, harness_pidfd: int | None = None) -> None:
@@ -68,18 +88,18 @@ def die_with_parent(parent_pid: int | None = None, harness_pidfd: int | None = N
     expected = parent_pid or int(os.environ.get("LOADTEST_PARENT_PID", "0")) or os.getppid()
     parent_death_signal()
     if os.getppid() != expected:  # the parent died before prctl took effect
-        os._exit(1)
+        end_own_group()
 
     def watch() -> None:
         while True:
             if harness_pidfd is not None:
                 ready, _, _ = select.select([harness_pidfd], [], [], PARENT_POLL_S)
                 if ready:
-                    os._exit(1)
+                    end_own_group()
             else:
                 time.sleep(PARENT_POLL_S)
             if os.getppid() != expected:
-                os._exit(1)
+                end_own_group()
 
     threading.Thread(target=watch, name="loadtest-parent-watch", daemon=True).start()
 

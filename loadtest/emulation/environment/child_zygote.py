@@ -14,13 +14,34 @@ the child without a pid-reuse race) and, once it has reaped the child,
 
 Must stay single-threaded, hold no sockets but its own control and status
 sockets, and import nothing beyond the standard library and what the
-environment host imports: whatever it holds, every environment inherits. It
-dies with the harness (``PR_SET_PDEATHSIG``, a pidfd on the harness, and the
-end of its control socket), and its children die with it. Linux only.
+environment host imports: whatever it holds, every environment inherits. Linux only.
+
+What it guarantees: once the harness is gone, however it went (SIGKILL
+included), no process of the run is left, neither an environment nor any
+process an environment's handler started (a pool worker, a daemon in a session of its own).
+
+- The zygote learns that the harness is gone three ways, each of which wakes
+  its one loop: a pidfd on the harness (readable when it exits), the end of
+  its control socket, and ``PR_SET_PDEATHSIG`` (SIGTERM, caught: it only
+  wakes the loop). The pidfd is opened before the zygote checks that its parent
+  is still the harness, so a harness that died during the zygote's imports is
+  seen too. The zygote then ends the run's processes (``_stop``) and exits.
+- It is a child subreaper (``PR_SET_CHILD_SUBREAPER``): a process whose parent
+  dies (a handler's child once its environment is gone) becomes the zygote's
+  child, not init's. ``_stop`` kills every environment's process group, then
+  every child it has, again and again as orphans are handed to it, until none is left.
+- An environment's process group (each is a session of its own) is killed
+  as soon as the environment ends, before it is reaped (its pid, and so the
+  group's id, cannot be reused until then): what its handler left behind ends
+  with it, as it does when Lambda retires an environment.
+- An environment itself also dies with the zygote (``PR_SET_PDEATHSIG``
+  SIGKILL, re-armed after the fork, which clears it) and ends its own group
+  when it sees the harness gone (``loadtest.emulation.environment.child_guard``).
 """
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import json
 import os
@@ -33,6 +54,8 @@ from collections.abc import Set
 from typing import NoReturn
 
 from loadtest.emulation.environment.child_guard import parent_death_signal
+
+_PR_SET_CHILD_SUBREAPER = 36
 
 READY = b'{"ready":true}\n'
 """The zygote's hello on its control socket once its imports are done."""
@@ -51,7 +74,15 @@ def serve(environment_modules: Set[str]) -> tuple[int, int]:
     """
     harness = int(os.environ.get("LOADTEST_PARENT_PID", "0")) or os.getppid()
     zygote = os.getpid()  # the children's parent, whatever has happened to it by the time they look
-    parent_death_signal()
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    # Both signals only wake the loop (the wake-up descriptor carries their numbers).
+    signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: None)
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    _subreaper()
+    parent_death_signal(signal.SIGTERM)
     try:
         harness_fd = os.pidfd_open(harness)
     except OSError as exc:
@@ -59,11 +90,6 @@ def serve(environment_modules: Set[str]) -> tuple[int, int]:
     if os.getppid() != harness:  # the harness died before the guards took effect
         os._exit(1)
     control = socket.socket(fileno=os.dup(0))
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_r, False)
-    os.set_blocking(wake_w, False)
-    signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
-    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     children: dict[int, socket.socket] = {}
     poller = select.poll()
     for fd in (control.fileno(), wake_r, harness_fd):
@@ -73,13 +99,18 @@ def serve(environment_modules: Set[str]) -> tuple[int, int]:
         events = poller.poll()
         for fd, _ in events:
             if fd == wake_r:
+                woken = b""
                 while True:
                     try:
-                        if not os.read(wake_r, 512):
-                            break
+                        chunk = os.read(wake_r, 512)
                     except BlockingIOError:
                         break
+                    if not chunk:
+                        break
+                    woken += chunk
                 _reap(children)
+                if signal.SIGTERM in woken:  # the harness died, or someone asks the run to end
+                    _stop(children)
             elif fd == harness_fd:
                 _stop(children)
             elif fd == control.fileno():
@@ -148,15 +179,58 @@ class _quiet:
         return isinstance(exc, OSError)
 
 
+def _subreaper() -> None:
+    """Become the child subreaper of every process below this one (Linux 3.4 and later)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+            _fail(f"cannot become a child subreaper: {os.strerror(ctypes.get_errno())}")
+    except (OSError, AttributeError) as exc:
+        _fail(f"cannot become a child subreaper: {exc}")
+
+
 def _reap(children: dict[int, socket.socket]) -> None:
+    """Reap every ended child; an environment's process group is killed before it is reaped."""
     while True:
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            # WNOWAIT: the ended child stays a zombie, holding its pid (and group id) meanwhile.
+            ended = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
             return
-        if pid == 0:
+        if ended is None or ended.si_pid == 0:
             return
+        pid = ended.si_pid
+        if pid in children:
+            _kill_group(pid)
+        _, status = os.waitpid(pid, 0)
         _report_exit(children, pid, status)
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL the process group ``pid`` leads (an environment's, while ``pid`` is not reaped)."""
+    with _quiet():
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _children() -> list[int]:
+    """This process's children, as ``/proc`` lists them."""
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children", encoding="ascii") as listing:
+            return [int(pid) for pid in listing.read().split()]
+    except OSError:  # a kernel without CONFIG_PROC_CHILDREN: read every process's parent
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as stat:
+                    fields = stat.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[1]) == me:
+                found.append(int(entry))
+        return found
 
 
 def _report_exit(children: dict[int, socket.socket], pid: int, status: int) -> None:
@@ -168,12 +242,17 @@ def _report_exit(children: dict[int, socket.socket], pid: int, status: int) -> N
         sock.close()
 
 
-def _stop(children: dict[int, socket.socket]) -> None:
-    """End the zygote: kill what is left of its children, reap them all, exit."""
+def _stop(children: dict[int, socket.socket]) -> NoReturn:
+    """End the zygote: kill every environment's group and every process handed to this one
+    (a subreaper's orphans), reap them all, exit."""
     for pid in children:
-        with _quiet():
-            os.kill(pid, signal.SIGKILL)
-    while children:
+        _kill_group(pid)
+    while True:
+        # Killed in rounds: a process reaped here had its own children handed to this one
+        # (before it could be reaped), so each round kills the next generation.
+        for pid in _children():
+            with _quiet():
+                os.kill(pid, signal.SIGKILL)
         try:
             pid, status = os.waitpid(-1, 0)
         except ChildProcessError:
@@ -201,7 +280,9 @@ def become_environment(proto: int, log: int, keep: Set[str]) -> None:
     """
     os.setsid()
     signal.set_wakeup_fd(-1)
+    # The zygote's own handlers: an environment has the default actions, as a fresh start.
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.dup2(proto, 0)
     os.dup2(proto, 1)
     os.dup2(log, 2)

@@ -17,11 +17,13 @@ without pidfds, or an environment outside ``log_directory`` starts the
 process directly instead (``python -c layer.BOOTSTRAP``).
 
 Owns the child processes: every one started here is stopped by ``aclose``,
-and dies with this process even when it is killed (the child asks the kernel
-for SIGKILL on its parent's death; see ``loadtest.emulation.environment.child_host``). Each runs in its
+and dies with this process even when it is killed (see
+``loadtest.emulation.environment.child_guard`` and, for what a forked environment's
+handler starts, ``loadtest.emulation.environment.child_zygote``). Each runs in its
 own session, so a terminal's Ctrl-C reaches loadtest only, which ends them.
-Owns the environments' log folder too (``log_directory``): removed however the
-run ends.
+What an environment is started with is ``parent_config``'s (``FunctionConfig``); the
+run's log folder and zygote ``parent_runs``' (``log_directory``); how a reply or an exit
+reads in Lambda's words ``parent_replies``' (``Reply``): all re-exported here.
 """
 
 from __future__ import annotations
@@ -31,14 +33,9 @@ import dataclasses
 import json
 import logging
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -47,28 +44,26 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from loadtest.emulation.environment import parent_freezing as freezing
 from loadtest.emulation.environment import parent_zygote as zygotes
-from loadtest.emulation.environment.handlers import HandlerRef
+from loadtest.emulation.environment.parent_config import FunctionConfig as FunctionConfig
 from loadtest.emulation.environment.parent_freezing import FREEZE, FREEZE_ENV
+from loadtest.emulation.environment.parent_replies import CUT_OFF_ERROR as CUT_OFF_ERROR
+from loadtest.emulation.environment.parent_replies import OUT_OF_MEMORY_EXIT as OUT_OF_MEMORY_EXIT
+from loadtest.emulation.environment.parent_replies import RESULT_KEEP_BYTES as RESULT_KEEP_BYTES
+from loadtest.emulation.environment.parent_replies import Reply as Reply
+from loadtest.emulation.environment.parent_replies import exit_reason, memory_error
+from loadtest.emulation.environment.parent_replies import keep_result as keep_result
+from loadtest.emulation.environment.parent_replies import out_of_memory_error as out_of_memory_error
+from loadtest.emulation.environment.parent_runs import _RUNS as _RUNS
+from loadtest.emulation.environment.parent_runs import log_directory as log_directory
+from loadtest.emulation.environment.parent_runs import new_log_dir as new_log_dir
+from loadtest.emulation.environment.parent_runs import zygote_for
 from loadtest.errors import HandlerRefError
 from loadtest.model.checker.harness import gaps_in
 from loadtest.model.history import WriteRecord
-from loadtest.model.observation import (
-    Observation,
-    Observed,
-    SharedValues,
-    WriteBegun,
-    collect,
-    decode,
-)
+from loadtest.model.observation import Observation, SharedValues, WriteBegun, collect, decode
 from loadtest.observer import layer
-from loadtest.observer.lambda_entry import CRASH_MID_HANDLER_EXIT, CRASH_MID_HANDLER_MESSAGE
-from loadtest.observer.layer_environment import FAULT_SEED_ENV, KEY_NAMES_ENV, SIDE_TABLES_ENV
-from loadtest.observer.point_faults import (
-    POINT_CRASH_EXIT,
-    POINT_CRASH_MESSAGE,
-    POINT_TIMEOUT_EXIT,
-    POINT_TIMEOUT_MESSAGE,
-)
+from loadtest.observer.layer_environment import FAULT_SEED_ENV
+from loadtest.observer.point_faults import POINT_TIMEOUT_EXIT
 
 
 class _AlreadyReaped(logging.Filter):
@@ -86,110 +81,11 @@ class _AlreadyReaped(logging.Filter):
 
 logging.getLogger("asyncio").addFilter(_AlreadyReaped())
 
-# The error of an invocation the run stopped while it ran: its deadline, or an interrupt
-# (Ctrl-C, SIGTERM). Either way the invocation happened and its writes are on record.
-CUT_OFF_ERROR = "Cut off when the run stopped (its deadline, or an interrupt)"
+
 READY_TIMEOUT_S = float(os.environ.get("LOADTEST_READY_TIMEOUT_S", "60"))
 """How long a cold start (the handler's import) may take, in seconds."""
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """The largest reply line read from an environment; a longer one fails the invocation."""
-RESULT_KEEP_BYTES = 256 * 1024
-"""The largest handler result kept (as JSON) for the report; a larger one is described."""
-OUT_OF_MEMORY_EXIT = 99
-"""Exit code of an environment stopped for using more than its ``memory_mb`` (see child_host)."""
-
-
-@dataclass(frozen=True)
-class FunctionConfig:
-    """What a deployed function would be configured with."""
-
-    handler: HandlerRef
-    function_name: str
-    table_name: str
-    region: str
-    endpoint_url: str | None
-    memory_mb: int
-    timeout_s: int
-    extra_env: tuple[tuple[str, str], ...] = ()
-    """Credentials and settings passed to the function (e.g. for an embedded backend)."""
-    report_batch_item_failures: bool = False
-    """Told to the function as ``REPORT_BATCH_ITEM_FAILURES`` (its mapping's setting)."""
-    fault_env: tuple[tuple[str, str], ...] = ()
-    """The scenario's faults, read by the environment process (``LOADTEST_*``)."""
-    key_names: tuple[str, ...] = ("id",)
-    """The table's key attributes (hash, then range), for the write observer."""
-    side_tables: tuple[str, ...] = ()
-    """The consumer's extra tables, whose writes the observer counts as side writes."""
-    function_env: tuple[tuple[str, str], ...] = ()
-    """The function's own variables: the scenario's ``[consumer] environment`` and ``--env``
-    with the run's resources filled in, and each extra table's variable."""
-
-    def environ(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(self.extra_env)
-        env.update(self.fault_env)
-        env.update(
-            {
-                "TABLE_NAME": self.table_name,
-                "REPORT_BATCH_ITEM_FAILURES": str(self.report_batch_item_failures).lower(),
-                "AWS_REGION": self.region,
-                "AWS_DEFAULT_REGION": self.region,
-                **self.lambda_environ(),
-                "LOADTEST_PARENT_PID": str(os.getpid()),
-                "LOADTEST_HANDLER": self.handler.ref,
-                KEY_NAMES_ENV: ",".join(self.key_names),
-                SIDE_TABLES_ENV: ",".join(self.side_tables),
-                "PYTHONUNBUFFERED": "1",
-                "PYTHONPATH": os.pathsep.join(
-                    p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p
-                ),
-            }
-        )
-        env.update(self.function_env)
-        if self.endpoint_url:
-            env["AWS_ENDPOINT_URL"] = self.endpoint_url
-        else:
-            env.pop("AWS_ENDPOINT_URL", None)
-        return env
-
-    def lambda_environ(self) -> dict[str, str]:
-        """The variables Lambda's Python runtime environment defines (its guide's
-        "Defined runtime environment variables"), but the runtime API's address: nothing
-        serves it here. ``AWS_LAMBDA_LOG_STREAM_NAME`` is set per environment (``start``)."""
-        handler = self.handler
-        if handler.path is not None:
-            task_root = os.path.dirname(handler.path)
-            module = os.path.splitext(os.path.basename(handler.path))[0]
-        else:
-            task_root, module = os.getcwd(), str(handler.module)
-        return {
-            "AWS_LAMBDA_FUNCTION_NAME": self.function_name,
-            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.memory_mb),
-            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{self.function_name}",
-            "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
-            "AWS_EXECUTION_ENV": f"AWS_Lambda_python{sys.version_info[0]}.{sys.version_info[1]}",
-            "_HANDLER": f"{module}.{handler.function}",
-            "LAMBDA_TASK_ROOT": task_root,
-            "TZ": ":UTC",
-        }
-
-
-@dataclass(frozen=True)
-class Reply:
-    ok: bool
-    timed_out: bool
-    crashed: bool
-    result: Any
-    error: str | None
-    started_ns: int
-    ended_ns: int
-    observed: Observed
-    log_tail: str
-    ack_lost: bool = False
-    """The handler succeeded and the ``ack-lost`` point fault lost its acknowledgement."""
-    response_json: bool = True
-    """Whether the response's body is strict JSON (``runtime_marshal.response_value``)."""
 
 
 class ExecutionEnvironment:
@@ -236,7 +132,7 @@ class ExecutionEnvironment:
             layer_dir = os.path.join(self._log_dir, "layer", layer.PYTHON_DIR)
             if not os.path.isdir(layer_dir):  # noqa: ASYNC240 - a local temp folder, once per run
                 layer.unpack(self._log_dir)  # once per run: the same bytes a deploy publishes
-            zygote = await _zygote_for(self._log_dir, layer_dir, env)
+            zygote = await zygote_for(self._log_dir, layer_dir, env)
             if zygote is not None:
                 self._process = await zygote.spawn(env, self._log_path)
             else:
@@ -366,7 +262,7 @@ class ExecutionEnvironment:
             return self._failed(
                 request_id,
                 sent_ns,
-                _exit_reason(code, self.config.memory_mb, request_id),
+                exit_reason(code, self.config.memory_mb, request_id),
                 # The timeout point fault ends the process as the function timeout does.
                 timed_out=code == POINT_TIMEOUT_EXIT,
                 crashed=code != POINT_TIMEOUT_EXIT,
@@ -383,7 +279,7 @@ class ExecutionEnvironment:
             timed_out=False,
             crashed=crashed,
             result=self._shared.share(keep_result(reply.get("result"))),
-            error=_memory_error(reply.get("error"), self.config.memory_mb),
+            error=memory_error(reply.get("error"), self.config.memory_mb),
             started_ns=int(reply["started_ns"]),
             ended_ns=int(reply["ended_ns"]),
             observed=collect(self._observations(request_id), ended_ns=int(reply["ended_ns"])),
@@ -467,114 +363,3 @@ class ExecutionEnvironment:
                     process.kill()
                     await process.wait()
             await process.aclose()
-
-
-def new_log_dir() -> str:
-    return tempfile.mkdtemp(prefix="loadtest-envs-")
-
-
-@dataclass
-class _Run:
-    """The zygote of one run (one log folder), started by the first environment that needs it."""
-
-    zygote: zygotes.Zygote | None = None
-    lock: anyio.Lock | None = None
-
-
-_RUNS: dict[str, _Run] = {}
-"""The runs under way in this process, by log folder (``log_directory`` adds and removes them)."""
-
-
-async def _zygote_for(log_dir: str, layer_dir: str, env: dict[str, str]) -> zygotes.Zygote | None:
-    """The run's zygote (started now if need be), or None for a direct start: outside
-    ``log_directory``, where fork servers are unavailable, or for an environ whose interpreter
-    start-up settings differ from the zygote's."""
-    run = _RUNS.get(log_dir)
-    if run is None or not zygotes.available():
-        return None
-    if run.lock is None:
-        run.lock = anyio.Lock()
-    async with run.lock:
-        if run.zygote is None:
-            run.zygote = await zygotes.Zygote.start(
-                layer_dir, env, os.path.join(log_dir, "zygote.log")
-            )
-    zygote = run.zygote
-    if not zygote.alive():
-        raise zygote.died()
-    if zygote.key != zygotes.startup_key(env, os.getcwd()):
-        return None
-    return zygote
-
-
-@contextmanager
-def log_directory() -> Iterator[str]:
-    """A fresh ``loadtest-envs-*`` folder for the environments' logs, removed on exit.
-
-    Also the scope of the run's zygote (``loadtest.emulation.environment.parent_zygote``): its
-    environments are forked from it, and it is stopped and reaped here
-    however the run ends.
-    """
-    path = new_log_dir()
-    _RUNS[path] = _Run()
-    try:
-        yield path
-    finally:
-        zygote = _RUNS.pop(path).zygote
-        if zygote is not None:
-            zygote.stop()
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def keep_result(result: Any) -> Any:
-    """``result``, or a short description when its JSON is over ``RESULT_KEEP_BYTES``."""
-    try:
-        size = len(json.dumps(result))
-    except (TypeError, ValueError):
-        return result
-    if size <= RESULT_KEEP_BYTES:
-        return result
-    return f"<result of {size} bytes not kept: over {RESULT_KEEP_BYTES // 1024} KiB>"
-
-
-def out_of_memory_error(memory_mb: int) -> str:
-    return (
-        f"Runtime.OutOfMemory: the execution environment used more than its memory_mb "
-        f"({memory_mb} MB) and was stopped, as Lambda stops it"
-    )
-
-
-def _exit_reason(code: int | None, memory_mb: int, request_id: str) -> str:
-    """Why an environment's process ended during an invocation, as Lambda words it: a
-    ``Runtime.ExitError`` with the exit status or the signal, unless it ran out of memory."""
-    if code == OUT_OF_MEMORY_EXIT:
-        return out_of_memory_error(memory_mb)
-    if code == CRASH_MID_HANDLER_EXIT:
-        return CRASH_MID_HANDLER_MESSAGE
-    if code == POINT_TIMEOUT_EXIT:
-        return POINT_TIMEOUT_MESSAGE
-    if code == POINT_CRASH_EXIT:
-        return POINT_CRASH_MESSAGE
-    if code is None:
-        return "Runtime exited: the execution environment's process died"
-    if code == 0:
-        why = "Runtime exited without providing a reason"
-    elif code > 0:
-        why = f"Runtime exited with error: exit status {code}"
-    else:
-        try:
-            name = signal.strsignal(-code) or f"signal {-code}"
-        except ValueError:
-            name = f"signal {-code}"
-        why = f"Runtime exited with error: signal: {name.lower()}"
-    return f"Runtime.ExitError: RequestId: {request_id} Error: {why}"
-
-
-def _memory_error(error: Any, memory_mb: int) -> str | None:
-    """A handler's MemoryError (the hard ceiling, see child_host) is Lambda's out of memory."""
-    if error is None:
-        return None
-    text = str(error)
-    if text.startswith("MemoryError"):
-        return out_of_memory_error(memory_mb)
-    return text

@@ -1,6 +1,6 @@
 """The harness's side of the zygote: starting it, asking it for environments, stopping it.
 
-One ``Zygote`` per run (``loadtest.emulation.environment.parent_environments.log_directory`` owns
+One ``Zygote`` per run (``loadtest.emulation.environment.parent_runs.log_directory`` owns
 it and stops it however the run ends) forks every execution environment of
 the run from a process that has already imported what an environment imports
 before the handler (``loadtest.emulation.environment.child_zygote``): an environment starts

@@ -22,7 +22,7 @@ from botocore.client import BaseClient
 
 from loadtest.model.explore import Access
 from loadtest.model.history import key_string
-from loadtest.observer.plans import Call
+from loadtest.observer.calls import Call
 from loadtest.observer.record_marks import current_record
 from loadtest.observer.write_observer import READ_APIS, Sink, WriteObserver
 

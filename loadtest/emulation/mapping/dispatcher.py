@@ -2,9 +2,9 @@
 cut per environment, acknowledgements shared across invocations; and, on a FIFO queue, the
 mapping's group rules.
 
-Owns ``Dispatcher`` and the FIFO cutting of a receive into runs (``fifo_runs``). Drives the
-runner's ``Poller`` objects (their delivery and recording) and must not receive for or
-deliver to anything else.
+Owns ``Dispatcher`` and the FIFO cutting of a receive into runs (``fifo_runs``). Drives
+``Poller`` objects (``loadtest.emulation.mapping.poller``: their delivery and recording)
+and must not receive for or deliver to anything else.
 
 FIFO. SQS already hides every other message of a group while one of its messages is in
 flight (moto too: verified in ``tests/backend/test_backend_fifo.py``), but one receive may
@@ -38,7 +38,7 @@ from loadtest.model.history import Ack
 from loadtest.model.scenario import ConsumerSettings
 
 if TYPE_CHECKING:
-    from loadtest.emulation.mapping.runner import Poller
+    from loadtest.emulation.mapping.poller import Poller
 
 Message = dict[str, Any]
 Batch = list[Message]

@@ -1,0 +1,77 @@
+"""A run's scope for its execution environments: their log folder and the run's zygote.
+
+Owns ``log_directory`` (a fresh ``loadtest-envs-*`` folder, removed however the run ends)
+and the zygote of each run under way (``zygote_for``: started by the first environment
+that needs it, stopped and reaped when the folder is left). Must not start environments
+itself (``loadtest.emulation.environment.parent_environments`` does).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import anyio
+
+from loadtest.emulation.environment import parent_zygote as zygotes
+
+
+def new_log_dir() -> str:
+    return tempfile.mkdtemp(prefix="loadtest-envs-")
+
+
+@dataclass
+class _Run:
+    """The zygote of one run (one log folder), started by the first environment that needs it."""
+
+    zygote: zygotes.Zygote | None = None
+    lock: anyio.Lock | None = None
+
+
+_RUNS: dict[str, _Run] = {}
+"""The runs under way in this process, by log folder (``log_directory`` adds and removes them)."""
+
+
+async def zygote_for(log_dir: str, layer_dir: str, env: dict[str, str]) -> zygotes.Zygote | None:
+    """The run's zygote (started now if need be), or None for a direct start: outside
+    ``log_directory``, where fork servers are unavailable, or for an environ whose interpreter
+    start-up settings differ from the zygote's."""
+    run = _RUNS.get(log_dir)
+    if run is None or not zygotes.available():
+        return None
+    if run.lock is None:
+        run.lock = anyio.Lock()
+    async with run.lock:
+        if run.zygote is None:
+            run.zygote = await zygotes.Zygote.start(
+                layer_dir, env, os.path.join(log_dir, "zygote.log")
+            )
+    zygote = run.zygote
+    if not zygote.alive():
+        raise zygote.died()
+    if zygote.key != zygotes.startup_key(env, os.getcwd()):
+        return None
+    return zygote
+
+
+@contextmanager
+def log_directory() -> Iterator[str]:
+    """A fresh ``loadtest-envs-*`` folder for the environments' logs, removed on exit.
+
+    Also the scope of the run's zygote (``loadtest.emulation.environment.parent_zygote``): its
+    environments are forked from it, and it is stopped and reaped here
+    however the run ends.
+    """
+    path = new_log_dir()
+    _RUNS[path] = _Run()
+    try:
+        yield path
+    finally:
+        zygote = _RUNS.pop(path).zygote
+        if zygote is not None:
+            zygote.stop()
+        shutil.rmtree(path, ignore_errors=True)

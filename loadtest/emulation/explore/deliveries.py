@@ -1,0 +1,231 @@
+"""The explorer's deliveries: one thread each, parked at every point until the scheduler lets it go.
+
+Each delivery (one receive of one copy of the message) runs the handler in a
+thread of this process, against the real table of the backend. A delivery
+runs only when the scheduler lets it go, and stops at the next **point**:
+invocation start, before each DynamoDB call and after its answer (the
+``GatedObserver`` calls ``before_call`` and ``after_call``), in a sleep (the
+``VirtualClock``), and when the handler has returned, before the
+acknowledgement. Exactly one delivery runs at a time.
+
+Owns the delivery threads, the points and how a delivery ends (returned, failed, crashed,
+timed out, abandoned); which delivery goes next, and what the queue does with a message
+afterwards, is the scheduler's (``loadtest.emulation.explore.explorer``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from loadtest.emulation.environment.child_host import FunctionIdentity, LambdaContext
+from loadtest.emulation.explore.observer import GatedObserver
+from loadtest.emulation.explore.runs import (
+    NS_PER_S,
+    Abandon,
+    ExploreSettings,
+    Killed,
+    Message,
+    Run,
+    capturing,
+    sqs_record,
+)
+from loadtest.emulation.explore.steps import StepLog
+from loadtest.emulation.explore.virtual_clock import VirtualClock
+from loadtest.errors import ExploreError
+from loadtest.model.explore import LOCAL, Access, Delivery, Fault, Point
+from loadtest.model.history import InvocationOutcome
+from loadtest.model.observation import decode
+from loadtest.observer import record_marks
+
+STEP_LIMIT_S = 120.0
+"""Real seconds a delivery may run between two points before explore gives up on it."""
+
+
+class Deliveries:
+    """The deliveries of one handler's schedules: their threads, and the gate its observer
+    and clock call from them."""
+
+    def __init__(
+        self,
+        handler: Callable[[Any, Any], Any],
+        table_name: str,
+        key_names: tuple[str, ...],
+        settings: ExploreSettings,
+        *,
+        function: FunctionIdentity,
+    ) -> None:
+        self.handler = handler
+        self.settings = settings
+        self.function = function
+        self.clock = VirtualClock(self._sleep)
+        self.observer = GatedObserver(
+            table_name, key_names, sink=self._sink, clock=self._stamp, gate=self
+        )
+        self._cv = threading.Condition()
+        self._local = threading.local()
+        self._runs: list[Run] = []
+        self._log = StepLog()
+        self._seq = 0
+        self._aliases: list[tuple[str, str]] = []
+
+    # --- the gate (called in delivery threads) -----------------------------------
+
+    def in_delivery(self) -> bool:
+        return getattr(self._local, "run", None) is not None
+
+    def _stamp(self) -> int:
+        self._seq += 1
+        return self.clock.elapsed_ns + self._seq
+
+    def _sink(self, line: str) -> None:
+        run: Run | None = getattr(self._local, "run", None)
+        if run is None:
+            return
+        observation = decode(line)
+        run.observations.append(observation)
+        self._log.observed(run.delivery, observation)
+
+    def _park(
+        self, run: Run, point: Point, access: Access, wake_ns: int | None = None
+    ) -> str | None:
+        if run.stopped is not None:
+            # Dead or abandoned: code still unwinding (a ``finally``) reaches nothing more.
+            raise Abandon if run.stopped == "abandon" else Killed(run.stopped)
+        with self._cv:
+            run.point = point
+            run.access = access
+            if wake_ns is not None:
+                run.wake_ns = wake_ns
+            self._cv.notify_all()
+        run.semaphore.acquire()
+        instruction, run.instruction = run.instruction, None
+        if instruction in ("abandon", "crash", "timeout"):
+            run.stopped = instruction
+            raise Abandon if instruction == "abandon" else Killed(instruction)
+        return instruction
+
+    def before_call(self, operation: str, access: Access, target: str) -> str | None:
+        run: Run = self._local.run
+        self._log.pending(run.delivery, operation, target)
+        if self._aliases and access.keys:
+            # The same item in every schedule, whatever fresh ids this one has.
+            keys = set()
+            for key in access.keys:
+                for fresh, plain in self._aliases:
+                    key = key.replace(fresh, plain)
+                keys.add(key)
+            access = Access(access.kind, frozenset(keys))
+        return self._park(run, Point.CALL, access)
+
+    def after_call(self, answer: str | None = None) -> None:
+        run: Run = self._local.run
+        self._log.answered(run.delivery, answer)
+        self._park(run, Point.ANSWER, LOCAL)
+
+    def _sleep(self, seconds: float) -> None:
+        run: Run = self._local.run
+        self._log.slept(run.delivery, seconds)
+        self._park(run, Point.SLEEP, LOCAL, self.clock.elapsed_ns + int(seconds * NS_PER_S))
+
+    # --- a delivery's thread ---------------------------------------------------------
+
+    def _body(self, run: Run) -> None:
+        self._local.run = run
+        self.clock.threads.add(threading.get_ident())
+        self.observer.request_id = run.request_id
+        try:
+            self._park(run, Point.START, LOCAL)
+            run.started, run.started_ns = True, self.clock.elapsed_ns
+            # Records that mark themselves when read, as the observer layer hands them over.
+            event = record_marks.tracked({"Records": [sqs_record(run)]})
+            # Made in this thread: its deadline and remaining time follow the virtual clock.
+            context = LambdaContext(run.request_id, self._timeout_ns // 1_000_000, self.function)
+            result = self.handler(event, context)
+            json.dumps(result)  # what Lambda's runtime would marshal (raises if it cannot)
+            run.result = result
+            failures = result.get("batchItemFailures") if isinstance(result, dict) else None
+            if failures:
+                run.outcome, run.error = (
+                    InvocationOutcome.ERROR,
+                    "batchItemFailures named the record",
+                )
+            if self._park(run, Point.END, LOCAL) == Fault.ACK_LOST.value:
+                run.ack_lost = True
+        except Abandon:
+            run.abandoned = True
+        except Killed as killed:
+            timeout = str(killed) == "timeout"
+            run.outcome = InvocationOutcome.TIMEOUT if timeout else InvocationOutcome.CRASH
+            run.error = (
+                "Task timed out (injected)" if timeout else "Runtime exited (injected crash)"
+            )
+        except Exception as exc:
+            run.outcome, run.error = InvocationOutcome.ERROR, f"{type(exc).__name__}: {exc}"
+        finally:
+            run.ended_ns = self.clock.elapsed_ns
+            self.clock.threads.discard(threading.get_ident())
+            self._local.run = None
+            with self._cv:
+                run.done = True
+                run.point = None
+                self._cv.notify_all()
+
+    # --- handing deliveries over (the scheduler's thread) ------------------------------
+
+    @property
+    def _timeout_ns(self) -> int:
+        return int(self.settings.function_timeout_s * NS_PER_S)
+
+    def _receive(self, message: Message, wake_ns: int, schedule: int) -> None:
+        message.receives += 1
+        message.live += 1
+        delivery = Delivery(message.copy, message.receives)
+        run = Run(
+            delivery,
+            message,
+            environment=len(self._runs) + 1,
+            request_id=f"s{schedule}-{delivery.label}",
+            received_ns=wake_ns,
+            wake_ns=wake_ns,
+        )
+        self._runs.append(run)
+        self._log.received(delivery, run.environment)
+        threading.Thread(
+            target=self._body, args=(run,), daemon=True, name=f"delivery-{delivery.label}"
+        ).start()
+
+    def _wait_parked(self) -> None:
+        with self._cv:
+            parked = self._cv.wait_for(
+                lambda: all(r.done or r.point is not None for r in self._runs),
+                timeout=STEP_LIMIT_S,
+            )
+        if not parked:
+            running = [r.delivery.label for r in self._runs if not r.done and r.point is None]
+            raise ExploreError(
+                f"delivery {', '.join(running)} ran {STEP_LIMIT_S:g} s of real time without "
+                "reaching a point (a DynamoDB call, a sleep, its end): it blocks on something "
+                "explore does not schedule (a lock, a queue, a thread of its own, a network "
+                "call outside DynamoDB)"
+            )
+
+    def _release(self, run: Run, instruction: str | None = None) -> None:
+        if (
+            instruction is None
+            and run.started
+            and run.deadline_ns(self._timeout_ns) <= self.clock.elapsed_ns
+        ):
+            instruction = "timeout"  # the function timeout passed while it was parked
+            self._log.note(run.delivery, "timed out (the function timeout passed)")
+        run.instruction = instruction
+        with self._cv:
+            run.point = None
+        run.semaphore.release()
+
+    def capturing(self) -> contextlib.AbstractContextManager[None]:
+        """Route the deliveries' prints to their invocations' logs for the block."""
+        return capturing(self._local)
