@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from loadtest.model.checker import Verdict, check, overlapping_pairs
 from loadtest.model.checker.exposure import Exposure, Overlaps, exposure_reason
-from tests.model.builders import invocation, lab_history, record
+from tests.model.builders import invocation, lab_history, record, write
 
 
 def brute_force_pairs(spans: list[tuple[int, int]]) -> int:
@@ -92,3 +92,39 @@ def test_copies_in_one_batch_ran_one_after_another() -> None:
 def test_nothing_to_say_without_copies() -> None:
     assert exposure_reason(Exposure(0, 0), repeated_ids=0, deliveries=10) is None
     assert exposure_reason(Exposure(1, 1), repeated_ids=5, deliveries=10) is None
+
+
+def _copies_in_one_batch(spans: list[tuple[int, int]]) -> Overlaps:
+    """One invocation carrying len(spans) copies of one id, each copy's write at its span."""
+    records = [record(f"m-{n}", "order-1") for n in range(len(spans))]
+    writes = [
+        dataclasses.replace(
+            write({"id": {"S": "order-1"}}), started_ns=s, ended_ns=e, record_id=f"m-{n}"
+        )
+        for n, (s, e) in enumerate(spans)
+    ]
+    overlaps = Overlaps({"order-1": 0})
+    overlaps.add(
+        dataclasses.replace(invocation("r-1", records, writes), started_ns=0, ended_ns=100)
+    )
+    return overlaps
+
+
+def test_copies_a_handler_works_through_one_by_one_do_not_overlap() -> None:
+    assert _copies_in_one_batch([(10, 20), (20, 30), (40, 50)]).exposure() == Exposure(0, 0)
+
+
+def test_copies_a_handler_works_on_at_once_in_one_batch_overlap() -> None:
+    # A thread pool over the batch: the first two copies' writes coincide.
+    assert _copies_in_one_batch([(10, 30), (15, 25), (40, 50)]).exposure() == Exposure(1, 1)
+
+
+def test_a_copy_without_a_write_tied_to_it_has_no_span() -> None:
+    records = [record("m-0", "order-1"), record("m-1", "order-1")]
+    writes = [
+        dataclasses.replace(write({"id": {"S": "order-1"}}), started_ns=10, ended_ns=30),
+        dataclasses.replace(write({"id": {"S": "order-1"}}), started_ns=15, ended_ns=25),
+    ]  # record_id "": the environment could not tell which record each write was for
+    overlaps = Overlaps({"order-1": 0})
+    overlaps.add(invocation("r-1", records, writes))
+    assert overlaps.exposure() == Exposure(0, 0)

@@ -8,11 +8,15 @@ id overlapped (a concurrency of 1, a serial endpoint, resends spread too far
 apart, a backlog that lined everything up, copies sharing one batch) could
 not have shown a read-then-write race, however its counts came out.
 
-Two records of one id in the same invocation ran one after another in one
-handler call: they are one execution here, never a pair. Intervals are
-half-open (an execution that ended at the instant another began did not
-overlap it). Pure: the timestamps are the history's; memory is 20 bytes per
-delivery, in flat arrays.
+Two records of one id in the same invocation are one execution here, unless the
+handler worked on them at the same time: a handler that processes a batch's records
+in threads or tasks. Each such record's span is its writes' (the writes the observer
+tied to it, ``WriteRecord.record_id``, first start to last end); two copies whose spans
+overlap are a pair. A handler that works through its records one by one never makes
+such spans overlap, so this never finds an overlap that did not happen; it can miss
+one whose writes did not coincide. Intervals are half-open (an execution that ended
+at the instant another began did not overlap it). Pure: the timestamps are the
+history's; memory is 20 bytes per delivery, in flat arrays.
 """
 
 from __future__ import annotations
@@ -48,21 +52,33 @@ class Overlaps:
         self._ids = array("i")
         self._starts = array("q")
         self._ends = array("q")
+        self._inside: dict[int, int] = {}
+        """Per business id: pairs of its copies worked on at once inside one invocation."""
 
     def add(self, invocation: Invocation) -> None:
         seen: set[int] = set()
+        shared: dict[int, list[str]] = {}
         for record in invocation.records:
             business_id = record.business_id
             business = -1 if business_id is None else self._index.get(business_id, -1)
-            if business < 0 or business in seen:
+            if business < 0:
+                continue
+            if business in seen:
+                shared.setdefault(business, []).append(record.message_id)
                 continue
             seen.add(business)
+            shared[business] = [record.message_id]
             self._ids.append(business)
             self._starts.append(invocation.started_ns)
             self._ends.append(invocation.ended_ns)
+        for business, message_ids in shared.items():
+            if len(message_ids) > 1:
+                found = overlapping_pairs(_record_spans(invocation, message_ids))
+                if found:
+                    self._inside[business] = self._inside.get(business, 0) + found
 
     def exposure(self) -> Exposure:
-        ids, starts, ends = self._ids, self._starts, self._ends
+        ids, starts, ends, inside = self._ids, self._starts, self._ends, self._inside
         if not ids:
             return Exposure(0, 0)
         # A counting sort by id: each id's deliveries sit together in ``order``.
@@ -79,13 +95,12 @@ class Overlaps:
         found_ids = pairs = 0
         for business in range(len(bounds) - 1):
             low, high = bounds[business], bounds[business + 1]
-            if high - low < 2:
-                continue
+            found = inside.get(business, 0)
             if high - low == 2:  # the common case (an id and one copy), without a sweep
                 a, b = order[low], order[low + 1]
-                found = int(starts[a] < ends[b] and starts[b] < ends[a])
-            else:
-                found = overlapping_pairs((starts[i], ends[i]) for i in order[low:high])
+                found += int(starts[a] < ends[b] and starts[b] < ends[a])
+            elif high - low > 2:
+                found += overlapping_pairs((starts[i], ends[i]) for i in order[low:high])
             found_ids += found > 0
             pairs += found
         return Exposure(overlapping_ids=found_ids, overlapping_deliveries=pairs)
@@ -102,6 +117,18 @@ def overlapping_pairs(spans: Iterable[tuple[int, int]]) -> int:
         if end > start:
             heapq.heappush(running, end)
     return pairs
+
+
+def _record_spans(invocation: Invocation, message_ids: list[str]) -> list[tuple[int, int]]:
+    """Per record of ``message_ids``: its writes' first start and last end (records with no
+    write tied to them have no span)."""
+    spans: dict[str, tuple[int, int]] = {}
+    wanted = set(message_ids)
+    for write in invocation.writes:
+        if write.record_id in wanted:
+            start, end = spans.get(write.record_id, (write.started_ns, write.ended_ns))
+            spans[write.record_id] = (min(start, write.started_ns), max(end, write.ended_ns))
+    return list(spans.values())
 
 
 def exposure_reason(exposure: Exposure, repeated_ids: int, deliveries: int) -> str | None:
