@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from _pytest.nodeid import NodeId
 from hypothesis import settings
 
 from loadtest.backend.embedded import EmbeddedBackend
@@ -122,10 +121,11 @@ def _shared_fixtures(item: pytest.Item) -> list[str]:
     for name, definitions in info.name2fixturedefs.items():
         scope = definitions[-1].scope
         if scope in SHARED_SCOPES:
-            node = item.getparent(pytest.Class) if scope == "class" else None
-            home = node.nodeid if node is not None else item.nodeid.split("::", 1)[0]
-            if scope == "package":
-                home = item.path.parent.as_posix()
+            home = item.nodeid.split("::", 1)[0]  # the module
+            if scope == "class" and (cls := item.getparent(pytest.Class)) is not None:
+                home = cls.nodeid
+            elif scope == "package":
+                home = item.path.parent.relative_to(TESTS).as_posix()
             # Group names go after an "@" in node ids: no "::" or brackets in them.
             named.append(re.sub(r"[^\w.]+", ".", f"{home.removesuffix('.py')}.{name}"))
     return named
@@ -185,4 +185,6 @@ def _suffix_group(item: pytest.Item) -> None:
         }
     )
     if groups and hasattr(item, "_id"):
+        from _pytest.nodeid import NodeId  # pytest 9.2's
+
         item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
