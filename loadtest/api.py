@@ -10,7 +10,12 @@ Bad input raises the named errors the CLI maps to exit 2 (``InputError``,
 ``ScenarioError``, ``HandlerRefError``, ``ThresholdError``) and 3
 (``BackendError``, ``CredentialsError``). Prints nothing, never exits.
 
-``new_scenario`` writes a first, commented scenario for a handler (``loadtest new``).
+The report is the builder's model (``loadtest.reports.report``), judged by the
+plan's ``RunPlan`` (``loadtest.model.plan``: the cells' scenarios and the
+thresholds, built once); ``Report`` (``loadtest.reports.library``) is the typed
+view over it. ``new_scenario`` writes a first, commented scenario for a handler
+(``loadtest new``) and ``doctor_data_plane`` runs the doctor's mapping checks
+(both ``loadtest.assist``).
 
 ``run`` is ``execute(prepare(...))``: a caller that must act between the
 two (the CLI claims its report files once the scenario's name is known) calls
@@ -20,233 +25,82 @@ report marked incomplete.
 
 from __future__ import annotations
 
-import functools
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loadtest.assist import doctor_data_plane, new_scenario
 from loadtest.aws.clients import BackendKind
 from loadtest.deploy.remote_run import AttachTo
-from loadtest.doctor.checks import CheckResult
-from loadtest.emulation.environment.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
+from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.engine import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salvage
 from loadtest.errors import InputError
-from loadtest.model.checker import Counts
+from loadtest.inputs import TARGETS, backend_kind, resolve_scenario, resolve_variants
 from loadtest.model.cost import Prices
-from loadtest.model.handler_source import (
-    environment_reads,
-    hardcoded_tables,
-    id_attribute,
-    reports_item_failures,
-)
-from loadtest.model.scaffold import sample_template, scenario_text
-from loadtest.model.scenario import Scenario, load_scenario
-from loadtest.model.thresholds import check_scenario, check_variants, parse_thresholds
-from loadtest.reports.report import build_report, verdict_exit_code
+from loadtest.model.plan import Cell, RunPlan
+from loadtest.model.scenario import Scenario
+from loadtest.model.thresholds import Threshold, check_variants
+from loadtest.reports.library import LatencySummary, Report, RunReport
+from loadtest.reports.report import build
 
 if TYPE_CHECKING:
     from loadtest.interrupts import Stop
 
-TARGETS = ("embedded", "endpoint", "aws")
-
-
-@dataclass(frozen=True)
-class LatencySummary:
-    """One latency's percentiles, in microseconds (``None`` when nothing was measured).
-
-    The fields are ``loadtest.model.metrics.LATENCY_STATS`` spelled out (so type
-    checkers and editors know ``.p99``); a test holds the two equal.
-    """
-
-    count: int
-    min: float | None
-    p50: float | None
-    p90: float | None
-    p99: float | None
-    p99_9: float | None
-    max: float | None
-    mean: float | None
-    out_of_range: int = 0
-    """Values beyond the histogram's range: counted, never dropped silently."""
-
-
-@dataclass(frozen=True)
-class RunReport:
-    """One variant's run, as in the JSON report's ``runs[]``."""
-
-    variant: str
-    verdict: str
-    """"pass", "fail" or "inconclusive" (after the scenario's rules and thresholds)."""
-    counts: Counts
-    latency: Mapping[str, LatencySummary]
-    """By name (``end_to_end``, ``handler``, ``write``, ...), in microseconds."""
-    reasons: tuple[str, ...]
-    inconclusive: tuple[str, ...]
-    raw: Mapping[str, Any]
-    """The run's JSON object, every key."""
-
-    @property
-    def passed(self) -> bool:
-        return self.verdict == "pass"
-
-
-class Report:
-    """A run's or comparison's report: typed views over exactly the JSON report."""
-
-    def __init__(self, data: Mapping[str, Any]) -> None:
-        self._data = dict(data)
-        self.runs = [_run_report(run) for run in self._data["runs"]]
-
-    @property
-    def passed(self) -> bool:
-        """Whether every verdict passed (what makes the CLI exit 0)."""
-        return self.exit_code == 0
-
-    @property
-    def exit_code(self) -> int:
-        """0 all passed, 1 a verdict or threshold failed, 4 inconclusive (``verdict_exit_code``).
-
-        An interrupted run's report (``incomplete``) is judged the same way; the
-        CLI exits 130 for it instead.
-        """
-        return verdict_exit_code(self._data)
-
-    @property
-    def incomplete(self) -> str | None:
-        """Why the run stopped before its workload was settled (``None`` if it finished)."""
-        reason = self._data.get("incomplete_reason")
-        return str(reason) if reason is not None else None
-
-    def assert_passed(self, *replay: str) -> None:
-        """Raise ``AssertionError`` unless every verdict passed.
-
-        Its message is the explanation a person acts on: each run's verdict and the
-        counts that failed it, the first counterexample as the terminal shows it (a
-        race's reads and writes in order), and the command that replays the run, seed
-        included (``replay`` adds lines, such as a test runner's command).
-        """
-        __tracebackhide__ = True  # pytest: the failure points at the caller's line
-        if not self.passed:
-            from loadtest.reports.explain import explanation
-
-            raise AssertionError(explanation(self._data, replay))
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON report (``schema_version`` 1), as ``--json`` writes it."""
-        return json.loads(json.dumps(self._data))  # type: ignore[no-any-return]
-
-    def write_json(self, path: str | Path) -> Path:
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(self._data, indent=2) + "\n", encoding="utf-8")
-        return target
-
-    def write_html(self, path: str | Path) -> Path:
-        from loadtest.reports.html import render_html
-
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(render_html(self._data), encoding="utf-8")
-        return target
-
-    def __repr__(self) -> str:
-        verdicts = ", ".join(f"{r.variant}={r.verdict}" for r in self.runs)
-        return f"<Report {self._data['scenario']['name']}: {verdicts}>"
-
-
-def _run_report(run: Mapping[str, Any]) -> RunReport:
-    counts = Counts(
-        **{name: int(run["counts"].get(name, 0)) for name in Counts.__dataclass_fields__}
-    )
-    known = LatencySummary.__dataclass_fields__
-    latency = {
-        name: LatencySummary(**{k: v for k, v in values.items() if k in known})
-        for name, values in run.get("latency_us", {}).items()
-    }
-    return RunReport(
-        variant=str(run["variant"]),
-        verdict=str(run["verdict"]),
-        counts=counts,
-        latency=latency,
-        reasons=tuple(run.get("reasons", [])),
-        inconclusive=tuple(run.get("inconclusive", [])),
-        raw=run,
-    )
-
-
-def resolve_scenario(scenario: str | Path | Scenario) -> Scenario:
-    if isinstance(scenario, Scenario):
-        return check_scenario(scenario)
-    return check_scenario(load_scenario(str(scenario)))
-
-
-def resolve_variants(
-    scenario: Scenario, variants: Sequence[str] = (), handlers: Sequence[str] = ()
-) -> list[HandlerRef]:
-    """The consumers to run: named variants (comma lists allowed) and handler references.
-
-    With neither, the scenario's own variants.
-    """
-    names = [v.strip() for item in variants for v in item.split(",") if v.strip()]
-    if not names and not handlers:
-        names = list(scenario.variants)
-        if not names:
-            raise InputError(
-                f"{scenario.source}: variants = [] names no consumer; give one with --handler "
-                "path/to/file.py:function (or --variants NAME)"
-            )
-    refs = []
-    for name in names:
-        if name not in BUILTIN_VARIANTS and ":" not in name:
-            raise InputError(
-                f"unknown variant {name!r}; built-in variants: {', '.join(BUILTIN_VARIANTS)} "
-                "(or give a handler as package.module:function or path/to/file.py:function)"
-            )
-        refs.append(parse_ref(name))
-    refs.extend(parse_ref(h) for h in handlers)
-    return refs
-
-
-def backend_kind(target: str | None, endpoint_url: str | None) -> BackendKind:
-    """embedded (default), an endpoint (when ``endpoint_url`` is given) or real AWS.
-
-    ``target="embedded"`` with an ``endpoint_url`` is an embedded backend already
-    running there (a test session's, ``loadtest serve``): used as it is, left running.
-    """
-    if target is not None and target not in TARGETS:
-        raise InputError(f"target {target!r} is not allowed; allowed: {', '.join(TARGETS)}")
-    if target == "aws":
-        if endpoint_url:
-            raise InputError("endpoint_url and target 'aws' exclude each other; give one")
-        return BackendKind.AWS
-    if target == "endpoint" and not endpoint_url:
-        raise InputError("target 'endpoint' needs endpoint_url")
-    if target == "embedded":
-        return BackendKind.EMBEDDED
-    return BackendKind.ENDPOINT if endpoint_url else BackendKind.EMBEDDED
+__all__ = [
+    "TARGETS",
+    "LatencySummary",
+    "Plan",
+    "Report",
+    "RunReport",
+    "backend_kind",
+    "doctor_data_plane",
+    "execute",
+    "explore",
+    "new_scenario",
+    "prepare",
+    "report_of",
+    "resolve_scenario",
+    "resolve_variants",
+    "run",
+    "salvaged",
+]
 
 
 @dataclass(frozen=True)
 class Plan:
     """A run checked and ready: bad input has already raised."""
 
-    scenario: Scenario
-    """With the overrides applied."""
+    run: RunPlan
+    """The scenario (overrides applied), its cells' scenarios, the thresholds parsed, the
+    price table and the repeats: what the engine runs and the report is judged by."""
     refs: tuple[HandlerRef, ...]
-    thresholds: tuple[str, ...]
     kind: BackendKind
     endpoint_url: str | None
-    cells: tuple[dict[str, Any], ...]
-    """One run per cell of overrides and variant; ``({},)`` for a plain run."""
-    prices: Prices | None = None
-    """The price table for the cost per million messages (None: the committed one)."""
-    repeat: int = 1
-    """Runs of the workload, under seeds s, s+1, ... (each a cell ``{"seed": ...}``)."""
     deployed: bool = False
     """The variants run as Lambda functions behind real event source mappings (always on
     real AWS; on an endpoint with ``deploy=True``) instead of local environments."""
+
+    @property
+    def scenario(self) -> Scenario:
+        """With the overrides applied."""
+        return self.run.scenario
+
+    @property
+    def thresholds(self) -> tuple[Threshold, ...]:
+        return self.run.thresholds
+
+    @property
+    def cells(self) -> tuple[Cell, ...]:
+        return self.run.cells
+
+    @property
+    def prices(self) -> Prices | None:
+        return self.run.prices
+
+    @property
+    def repeat(self) -> int:
+        return self.run.repeat
 
 
 def prepare(
@@ -278,17 +132,16 @@ def prepare(
     )
     handlers = [handler] if isinstance(handler, str) else list(handler or ())
     refs = resolve_variants(resolved, variants, handlers)
-    check_variants(parse_thresholds(thresholds), [ref.variant for ref in refs])
     kind = backend_kind(target, endpoint_url)
-    grid = tuple(dict(cell) for cell in cells) if cells else ({},)
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
         raise InputError(f"repeat must be a whole number of runs, 1 or more; got {repeat!r}")
-    if repeat > 1:
-        if cells:
-            raise InputError(
-                "repeat runs one workload under several seeds; it takes no sweep cells"
-            )
-        grid = tuple({"seed": resolved.seed + i} for i in range(repeat))
+    if repeat > 1 and cells:
+        raise InputError("repeat runs one workload under several seeds; it takes no sweep cells")
+    planned = RunPlan.of(
+        resolved, tuple(thresholds), cells=list(cells or ()), prices=price_table, repeat=repeat
+    )
+    # The caller's thresholds (a scenario's own may name variants a selection leaves out).
+    check_variants(planned.thresholds[len(resolved.thresholds) :], [ref.variant for ref in refs])
     if deploy and kind is BackendKind.EMBEDDED:
         raise InputError(
             "deploying (or attaching) needs endpoint_url, a backend that runs Lambda "
@@ -301,26 +154,14 @@ def prepare(
             "without deploy); not with target 'aws', deploy or an attached function"
         )
     if not deployed:
-        _check_capacity(resolved, refs, grid)
-    return Plan(
-        resolved,
-        tuple(refs),
-        tuple(thresholds),
-        kind,
-        endpoint_url,
-        grid,
-        price_table,
-        repeat,
-        deployed,
-    )
+        _check_capacity(refs, planned.cells)
+    return Plan(planned, tuple(refs), kind, endpoint_url, deployed)
 
 
-def _check_capacity(
-    scenario: Scenario, refs: Sequence[HandlerRef], cells: Sequence[Mapping[str, Any]]
-) -> None:
+def _check_capacity(refs: Sequence[HandlerRef], cells: Sequence[Cell]) -> None:
     from loadtest.emulation.environment.capacity import estimate, machine, refuse_beyond
 
-    runs = [scenario.with_overrides(**cell) for cell in cells]
+    runs = [cell.scenario for cell in cells]
     per_run = [
         sum(m.copies for m in s.workload.messages)
         if s.workload.messages
@@ -374,20 +215,12 @@ def execute(
         salvage=salvage,
         cleanup_timeout_s=cleanup_timeout_s or CLEANUP_TIMEOUT_S,
     )
-    return _report(plan, runtime.run(plan.scenario, plan.refs, options), command)
+    return report_of(plan.run, runtime.run(plan.scenario, plan.refs, options), command)
 
 
-def _report(plan: Plan, result: RunResult, command: str | None) -> Report:
-    """A run's result judged against what its plan asked (thresholds, prices, repeats)."""
-    return Report(
-        build_report(
-            result,
-            command=command,
-            thresholds=plan.thresholds,
-            prices=plan.prices,
-            repeat=plan.repeat > 1,
-        )
-    )
+def report_of(plan: RunPlan, result: RunResult, command: str | None = None) -> Report:
+    """A run's result judged as its plan asks (thresholds, prices, repeats)."""
+    return Report(build(result, plan, command=command))
 
 
 def salvaged(
@@ -397,7 +230,7 @@ def salvaged(
     if not salvage.runs or salvage.target is None:
         return None
     partial = RunResult(plan.scenario, salvage.target, list(salvage.runs), incomplete=why)
-    return _report(plan, partial, command)
+    return report_of(plan.run, partial, command)
 
 
 def run(
@@ -532,101 +365,3 @@ def explore(
         result = explore_schedules(resolved, refs[0], resolved_target, options)
     scenario_ref = resolved.name if not isinstance(scenario, str | Path) else str(scenario)
     return Report(explore_report(result, scenario_ref=scenario_ref, command=command))
-
-
-def new_scenario(
-    handler: str, *, sample_message: str | Path | None = None, id_field: str | None = None
-) -> str:
-    """The commented scenario ``loadtest new`` writes for ``handler``: the body template
-    from ``sample_message`` (a JSON file: a body, an SNS notification, an EventBridge event
-    or a Lambda SQS event), ``{id}`` where ``id_field`` is, the environment variables and
-    table names the handler's source reads, and, with a sample, the table's key as a dry
-    run of the handler on one message shows it (``loadtest.engine.dry_run``; the handler's
-    code runs). Bad input raises ``InputError``."""
-    ref = parse_ref(handler)
-    origin = ref.path or _module_file(str(ref.module))
-    try:
-        source = Path(origin).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"the handler's source {origin!r} could not be read: {exc}") from exc
-    sample = None
-    if sample_message is not None:
-        path = Path(sample_message)
-        try:
-            message = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"sample message {str(path)!r} could not be read: {exc}") from exc
-        except ValueError as exc:
-            raise InputError(f"sample message {str(path)!r} is not JSON: {exc}") from exc
-        sample = sample_template(message, id_field, str(path))
-    elif id_field is not None:
-        raise InputError("--id-field names a field of the sample message: give --sample-message")
-    write = functools.partial(
-        scenario_text,
-        handler,
-        sample,
-        None if sample_message is None else str(sample_message),
-        environment_reads(source, origin),
-        tables=hardcoded_tables(source, origin),
-        item_failures=reports_item_failures(source, origin),
-        stored_as=None if sample is None else id_attribute(source, sample.id_key, origin),
-    )
-    if sample is None:
-        return write()
-    # A dry run of the scenario as written shows the table key the handler writes.
-    from loadtest.engine.dry_run import first_write_key
-    from loadtest.model.scenario import parse_text
-
-    guessed = parse_text(write(), "the scenario `loadtest new` writes", "new")
-    return write(table_key=first_write_key(guessed, ref))
-
-
-def _module_file(module: str) -> str:
-    import importlib.util
-    import os
-    import sys
-
-    sys.path.insert(0, os.getcwd())
-    try:
-        spec = importlib.util.find_spec(module)
-    finally:
-        sys.path.remove(os.getcwd())
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        raise InputError(f"the source of handler module {module!r} cannot be found")
-    return spec.origin
-
-
-def doctor_data_plane(
-    kind: BackendKind,
-    endpoint_url: str | None,
-    *,
-    on_check: Callable[[CheckResult], None] | None = None,
-) -> tuple[list[CheckResult], str | None]:
-    """The doctor's data-plane checks (``loadtest.doctor.mapping``) where they can run.
-
-    On loadtest's own backend (embedded, or ``loadtest serve`` behind ``endpoint_url``)
-    against the emulated event source mapping; on another endpoint that serves Lambda
-    through a deployed probe function and mapping. Returns the results and, when the
-    checks did not run, why (a sentence for the user). Never against real AWS: that
-    would deploy functions in the user's account.
-    """
-    import anyio
-
-    from loadtest.aws.clients import Target, served_sqs_requests
-
-    if kind is BackendKind.AWS or not endpoint_url:
-        return [], "the data-plane checks run on an endpoint (--endpoint-url) or embedded only"
-    target = Target.resolve(BackendKind.ENDPOINT, endpoint_url)
-    if anyio.run(served_sqs_requests, target, backend="asyncio") is not None:
-        from loadtest.engine.doctor_probe import run_mapping_checks as emulated
-
-        return emulated(endpoint_url, on_check=on_check), None
-    from loadtest.deploy.doctor_probe import run_mapping_checks as deployed
-    from loadtest.deploy.doctor_probe import serves_lambda
-
-    if not serves_lambda(endpoint_url):
-        return [], (
-            f"{endpoint_url} serves no Lambda: the data-plane checks (mapping concurrency, "
-            "redelivery in flight, partial batch responses, FIFO order) did not run"
-        )
-    return deployed(endpoint_url, on_check=on_check), None

@@ -216,8 +216,7 @@ class Loadtest:
 
     def _keep(self, report: Report) -> None:
         self.reports.append(report)
-        data = report.to_dict()
-        stem = f"{len(self.reports):02d}-{_safe_name(data['scenario']['name'])}"
+        stem = f"{len(self.reports):02d}-{_safe_name(report.model.name)}"
         json_path = report.write_json(self.directory / f"{stem}.json")
         html_path = report.write_html(self.directory / f"{stem}.html")
         # Appended as record_property does, without its warning under junit_family xunit2.
@@ -234,7 +233,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         from loadtest.reports.explain import explanation
 
         for failed in bound.unexplained_failures():
-            text = explanation(failed.to_dict(), [f"Replay this test: {bound.replay_test}"])
+            text = explanation(failed.model, [f"Replay this test: {bound.replay_test}"])
             report.sections.append(("loadtest: why the run did not pass", text))
     return report
 

@@ -29,6 +29,7 @@ from loadtest.errors import InputError
 from loadtest.model.checker import BAD_WHEN_NONZERO
 from loadtest.model.scenario import Scenario, parse_scenario, to_raw
 from loadtest.model.shrink import Outcome, Shrunk, shrink, to_toml
+from loadtest.reports.model import ReportModel, RunModel, as_model
 
 DEFAULT_TRIES = 5
 
@@ -54,18 +55,16 @@ class ShrinkResult:
         return f"loadtest run {path} --variant {self.variant} --seed {self.shrunk.seed}{repeat}"
 
 
-def failing_run(
-    report: Mapping[str, Any], variant: str | None
-) -> tuple[Mapping[str, Any], tuple[str, ...]]:
+def failing_run(report: ReportModel, variant: str | None) -> tuple[RunModel, tuple[str, ...]]:
     """The run to shrink and the anomaly counts it showed; ``InputError`` if none fails."""
-    runs = [r for r in report.get("runs", []) if variant is None or r.get("variant") == variant]
+    runs = [r for r in report.runs if variant is None or r.variant == variant]
     if variant is not None and not runs:
-        names = sorted({str(r.get("variant")) for r in report.get("runs", [])})
+        names = sorted({r.variant for r in report.runs})
         raise InputError(
             f"the report has no run of variant {variant!r}; variants: {', '.join(names)}"
         )
     for run in runs:
-        counts = run.get("counts") or {}
+        counts = run.counts
         shown = tuple(name for name in BAD_WHEN_NONZERO if (counts.get(name) or 0) > 0)
         if shown:
             return run, shown
@@ -75,8 +74,8 @@ def failing_run(
     )
 
 
-def _scenario_of(report: Mapping[str, Any]) -> Scenario:
-    raw = dict(report.get("scenario") or {})
+def _scenario_of(report: ReportModel) -> Scenario:
+    raw = dict(report.scenario)
     source = str(raw.pop("source", "the report's scenario"))
     try:
         return parse_scenario(raw, source=f"{source} (from the report)")
@@ -85,7 +84,7 @@ def _scenario_of(report: Mapping[str, Any]) -> Scenario:
 
 
 def shrink_report(
-    report: Mapping[str, Any],
+    report: ReportModel | Mapping[str, Any],
     *,
     variant: str | None = None,
     tries: int = DEFAULT_TRIES,
@@ -101,10 +100,11 @@ def shrink_report(
     """
     if isinstance(tries, bool) or not isinstance(tries, int) or tries < 1:
         raise InputError(f"tries must be a whole number, 1 or more; got {tries!r}")
+    report = as_model(report)
     run, anomalies = failing_run(report, variant)
-    name = str(run["variant"])
+    name = run.variant
     original = _scenario_of(report)
-    seed = int(run.get("seed", report.get("seed", original.seed)))
+    seed = run.seed if run.seed is not None else int(report.known("seed", original.seed))
     original = original.with_overrides(seed=seed)
 
     def probe(overrides: Mapping[str, Any]) -> Outcome:

@@ -179,7 +179,7 @@ def run_remote(
     finally:
         signal.signal(signal.SIGTERM, previous)
     if not quiet:
-        out.print(render(report.to_dict()))
+        out.print(render(report.model))
         if keep and target_to is None:
             out.print(Text(f"Kept run {run_id}'s resources: loadtest cleanup --run {run_id}"))
         for path in written:

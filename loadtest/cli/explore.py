@@ -150,7 +150,7 @@ def explore(
     except BaseException as exc:
         raise_mapped(exc)
     if not quiet:
-        out.print(Text(explore_text(report.to_dict())))
+        out.print(Text(explore_text(report.model)))
         for path in written:
             out.print(Text(f"Report: {Path(path)}", style="dim"))
     raise typer.Exit(report.exit_code)

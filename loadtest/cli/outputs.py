@@ -15,7 +15,7 @@ from typing import Any
 from loadtest.api import Report
 from loadtest.errors import InputError
 from loadtest.model.scenario import Scenario
-from loadtest.reports.report import SCHEMA_VERSION
+from loadtest.reports.model import SCHEMA_VERSION, ReportModel
 
 
 def write_text(path: Path, text: str) -> None:
@@ -100,11 +100,11 @@ class Outputs:
         if self.hgrm is not None:
             check_writable(self.hgrm, directory=True)
 
-    def write(self, report: dict[str, Any], out_dir: Path | None) -> list[Path]:
-        from loadtest.reports.formats import junit_xml, markdown_summary
+    def write(self, report: ReportModel, out_dir: Path | None) -> list[Path]:
+        from loadtest.reports.formats import hgrm_files, junit_xml, markdown_summary
 
         written = []
-        renderers: list[tuple[Path | None, Callable[[dict[str, Any]], str]]] = [
+        renderers: list[tuple[Path | None, Callable[[ReportModel], str]]] = [
             (self.html, html_text),
             (self.markdown, markdown_summary),
             (self.junit, junit_xml),
@@ -117,8 +117,6 @@ class Outputs:
             write_text(path, renderer(report))
             written.append(path)
         if self.hgrm is not None:
-            from loadtest.model.metrics import hgrm_files
-
             directory = (
                 self.hgrm if out_dir is None or self.hgrm.is_absolute() else out_dir / self.hgrm
             )
@@ -128,7 +126,7 @@ class Outputs:
         return written
 
 
-def html_text(report: dict[str, Any]) -> str:
+def html_text(report: ReportModel) -> str:
     from loadtest.reports.html import render_html
 
     return render_html(report)
@@ -162,12 +160,13 @@ def plan_outputs(
 
 
 def write_reports(report: Report, json_path: Path, outputs: Outputs) -> list[Path]:
-    data = report.to_dict()
-    write_json(json_path, data)
-    return [json_path, *outputs.write(data, None)]
+    write_json(json_path, report.to_dict())
+    return [json_path, *outputs.write(report.model, None)]
 
 
-def read_report(path: Path) -> dict[str, Any]:
+def read_report(path: Path) -> ReportModel:
+    """A saved JSON report read into the report model; refused (``InputError``) unless it
+    is a complete report of this schema version, naming what is missing."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -184,4 +183,4 @@ def read_report(path: Path) -> dict[str, Any]:
             f" and {len(missing) - 8} more" if len(missing) > 8 else ""
         )
         raise InputError(f"{str(path)!r} is not a complete loadtest report: missing {shown}")
-    return data
+    return ReportModel.from_json(data)

@@ -113,12 +113,12 @@ def execute_run(
                 )
             if metric is not None:
                 # Which grid the terminal and the page show first (a sweep).
-                result = Report({**result.to_dict(), "sweep_metric": metric})
+                result = Report(result.model.with_extra(sweep_metric=metric))
             written = write_reports(result, json_path, outputs)
         except BaseException as exc:
             end_early(exc, plan, salvage, json_path, outputs, stop)
     if not quiet:
-        out.print(render(result.to_dict()))
+        out.print(render(result.model))
         for path in written:
             out.print(Text(f"Report: {path}", style="dim"))
     if result.incomplete is not None:

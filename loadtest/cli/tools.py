@@ -216,7 +216,8 @@ def diff(
 
     Exit code 0 when nothing regressed, 1 when something did, 2 for bad input.
     """
-    from loadtest.reports.diff import diff_reports, parse_tolerance, render_diff_table
+    from loadtest.reports.diff import diff_reports, parse_tolerance
+    from loadtest.reports.diff_view import render_diff_table
 
     try:
         tolerance = parse_tolerance(max_regression)

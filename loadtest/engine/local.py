@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
@@ -58,6 +58,7 @@ from loadtest.model.history import EndState, History
 from loadtest.model.judging import judge
 from loadtest.model.metrics import latencies
 from loadtest.model.observation import SharedValues
+from loadtest.model.plan import Cell, cells_of
 from loadtest.model.scenario import Scenario
 from loadtest.model.schedule import PlannedMessage, plan
 from loadtest.producer.processes import producing
@@ -277,26 +278,28 @@ async def sweep_async(
     scenario: Scenario,
     refs: Sequence[HandlerRef],
     target: aws.Target,
-    cells: Sequence[dict[str, Any]],
+    cells: Sequence[Cell | Mapping[str, Any]],
     *,
     on_progress: ProgressCallback | None = None,
     clock: Clock = time.monotonic_ns,
     cleanup_timeout_s: float = CLEANUP_TIMEOUT_S,
     salvage: Salvage | None = None,
 ) -> RunResult:
-    """Run every variant once per cell (a dict of scenario overrides), in order.
+    """Run every variant once per cell (``loadtest.model.plan.Cell``, or a mapping of
+    scenario overrides made into one), in order.
 
     The cells' scenarios are built (and validated) before anything runs. Each
     variant run is also added to ``salvage`` as it ends.
     """
-    scenarios = [scenario.with_overrides(**cell) for cell in cells]
+    planned_cells = cells_of(scenario, cells)
     salvage = salvage if salvage is not None else Salvage()
     salvage.target = target
     await check_reachable(target)
     run_id = aws.new_run_id()
     runs = []
     index = 0
-    for cell, cell_scenario in zip(cells, scenarios, strict=True):
+    for cell in planned_cells:
+        cell_scenario = cell.scenario
         planned = plan(cell_scenario.workload, cell_scenario.seed)
         for ref in refs:
             names = aws.ResourceNames.for_run(run_id, index)
@@ -312,7 +315,7 @@ async def sweep_async(
                 cleanup_timeout_s=cleanup_timeout_s,
                 salvage=salvage,
             )
-            variant_run.cell = dict(cell)
+            variant_run.cell = dict(cell.overrides)
             runs.append(variant_run)
     return RunResult(scenario=scenario, target=target, runs=runs)
 
@@ -340,7 +343,7 @@ def run(
     kind: aws.BackendKind = aws.BackendKind.EMBEDDED,
     endpoint_url: str | None = None,
     on_progress: ProgressCallback | None = None,
-    cells: Sequence[dict[str, Any]] = ({},),
+    cells: Sequence[Cell | Mapping[str, Any]] = ({},),
     stop: Stop | None = None,
     cleanup_timeout_s: float = CLEANUP_TIMEOUT_S,
     salvage: Salvage | None = None,
@@ -353,8 +356,7 @@ def run(
     ``salvage`` (the caller's) keeps the finished runs and what is not yet
     deleted even if this raises.
     """
-    for cell in cells:
-        scenario.with_overrides(**cell)  # bad input fails before the backend starts
+    cells = cells_of(scenario, cells)  # bad input fails before the backend starts
     salvage = salvage if salvage is not None else Salvage()
     with backend_target(kind, endpoint_url) as target:
 

@@ -11,7 +11,7 @@ by what was measured. ``runtime_for`` is the one place that chooses.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -20,6 +20,7 @@ from loadtest.deploy.remote_run import AttachTo
 from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.engine.results import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salvage
 from loadtest.interrupts import Stop
+from loadtest.model.plan import Cell
 from loadtest.model.scenario import Scenario
 
 
@@ -27,8 +28,9 @@ from loadtest.model.scenario import Scenario
 class RunOptions:
     """How a run is run, whatever the runtime (each runtime uses what applies to it)."""
 
-    cells: Sequence[dict[str, Any]] = ({},)
-    """One run per cell of overrides and variant (local only)."""
+    cells: Sequence[Cell | Mapping[str, Any]] = ({},)
+    """One run per cell and variant (local only): the plan's cells, their scenarios
+    already built (a mapping of overrides is made into a cell)."""
     on_progress: ProgressCallback | None = None
     stop: Stop | None = None
     salvage: Salvage | None = None

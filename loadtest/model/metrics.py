@@ -264,21 +264,3 @@ def hgrm(histogram: HdrHistogram) -> str:
     buffer = io.BytesIO()
     histogram.output_percentile_distribution(buffer, HGRM_SCALE)
     return buffer.getvalue().decode("ascii")
-
-
-def hgrm_files(report: dict[str, Any]) -> dict[str, str]:
-    """``{file name: .hgrm text}`` for every variant run and latency with samples."""
-    files: dict[str, str] = {}
-    for index, run in enumerate(report.get("runs", [])):
-        label = _safe(run.get("variant", f"run{index}"))
-        if run.get("cell"):
-            label += "-" + "-".join(f"{k}{v}" for k, v in run["cell"].items())
-        for name, encoded in run.get("latency_hdr", {}).items():
-            histogram = decode(encoded)
-            if histogram.get_total_count():
-                files[f"{index:02d}-{label}-{name}.hgrm"] = hgrm(histogram)
-    return files
-
-
-def _safe(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[-60:]

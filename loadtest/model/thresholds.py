@@ -1,19 +1,19 @@
 """Thresholds: k6-style pass/fail expressions evaluated over one run of the JSON report.
 
-Owns the evaluation of a threshold against one run of a report (``schema_version`` 1)
-or a repeat's statistics, applying thresholds to a report, and the explicit relaxation
-of the default verdict for demonstration scenarios. The grammar and its parser are
+Owns the evaluation of a threshold against the figures of one run of a report
+(``schema_version`` 1) or a repeat's statistics, and which reasons the explicit
+relaxation of the default verdict drops for demonstration scenarios (applying both to
+a run is ``loadtest.reports.judge``'s). The grammar and its parser are
 ``loadtest.model.threshold_grammar``'s; their names are re-exported here. Pure: no I/O,
-no clock, no printing; the report dicts passed in are never mutated (new ones are
-returned).
+no clock, no printing; what is passed in is never mutated.
 
 Relaxing the default verdict (a demonstration scenario may expect
 the racy variant to fail). Two pieces, both explicit:
 
 1. *Expect* the failure with an ordinary threshold, which passes only when the
    race reproduced: ``read-then-write: duplicate_writes > 0``.
-2. *Relax* the default verdict for that variant with
-   :func:`relax_default_verdict`, naming which default-verdict reasons the
+2. *Relax* the default verdict for that variant (``loadtest.reports.judge``;
+   :func:`relaxed_reasons` says which reasons go), naming which default-verdict reasons the
    scenario allows (``duplicate_writes``, ``conflicting_writes``,
    ``lost_outcomes``). A scenario file would say so in a table such as::
 
@@ -30,14 +30,13 @@ the day the race stops reproducing; pairing the two keeps it honest.
 
 from __future__ import annotations
 
-import copy
 import math
 import operator
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from loadtest.errors import InputError
-from loadtest.model.checker import Counts, default_reasons, verdict_of
+from loadtest.model.checker import Counts, default_reasons
 from loadtest.model.scenario import RELAXABLE
 from loadtest.model.threshold_grammar import (
     AGGREGATES,
@@ -64,7 +63,6 @@ __all__ = [
     "Operator",
     "Threshold",
     "allowed_help",
-    "apply_thresholds",
     "check_scenario",
     "check_variants",
     "evaluate",
@@ -72,7 +70,7 @@ __all__ = [
     "observe",
     "parse_threshold",
     "parse_thresholds",
-    "relax_default_verdict",
+    "relaxed_reasons",
 ]
 
 _COMPARE: Mapping[Operator, Callable[[float, float], bool]] = {
@@ -118,37 +116,14 @@ def evaluate_aggregate(threshold: Threshold, statistics: Mapping[str, Any]) -> d
     return {"expr": threshold.expr, "observed": observed, "ok": ok}
 
 
-def apply_thresholds(report: Mapping[str, Any], thresholds: Iterable[Threshold]) -> dict[str, Any]:
-    """A new report whose runs carry the results of the thresholds that apply to them.
+def relaxed_reasons(
+    reasons: Iterable[str], counts: Mapping[str, Any], allowed: Collection[str], *, timed_out: bool
+) -> tuple[list[str], list[str]]:
+    """``reasons`` split into those kept and those the ``allowed`` counts drop.
 
-    Each run's ``thresholds`` list is replaced (so applying twice is the same
-    as once); if any result failed, its ``verdict`` becomes "fail", or
-    "inconclusive" for an incomplete run (``verdict_of``). An existing "fail" is
-    kept: thresholds add to the default verdict, never relax it.
-    """
-    chosen = [t for t in thresholds if t.aggregate is None]
-    out: dict[str, Any] = copy.deepcopy(dict(report))
-    for run in out["runs"]:
-        results = [evaluate(t, run) for t in chosen if t.applies_to(run["variant"])]
-        run["thresholds"] = results
-        if any(not r["ok"] for r in results) and run["verdict"] != "fail":
-            run["verdict"] = verdict_of(
-                run.get("reasons", []),
-                run.get("inconclusive", []),
-                failed_thresholds=True,
-                incomplete=bool(run.get("incomplete")),
-            ).value
-    return out
-
-
-def relax_default_verdict(run: Mapping[str, Any], allowed: Collection[str]) -> dict[str, Any]:
-    """A new run with the default-verdict reasons for the ``allowed`` counts dropped.
-
-    ``allowed`` holds names from :data:`RELAXABLE`; only the scenario may pass
-    them (see the module docstring). The dropped reasons move to
-    ``relaxed_reasons``. The verdict is then "fail" if any reason remains or any
-    threshold result failed, else "pass", so this may run before or after
-    :func:`apply_thresholds`.
+    ``allowed`` holds names from :data:`RELAXABLE`; only the scenario may pass them (see
+    the module docstring). The checker's own sentences for just the allowed counts are
+    dropped, so only those exact reasons go and anything else the run reported stays.
     """
     unknown = sorted(set(allowed) - set(RELAXABLE))
     if unknown:
@@ -156,23 +131,9 @@ def relax_default_verdict(run: Mapping[str, Any], allowed: Collection[str]) -> d
             f"cannot relax {', '.join(unknown)}; relaxable: {', '.join(RELAXABLE)} "
             "(unsettled messages and send failures always fail a run)"
         )
-    out: dict[str, Any] = copy.deepcopy(dict(run))
-    counts = out.get("counts", {})
-    # The checker's own sentences for just the allowed counts, so only those
-    # exact reasons are dropped and anything else the run reported stays.
     only_allowed = Counts(
         **{name: (int(counts.get(name, 0)) if name in allowed else 0) for name in COUNT_NAMES}
     )
-    droppable = set(default_reasons(only_allowed, timed_out=bool(out.get("timed_out", False))))
-    reasons = list(out.get("reasons", []))
-    out["reasons"] = [r for r in reasons if r not in droppable]
-    out["relaxed_reasons"] = list(out.get("relaxed_reasons", [])) + [
-        r for r in reasons if r in droppable
-    ]
-    out["verdict"] = verdict_of(
-        out["reasons"],
-        out.get("inconclusive", []),
-        failed_thresholds=any(not r.get("ok", False) for r in out.get("thresholds", [])),
-        incomplete=bool(out.get("incomplete")),
-    ).value
-    return out
+    droppable = set(default_reasons(only_allowed, timed_out=timed_out))
+    listed = list(reasons)
+    return [r for r in listed if r not in droppable], [r for r in listed if r in droppable]

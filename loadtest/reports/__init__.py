@@ -1,9 +1,14 @@
-"""Reports: the JSON document of a run, and every way it is shown.
+"""Reports: the report of a run, and every way it is shown.
 
-Owns the report model (``report``: the JSON report's contract, built from an
-engine result), its checks (``reportcheck``), the terminal table
-(``render``), the HTML page (``html`` and ``templates/``), Markdown, JUnit
-and .hgrm (``formats``) and the regression diff (``diff``). Renders from the
-JSON dict, so a saved report shows exactly what the run showed. Prints
-nothing and writes no file: the CLI and ``loadtest.api.Report`` do.
+Owns the report model (``model``: one frozen ``ReportModel`` whose serialisation
+is the JSON report), its builder (``report``, reading a run's history in
+``passes`` and judging it in ``judge``), the checks of a saved JSON
+(``reportcheck``), the library's typed views (``library``), the terminal table
+(``render``, ``repeat_view``, ``heatmap``), the HTML page (``html``,
+``charts``, ``timeline`` and ``templates/``), Markdown, JUnit and .hgrm
+(``formats``), the failed-assertion text (``explain``) and the regression diff
+(``diff``, shown by ``diff_view``). Every rendering reads the model, and a
+saved report is read back into the same model, so it shows exactly what the
+run showed. Prints nothing and writes no file but what ``library.Report`` is
+asked to; the CLI writes the rest.
 """

@@ -17,6 +17,7 @@ from typing import Any
 from markupsafe import Markup
 
 from loadtest.model.metrics import format_us, values_at_percentiles
+from loadtest.reports.model import RunModel
 
 PALETTE = ("#2563eb", "#ea580c", "#7c3aed", "#0891b2", "#db2777", "#854d0e", "#4b5563", "#65a30d")
 """Line colours, one per run in report order (cycled past eight); no red or green,
@@ -309,11 +310,11 @@ def svg_step_chart(
     return Markup("".join(out))
 
 
-def step_series(run: Mapping[str, Any], name: str, *, per_s: bool) -> list[tuple[float, float]]:
-    series = run.get("series") or {}
+def step_series(run: RunModel, name: str, *, per_s: bool) -> list[tuple[float, float]]:
+    series = run.series
     values = series.get(name) or []
     interval_s = float(series.get("interval_s") or 1.0)
-    duration_s = float((run.get("throughput") or {}).get("duration_s") or len(values) * interval_s)
+    duration_s = float(run.throughput.get("duration_s") or len(values) * interval_s)
     points: list[tuple[float, float]] = []
     for i, count in enumerate(values):
         start = i * interval_s

@@ -1,9 +1,11 @@
 """Regression check: compare a new JSON report against a baseline.
 
 Owns the comparison rules of ``loadtest diff`` (which metrics, what counts as
-a regression, the tolerance syntax) and the table that shows the result.
-Pure: takes report dicts already loaded, reads no files, prints nothing and
-sets no exit code — the CLI does that (exit 1 when ``not result.ok``).
+a regression, the tolerance syntax).
+Pure: takes reports already loaded (report models, or their JSON, checked and
+read into models), reads no files, prints nothing and sets no exit code — the
+CLI does that (exit 1 when ``not result.ok``). The table that shows a result is
+``diff_view``'s.
 
 Rules, per variant (matched by name) and metric:
 
@@ -36,18 +38,15 @@ A variant in only one report is listed in ``only_in_baseline`` /
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from rich.table import Table
-from rich.text import Text
-
 from loadtest.errors import InputError
 from loadtest.model.checker import BAD_WHEN_NONZERO, INCONCLUSIVE_WHEN_NONZERO
 from loadtest.model.confidence import mann_whitney, median
-from loadtest.model.metrics import format_us
+from loadtest.reports.model import ReportModel, RunModel, as_model
 
 SUPPORTED_SCHEMA_VERSION = 1
 
@@ -162,25 +161,30 @@ def parse_tolerance(text: str) -> float:
     return number
 
 
-def _validate(report: Mapping[str, Any], label: str) -> None:
-    version = report.get("schema_version")
+def _validate(report: ReportModel | Mapping[str, Any], label: str) -> None:
+    """Refuse what is not a report this version reads (a model was checked when it was read)."""
+    version: Any
+    scenario: Any
+    if isinstance(report, ReportModel):
+        version, scenario, runs_ok = report.schema_version, report.scenario, True
+    else:
+        version, scenario, runs = (report.get(k) for k in ("schema_version", "scenario", "runs"))
+        runs_ok = isinstance(runs, list) and all(
+            isinstance(run, Mapping) and isinstance(run.get("variant"), str) for run in runs
+        )
     if version != SUPPORTED_SCHEMA_VERSION:
         raise InputError(
             f"{label}: schema_version {version!r} is not supported; "
             f"loadtest diff reads schema_version {SUPPORTED_SCHEMA_VERSION} reports"
         )
-    scenario = report.get("scenario")
-    runs = report.get("runs")
     if not isinstance(scenario, Mapping) or not isinstance(scenario.get("name"), str):
         raise InputError(f"{label}: not a loadtest report (scenario.name is missing)")
-    if not isinstance(runs, list) or not all(
-        isinstance(run, Mapping) and isinstance(run.get("variant"), str) for run in runs
-    ):
+    if not runs_ok:
         raise InputError(f"{label}: not a loadtest report (runs[] with a variant each expected)")
 
 
-def _get(run: Mapping[str, Any], path: str) -> float | None:
-    node: Any = run
+def _get(run: RunModel, path: str) -> float | None:
+    node: Any = run.figures()
     for key in path.split("."):
         if not isinstance(node, Mapping) or key not in node:
             return None
@@ -237,14 +241,14 @@ def _row(
     )
 
 
-def _by_variant(runs: list[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
-    grouped: dict[str, list[Mapping[str, Any]]] = {}
+def _by_variant(runs: Sequence[RunModel]) -> dict[str, list[RunModel]]:
+    grouped: dict[str, list[RunModel]] = {}
     for run in runs:
-        grouped.setdefault(run["variant"], []).append(run)
+        grouped.setdefault(run.variant, []).append(run)
     return grouped
 
 
-def _values(runs: list[Mapping[str, Any]], metric: str) -> list[float]:
+def _values(runs: list[RunModel], metric: str) -> list[float]:
     return [v for v in (_get(run, metric) for run in runs) if v is not None]
 
 
@@ -260,8 +264,8 @@ def _metrics() -> list[tuple[str, RowKind]]:
 
 
 def diff_reports(
-    baseline: Mapping[str, Any],
-    new: Mapping[str, Any],
+    baseline: ReportModel | Mapping[str, Any],
+    new: ReportModel | Mapping[str, Any],
     max_regression: float,
     *,
     baseline_label: str = "baseline",
@@ -281,15 +285,15 @@ def diff_reports(
         raise InputError(f"alpha {alpha!r} must be a significance level between 0 and 1, e.g. 0.05")
     _validate(baseline, baseline_label)
     _validate(new, new_label)
-    base_name = baseline["scenario"]["name"]
-    new_name = new["scenario"]["name"]
+    baseline, new = as_model(baseline), as_model(new)
+    base_name, new_name = baseline.name, new.name
     if base_name != new_name:
         raise InputError(
             f"{new_label} is a report of scenario {new_name!r} but {baseline_label} is of "
             f"{base_name!r}; diff compares two runs of the same scenario"
         )
-    base_runs = _by_variant(baseline["runs"])
-    new_runs = _by_variant(new["runs"])
+    base_runs = _by_variant(baseline.runs)
+    new_runs = _by_variant(new.runs)
     rows: list[DiffRow] = []
     for variant, base_group in base_runs.items():
         new_group = new_runs.get(variant)
@@ -315,104 +319,3 @@ def diff_reports(
         only_in_new=tuple(v for v in new_runs if v not in base_runs),
         alpha=alpha,
     )
-
-
-def _format_value(metric: str, value: float | None) -> str:
-    if value is None:
-        return "–"
-    if metric.startswith("latency_us."):
-        return format_us(value)
-    if isinstance(value, int) or value.is_integer():
-        return f"{int(value)}"
-    return f"{value:.2f}"
-
-
-def _format_change(row: DiffRow) -> str:
-    if row.change is None:
-        return "–"
-    absolute = _format_value(row.metric, row.change)
-    if not absolute.startswith("-"):
-        absolute = "+" + absolute
-    if row.change_pct is None:
-        return absolute
-    return f"{absolute} ({row.change_pct:+.1f}%)"
-
-
-def _format_effect(row: DiffRow) -> str:
-    test = row.significance
-    if test is None:
-        return "–"
-    shift = _format_value(row.metric, test.shift)
-    if test.interval is None:
-        return f"{shift} (too few runs for an interval)"
-    low, high = (_format_value(row.metric, bound) for bound in test.interval)
-    return f"{shift} [{low}, {high}]"
-
-
-def _format_p(row: DiffRow) -> str:
-    test = row.significance
-    if test is None:
-        return "–"
-    return f"{test.p_value:.2g}" + ("" if test.exact else " ~")
-
-
-def significance_note(result: DiffResult) -> str:
-    """How the latency and throughput rows were judged, in words."""
-    if not result.tested:
-        return (
-            "single runs: no significance was tested; a latency or throughput change beyond "
-            "--max-regression is a regression (repeat both runs with --repeat N for a test)"
-        )
-    tested = [row.significance for row in result.rows if row.significance is not None]
-    runs = sorted({test.runs for test in tested})
-    smallest = max(test.smallest_p for test in tested)
-    note = (
-        f"medians of {', '.join(f'{a} vs {b}' for a, b in runs)} runs; a change beyond "
-        f"--max-regression is a regression only when a two-sided Mann-Whitney U test rejects "
-        f"'no change' at alpha {result.alpha:g} (effect: Hodges-Lehmann shift, new minus "
-        "baseline, [95% interval]; ~ normal approximation)"
-    )
-    if smallest >= result.alpha:
-        note += (
-            f"; with this few runs no p-value can be below {smallest:.2g}, so no latency or "
-            "throughput change can be called a regression: repeat more"
-        )
-    return note
-
-
-def render_diff_table(result: DiffResult) -> Table:
-    """The diff as a rich table, regressions in red, for the CLI to print."""
-    title = (
-        f"{result.scenario} · max regression {result.max_regression * 100:g}% · "
-        f"{result.regressions} regression(s)"
-    )
-    table = Table(title=title, title_justify="left")
-    for column in ("variant", "metric", "kind"):
-        table.add_column(column)
-    for column in ("baseline", "new", "change"):
-        table.add_column(column, justify="right")
-    if result.tested:
-        table.add_column("effect [95% interval]", justify="right")
-        table.add_column("p", justify="right")
-    table.add_column("")
-    for row in result.rows:
-        status = (
-            Text("REGRESSION", style="bold red") if row.regression else Text("ok", style="green")
-        )
-        tested = [_format_effect(row), _format_p(row)] if result.tested else []
-        table.add_row(
-            row.variant,
-            row.metric.removeprefix("latency_us.").removeprefix("counts."),
-            row.kind.value,
-            _format_value(row.metric, row.baseline),
-            _format_value(row.metric, row.new),
-            _format_change(row),
-            *tested,
-            status,
-            style="red" if row.regression else None,
-        )
-    notes = [f"only in baseline: {v}" for v in result.only_in_baseline]
-    notes += [f"only in new: {v}" for v in result.only_in_new]
-    notes.append(significance_note(result))
-    table.caption = "; ".join(notes)
-    return table

@@ -13,58 +13,60 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loadtest.model.checker import FLAGGED_WHEN_NONZERO
+from loadtest.model.checker import BAD_WHEN_NONZERO, INCONCLUSIVE_WHEN_NONZERO
 from loadtest.reports.formats import format_observed
-from loadtest.reports.render import _race_story
+from loadtest.reports.model import ReportModel, RunModel, as_model
+from loadtest.reports.render import race_story
 
 
-def failing_counts(run: Mapping[str, Any]) -> list[str]:
-    """``name=value`` for each count that fails a run when it is not zero, and is not."""
-    counts = run.get("counts", {})
-    return [f"{name}={counts[name]}" for name in FLAGGED_WHEN_NONZERO if counts.get(name)]
+def failing_counts(run: RunModel) -> list[str]:
+    """``name=value`` for each count that fails a run when it is not zero, and is not, in
+    the checker's order (the same text on every run of the same report)."""
+    counts = run.counts
+    flagged = (*BAD_WHEN_NONZERO, *INCONCLUSIVE_WHEN_NONZERO)
+    return [f"{name}={counts[name]}" for name in flagged if counts.get(name)]
 
 
-def _run_lines(run: dict[str, Any]) -> list[str]:
-    name = run["variant"]
+def _run_lines(run: RunModel) -> list[str]:
+    name = run.variant
     counts = ", ".join(failing_counts(run)) or "no failing counts"
-    lines = [f"{name}: {run['verdict'].upper()} ({counts})"]
-    lines += [f"  ✗ {reason}" for reason in run.get("reasons", [])]
-    lines += [f"  ? inconclusive: {reason}" for reason in run.get("inconclusive", [])]
+    lines = [f"{name}: {run.verdict.upper()} ({counts})"]
+    lines += [f"  ✗ {reason}" for reason in run.reasons]
+    lines += [f"  ? inconclusive: {reason}" for reason in run.inconclusive]
     lines += [
-        f"  ✗ threshold {result['expr']} (observed {format_observed(result, run)})"
-        for result in run.get("thresholds", [])
-        if not result["ok"]
+        f"  ✗ threshold {result.expr} (observed {format_observed(result, run)})"
+        for result in run.thresholds
+        if not result.ok
     ]
-    findings = run.get("findings", [])
-    if findings:
-        lines.append(_race_story(findings[0]))
+    if run.findings:
+        lines.append(race_story(run.findings[0]))
     lines += [
-        f"  {error['count']}× {error['outcome']}: {error['error']}"
-        for error in run.get("errors", [])[:3]
+        f"  {error['count']}× {error['outcome']}: {error['error']}" for error in run.errors[:3]
     ]
     return lines
 
 
-def explanation(report: Mapping[str, Any], replay: Sequence[str] = ()) -> str:
+def explanation(report: ReportModel | Mapping[str, Any], replay: Sequence[str] = ()) -> str:
     """The text a failed ``assert_passed`` raises with.
 
     Passing runs get their verdict line only. ``replay`` adds lines after the
     report's own ``Reproduce:`` command (a test runner's command, for example).
     """
-    if report.get("explore"):
+    report = as_model(report)
+    if report.explore:
         from loadtest.reports.explore import explore_text
 
         # Its counterexample, step by step, and the command that replays that schedule.
-        return "\n".join([explore_text(dict(report)), *replay])
-    lines = [f"loadtest: {report['scenario']['name']} · seed {report['seed']}"]
-    if report.get("incomplete_reason"):
-        lines.append(f"incomplete: {report['incomplete_reason']}")
-    for run in report.get("runs", []):
-        if run.get("verdict") == "pass":
-            lines.append(f"{run['variant']}: PASS")
+        return "\n".join([explore_text(report), *replay])
+    lines = [f"loadtest: {report.name} · seed {report.seed}"]
+    if report.incomplete_reason:
+        lines.append(f"incomplete: {report.incomplete_reason}")
+    for run in report.runs:
+        if run.verdict == "pass":
+            lines.append(f"{run.variant}: PASS")
         else:
             lines += _run_lines(run)
-    if report.get("command"):
-        lines.append(f"Reproduce: {report['command']}")
+    if report.command:
+        lines.append(f"Reproduce: {report.command}")
     lines.extend(replay)
     return "\n".join(lines)

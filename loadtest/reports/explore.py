@@ -1,7 +1,7 @@
 """The report of ``explore``: the JSON report with its ``explore`` object, and its terminal text.
 
-An explore report is a run report (``schema_version`` 1, built by
-``build_report``): its one run is the schedule it shows (the shrunk
+An explore report is a run report (a ``ReportModel`` built by
+``loadtest.reports.report.build``, its ``explore`` set): its one run is the schedule it shows (the shrunk
 counterexample when a schedule failed, else an inconclusive one, else the
 first), judged as any run is, so every renderer, threshold and exit code
 works on it unchanged. The ``explore`` object adds what the search did:
@@ -19,12 +19,15 @@ works on it unchanged. The ``explore`` object adds what the search did:
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from loadtest.emulation.environment.handlers import BUILTIN_VARIANTS
-from loadtest.reports.report import build_report
+from loadtest.model.plan import RunPlan
+from loadtest.reports.model import ReportModel, as_model
+from loadtest.reports.report import build
 
 if TYPE_CHECKING:
     from loadtest.engine.explore import ExploreResult
@@ -62,12 +65,14 @@ def replay_command(result: ExploreResult, token: str, scenario_ref: str) -> str:
 
 def explore_report(
     result: ExploreResult, *, scenario_ref: str, command: str | None = None
-) -> dict[str, Any]:
+) -> ReportModel:
     from loadtest.engine.explore import variant_run
     from loadtest.engine.results import RunResult
 
-    report = build_report(
-        RunResult(result.scenario, result.target, [variant_run(result)]), command=command
+    report = build(
+        RunResult(result.scenario, result.target, [variant_run(result)]),
+        RunPlan.of(result.scenario),
+        command=command,
     )
     counterexample = None
     example = result.counterexample
@@ -86,7 +91,7 @@ def explore_report(
         if example is not None
         else (result.options.schedule.token if result.options.schedule is not None else None)
     )
-    report["explore"] = {
+    explored = {
         "strategy": "replay" if result.options.schedule is not None else result.options.strategy,
         "schedules_run": result.schedules_run,
         "schedules_failed": result.schedules_failed,
@@ -104,7 +109,7 @@ def explore_report(
         "replay": replay_command(result, shown_token, scenario_ref) if shown_token else None,
         "counterexample": counterexample,
     }
-    return report
+    return dataclasses.replace(report, explore=explored)
 
 
 def _item(item: Any) -> str:
@@ -129,12 +134,13 @@ def step_lines(steps: Sequence[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def explore_text(report: dict[str, Any]) -> str:
+def explore_text(report: ReportModel | Mapping[str, Any]) -> str:
     """The terminal summary of an explore report."""
-    e = report["explore"]
-    run = report["runs"][0]
+    report = as_model(report)
+    e = report.explore or {}
+    run = report.runs[0]
     lines = [
-        f"explore {report['scenario']['name']} / {run['variant']}: {e['strategy']}, "
+        f"explore {report.name} / {run.variant}: {e['strategy']}, "
         f"{e['copies']} deliveries, faults: {', '.join(e['faults']) or 'none'}"
         + (f" (at most {e['max_faults']} per schedule)" if e["faults"] else ""),
         f"schedules run: {e['schedules_run']}, failed: {e['schedules_failed']}, "
@@ -161,10 +167,10 @@ def explore_text(report: dict[str, Any]) -> str:
             "",
             *(f"  {reason}" for reason in example["reasons"]),
         ]
-    elif run["verdict"] != "pass":
-        lines += ["", f"verdict of the shown schedule: {run['verdict']}"]
-        lines += [f"  {r}" for r in [*run.get("reasons", []), *run.get("inconclusive", [])]]
+    elif run.verdict != "pass":
+        lines += ["", f"verdict of the shown schedule: {run.verdict}"]
+        lines += [f"  {r}" for r in [*run.reasons, *run.inconclusive]]
     if e["replay"]:
         lines += ["", f"replay: {e['replay']}"]
-    lines.append(f"verdict: {run['verdict']}")
+    lines.append(f"verdict: {run.verdict}")
     return "\n".join(lines)

@@ -1,11 +1,11 @@
 """The finding a report opens with: which variant wrote what twice, lost or conflicting.
 
 Owns the one-line headline per run that the terminal summary and the HTML page
-both lead with, read from the report dict (the counts the checker measured and
+both lead with, read from the report model (the counts the checker measured and
 the number of double-written ids it found), the id the page's headline names as
 its example, and the split of a run's warnings into real warnings and the ones
 the scenario marked as intended (``[lint] intended``), which are shown as neutral
-notes. Pure: report dicts in, text out.
+notes. Pure: report models in, text out.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadtest.model.lint import INTENDED
+from loadtest.reports.model import RunModel
 
 WRITE_COUNTS = ("duplicate_writes", "lost_outcomes", "conflicting_writes")
 """The counts the headline states, in the order it states them."""
@@ -38,17 +39,17 @@ def _plural(n: int, one: str, many: str) -> str:
     return f"{n:,} {one if n == 1 else many}"
 
 
-def ids_written_twice(run: Mapping[str, Any]) -> int:
+def ids_written_twice(run: RunModel) -> int:
     """How many ids the checker found written more than once (all of them, not only those listed)."""
-    cut = (run.get("cut") or {}).get("findings")
+    cut = (run.cut or {}).get("findings")
     if isinstance(cut, Mapping) and isinstance(cut.get("total"), int):
         return int(cut["total"])
-    return len(run.get("findings") or [])
+    return len(run.findings or [])
 
 
-def headline_text(run: Mapping[str, Any]) -> str:
+def headline_text(run: RunModel) -> str:
     """What the run wrote twice, lost or wrote in conflict, from its measured counts."""
-    counts = run.get("counts") or {}
+    counts = run.counts
     duplicates, lost, conflicting = (int(counts.get(name) or 0) for name in WRITE_COUNTS)
     if not (duplicates or lost or conflicting):
         return "no id written twice, no outcome lost, none conflicting"
@@ -66,32 +67,32 @@ def headline_text(run: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _other_reason(run: Mapping[str, Any]) -> str:
+def _other_reason(run: RunModel) -> str:
     """Why a run failed or gave no verdict when its writes were all right: its first reason."""
-    failed = [f"threshold {r.get('expr')}" for r in run.get("thresholds") or [] if not r.get("ok")]
-    reasons = [*(run.get("reasons") or []), *(run.get("inconclusive") or []), *failed]
+    failed = [f"threshold {r.expr}" for r in run.thresholds if not r.ok]
+    reasons = [*run.reasons, *run.inconclusive, *failed]
     if not reasons:
         return ""
     more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
     return f"; but {reasons[0]}{more}"
 
 
-def _level(run: Mapping[str, Any]) -> str:
-    verdict = run.get("verdict")
+def _level(run: RunModel) -> str:
+    verdict = run.verdict
     if verdict == "inconclusive":
         return "inconclusive"
     if verdict != "pass":
         return "bad"
-    return "expected" if run.get("relaxed_reasons") else "ok"
+    return "expected" if run.relaxed_reasons else "ok"
 
 
-def headlines(runs: Sequence[Mapping[str, Any]], labels: Sequence[str]) -> list[Headline]:
+def headlines(runs: Sequence[RunModel], labels: Sequence[str]) -> list[Headline]:
     """Each run's headline, under the label the caller shows the run by."""
     out = []
     for run, label in zip(runs, labels, strict=True):
-        findings = run.get("findings") or []
+        findings = run.findings
         level = _level(run)
-        clean = not any((run.get("counts") or {}).get(name) for name in WRITE_COUNTS)
+        clean = not any(run.counts.get(name) for name in WRITE_COUNTS)
         out.append(
             Headline(
                 variant=label,
@@ -115,9 +116,7 @@ def split_warnings(warnings: Sequence[str]) -> tuple[list[str], list[str]]:
     return real, intended
 
 
-def page_warnings(
-    runs: Sequence[Mapping[str, Any]], labels: Sequence[str]
-) -> tuple[list[str], list[str]]:
+def page_warnings(runs: Sequence[RunModel], labels: Sequence[str]) -> tuple[list[str], list[str]]:
     """(warnings, notes) for a page, each under the labels of the runs it concerns.
 
     The notes are the warnings the scenario marked as intended, without the
@@ -127,10 +126,10 @@ def page_warnings(
     warnings: dict[str, list[str]] = {}
     notes: dict[str, list[str]] = {}
     for run, label in zip(runs, labels, strict=True):
-        real, intended = split_warnings(run.get("warnings") or [])
-        if run.get("timed_out"):
+        real, intended = split_warnings(run.warnings)
+        if run.timed_out:
             real.append("the run hit its deadline before every message settled")
-        real += [f"cleanup: {problem}" for problem in run.get("cleanup_problems") or []]
+        real += [f"cleanup: {problem}" for problem in run.cleanup_problems]
         for text in real:
             warnings.setdefault(text, []).append(label)
         for text in intended:
@@ -141,11 +140,11 @@ def page_warnings(
     )
 
 
-def witness(run: Mapping[str, Any], race_ids: Sequence[str]) -> dict[str, Any] | None:
+def witness(run: RunModel, race_ids: Sequence[str]) -> dict[str, Any] | None:
     """The double-written id a page's headline names for ``run``: the first of ``race_ids``
     (the ids the page draws, ``anchor`` naming its timeline) the run wrote twice, else the
     run's first finding; None when the run wrote nothing twice."""
-    findings = {str(f.get("business_id")): f for f in run.get("findings") or []}
+    findings = {str(f.get("business_id")): f for f in run.findings}
     for index, business_id in enumerate(race_ids):
         if business_id in findings:
             times = findings[business_id].get("accepted_writes")

@@ -3,7 +3,7 @@
 Owns the sweep metrics a user tunes against (duplicate writes, redeliveries,
 end-to-end p99, cost per million messages), how a sweep's cells are laid out
 on a grid, the SVG heatmap of the HTML page and the grid tables of the
-terminal. Renders from the report dict (``schema_version`` 1), like
+terminal. Renders from the report model (``loadtest.reports.model``), like
 ``loadtest.reports.render`` and ``loadtest.reports.html``; it never re-derives a count. The
 HTML page only includes :func:`html_section`; links point at ``#run-N``,
 the N-th run of the report.
@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from loadtest.model.metrics import format_us
+from loadtest.reports.model import ReportModel, RunModel, as_model
 
 
 @dataclass(frozen=True)
@@ -30,13 +31,13 @@ class Metric:
     name: str
     """What ``loadtest sweep --metric`` takes."""
     title: str
-    read: Callable[[Mapping[str, Any]], float | None]
+    read: Callable[[RunModel], float | None]
     format: Callable[[float], str]
 
 
-def _path(*keys: str) -> Callable[[Mapping[str, Any]], float | None]:
-    def read(run: Mapping[str, Any]) -> float | None:
-        node: Any = run
+def _path(*keys: str) -> Callable[[RunModel], float | None]:
+    def read(run: RunModel) -> float | None:
+        node: Any = run.figures()
         for key in keys:
             if not isinstance(node, Mapping) or key not in node:
                 return None
@@ -122,26 +123,26 @@ def _label(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def axes(runs: Sequence[Mapping[str, Any]]) -> list[str]:
-    return list(dict.fromkeys(key for run in runs for key in run.get("cell") or {}))
+def axes(runs: Sequence[RunModel]) -> list[str]:
+    return list(dict.fromkeys(key for run in runs for key in run.cell))
 
 
-def panels(report: Mapping[str, Any], metric: Metric) -> list[Panel]:
+def panels(report: ReportModel | Mapping[str, Any], metric: Metric) -> list[Panel]:
     """One panel per variant: the first axis across, the others (joined) down."""
-    runs: list[Mapping[str, Any]] = list(report.get("runs") or [])
+    runs = as_model(report).runs
     names = axes(runs)
     if not names:
         return []
     x_axis, y_axes = names[0], names[1:]
     out = []
-    for variant in dict.fromkeys(str(run.get("variant")) for run in runs):
+    for variant in dict.fromkeys(run.variant for run in runs):
         xs: dict[str, None] = {}
         ys: dict[str, None] = {}
         cells: dict[tuple[str, str], Cell] = {}
         for index, run in enumerate(runs):
-            if str(run.get("variant")) != variant:
+            if run.variant != variant:
                 continue
-            cell = run.get("cell") or {}
+            cell = run.cell
             x = _label(cell.get(x_axis, "–"))
             if len(y_axes) == 1:
                 y = _label(cell.get(y_axes[0], "–"))
@@ -149,7 +150,7 @@ def panels(report: Mapping[str, Any], metric: Metric) -> list[Panel]:
                 y = ", ".join(f"{a}={_label(cell.get(a, '–'))}" for a in y_axes) or "all"
             xs[x] = None
             ys[y] = None
-            cells[(y, x)] = Cell(index, metric.read(run), run.get("verdict") == "fail")
+            cells[(y, x)] = Cell(index, metric.read(run), run.verdict == "fail")
         out.append(Panel(variant, x_axis, tuple(xs), ", ".join(y_axes) or "", tuple(ys), cells))
     return out
 
@@ -231,12 +232,13 @@ def svg_panel(panel: Panel, metric: Metric, low: float, high: float) -> Markup:
     return Markup("".join(parts))
 
 
-def html_section(report: Mapping[str, Any], first: str | None = None) -> Markup:
+def html_section(report: ReportModel | Mapping[str, Any], first: str | None = None) -> Markup:
     """The page's sweep section (empty for a report that is not a sweep).
 
     One heatmap per metric, one panel per variant, on a colour scale shared by
     the panels of that metric so variants compare at a glance.
     """
+    report = as_model(report)
     blocks = []
     for metric in ordered(first):
         shown = panels(report, metric)
@@ -260,8 +262,9 @@ def html_section(report: Mapping[str, Any], first: str | None = None) -> Markup:
 # --- terminal -------------------------------------------------------------------
 
 
-def grid_tables(report: Mapping[str, Any], first: str | None = None) -> list[Table]:
+def grid_tables(report: ReportModel | Mapping[str, Any], first: str | None = None) -> list[Table]:
     """One table per metric: the grid's first axis across, variant and other axes down."""
+    report = as_model(report)
     tables = []
     for metric in ordered(first):
         shown = panels(report, metric)

@@ -1,7 +1,7 @@
-"""The HTML report: one self-contained page rendered from a JSON report dict.
+"""The HTML report: one self-contained page rendered from the report model.
 
 Owns ``--html`` (and ``loadtest report saved.json --html``). Pure: takes a
-report dict (``schema_version`` 1) and returns a string; writing the file is
+report model (``loadtest.reports.model``; its JSON is read into one) and returns a string; writing the file is
 the CLI's job. The page needs no network — CSS and a little JS are inline and
 every plot is an inline SVG drawn here in Python, so the same report always
 gives the same bytes and the plots are testable without a browser.
@@ -39,6 +39,7 @@ from loadtest.reports.charts import (
 from loadtest.reports.finding import headlines, page_warnings, witness
 from loadtest.reports.formats import format_observed
 from loadtest.reports.heatmap import html_section
+from loadtest.reports.model import ReportModel, RunModel, as_model
 from loadtest.reports.repeat_view import repeat_context
 from loadtest.reports.timeline import (
     explore_timeline,
@@ -80,12 +81,12 @@ PERCENTILE_KEYS = (*((key, percentile_label(key)) for key, _ in PERCENTILES), ("
 # --------------------------------------------------------------------------- the page
 
 
-def _run_labels(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+def _run_labels(runs: Sequence[RunModel]) -> list[str]:
     """Variant names; a sweep's repeated names get the settings that differ between cells."""
-    names = [str(run.get("variant", f"run {i + 1}")) for i, run in enumerate(runs)]
+    names = [run.variant for run in runs]
     if len(set(names)) == len(names):
         return names
-    settings = [run.get("settings") or {} for run in runs]
+    settings = [run.settings for run in runs]
     keys = sorted({k for s in settings for k in s})
     varying = [k for k in keys if len({json.dumps(s.get(k), sort_keys=True) for s in settings}) > 1]
     labels = []
@@ -100,36 +101,35 @@ def _run_labels(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     return unique
 
 
-def _reproduce_command(report: Mapping[str, Any]) -> tuple[str, bool]:
+def _reproduce_command(report: ReportModel) -> tuple[str, bool]:
     # An exploration's page shows one schedule: its replay line reruns exactly that one,
     # as the terminal's "replay:" does (the command reruns the whole search).
-    replay = (report.get("explore") or {}).get("replay")
+    replay = (report.explore or {}).get("replay")
     if replay:
         return str(replay), False
-    command = report.get("command")
+    command = report.command
     if command:
         return str(command), False
-    scenario = report.get("scenario") or {}
-    name = scenario.get("name") or "SCENARIO"
-    variants = list(dict.fromkeys(str(run.get("variant")) for run in report.get("runs") or []))
-    seed = report.get("seed")
+    name = report.scenario.get("name") or "SCENARIO"
+    variants = list(dict.fromkeys(run.variant for run in report.runs))
+    seed = report.seed
     if len(variants) > 1:
         return f"loadtest compare {name} --variants {','.join(variants)} --seed {seed}", True
     variant = f" --variant {variants[0]}" if variants else ""
     return f"loadtest run {name}{variant} --seed {seed}", True
 
 
-def _count_cells(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _count_cells(runs: Sequence[RunModel]) -> list[dict[str, Any]]:
     names = list(COUNT_ORDER)
     for run in runs:
-        for key in run.get("counts") or {}:
+        for key in run.counts:
             if key not in names:
                 names.append(key)
     rows = []
     for name in names:
         cells = []
         for run in runs:
-            value = (run.get("counts") or {}).get(name)
+            value = run.counts.get(name)
             level = ""
             if isinstance(value, int) and value > 0:
                 level = (
@@ -146,11 +146,11 @@ def _count_cells(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _latency_rows(runs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> list[dict[str, Any]]:
+def _latency_rows(runs: Sequence[RunModel], names: Sequence[str]) -> list[dict[str, Any]]:
     rows = []
     for name in names:
         for key, label in PERCENTILE_KEYS:
-            values = [((run.get("latency_us") or {}).get(name) or {}).get(key) for run in runs]
+            values = [(run.latency_us.get(name) or {}).get(key) for run in runs]
             present = [v for v in values if isinstance(v, int | float)]
             best = min(present) if len(present) > 1 else None
             cells = [
@@ -161,10 +161,10 @@ def _latency_rows(runs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> li
     return rows
 
 
-def _latency_names(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+def _latency_names(runs: Sequence[RunModel]) -> list[str]:
     names: list[str] = []
     for run in runs:
-        for key in list(run.get("latency_hdr") or {}) + list(run.get("latency_us") or {}):
+        for key in [*run.latency_hdr, *run.latency_us]:
             if key not in names:
                 names.append(key)
     if "end_to_end" in names:
@@ -174,15 +174,15 @@ def _latency_names(runs: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _percentile_plots(
-    runs: Sequence[Mapping[str, Any]], labels: Sequence[str], names: Sequence[str]
+    runs: Sequence[RunModel], labels: Sequence[str], names: Sequence[str]
 ) -> list[Markup]:
     plots = []
     for index, name in enumerate(names):
         series = []
         for i, (run, label) in enumerate(zip(runs, labels, strict=True)):
-            encoded = (run.get("latency_hdr") or {}).get(name)
+            encoded = run.latency_hdr.get(name)
             points = percentile_curve(encoded) if encoded else []
-            summary = (run.get("latency_us") or {}).get(name) or {}
+            summary = run.latency_us.get(name) or {}
             markers = []
             for key, p in PERCENTILES:
                 text = percentile_label(key)
@@ -203,9 +203,9 @@ def _percentile_plots(
     return plots
 
 
-def _write_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _write_rows(run: RunModel) -> list[dict[str, Any]]:
     rows = []
-    for index, w in enumerate(run.get("write_decisions") or []):
+    for index, w in enumerate(run.write_decisions):
         outcome = str(w.get("outcome"))
         bid = str(w.get("business_id"))
         role = str(w.get("role", ""))
@@ -229,27 +229,24 @@ def _write_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _cuts(report: Mapping[str, Any], labels: Sequence[str]) -> list[str]:
+def _cuts(report: ReportModel, labels: Sequence[str]) -> list[str]:
     """What the page lists only in part (the counts are always over everything): stated apart
     from the warnings, which are about the consumer and the run, not the report's size."""
     out = []
-    for run, label in zip(report.get("runs") or [], labels, strict=True):
-        total = run.get("write_decisions_total")
-        shown = len(run.get("write_decisions") or [])
+    for run, label in zip(report.runs, labels, strict=True):
+        total = run.known("write_decisions_total")
+        shown = len(run.write_decisions)
         if isinstance(total, int) and total > shown:
             out.append(f"{label}: write decisions listed for the first {shown} of {total} writes")
-        for name, cut in (run.get("cut") or {}).items():
+        for name, cut in run.cut.items():
             if name != "write_decisions" and isinstance(cut, dict) and cut.get("cut"):
                 out.append(f"{label}: {name} listed for {cut['listed']} of {cut['total']}")
     return out
 
 
-def _thresholds(run: Mapping[str, Any]) -> list[dict[str, Any]]:
-    results = sorted(run.get("thresholds") or [], key=lambda r: bool(r.get("ok")))  # failing first
-    return [
-        {"expr": r.get("expr"), "observed": format_observed(r, run), "ok": bool(r.get("ok"))}
-        for r in results
-    ]
+def _thresholds(run: RunModel) -> list[dict[str, Any]]:
+    results = sorted(run.thresholds, key=lambda r: r.ok)  # failing first
+    return [{"expr": r.expr, "observed": format_observed(r, run), "ok": r.ok} for r in results]
 
 
 @functools.cache
@@ -266,14 +263,15 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def render_html(report: Mapping[str, Any]) -> str:
+def render_html(report: ReportModel | Mapping[str, Any]) -> str:
     """The report as one self-contained HTML page (no network needed to view it).
 
     Deterministic: the same report gives the same string. ``report`` is the
-    JSON report dict (``schema_version`` 1), as built by
-    ``loadtest.reports.report.build_report`` or read back from a saved file.
+    report model, as built by ``loadtest.reports.report.build`` or read back
+    from a saved file (a JSON report is read into one).
     """
-    runs: list[Mapping[str, Any]] = list(report.get("runs") or [])
+    report = as_model(report)
+    runs = report.runs
     labels = _run_labels(runs)
     colors = [PALETTE[i % len(PALETTE)] for i in range(len(runs))]
     latency_names = _latency_names(runs)
@@ -293,7 +291,7 @@ def render_html(report: Mapping[str, Any]) -> str:
         races.append({"business_id": business_id, "timelines": timelines, "missing": missing})
     other_findings = []
     for run, label in zip(runs, labels, strict=True):
-        for f in run.get("findings") or []:
+        for f in run.findings:
             if str(f.get("business_id")) in race_ids:
                 continue
             envs = sorted({str(w.get("environment")) for w in f.get("writes") or []})
@@ -332,7 +330,7 @@ def render_html(report: Mapping[str, Any]) -> str:
     for run, label, color in zip(runs, labels, colors, strict=True):
         rows = _write_rows(run)
         errors_by_text: dict[tuple[str, str], int] = defaultdict(int)
-        for e in run.get("errors") or []:
+        for e in run.errors:
             errors_by_text[(str(e.get("outcome", "")), str(e.get("error", "")))] += int(
                 e.get("count") or 1
             )
@@ -341,38 +339,41 @@ def render_html(report: Mapping[str, Any]) -> str:
                 "run": run,
                 "label": label,
                 "color": color,
-                "verdict": str(run.get("verdict", "unknown")),
-                "reasons": list(run.get("reasons") or [])
-                + [f"inconclusive: {r}" for r in run.get("inconclusive") or []]
-                + list(run.get("notes") or []),
-                "relaxed": list(run.get("relaxed_reasons") or []),
+                "known": {k: run.known(k, "–") for k in ("cold_starts", "handler", "faults")},
+                "verdict": run.verdict,
+                "reasons": [
+                    *run.reasons,
+                    *(f"inconclusive: {r}" for r in run.inconclusive),
+                    *run.notes,
+                ],
+                "relaxed": list(run.relaxed_reasons or ()),
                 "thresholds": _thresholds(run),
                 "write_rows": rows,
-                "write_total": run.get("write_decisions_total", len(rows)),
-                "write_outcomes": run.get("write_outcomes") or {},
+                "write_total": run.known("write_decisions_total", len(rows)),
+                "write_outcomes": run.write_outcomes,
                 "errors": [
                     {"outcome": o, "error": e, "count": n}
                     for (o, e), n in sorted(errors_by_text.items(), key=lambda kv: (-kv[1], kv[0]))
                 ],
-                "dead_letters": list(run.get("dead_letters") or []),
-                "settings": run.get("settings") or {},
-                "throughput": run.get("throughput") or {},
-                "queue_after": run.get("queue_after") or {},
-                "table_after": run.get("table_after") or {},
+                "dead_letters": list(run.dead_letters),
+                "settings": run.settings,
+                "throughput": run.throughput,
+                "queue_after": run.queue_after,
+                "table_after": run.table_after,
             }
         )
 
     warnings, notes = page_warnings(runs, labels)
     repeat = repeat_context(report)
     # A sweep's grid and a repeat's table tell their own story, one cell or run per row.
-    many = repeat is not None or any(run.get("cell") for run in runs)
-    example = (report.get("explore") or {}).get("counterexample") or {}
+    many = repeat is not None or any(run.cell for run in runs)
+    example = (report.explore or {}).get("counterexample") or {}
     template = _environment().get_template("report.html.j2")
     return template.render(
         repeat=repeat,
         report=report,
-        scenario=report.get("scenario") or {},
-        backend=report.get("backend") or {},
+        scenario=report.scenario,
+        backend=report.backend,
         runs=run_views,
         command=command,
         command_reconstructed=reconstructed,
@@ -393,6 +394,6 @@ def render_html(report: Mapping[str, Any]) -> str:
         raced=raced,
         other_findings=other_findings,
         page_rows=WRITE_TABLE_PAGE_ROWS,
-        sweep=html_section(report, report.get("sweep_metric")),
+        sweep=html_section(report, report.extra.get("sweep_metric")),
         explore_timeline=explore_timeline(example.get("steps") or []),
     )

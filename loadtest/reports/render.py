@@ -1,14 +1,14 @@
 """Terminal rendering of a report (the JSON document), side by side per variant.
 
-Renders from the report dict, not from live objects, so ``loadtest report
-FILE.json`` shows exactly what the run showed. Returns rich renderables; the
+Renders from the report model (``loadtest.reports.model``), not from live
+objects, so ``loadtest report FILE.json`` shows exactly what the run showed. Returns rich renderables; the
 CLI decides where they are printed.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -19,17 +19,18 @@ from loadtest.model.checker import FLAGGED_WHEN_NONZERO
 from loadtest.model.metrics import format_us
 from loadtest.reports.finding import headlines, is_intended
 from loadtest.reports.formats import format_observed, overlap_text
+from loadtest.reports.model import ReportModel, RunModel, as_model
 
 
-def usd_per_million(run: dict[str, Any]) -> str:
+def usd_per_million(run: RunModel) -> str:
     """The run's cost per million messages sent, e.g. ``$1.73`` (``-`` when unknown)."""
-    value = run.get("cost", {}).get("per_million_usd")
+    value = run.cost.get("per_million_usd")
     return "-" if value is None else f"${value:,.2f}"
 
 
-def billed_units(run: dict[str, Any]) -> str:
+def billed_units(run: RunModel) -> str:
     """SQS requests, Lambda GB-s, DynamoDB write/read units, on one line."""
-    units = run.get("cost", {}).get("units")
+    units = run.cost.get("units")
     if not units:
         return "-"
     return (
@@ -38,7 +39,7 @@ def billed_units(run: dict[str, Any]) -> str:
     )
 
 
-Row = tuple[str, Callable[[dict[str, Any]], Any], bool]
+Row = tuple[str, Callable[[RunModel], Any], bool]
 """(label, how to read the value from a run, whether a non-zero value is bad)."""
 
 
@@ -48,8 +49,8 @@ def _count_row(label: str, name: str, *, missing: int | None = None) -> Row:
     ``missing`` is shown when an older report lacks the count; without it the count is required.
     """
 
-    def read(run: dict[str, Any]) -> Any:
-        counts = run["counts"]
+    def read(run: RunModel) -> Any:
+        counts = run.counts
         return counts[name] if missing is None else counts.get(name, missing)
 
     return (label, read, name in FLAGGED_WHEN_NONZERO)
@@ -62,15 +63,15 @@ def _duration(us: Any) -> str:
 def _latency_row(label: str, name: str, *, optional: bool = False) -> Row:
     """``p50 / p99`` of one latency; ``optional`` for a latency older reports lack."""
 
-    def read(run: dict[str, Any]) -> str:
-        latency = run["latency_us"].get(name, {}) if optional else run["latency_us"][name]
+    def read(run: RunModel) -> str:
+        latency = run.latency_us.get(name, {}) if optional else run.latency_us[name]
         return f"{_duration(latency.get('p50'))} / {_duration(latency.get('p99'))}"
 
     return (f"{label} p50 / p99", read, False)
 
 
 ROWS: list[Row] = [
-    ("faults", lambda r: r.get("faults", "none"), False),
+    ("faults", lambda r: r.faults, False),
     _count_row("messages sent", "messages_sent"),
     _count_row("distinct ids", "distinct_ids"),
     _count_row("deliveries", "deliveries"),
@@ -91,17 +92,17 @@ ROWS: list[Row] = [
     _count_row("unobserved calls", "unobserved_calls", missing=0),
     (
         "queue visible / in flight",
-        lambda r: f"{r['queue_after']['visible']} / {r['queue_after']['in_flight']}",
+        lambda r: f"{r.queue_after['visible']} / {r.queue_after['in_flight']}",
         False,
     ),
-    ("dlq messages", lambda r: r["queue_after"]["dlq"], False),
-    ("table items", lambda r: r["table_after"]["items"], False),
+    ("dlq messages", lambda r: r.queue_after["dlq"], False),
+    ("table items", lambda r: r.table_after["items"], False),
     _latency_row("end-to-end", "end_to_end"),
     _latency_row("queue dwell", "queue_dwell", optional=True),
     _latency_row("handler", "handler"),
     _latency_row("write", "write"),
-    ("throughput", lambda r: f"{r['throughput']['messages_per_s']:.1f} msg/s", False),
-    ("duration", lambda r: f"{r['throughput']['duration_s']:.2f} s", False),
+    ("throughput", lambda r: f"{r.throughput['messages_per_s']:.1f} msg/s", False),
+    ("duration", lambda r: f"{r.throughput['duration_s']:.2f} s", False),
     ("cost per million msgs", lambda r: usd_per_million(r), False),
     ("billed units", lambda r: billed_units(r), False),
 ]
@@ -114,25 +115,25 @@ def _cell(value: Any, bad_if_nonzero: bool) -> Text:
     return Text(text)
 
 
-def _verdict(run: dict[str, Any]) -> Text:
-    if run["verdict"] == "inconclusive":
+def _verdict(run: RunModel) -> Text:
+    if run.verdict == "inconclusive":
         return Text("INCONCLUSIVE", style="bold magenta")
-    if run["verdict"] != "pass":
+    if run.verdict != "pass":
         return Text("FAIL", style="bold red")
-    if run.get("relaxed_reasons"):
+    if run.relaxed_reasons:
         return Text("PASS (failure expected)", style="bold yellow")
     return Text("PASS", style="bold green")
 
 
-def summary_table(report: dict[str, Any]) -> Table:
-    runs = report["runs"]
-    scenario = report["scenario"]["name"]
-    backend = report["backend"]
+def summary_table(report: ReportModel | Mapping[str, Any]) -> Table:
+    report = as_model(report)
+    runs = report.runs
+    backend = report.backend
     where = backend["kind"] + (f" {backend['endpoint_url']}" if backend.get("endpoint_url") else "")
-    table = Table(title=f"{scenario} · seed {report['seed']} · {where}", title_justify="left")
+    table = Table(title=f"{report.name} · seed {report.seed} · {where}", title_justify="left")
     table.add_column("", style="bold")
     for run in runs:
-        table.add_column(run["variant"], justify="right")
+        table.add_column(run.variant, justify="right")
     verdicts = [_verdict(run) for run in runs]
     table.add_row("verdict", *verdicts)
     for label, read, bad in ROWS:
@@ -140,7 +141,7 @@ def summary_table(report: dict[str, Any]) -> Table:
     return table
 
 
-def _item(item: dict[str, Any] | None) -> str:
+def _item(item: Mapping[str, Any] | None) -> str:
     if item is None:
         return "absent"
     flat = {
@@ -150,7 +151,7 @@ def _item(item: dict[str, Any] | None) -> str:
     return json.dumps(flat, sort_keys=True)
 
 
-def _write_line(w: dict[str, Any]) -> str:
+def _write_line(w: Mapping[str, Any]) -> str:
     role = w.get("role")
     if w["outcome"] != "accepted":
         return f"{w['operation']} {w['outcome']}, kept {_item(w['item_before'])}"
@@ -167,7 +168,7 @@ def _write_line(w: dict[str, Any]) -> str:
     return f"{w['operation']} accepted: replaced {_item(w['item_before'])}"
 
 
-def _race_story(finding: dict[str, Any]) -> str:
+def race_story(finding: Mapping[str, Any]) -> str:
     """The first double-written id, one line per call with when it started and ended.
 
     The writes keep the backend's order (as the checker found it); each read goes
@@ -207,76 +208,74 @@ HEADLINE_STYLES = {
 }
 
 
-def finding_lines(report: dict[str, Any]) -> list[RenderableType]:
+def finding_lines(report: ReportModel) -> list[RenderableType]:
     """What each variant wrote twice, lost or wrote in conflict, with the first witness's race.
 
     What the summary opens with, before the table of counts and settings.
     """
-    runs = report["runs"]
+    runs = report.runs
     out: list[RenderableType] = []
-    for line in headlines(runs, [run["variant"] for run in runs]):
+    for line in headlines(runs, [run.variant for run in runs]):
         expected = " (expected by this scenario)" if line.level == "expected" else ""
         out.append(
             Text(f"{line.variant}: {line.text}{expected}", style=HEADLINE_STYLES[line.level])
         )
         if line.witness is not None:
-            out.append(Text(_race_story(dict(line.witness))))
+            out.append(Text(race_story(line.witness)))
     out.append(Text(""))
     return out
 
 
-def details(report: dict[str, Any], *, story: bool = True) -> list[RenderableType]:
+def details(report: ReportModel, *, story: bool = True) -> list[RenderableType]:
     """Why each failing variant failed, with one piece of evidence, and the warnings.
 
     ``story=False`` leaves out the race of the first double-written id, for a
     summary that opened with it (:func:`finding_lines`).
     """
     out: list[RenderableType] = []
-    for run in report["runs"]:
-        name = run["variant"]
-        for reason in run.get("reasons", []):
+    for run in report.runs:
+        name = run.variant
+        for reason in run.reasons:
             out.append(Text(f"✗ {name}: {reason}", style="red"))
-        for reason in run.get("inconclusive", []):
+        for reason in run.inconclusive:
             out.append(Text(f"? {name}: inconclusive: {reason}", style="magenta"))
-        for note in run.get("notes", []):
+        for note in run.notes:
             out.append(Text(f"  {name}: {note}", style="dim"))
-        for reason in run.get("relaxed_reasons", []):
+        for reason in run.relaxed_reasons or ():
             out.append(Text(f"~ {name}: {reason} (expected by this scenario)", style="yellow"))
-        for result in run.get("thresholds", []):
-            mark, style = ("✓", "green") if result["ok"] else ("✗", "red")
-            scoped = result["expr"].startswith(f"{name}:")
-            label = result["expr"] if scoped else f"{name}: {result['expr']}"
+        for result in run.thresholds:
+            mark, style = ("✓", "green") if result.ok else ("✗", "red")
+            scoped = result.expr.startswith(f"{name}:")
+            label = result.expr if scoped else f"{name}: {result.expr}"
             observed = format_observed(result, run)
             out.append(Text(f"{mark} {label} (observed {observed})", style=style))
-        for warning in run.get("warnings", []):
+        for warning in run.warnings:
             if is_intended(warning):
                 out.append(Text(f"· {name}: {warning}", style="dim"))
             else:
                 out.append(Text(f"! {name}: {warning}", style="yellow"))
-        findings = run.get("findings", [])
+        findings = run.findings
         if findings and story:
-            out.append(Text(_race_story(findings[0])))
-        for error in run.get("errors", [])[:3]:
+            out.append(Text(race_story(findings[0])))
+        for error in run.errors[:3]:
             out.append(
                 Text(
                     f"  {name}: {error['count']}× {error['outcome']}: {error['error']}", style="dim"
                 )
             )
-        for problem in run.get("cleanup_problems", []):
+        for problem in run.cleanup_problems:
             out.append(Text(f"! {name}: cleanup: {problem}", style="yellow"))
-    if report.get("command"):
-        out.append(Text(f"Reproduce: {report['command']}", style="dim"))
+    if report.command:
+        out.append(Text(f"Reproduce: {report.command}", style="dim"))
     return out
 
 
-def sweep_table(report: dict[str, Any]) -> Table:
+def sweep_table(report: ReportModel) -> Table:
     """One row per cell and variant: what a user tunes against."""
-    runs = report["runs"]
-    axes = list(dict.fromkeys(key for run in runs for key in run.get("cell", {})))
-    kind = "runs" if report.get("repeat") else "sweep"
-    table = Table(
-        title=f"{report['scenario']['name']} {kind} · seed {report['seed']}", title_justify="left"
-    )
+    runs = report.runs
+    axes = list(dict.fromkeys(key for run in runs for key in run.cell))
+    kind = "runs" if report.repeat else "sweep"
+    table = Table(title=f"{report.name} {kind} · seed {report.seed}", title_justify="left")
     for axis in axes:
         table.add_column(axis, justify="right")
     for column in (
@@ -292,34 +291,35 @@ def sweep_table(report: dict[str, Any]) -> Table:
     ):
         table.add_column(column, justify="left" if column == "variant" else "right")
     for run in runs:
-        counts = run["counts"]
+        counts = run.counts
         table.add_row(
-            *(str(run["cell"].get(axis, "")) for axis in axes),
-            run["variant"],
+            *(str(run.cell.get(axis, "")) for axis in axes),
+            run.variant,
             _verdict(run),
             str(counts["deliveries"]),
             str(counts["redeliveries"]),
             _cell(counts["duplicate_writes"], "duplicate_writes" in FLAGGED_WHEN_NONZERO),
             str(counts["dead_lettered"]),
-            f"{run['throughput']['messages_per_s']:.1f}",
-            _duration(run["latency_us"]["end_to_end"]["p99"]),
+            f"{run.throughput['messages_per_s']:.1f}",
+            _duration(run.latency_us["end_to_end"]["p99"]),
             usd_per_million(run),
         )
     return table
 
 
-def render(report: dict[str, Any], metric: str | None = None) -> RenderableType:
+def render(report: ReportModel | Mapping[str, Any], metric: str | None = None) -> RenderableType:
     """The terminal summary; a sweep's grid tables start with ``metric`` (a heatmap metric name)."""
-    if report.get("repeat") and len(report["runs"]) > 1:
+    report = as_model(report)
+    if report.repeat and len(report.runs) > 1:
         from loadtest.reports.repeat_view import repeat_lines, repeat_table
 
         return Group(sweep_table(report), repeat_table(report), *repeat_lines(report))
-    if any(run.get("cell") for run in report["runs"]):
+    if any(run.cell for run in report.runs):
         from loadtest.reports.heatmap import grid_tables
 
-        first = metric or report.get("sweep_metric")
+        first = metric or report.extra.get("sweep_metric")
         return Group(*grid_tables(report, first), sweep_table(report), *details(report))
-    if report.get("explore"):
+    if report.explore:
         # An explore report: what the search did and its counterexample, as explore printed it.
         from loadtest.reports.explore import explore_text
 

@@ -4,7 +4,7 @@ Owns the terminal and Markdown views of a report's ``repeat`` object
 (``loadtest.model.repeats``): per variant, each headline figure as
 min / median / max across the runs, the sentence stating each anomaly's share
 of runs with its 95% interval, whether deliveries overlapped, and the results
-of thresholds on the repeat's statistics. Renders from the report dict only.
+of thresholds on the repeat's statistics. Renders from the report model only.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from loadtest.model.metrics import format_us
+from loadtest.reports.model import ReportModel
 
 _COUNTS = (
     ("deliveries", "deliveries"),
@@ -74,12 +75,12 @@ def _rows() -> list[tuple[str, Read]]:
     return rows
 
 
-def repeat_table(report: Mapping[str, Any]) -> Table:
+def repeat_table(report: ReportModel) -> Table:
     """Per variant, min / median / max of each headline figure across the runs."""
-    repeat = report["repeat"]
+    repeat = report.repeat or {}
     variants: Mapping[str, Any] = repeat["variants"]
     table = Table(
-        title=f"{report['scenario']['name']} · {repeat['runs']} runs, seeds "
+        title=f"{report.name} · {repeat['runs']} runs, seeds "
         f"{repeat['seeds'][0]}..{repeat['seeds'][-1]} · min / median / max",
         title_justify="left",
     )
@@ -91,10 +92,10 @@ def repeat_table(report: Mapping[str, Any]) -> Table:
     return table
 
 
-def share_sentences(report: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
+def share_sentences(report: ReportModel) -> list[tuple[str, str, bool]]:
     """``(variant, sentence, bad)`` for each anomaly worth stating and each variant's exposure."""
     out = []
-    for name, stats in report["repeat"]["variants"].items():
+    for name, stats in (report.repeat or {})["variants"].items():
         for anomaly in stats.get("anomalies", []):
             if anomaly["runs_with"] or anomaly["count"] in _ALWAYS_STATED:
                 out.append((name, anomaly["sentence"], anomaly["runs_with"] > 0))
@@ -104,13 +105,13 @@ def share_sentences(report: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
     return out
 
 
-def repeat_lines(report: Mapping[str, Any]) -> list[Text]:
+def repeat_lines(report: ReportModel) -> list[Text]:
     """The share sentences and the repeat thresholds, for the terminal."""
     lines = [
         Text(f"{'!' if bad else '·'} {name}: {sentence}", style="yellow" if bad else "")
         for name, sentence, bad in share_sentences(report)
     ]
-    for result in report["repeat"].get("thresholds", []):
+    for result in (report.repeat or {}).get("thresholds", []):
         mark, style = ("✓", "green") if result["ok"] else ("✗", "red")
         lines.append(
             Text(f"{mark} {_scoped(result)} over the runs (observed {result['observed']!s})", style)
@@ -124,9 +125,9 @@ def _scoped(result: Mapping[str, Any]) -> str:
     return expr if expr.startswith(f"{variant}:") else f"{variant}: {expr}"
 
 
-def repeat_markdown(report: Mapping[str, Any]) -> list[str]:
+def repeat_markdown(report: ReportModel) -> list[str]:
     """The repeat's section of the Markdown summary (empty for a single run)."""
-    repeat = report.get("repeat")
+    repeat = report.repeat
     if not repeat:
         return []
     variants = repeat["variants"]
@@ -149,10 +150,10 @@ def repeat_markdown(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def repeat_context(report: Mapping[str, Any]) -> dict[str, Any] | None:
+def repeat_context(report: ReportModel) -> dict[str, Any] | None:
     """The HTML page's repeat section (None for a single run): title, table and sentences."""
-    repeat = report.get("repeat")
-    if not repeat or len(report.get("runs") or []) < 2:
+    repeat = report.repeat
+    if not repeat or len(report.runs) < 2:
         return None
     variants = repeat["variants"]
     return {

@@ -1,330 +1,51 @@
-"""The report model: a run's results as the JSON report (``schema_version`` 1).
+"""The report builder: a run's results judged, as the report model.
 
-Pure: turns a ``RunResult`` into plain data (``schema_version`` 1) and reads
-one back for re-rendering. Its keys (``reportcheck`` names the required ones) are
-relied on by other tools; everything else is additive. Receipt handles are
-never included.
+Owns how a ``RunResult`` becomes a ``ReportModel`` (``loadtest.reports.model``,
+whose serialisation is the JSON report, ``schema_version`` 1): each variant run's
+figures and evidence (read from its history in ``passes``), then its verdict: the
+default verdict, relaxed only where the scenario's ``[verdict.allow]`` says so,
+then failed by any threshold of the plan that does not hold, and, for a repeated
+run, the ``repeat`` statistics. The plan (``loadtest.model.plan``) brings the
+thresholds parsed and the price table: nothing is parsed or rebuilt here. Receipt
+handles are never included. Pure.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import heapq
-import itertools
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from loadtest.model.checker import Role, verdict_of
-from loadtest.model.checker.evidence import EVIDENCE_LIMIT, evidence_of
+from loadtest.model.checker import verdict_of
+from loadtest.model.checker.evidence import EVIDENCE_LIMIT
 from loadtest.model.cost import Prices, priced, units_of
-from loadtest.model.history import InvocationOutcome, WriteOutcome
+from loadtest.model.plan import RunPlan
 from loadtest.model.repeats import repeat_failed, repeat_summary
 from loadtest.model.scenario import to_raw
-from loadtest.model.thresholds import apply_thresholds, parse_thresholds, relax_default_verdict
+from loadtest.model.thresholds import Threshold
+from loadtest.reports.judge import judged_by, relaxed
+from loadtest.reports.model import SCHEMA_VERSION, ReportModel, RunModel
+from loadtest.reports.passes import (
+    SERIES_POINTS_LIMIT,
+    WRITE_DECISIONS_LIMIT,
+    Listing,
+    dead_letters,
+    series_of,
+)
 
 if TYPE_CHECKING:
     from loadtest.engine import RunResult, VariantRun
-    from loadtest.model.checker import Decision
 
-SCHEMA_VERSION = 1
-WRITE_DECISIONS_LIMIT = 500
-"""Write decisions kept per run in the JSON; the rest are counted, not listed."""
-SERIES_POINTS_LIMIT = 600
-"""Most points per time series: a longer run gets wider intervals (whole seconds)."""
-
-
-def _offset_ms(ns: int, start_ns: int) -> float:
-    return round((ns - start_ns) / 1e6, 3)
-
-
-def _dead_letters(run: VariantRun, limit: int) -> list[dict[str, Any]]:
-    """The first ``limit`` dead letters, each with its message and its last error."""
-    if not run.history.dead_letters:
-        return []  # and no pass over the invocations, which decodes the whole log
-    listed = list(itertools.islice(run.history.dead_letters, limit))
-    # Only the listed dead letters' messages: the log's are decoded copies, bodies included.
-    dead = {d.message_id for d in listed}
-    business: dict[str | None, str | None] = {}
-    bodies: dict[str | None, str] = {}
-    for m in run.history.sent:
-        if m.message_id in dead:
-            business[m.message_id] = m.business_id
-            bodies[m.message_id] = m.body
-    last_error: dict[str, str] = {}
-    for inv in run.history.invocations:
-        if inv.outcome is not InvocationOutcome.SUCCESS or inv.failed_message_ids:
-            for record in inv.records:
-                if (
-                    inv.error
-                    and record.message_id in dead
-                    and (not inv.failed_message_ids or record.message_id in inv.failed_message_ids)
-                ):
-                    last_error[record.message_id] = inv.error
-    return [
-        {
-            "message_id": d.message_id,
-            "business_id": business.get(d.message_id),
-            "body": bodies.get(d.message_id),
-            "last_error": last_error.get(d.message_id),
-        }
-        for d in listed
-    ]
-
-
-def _write_decision(d: Decision, start: int) -> dict[str, Any]:
-    w = d.write
-    return {
-        "business_id": d.business_id,
-        "message_id": d.message_id,
-        "request_id": d.invocation.request_id,
-        "environment": d.invocation.environment,
-        "operation": w.operation,
-        "key": w.key,
-        "condition": w.condition,
-        "outcome": w.outcome.value,
-        "role": d.role.value,
-        "item_before": w.item_before,
-        "item_after": w.item_after,
-        "requested": w.requested if w.outcome.value != "accepted" else None,
-        "before_known": w.before_known,
-        "at_ms": _offset_ms(w.started_ns, start),
-        "duration_us": round((w.ended_ns - w.started_ns) / 1000),
-        "error_code": w.error_code,
-    }
-
-
-class _Listing:
-    """The first ``limit`` decisions in the listing's order, found in two passes that hold
-    about ``limit`` of them: their positions in time order, except that each outcome's
-    accepted writes keep the backend's order (a write that found the item absent always
-    comes before the ones that found it stored).
-
-    The first pass (``add``) keeps the ``limit`` earliest decisions; the outcomes among
-    them each take, at those places, their writes with the smallest orders, which the
-    second pass (``offer``) finds wherever they are in time.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._earliest: list[tuple[int, int]] = []
-        """A heap of (-started_ns, -position): the latest of the earliest on top."""
-        self._ranks: dict[int, tuple[str | None, int]] = {}
-        """position -> (business id, order) of those with an order."""
-        self._top: list[int] = []
-        self._places: dict[str | None, list[int]] = {}
-        """Each outcome's places in ``_top`` (by ``close``)."""
-        self._smallest: dict[str | None, list[tuple[int, int]]] = {}
-        """Each outcome's writes of the smallest orders, a heap of (-order, position)."""
-
-    def add(self, position: int, started_ns: int, business_id: str | None, order: int) -> None:
-        """The first pass: each decision, in the log's order."""
-        item = (-started_ns, -position)
-        if len(self._earliest) < self._limit:
-            heapq.heappush(self._earliest, item)
-        elif item > self._earliest[0]:
-            self._ranks.pop(-heapq.heapreplace(self._earliest, item)[1], None)
-        else:
-            return
-        if order:
-            self._ranks[position] = (business_id, order)
-
-    def close(self) -> tuple[set[int], set[str | None]]:
-        """After the first pass: the positions listed as they are, and the outcomes whose
-        writes the second pass must be offered."""
-        self._top = [-position for _, position in sorted(self._earliest, reverse=True)]
-        for place, position in enumerate(self._top):
-            rank = self._ranks.get(position)
-            if rank is not None:
-                self._places.setdefault(rank[0], []).append(place)
-        del self._earliest, self._ranks
-        return set(self._top), set(self._places)
-
-    def offer(self, position: int, business_id: str | None, order: int) -> tuple[bool, int | None]:
-        """The second pass: a decision of an outcome ``close`` named. Whether it may be
-        listed (keep it until ``listed``), and the position of one that no longer may."""
-        places = self._places.get(business_id)
-        if not order or places is None:
-            return False, None
-        smallest = self._smallest.setdefault(business_id, [])
-        if len(smallest) < len(places):
-            heapq.heappush(smallest, (-order, position))
-            return True, None
-        if -order > smallest[0][0]:
-            return True, heapq.heapreplace(smallest, (-order, position))[1]
-        return False, None
-
-    def listed(self) -> list[int]:
-        """The listing's positions, in order."""
-        out = list(self._top)
-        for business_id, places in self._places.items():
-            members = sorted(self._smallest.get(business_id, []), reverse=True)
-            for place, (_, position) in zip(places, members, strict=True):
-                out[place] = position
-        return out
-
-
-@dataclasses.dataclass(frozen=True)
-class _DecisionLists:
-    """What the report reads from the decisions, in two passes (each pass decodes them all,
-    and no pass holds them all): the listed ones and the duplicate findings."""
-
-    write_decisions: list[dict[str, Any]]
-    """The first ``WRITE_DECISIONS_LIMIT`` decisions in ``_backend_ordered`` order."""
-    findings: list[dict[str, Any]]
-    """The evidence of the first ``EVIDENCE_LIMIT`` duplicated outcomes (``evidence_of``),
-    times from the run's start."""
-    duplicated: int
-    """How many outcomes were written again: the findings' total."""
-    total: int
-    outcomes: dict[str, int]
-    """Writes by outcome."""
-
-
-def _from_decisions(
-    run: VariantRun, series: dict[str, list[int]], bucket: Callable[[int], int]
-) -> _DecisionLists:
-    """Counts the outcome writes into ``series`` per interval (``bucket``) and reads the lists."""
-    start = run.history.started_ns
-    listing = _Listing(WRITE_DECISIONS_LIMIT)
-    outcomes: Counter[WriteOutcome] = Counter()
-    duplicated: set[str] = set()
-    for position, d in enumerate(run.check.decisions.outlines()):
-        listing.add(position, d.started_ns, d.business_id, d.order)
-        outcomes[d.outcome] += 1
-        if d.role is Role.SIDE:
-            continue
-        at = bucket(d.ended_ns)
-        if d.outcome is WriteOutcome.REJECTED:
-            series["writes_rejected"][at] += 1
-        elif d.outcome is WriteOutcome.ACCEPTED:
-            series["writes_accepted"][at] += 1
-        if d.role is Role.AGAIN:
-            series["duplicate_writes"][at] += 1
-            if d.business_id is not None:
-                duplicated.add(d.business_id)
-    top, ranked = listing.close()
-    witnessed = sorted(duplicated)[:EVIDENCE_LIMIT]
-    wanted: set[str | None] = set(witnessed)
-    kept: dict[int, Decision] = {}
-    witnesses: list[Decision] = []
-    for position, decision in run.check.decisions.chosen(top, wanted | ranked):
-        may, dropped = listing.offer(position, decision.business_id, decision.order)
-        if position in top or may:
-            kept[position] = decision
-        if dropped is not None and dropped not in top:
-            del kept[dropped]
-        if decision.business_id in wanted:
-            witnesses.append(decision)
-    listed = listing.listed()
-    findings = evidence_of(witnesses, witnessed)
-    for finding in findings:
-        for w in finding["writes"] + finding["reads"]:
-            w["at_ms"] = _offset_ms(w.pop("started_ns"), start)
-            w["done_ms"] = _offset_ms(w.pop("ended_ns"), start)
-    return _DecisionLists(
-        write_decisions=[_write_decision(kept[position], start) for position in listed],
-        findings=findings,
-        duplicated=len(duplicated),
-        total=len(run.check.decisions),
-        outcomes={o.value: outcomes[o] for o in WriteOutcome},
-    )
-
-
-def _series_interval_ns(run: VariantRun) -> int:
-    """Whole seconds per interval, so no series has more than SERIES_POINTS_LIMIT points."""
-    span_ns = max(run.history.ended_ns - run.history.started_ns, 0)
-    # span // interval + 1 points (the last, partial interval included)
-    return max(1, -(-span_ns // ((SERIES_POINTS_LIMIT - 1) * 1_000_000_000))) * 1_000_000_000
-
-
-def _series(
-    run: VariantRun, interval_ns: int | None = None
-) -> tuple[dict[str, Any], _InvocationLists, _DecisionLists]:
-    """Counts per interval since the run started, so a report shows *when* things happened,
-    and the lists read from the invocations and the decisions in the same passes (each
-    pass decodes them all)."""
-    if interval_ns is None:
-        interval_ns = _series_interval_ns(run)
-    start = run.history.started_ns
-    end = max(run.history.ended_ns, start)
-    buckets = int((end - start) // interval_ns) + 1
-
-    def bucket(ns: int) -> int:
-        return min(buckets - 1, max(0, (ns - start) // interval_ns))
-
-    names = (
-        "sent",
-        "deliveries",
-        "redeliveries",
-        "acked",
-        "dead_lettered",
-        "writes_accepted",
-        "writes_rejected",
-        "duplicate_writes",
-        "handler_errors",
-    )
-    series: dict[str, list[int]] = {name: [0] * buckets for name in names}
-    for m in run.history.sent:
-        if m.message_id:
-            series["sent"][bucket(m.sent_ns)] += 1
-    lists = _from_invocations(run, series, bucket)
-    for ack in run.history.acks:
-        series["acked"][bucket(ack.acked_ns)] += 1
-    for dead in run.history.dead_letters:
-        series["dead_lettered"][bucket(dead.seen_ns)] += 1
-    decisions = _from_decisions(run, series, bucket)
-    return {"interval_s": interval_ns / 1e9, **series}, lists, decisions
-
-
-@dataclasses.dataclass(frozen=True)
-class _InvocationLists:
-    """The report's lists read from the invocations, in one pass (each pass decodes the whole log)."""
-
-    unobserved: list[dict[str, Any]]
-    """Calls the observer could not interpret and its own failures, grouped, most frequent first."""
-    errors: list[dict[str, Any]]
-    """Handler errors grouped by message, most frequent first (repeats on one line)."""
-    results: list[Any]
-    """The successful invocations' results, the first ``WRITE_DECISIONS_LIMIT`` of them."""
-    result_count: int
-    """How many successful invocations returned a result."""
-
-
-def _from_invocations(
-    run: VariantRun, series: dict[str, list[int]], bucket: Callable[[int], int]
-) -> _InvocationLists:
-    """Counts the deliveries, redeliveries and handler errors into ``series`` per interval
-    (``bucket``) and reads the lists."""
-    unobserved: Counter[tuple[str, str, str]] = Counter()
-    errors: Counter[tuple[str, str]] = Counter()
-    results: list[Any] = []
-    result_count = 0
-    for inv in run.history.invocations:
-        b = bucket(inv.received_ns)
-        series["deliveries"][b] += len(inv.records)
-        series["redeliveries"][b] += sum(1 for r in inv.records if r.receive_count > 1)
-        if inv.outcome is not InvocationOutcome.SUCCESS:
-            series["handler_errors"][b] += 1
-        for call in inv.unobserved:
-            unobserved[("unobserved", call.operation, call.reason)] += 1
-        for fault in inv.observer_faults:
-            unobserved[("observer_error", fault.operation, fault.error)] += 1
-        if inv.outcome is not InvocationOutcome.SUCCESS:
-            errors[(inv.outcome.value, inv.error or "")] += 1
-        elif inv.result is not None:
-            result_count += 1
-            if len(results) < WRITE_DECISIONS_LIMIT:
-                results.append(inv.result)
-    return _InvocationLists(
-        unobserved=[
-            {"kind": kind, "operation": op, "reason": reason, "count": n}
-            for (kind, op, reason), n in unobserved.most_common(20)
-        ],
-        errors=[{"outcome": o, "error": e, "count": n} for (o, e), n in errors.most_common(20)],
-        results=results,
-        result_count=result_count,
-    )
+__all__ = [
+    "SCHEMA_VERSION",
+    "SERIES_POINTS_LIMIT",
+    "WRITE_DECISIONS_LIMIT",
+    "Listing",
+    "build",
+    "build_report",
+    "run_model",
+    "verdict_exit_code",
+]
 
 
 def _cost(run: VariantRun, prices: Prices) -> dict[str, Any]:
@@ -336,33 +57,34 @@ def _cost(run: VariantRun, prices: Prices) -> dict[str, Any]:
     return priced(units, prices, messages=run.check.counts.messages_sent)
 
 
-def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]:
-    """One run of the report; ``prices`` default to the committed us-east-1 table."""
+def run_model(run: VariantRun, prices: Prices | None = None) -> RunModel:
+    """One run of the report, its default verdict only; ``prices`` default to the
+    committed us-east-1 table."""
     if prices is None:
         from loadtest.model.price_tables import default_prices  # the one file read, cached
 
         prices = default_prices()
     counts = run.check.counts
-    series, lists, decisions = _series(run)
+    series, lists, decisions = series_of(run)
     findings = decisions.findings
-    dead_letters = _dead_letters(run, WRITE_DECISIONS_LIMIT)
+    dead = dead_letters(run, WRITE_DECISIONS_LIMIT)
     items = sorted(run.end_state.table_items.items())
-    return {
-        "variant": run.variant,
-        "handler": run.handler,
-        "cell": dict(run.cell),
-        "settings": {
+    return RunModel(
+        variant=run.variant,
+        handler=run.handler,
+        cell=dict(run.cell),
+        settings={
             **dataclasses.asdict(run.settings),
             "faults": {**dataclasses.asdict(run.faults), "point": dict(run.faults.point)},
         },
-        "faults": run.faults.describe(),
-        "counts": counts.as_dict(),
-        "queue_after": {
+        faults=run.faults.describe(),
+        counts=counts.as_dict(),
+        queue_after={
             "visible": run.end_state.queue_visible,
             "in_flight": run.end_state.queue_in_flight,
             "dlq": run.end_state.dlq_messages,
         },
-        "table_after": {
+        table_after={
             "items": len(run.end_state.table_items),
             # The consumer's extra tables ([[tables]]): what it kept besides outcomes.
             **(
@@ -371,43 +93,45 @@ def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]
                 else {}
             ),
         },
-        "latency_us": {name: latency.summary() for name, latency in run.latency.items()},
-        "latency_hdr": {name: latency.encoded() for name, latency in run.latency.items()},
-        "throughput": {
+        latency_us={name: latency.summary() for name, latency in run.latency.items()},
+        latency_hdr={name: latency.encoded() for name, latency in run.latency.items()},
+        throughput={
             "messages_per_s": round(run.messages_per_s, 2),
             "duration_s": round(run.duration_s, 3),
         },
-        "rate": dict(run.rate),
-        "cost": _cost(run, prices),
-        "thresholds": [],
+        rate=dict(run.rate),
+        cost=_cost(run, prices),
+        thresholds=(),
         # An interrupted run was not judged to the end: unless it already failed,
         # it cannot pass.
-        "verdict": verdict_of(
+        verdict=verdict_of(
             run.check.reasons, run.check.inconclusive, incomplete=run.incomplete is not None
         ).value,
-        "reasons": list(run.check.reasons),
-        "inconclusive": ([f"incomplete: {run.incomplete}"] if run.incomplete else [])
-        + list(run.check.inconclusive),
-        "incomplete": run.incomplete is not None,
-        "outcome": run.check.outcome,
-        "key_templates": {k: dict(v) for k, v in run.check.templates.items()},
-        "notes": list(run.check.notes),
-        "unobserved": lists.unobserved,
-        "warnings": list(run.warnings),
-        "timed_out": run.history.timed_out,
-        "cold_starts": run.cold_starts,
-        "resources": dataclasses.asdict(run.resources),
-        "cleanup_problems": list(run.cleanup_problems),
-        "series": series,
-        "findings": findings,
-        "errors": lists.errors,
-        "dead_letters": dead_letters,
-        "results": lists.results,
-        "write_decisions": decisions.write_decisions,
-        "write_decisions_total": decisions.total,
-        "write_outcomes": decisions.outcomes,
-        "table_items": dict(items[:WRITE_DECISIONS_LIMIT]),
-        "cut": _cut(
+        reasons=tuple(run.check.reasons),
+        inconclusive=(
+            *([f"incomplete: {run.incomplete}"] if run.incomplete else []),
+            *run.check.inconclusive,
+        ),
+        incomplete=run.incomplete is not None,
+        outcome=run.check.outcome,
+        key_templates={k: dict(v) for k, v in run.check.templates.items()},
+        notes=tuple(run.check.notes),
+        unobserved=lists.unobserved,
+        warnings=tuple(run.warnings),
+        timed_out=run.history.timed_out,
+        cold_starts=run.cold_starts,
+        resources=dataclasses.asdict(run.resources),
+        cleanup_problems=tuple(run.cleanup_problems),
+        series=series,
+        findings=findings,
+        errors=lists.errors,
+        dead_letters=dead,
+        results=lists.results,
+        write_decisions=decisions.write_decisions,
+        write_decisions_total=decisions.total,
+        write_outcomes=decisions.outcomes,
+        table_items=dict(items[:WRITE_DECISIONS_LIMIT]),
+        cut=_cut(
             series_interval_s=series["interval_s"],
             findings=(decisions.duplicated, EVIDENCE_LIMIT),
             dead_letters=(len(run.history.dead_letters), WRITE_DECISIONS_LIMIT),
@@ -415,7 +139,7 @@ def run_to_dict(run: VariantRun, prices: Prices | None = None) -> dict[str, Any]
             write_decisions=(decisions.total, WRITE_DECISIONS_LIMIT),
             table_items=(len(items), WRITE_DECISIONS_LIMIT),
         ),
-    }
+    )
 
 
 def _cut(series_interval_s: float, **lists: tuple[int, int]) -> dict[str, Any]:
@@ -430,61 +154,69 @@ def _cut(series_interval_s: float, **lists: tuple[int, int]) -> dict[str, Any]:
     }
 
 
-def build_report(
-    result: RunResult,
-    *,
-    command: str | None = None,
-    thresholds: Sequence[str] = (),
-    prices: Prices | None = None,
-    repeat: bool = False,
-) -> dict[str, Any]:
-    """The JSON report (schema_version 1) for a run or comparison.
+def _judged(
+    run: RunModel, thresholds: Sequence[Threshold], allow: Mapping[str, Sequence[str]]
+) -> RunModel:
+    """The run's verdict after the scenario's relaxations and the plan's thresholds."""
+    if run.variant in allow:
+        run = relaxed(run, allow[run.variant])
+    return judged_by(run, thresholds)
 
-    The verdict of each run is the default verdict, relaxed only where the
-    scenario's ``[verdict.allow]`` says so, then failed by any threshold (the
-    scenario's and ``thresholds``) that does not hold. Costs are priced with
-    ``prices`` (the committed us-east-1 table when None). With ``repeat`` (the
-    runs are one workload under successive seeds, each its own cell) or a
-    threshold on a repeat's statistics, the report gains its ``repeat`` object
-    (``loadtest.model.repeats``), those thresholds judged there.
+
+def build(result: RunResult, plan: RunPlan, *, command: str | None = None) -> ReportModel:
+    """The report of a run or comparison, judged as ``plan`` asks.
+
+    Costs are priced with the plan's price table (the committed us-east-1 table
+    when None). A repeated plan (``RunPlan.repeated``) gains the report's
+    ``repeat`` object (``loadtest.model.repeats``), its thresholds judged there.
     """
-    report = _raw_report(result, command, prices)
     allow = dict(result.scenario.allow)
-    report["runs"] = [
-        relax_default_verdict(run, allow[run["variant"]]) if run["variant"] in allow else run
-        for run in report["runs"]
-    ]
-    parsed = parse_thresholds([*result.scenario.thresholds, *thresholds])
-    report = apply_thresholds(report, parsed)
-    if repeat or any(t.aggregate is not None for t in parsed):
-        for run in report["runs"]:
-            run["seed"] = run["cell"].get("seed", result.scenario.seed)
-        seeds = list(dict.fromkeys(run["seed"] for run in report["runs"]))
-        report["repeat"] = repeat_summary(report["runs"], seeds, parsed)
-    return report
-
-
-def _raw_report(result: RunResult, command: str | None, prices: Prices | None) -> dict[str, Any]:
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "seed": result.scenario.seed,
-        "scenario": {
+    runs = [_judged(run_model(run, plan.prices), plan.thresholds, allow) for run in result.runs]
+    repeat = None
+    if plan.repeated:
+        run_seeds: list[int] = [run.cell.get("seed", result.scenario.seed) for run in runs]
+        runs = [dataclasses.replace(run, seed=s) for run, s in zip(runs, run_seeds, strict=True)]
+        seeds = list(dict.fromkeys(run_seeds))
+        repeat = repeat_summary([run.figures() for run in runs], seeds, plan.thresholds)
+    return ReportModel(
+        schema_version=SCHEMA_VERSION,
+        seed=result.scenario.seed,
+        scenario={
             "name": result.scenario.name,
             "source": result.scenario.source,
             **to_raw(result.scenario),
         },
-        "backend": {"kind": result.target.kind.value, "endpoint_url": result.target.endpoint_url},
-        "command": command,
-        "incomplete": result.incomplete is not None,
-        "incomplete_reason": result.incomplete,
-        "runs": [run_to_dict(run, prices) for run in result.runs],
-    }
+        backend={"kind": result.target.kind.value, "endpoint_url": result.target.endpoint_url},
+        command=command,
+        incomplete=result.incomplete is not None,
+        incomplete_reason=result.incomplete,
+        runs=tuple(runs),
+        repeat=repeat,
+    )
 
 
-def verdict_exit_code(report: Mapping[str, Any]) -> int:
+def build_report(
+    result: RunResult,
+    *,
+    command: str | None = None,
+    thresholds: Iterable[str] = (),
+    prices: Prices | None = None,
+    repeat: bool = False,
+) -> dict[str, Any]:
+    """The JSON report of ``build``, for a caller with threshold texts instead of a plan
+    (``repeat``: the runs are one workload under successive seeds)."""
+    plan = RunPlan.of(result.scenario, list(thresholds), prices=prices)
+    if repeat:
+        plan = dataclasses.replace(plan, repeat=max(2, len(result.runs)))
+    return build(result, plan, command=command).to_json()
+
+
+def verdict_exit_code(report: ReportModel | Mapping[str, Any]) -> int:
     """The exit code a report's verdicts make: 1 if any run failed (or a threshold on a
     repeat's statistics), else 4 if any was inconclusive, else 0."""
-    verdicts = {str(run.get("verdict")) for run in report.get("runs", [])}
-    if verdicts - {"pass", "inconclusive"} or repeat_failed(report):
+    if isinstance(report, Mapping):
+        report = ReportModel.from_json(report)
+    verdicts = {run.verdict for run in report.runs}
+    if verdicts - {"pass", "inconclusive"} or repeat_failed({"repeat": report.repeat}):
         return 1
     return 4 if "inconclusive" in verdicts else 0

@@ -22,6 +22,7 @@ from loadtest.reports.charts import (
     num,
     shorten,
 )
+from loadtest.reports.model import RunModel
 
 RACE_IDS_SHOWN = 2
 """Double-written business ids whose timeline is drawn."""
@@ -208,10 +209,8 @@ def svg_timeline(
     return Markup("".join(out))
 
 
-def timeline_for(run: Mapping[str, Any], label: str, business_id: str) -> Timeline | None:
-    finding = next(
-        (f for f in run.get("findings") or [] if f.get("business_id") == business_id), None
-    )
+def timeline_for(run: RunModel, label: str, business_id: str) -> Timeline | None:
+    finding = next((f for f in run.findings if f.get("business_id") == business_id), None)
     if finding is not None:
         events = _read_events(finding.get("reads") or [], business_id) + _write_events(
             finding.get("writes") or [], business_id
@@ -219,7 +218,7 @@ def timeline_for(run: Mapping[str, Any], label: str, business_id: str) -> Timeli
     else:
         writes = [
             {**w, "done_ms": float(w.get("at_ms", 0)) + float(w.get("duration_us") or 0) / 1000}
-            for w in run.get("write_decisions") or []
+            for w in run.write_decisions
             if w.get("business_id") == business_id
         ]
         if not writes:
@@ -235,9 +234,9 @@ def timeline_for(run: Mapping[str, Any], label: str, business_id: str) -> Timeli
     )
 
 
-def find_races(runs: Sequence[Mapping[str, Any]]) -> tuple[list[str], bool]:
+def find_races(runs: Sequence[RunModel]) -> tuple[list[str], bool]:
     """Business ids to draw, and whether they were double-written (else just examples)."""
-    findings = [f for run in runs for f in run.get("findings") or []]
+    findings = [f for run in runs for f in run.findings]
     if findings:
         # The clearest race first: most reads that saw the item absent, then most accepted writes.
         def rank(f: Mapping[str, Any]) -> tuple[int, int, str]:
@@ -249,7 +248,7 @@ def find_races(runs: Sequence[Mapping[str, Any]]) -> tuple[list[str], bool]:
     per_id: Counter[str] = Counter(
         str(w.get("business_id"))
         for run in runs
-        for w in run.get("write_decisions") or []
+        for w in run.write_decisions
         if w.get("business_id") is not None
     )
     ranked = sorted(per_id.items(), key=lambda kv: (-kv[1], kv[0]))

@@ -259,6 +259,7 @@ def test_the_page_and_the_terminal_show_every_count_the_json_has() -> None:
     from rich.console import Console
 
     from loadtest.model.checker import COUNT_NAMES
+    from loadtest.reports.model import RunModel
     from loadtest.reports.render import ROWS, summary_table
 
     report = _sample()
@@ -281,7 +282,7 @@ def test_the_page_and_the_terminal_show_every_count_the_json_has() -> None:
     console.print(summary_table(report))
     text = console.export_text()
     for label, read, _ in ROWS:
-        values = [str(read(run)) for run in runs]
+        values = [str(read(RunModel.from_json(run))) for run in runs]
         line = next(line for line in text.splitlines() if f" {label} " in line)
         assert [cell.strip() for cell in line.split("│")[2:-1]] == values, label
 

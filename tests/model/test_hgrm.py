@@ -6,7 +6,8 @@ import random
 
 from hdrh.histogram import HdrHistogram
 
-from loadtest.model.metrics import HGRM_SCALE, Latency, decode, hgrm, hgrm_files
+from loadtest.model.metrics import HGRM_SCALE, Latency, decode, hgrm
+from loadtest.reports.formats import hgrm_files
 
 
 def _parse(text: str) -> list[tuple[float, float, int]]:

@@ -8,7 +8,8 @@ import pytest
 
 from loadtest.errors import ThresholdError
 from loadtest.model.repeats import repeat_failed, repeat_summary
-from loadtest.model.thresholds import MetricKind, apply_thresholds, parse_threshold
+from loadtest.model.thresholds import MetricKind, parse_threshold
+from loadtest.reports.judge import apply_thresholds
 
 
 def run(variant: str, seed: int, duplicate_writes: int, p99_us: int) -> dict[str, Any]:

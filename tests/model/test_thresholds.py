@@ -13,12 +13,11 @@ from loadtest.model.thresholds import (
     MetricKind,
     Operator,
     Threshold,
-    apply_thresholds,
     check_variants,
     evaluate,
     parse_threshold,
-    relax_default_verdict,
 )
+from loadtest.reports.judge import apply_thresholds, relax_default_verdict
 
 
 def latency(p50: int, p99: int, count: int = 10) -> dict[str, Any]:

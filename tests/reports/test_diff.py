@@ -15,8 +15,8 @@ from loadtest.reports.diff import (
     RowKind,
     diff_reports,
     parse_tolerance,
-    render_diff_table,
 )
+from loadtest.reports.diff_view import render_diff_table
 
 STATS = ("min", "p50", "p90", "p99", "p99_9", "max")
 

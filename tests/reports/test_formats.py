@@ -5,8 +5,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from loadtest.model.thresholds import apply_thresholds, parse_threshold, relax_default_verdict
+from loadtest.model.thresholds import parse_threshold
 from loadtest.reports.formats import format_us, junit_xml, markdown_summary
+from loadtest.reports.judge import apply_thresholds, relax_default_verdict
 
 
 def latency(p50: int, p99: int) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from loadtest.model.checker import check
 from loadtest.model.history import Ack, EndState, History, InvocationOutcome
 from loadtest.model.metrics import Latency
 from loadtest.model.scenario import load_scenario
-from loadtest.reports.render import _race_story
+from loadtest.reports.render import race_story as _race_story
 from loadtest.reports.report import SCHEMA_VERSION, build_report
 from tests.model.builders import invocation, lab_history, order_item, record, sent, write
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from loadtest.reports.report import _Listing
+from loadtest.reports.report import Listing as _Listing
 
 
 def _whole(started_ns: Sequence[int], ranked: Mapping[int, tuple[str | None, int]]) -> list[int]:
