@@ -97,6 +97,7 @@ def run_remote(
     from loadtest.api import execute, prepare
     from loadtest.aws.clients import region_from_environment
     from loadtest.cli.outputs import plan_outputs, write_reports
+    from loadtest.cli.running import reproduce_command
     from loadtest.deploy.deploy_plan import plan_attach, plan_deploy, render_plan
     from loadtest.deploy.remote_run import AttachTo
     from loadtest.errors import LoadtestError
@@ -154,7 +155,7 @@ def run_remote(
             keep=keep,
             attach=target_to,
             run_id=run_id,
-            command="loadtest " + " ".join(sys.argv[1:]),
+            command=reproduce_command(plan.scenario),
         )
         written = write_reports(report, json_path, outputs)
     except KeyboardInterrupt as exc:

@@ -28,6 +28,7 @@ from loadtest.reports.render import render
 
 
 def reproduce_command(scenario: Scenario) -> str:
+    """The command line that ran, quoted for a shell, with the seed it used."""
     args = sys.argv[1:]
     if "--seed" not in args:
         args = [*args, "--seed", str(scenario.seed)]

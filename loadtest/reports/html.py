@@ -16,16 +16,13 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
 
-from loadtest.model import checker
-from loadtest.model.metrics import PERCENTILES, format_us, percentile_label
+from loadtest.model.metrics import format_us
 from loadtest.reports.charts import (
     PALETTE,
     Series,
@@ -33,12 +30,12 @@ from loadtest.reports.charts import (
     percentile_curve,
     step_markers,
     step_series,
-    svg_percentile_plot,
     svg_step_chart,
 )
 from loadtest.reports.finding import headlines, page_warnings, witness
 from loadtest.reports.formats import format_observed
 from loadtest.reports.heatmap import html_section
+from loadtest.reports.html_rows import count_cells, latency_names, latency_rows, percentile_plots
 from loadtest.reports.model import ReportModel, RunModel, as_model
 from loadtest.reports.repeat_view import repeat_context
 from loadtest.reports.timeline import (
@@ -51,31 +48,6 @@ __all__ = ["percentile_curve", "render_html"]
 
 WRITE_TABLE_PAGE_ROWS = 50
 """Rows per page of the write decisions table (all rows are shown without JS)."""
-
-COUNT_ORDER = (
-    "messages_sent",
-    "distinct_ids",
-    "deliveries",
-    "redeliveries",
-    "overlapping_ids",
-    "overlapping_deliveries",
-    "writes_attempted",
-    "writes_accepted",
-    "writes_rejected",
-    "side_writes",
-    "noop_writes",
-    "duplicate_writes",
-    "conflicting_writes",
-    "lost_outcomes",
-    "acked",
-    "dead_lettered",
-    "unexpected_dead_letters",
-    "handler_errors",
-    "unobserved_calls",
-)
-BAD_WHEN_NONZERO = checker.FLAGGED_WHEN_NONZERO
-WARN_WHEN_NONZERO = frozenset(checker.NOTEWORTHY_WHEN_NONZERO)
-PERCENTILE_KEYS = (*((key, percentile_label(key)) for key, _ in PERCENTILES), ("max", "max"))
 
 
 # --------------------------------------------------------------------------- the page
@@ -119,90 +91,6 @@ def _reproduce_command(report: ReportModel) -> tuple[str, bool]:
     return f"loadtest run {name}{variant} --seed {seed}", True
 
 
-def _count_cells(runs: Sequence[RunModel]) -> list[dict[str, Any]]:
-    names = list(COUNT_ORDER)
-    for run in runs:
-        for key in run.counts:
-            if key not in names:
-                names.append(key)
-    rows = []
-    for name in names:
-        cells = []
-        for run in runs:
-            value = run.counts.get(name)
-            level = ""
-            if isinstance(value, int) and value > 0:
-                level = (
-                    "bad"
-                    if name in BAD_WHEN_NONZERO
-                    else "warn"
-                    if name in WARN_WHEN_NONZERO
-                    else ""
-                )
-            cells.append({"text": "–" if value is None else f"{value:,}", "level": level})
-        if name not in COUNT_ORDER and not any(c["level"] for c in cells):
-            continue  # counts beyond COUNT_ORDER only when they have something to say
-        rows.append({"name": name, "cells": cells, "flag": any(c["level"] == "bad" for c in cells)})
-    return rows
-
-
-def _latency_rows(runs: Sequence[RunModel], names: Sequence[str]) -> list[dict[str, Any]]:
-    rows = []
-    for name in names:
-        for key, label in PERCENTILE_KEYS:
-            values = [(run.latency_us.get(name) or {}).get(key) for run in runs]
-            present = [v for v in values if isinstance(v, int | float)]
-            best = min(present) if len(present) > 1 else None
-            cells = [
-                {"text": "–" if v is None else format_us(v), "best": v is not None and v == best}
-                for v in values
-            ]
-            rows.append({"name": name, "stat": label, "cells": cells})
-    return rows
-
-
-def _latency_names(runs: Sequence[RunModel]) -> list[str]:
-    names: list[str] = []
-    for run in runs:
-        for key in [*run.latency_hdr, *run.latency_us]:
-            if key not in names:
-                names.append(key)
-    if "end_to_end" in names:
-        names.remove("end_to_end")
-        names.insert(0, "end_to_end")
-    return names
-
-
-def _percentile_plots(
-    runs: Sequence[RunModel], labels: Sequence[str], names: Sequence[str]
-) -> list[Markup]:
-    plots = []
-    for index, name in enumerate(names):
-        series = []
-        for i, (run, label) in enumerate(zip(runs, labels, strict=True)):
-            encoded = run.latency_hdr.get(name)
-            points = percentile_curve(encoded) if encoded else []
-            summary = run.latency_us.get(name) or {}
-            markers = []
-            for key, p in PERCENTILES:
-                text = percentile_label(key)
-                x = math.log10(1 / (1 - p / 100))
-                if points and summary.get(key) is not None and x <= points[-1][0] + 1e-9:
-                    markers.append((x, float(summary[key]), text))
-            note = f"p99 {format_us(summary['p99'])}" if summary.get("p99") is not None else ""
-            series.append(Series(label, PALETTE[i % len(PALETTE)], points, note, markers))
-        title = f"{name} latency by percentile"
-        if index == 0:
-            plots.append(svg_percentile_plot(series, title=title, plot_id=f"plot-{name}"))
-        else:
-            plots.append(
-                svg_percentile_plot(
-                    series, title=title, width=510, height=280, plot_id=f"plot-{name}"
-                )
-            )
-    return plots
-
-
 def _write_rows(run: RunModel) -> list[dict[str, Any]]:
     rows = []
     for index, w in enumerate(run.write_decisions):
@@ -244,6 +132,15 @@ def _cuts(report: ReportModel, labels: Sequence[str]) -> list[str]:
     return out
 
 
+def _witness(run: RunModel, race_ids: Sequence[str], explored: bool) -> dict[str, Any] | None:
+    """The headline's example id, linked to where the page shows it (an explored run's
+    race is its counterexample's steps)."""
+    found = witness(run, race_ids)
+    if found is None or not explored:
+        return found
+    return {**found, "anchor": "explore"}
+
+
 def _thresholds(run: RunModel) -> list[dict[str, Any]]:
     results = sorted(run.thresholds, key=lambda r: r.ok)  # failing first
     return [{"expr": r.expr, "observed": format_observed(r, run), "ok": r.ok} for r in results]
@@ -272,14 +169,17 @@ def render_html(report: ReportModel | Mapping[str, Any]) -> str:
     """
     report = as_model(report)
     runs = report.runs
+    # An explored schedule runs on the explorer's clock: its times, rates, latencies and
+    # costs measure nothing, so the page shows the schedules and their steps instead.
+    explored = report.explore is not None
     labels = _run_labels(runs)
     colors = [PALETTE[i % len(PALETTE)] for i in range(len(runs))]
-    latency_names = _latency_names(runs)
+    names = latency_names(runs)
     command, reconstructed = _reproduce_command(report)
 
     race_ids, raced = find_races(runs)
     races = []
-    for business_id in race_ids:
+    for business_id in [] if explored else race_ids:
         timelines = []
         missing = []
         for run, label in zip(runs, labels, strict=True):
@@ -305,26 +205,30 @@ def render_html(report: ReportModel | Mapping[str, Any]) -> str:
                 }
             )
 
-    over_time = [
-        svg_step_chart(
-            [
-                Series(label, color, pts, markers=step_markers(pts, "msg/s"))
-                for run, label, color in zip(runs, labels, colors, strict=True)
-                for pts in [step_series(run, "acked", per_s=True)]
-            ],
-            title="Throughput: messages acknowledged per second",
-            y_label="messages/s",
-        ),
-        svg_step_chart(
-            [
-                Series(label, color, pts, markers=step_markers(pts, "duplicate writes"))
-                for run, label, color in zip(runs, labels, colors, strict=True)
-                for pts in [step_series(run, "duplicate_writes", per_s=False)]
-            ],
-            title="Duplicate writes per interval",
-            y_label="duplicate writes",
-        ),
-    ]
+    over_time = (
+        []
+        if explored
+        else [
+            svg_step_chart(
+                [
+                    Series(label, color, pts, markers=step_markers(pts, "msg/s"))
+                    for run, label, color in zip(runs, labels, colors, strict=True)
+                    for pts in [step_series(run, "acked", per_s=True)]
+                ],
+                title="Throughput: messages acknowledged per second",
+                y_label="messages/s",
+            ),
+            svg_step_chart(
+                [
+                    Series(label, color, pts, markers=step_markers(pts, "duplicate writes"))
+                    for run, label, color in zip(runs, labels, colors, strict=True)
+                    for pts in [step_series(run, "duplicate_writes", per_s=False)]
+                ],
+                title="Duplicate writes per interval",
+                y_label="duplicate writes",
+            ),
+        ]
+    )
 
     run_views = []
     for run, label, color in zip(runs, labels, colors, strict=True):
@@ -380,15 +284,20 @@ def render_html(report: ReportModel | Mapping[str, Any]) -> str:
         warnings=warnings,
         notes=notes,
         headlines=[
-            {"line": line, "run": view, "witness": witness(run, race_ids if raced else [])}
+            {
+                "line": line,
+                "run": view,
+                "witness": _witness(run, race_ids if raced else [], explored),
+            }
             for line, view, run in zip(headlines(runs, labels), run_views, runs, strict=True)
         ]
         if not many
         else [],
         cuts=_cuts(report, labels),
-        count_rows=_count_cells(runs),
-        latency_rows=_latency_rows(runs, latency_names),
-        latency_plots=_percentile_plots(runs, labels, latency_names),
+        explored=explored,
+        count_rows=count_cells(runs, explored=explored),
+        latency_rows=[] if explored else latency_rows(runs, names),
+        latency_plots=[] if explored else percentile_plots(runs, labels, names),
         over_time=over_time,
         races=races,
         raced=raced,

@@ -154,7 +154,9 @@ def svg_timeline(
     """One lane per execution environment; bars for reads and writes on a shared axis
     (milliseconds, or an explored schedule's steps)."""
     lanes = list(dict.fromkeys(e.environment for e in sorted(events, key=lambda e: e.start_ms)))
-    lane_h, left, right, top, bottom = 58, 70, 20, 30, 36
+    lane_h, right, top, bottom = 58, 20, 30, 36
+    # Room for the longest lane label ("env 2 · delivery 3"), about 7 px a character.
+    left = max(70, 16 + 7 * max((len(f"env {lane}") for lane in lanes), default=0))
     height = top + bottom + lane_h * max(len(lanes), 1)
     pw = width - left - right
     t0 = min((e.start_ms for e in events), default=0.0)

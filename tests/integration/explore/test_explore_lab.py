@@ -58,6 +58,10 @@ def test_read_then_write_race_is_found_shrunk_and_replayed(
     assert "Explored schedules" in page and "--schedule 2:2=2" in page
     table = page[page.index('<table class="steps">') :]
     assert table[: table.index("</table>")].count("GetItem id=dedup-order") == 2
+    # The explorer's clock measures nothing: no rates, latencies, costs or overlap by time.
+    for timed in ('id="latency"', 'id="over-time"', 'id="race"', "messages/s", "overlapping_ids"):
+        assert timed not in page, timed
+    assert 'href="#explore"' in page and "env 1 · delivery 1</text>" in page
     from loadtest.reports.render import render
 
     assert "replay: loadtest explore" in str(render(report.to_dict()))

@@ -1,0 +1,138 @@
+"""The HTML page's summary table rows and latency plots: which counts it shows, and how.
+
+Owns the order of the counts in the summary table (``COUNT_ORDER``), which are flagged, which
+are read from wall-clock times (``TIMED_COUNTS``: left out of an explored schedule's page), the
+latency rows with the best value marked, and the percentile plots. Pure, like the page.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from markupsafe import Markup
+
+from loadtest.model import checker
+from loadtest.model.metrics import PERCENTILES, format_us, percentile_label
+from loadtest.reports.charts import PALETTE, Series, percentile_curve, svg_percentile_plot
+from loadtest.reports.model import RunModel
+
+COUNT_ORDER = (
+    "messages_sent",
+    "distinct_ids",
+    "deliveries",
+    "redeliveries",
+    "overlapping_ids",
+    "overlapping_deliveries",
+    "writes_attempted",
+    "writes_accepted",
+    "writes_rejected",
+    "side_writes",
+    "noop_writes",
+    "duplicate_writes",
+    "conflicting_writes",
+    "lost_outcomes",
+    "acked",
+    "dead_lettered",
+    "unexpected_dead_letters",
+    "handler_errors",
+    "unobserved_calls",
+)
+
+
+BAD_WHEN_NONZERO = checker.FLAGGED_WHEN_NONZERO
+
+
+WARN_WHEN_NONZERO = frozenset(checker.NOTEWORTHY_WHEN_NONZERO)
+
+
+PERCENTILE_KEYS = (*((key, percentile_label(key)) for key, _ in PERCENTILES), ("max", "max"))
+
+
+TIMED_COUNTS = frozenset({"overlapping_ids", "overlapping_deliveries"})
+"""Counts read from wall-clock times: an explored schedule's times are the explorer's steps."""
+
+
+def count_cells(runs: Sequence[RunModel], *, explored: bool = False) -> list[dict[str, Any]]:
+    names = [n for n in COUNT_ORDER if not (explored and n in TIMED_COUNTS)]
+    for run in runs:
+        for key in run.counts:
+            if key not in names and not (explored and key in TIMED_COUNTS):
+                names.append(key)
+    rows = []
+    for name in names:
+        cells = []
+        for run in runs:
+            value = run.counts.get(name)
+            level = ""
+            if isinstance(value, int) and value > 0:
+                level = (
+                    "bad"
+                    if name in BAD_WHEN_NONZERO
+                    else "warn"
+                    if name in WARN_WHEN_NONZERO
+                    else ""
+                )
+            cells.append({"text": "–" if value is None else f"{value:,}", "level": level})
+        if name not in COUNT_ORDER and not any(c["level"] for c in cells):
+            continue  # counts beyond COUNT_ORDER only when they have something to say
+        rows.append({"name": name, "cells": cells, "flag": any(c["level"] == "bad" for c in cells)})
+    return rows
+
+
+def latency_rows(runs: Sequence[RunModel], names: Sequence[str]) -> list[dict[str, Any]]:
+    rows = []
+    for name in names:
+        for key, label in PERCENTILE_KEYS:
+            values = [(run.latency_us.get(name) or {}).get(key) for run in runs]
+            present = [v for v in values if isinstance(v, int | float)]
+            best = min(present) if len(present) > 1 else None
+            cells = [
+                {"text": "–" if v is None else format_us(v), "best": v is not None and v == best}
+                for v in values
+            ]
+            rows.append({"name": name, "stat": label, "cells": cells})
+    return rows
+
+
+def latency_names(runs: Sequence[RunModel]) -> list[str]:
+    names: list[str] = []
+    for run in runs:
+        for key in [*run.latency_hdr, *run.latency_us]:
+            if key not in names:
+                names.append(key)
+    if "end_to_end" in names:
+        names.remove("end_to_end")
+        names.insert(0, "end_to_end")
+    return names
+
+
+def percentile_plots(
+    runs: Sequence[RunModel], labels: Sequence[str], names: Sequence[str]
+) -> list[Markup]:
+    plots = []
+    for index, name in enumerate(names):
+        series = []
+        for i, (run, label) in enumerate(zip(runs, labels, strict=True)):
+            encoded = run.latency_hdr.get(name)
+            points = percentile_curve(encoded) if encoded else []
+            summary = run.latency_us.get(name) or {}
+            markers = []
+            for key, p in PERCENTILES:
+                text = percentile_label(key)
+                x = math.log10(1 / (1 - p / 100))
+                if points and summary.get(key) is not None and x <= points[-1][0] + 1e-9:
+                    markers.append((x, float(summary[key]), text))
+            note = f"p99 {format_us(summary['p99'])}" if summary.get("p99") is not None else ""
+            series.append(Series(label, PALETTE[i % len(PALETTE)], points, note, markers))
+        title = f"{name} latency by percentile"
+        if index == 0:
+            plots.append(svg_percentile_plot(series, title=title, plot_id=f"plot-{name}"))
+        else:
+            plots.append(
+                svg_percentile_plot(
+                    series, title=title, width=510, height=280, plot_id=f"plot-{name}"
+                )
+            )
+    return plots
