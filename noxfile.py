@@ -1,15 +1,17 @@
 """Developer sessions: tests, lint, typecheck, bench.
 
 nox -s tests        the whole test suite (what CI runs), spread over 4 worker processes
-                    (pytest-xdist, --dist loadgroup: tests marked with the same
-                    @pytest.mark.xdist_group run in one worker); `nox -s tests -- -n 0`
-                    runs it in one process
+                    (pytest-xdist, --dist loadgroup: tests that share a module-scoped
+                    fixture, or carry one @pytest.mark.xdist_group, run in one worker;
+                    the tests marked slow are handed out first); `nox -s tests -- -n 0`
+                    runs it in one process. tests/ mirrors the package (tests/model,
+                    tests/engine, tests/backend, ...) with tests/integration for whole runs
 nox -s quick        the pure tests only (the inner loop, well under a minute): the tests
-                    tests/conftest.py marks `pure` -- those under tests/core, tests/gates,
-                    tests/tools, tests/explore/test_explore_model.py and
-                    tests/html/test_heatmap.py that use no backend fixture and are not
-                    marked `process` (mark a test @pytest.mark.process when it starts a
-                    child process itself)
+                    tests/conftest.py marks `pure` -- those under its PURE_PATHS
+                    (tests/model, tests/reports, tests/tools, tests/consumer and the pure
+                    files of tests/emulation, tests/engine and tests/observer) that use no
+                    backend fixture and are not marked `process` (mark a test
+                    @pytest.mark.process when it starts a child process itself)
 nox -s lint         ruff check + ruff format --check + the import layers (lint-imports)
                     + the tree's no-diary check (tools/check_tree.py)
 nox -s typecheck    mypy --strict over loadtest, consumer and tests
@@ -41,7 +43,7 @@ def _install(session: nox.Session, *groups: str, project: bool = True) -> None:
 
 
 MINISTACK = "ministack==1.5.33"
-"""The local Lambda data plane the deploy and attach tests run on (tests/aws/test_ministack.py)."""
+"""The local Lambda data plane the deploy and attach tests run on (tests/deploy/test_ministack.py)."""
 
 
 def _ministack(session: nox.Session) -> str:

@@ -25,13 +25,13 @@ report against itself (``loadtest diff``); for each case also once as an interru
 run (``incomplete``).
 
 ``digest DIR`` renders the cases saved in DIR and writes the SHA-256 of every file to
-``DIR/expected.json``: ``tests/core/test_core_report_golden.py`` renders the few small
-cases saved in ``tests/core/golden`` and fails on any byte that differs. When a change
+``DIR/expected.json``: ``tests/reports/test_report_golden.py`` renders the few small
+cases saved in ``tests/reports/golden`` and fails on any byte that differs. When a change
 to a report is intended, refresh the digests (and say why in the commit)::
 
-    PYTHONPATH=$PWD python tools/report_golden.py digest tests/core/golden
+    PYTHONPATH=$PWD python tools/report_golden.py digest tests/reports/golden
 
-and to add a case: ``capture tests/core/golden --only NAME``, then ``digest``.
+and to add a case: ``capture tests/reports/golden --only NAME``, then ``digest``.
 
 A pickle names classes by module: ``_MOVED`` maps a module that moved to where it is
 now, so inputs captured before a move still load.

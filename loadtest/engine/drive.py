@@ -141,6 +141,8 @@ async def drive(
                 await settlement.done.wait()
                 history.ended_ns = clock()
                 stopping.set()
+                for poller in pollers:
+                    poller.stop_polling()
                 watcher_scope.cancel()
     if deadline.cancelled_caught:
         history.timed_out = True

@@ -31,7 +31,7 @@ def _is_type_checking(test: ast.expr) -> bool:
 def _runtime_imports(tree: ast.AST) -> Iterator[str]:
     """The ``loadtest`` modules a module imports when it is imported: not under ``if
     TYPE_CHECKING`` and not inside functions (the package's lazy attributes are never used in a
-    function; the isolated import test in tests/aws/test_lambda_entry.py checks the result)."""
+    function; the isolated import test in tests/observer/test_lambda_entry.py checks the result)."""
     for node in ast.iter_child_nodes(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             continue

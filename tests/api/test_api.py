@@ -16,7 +16,7 @@ from loadtest.errors import HandlerRefError, InputError, ScenarioError, Threshol
 from loadtest.model.scenario import builtin_scenarios
 
 HERE = Path(__file__).parent
-MY_HANDLER = str(HERE.parent / "e2e" / "my_handler.py") + ":handler"
+MY_HANDLER = str(HERE.parent / "integration" / "my_handler.py") + ":handler"
 runner = CliRunner()
 
 

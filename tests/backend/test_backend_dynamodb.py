@@ -67,6 +67,7 @@ def _conditional_puts(url: str, table: str, keys: Sequence[str], writer: int) ->
     return attempts
 
 
+@pytest.mark.slow
 def test_conditional_put_has_exactly_one_winner_per_key(backend_url: str) -> None:
     with aws_clients.table(backend_url) as table:
         for round_ in range(ROUNDS):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import urllib.request
 
-from tests.e2e.helpers import client
+from tests.integration.helpers import client
 
 
 def _stats(url: str) -> dict[str, int]:

@@ -237,7 +237,10 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def test_hold(loadtest_backend):
-    pathlib.Path("endpoint.txt").write_text(loadtest_backend.endpoint_url)
+    # Written whole, then renamed: the test reading it never sees it empty.
+    written = pathlib.Path("endpoint.tmp")
+    written.write_text(loadtest_backend.endpoint_url)
+    written.replace("endpoint.txt")
     time.sleep(120)
 """
 

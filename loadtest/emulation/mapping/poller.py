@@ -94,6 +94,8 @@ class Poller:
         self.clock = clock
         self.acknowledge = acknowledge
         self.body = body
+        self._polling: anyio.CancelScope | None = None
+        """The scope of the ReceiveMessage in progress, if any (``stop_polling`` cancels it)."""
 
     async def run(self) -> None:
         # The stop flag is checked between polls: a poll waits at most
@@ -128,15 +130,27 @@ class Poller:
         return messages
 
     async def _poll(self, count: int, wait_s: int) -> list[dict[str, Any]]:
-        response = await self.sqs.receive_message(
-            QueueUrl=self.queue_url,
-            MaxNumberOfMessages=count,
-            WaitTimeSeconds=wait_s,
-            AttributeNames=["All"],
-            MessageAttributeNames=["All"],
-        )
-        messages: list[dict[str, Any]] = [dict(m) for m in response.get("Messages", [])]
-        return messages
+        """One ReceiveMessage; empty when the run stops while it waits (``stop_polling``)."""
+        with anyio.CancelScope() as self._polling:
+            if self.stopping.is_set():
+                return []
+            response = await self.sqs.receive_message(
+                QueueUrl=self.queue_url,
+                MaxNumberOfMessages=count,
+                WaitTimeSeconds=wait_s,
+                AttributeNames=["All"],
+                MessageAttributeNames=["All"],
+            )
+            messages: list[dict[str, Any]] = [dict(m) for m in response.get("Messages", [])]
+            return messages
+        return []
+
+    def stop_polling(self) -> None:
+        """End a long poll in progress: called once every sent message is settled, so a
+        finished run stops at once rather than after the poll's wait (an invocation in
+        progress is not touched, and still finishes)."""
+        if self._polling is not None:
+            self._polling.cancel()
 
     async def _deliver(self, messages: list[dict[str, Any]]) -> bool:
         """Invoke the handler with ``messages`` and acknowledge what succeeded; True when
