@@ -106,6 +106,10 @@ def test_ctrl_c_during_a_deployed_run_deletes_what_it_made(ministack: str, tmp_p
             "40",
             "--race-window",
             "300",
+            # 160 messages at 2 s each over 8 environments: the run cannot end before the
+            # interrupt arrives, however fast or loaded the machine is.
+            "--handler-duration",
+            "2000",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -41,7 +41,7 @@ def latency(p50: int, p99: int, count: int = 10) -> dict[str, Any]:
 
 
 def make_run(variant: str, **counts: int) -> dict[str, Any]:
-    """A run dict shaped like loadtest.reports.report.run_to_dict, default verdict applied."""
+    """A run dict shaped like a report's JSON run (loadtest.reports.model.RunModel.to_json), default verdict applied."""
     all_counts = dict.fromkeys(COUNT_NAMES, 0)
     all_counts.update(messages_sent=8, distinct_ids=2, deliveries=8, acked=8)
     all_counts.update(counts)

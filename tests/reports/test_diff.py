@@ -27,7 +27,7 @@ def latency(p50: int, p90: int, p99: int) -> dict[str, Any]:
 
 
 def make_run(variant: str) -> dict[str, Any]:
-    """A run dict shaped like loadtest.reports.report.run_to_dict (only what diff reads, and a bit more)."""
+    """A run dict shaped like a report's JSON run (loadtest.reports.model.RunModel.to_json) (only what diff reads, and a bit more)."""
     counts = dict.fromkeys(CORRECTNESS_COUNTS, 0)
     counts.update(messages_sent=600, deliveries=600, redeliveries=0, acked=600)
     return {

@@ -1594,3 +1594,18 @@ def test_a_claim_that_outlives_its_crash_loses_the_order(marker_then_put: Varian
     assert (c.acked, c.handler_errors, c.lost_outcomes) == (4, 4, 4)
     assert (c.writes_attempted, c.side_writes) == (0, 8)
     assert any("nothing was stored" in r for r in run.check.reasons)
+
+
+def test_a_pooled_batch_handler_races_inside_one_invocation(backend_url: str) -> None:
+    """Copies of one id that a thread pool works on at once in one invocation overlap: the
+    guarded handler's PASS stands as exposed, the check-then-put one writes twice."""
+    safe = _run(backend_url, "batch_pool.toml", "pool_conditional.py")
+    c = safe.check.counts
+    assert safe.check.verdict == "pass", (safe.check.reasons, safe.check.inconclusive)
+    assert (c.acked, c.writes_accepted, c.duplicate_writes) == (80, 20, 0)
+    assert c.overlapping_ids > 0
+
+    racy = _run(backend_url, "batch_pool.toml", "pool_racy.py")
+    assert racy.check.verdict == "fail"
+    assert racy.check.counts.duplicate_writes > 0
+    assert racy.check.counts.lost_outcomes == 0
