@@ -55,7 +55,7 @@ def is_replay(write: WriteRecord, first_ended_ns: int | None) -> bool:
     return first_ended_ns is not None and write.started_ns - first_ended_ns <= IDEMPOTENCY_WINDOW_NS
 
 
-def _replays(writes: list[Write]) -> set[int]:
+def replayed_writes(writes: list[Write]) -> set[int]:
     """The ``id`` of each write that repeats an earlier accepted identical call's write of
     the same item (``is_replay``): DynamoDB answered it as it answered the first and wrote
     nothing. (A call's parts on other items share its token: they are no repeats.)"""
@@ -198,7 +198,7 @@ def judge_outcome(
     A repeat of an accepted transaction call with the same ClientRequestToken
     and request, within DynamoDB's window, changed nothing: a no-op, outside the
     order (its old image, if any, says nothing of the item's)."""
-    replays = _replays(writes)
+    replays = replayed_writes(writes)
     replayed = sorted((w for w in writes if id(w) in replays), key=lambda w: w.write.ended_ns)
     writes = [w for w in writes if id(w) not in replays]
     for position, w in enumerate(replayed, start=len(writes) + 1):

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from loadtest.model.checker.details import varies_per_delivery
-from loadtest.model.checker.roles import Judged, Write, _replays
+from loadtest.model.checker.roles import Judged, Write, replayed_writes
 from loadtest.model.checker.verdict import Role
 from loadtest.model.history import InvocationRef, Record, WriteOutcome, WriteRecord
 from loadtest.model.updates import same_item
@@ -126,7 +126,7 @@ def judge_shared(writes: Sequence[Write], judged: Judged) -> set[str]:
     duplicate effect, and conflicting (it changed the stored aggregate again); a write
     that changed nothing is a no-op. Returns the deliveries that changed the item.
     """
-    replays = _replays(list(writes))
+    replays = replayed_writes(list(writes))
     units: list[tuple[str, str]] = []
     ordered = sorted(writes, key=lambda w: (w.write.ended_ns, w.write.started_ns))
     for position, w in enumerate(ordered, start=1):
