@@ -4,18 +4,21 @@ FIFO-faithful, and its PartiQL writes and update operands behave like DynamoDB's
 Owns what is installed and when: ``apply()`` installs every replacement once per process
 (it is idempotent) and refuses any moto outside the 5.2 series, whose ``moto/sqs/models.py``,
 ``moto/dynamodb/models/__init__.py`` and ``moto/moto_server`` this mirrors. The
-replacements live beside it: the indexed store in ``sqs_store``, the SQS functions that use
-it in ``sqs_patches``, FIFO deduplication and long polls in ``fifo_patches``, PartiQL
-writes in ``partiql_patches``, update operands in ``update_operands``, transaction
-tokens in ``transact_tokens``, key types in ``key_types``, the legacy ConditionalOperator in
-``legacy_conditions``. Must not touch: the rest of DynamoDB (its races are
+replacements live beside it, by service as moto lays them out: the indexed store in
+``sqs.store``, the SQS functions that use it in ``sqs.patches``, FIFO deduplication and
+long polls in ``sqs.fifo``, PartiQL writes in ``dynamodb.partiql``, update operands in
+``dynamodb.update_operands``, transaction tokens in ``dynamodb.transact_tokens``, key
+types in ``dynamodb.key_types``, the legacy ConditionalOperator in
+``dynamodb.legacy_conditions`` and the legacy AttributeUpdates actions in
+``dynamodb.legacy_updates``; moto's core (clock, memoised answers, request ids, regions,
+model objects kept) in ``core``, IAM in ``iam``, the HTTP side in ``http``. Must not touch: the rest of DynamoDB (its races are
 closed by serialising requests in ``loadtest.backend.embedded``), PartiQL SELECT
 (moto's own), any other service, or anything a client can observe except speed, FIFO
 deduplication and group order (as SQS behaves), the PartiQL answers below, and an
 update's operands (``SET a = b DELETE b :x`` keeps b's old value in a, as DynamoDB does)
 and the ClientRequestToken of TransactWriteItems and ExecuteTransaction (a repeat within
-10 minutes writes nothing), a key of the wrong type (a ValidationException, not a 500)
-and a legacy ``ConditionalOperator=OR``. The moto bugs this fixes are listed, each with
+10 minutes writes nothing), a key of the wrong type or an unknown legacy update action (a ValidationException, not a
+500) and a legacy ``ConditionalOperator=OR``. The moto bugs this fixes are listed, each with
 the test that shows it on moto as shipped, in docs/architecture.md ("The embedded
 backend's fixes to moto"); the versions patched are ``versions``'.
 
@@ -156,6 +159,7 @@ from loadtest.backend.dynamodb import (
     interning,
     key_types,
     legacy_conditions,
+    legacy_updates,
     transact_tokens,
     update_operands,
 )
@@ -243,7 +247,9 @@ def _replacements() -> dict[tuple[object, str], object]:
         (DynamoHandler, "put_item"): key_types.checked_put(
             legacy_conditions.with_operator(DynamoHandler.put_item)
         ),
-        (DynamoHandler, "update_item"): legacy_conditions.with_operator(DynamoHandler.update_item),
+        (DynamoHandler, "update_item"): legacy_updates.checked_actions(
+            legacy_conditions.with_operator(DynamoHandler.update_item)
+        ),
         (resolving, "resolve_expression_path"): update_operands.copied_operands(
             resolving.resolve_expression_path
         ),

@@ -113,6 +113,18 @@ def key_of_the_wrong_type(url: str) -> str:
         )
 
 
+def legacy_update_with_an_unknown_action(url: str) -> str:
+    client = aws_clients.dynamodb(url)
+    with aws_clients.table(url) as table:
+        return _outcome(
+            lambda: client.update_item(
+                TableName=table,
+                Key={"id": {"S": "u"}},
+                AttributeUpdates={"quantity": {"Value": {"N": "4"}, "Action": "REPLACE"}},
+            )
+        )
+
+
 def legacy_conditional_operator_or(url: str) -> str:
     client = aws_clients.dynamodb(url)
     with aws_clients.table(url) as table:
@@ -199,6 +211,11 @@ BUGS: dict[str, tuple[Probe, str, str]] = {
     ),
     "a key of the wrong type is a server error (GetItem, UpdateItem, DeleteItem)": (
         key_of_the_wrong_type,
+        "500",
+        "ValidationException",
+    ),
+    "an unknown legacy AttributeUpdates action is a server error": (
+        legacy_update_with_an_unknown_action,
         "500",
         "ValidationException",
     ),
