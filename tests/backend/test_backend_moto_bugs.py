@@ -120,7 +120,7 @@ def legacy_update_with_an_unknown_action(url: str) -> str:
             lambda: client.update_item(
                 TableName=table,
                 Key={"id": {"S": "u"}},
-                AttributeUpdates={"quantity": {"Value": {"N": "4"}, "Action": "REPLACE"}},
+                AttributeUpdates={"quantity": {"Value": {"N": "4"}, "Action": "REPLACE"}},  # type: ignore[typeddict-item]
             )
         )
 
