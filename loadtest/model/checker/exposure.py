@@ -56,26 +56,24 @@ class Overlaps:
         """Per business id: pairs of its copies worked on at once inside one invocation."""
 
     def add(self, invocation: Invocation) -> None:
-        seen: set[int] = set()
-        shared: dict[int, list[str]] = {}
+        first: dict[int, str] = {}  # per business id: its first record's message id
+        copies: dict[int, list[str]] = {}  # only for ids with several records here
         for record in invocation.records:
             business_id = record.business_id
             business = -1 if business_id is None else self._index.get(business_id, -1)
             if business < 0:
                 continue
-            if business in seen:
-                shared.setdefault(business, []).append(record.message_id)
+            if business in first:
+                copies.setdefault(business, [first[business]]).append(record.message_id)
                 continue
-            seen.add(business)
-            shared[business] = [record.message_id]
+            first[business] = record.message_id
             self._ids.append(business)
             self._starts.append(invocation.started_ns)
             self._ends.append(invocation.ended_ns)
-        for business, message_ids in shared.items():
-            if len(message_ids) > 1:
-                found = overlapping_pairs(_record_spans(invocation, message_ids))
-                if found:
-                    self._inside[business] = self._inside.get(business, 0) + found
+        for business, message_ids in copies.items():
+            found = overlapping_pairs(_record_spans(invocation, message_ids))
+            if found:
+                self._inside[business] = self._inside.get(business, 0) + found
 
     def exposure(self) -> Exposure:
         ids, starts, ends, inside = self._ids, self._starts, self._ends, self._inside
