@@ -21,9 +21,13 @@ from loadtest.observer.layer_environment import (
     RACE_WINDOW_ENV,
 )
 
-LOCAL_ONLY = frozenset({CRASH_AFTER_WRITE_ENV, POINT_FAULTS_ENV})
-"""Faults only a local environment can inject: a deployed function's runtime owns the
-point after the handler returned, its timeout and its acknowledgements."""
+LOCAL_ONLY = {
+    CRASH_AFTER_WRITE_ENV: "crash_after_write (--crash-after-write)",
+    POINT_FAULTS_ENV: "point faults (faults.point, --point-fault)",
+}
+"""Faults only a local environment can inject, by variable, with the scenario field and
+option that ask for them: a deployed function's runtime owns the point after the handler
+returned, its timeout and its acknowledgements."""
 
 
 def fault_environment(faults: Faults, *, seed: int | None = None) -> dict[str, str]:
@@ -52,16 +56,12 @@ def deployed_fault_environment(faults: Faults) -> dict[str, str]:
 def refuse_local_only(faults: Faults) -> None:
     """InputError naming the scenario's faults a deployed function cannot inject: a run
     without them would pass for want of the fault it was asked to survive."""
-    asked = []
-    if faults.crash_after_write:
-        asked.append("crash_after_write (--crash-after-write)")
-    if faults.point:
-        asked.append("point faults (faults.point, --point-fault)")
+    asked = [LOCAL_ONLY[name] for name in fault_environment(faults) if name in LOCAL_ONLY]
     if asked:
         raise InputError(
             f"{' and '.join(asked)} {'is' if len(asked) == 1 else 'are'} injected by local "
             "execution environments only; a "
             "deployed function's runtime owns the moment after its handler returns. Run "
-            "without --target aws / --deploy / --attach, or use crash_mid_handler, which the "
+            "without --target aws / --deploy / --function, or use crash_mid_handler, which the "
             "observer layer injects on Lambda too"
         )
