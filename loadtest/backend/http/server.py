@@ -60,8 +60,10 @@ def _endpoint_url(host: str, port: int) -> str:
 
 def _listen(host: str, port: int) -> socket.socket:
     """A listening TCP socket on ``host:port`` (OSError when the address is taken or absent)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    from werkzeug.serving import select_address_family
+
+    # The family werkzeug gives the descriptor it is handed (``make_server(fd=...)``).
+    sock = socket.socket(select_address_family(host, port), socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
