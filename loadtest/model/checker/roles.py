@@ -23,6 +23,7 @@ from loadtest.model.history import (
     IDEMPOTENCY_WINDOW_NS,
     InvocationRef,
     OutcomeKey,
+    Record,
     TypedItem,
     WriteOutcome,
     WriteRecord,
@@ -334,15 +335,23 @@ def side_business_id(record: WriteRecord, ref: InvocationRef) -> str | None:
     return ids[0] if len(ids) == 1 else None
 
 
+def named_record(record: WriteRecord, ref: InvocationRef) -> Record | None:
+    """The record of its invocation a write names (the one the handler was on when it made
+    the call, ``WriteRecord.record_id``); None when it names none of them."""
+    if record.record_id:
+        for r in ref.records:
+            if r.message_id == record.record_id:
+                return r
+    return None
+
+
 def marked_record(record: WriteRecord, ref: InvocationRef, business_id: str | None) -> str | None:
     """The record a side write names (the one the handler was on), when it is one of its
     invocation's records of ``business_id`` (of any, when that is None)."""
-    if not record.record_id:
+    named = named_record(record, ref)
+    if named is None or business_id not in (None, named.business_id):
         return None
-    for r in ref.records:
-        if r.message_id == record.record_id and business_id in (None, r.business_id):
-            return r.message_id
-    return None
+    return named.message_id
 
 
 def message_id(ref: InvocationRef, business_id: str | None, copy_index: int) -> str | None:

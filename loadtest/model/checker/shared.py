@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from loadtest.model.checker.details import varies_per_delivery
-from loadtest.model.checker.roles import Judged, Write, replayed_writes
+from loadtest.model.checker.roles import Judged, Write, named_record, replayed_writes
 from loadtest.model.checker.verdict import Role
 from loadtest.model.history import InvocationRef, Record, WriteOutcome, WriteRecord
 from loadtest.model.updates import same_item
@@ -30,10 +30,9 @@ from loadtest.model.updates import same_item
 def tied_record(write: WriteRecord, ref: InvocationRef) -> Record | None:
     """The record a write was made for: the one the handler was on when it made the call
     (``record_id``), else its invocation's only record; None when neither tells."""
-    if write.record_id:
-        for r in ref.records:
-            if r.message_id == write.record_id:
-                return r
+    named = named_record(write, ref)
+    if named is not None:
+        return named
     return ref.records[0] if len(ref.records) == 1 else None
 
 
