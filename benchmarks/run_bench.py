@@ -49,8 +49,8 @@ from loadtest import engine
 from loadtest.aws.clients import BackendKind
 from loadtest.backend.embedded import EmbeddedBackend
 from loadtest.emulation.environment.handlers import parse_ref
-from loadtest.model.rate import rate_warning
-from loadtest.model.scenario import load_scenario
+from loadtest.model.figures.rate import rate_warning
+from loadtest.model.scenario.loading import load_scenario
 from loadtest.observer import layer
 from loadtest.reports.html import render_html
 from loadtest.reports.report import build_report

@@ -130,8 +130,8 @@ def producer_ceiling(messages: int = 20_000, processes: int = 1) -> ProducerCeil
     import anyio
 
     from loadtest.aws import clients as aws
-    from loadtest.model.history import History
-    from loadtest.model.schedule import PlannedMessage
+    from loadtest.model.history.log import History
+    from loadtest.model.workload.schedule import PlannedMessage
     from loadtest.producer.processes import producing
     from loadtest.producer.send import produce
 

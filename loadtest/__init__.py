@@ -27,7 +27,7 @@ __all__ = ["Report", "Scenario", "__version__", "explore", "load_scenario", "run
 
 if TYPE_CHECKING:
     from loadtest.api import Report, explore, run
-    from loadtest.model.scenario import Scenario, load_scenario
+    from loadtest.model.scenario.loading import Scenario, load_scenario
 
 
 def __getattr__(name: str) -> Any:
@@ -38,7 +38,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(api, name)
     if name in ("Scenario", "load_scenario"):
-        from loadtest.model import scenario
+        from loadtest.model.scenario import loading as scenario
 
         return getattr(scenario, name)
     raise AttributeError(f"module 'loadtest' has no attribute {name!r}")

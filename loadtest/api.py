@@ -37,10 +37,10 @@ from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.engine import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salvage
 from loadtest.errors import InputError
 from loadtest.inputs import TARGETS, backend_kind, resolve_scenario, resolve_variants
-from loadtest.model.cost import Prices
+from loadtest.model.figures.cost import Prices
+from loadtest.model.figures.thresholds import Threshold, check_variants
 from loadtest.model.plan import Cell, RunPlan
-from loadtest.model.scenario import Scenario
-from loadtest.model.thresholds import Threshold, check_variants
+from loadtest.model.scenario.loading import Scenario
 from loadtest.reports.library import LatencySummary, Report, RunReport
 from loadtest.reports.report import build
 
@@ -124,7 +124,7 @@ def prepare(
     Also refuses (``CapacityError``) a run this machine could not hold, and a
     price table that cannot be used (``PricesError``).
     """
-    from loadtest.model.price_tables import load_prices
+    from loadtest.model.figures.price_tables import load_prices
 
     price_table = load_prices(Path(prices) if prices is not None else None)
     resolved = (
@@ -270,7 +270,7 @@ def run(
     scenario's ``[consumer] environment``. ``repeat=N`` runs the workload N
     times under seeds s, s+1, ...: the report keeps every run and gains a ``repeat``
     object (each figure's min / median / max, each anomaly's share of runs with its 95%
-    interval; ``loadtest.model.repeats``).
+    interval; ``loadtest.model.search.repeats``).
 
     ``target="aws"`` runs exactly what ``loadtest run --target aws`` runs: each variant
     deployed as a Lambda function behind a real event source mapping, deleted afterwards
@@ -336,7 +336,7 @@ def explore(
     from loadtest.engine import backend_target
     from loadtest.engine.explore import DEFAULT_BUDGET, ExploreOptions
     from loadtest.engine.explore import explore as explore_schedules
-    from loadtest.model.explore import parse_faults, parse_token
+    from loadtest.model.explore.points import parse_faults, parse_token
     from loadtest.reports.explore import explore_report
 
     if target == "aws":

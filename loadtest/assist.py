@@ -18,13 +18,13 @@ from loadtest.aws.clients import BackendKind
 from loadtest.doctor.checks import CheckResult
 from loadtest.emulation.environment.handlers import parse_ref
 from loadtest.errors import InputError
-from loadtest.model.handler_source import (
+from loadtest.model.advice.handler_source import (
     environment_reads,
     hardcoded_tables,
     id_attribute,
     reports_item_failures,
 )
-from loadtest.model.scaffold import sample_template, scenario_text
+from loadtest.model.advice.scaffold.writer import sample_template, scenario_text
 
 
 def new_scenario(
@@ -68,7 +68,7 @@ def new_scenario(
         return write()
     # A dry run of the scenario as written shows the table key the handler writes.
     from loadtest.engine.dry_run import first_write_key
-    from loadtest.model.scenario import parse_text
+    from loadtest.model.scenario.loading import parse_text
 
     guessed = parse_text(write(), "the scenario `loadtest new` writes", "new")
     return write(table_key=first_write_key(guessed, ref))

@@ -15,8 +15,8 @@ from pathlib import Path
 from loadtest.aws.clients import BackendKind
 from loadtest.emulation.environment.handlers import BUILTIN_VARIANTS, HandlerRef, parse_ref
 from loadtest.errors import InputError
-from loadtest.model.scenario import Scenario, load_scenario
-from loadtest.model.thresholds import check_scenario
+from loadtest.model.figures.thresholds import check_scenario
+from loadtest.model.scenario.loading import Scenario, load_scenario
 
 TARGETS = ("embedded", "endpoint", "aws")
 

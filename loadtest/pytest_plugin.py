@@ -28,7 +28,7 @@ import pytest
 
 if TYPE_CHECKING:
     from loadtest.api import Plan, Report
-    from loadtest.model.scenario import Scenario
+    from loadtest.model.scenario.loading import Scenario
 
 SEED_KEY = pytest.StashKey[int]()
 MADE_KEY = pytest.StashKey["Loadtest"]()
@@ -246,7 +246,7 @@ def replay_command(
     A scenario built in memory, a sweep's cells and a caller's own progress callback
     have no command line.
     """
-    from loadtest.model.scenario import Scenario, override_fields
+    from loadtest.model.scenario.loading import Scenario, override_fields
 
     if isinstance(scenario, Scenario):
         source = scenario.source

@@ -5,7 +5,7 @@ variant's, whose counts show an anomaly: a count that fails the default
 verdict when above zero, ``BAD_WHEN_NONZERO``), probing candidates by
 running them (``loadtest.api``: each candidate runs ``tries`` times under
 seeds s, s+1, ... and fails when any run shows one of the same anomalies),
-the search itself being ``loadtest.model.shrink``'s, and the minimal
+the search itself being ``loadtest.model.search.shrink``'s, and the minimal
 scenario it returns: the original with the reduced fields, the failing
 variant only, and neither the scenario's thresholds nor its relaxations, so
 that running it fails on the anomaly itself. Sits above ``loadtest.api``;
@@ -27,8 +27,8 @@ from loadtest.api import execute as execute_plan
 from loadtest.api import prepare
 from loadtest.errors import InputError
 from loadtest.model.checker import BAD_WHEN_NONZERO
-from loadtest.model.scenario import Scenario, parse_scenario, to_raw
-from loadtest.model.shrink import Outcome, Shrunk, shrink, to_toml
+from loadtest.model.scenario.loading import Scenario, parse_scenario, to_raw
+from loadtest.model.search.shrink import Outcome, Shrunk, shrink, to_toml
 from loadtest.reports.model import ReportModel, RunModel, as_model
 
 DEFAULT_TRIES = 5

@@ -1,6 +1,6 @@
 """Where a run's history keeps its framed records: an unnamed temporary file.
 
-Owns ``FileFrames``, the ``FrameStore`` (``loadtest.model.history``) a run's
+Owns ``FileFrames``, the ``FrameStore`` (``loadtest.model.history.log``) a run's
 logs use, so the compressed frames of what was sent, invoked and acknowledged
 leave the harness's memory as the run goes. The file has no name (it is gone
 when closed or when the process ends) and is not the run's log directory,

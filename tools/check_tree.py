@@ -8,7 +8,7 @@ Fails, naming file, line and the text, on:
   ("a later session", "session 4");
 - citations of a design document the repository does not contain (``DESIGN.md``);
 - module docstrings that cite a ``loadtest.`` module, or a name in one, that does not
-  exist (``loadtest.model.cost`` must be a module, ``loadtest.aws.clients.translate``
+  exist (``loadtest.model.figures.cost`` must be a module, ``loadtest.aws.clients.translate``
   a top-level name of ``loadtest/aws/clients.py``).
 
 How and when something was built belongs in commit messages. Run

@@ -4,7 +4,7 @@ A page asks for a generated part with a marker comment on a line of its own:
 
 - ``<!-- generated: scenario-fields -->``: every scenario section's fields, with their
   type, default, allowed range, command-line override and description, read from
-  ``loadtest.model.settings`` (the dataclasses, ``LIMITS`` and the field docstrings);
+  ``loadtest.model.scenario.settings`` (the dataclasses, ``LIMITS`` and the field docstrings);
 - ``<!-- generated: builtin-scenarios -->``: the built-in scenarios and their descriptions;
 - ``<!-- generated: lint-rules -->``: the lint rules a scenario may name in ``[lint] intended``;
 - ``<!-- generated: cli -->``: every command of the Typer app with its usage, help and
@@ -93,8 +93,8 @@ def scenario_fields() -> str:
     import typing
 
     from loadtest.cli.options import option_name
-    from loadtest.model.scenario_fields import STRUCTURED
-    from loadtest.model.settings import (
+    from loadtest.model.scenario.fields import STRUCTURED
+    from loadtest.model.scenario.settings import (
         LIMITS,
         OVERRIDE,
         ConsumerSettings,
@@ -144,7 +144,7 @@ def scenario_fields() -> str:
 
 
 def builtin_scenarios() -> str:
-    from loadtest.model.scenario import builtin_scenarios as scenarios
+    from loadtest.model.scenario.loading import builtin_scenarios as scenarios
 
     out = ["| scenario | variants | description |", "|---|---|---|"]
     for name, scenario in scenarios().items():
@@ -182,7 +182,7 @@ def cli() -> str:
 
 
 def lint_rules() -> str:
-    from loadtest.model.lint import Rule
+    from loadtest.model.advice.lint import Rule
 
     docs = _field_docs(Rule)
     out = ["| rule | fires when |", "|---|---|"]

@@ -64,13 +64,57 @@ _MOVED = {
     # The old names spelled in parts, so a rewrite of dotted module names leaves them be.
     ".".join(("loadtest", "adapters", "aws")): "loadtest.aws.clients",
     ".".join(("loadtest", "adapters", "spool")): "loadtest.spool",
+    ".".join(("loadtest", "model", "attribute_values")): "loadtest.model.dynamodb.attribute_values",
+    ".".join(
+        ("loadtest", "model", "update_expressions")
+    ): "loadtest.model.dynamodb.update_expressions",
+    ".".join(("loadtest", "model", "updates")): "loadtest.model.dynamodb.updates",
+    ".".join(("loadtest", "model", "partiql")): "loadtest.model.dynamodb.partiql.statements",
+    ".".join(("loadtest", "model", "partiql_clauses")): "loadtest.model.dynamodb.partiql.clauses",
+    ".".join(("loadtest", "model", "partiql_syntax")): "loadtest.model.dynamodb.partiql.syntax",
+    ".".join(("loadtest", "model", "scenario")): "loadtest.model.scenario.loading",
+    ".".join(("loadtest", "model", "scenario_fields")): "loadtest.model.scenario.fields",
+    ".".join(("loadtest", "model", "scenario_model")): "loadtest.model.scenario.model",
+    ".".join(("loadtest", "model", "settings")): "loadtest.model.scenario.settings",
+    ".".join(("loadtest", "model", "function_config")): "loadtest.model.scenario.function_config",
+    ".".join(("loadtest", "model", "toml_text")): "loadtest.model.scenario.toml_text",
+    ".".join(("loadtest", "model", "body")): "loadtest.model.scenario.body",
+    ".".join(("loadtest", "model", "body_template")): "loadtest.model.scenario.body_template",
+    ".".join(("loadtest", "model", "envelopes")): "loadtest.model.scenario.envelopes",
+    ".".join(("loadtest", "model", "schedule")): "loadtest.model.workload.schedule",
+    ".".join(("loadtest", "model", "rate")): "loadtest.model.figures.rate",
+    ".".join(("loadtest", "model", "ids")): "loadtest.model.workload.ids",
+    ".".join(("loadtest", "model", "history")): "loadtest.model.history.log",
+    ".".join(("loadtest", "model", "history_records")): "loadtest.model.history.records",
+    ".".join(("loadtest", "model", "history_frames")): "loadtest.model.history.frames",
+    ".".join(("loadtest", "model", "history_keys")): "loadtest.model.history.keys",
+    ".".join(("loadtest", "model", "observation")): "loadtest.model.history.observation",
+    ".".join(("loadtest", "model", "explore")): "loadtest.model.explore.points",
+    ".".join(("loadtest", "model", "explore_search")): "loadtest.model.explore.strategies",
+    ".".join(("loadtest", "model", "explore_shrink")): "loadtest.model.explore.shrink",
+    ".".join(("loadtest", "model", "shrink")): "loadtest.model.search.shrink",
+    ".".join(("loadtest", "model", "repeats")): "loadtest.model.search.repeats",
+    ".".join(("loadtest", "model", "confidence")): "loadtest.model.search.confidence",
+    ".".join(("loadtest", "model", "metrics")): "loadtest.model.figures.metrics",
+    ".".join(("loadtest", "model", "cost")): "loadtest.model.figures.cost",
+    ".".join(("loadtest", "model", "price_tables")): "loadtest.model.figures.price_tables",
+    ".".join(("loadtest", "model", "thresholds")): "loadtest.model.figures.thresholds",
+    ".".join(
+        ("loadtest", "model", "threshold_grammar")
+    ): "loadtest.model.figures.threshold_grammar",
+    ".".join(("loadtest", "model", "lint")): "loadtest.model.advice.lint",
+    ".".join(("loadtest", "model", "lint_rules")): "loadtest.model.scenario.lint_rules",
+    ".".join(("loadtest", "model", "scaffold")): "loadtest.model.advice.scaffold.writer",
+    ".".join(("loadtest", "model", "scaffold_key")): "loadtest.model.advice.scaffold.key",
+    ".".join(("loadtest", "model", "scaffold_sample")): "loadtest.model.advice.scaffold.sample",
+    ".".join(("loadtest", "model", "handler_source")): "loadtest.model.advice.handler_source",
 }
 
 _SPLIT = {
-    "loadtest.model.history": (
-        "loadtest.model.history_frames",
-        "loadtest.model.history_records",
-        "loadtest.model.history_keys",
+    "loadtest.model.history.log": (
+        "loadtest.model.history.frames",
+        "loadtest.model.history.records",
+        "loadtest.model.history.keys",
     ),
 }
 """Modules split in parts, and the parts a name saved from them may now live in."""
@@ -96,7 +140,7 @@ class _Pickler(pickle.Pickler):
             return (list, ([obj[i] for i in range(len(obj))],))
         # A histogram holds ctypes arrays: saved as its own encoding, decoded on load.
         if type(obj).__name__ == "HdrHistogram":
-            from loadtest.model.metrics import decode
+            from loadtest.model.figures.metrics import decode
 
             return (decode, (obj.encode().decode("ascii"),))
         return NotImplemented
@@ -119,7 +163,7 @@ class _Unpickler(pickle.Unpickler):
 
 
 def _cases() -> list[tuple[str, str, dict[str, Any]]]:
-    from loadtest.model.scenario import builtin_scenarios
+    from loadtest.model.scenario.loading import builtin_scenarios
 
     cases: list[tuple[str, str, dict[str, Any]]] = []
     for name, scenario in builtin_scenarios().items():
@@ -236,7 +280,7 @@ def render_one(data: dict[str, Any], out: Path) -> None:
     try:
         from loadtest.reports.formats import hgrm_files
     except ImportError:  # before the .hgrm files were the reports' to write
-        from loadtest.model.metrics import hgrm_files  # type: ignore[attr-defined,no-redef]
+        from loadtest.model.figures.metrics import hgrm_files  # type: ignore[attr-defined,no-redef]
     from loadtest.reports.diff import diff_reports
 
     try:

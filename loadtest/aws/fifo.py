@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from loadtest.errors import ScenarioError
-from loadtest.model.scenario import Deduplication, Scenario
+from loadtest.model.scenario.loading import Deduplication, Scenario
 
 SUFFIX = ".fifo"
 """SQS requires a FIFO queue's name to end so."""

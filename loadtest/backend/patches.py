@@ -112,7 +112,7 @@ py-partiql-parser and stores whatever item it returns:
   ``AND attribute_not_exists(x)`` is ignored: the update is applied (DynamoDB: both
   ``ConditionalCheckFailedException``; PartiQL UPDATE never creates an item).
 
-What changes: INSERT, UPDATE and DELETE are read by ``loadtest.model.partiql`` (key from the
+What changes: INSERT, UPDATE and DELETE are read by ``loadtest.model.dynamodb.partiql.statements`` (key from the
 table's schema, SET/REMOVE as an UpdateExpression, the other WHERE conjuncts as a
 ConditionExpression) and run through moto's own ``put_item`` / ``update_item`` /
 ``delete_item``: INSERT refuses a stored key, UPDATE a missing one, DELETE of a missing

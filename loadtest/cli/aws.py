@@ -37,8 +37,8 @@ def show_plan(
     The cost is priced at ``prices_path`` (``--prices``), else the committed table."""
     from loadtest.aws.clients import region_from_environment
     from loadtest.deploy.deploy_plan import plan_deploy, render_plan
-    from loadtest.model.price_tables import load_prices
-    from loadtest.model.scenario import load_scenario
+    from loadtest.model.figures.price_tables import load_prices
+    from loadtest.model.scenario.loading import load_scenario
 
     try:
         given = dict(overrides)
@@ -275,9 +275,9 @@ def lint(
     """
     import dataclasses
 
-    from loadtest.model.lint import from_scenario, worded
-    from loadtest.model.lint import lint as lint_settings
-    from loadtest.model.scenario import load_scenario
+    from loadtest.model.advice.lint import from_scenario, worded
+    from loadtest.model.advice.lint import lint as lint_settings
+    from loadtest.model.scenario.loading import load_scenario
 
     if (scenario is None) == (function is None):
         _fail(Exit.BAD_INPUT, "give a SCENARIO or --function NAME (one of them)")

@@ -28,7 +28,7 @@ from loadtest.cli.options import (
 )
 from loadtest.cli.outputs import Outputs, plan_outputs, write_reports
 from loadtest.emulation.environment.handlers import BUILTIN_VARIANTS
-from loadtest.model.explore import Fault
+from loadtest.model.explore.points import Fault
 
 
 def explore(

@@ -19,9 +19,9 @@ import typer
 from loadtest.aws.clients import BackendKind
 from loadtest.cli.console import Exit, fail
 from loadtest.errors import InputError
-from loadtest.model.scenario import POINT_FAULTS_OVERRIDE as POINTS_OVERRIDE
-from loadtest.model.scenario import Override, override_fields
-from loadtest.model.settings import POINT_FAULTS
+from loadtest.model.scenario.loading import POINT_FAULTS_OVERRIDE as POINTS_OVERRIDE
+from loadtest.model.scenario.loading import Override, override_fields
+from loadtest.model.scenario.settings import POINT_FAULTS
 
 
 class TargetChoice(StrEnum):
@@ -296,7 +296,7 @@ PricesOpt = Annotated[
     typer.Option(
         "--prices",
         metavar="FILE",
-        help="Price table (TOML, the shape of loadtest/model/prices/us-east-1.toml) for the cost "
+        help="Price table (TOML, the shape of loadtest/model/figures/prices/us-east-1.toml) for the cost "
         "per million messages and the --plan estimate (default: the committed us-east-1 "
         "on-demand list prices).",
     ),

@@ -14,7 +14,7 @@ from typing import Any
 
 from loadtest.api import Report
 from loadtest.errors import InputError
-from loadtest.model.scenario import Scenario
+from loadtest.model.scenario.loading import Scenario
 from loadtest.reports.model import SCHEMA_VERSION, ReportModel
 
 

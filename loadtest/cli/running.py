@@ -23,7 +23,7 @@ from loadtest.cli.outputs import Outputs, plan_outputs, write_reports
 from loadtest.emulation.mapping.runner import Progress
 from loadtest.errors import LoadtestError, find_error
 from loadtest.interrupts import Stop
-from loadtest.model.scenario import Scenario
+from loadtest.model.scenario.loading import Scenario
 from loadtest.reports.render import render
 
 

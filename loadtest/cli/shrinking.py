@@ -19,7 +19,7 @@ from loadtest.cli.console import Exit, err, fail, out, raise_mapped
 from loadtest.cli.options import EndpointOpt, QuietOpt
 from loadtest.cli.outputs import read_report
 from loadtest.errors import InputError
-from loadtest.model.shrink import Outcome
+from loadtest.model.search.shrink import Outcome
 
 
 def shrink(

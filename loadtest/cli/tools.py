@@ -31,7 +31,7 @@ from loadtest.cli.options import (
 )
 from loadtest.cli.outputs import Outputs, read_report
 from loadtest.errors import InputError
-from loadtest.model.scenario import builtin_scenarios
+from loadtest.model.scenario.loading import builtin_scenarios
 from loadtest.reports.render import render
 from loadtest.reports.report import verdict_exit_code
 

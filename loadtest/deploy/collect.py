@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from loadtest.model.history import (
+from loadtest.model.history.log import (
     Ack,
     DeadLetter,
     History,
@@ -33,7 +33,7 @@ from loadtest.model.history import (
     Record,
     WriteRecord,
 )
-from loadtest.model.observation import Observation, collect, decode
+from loadtest.model.history.observation import Observation, collect, decode
 from loadtest.observer.lambda_entry import INVOKE_TAG, INVOKED_TAG
 
 NEVER_ENDED = "no end reported: the invocation timed out or its environment crashed"

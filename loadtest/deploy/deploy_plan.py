@@ -57,8 +57,8 @@ from loadtest.deploy.plan_variant import QUEUE_REFS as QUEUE_REFS
 from loadtest.deploy.plan_variant import scaling, variant_names, variant_resources
 from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.errors import ScenarioError
-from loadtest.model.cost import Prices
-from loadtest.model.scenario import Scenario
+from loadtest.model.figures.cost import Prices
+from loadtest.model.scenario.loading import Scenario
 from loadtest.observer.fault_env import refuse_local_only
 from loadtest.observer.lambda_entry import CRASH_MID_HANDLER_EXIT
 from loadtest.observer.layer_environment import ATTACHED_ENV
@@ -112,7 +112,7 @@ def _observer_layer(run_id: str) -> Resource:
 def _prices(prices: Prices | None) -> Prices:
     if prices is not None:
         return prices
-    from loadtest.model.price_tables import default_prices
+    from loadtest.model.figures.price_tables import default_prices
 
     return default_prices()
 

@@ -17,7 +17,7 @@ import botocore.exceptions
 from loadtest.deploy.lambda_cleanup import translated
 from loadtest.deploy.lambda_deploy import Clients
 from loadtest.errors import InputError
-from loadtest.model.lint import MappingSettings
+from loadtest.model.advice.lint import MappingSettings
 
 
 def deployed_settings(

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 
 from loadtest.deploy.plan_model import BASE_HANDLER_MS, Cost
-from loadtest.model.cost import Prices
-from loadtest.model.scenario import Scenario
+from loadtest.model.figures.cost import Prices
+from loadtest.model.scenario.loading import Scenario
 
 OPERATOR_ACTIONS = (
     "iam:CreateRole",
@@ -103,7 +103,7 @@ def _messages(scenario: Scenario) -> int:
 
 def estimate_cost(scenario: Scenario, variants: int, prices: Prices) -> Cost:
     """Requests and GB-seconds of one run of ``variants`` variants (no redelivery assumed),
-    priced at ``prices`` (the same table a run's report uses: ``loadtest.model.cost``)."""
+    priced at ``prices`` (the same table a run's report uses: ``loadtest.model.figures.cost``)."""
     consumer = scenario.consumer
     per_variant = _messages(scenario)
     messages = per_variant * variants

@@ -34,13 +34,13 @@ from loadtest.deploy.plan_model import (
     role_name,
 )
 from loadtest.emulation.environment.handlers import HandlerRef, tables_for
-from loadtest.model.function_config import (
+from loadtest.model.scenario.function_config import (
     RunResources,
     extra_table_name,
     render,
     table_names,
 )
-from loadtest.model.scenario import Scenario
+from loadtest.model.scenario.loading import Scenario
 from loadtest.observer.fault_env import deployed_fault_environment
 from loadtest.observer.layer_environment import SIDE_TABLES_ENV
 

@@ -24,8 +24,8 @@ from loadtest.deploy.lambda_deploy import Clients, layer_zip
 from loadtest.deploy.remote_run import AttachTo, Endpoints, RemoteVariant, drive
 from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.errors import InputError
-from loadtest.model.lint import lint
-from loadtest.model.scenario import Scenario
+from loadtest.model.advice.lint import lint
+from loadtest.model.scenario.loading import Scenario
 from loadtest.observer.fault_env import deployed_fault_environment
 
 

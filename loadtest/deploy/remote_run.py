@@ -40,11 +40,11 @@ from loadtest.deploy.lambda_deploy import (
 from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.emulation.mapping.runner import Progress, Settlement
 from loadtest.model.checker import Check
-from loadtest.model.history import EndState, History
+from loadtest.model.figures.metrics import Latency, latencies
+from loadtest.model.history.log import EndState, History
 from loadtest.model.judging import judge
-from loadtest.model.metrics import Latency, latencies
-from loadtest.model.scenario import CopySpacing, Scenario
-from loadtest.model.schedule import plan
+from loadtest.model.scenario.loading import CopySpacing, Scenario
+from loadtest.model.workload.schedule import plan
 from loadtest.producer.send import produce
 from loadtest.spool import FileFrames
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadtest.doctor.checks import CheckResult
-from loadtest.model.history import History, Invocation
-from loadtest.model.scenario import Scenario, parse_scenario
+from loadtest.model.history.log import History, Invocation
+from loadtest.model.scenario.loading import Scenario, parse_scenario
 
 PROBE_HANDLER = "consumer.mapping_probe:handler"
 """The probe: sleeps and fails as each message's body says, writes nothing."""

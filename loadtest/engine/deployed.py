@@ -15,7 +15,7 @@ from loadtest.deploy.remote_run import AttachTo, RemoteVariant
 from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.engine.results import RunResult, VariantRun
 from loadtest.engine.variant_result import variant_result
-from loadtest.model.scenario import Scenario
+from loadtest.model.scenario.loading import Scenario
 from loadtest.observer.fault_env import refuse_local_only
 
 

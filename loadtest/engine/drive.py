@@ -24,11 +24,11 @@ from loadtest.emulation.mapping.runner import (
     dispatches,
     watch_dead_letters,
 )
-from loadtest.model.body import body_shape
 from loadtest.model.checker import LiveDuplicates
-from loadtest.model.history import History, Record, WriteRecord
-from loadtest.model.rate import RateWatch, requested_per_s
-from loadtest.model.scenario import CopySpacing, Scenario
+from loadtest.model.figures.rate import RateWatch, requested_per_s
+from loadtest.model.history.log import History, Record, WriteRecord
+from loadtest.model.scenario.body import body_shape
+from loadtest.model.scenario.loading import CopySpacing, Scenario
 from loadtest.producer.processes import Send
 
 if TYPE_CHECKING:

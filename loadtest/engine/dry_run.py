@@ -5,7 +5,7 @@ message, delivered once, to one execution environment with the observer, on the 
 backend, against a table the run creates keyed on an attribute no handler writes (so the
 write is refused after the observer has seen the request). The backend is stopped and
 the run's queues and tables deleted before it returns. Choosing the key among what was
-requested is ``loadtest.model.scaffold_key``'s.
+requested is ``loadtest.model.advice.scaffold.key``'s.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import dataclasses
 from loadtest.aws import clients as aws
 from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.errors import LoadtestError
-from loadtest.model.history import WriteRecord
-from loadtest.model.scaffold_key import DRY_RUN_KEY, KeyChoice, choose_key
-from loadtest.model.scenario import Scenario
+from loadtest.model.advice.scaffold.key import DRY_RUN_KEY, KeyChoice, choose_key
+from loadtest.model.history.log import WriteRecord
+from loadtest.model.scenario.loading import Scenario
 
 DRY_RUN_TIMEOUT_S = 10
 """The handler's timeout in the dry run (seconds), and the queue's visibility timeout: the

@@ -15,7 +15,7 @@ import anyio
 from loadtest.aws import clients as aws
 from loadtest.emulation.environment.parent_environments import ExecutionEnvironment
 from loadtest.errors import BackendError
-from loadtest.model.history import EndState
+from loadtest.model.history.log import EndState
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb.client import DynamoDBClient

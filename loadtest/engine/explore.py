@@ -3,12 +3,12 @@
 Runs a session (``loadtest.engine.explore_session``) on the embedded backend
 (or an endpoint), then, by strategy:
 
-- ``exhaustive``: every schedule the DFS of ``loadtest.model.explore_search``
+- ``exhaustive``: every schedule the DFS of ``loadtest.model.explore.strategies``
   yields, until one fails, the space is covered, or ``budget`` schedules ran;
 - ``pct``: ``budget`` PCT schedules, seeded by ``seed``, until one fails;
 - a ``schedule`` token: exactly that schedule, once.
 
-The first failing schedule is shrunk (``loadtest.model.explore_shrink``) and
+The first failing schedule is shrunk (``loadtest.model.explore.shrink``) and
 replayed once more to record the counterexample's steps. Every schedule is
 judged by the checker, as a run is.
 
@@ -30,13 +30,13 @@ from loadtest.emulation.explore.steps import Step
 from loadtest.engine.explore_session import FRESH_SEPARATOR, Judged, Session, explored_messages
 from loadtest.engine.results import VariantRun
 from loadtest.errors import InputError
-from loadtest.model.explore import Fault, Option, Replay, Schedule, schedule_of
-from loadtest.model.explore_search import Exhaustive, Pct
-from loadtest.model.explore_shrink import shrink
-from loadtest.model.function_config import extra_table_name
-from loadtest.model.history import SentMessage
-from loadtest.model.metrics import latencies
-from loadtest.model.scenario import Scenario
+from loadtest.model.explore.points import Fault, Option, Replay, Schedule, schedule_of
+from loadtest.model.explore.shrink import shrink
+from loadtest.model.explore.strategies import Exhaustive, Pct
+from loadtest.model.figures.metrics import latencies
+from loadtest.model.history.log import SentMessage
+from loadtest.model.scenario.function_config import extra_table_name
+from loadtest.model.scenario.loading import Scenario
 
 STRATEGIES = ("exhaustive", "pct")
 DEFAULT_BUDGET = 2000

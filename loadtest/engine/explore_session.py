@@ -38,14 +38,14 @@ from loadtest.emulation.explore.explorer import Explorer
 from loadtest.emulation.explore.runs import Execution, ExploreSettings
 from loadtest.engine.results import function_environment
 from loadtest.errors import BackendError, HandlerRefError
-from loadtest.model.body import FLAT, BodyShape, body_shape
 from loadtest.model.checker import Check, check
 from loadtest.model.checker.passes import Model
-from loadtest.model.explore import Chooser
-from loadtest.model.function_config import extra_table_name
-from loadtest.model.history import EndState, History, SentMessage, key_string
-from loadtest.model.scenario import Scenario
-from loadtest.model.schedule import plan
+from loadtest.model.explore.points import Chooser
+from loadtest.model.history.log import EndState, History, SentMessage, key_string
+from loadtest.model.scenario.body import FLAT, BodyShape, body_shape
+from loadtest.model.scenario.function_config import extra_table_name
+from loadtest.model.scenario.loading import Scenario
+from loadtest.model.workload.schedule import plan
 
 FRESH_SEPARATOR = "~"
 

@@ -53,14 +53,14 @@ from loadtest.engine.results import (
 )
 from loadtest.engine.variant_result import variant_result
 from loadtest.interrupts import Stop
-from loadtest.model.function_config import extra_table_name
-from loadtest.model.history import EndState, History
+from loadtest.model.figures.metrics import latencies
+from loadtest.model.history.log import EndState, History
+from loadtest.model.history.observation import SharedValues
 from loadtest.model.judging import judge
-from loadtest.model.metrics import latencies
-from loadtest.model.observation import SharedValues
 from loadtest.model.plan import Cell, cells_of
-from loadtest.model.scenario import Scenario
-from loadtest.model.schedule import PlannedMessage, plan
+from loadtest.model.scenario.function_config import extra_table_name
+from loadtest.model.scenario.loading import Scenario
+from loadtest.model.workload.schedule import PlannedMessage, plan
 from loadtest.producer.processes import producing
 from loadtest.spool import FileFrames
 

@@ -19,16 +19,16 @@ from loadtest.aws import clients as aws
 from loadtest.emulation.mapping.runner import Progress
 from loadtest.errors import BackendError
 from loadtest.model.checker import Check
-from loadtest.model.function_config import (
+from loadtest.model.figures.metrics import Latency
+from loadtest.model.history.log import EndState, History
+from loadtest.model.scenario.function_config import (
     ExtraTable,
     FunctionSetup,
     RunResources,
     render,
     table_names,
 )
-from loadtest.model.history import EndState, History
-from loadtest.model.metrics import Latency
-from loadtest.model.scenario import ConsumerSettings, Faults, Scenario
+from loadtest.model.scenario.loading import ConsumerSettings, Faults, Scenario
 from loadtest.observer import fault_env
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ class VariantRun:
     incomplete: str | None = None
     """Why this run stopped before its workload was settled and judged (``None`` if it was)."""
     rate: dict[str, Any] = field(default_factory=dict)
-    """The requested and achieved rates and the backlog (``loadtest.model.rate.rate_figures``)."""
+    """The requested and achieved rates and the backlog (``loadtest.model.figures.rate.rate_figures``)."""
     sqs_requests_served: int | None = None
     """SQS requests the backend itself counted while the workload ran (empty
     receives included), or None when the backend does not count them."""
@@ -110,8 +110,8 @@ def settings_warnings(
     settings: ConsumerSettings, faults: Faults, variant: str = "", intended: Sequence[str] = ()
 ) -> list[str]:
     """Legal but unwise settings, flagged in the report as a likely cause: the rules of
-    ``loadtest.model.lint`` (their one owner), marked where the scenario intends them."""
-    from loadtest.model.lint import run_warnings
+    ``loadtest.model.advice.lint`` (their one owner), marked where the scenario intends them."""
+    from loadtest.model.advice.lint import run_warnings
 
     return run_warnings(settings, faults, variant, intended)
 

@@ -21,7 +21,7 @@ from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.engine.results import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salvage
 from loadtest.interrupts import Stop
 from loadtest.model.plan import Cell
-from loadtest.model.scenario import Scenario
+from loadtest.model.scenario.loading import Scenario
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,10 @@ from loadtest.aws import clients as aws
 from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.engine.results import VariantRun, settings_warnings
 from loadtest.model.checker import Check
-from loadtest.model.history import EndState, History
-from loadtest.model.metrics import Latency
-from loadtest.model.rate import rate_figures, rate_warning, requested_per_s
-from loadtest.model.scenario import Scenario
+from loadtest.model.figures.metrics import Latency
+from loadtest.model.figures.rate import rate_figures, rate_warning, requested_per_s
+from loadtest.model.history.log import EndState, History
+from loadtest.model.scenario.loading import Scenario
 
 
 def variant_result(

@@ -1,11 +1,19 @@
 """The model: what a run is, what happened in it, and how it is judged. Pure.
 
-Owns the scenario (``scenario``, ``schedule``), the record of a run
-(``history``, ``observation``), DynamoDB's write semantics as pure
-functions (``partiql`` with ``partiql_clauses`` and ``partiql_syntax``;
-``updates`` with ``update_expressions`` and ``attribute_values``) and the
-evaluation built on them (the ``checker`` package, ``metrics``, ``thresholds``). Nothing here touches AWS, a
-process, a clock or the terminal; only ``load_scenario`` reads the one file
-it is given. The scenario half never imports the evaluation half (enforced
-by import-linter, see pyproject.toml).
+Its rooms, from the bottom up (each importing only those below it, enforced by
+import-linter, see pyproject.toml):
+
+- ``dynamodb``: DynamoDB's write language (attribute values, UpdateExpressions, PartiQL);
+  ``history``: the record of a run and the observation protocol; ``explore``: controlled
+  interleavings' points, strategies and shrinking. The first two ship in the observer's
+  Lambda layer.
+- ``scenario``: what a run is asked to do; ``workload``: the seeded schedule it sends.
+- ``checker``: from a history to counts and a verdict.
+- ``figures``: latencies, rate, cost and thresholds.
+- ``search`` (shrinking, repeats, confidence) and ``advice`` (lint, scaffolding, reading a
+  handler's source).
+- ``plan`` (a run's cells and thresholds) and ``judging`` (the checker given a scenario).
+
+Nothing here touches AWS, a process, a clock or the terminal; only
+``scenario.loading.load_scenario`` reads the one file it is given.
 """

@@ -7,10 +7,10 @@ expected overlap. The rules themselves are ``loadtest.model.checker``'s.
 
 from __future__ import annotations
 
-from loadtest.model.body import body_shape
 from loadtest.model.checker import Check, check
-from loadtest.model.history import EndState, History
-from loadtest.model.scenario import Scenario
+from loadtest.model.history.log import EndState, History
+from loadtest.model.scenario.body import body_shape
+from loadtest.model.scenario.loading import Scenario
 
 
 def judge(

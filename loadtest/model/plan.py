@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from loadtest.model.cost import Prices
-from loadtest.model.scenario import Scenario
-from loadtest.model.thresholds import Threshold, parse_thresholds
+from loadtest.model.figures.cost import Prices
+from loadtest.model.figures.thresholds import Threshold, parse_thresholds
+from loadtest.model.scenario.loading import Scenario
 
 
 @dataclass(frozen=True)

@@ -20,15 +20,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from loadtest.model.history import (
+from loadtest.model.dynamodb.updates import UpdateNotUnderstood, apply_update
+from loadtest.model.history.log import (
     SideWrite,
     TypedItem,
     UnobservedCall,
     WriteOutcome,
     WriteRecord,
 )
-from loadtest.model.observation import Observation
-from loadtest.model.updates import UpdateNotUnderstood, apply_update
+from loadtest.model.history.observation import Observation
 from loadtest.observer.calls import Call, Part
 
 Emit = Callable[[Observation], None]

@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from loadtest.model.history import TypedItem
-from loadtest.model.updates import UpdateNotUnderstood, noop_when_present
+from loadtest.model.dynamodb.updates import UpdateNotUnderstood, noop_when_present
+from loadtest.model.history.log import TypedItem
 
 READ_APIS = frozenset(
     {

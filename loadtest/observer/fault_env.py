@@ -10,7 +10,7 @@ entry point (``loadtest.observer.lambda_entry``) and the local environment
 from __future__ import annotations
 
 from loadtest.errors import InputError
-from loadtest.model.settings import Faults
+from loadtest.model.scenario.settings import Faults
 from loadtest.observer.layer_environment import (
     CRASH_AFTER_WRITE_ENV,
     CRASH_MID_HANDLER_ENV,

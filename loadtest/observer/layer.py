@@ -50,7 +50,7 @@ def _runtime_imports(tree: ast.AST) -> Iterator[str]:
 
 
 def _module_file(package: Path, dotted: str) -> str | None:
-    """``loadtest.model.history`` -> ``model/history.py``; None when it is not a module."""
+    """``loadtest.model.history.log`` -> ``model/history/log.py``; None when it is not a module."""
     parts = dotted.split(".")[1:]
     for candidate in ("/".join(parts) + ".py", "/".join([*parts, "__init__.py"])):
         if (package / candidate).is_file():

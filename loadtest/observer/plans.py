@@ -22,9 +22,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from loadtest.model.history import TypedItem
-from loadtest.model.partiql import Dml, StatementNotUnderstood, parse, with_returning_all_old
-from loadtest.model.updates import UpdateNotUnderstood
+from loadtest.model.dynamodb.partiql.statements import (
+    Dml,
+    StatementNotUnderstood,
+    parse,
+    with_returning_all_old,
+)
+from loadtest.model.dynamodb.updates import UpdateNotUnderstood
+from loadtest.model.history.log import TypedItem
 from loadtest.observer.calls import READ_APIS as READ_APIS
 from loadtest.observer.calls import Call as Call
 from loadtest.observer.calls import Part as Part

@@ -1,6 +1,6 @@
 """A load run's point faults, drawn at random inside a local execution environment.
 
-The faults ``explore`` injects at points it chooses (``loadtest.model.explore``), here
+The faults ``explore`` injects at points it chooses (``loadtest.model.explore.points``), here
 drawn with a probability each (``[faults] point``, ``--point-fault NAME:P``) so a burst
 can include them. Their probabilities arrive in ``LOADTEST_POINT_FAULTS``
 (``loadtest.observer.fault_env`` writes it); the draws come from the environment's

@@ -42,7 +42,7 @@ every call to the table (``before_call``, ``after_call``: where its point faults
 ``loadtest.observer.answers``.
 
 Each observation is handed to ``sink`` as one encoded line the moment it is
-made (``loadtest.model.observation``), so it survives the invocation dying.
+made (``loadtest.model.history.observation``), so it survives the invocation dying.
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ from typing import Any
 
 from botocore.client import BaseClient
 
-from loadtest.model.history import ObserverFault, ReadRecord, UnobservedCall
-from loadtest.model.observation import Observation, WriteBegun, encode
+from loadtest.model.history.log import ObserverFault, ReadRecord, UnobservedCall
+from loadtest.model.history.observation import Observation, WriteBegun, encode
 from loadtest.observer.answers import (
     keep_resource,
     keep_side_writes,

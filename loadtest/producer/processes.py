@@ -36,8 +36,8 @@ import anyio
 
 from loadtest.aws import clients as aws
 from loadtest.errors import BackendError
-from loadtest.model.history import History, SentMessage
-from loadtest.model.schedule import Part, PlannedMessage, split
+from loadtest.model.history.log import History, SentMessage
+from loadtest.model.workload.schedule import Part, PlannedMessage, split
 from loadtest.producer.send import produce
 from loadtest.spool import FileFrames
 

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import botocore.exceptions
 
-from loadtest.model.envelopes import sqs_attributes
-from loadtest.model.history import History, SentMessage
-from loadtest.model.schedule import Part, PlannedMessage, split
+from loadtest.model.history.log import History, SentMessage
+from loadtest.model.scenario.envelopes import sqs_attributes
+from loadtest.model.workload.schedule import Part, PlannedMessage, split
 
 if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream

@@ -16,7 +16,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from loadtest.model.metrics import format_us, values_at_percentiles
+from loadtest.model.figures.metrics import format_us, values_at_percentiles
 from loadtest.reports.model import RunModel
 
 PALETTE = ("#2563eb", "#ea580c", "#7c3aed", "#0891b2", "#db2777", "#854d0e", "#4b5563", "#65a30d")

@@ -19,7 +19,7 @@ Rules, per variant (matched by name) and metric:
 Repeated reports (``--repeat N``: several runs of a variant) compare each
 side's median, and a latency or throughput change beyond ``max_regression``
 is a regression only when a two-sided Mann-Whitney U test over the per-run
-values rejects "no change" at ``alpha`` (``loadtest.model.confidence``; exact
+values rejects "no change" at ``alpha`` (``loadtest.model.search.confidence``; exact
 for small samples). Mann-Whitney rather than a bootstrap over merged
 histograms: a run is the unit that varies (its seed, its scheduling), so the
 per-run percentiles are the independent samples; merging histograms would
@@ -45,7 +45,7 @@ from typing import Any
 
 from loadtest.errors import InputError
 from loadtest.model.checker import BAD_WHEN_NONZERO, INCONCLUSIVE_WHEN_NONZERO
-from loadtest.model.confidence import mann_whitney, median
+from loadtest.model.search.confidence import mann_whitney, median
 from loadtest.reports.model import ReportModel, RunModel, as_model
 
 SUPPORTED_SCHEMA_VERSION = 1

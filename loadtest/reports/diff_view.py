@@ -11,7 +11,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from loadtest.model.metrics import format_us
+from loadtest.model.figures.metrics import format_us
 from loadtest.reports.diff import DiffResult, DiffRow
 
 

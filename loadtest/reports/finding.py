@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loadtest.model.lint import INTENDED
+from loadtest.model.advice.lint import INTENDED
 from loadtest.reports.model import RunModel
 
 WRITE_COUNTS = ("duplicate_writes", "lost_outcomes", "conflicting_writes")

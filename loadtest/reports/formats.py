@@ -16,9 +16,9 @@ from typing import Any
 
 from loadtest.errors import ThresholdError
 from loadtest.model.checker import FLAGGED_WHEN_NONZERO
-from loadtest.model.metrics import decode, hgrm
-from loadtest.model.metrics import format_us as format_us
-from loadtest.model.thresholds import LATENCIES, MetricKind, parse_threshold
+from loadtest.model.figures.metrics import decode, hgrm
+from loadtest.model.figures.metrics import format_us as format_us
+from loadtest.model.figures.thresholds import LATENCIES, MetricKind, parse_threshold
 from loadtest.reports.model import ReportModel, RunModel, ThresholdResult, as_model
 from loadtest.reports.repeat_view import repeat_markdown
 

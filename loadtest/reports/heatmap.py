@@ -20,7 +20,7 @@ from markupsafe import Markup
 from rich.table import Table
 from rich.text import Text
 
-from loadtest.model.metrics import format_us
+from loadtest.model.figures.metrics import format_us
 from loadtest.reports.model import ReportModel, RunModel, as_model
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import jinja2
 
-from loadtest.model.metrics import format_us
+from loadtest.model.figures.metrics import format_us
 from loadtest.reports.charts import (
     PALETTE,
     Series,

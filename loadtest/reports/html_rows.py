@@ -14,7 +14,7 @@ from typing import Any
 from markupsafe import Markup
 
 from loadtest.model import checker
-from loadtest.model.metrics import PERCENTILES, format_us, percentile_label
+from loadtest.model.figures.metrics import PERCENTILES, format_us, percentile_label
 from loadtest.reports.charts import PALETTE, Series, percentile_curve, svg_percentile_plot
 from loadtest.reports.model import RunModel
 

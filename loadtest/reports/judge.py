@@ -2,7 +2,7 @@
 
 Owns the two steps that follow the default verdict: relaxing it where the
 scenario's ``[verdict.allow]`` says so (the dropped reasons stay visible in
-``relaxed_reasons``; ``loadtest.model.thresholds`` says which reasons an allowed
+``relaxed_reasons``; ``loadtest.model.figures.thresholds`` says which reasons an allowed
 count drops), and failing it by any threshold that does not hold (an incomplete
 run's is then inconclusive; an existing "fail" is kept: thresholds add to the
 default verdict, never relax it). Each step takes and returns a ``RunModel``;
@@ -17,14 +17,14 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from loadtest.model.checker import verdict_of
-from loadtest.model.thresholds import Threshold, evaluate, relaxed_reasons
+from loadtest.model.figures.thresholds import Threshold, evaluate, relaxed_reasons
 from loadtest.reports.model import ReportModel, RunModel, ThresholdResult
 
 
 def relaxed(run: RunModel, allowed: Collection[str]) -> RunModel:
     """The run with the default-verdict reasons of the ``allowed`` counts dropped.
 
-    ``allowed`` holds names from ``loadtest.model.scenario.RELAXABLE`` (others raise
+    ``allowed`` holds names from ``loadtest.model.scenario.loading.RELAXABLE`` (others raise
     ``InputError``). The verdict is then "fail" if any reason remains or any threshold
     result failed, else "pass", so this may come before or after ``judged_by``.
     """
@@ -47,7 +47,7 @@ def judged_by(run: RunModel, thresholds: Iterable[Threshold]) -> RunModel:
     judging twice is judging once), and its verdict failed by any that did not hold.
 
     Thresholds on a repeat's statistics are judged over the runs
-    (``loadtest.model.repeats``), never here.
+    (``loadtest.model.search.repeats``), never here.
     """
     figures = run.figures()
     results = tuple(

@@ -24,7 +24,7 @@ from loadtest.reports.report import verdict_exit_code
 class LatencySummary:
     """One latency's percentiles, in microseconds (``None`` when nothing was measured).
 
-    The fields are ``loadtest.model.metrics.LATENCY_STATS`` spelled out (so type
+    The fields are ``loadtest.model.figures.metrics.LATENCY_STATS`` spelled out (so type
     checkers and editors know ``.p99``); a test holds the two equal.
     """
 

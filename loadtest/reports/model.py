@@ -75,9 +75,9 @@ class RunModel:
     throughput: Json = field(default_factory=dict)
     """``messages_per_s`` (settled per second) and ``duration_s``."""
     rate: Json = field(default_factory=dict)
-    """The requested and achieved rates and the backlog (``loadtest.model.rate``)."""
+    """The requested and achieved rates and the backlog (``loadtest.model.figures.rate``)."""
     cost: Json = field(default_factory=dict)
-    """The billed units and the cost per million messages (``loadtest.model.cost``)."""
+    """The billed units and the cost per million messages (``loadtest.model.figures.cost``)."""
     thresholds: tuple[ThresholdResult, ...] = ()
     """The results of the thresholds that apply to this run, in the plan's order."""
     verdict: str = "fail"
@@ -212,7 +212,7 @@ class ReportModel:
     incomplete_reason: str | None = None
     """Why the run stopped before its workload was settled (None: it finished)."""
     repeat: Json | None = None
-    """A repeated run's statistics (``loadtest.model.repeats``); None otherwise."""
+    """A repeated run's statistics (``loadtest.model.search.repeats``); None otherwise."""
     explore: Json | None = None
     """What an exploration of interleavings ran and found; None for a run."""
     extra: Json = field(default_factory=dict)

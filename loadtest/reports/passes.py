@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from loadtest.model.checker import Role
 from loadtest.model.checker.evidence import EVIDENCE_LIMIT, evidence_of
-from loadtest.model.history import InvocationOutcome, WriteOutcome
+from loadtest.model.history.log import InvocationOutcome, WriteOutcome
 
 if TYPE_CHECKING:
     from loadtest.engine import VariantRun

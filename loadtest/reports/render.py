@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from loadtest.model.checker import FLAGGED_WHEN_NONZERO
-from loadtest.model.metrics import format_us
+from loadtest.model.figures.metrics import format_us
 from loadtest.reports.finding import headlines, is_intended
 from loadtest.reports.formats import format_observed, overlap_text
 from loadtest.reports.model import ReportModel, RunModel, as_model

@@ -1,7 +1,7 @@
 """How a repeated run (``--repeat N``) is shown: the spread table and the share sentences.
 
 Owns the terminal and Markdown views of a report's ``repeat`` object
-(``loadtest.model.repeats``): per variant, each headline figure as
+(``loadtest.model.search.repeats``): per variant, each headline figure as
 min / median / max across the runs, the sentence stating each anomaly's share
 of runs with its 95% interval, whether deliveries overlapped, and the results
 of thresholds on the repeat's statistics. Renders from the report model only.
@@ -15,7 +15,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from loadtest.model.metrics import format_us
+from loadtest.model.figures.metrics import format_us
 from loadtest.reports.model import ReportModel
 
 _COUNTS = (

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from loadtest.model.checker import verdict_of
 from loadtest.model.checker.evidence import EVIDENCE_LIMIT
-from loadtest.model.cost import Prices, priced, units_of
+from loadtest.model.figures.cost import Prices, priced, units_of
+from loadtest.model.figures.thresholds import Threshold
 from loadtest.model.plan import RunPlan
-from loadtest.model.repeats import repeat_failed, repeat_summary
-from loadtest.model.scenario import to_raw
-from loadtest.model.thresholds import Threshold
+from loadtest.model.scenario.loading import to_raw
+from loadtest.model.search.repeats import repeat_failed, repeat_summary
 from loadtest.reports.judge import judged_by, relaxed
 from loadtest.reports.model import SCHEMA_VERSION, ReportModel, RunModel
 from loadtest.reports.passes import (
@@ -61,7 +61,7 @@ def run_model(run: VariantRun, prices: Prices | None = None) -> RunModel:
     """One run of the report, its default verdict only; ``prices`` default to the
     committed us-east-1 table."""
     if prices is None:
-        from loadtest.model.price_tables import default_prices  # the one file read, cached
+        from loadtest.model.figures.price_tables import default_prices  # the one file read, cached
 
         prices = default_prices()
     counts = run.check.counts
@@ -168,7 +168,7 @@ def build(result: RunResult, plan: RunPlan, *, command: str | None = None) -> Re
 
     Costs are priced with the plan's price table (the committed us-east-1 table
     when None). A repeated plan (``RunPlan.repeated``) gains the report's
-    ``repeat`` object (``loadtest.model.repeats``), its thresholds judged there.
+    ``repeat`` object (``loadtest.model.search.repeats``), its thresholds judged there.
     """
     allow = dict(result.scenario.allow)
     runs = [_judged(run_model(run, plan.prices), plan.thresholds, allow) for run in result.runs]

@@ -13,7 +13,7 @@ import loadtest
 from loadtest.api import Report
 from loadtest.cli import app
 from loadtest.errors import HandlerRefError, InputError, ScenarioError, ThresholdError
-from loadtest.model.scenario import builtin_scenarios
+from loadtest.model.scenario.loading import builtin_scenarios
 
 HERE = Path(__file__).parent
 MY_HANDLER = str(HERE.parent / "integration" / "my_handler.py") + ":handler"
@@ -239,7 +239,7 @@ def test_latency_summary_has_the_metrics_stats() -> None:
     import dataclasses
 
     from loadtest.api import LatencySummary
-    from loadtest.model.metrics import LATENCY_STATS
+    from loadtest.model.figures.metrics import LATENCY_STATS
 
     names = [f.name for f in dataclasses.fields(LatencySummary)]
     assert names == [*LATENCY_STATS, "out_of_range"]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from loadtest.model.updates import apply_update
+from loadtest.model.dynamodb.updates import apply_update
 from tests.backend import aws_clients
 
 if TYPE_CHECKING:

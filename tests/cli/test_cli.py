@@ -362,7 +362,7 @@ def test_ctrl_c_ends_environments_frozen_between_invocations(
 def test_prices_file_prices_the_run_and_a_bad_one_exits_two(
     backend_url: str, tmp_path: Path
 ) -> None:
-    table = (Path(__file__).parents[2] / "loadtest/model/prices/us-east-1.toml").read_text()
+    table = (Path(__file__).parents[2] / "loadtest/model/figures/prices/us-east-1.toml").read_text()
     mine = tmp_path / "mine.toml"
     # Ten times the DynamoDB write price: the run's DynamoDB dollars follow it.
     mine.write_text(

@@ -12,7 +12,7 @@ from loadtest.deploy.collect import (
     InvocationStart,
     acked_ids,
 )
-from loadtest.model.history import History, InvocationOutcome, SentMessage, WriteOutcome
+from loadtest.model.history.log import History, InvocationOutcome, SentMessage, WriteOutcome
 
 OFFSET = 1_000_000_000_000
 

@@ -25,8 +25,8 @@ from loadtest.deploy.deploy_plan import (
 )
 from loadtest.emulation.environment.handlers import parse_ref
 from loadtest.errors import InputError, ScenarioError
-from loadtest.model.price_tables import default_prices, load_prices
-from loadtest.model.scenario import Scenario, load_scenario, parse_scenario
+from loadtest.model.figures.price_tables import default_prices, load_prices
+from loadtest.model.scenario.loading import Scenario, load_scenario, parse_scenario
 
 runner = CliRunner()
 PRICES = default_prices()
@@ -143,7 +143,11 @@ def test_the_plan_is_priced_with_the_run_s_price_table_and_names_its_region(
     scenario = load_scenario("seed-lab")
     base = plan_deploy(scenario, [parse_ref("conditional")], run_id="p", region="eu-west-1")
     table = tmp_path / "eu-west-1.toml"
-    text = files("loadtest.model.prices").joinpath("us-east-1.toml").read_text(encoding="utf-8")
+    text = (
+        files("loadtest.model.figures.prices")
+        .joinpath("us-east-1.toml")
+        .read_text(encoding="utf-8")
+    )
     table.write_text(
         text.replace('region = "us-east-1"', 'region = "eu-west-1"').replace(
             "per_million_requests = 0.20", "per_million_requests = 0.40"

@@ -173,7 +173,7 @@ def test_observation_queue_lets_the_functions_own_role_send(aws: Clients) -> Non
 def test_attach_sets_the_scenarios_faults_as_a_deploy_does_and_removes_them(
     aws: Clients,
 ) -> None:
-    from loadtest.model.scenario import load_scenario
+    from loadtest.model.scenario.loading import load_scenario
     from loadtest.observer.fault_env import deployed_fault_environment
 
     faults = deployed_fault_environment(

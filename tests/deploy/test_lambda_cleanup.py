@@ -14,7 +14,7 @@ from loadtest.deploy.lambda_attach import FunctionSnapshot, observed
 from loadtest.deploy.lambda_cleanup import ATTACHED, delete_found, find_tagged
 from loadtest.deploy.lambda_deploy import Clients, Deployed, deploy, function_zip
 from loadtest.emulation.environment.handlers import parse_ref
-from loadtest.model.scenario import load_scenario
+from loadtest.model.scenario.loading import load_scenario
 from tests.conftest import REGION
 
 runner = CliRunner()

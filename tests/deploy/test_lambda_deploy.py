@@ -21,7 +21,7 @@ from loadtest.deploy.lambda_deploy import (
 )
 from loadtest.emulation.environment.handlers import parse_ref
 from loadtest.errors import BackendError, TableExistsError
-from loadtest.model.scenario import Scenario, load_scenario, parse_scenario
+from loadtest.model.scenario.loading import Scenario, load_scenario, parse_scenario
 from tests.conftest import REGION
 
 
@@ -151,7 +151,7 @@ def test_layer_holds_the_observer_and_is_reproducible() -> None:
     assert "python/loadtest/observer/lambda_entry.py" in names
     assert (
         "python/loadtest/observer/write_observer.py" in names
-        and "python/loadtest/model/updates.py" in names
+        and "python/loadtest/model/dynamodb/updates.py" in names
     )
     assert not any(n.startswith("python/loadtest/cli") for n in names)
 

@@ -15,7 +15,7 @@ from loadtest.deploy.lint_aws import deployed_settings
 from loadtest.emulation.environment.handlers import parse_ref
 from loadtest.engine import settings_warnings
 from loadtest.errors import ScenarioError
-from loadtest.model.lint import (
+from loadtest.model.advice.lint import (
     INTENDED,
     MappingSettings,
     Rule,
@@ -23,7 +23,13 @@ from loadtest.model.lint import (
     lint,
     run_findings,
 )
-from loadtest.model.scenario import Faults, builtin_scenarios, load_scenario, parse_scenario, to_raw
+from loadtest.model.scenario.loading import (
+    Faults,
+    builtin_scenarios,
+    load_scenario,
+    parse_scenario,
+    to_raw,
+)
 from tests.conftest import REGION
 
 runner = CliRunner()

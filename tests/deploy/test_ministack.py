@@ -29,9 +29,9 @@ from loadtest.deploy.lambda_deploy import (
     teardown,
 )
 from loadtest.emulation.environment.handlers import parse_ref
-from loadtest.model.history import WriteOutcome, WriteRecord
-from loadtest.model.observation import Observation
-from loadtest.model.scenario import load_scenario
+from loadtest.model.history.log import WriteOutcome, WriteRecord
+from loadtest.model.history.observation import Observation
+from loadtest.model.scenario.loading import load_scenario
 
 pytestmark = pytest.mark.slow
 

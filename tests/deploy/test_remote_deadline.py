@@ -19,7 +19,7 @@ from loadtest.aws import clients as aws
 from loadtest.aws.clients import BackendKind, Target
 from loadtest.deploy.remote_run import Endpoints, RemoteVariant, drive
 from loadtest.emulation.environment.handlers import parse_ref
-from loadtest.model.scenario import load_scenario
+from loadtest.model.scenario.loading import load_scenario
 from tests.integration.helpers import client
 
 MESSAGES = 4  # seed-lab: dedup-order x3, other-order x1

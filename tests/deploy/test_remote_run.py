@@ -23,8 +23,8 @@ from loadtest.deploy.lambda_deploy import layer_zip
 from loadtest.deploy.lint_aws import deployed_settings
 from loadtest.deploy.remote_run import AttachTo, run_deployed
 from loadtest.emulation.environment.handlers import parse_ref
-from loadtest.model.lint import lint
-from loadtest.model.scenario import load_scenario
+from loadtest.model.advice.lint import lint
+from loadtest.model.scenario.loading import load_scenario
 from tests.deploy.test_ministack import LAB_TABLE, _user_function
 
 pytestmark = pytest.mark.slow

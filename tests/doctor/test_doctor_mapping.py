@@ -15,7 +15,7 @@ from loadtest.doctor.mapping import (
     max_overlap,
     probes,
 )
-from loadtest.model.history import History, Invocation, InvocationOutcome, Record, SentMessage
+from loadtest.model.history.log import History, Invocation, InvocationOutcome, Record, SentMessage
 
 S = 1_000_000_000
 

@@ -20,8 +20,8 @@ from loadtest.aws import clients as aws
 from loadtest.emulation.mapping import dispatcher as dispatcher_module
 from loadtest.emulation.mapping.dispatcher import ACK_LINGER_S, Dispatcher, ack_linger_s
 from loadtest.emulation.mapping.runner import Poller, Progress, Settlement
-from loadtest.model.history import History
-from loadtest.model.scenario import ConsumerSettings
+from loadtest.model.history.log import History
+from loadtest.model.scenario.loading import ConsumerSettings
 
 
 def test_the_linger_is_a_small_share_of_the_visibility_timeout() -> None:

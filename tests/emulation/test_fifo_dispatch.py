@@ -12,9 +12,9 @@ from collections import defaultdict
 from typing import Any
 
 from loadtest.emulation.mapping.dispatcher import fifo_runs
-from loadtest.model.history import SentMessage
-from loadtest.model.scenario import parse_scenario
-from loadtest.model.schedule import plan
+from loadtest.model.history.log import SentMessage
+from loadtest.model.scenario.loading import parse_scenario
+from loadtest.model.workload.schedule import plan
 from tests.integration.helpers import run_variants
 
 

@@ -11,8 +11,8 @@ import pytest
 from loadtest.emulation.environment.parent_environments import ExecutionEnvironment
 from loadtest.emulation.mapping.dispatcher import Dispatcher
 from loadtest.emulation.mapping.runner import Poller, Progress, Settlement
-from loadtest.model.history import History
-from loadtest.model.scenario import ConsumerSettings
+from loadtest.model.history.log import History
+from loadtest.model.scenario.loading import ConsumerSettings
 
 
 class _SilentQueue:

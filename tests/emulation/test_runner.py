@@ -9,8 +9,8 @@ import pytest
 
 from loadtest.emulation.environment.parent_environments import CUT_OFF_ERROR
 from loadtest.emulation.mapping.runner import FIFO_REPEAT_S, Settlement
-from loadtest.model.history import InvocationOutcome
-from loadtest.model.scenario import load_scenario
+from loadtest.model.history.log import InvocationOutcome
+from loadtest.model.scenario.loading import load_scenario
 from loadtest.reports.report import build_report
 from tests.integration.helpers import loadtest_resources, run_variants
 

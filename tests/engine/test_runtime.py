@@ -16,7 +16,7 @@ from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.engine import deployed
 from loadtest.engine.runtime import Deployed, Emulated, runtime_for
 from loadtest.errors import InputError
-from loadtest.model.scenario import Scenario
+from loadtest.model.scenario.loading import Scenario
 
 
 class Reached(Exception):

@@ -10,7 +10,7 @@ from botocore.config import Config
 from loadtest import engine
 from loadtest.aws.clients import EMBEDDED_CREDENTIALS, BackendKind
 from loadtest.emulation.environment.handlers import parse_ref
-from loadtest.model.scenario import Scenario
+from loadtest.model.scenario.loading import Scenario
 
 
 def run_variants(scenario: Scenario, url: str, *variants: str) -> engine.RunResult:

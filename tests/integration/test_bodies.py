@@ -161,7 +161,7 @@ def test_new_refuses_bad_input_with_exit_two(args: list[str], expected: str) -> 
 
 
 def test_message_attributes_reach_the_handler_as_lambda_builds_them(backend_url: str) -> None:
-    from loadtest.model.scenario import parse_scenario
+    from loadtest.model.scenario.loading import parse_scenario
     from tests.integration.helpers import run_variants
 
     scenario = parse_scenario(

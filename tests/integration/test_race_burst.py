@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from loadtest.model.scenario import load_scenario
+from loadtest.model.scenario.loading import load_scenario
 from loadtest.reports.report import build_report
 from tests.integration.helpers import loadtest_resources, run_variants
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from loadtest.engine import RunResult
-from loadtest.model.scenario import builtin_scenarios, load_scenario
+from loadtest.model.scenario.loading import builtin_scenarios, load_scenario
 from loadtest.reports.report import build_report
 from tests.integration.helpers import loadtest_resources, run_variants
 

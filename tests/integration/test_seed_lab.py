@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from loadtest.model.history import WriteOutcome
-from loadtest.model.scenario import load_scenario
+from loadtest.model.history.log import WriteOutcome
+from loadtest.model.scenario.loading import load_scenario
 from loadtest.reports.report import build_report
 from tests.integration.helpers import loadtest_resources, run_variants
 

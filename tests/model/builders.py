@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from loadtest.model.history import (
+from loadtest.model.history.log import (
     Ack,
     EndState,
     History,

@@ -1,4 +1,4 @@
-"""The send schedule as ``loadtest.model.schedule.plan`` built it before it kept its
+"""The send schedule as ``loadtest.model.workload.schedule.plan`` built it before it kept its
 messages as arrays: a tuple of every ``PlannedMessage``. The test oracle the compact
 schedule is compared with (same bodies, ids, order, offsets and FIFO ids)."""
 
@@ -10,7 +10,7 @@ import random
 import zlib
 from dataclasses import replace
 
-from loadtest.model.scenario import (
+from loadtest.model.scenario.loading import (
     Arrival,
     CopySpacing,
     Deduplication,
@@ -18,7 +18,7 @@ from loadtest.model.scenario import (
     Order,
     Workload,
 )
-from loadtest.model.schedule import (
+from loadtest.model.workload.schedule import (
     MAX_QUANTITY,
     MIN_QUANTITY,
     NO_ID_GROUP,

@@ -1,4 +1,4 @@
-"""Body templates, envelopes, attributes and the shape of a body (loadtest.model.body)."""
+"""Body templates, envelopes, attributes and the shape of a body (loadtest.model.scenario.body)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loadtest.errors import ScenarioError
-from loadtest.model.body import BodyShape, Decode, body_shape, describe, read
 from loadtest.model.checker.details import details_of
-from loadtest.model.envelopes import EnvelopeKind
-from loadtest.model.scenario import Scenario, parse_scenario, to_raw
-from loadtest.model.schedule import plan
+from loadtest.model.scenario.body import BodyShape, Decode, body_shape, describe, read
+from loadtest.model.scenario.envelopes import EnvelopeKind
+from loadtest.model.scenario.loading import Scenario, parse_scenario, to_raw
+from loadtest.model.workload.schedule import plan
 
 
 def scenario(**workload: Any) -> Scenario:

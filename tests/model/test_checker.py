@@ -23,7 +23,8 @@ from loadtest.model.checker import (
     key_template,
 )
 from loadtest.model.checker.details import carries_id
-from loadtest.model.history import (
+from loadtest.model.dynamodb.updates import same_item
+from loadtest.model.history.log import (
     Ack,
     DeadLetter,
     EndState,
@@ -37,7 +38,6 @@ from loadtest.model.history import (
     WriteRecord,
     key_string,
 )
-from loadtest.model.updates import same_item
 from tests.model.builders import (
     CONDITION,
     end_state,

@@ -13,7 +13,7 @@ import pytest
 
 from loadtest.errors import ScenarioError
 from loadtest.model.checker import Check, Verdict, check
-from loadtest.model.history import (
+from loadtest.model.history.log import (
     Ack,
     EndState,
     History,
@@ -23,8 +23,8 @@ from loadtest.model.history import (
     WriteOutcome,
     WriteRecord,
 )
-from loadtest.model.scenario import parse_scenario
-from loadtest.model.scenario_model import to_raw
+from loadtest.model.scenario.loading import parse_scenario
+from loadtest.model.scenario.model import to_raw
 from tests.model.builders import invocation, record, sent, write
 
 SHARED = OutcomeKey(declared=True, shared=True)

@@ -11,10 +11,9 @@ import random
 
 import pytest
 
-from loadtest.model import ids
 from loadtest.model.checker import Check, check, parts
 from loadtest.model.checker.sent import ACKED, DEAD_LETTERED, POISON, Messages
-from loadtest.model.history import (
+from loadtest.model.history.log import (
     Ack,
     DeadLetter,
     EndState,
@@ -24,6 +23,7 @@ from loadtest.model.history import (
     WriteOutcome,
     WriteRecord,
 )
+from loadtest.model.workload import ids
 from loadtest.spool import FileFrames
 from tests.model.builders import end_state, invocation, order_item, record, write
 from tests.model.builders import sent as sent_message

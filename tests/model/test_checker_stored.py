@@ -12,7 +12,7 @@ import pytest
 from loadtest.errors import ScenarioError
 from loadtest.model.checker import LiveDuplicates, Verdict, carries, check, details_of
 from loadtest.model.checker.details import carries_id, stored_leaves
-from loadtest.model.history import (
+from loadtest.model.history.log import (
     Ack,
     EndState,
     History,
@@ -26,7 +26,7 @@ from loadtest.model.history import (
     WriteRecord,
     key_string,
 )
-from loadtest.model.scenario import parse_scenario, to_raw
+from loadtest.model.scenario.loading import parse_scenario, to_raw
 
 ORDERS = 20
 

@@ -1,4 +1,4 @@
-"""loadtest.model.confidence: exact intervals and the U test, against scipy as the reference."""
+"""loadtest.model.search.confidence: exact intervals and the U test, against scipy as the reference."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from loadtest.model.confidence import (
+from loadtest.model.search.confidence import (
     binomial_cdf,
     clopper_pearson,
     mann_whitney,

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from loadtest.errors import PricesError
-from loadtest.model.cost import (
+from loadtest.model.figures.cost import (
     Prices,
     item_bytes,
     lambda_billed_ms,
@@ -19,7 +19,8 @@ from loadtest.model.cost import (
     units_of,
     write_units,
 )
-from loadtest.model.history import (
+from loadtest.model.figures.price_tables import default_prices
+from loadtest.model.history.log import (
     Ack,
     History,
     Invocation,
@@ -29,7 +30,6 @@ from loadtest.model.history import (
     SentMessage,
     WriteOutcome,
 )
-from loadtest.model.price_tables import default_prices
 from tests.model.builders import lab_history, order_item, write
 
 PRICES = Prices(
@@ -229,7 +229,7 @@ def test_committed_price_table_parses_and_bad_tables_are_refused() -> None:
 def test_send_batches_are_counted_by_send_time_in_order_or_merged(merged: bool) -> None:
     """Each distinct send time is one SendMessageBatch, whether the log has a batch's
     messages together in send order or merged from several producers out of it."""
-    from loadtest.model.history import History, SentMessage
+    from loadtest.model.history.log import History, SentMessage
 
     big = "x" * 40_000  # two of them pass one 64 KB chunk
     messages = [

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pytest
 
 from loadtest.errors import InputError
-from loadtest.model.explore import (
+from loadtest.model.explore.points import (
     GLOBAL,
     LOCAL,
     TIME,
@@ -25,8 +25,8 @@ from loadtest.model.explore import (
     parse_token,
     schedule_of,
 )
-from loadtest.model.explore_search import Exhaustive, Pct
-from loadtest.model.explore_shrink import candidates, shrink
+from loadtest.model.explore.shrink import candidates, shrink
+from loadtest.model.explore.strategies import Exhaustive, Pct
 
 
 def test_token_round_trip() -> None:

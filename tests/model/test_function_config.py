@@ -1,4 +1,4 @@
-"""loadtest.model.function_config: the function's variables, its table and extra tables, as a
+"""loadtest.model.scenario.function_config: the function's variables, its table and extra tables, as a
 scenario declares them, and the variables rendered for a run."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import pytest
 from loadtest.emulation.environment.handlers import parse_ref, tables_for
 from loadtest.emulation.environment.parent_environments import FunctionConfig
 from loadtest.errors import ScenarioError
-from loadtest.model.function_config import (
+from loadtest.model.history.log import OutcomeKey
+from loadtest.model.scenario.function_config import (
     ExtraTable,
     FunctionSetup,
     RunResources,
@@ -18,8 +19,7 @@ from loadtest.model.function_config import (
     render,
     table_names,
 )
-from loadtest.model.history import OutcomeKey
-from loadtest.model.scenario import parse_scenario, to_raw
+from loadtest.model.scenario.loading import parse_scenario, to_raw
 
 RESOURCES = RunResources(
     table="loadtest-r-0-orders",

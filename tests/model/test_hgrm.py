@@ -6,7 +6,7 @@ import random
 
 from hdrh.histogram import HdrHistogram
 
-from loadtest.model.metrics import HGRM_SCALE, Latency, decode, hgrm
+from loadtest.model.figures.metrics import HGRM_SCALE, Latency, decode, hgrm
 from loadtest.reports.formats import hgrm_files
 
 

@@ -8,7 +8,13 @@ import zlib
 
 import pytest
 
-from loadtest.model.history import (
+from loadtest.model.history.frames import (
+    encode_ack,
+    encode_dead_letter,
+    encode_invocation,
+    encode_sent,
+)
+from loadtest.model.history.log import (
     FRAME_RECORDS,
     Ack,
     DeadLetter,
@@ -24,12 +30,6 @@ from loadtest.model.history import (
     UnobservedCall,
     WriteOutcome,
     WriteRecord,
-)
-from loadtest.model.history_frames import (
-    encode_ack,
-    encode_dead_letter,
-    encode_invocation,
-    encode_sent,
 )
 from loadtest.spool import FileFrames
 from tests.model.builders import invocation, order_item, record, sent, write

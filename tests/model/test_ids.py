@@ -1,11 +1,11 @@
-"""loadtest.model.ids: ids found by their hash, exactly."""
+"""loadtest.model.workload.ids: ids found by their hash, exactly."""
 
 from __future__ import annotations
 
 import pytest
 
-from loadtest.model import ids
-from loadtest.model.ids import IdIndex
+from loadtest.model.workload import ids
+from loadtest.model.workload.ids import IdIndex
 
 
 def _index(texts: list[str], expected: int = 0) -> IdIndex:
@@ -56,7 +56,7 @@ def test_ids_are_read_again_only_when_two_share_a_hash() -> None:
 
 
 def test_distinct_values_are_counted_past_the_table_size() -> None:
-    from loadtest.model.ids import count_distinct
+    from loadtest.model.workload.ids import count_distinct
 
     values = [n // 3 for n in range(9000)] + [5, 7, -1, 2**62] * 3
     assert count_distinct(values) == len(set(values))

@@ -1,4 +1,4 @@
-"""loadtest.model.metrics.Latency: HdrHistogram summaries in microseconds."""
+"""loadtest.model.figures.metrics.Latency: HdrHistogram summaries in microseconds."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from hdrh.histogram import HdrHistogram
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loadtest.model.metrics import HIGHEST_US, PERCENTILES, Latency, values_at_percentiles
+from loadtest.model.figures.metrics import HIGHEST_US, PERCENTILES, Latency, values_at_percentiles
 
 SUMMARY_KEYS = ["count", "min", "p50", "p90", "p99", "p99_9", "max", "mean", "out_of_range"]
 
@@ -139,8 +139,8 @@ def test_encoded_histograms_merge() -> None:
 
 
 def test_an_indeterminate_write_has_no_latency() -> None:
-    from loadtest.model.history import WriteOutcome
-    from loadtest.model.metrics import latencies
+    from loadtest.model.figures.metrics import latencies
+    from loadtest.model.history.log import WriteOutcome
     from tests.model.builders import invocation, lab_history, order_item, record, write
 
     history, _ = lab_history()
@@ -161,8 +161,8 @@ def _us(values: list[int]) -> list[int]:
 def test_latencies_join_each_message_once_by_its_id() -> None:
     """First delivery and first acknowledgement per message; an id the run did not send,
     or a second acknowledgement, is not measured; each acknowledgement call once."""
-    from loadtest.model.history import Ack, History, SentMessage
-    from loadtest.model.metrics import latencies
+    from loadtest.model.figures.metrics import latencies
+    from loadtest.model.history.log import Ack, History, SentMessage
     from tests.model.builders import invocation, record
 
     ms = 1_000_000
@@ -192,8 +192,8 @@ def test_latencies_join_each_message_once_by_its_id() -> None:
 
 
 def test_ack_calls_in_a_log_out_of_answer_order_are_each_counted_once() -> None:
-    from loadtest.model.history import Ack
-    from loadtest.model.metrics import _ack_calls
+    from loadtest.model.figures.metrics import _ack_calls
+    from loadtest.model.history.log import Ack
 
     in_order = [Ack("a", 5, 1), Ack("b", 5, 1), Ack("c", 5, 2), Ack("d", 9, 1)]
     assert sorted(_ack_calls(in_order)) == [3, 4, 8]

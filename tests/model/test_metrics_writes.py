@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from loadtest.model.history import History, WriteOutcome
-from loadtest.model.metrics import latencies
+from loadtest.model.figures.metrics import latencies
+from loadtest.model.history.log import History, WriteOutcome
 from tests.model.builders import invocation, order_item, record, write
 
 

@@ -1,4 +1,4 @@
-"""loadtest.model.partiql: DynamoDB's PartiQL DML read into keys, items and UpdateExpressions."""
+"""loadtest.model.dynamodb.partiql.statements: DynamoDB's PartiQL DML read into keys, items and UpdateExpressions."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loadtest.model.partiql import (
+from loadtest.model.dynamodb.partiql.statements import (
     Dml,
     StatementNotUnderstood,
     parse,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from loadtest.model.history import Ack, History
-from loadtest.model.rate import RateWatch, rate_figures, rate_warning
+from loadtest.model.figures.rate import RateWatch, rate_figures, rate_warning
+from loadtest.model.history.log import Ack, History
 from tests.model.builders import sent
 
 S = 1_000_000_000

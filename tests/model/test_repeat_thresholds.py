@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from loadtest.errors import ThresholdError
-from loadtest.model.repeats import repeat_failed, repeat_summary
-from loadtest.model.thresholds import MetricKind, parse_threshold
+from loadtest.model.figures.thresholds import MetricKind, parse_threshold
+from loadtest.model.search.repeats import repeat_failed, repeat_summary
 from loadtest.reports.judge import apply_thresholds
 
 

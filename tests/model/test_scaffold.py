@@ -1,4 +1,4 @@
-"""What `loadtest new` reads from a handler's source and a sample message (loadtest.model.handler_source, loadtest.model.scaffold)."""
+"""What `loadtest new` reads from a handler's source and a sample message (loadtest.model.advice.handler_source, loadtest.model.advice.scaffold.writer)."""
 
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ from typing import Any
 import pytest
 
 from loadtest.errors import InputError
-from loadtest.model.body import body_shape
-from loadtest.model.envelopes import EnvelopeKind
-from loadtest.model.handler_source import (
+from loadtest.model.advice.handler_source import (
     environment_reads,
     hardcoded_tables,
     id_attribute,
     suggested_value,
 )
-from loadtest.model.scaffold import sample_template, scenario_text, toml_value
-from loadtest.model.scenario import parse_scenario
-from loadtest.model.schedule import plan
+from loadtest.model.advice.scaffold.writer import sample_template, scenario_text, toml_value
+from loadtest.model.scenario.body import body_shape
+from loadtest.model.scenario.envelopes import EnvelopeKind
+from loadtest.model.scenario.loading import parse_scenario
+from loadtest.model.workload.schedule import plan
 
 SOURCE = """
 import os
@@ -211,7 +211,7 @@ def test_toml_values_round_trip() -> None:
 
 
 def test_a_partial_batch_response_is_recognised() -> None:
-    from loadtest.model.handler_source import reports_item_failures
+    from loadtest.model.advice.handler_source import reports_item_failures
 
     powertools = (
         "from aws_lambda_powertools.utilities.batch import BatchProcessor, process_partial_response\n"

@@ -1,15 +1,15 @@
-"""The table key `loadtest new` reads from a dry run's first write (loadtest.model.scaffold_key),
-and how the written scenario carries it (loadtest.model.scaffold)."""
+"""The table key `loadtest new` reads from a dry run's first write (loadtest.model.advice.scaffold.key),
+and how the written scenario carries it (loadtest.model.advice.scaffold.writer)."""
 
 from __future__ import annotations
 
 import tomllib
 from typing import Any
 
-from loadtest.model.history import WriteOutcome, WriteRecord
-from loadtest.model.scaffold import sample_template, scenario_text
-from loadtest.model.scaffold_key import KeyChoice, choose_key
-from loadtest.model.scenario import parse_scenario
+from loadtest.model.advice.scaffold.key import KeyChoice, choose_key
+from loadtest.model.advice.scaffold.writer import sample_template, scenario_text
+from loadtest.model.history.log import WriteOutcome, WriteRecord
+from loadtest.model.scenario.loading import parse_scenario
 
 MESSAGE_ID = "0b5e2c1e-4f0a-4d7e-9a57-3c2f1d0e9b11"
 UUID = "7d444840-9dc0-11d1-b245-5ffdce74fad2"

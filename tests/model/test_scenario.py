@@ -1,4 +1,4 @@
-"""loadtest.model.scenario: parsing, refusals, built-ins, overrides and round trips."""
+"""loadtest.model.scenario.loading: parsing, refusals, built-ins, overrides and round trips."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from loadtest.errors import InputError, LoadtestError, ScenarioError
-from loadtest.model.scenario import (
+from loadtest.model.scenario.loading import (
     Arrival,
     ConsumerSettings,
     ExplicitMessage,

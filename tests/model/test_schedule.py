@@ -1,4 +1,4 @@
-"""loadtest.model.schedule.plan: the seeded, deterministic send schedule."""
+"""loadtest.model.workload.schedule.plan: the seeded, deterministic send schedule."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loadtest.model.scenario import (
+from loadtest.model.scenario.loading import (
     Arrival,
     CopySpacing,
     Deduplication,
@@ -23,7 +23,7 @@ from loadtest.model.scenario import (
     Workload,
     load_scenario,
 )
-from loadtest.model.schedule import (
+from loadtest.model.workload.schedule import (
     MAX_QUANTITY,
     MIN_QUANTITY,
     Part,

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loadtest.model.history import (
+from loadtest.model.history.log import (
     History,
     ObserverFault,
     ReadRecord,
@@ -19,7 +19,7 @@ from loadtest.model.history import (
     WriteOutcome,
     WriteRecord,
 )
-from loadtest.model.observation import Observation, SharedValues, WriteBegun, decode, encode
+from loadtest.model.history.observation import Observation, SharedValues, WriteBegun, decode, encode
 
 
 def _write(request_id: str, item: TypedItem | None) -> WriteRecord:

@@ -1,4 +1,4 @@
-"""loadtest.model.shrink: the search over a workload's dimensions, and the TOML it writes."""
+"""loadtest.model.search.shrink: the search over a workload's dimensions, and the TOML it writes."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from loadtest.model.scenario import builtin_scenarios, load_scenario, parse_scenario, to_raw
-from loadtest.model.shrink import Outcome, shrink, to_toml
+from loadtest.model.scenario.loading import builtin_scenarios, load_scenario, parse_scenario, to_raw
+from loadtest.model.search.shrink import Outcome, shrink, to_toml
 
 
 def test_every_builtin_scenario_survives_the_toml_it_is_written_as() -> None:

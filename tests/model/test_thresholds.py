@@ -8,7 +8,7 @@ import pytest
 
 from loadtest.errors import InputError, ThresholdError
 from loadtest.model.checker import Counts, default_reasons
-from loadtest.model.thresholds import (
+from loadtest.model.figures.thresholds import (
     COUNT_NAMES,
     MetricKind,
     Operator,

@@ -1,4 +1,4 @@
-"""loadtest.model.updates: UpdateExpressions applied to typed items, and checked against the backend."""
+"""loadtest.model.dynamodb.updates: UpdateExpressions applied to typed items, and checked against the backend."""
 
 from __future__ import annotations
 
@@ -11,7 +11,12 @@ from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loadtest.model.updates import UpdateNotUnderstood, apply_update, noop_when_present, same_item
+from loadtest.model.dynamodb.updates import (
+    UpdateNotUnderstood,
+    apply_update,
+    noop_when_present,
+    same_item,
+)
 from tests.backend import aws_clients
 
 if TYPE_CHECKING:

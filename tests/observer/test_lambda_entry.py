@@ -16,7 +16,7 @@ import pytest
 
 from loadtest.deploy.collect import InvocationEnd, InvocationStart, parse
 from loadtest.deploy.lambda_deploy import Clients, layer_modules, layer_zip
-from loadtest.model.history import WriteOutcome, WriteRecord
+from loadtest.model.history.log import WriteOutcome, WriteRecord
 from loadtest.observer import lambda_entry, layer_environment
 
 
@@ -186,7 +186,7 @@ def test_the_layer_carries_what_the_observer_imports_and_nothing_above_it() -> N
     names = layer_modules()
     assert {
         "observer/write_observer.py",
-        "model/update_expressions.py",
+        "model/dynamodb/update_expressions.py",
         "model/__init__.py",
     } <= set(names)
     assert not any(

@@ -22,15 +22,15 @@ from boto3.dynamodb.conditions import Attr, Key
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from loadtest.model.attribute_values import same_item
-from loadtest.model.history import (
+from loadtest.model.dynamodb.attribute_values import same_item
+from loadtest.model.history.log import (
     ObserverFault,
     ReadRecord,
     UnobservedCall,
     WriteOutcome,
     WriteRecord,
 )
-from loadtest.model.observation import Observation, collect, decode
+from loadtest.model.history.observation import Observation, collect, decode
 from loadtest.observer.write_observer import WriteObserver
 from tests.integration.helpers import client
 

@@ -9,7 +9,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from loadtest.cli import app
-from loadtest.model.scenario import load_scenario
+from loadtest.model.scenario.loading import load_scenario
 from loadtest.reports.report import build_report
 from tests.integration.helpers import run_variants
 

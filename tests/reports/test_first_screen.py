@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.console import Console
 
-from loadtest.model.lint import INTENDED
+from loadtest.model.advice.lint import INTENDED
 from loadtest.reports.html import render_html
 from loadtest.reports.render import render
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from loadtest.model.thresholds import parse_threshold
+from loadtest.model.figures.thresholds import parse_threshold
 from loadtest.reports.formats import format_us, junit_xml, markdown_summary
 from loadtest.reports.judge import apply_thresholds, relax_default_verdict
 

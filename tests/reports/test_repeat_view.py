@@ -9,8 +9,8 @@ from typing import Any
 
 from rich.console import Console
 
-from loadtest.model.repeats import repeat_summary
-from loadtest.model.thresholds import parse_threshold
+from loadtest.model.figures.thresholds import parse_threshold
+from loadtest.model.search.repeats import repeat_summary
 from loadtest.reports.formats import markdown_summary
 from loadtest.reports.html import render_html
 from loadtest.reports.render import render

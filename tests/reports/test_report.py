@@ -12,9 +12,9 @@ from loadtest.aws.clients import BackendKind, ResourceNames, Target
 from loadtest.emulation.mapping.runner import REDACTED, redact
 from loadtest.engine import RunResult, VariantRun
 from loadtest.model.checker import check
-from loadtest.model.history import Ack, EndState, History, InvocationOutcome
-from loadtest.model.metrics import Latency
-from loadtest.model.scenario import load_scenario
+from loadtest.model.figures.metrics import Latency
+from loadtest.model.history.log import Ack, EndState, History, InvocationOutcome
+from loadtest.model.scenario.loading import load_scenario
 from loadtest.reports.render import race_story as _race_story
 from loadtest.reports.report import SCHEMA_VERSION, build_report
 from tests.model.builders import invocation, lab_history, order_item, record, sent, write

@@ -7,8 +7,8 @@ import json
 from loadtest.aws.clients import BackendKind, Target
 from loadtest.engine import RunResult
 from loadtest.model.checker.evidence import EVIDENCE_LIMIT
-from loadtest.model.history import Ack, History
-from loadtest.model.scenario import load_scenario
+from loadtest.model.history.log import Ack, History
+from loadtest.model.scenario.loading import load_scenario
 from loadtest.reports.html import render_html
 from loadtest.reports.report import (
     SERIES_POINTS_LIMIT,
@@ -132,7 +132,7 @@ def test_the_html_page_says_what_was_cut() -> None:
 
 
 def test_dead_letters_are_listed_first_with_their_error_and_counted_all() -> None:
-    from loadtest.model.history import DeadLetter, InvocationOutcome
+    from loadtest.model.history.log import DeadLetter, InvocationOutcome
 
     dead = WRITE_DECISIONS_LIMIT + 100
     history = History(started_ns=0, ended_ns=1_000_000_000)

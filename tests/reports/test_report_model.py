@@ -9,7 +9,7 @@ import pytest
 
 from loadtest.errors import ScenarioError, ThresholdError
 from loadtest.model.plan import Cell, RunPlan
-from loadtest.model.scenario import load_scenario
+from loadtest.model.scenario.loading import load_scenario
 from loadtest.reports.model import ReportModel, RunModel, ThresholdResult
 from tools.report_golden import build, load_case
 

@@ -57,17 +57,17 @@ def test_module_docstrings_must_cite_modules_and_names_that_exist(tmp_path: Path
         {
             "loadtest/__init__.py": '"""The package."""\n__all__ = ["run"]\n',
             "loadtest/model/__init__.py": '"""Pure."""\n',
-            "loadtest/model/cost.py": '"""Prices."""\ndef price() -> None: ...\n',
+            "loadtest/model/figures/cost.py": '"""Prices."""\ndef price() -> None: ...\n',
             "loadtest/a.py": (
-                '"""Uses ``loadtest.model.cost.price``, ``loadtest.run`` and '
+                '"""Uses ``loadtest.model.figures.cost.price``, ``loadtest.run`` and '
                 '``loadtest.model.gone``."""\n'
             ),
-            "loadtest/b.py": '"""Uses ``loadtest.model.cost.missing``."""\n',
+            "loadtest/b.py": '"""Uses ``loadtest.model.figures.cost.missing``."""\n',
         },
     )
     assert check_tree.findings(root) == [
         "loadtest/a.py: module docstring cites loadtest.model.gone, which does not exist",
-        "loadtest/b.py: module docstring cites loadtest.model.cost.missing, which does not exist",
+        "loadtest/b.py: module docstring cites loadtest.model.figures.cost.missing, which does not exist",
     ]
 
 

@@ -7,9 +7,9 @@ import dataclasses
 import typer
 
 from loadtest.cli import app
-from loadtest.model.lint import Rule
-from loadtest.model.scenario import builtin_scenarios
-from loadtest.model.settings import ConsumerSettings, Faults, RunSettings, Workload
+from loadtest.model.advice.lint import Rule
+from loadtest.model.scenario.loading import builtin_scenarios
+from loadtest.model.scenario.settings import ConsumerSettings, Faults, RunSettings, Workload
 from tools import docs_hooks
 
 

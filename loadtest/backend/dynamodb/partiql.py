@@ -2,7 +2,7 @@
 
 Owns the three replacement entry points (``execute_statement``, ``batch_execute_statement``,
 ``execute_transaction``) that ``loadtest.backend.patches`` installs, and
-``DuplicateItemException``; statements are read by ``loadtest.model.partiql``. The why is
+``DuplicateItemException``; statements are read by ``loadtest.model.dynamodb.partiql.statements``. The why is
 in ``patches``' docstring. Must not touch SELECT (moto's own) or SQS.
 """
 
@@ -26,7 +26,7 @@ from moto.dynamodb.exceptions import (
 )
 from moto.dynamodb.models import DynamoDBBackend
 
-from loadtest.model import partiql
+from loadtest.model.dynamodb.partiql import statements as partiql
 
 
 class DuplicateItemException(DynamodbException):

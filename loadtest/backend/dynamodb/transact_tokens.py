@@ -25,7 +25,7 @@ from typing import Any
 
 from moto.dynamodb.exceptions import ERROR_TYPE_PREFIX, DynamodbException
 
-from loadtest.model.history import IDEMPOTENCY_WINDOW_NS
+from loadtest.model.history.log import IDEMPOTENCY_WINDOW_NS
 
 WINDOW_S = IDEMPOTENCY_WINDOW_NS / 1e9
 

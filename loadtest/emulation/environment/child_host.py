@@ -24,7 +24,7 @@ with the next invocation: Lambda's freeze between invocations.
 
 Observations do not travel in the reply: the write observer appends each one
 to the file named by ``LOADTEST_OBSERVATIONS`` the moment it is made
-(``loadtest.model.observation``), so a write outlives an invocation that then times
+(``loadtest.model.history.observation``), so a write outlives an invocation that then times
 out, crashes or is killed.
 
 The observer is installed and every invocation run by the observer layer's

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loadtest.errors import HandlerRefError
-from loadtest.model.function_config import ExtraTable, FunctionSetup
+from loadtest.model.scenario.function_config import ExtraTable, FunctionSetup
 
 BUILTIN_VARIANTS: dict[str, str] = {
     "conditional": "consumer.conditional:handler",

@@ -59,8 +59,14 @@ from loadtest.emulation.environment.parent_runs import new_log_dir as new_log_di
 from loadtest.emulation.environment.parent_runs import zygote_for
 from loadtest.errors import HandlerRefError
 from loadtest.model.checker.harness import gaps_in
-from loadtest.model.history import WriteRecord
-from loadtest.model.observation import Observation, SharedValues, WriteBegun, collect, decode
+from loadtest.model.history.log import WriteRecord
+from loadtest.model.history.observation import (
+    Observation,
+    SharedValues,
+    WriteBegun,
+    collect,
+    decode,
+)
 from loadtest.observer import layer
 from loadtest.observer.layer_environment import FAULT_SEED_ENV
 from loadtest.observer.point_faults import POINT_TIMEOUT_EXIT

@@ -13,7 +13,7 @@ import signal
 from dataclasses import dataclass
 from typing import Any
 
-from loadtest.model.observation import Observed
+from loadtest.model.history.observation import Observed
 from loadtest.observer.lambda_entry import CRASH_MID_HANDLER_EXIT, CRASH_MID_HANDLER_MESSAGE
 from loadtest.observer.point_faults import (
     POINT_CRASH_EXIT,

@@ -36,9 +36,9 @@ from loadtest.emulation.explore.runs import (
 from loadtest.emulation.explore.steps import StepLog
 from loadtest.emulation.explore.virtual_clock import VirtualClock
 from loadtest.errors import ExploreError
-from loadtest.model.explore import LOCAL, Access, Delivery, Fault, Point
-from loadtest.model.history import InvocationOutcome
-from loadtest.model.observation import decode
+from loadtest.model.explore.points import LOCAL, Access, Delivery, Fault, Point
+from loadtest.model.history.log import InvocationOutcome
+from loadtest.model.history.observation import decode
 from loadtest.observer import record_marks
 
 STEP_LIMIT_S = 120.0

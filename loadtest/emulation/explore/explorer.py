@@ -17,7 +17,7 @@ earliest sleep's end or message's return), or when a ``clock`` or
 
 Owns the decisions, the faults' effects, the queue's model and a schedule's history;
 the search (which option at each decision) is the chooser's
-(``loadtest.model.explore_search``), judging is the engine's.
+(``loadtest.model.explore.strategies``), judging is the engine's.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from loadtest.emulation.explore.runs import (
     observed_keys,
 )
 from loadtest.emulation.explore.steps import StepLog
-from loadtest.model.explore import (
+from loadtest.model.explore.points import (
     FAULTS_AT,
     GLOBAL,
     TIME,
@@ -47,7 +47,7 @@ from loadtest.model.explore import (
     Point,
     default_option,
 )
-from loadtest.model.history import Ack, DeadLetter, InvocationOutcome, SentMessage, key_string
+from loadtest.model.history.log import Ack, DeadLetter, InvocationOutcome, SentMessage, key_string
 
 
 class Explorer(Deliveries):

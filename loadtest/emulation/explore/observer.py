@@ -20,8 +20,8 @@ from typing import Any, ClassVar, Protocol
 
 from botocore.client import BaseClient
 
-from loadtest.model.explore import Access
-from loadtest.model.history import key_string
+from loadtest.model.explore.points import Access
+from loadtest.model.history.log import key_string
 from loadtest.observer.calls import Call
 from loadtest.observer.record_marks import current_record
 from loadtest.observer.write_observer import READ_APIS, Sink, WriteObserver

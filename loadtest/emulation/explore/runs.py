@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loadtest.emulation.explore.steps import Step
-from loadtest.model.explore import LOCAL, Access, Delivery, Fault, Option, Point
-from loadtest.model.history import (
+from loadtest.model.explore.points import LOCAL, Access, Delivery, Fault, Option, Point
+from loadtest.model.history.log import (
     Ack,
     DeadLetter,
     Invocation,
@@ -30,7 +30,7 @@ from loadtest.model.history import (
     TypedItem,
     WriteRecord,
 )
-from loadtest.model.observation import Observation, collect
+from loadtest.model.history.observation import Observation, collect
 
 NS_PER_S = 1_000_000_000
 

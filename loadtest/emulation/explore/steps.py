@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from loadtest.model.explore import Delivery, Fault, Point
-from loadtest.model.history import ReadRecord, TypedItem, WriteOutcome, WriteRecord
-from loadtest.model.observation import Observation
+from loadtest.model.explore.points import Delivery, Fault, Point
+from loadtest.model.history.log import ReadRecord, TypedItem, WriteOutcome, WriteRecord
+from loadtest.model.history.observation import Observation
 
 
 @dataclass

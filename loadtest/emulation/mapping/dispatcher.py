@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from loadtest.model.history import Ack
-from loadtest.model.scenario import ConsumerSettings
+from loadtest.model.history.log import Ack
+from loadtest.model.scenario.loading import ConsumerSettings
 
 if TYPE_CHECKING:
     from loadtest.emulation.mapping.poller import Poller

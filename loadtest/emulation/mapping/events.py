@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from loadtest.model.body import FLAT, BodyShape
+from loadtest.model.scenario.body import FLAT, BodyShape
 
 
 def _base64(value: Any) -> str:

@@ -23,9 +23,16 @@ from loadtest.emulation.environment.parent_environments import ExecutionEnvironm
 from loadtest.emulation.mapping.events import batch_item_failures, business_id_of, sqs_event
 from loadtest.emulation.mapping.redaction import _lazy_fragments, _redact
 from loadtest.emulation.mapping.settlement import Progress, Settlement
-from loadtest.model.body import FLAT, BodyShape
-from loadtest.model.history import Ack, History, Invocation, InvocationOutcome, Record, WriteRecord
-from loadtest.model.scenario import ConsumerSettings
+from loadtest.model.history.log import (
+    Ack,
+    History,
+    Invocation,
+    InvocationOutcome,
+    Record,
+    WriteRecord,
+)
+from loadtest.model.scenario.body import FLAT, BodyShape
+from loadtest.model.scenario.loading import ConsumerSettings
 
 if TYPE_CHECKING:
     from types_aiobotocore_sqs.client import SQSClient

@@ -30,8 +30,8 @@ from loadtest.emulation.mapping.redaction import redact as redact
 from loadtest.emulation.mapping.settlement import FIFO_REPEAT_S as FIFO_REPEAT_S
 from loadtest.emulation.mapping.settlement import Progress as Progress
 from loadtest.emulation.mapping.settlement import Settlement as Settlement
-from loadtest.model.body import FLAT, BodyShape
-from loadtest.model.history import DeadLetter, History
+from loadtest.model.history.log import DeadLetter, History
+from loadtest.model.scenario.body import FLAT, BodyShape
 
 if TYPE_CHECKING:
     from types_aiobotocore_sqs.client import SQSClient

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from loadtest.model.body import BodyShape
 from loadtest.model.checker.completeness import incomplete, judged_without_details
 from loadtest.model.checker.details import (
     carries,
@@ -32,7 +31,8 @@ from loadtest.model.checker.verdict import (
     Decisions,
     verdict_of,
 )
-from loadtest.model.history import EndState, History, OutcomeKey, TypedItem, WriteOutcome
+from loadtest.model.history.log import EndState, History, OutcomeKey, TypedItem, WriteOutcome
+from loadtest.model.scenario.body import BodyShape
 
 
 def refused_side_writes(errors: Mapping[str, int]) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from loadtest.model.checker.details import stored_names
-from loadtest.model.history import OutcomeKey, TypedItem
+from loadtest.model.history.log import OutcomeKey, TypedItem
 
 
 def incomplete(final: Mapping[str, Sequence[TypedItem]], outcome_key: OutcomeKey) -> set[str]:

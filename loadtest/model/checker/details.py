@@ -2,13 +2,13 @@
 
 Owns the checker's loose reading of values: a typed attribute or a JSON body
 value as a comparable Python value (``plain``), a message's details (the leaves
-of the fields ``loadtest.model.body``'s shape of the body names, without the
+of the fields ``loadtest.model.scenario.body``'s shape of the body names, without the
 business id), where an item keeps values (``stored_leaves``: its attributes, and
 inside its maps, lists, sets and JSON strings), whether an item holds a
 message's details or names a business id (``carries``, ``carries_id``) and the
 shape of a key with its varying parts named (``key_template``). What was sent is ``sent``'s.
 DynamoDB's own, exact item equality is not here: that is
-``loadtest.model.updates.same_item``.
+``loadtest.model.dynamodb.updates.same_item``.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
-from loadtest.model.body import BodyShape
+from loadtest.model.scenario.body import BodyShape
 
 _FLAT = BodyShape()
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
-    from loadtest.model.history import Invocation, InvocationRef, Record, TypedItem
+    from loadtest.model.history.log import Invocation, InvocationRef, Record, TypedItem
 
 
 def plain(value: Any) -> Any:

@@ -26,7 +26,7 @@ from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from loadtest.model.history import Invocation
+from loadtest.model.history.log import Invocation
 
 
 @dataclass(frozen=True, slots=True)

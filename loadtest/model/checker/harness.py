@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from loadtest.model.history import History, Invocation
+from loadtest.model.history.log import History, Invocation
 
 _ENVIRON = re.compile(
     r"\[os\.environ has no '([^']+)'\]"

@@ -19,7 +19,7 @@ from loadtest.model.checker.roles import Judged, Write, judge_outcome, message_i
 from loadtest.model.checker.sent import Messages
 from loadtest.model.checker.shared import judge_shared
 from loadtest.model.checker.verdict import Decision, DecisionLog, Role
-from loadtest.model.history import FrameStores, TypedItem, key_string
+from loadtest.model.history.log import FrameStores, TypedItem, key_string
 
 WRITES_PER_PART = 4096
 """Accepted writes of outcome items judged at once, at most: a run with more groups them

@@ -21,7 +21,7 @@ from loadtest.model.checker.roles import Write, marked_record, message_id, side_
 from loadtest.model.checker.sent import Messages
 from loadtest.model.checker.shared import SharedEvidence, tied_record
 from loadtest.model.checker.verdict import Decision, DecisionLog, Role
-from loadtest.model.history import (
+from loadtest.model.history.log import (
     FrameStores,
     History,
     InvocationRef,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 from loadtest.model.checker.verdict import Counts
-from loadtest.model.history import History
+from loadtest.model.history.log import History
 
 NOT_JUDGED_WHEN_CUT_SHORT: tuple[str, ...] = ("lost_outcomes", "unsettled", "send_failures")
 """Counts that show an absence (a message not settled, an outcome not in the end state, a

@@ -19,7 +19,8 @@ from typing import Any
 
 from loadtest.model.checker.details import carries, carries_id, records_of
 from loadtest.model.checker.verdict import Role
-from loadtest.model.history import (
+from loadtest.model.dynamodb.updates import same_item
+from loadtest.model.history.log import (
     IDEMPOTENCY_WINDOW_NS,
     InvocationRef,
     OutcomeKey,
@@ -29,7 +30,6 @@ from loadtest.model.history import (
     WriteRecord,
     key_string,
 )
-from loadtest.model.updates import same_item
 
 
 @dataclass(slots=True)

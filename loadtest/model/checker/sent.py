@@ -16,11 +16,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from loadtest.model.checker.details import details_of, leaf_name
-from loadtest.model.ids import IdIndex
+from loadtest.model.workload.ids import IdIndex
 
 if TYPE_CHECKING:
-    from loadtest.model.body import BodyShape
-    from loadtest.model.history import Ack, DeadLetter, SentMessage
+    from loadtest.model.history.log import Ack, DeadLetter, SentMessage
+    from loadtest.model.scenario.body import BodyShape
 
 ACKED = 1
 DEAD_LETTERED = 2
@@ -38,7 +38,7 @@ class Messages:
     """
 
     def __init__(self, sent: Sequence[SentMessage], shape: BodyShape | None = None) -> None:
-        """``shape``: where a body's details are (``loadtest.model.body.body_shape``);
+        """``shape``: where a body's details are (``loadtest.model.scenario.body.body_shape``);
         by default the flat body's fields other than ``id``."""
         self.count = 0
         """Messages sent (those the queue took)."""

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from loadtest.model.checker.details import varies_per_delivery
 from loadtest.model.checker.roles import Judged, Write, named_record, replayed_writes
 from loadtest.model.checker.verdict import Role
-from loadtest.model.history import InvocationRef, Record, WriteOutcome, WriteRecord
-from loadtest.model.updates import same_item
+from loadtest.model.dynamodb.updates import same_item
+from loadtest.model.history.log import InvocationRef, Record, WriteOutcome, WriteRecord
 
 
 def tied_record(write: WriteRecord, ref: InvocationRef) -> Record | None:

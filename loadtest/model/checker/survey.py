@@ -18,7 +18,7 @@ from loadtest.model.checker.details import stored_names
 from loadtest.model.checker.exposure import Overlaps
 from loadtest.model.checker.harness import GapTally
 from loadtest.model.checker.runtime_errors import explain
-from loadtest.model.history import History, InvocationOutcome, WriteOutcome
+from loadtest.model.history.log import History, InvocationOutcome, WriteOutcome
 
 
 @dataclass

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple, overload
 
-from loadtest.model.history import (
+from loadtest.model.history.log import (
     FrameStores,
     InvocationRef,
     RecordLog,
@@ -184,7 +184,7 @@ class Outline(NamedTuple):
 
 
 class DecisionLog(RecordLog[Decision]):
-    """Decisions kept as compressed frames (``loadtest.model.history.RecordLog``) where
+    """Decisions kept as compressed frames (``loadtest.model.history.log.RecordLog``) where
     ``frames`` says (in memory by default; the checker uses its history's store), which a
     reader decodes a frame at a time: holding a run's judged writes costs a fraction of
     holding them as objects."""

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from loadtest.engine import VariantRun
-from loadtest.model.history import InvocationOutcome, WriteOutcome
-from loadtest.model.scenario import Scenario, load_scenario
+from loadtest.model.history.log import InvocationOutcome, WriteOutcome
+from loadtest.model.scenario.loading import Scenario, load_scenario
 from tests.integration.helpers import loadtest_resources, run_variants
 
 HERE = Path(__file__).parent

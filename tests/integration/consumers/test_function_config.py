@@ -11,7 +11,7 @@ import pytest
 
 from loadtest.aws import clients as aws
 from loadtest.engine import RunResult, VariantRun
-from loadtest.model.scenario import Scenario, load_scenario, parse_scenario, to_raw
+from loadtest.model.scenario.loading import Scenario, load_scenario, parse_scenario, to_raw
 from loadtest.reports.report import build_report
 from tests.integration.helpers import client, run_variants
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import loadtest
 from loadtest.engine.explore_session import fresh_messages
-from loadtest.model.body import body_shape
-from loadtest.model.history import SentMessage
-from loadtest.model.scenario import Scenario, parse_scenario
-from loadtest.model.schedule import plan
+from loadtest.model.history.log import SentMessage
+from loadtest.model.scenario.body import body_shape
+from loadtest.model.scenario.loading import Scenario, parse_scenario
+from loadtest.model.workload.schedule import plan
 
 HERE = Path(__file__).parent
 SNS = parse_scenario(

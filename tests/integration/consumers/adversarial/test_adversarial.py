@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from loadtest.engine import VariantRun
-from loadtest.model.history import InvocationOutcome, WriteOutcome
-from loadtest.model.scenario import load_scenario
+from loadtest.model.history.log import InvocationOutcome, WriteOutcome
+from loadtest.model.scenario.loading import load_scenario
 from tests.integration.helpers import run_variants
 
 HERE = Path(__file__).parent

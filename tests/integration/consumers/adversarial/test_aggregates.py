@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from loadtest.engine import VariantRun
-from loadtest.model.scenario import load_scenario
+from loadtest.model.scenario.loading import load_scenario
 from tests.integration.helpers import run_variants
 
 HERE = Path(__file__).parent

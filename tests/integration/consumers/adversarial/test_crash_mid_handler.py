@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from loadtest.cli import app
 from loadtest.engine import VariantRun
-from loadtest.model.history import InvocationOutcome, WriteOutcome
-from loadtest.model.scenario import load_scenario
+from loadtest.model.history.log import InvocationOutcome, WriteOutcome
+from loadtest.model.scenario.loading import load_scenario
 from loadtest.observer.lambda_entry import CRASH_MID_HANDLER_MESSAGE
 from tests.integration.helpers import run_variants
 

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from loadtest.cli import app
 from loadtest.engine import VariantRun
-from loadtest.model.history import InvocationOutcome, WriteOutcome
-from loadtest.model.scenario import load_scenario
+from loadtest.model.history.log import InvocationOutcome, WriteOutcome
+from loadtest.model.scenario.loading import load_scenario
 from loadtest.observer.point_faults import POINT_CRASH_MESSAGE, POINT_TIMEOUT_MESSAGE
 from tests.integration.helpers import run_variants
 
@@ -148,7 +148,7 @@ def test_bad_point_faults_are_refused() -> None:
 
 def test_the_scenario_declares_point_faults_and_the_command_line_wins(tmp_path: Path) -> None:
     from loadtest.errors import ScenarioError
-    from loadtest.model.scenario import parse_scenario, to_raw
+    from loadtest.model.scenario.loading import parse_scenario, to_raw
 
     path = tmp_path / "points.toml"
     path.write_text("[faults]\npoint = { throttle = 0.25, redeliver = 0.05 }\n", encoding="utf-8")

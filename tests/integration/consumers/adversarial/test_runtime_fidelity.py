@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from loadtest.engine import VariantRun
-from loadtest.model.history import InvocationOutcome
-from loadtest.model.scenario import load_scenario
+from loadtest.model.history.log import InvocationOutcome
+from loadtest.model.scenario.loading import load_scenario
 from tests.integration.helpers import run_variants
 
 HERE = Path(__file__).parent

@@ -18,7 +18,7 @@ import pytest
 
 from loadtest.api import new_scenario
 from loadtest.engine import VariantRun
-from loadtest.model.scenario import Scenario, load_scenario
+from loadtest.model.scenario.loading import Scenario, load_scenario
 from tests.integration.helpers import run_variants
 
 HERE = Path(__file__).parent

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from loadtest.cli import app
 from loadtest.engine import VariantRun
-from loadtest.model.scenario import load_scenario
+from loadtest.model.scenario.loading import load_scenario
 from tests.integration.helpers import run_variants
 
 HERE = Path(__file__).parent

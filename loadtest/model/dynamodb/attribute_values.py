@@ -1,0 +1,142 @@
+"""DynamoDB's typed attribute values: validation, numbers, set elements and item equality.
+
+Owns the rules for values in the wire form (``{"N": "4"}``, ``{"SS": [...]}``)
+that both applying an update and comparing items need: a value's type tag,
+a request value DynamoDB would refuse (``check_value``), numbers read and
+written as DynamoDB does (exact arithmetic, at most 38 digits, no exponent),
+what identifies a set element, and ``same_item``, equality as DynamoDB sees
+it (numbers by value, sets unordered). It knows no expression syntax. Pure;
+it runs inside the observer's Lambda layer too.
+"""
+
+from __future__ import annotations
+
+from decimal import Context, Decimal, InvalidOperation
+from typing import Any
+
+from loadtest.model.dynamodb.update_expressions import UpdateNotUnderstood
+
+TypedItem = dict[str, Any]
+"""An item in DynamoDB's typed wire form: attribute name -> ``{"S": "x"}``, ``{"N": "4"}``, ..."""
+
+# --- typed values ------------------------------------------------------------------------------
+
+SCALARS = frozenset({"S", "N", "B", "BOOL", "NULL"})
+SETS = frozenset({"SS", "NS", "BS"})
+MAX_DIGITS = 38
+# Exact for any two DynamoDB numbers (magnitudes 1E-130 .. 1E+126): 38 digits are then checked.
+EXACT = Context(prec=400, Emax=999_999, Emin=-999_999)
+
+
+def tag_of(value: Any, where: str) -> str:
+    if not isinstance(value, dict) or len(value) != 1:
+        raise UpdateNotUnderstood(f"{where} is not a typed DynamoDB value: {value!r}")
+    tag = next(iter(value))
+    if tag not in SCALARS | SETS | {"M", "L"}:
+        raise UpdateNotUnderstood(f"{where} has an unknown type {tag!r}")
+    return str(tag)
+
+
+def number_of(text: Any, where: str) -> Decimal:
+    try:
+        number = Decimal(text) if isinstance(text, str) else None
+    except InvalidOperation:
+        number = None
+    if number is None or not number.is_finite():
+        raise UpdateNotUnderstood(f"{where} is not a number: {text!r}")
+    return number
+
+
+def format_number(number: Decimal, where: str) -> str:
+    """A number as DynamoDB returns it: no exponent, no trailing zeros, at most 38 digits."""
+    if number.is_zero():
+        return "0"
+    normal = number.normalize(EXACT)
+    if len(normal.as_tuple().digits) > MAX_DIGITS:
+        raise UpdateNotUnderstood(f"{where} needs more than {MAX_DIGITS} significant digits")
+    if normal.adjusted() > 125 or normal.adjusted() < -130:
+        raise UpdateNotUnderstood(f"{where} is out of DynamoDB's number range")
+    return format(normal, "f")
+
+
+def check_value(value: Any, where: str) -> None:
+    """Refuse a request value DynamoDB would refuse (unknown type, bad number, empty set)."""
+    tag = tag_of(value, where)
+    inner = value[tag]
+    if tag == "N":
+        number_of(inner, where)
+    elif tag in SETS:
+        if not isinstance(inner, list) or not inner:
+            raise UpdateNotUnderstood(f"{where} is an empty or malformed set")
+        keys = [set_key(tag, element, where) for element in inner]
+        if len(set(keys)) != len(keys):
+            raise UpdateNotUnderstood(f"{where} is a set with duplicates")
+    elif tag == "M":
+        if not isinstance(inner, dict):
+            raise UpdateNotUnderstood(f"{where} is a malformed map")
+        for key, element in inner.items():
+            check_value(element, f"{where}.{key}")
+    elif tag == "L":
+        if not isinstance(inner, list):
+            raise UpdateNotUnderstood(f"{where} is a malformed list")
+        for i, element in enumerate(inner):
+            check_value(element, f"{where}[{i}]")
+
+
+def set_key(tag: str, element: Any, where: str) -> Any:
+    """What identifies a set element: a number by value, a string or binary as is."""
+    if tag == "NS":
+        return number_of(element, where)
+    if isinstance(element, bytearray):
+        return bytes(element)
+    try:
+        hash(element)
+    except TypeError:
+        raise UpdateNotUnderstood(f"{where} has an unhashable set element {element!r}") from None
+    return element
+
+
+def same_item(a: TypedItem | None, b: TypedItem | None) -> bool:
+    """Equality as DynamoDB sees it: numbers compared by value (N "4" == N "4.0"), sets unordered,
+    maps/lists recursively; None == None."""
+    if a is None or b is None:
+        return a is None and b is None
+    return _same({"M": a}, {"M": b})
+
+
+def _same(a: Any, b: Any) -> bool:
+    if not (isinstance(a, dict) and isinstance(b, dict) and len(a) == 1 and len(b) == 1):
+        return bool(a == b)
+    tag = next(iter(a))
+    if tag not in b:
+        return False
+    x, y = a[tag], b[tag]
+    if tag == "N":
+        return _same_number(x, y)
+    if tag == "M":
+        return (
+            isinstance(x, dict)
+            and isinstance(y, dict)
+            and x.keys() == y.keys()
+            and all(_same(x[k], y[k]) for k in x)
+        )
+    if tag == "L":
+        return (
+            isinstance(x, list)
+            and isinstance(y, list)
+            and len(x) == len(y)
+            and all(_same(i, j) for i, j in zip(x, y, strict=True))
+        )
+    if tag in SETS and isinstance(x, list) and isinstance(y, list):
+        try:
+            return {set_key(tag, e, tag) for e in x} == {set_key(tag, e, tag) for e in y}
+        except UpdateNotUnderstood:
+            return bool(x == y)
+    return bool(x == y)
+
+
+def _same_number(x: Any, y: Any) -> bool:
+    try:
+        return number_of(x, "N") == number_of(y, "N")
+    except UpdateNotUnderstood:
+        return bool(x == y)

@@ -1,0 +1,277 @@
+"""Controlled interleavings, the pure part: points, choices, schedule tokens and replay.
+
+``loadtest explore`` runs a few deliveries of one message with a scheduler that
+owns every **point** (invocation start, before each DynamoDB call, after its
+answer, a sleep, before the acknowledgement). At each point the driver
+(``loadtest.emulation.explore.explorer``) offers the scheduler its **options**: which
+parked delivery goes next, and which fault, if any, happens to it there. This
+module says what an option is, when two options commute, how a schedule is
+written as a token and read back, and how a token is replayed exactly. The
+search strategies are ``loadtest.model.explore.strategies``; shrinking a failing
+schedule is ``loadtest.model.explore.shrink``.
+
+A **schedule token** is ``COPIES:ENTRIES``: the number of copies of the
+message, then, comma-separated, only the decisions where the schedule did not
+take the default option, each ``DECISION=DELIVERY[FAULT]``. ``DELIVERY`` is
+``COPY`` (its first receive) or ``COPY.RECEIVE``; ``FAULT`` is one letter of
+``FAULT_LETTERS``. The **default** option continues the delivery that ran last
+when it can, otherwise the first delivery in the order they were received,
+without a fault. So ``2:`` runs two deliveries one after the other and ``2:1=2``
+lets delivery 2 go at the second decision, while delivery 1 waits.
+
+Pure: no clock, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+from loadtest.errors import InputError
+
+
+class Fault(StrEnum):
+    """What the scheduler can do to a delivery at a point, instead of just letting it go."""
+
+    CRASH = "crash"
+    """The environment dies there; the message comes back after its visibility timeout."""
+    TIMEOUT = "timeout"
+    """The function timeout cuts the invocation off there (the clock passes its deadline)."""
+    REDELIVER = "redeliver"
+    """The message becomes visible again: a second environment receives it while this one works."""
+    ACK_LOST = "ack-lost"
+    """The handler succeeded but the acknowledgement is lost: the message comes back."""
+    THROTTLE = "throttle"
+    """The call is answered with ProvisionedThroughputExceededException instead of running."""
+    CLOCK = "clock"
+    """The clock jumps forward (a stall): locks and in-progress records may expire meanwhile."""
+
+
+FAULT_LETTERS: dict[Fault, str] = {
+    Fault.CRASH: "c",
+    Fault.TIMEOUT: "t",
+    Fault.REDELIVER: "r",
+    Fault.ACK_LOST: "a",
+    Fault.THROTTLE: "h",
+    Fault.CLOCK: "j",
+}
+_LETTER_FAULTS = {letter: fault for fault, letter in FAULT_LETTERS.items()}
+
+
+class Point(StrEnum):
+    """Where a delivery is parked, waiting for the scheduler."""
+
+    START = "start"
+    """The invocation is about to start (the handler has not run yet)."""
+    CALL = "call"
+    """Before a DynamoDB call: releasing it runs the call against the table."""
+    ANSWER = "answer"
+    """After a call's answer, before the handler sees it."""
+    SLEEP = "sleep"
+    """In a sleep: released once the virtual clock reaches its end."""
+    END = "end"
+    """The handler returned; the acknowledgement (or the retry) comes next."""
+
+
+FAULTS_AT: dict[Point, tuple[Fault, ...]] = {
+    Point.START: (),
+    Point.CALL: (Fault.CRASH, Fault.TIMEOUT, Fault.REDELIVER, Fault.THROTTLE, Fault.CLOCK),
+    Point.ANSWER: (Fault.CRASH, Fault.TIMEOUT, Fault.REDELIVER, Fault.CLOCK),
+    Point.SLEEP: (Fault.CRASH, Fault.REDELIVER),
+    Point.END: (Fault.ACK_LOST, Fault.REDELIVER),
+}
+"""The faults that mean something at each point. A crash at the start is just a later
+delivery; a throttle needs a call; an acknowledgement is lost only at the end."""
+
+
+def parse_faults(text: str | Sequence[str] | None) -> tuple[Fault, ...]:
+    """``"crash,redeliver"`` (or a list of names) as faults; bad input names what is allowed."""
+    if text is None:
+        return ()
+    items = text.split(",") if isinstance(text, str) else [p for t in text for p in t.split(",")]
+    faults: list[Fault] = []
+    for raw in items:
+        name = raw.strip()
+        if not name:
+            continue
+        try:
+            fault = Fault(name)
+        except ValueError:
+            allowed = ", ".join(f.value for f in Fault)
+            raise InputError(f"fault {name!r} is not known; allowed: {allowed}") from None
+        if fault not in faults:
+            faults.append(fault)
+    return tuple(faults)
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """What releasing a delivery from its point touches, for deciding what commutes.
+
+    ``kind`` is ``local`` (the handler's own code up to its next point: no table,
+    and the clock does not move while it runs), ``read`` or ``write`` (one call on
+    the items ``keys``; no keys: it may touch any item, a Query or a Scan), or
+    ``time`` (the clock jumps: ordered with the handlers' own code, which may read the
+    clock), or ``global`` (any other fault: it is ordered with everything).
+    """
+
+    kind: str
+    keys: frozenset[str] = frozenset()
+
+
+LOCAL = Access("local")
+TIME = Access("time")
+GLOBAL = Access("global")
+
+
+def dependent(a: Access, b: Access) -> bool:
+    """Whether two steps of different deliveries may not be swapped without changing the run.
+
+    Two calls commute when they touch different items, or are both reads; the
+    handler's own code commutes with everything but a clock jump (it touches no
+    table, and otherwise the virtual clock only moves when no delivery can go);
+    a clock jump commutes with calls; any other fault is ordered with everything.
+    """
+    if a.kind == "global" or b.kind == "global":
+        return True
+    if a.kind == "time" or b.kind == "time":
+        # The clock moving is seen by code that reads it (a handler's own steps), not by a call.
+        return {a.kind, b.kind} <= {"time", "local"}
+    if a.kind == "local" or b.kind == "local":
+        return False
+    if a.kind == "read" and b.kind == "read":
+        return False
+    if not a.keys or not b.keys:
+        return True
+    return not a.keys.isdisjoint(b.keys)
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One receive of one copy of the message: ``copy`` 1.., ``receive`` 1.. (1 = first)."""
+
+    copy: int
+    receive: int = 1
+
+    @property
+    def label(self) -> str:
+        return str(self.copy) if self.receive == 1 else f"{self.copy}.{self.receive}"
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One thing the scheduler may do at a decision: let ``delivery`` go from its point,
+    with ``fault`` (None: no fault)."""
+
+    delivery: Delivery
+    point: Point
+    access: Access
+    fault: Fault | None = None
+
+    @property
+    def choice(self) -> Choice:
+        return Choice(self.delivery, self.fault)
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """The delivery and fault an option stands for, as a token keeps it."""
+
+    delivery: Delivery
+    fault: Fault | None = None
+
+    @property
+    def text(self) -> str:
+        return self.delivery.label + (FAULT_LETTERS[self.fault] if self.fault else "")
+
+
+def default_option(options: Sequence[Option], last: Delivery | None) -> Option:
+    """The option a schedule takes unless it says otherwise: the delivery that ran last
+    goes on, else the first one received; never a fault."""
+    plain = [o for o in options if o.fault is None] or list(options)
+    for option in plain:
+        if option.delivery == last:
+            return option
+    return plain[0]
+
+
+class Chooser(Protocol):
+    """Picks one of the options offered at each decision; None abandons the execution."""
+
+    def choose(
+        self, decision: int, options: Sequence[Option], last: Delivery | None
+    ) -> Option | None: ...
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A replayable schedule: the copies and the non-default choices by decision index."""
+
+    copies: int
+    entries: tuple[tuple[int, Choice], ...] = ()
+
+    @property
+    def token(self) -> str:
+        return f"{self.copies}:" + ",".join(f"{d}={c.text}" for d, c in self.entries)
+
+    @property
+    def faults(self) -> int:
+        return sum(1 for _, c in self.entries if c.fault is not None)
+
+
+_ENTRY = re.compile(r"^(\d+)=(\d+)(?:\.(\d+))?([a-z]?)$")
+
+
+def parse_token(token: str) -> Schedule:
+    """The schedule a token names; InputError (exit 2) on anything else."""
+    text = token.strip()
+    head, sep, body = text.partition(":")
+    usage = "a schedule token is COPIES:DECISION=DELIVERY[FAULT],... as `explore` prints it"
+    if not sep or not head.isdigit() or int(head) < 1:
+        raise InputError(f"schedule {token!r} is not valid: {usage}")
+    entries: list[tuple[int, Choice]] = []
+    for part in filter(None, body.split(",")):
+        match = _ENTRY.match(part)
+        if match is None or (match.group(4) and match.group(4) not in _LETTER_FAULTS):
+            raise InputError(f"schedule {token!r}: entry {part!r} is not valid: {usage}")
+        decision, copy, receive, letter = match.groups()
+        delivery = Delivery(int(copy), int(receive) if receive else 1)
+        if delivery.copy < 1 or delivery.receive < 1:
+            raise InputError(f"schedule {token!r}: entry {part!r} names no delivery")
+        entries.append(
+            (int(decision), Choice(delivery, _LETTER_FAULTS[letter] if letter else None))
+        )
+    entries.sort(key=lambda e: e[0])
+    return Schedule(int(head), tuple(entries))
+
+
+def schedule_of(copies: int, taken: Sequence[tuple[int, Option, Option]]) -> Schedule:
+    """The token of an execution: each decision's (index, taken option, default option)."""
+    return Schedule(
+        copies, tuple((d, option.choice) for d, option, default in taken if option != default)
+    )
+
+
+class Replay:
+    """Follows a schedule: its entries where they name an option on offer, the default elsewhere.
+
+    An entry that names no option on offer (a shrunk schedule that no longer
+    reaches it) is passed over: the replay of a token a run printed is exact, a
+    candidate's replay is just another schedule.
+    """
+
+    def __init__(self, schedule: Schedule) -> None:
+        self.entries = dict(schedule.entries)
+
+    def choose(
+        self, decision: int, options: Sequence[Option], last: Delivery | None
+    ) -> Option | None:
+        wanted = self.entries.get(decision)
+        if wanted is not None:
+            for option in options:
+                if option.choice == wanted:
+                    return option
+        return default_option(options, last)

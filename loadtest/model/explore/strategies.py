@@ -1,0 +1,217 @@
+"""The search strategies of ``explore``: exhaustive (stateless DFS) and PCT.
+
+Each strategy hands the driver one ``Chooser`` per execution (schedule) and
+learns from it; neither runs anything itself.
+
+**Exhaustive** is a depth-first search over the decisions of an execution,
+re-running the schedule from the start for each branch (stateless, as
+CHESS and Shuttle do). Two reductions keep it small without losing an
+outcome:
+
+- *The handler's own code first.* When a delivery is parked at a point from
+  which it will run only its own code (its start, after an answer, after its
+  end), that step commutes with every other delivery's, so only that
+  delivery's options (its plain step and its faults there) are explored at
+  that decision: a persistent set of one delivery. Its own code may read the
+  clock, so this holds only while no fault can move the clock between two
+  points (``clock``, ``timeout``): with those, every order of the handlers'
+  own steps against the clock's moves is explored (the sleep sets still
+  merge the orders that differ only in steps that commute).
+- *Sleep sets* (Godefroid 1996). After the branch that let option ``a`` go
+  first, a sibling branch that lets ``b`` go first keeps ``a`` asleep for as
+  long as the steps taken commute with it (calls on other items, reads of the
+  same item, the handler's own code): orders that differ only in commuting
+  steps are explored once.
+
+When the search ends without reaching its budget, every distinct order of
+the dependent steps, and every fault within ``max_faults`` at each point,
+was run: ``covered``.
+
+**PCT** (Burckhardt, Kothari, Musuvathi, Nagarakatte, ASPLOS 2010) gives each
+delivery a random priority, always lets the highest-priority delivery go, and
+lowers the running delivery's priority at ``depth - 1`` random decisions. A
+bug that needs ``depth`` ordering constraints among ``n`` deliveries in
+executions of ``k`` steps is hit with probability at least ``1/(n·k^(depth-1))``
+per schedule. With faults, each schedule also draws ``max_faults`` decisions
+at which the delivery let go meets a random fault allowed there.
+
+Pure: the randomness is a seeded ``random.Random``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from loadtest.model.explore.points import Chooser, Delivery, Option, default_option, dependent
+
+
+@dataclass
+class _Node:
+    candidates: list[Option]
+    chosen: Option
+    sleep: list[Option]
+    done: list[Option] = field(default_factory=list)
+
+
+def _in(option: Option, options: Sequence[Option]) -> bool:
+    return any(option.choice == o.choice for o in options)
+
+
+def _candidates(
+    options: Sequence[Option], last: Delivery | None, local_first: bool
+) -> list[Option]:
+    """The options explored at a decision, the default first (the persistent set)."""
+    first = default_option(options, last)
+    local = [o for o in options if o.access.kind == "local" and o.fault is None and local_first]
+    if local:
+        own = (
+            first.delivery
+            if any(o.delivery == first.delivery for o in local)
+            else local[0].delivery
+        )
+        chosen = [o for o in options if o.delivery == own]
+    else:
+        chosen = list(options)
+    chosen.sort(key=lambda o: (o != first, o.fault is not None))
+    return chosen
+
+
+class Exhaustive:
+    """Stateless DFS with a persistent set for local steps and sleep sets for commuting calls."""
+
+    def __init__(self, *, local_first: bool = True) -> None:
+        self.local_first = local_first
+        """Explore a delivery's own code alone (sound only while nothing else moves the clock:
+        off when the clock or timeout fault may run between two points)."""
+        self._stack: list[_Node] = []
+        self._started = False
+        self.covered = False
+        """The whole space was run (set when ``execution`` finds nothing left)."""
+        self.nondeterministic = 0
+        """Re-runs whose options differed from the first run's at a decision they replayed."""
+        self.blocked = 0
+        """Executions abandoned because every option left was asleep (already covered)."""
+
+    def execution(self) -> Chooser | None:
+        """The chooser of the next execution, or None once the space is covered."""
+        if not self._started:
+            self._started = True
+            return _Run(self)
+        while self._stack:
+            node = self._stack[-1]
+            node.done.append(node.chosen)
+            for option in node.candidates:
+                if not _in(option, node.done) and not _in(option, node.sleep):
+                    node.chosen = option
+                    return _Run(self)
+            self._stack.pop()
+        self.covered = True
+        return None
+
+
+class _Run:
+    def __init__(self, search: Exhaustive) -> None:
+        self.search = search
+        self.depth = 0
+
+    def choose(
+        self, decision: int, options: Sequence[Option], last: Delivery | None
+    ) -> Option | None:
+        stack = self.search._stack
+        depth, self.depth = self.depth, self.depth + 1
+        if depth < len(stack):
+            wanted = stack[depth].chosen
+            for option in options:
+                if option.choice == wanted.choice:
+                    return option
+            # The handler did something else this time: the rest of this branch is lost.
+            self.search.nondeterministic += 1
+            del stack[depth:]
+        if stack:
+            parent = stack[-1]
+            sleep = [
+                s
+                for s in parent.sleep + parent.done
+                if s.delivery != parent.chosen.delivery
+                and not dependent(s.access, parent.chosen.access)
+                and _in(s, options)
+            ]
+        else:
+            sleep = []
+        candidates = _candidates(options, last, self.search.local_first)
+        for option in candidates:
+            if not _in(option, sleep):
+                stack.append(_Node(candidates, option, sleep))
+                return option
+        self.search.blocked += 1
+        return None
+
+
+@dataclass
+class Pct:
+    """PCT with ``depth`` (d) and, optionally, faults drawn at random decisions."""
+
+    seed: int
+    depth: int = 3
+    max_faults: int = 0
+    steps: int = 20
+    """k: the longest execution seen so far, in decisions (grows as executions are run)."""
+    deliveries: int = 2
+    """n: the most deliveries seen in one execution."""
+    _rng: random.Random = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+
+    def execution(self) -> Chooser:
+        changes = sorted(
+            self._rng.sample(range(1, self.steps + 1), min(self.depth - 1, self.steps))
+        )
+        faults = set(self._rng.sample(range(self.steps), min(self.max_faults, self.steps)))
+        return _PctRun(random.Random(self._rng.getrandbits(64)), changes, faults, self.depth)
+
+    def learn(self, decisions: int, deliveries: int) -> None:
+        """What one execution showed: how many decisions and deliveries it had."""
+        self.steps = max(self.steps, decisions)
+        self.deliveries = max(self.deliveries, deliveries)
+
+    def bound(self) -> str:
+        n, k, d = self.deliveries, self.steps, self.depth
+        return (
+            f"PCT: a bug of depth {d} is found with probability at least 1/(n*k^(d-1)) = "
+            f"1/({n}*{k}^{d - 1}) = {1 / (n * k ** (d - 1)):.2e} per schedule "
+            f"(n={n} deliveries, k={k} steps, d={d})"
+        )
+
+
+class _PctRun:
+    def __init__(
+        self, rng: random.Random, changes: list[int], faults: set[int], depth: int
+    ) -> None:
+        self.rng = rng
+        self.changes = changes
+        self.faults = faults
+        self.depth = depth
+        self.priority: dict[Delivery, float] = {}
+
+    def choose(
+        self, decision: int, options: Sequence[Option], last: Delivery | None
+    ) -> Option | None:
+        for option in options:
+            if option.delivery not in self.priority:
+                # Above every change point's priority (1..depth-1).
+                self.priority[option.delivery] = self.depth + self.rng.random()
+        plain = [o for o in options if o.fault is None] or list(options)
+        best = max(plain, key=lambda o: self.priority[o.delivery])
+        if decision in self.changes:
+            self.priority[best.delivery] = (
+                float(self.changes.index(decision) + 1) - self.rng.random() / 2
+            )
+            best = max(plain, key=lambda o: self.priority[o.delivery])
+        if decision in self.faults:
+            faulty = [o for o in options if o.delivery == best.delivery and o.fault is not None]
+            if faulty:
+                return self.rng.choice(faulty)
+        return best

@@ -1,0 +1,319 @@
+"""How a run's records are kept: compressed frames and the codec of each record type.
+
+Owns ``RecordLog`` (and ``InvocationLog``): what was sent, the settled
+invocations, the acknowledgements and dead letters leave the Python heap as
+compressed frames while the run goes on, handed to a ``FrameStore`` the caller
+chooses (a list in memory, or a run's file), so a run's memory does not grow
+with its messages, and every reader streams them back one frame at a time.
+Also owns the encoding of each record (``history_records``) as the plain
+tuple a frame keeps, and its decoding.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import marshal
+import operator
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Protocol, TypeVar, overload
+
+from loadtest.model.history.records import (
+    Ack,
+    DeadLetter,
+    Invocation,
+    InvocationOutcome,
+    ObserverFault,
+    ReadRecord,
+    Record,
+    SentMessage,
+    SideWrite,
+    UnobservedCall,
+    WriteOutcome,
+    WriteRecord,
+)
+
+_T = TypeVar("_T")
+
+FRAME_RECORDS = 512
+"""Records per compressed frame of a ``RecordLog``: the newest, unframed ones stay objects."""
+
+
+class FrameStore(Protocol):
+    """Where a ``RecordLog`` keeps its compressed frames: a ``list`` (in memory) will do.
+
+    A run's logs get a store whose frames leave the process's memory (the engine's
+    ``loadtest.spool``): this module does no I/O.
+    """
+
+    def append(self, frame: bytes, /) -> None: ...
+
+    def __getitem__(self, index: int, /) -> bytes: ...
+
+    def __len__(self) -> int: ...
+
+
+FrameStores = Callable[[], FrameStore]
+"""Makes the store of one log (``list`` keeps the frames in memory)."""
+
+
+class RecordLog(Sequence[_T]):
+    """An append-only sequence of frozen records, kept mostly as compressed frames.
+
+    Every ``FRAME_RECORDS`` appended records are encoded into plain tuples of
+    JSON-shaped values (what the records hold: strings, numbers, items,
+    results), marshalled as one frame (a value shared by identity, such as an
+    item the observer shares, is stored once per frame), compressed and handed
+    to the log's ``FrameStore``. ``marshal`` rather than ``pickle``: this module
+    ships in the observer's layer, where every import is a cold start's cost.
+    Iterating decodes one frame at a time, so a reader never holds every record
+    at once; records appended while an iteration runs are included. Records
+    are frozen, so the decoded copies are equal to what was appended; a log
+    equals any sequence of equal records in the same order.
+    """
+
+    def __init__(
+        self,
+        encode: Callable[[_T], tuple[Any, ...]],
+        decode: Callable[[tuple[Any, ...]], _T],
+        records: Iterable[_T] = (),
+        frames: FrameStores = list,
+    ) -> None:
+        self._encode = encode
+        self._decode = decode
+        self._frames: FrameStore = frames()
+        self._tail: list[_T] = []
+        self.extend(records)
+
+    def append(self, record: _T) -> None:
+        self._tail.append(record)
+        if len(self._tail) >= FRAME_RECORDS:
+            frame = marshal.dumps([self._encode(r) for r in self._tail])
+            self._frames.append(zlib.compress(frame, 1))
+            self._tail = []
+
+    def extend(self, records: Iterable[_T]) -> None:
+        for record in records:
+            self.append(record)
+
+    def __len__(self) -> int:
+        return len(self._frames) * FRAME_RECORDS + len(self._tail)
+
+    def _frame(self, index: int) -> list[_T]:
+        if index < len(self._frames):
+            decode = self._decode
+            return [decode(row) for row in marshal.loads(zlib.decompress(self._frames[index]))]
+        return list(self._tail)
+
+    def _from(self, start: int) -> Iterator[_T]:
+        done = start
+        while done < len(self):
+            index, offset = divmod(done, FRAME_RECORDS)
+            for record in self._frame(index)[offset:]:
+                yield record
+                done += 1
+
+    def __iter__(self) -> Iterator[_T]:
+        return self._from(0)
+
+    def rows(self, start: int = 0, stop: int | None = None) -> Iterator[tuple[Any, ...]]:
+        """The records (from ``start``, before ``stop``) as the plain tuples they are kept
+        as, not decoded: for the owner of the encoding, to read a few fields of each record
+        without building them all."""
+        stop = len(self) if stop is None else min(stop, len(self))
+        first, offset = divmod(start, FRAME_RECORDS)
+        position = first * FRAME_RECORDS
+        for index in range(first, len(self._frames)):
+            if position >= stop:
+                return
+            frame = marshal.loads(zlib.decompress(self._frames[index]))
+            yield from frame[offset : stop - position]
+            position += FRAME_RECORDS
+            offset = 0
+        for record in list(self._tail)[offset : max(0, stop - position)]:
+            yield self._encode(record)
+
+    @overload
+    def __getitem__(self, index: int) -> _T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[_T]: ...
+
+    def __getitem__(self, index: int | slice) -> _T | list[_T]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1 or stop <= start:
+                return [self[i] for i in range(start, stop, step)]
+            return list(itertools.islice(self._from(start), stop - start))
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("record index out of range")
+        frame, offset = divmod(index, FRAME_RECORDS)
+        return self._frame(frame)[offset]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RecordLog | list | tuple):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a list is
+
+
+_WRITE_OUTCOMES = {o.value: o for o in WriteOutcome}
+_INVOCATION_OUTCOMES = {o.value: o for o in InvocationOutcome}
+
+
+def encode_write(w: WriteRecord) -> tuple[Any, ...]:
+    """A write as the plain tuple a frame keeps (``decode_write`` reads it back)."""
+    return (
+        w.operation,
+        w.key,
+        w.condition,
+        w.outcome.value,
+        w.item_before,
+        w.item_after,
+        w.before_known,
+        w.started_ns,
+        w.ended_ns,
+        w.error_code,
+        w.call_id,
+        w.requested,
+        w.after_known,
+        w.noop_when_present,
+        w.request_id,
+        w.idempotency,
+        w.record_id,
+    )
+
+
+def write_outline(row: tuple[Any, ...]) -> tuple[int, int, WriteOutcome]:
+    """The start, end (``_ns``) and outcome of a write kept as ``encode_write``'s tuple."""
+    return row[7], row[8], _WRITE_OUTCOMES[row[3]]
+
+
+def decode_write(row: tuple[Any, ...]) -> WriteRecord:
+    fields = list(row)
+    fields[3] = _WRITE_OUTCOMES[fields[3]]
+    return WriteRecord(*fields)
+
+
+def encode_records(records: Iterable[Record]) -> tuple[Any, ...]:
+    """An invocation's records as the plain tuples a frame keeps (``decode_records``)."""
+    return tuple([(r.message_id, r.receive_count, r.business_id) for r in records])
+
+
+def decode_records(rows: Iterable[tuple[Any, ...]]) -> tuple[Record, ...]:
+    return tuple([Record(*r) for r in rows])
+
+
+def encode_reads(reads: Sequence[ReadRecord]) -> tuple[Any, ...]:
+    """An invocation's reads as the plain tuples a frame keeps (``decode_reads``)."""
+    # Most invocations read nothing: no generator for those.
+    if not reads:
+        return ()
+    return tuple(
+        [(r.key, r.found, r.consistent, r.started_ns, r.ended_ns, r.request_id) for r in reads]
+    )
+
+
+def decode_reads(rows: Sequence[tuple[Any, ...]]) -> tuple[ReadRecord, ...]:
+    return tuple([ReadRecord(*r) for r in rows]) if rows else ()
+
+
+def encode_invocation(inv: Invocation) -> tuple[Any, ...]:
+    return (
+        inv.request_id,
+        inv.environment,
+        encode_records(inv.records),
+        inv.received_ns,
+        inv.started_ns,
+        inv.ended_ns,
+        inv.outcome.value,
+        inv.error,
+        tuple([encode_write(w) for w in inv.writes]),
+        inv.failed_message_ids,
+        inv.result,
+        inv.log_tail,
+        encode_reads(inv.reads),
+        tuple([(u.operation, u.reason, u.request_id) for u in inv.unobserved])
+        if inv.unobserved
+        else (),
+        tuple([(f.operation, f.error, f.request_id) for f in inv.observer_faults])
+        if inv.observer_faults
+        else (),
+        tuple([(w.operation, w.table, w.items, w.request_id) for w in inv.side_writes])
+        if inv.side_writes
+        else (),
+    )
+
+
+def decode_invocation(row: tuple[Any, ...]) -> Invocation:
+    (
+        request_id,
+        environment,
+        records,
+        received_ns,
+        started_ns,
+        ended_ns,
+        outcome,
+        error,
+        writes,
+        failed,
+        result,
+        log_tail,
+        reads,
+        unobserved,
+        faults,
+        side,
+    ) = row
+    # Most invocations read nothing and meet no unobserved call: no generator for those.
+    return Invocation(
+        request_id,
+        environment,
+        decode_records(records),
+        received_ns,
+        started_ns,
+        ended_ns,
+        _INVOCATION_OUTCOMES[outcome],
+        error,
+        tuple([decode_write(w) for w in writes]),
+        failed,
+        result,
+        log_tail,
+        decode_reads(reads),
+        tuple([UnobservedCall(*u) for u in unobserved]) if unobserved else (),
+        tuple([ObserverFault(*f) for f in faults]) if faults else (),
+        tuple([SideWrite(*w) for w in side]) if side else (),
+    )
+
+
+class InvocationLog(RecordLog[Invocation]):
+    """A run's invocations, in the order they were recorded (see ``RecordLog``)."""
+
+    def __init__(self, invocations: Iterable[Invocation] = (), frames: FrameStores = list) -> None:
+        super().__init__(encode_invocation, decode_invocation, invocations, frames)
+
+
+def _plain_fields(cls: type[_T]) -> Callable[[_T], tuple[Any, ...]]:
+    """The encoder of a record whose fields hold plain values: its fields, in their order
+    (so a field added to the record is kept without a list to update)."""
+    return operator.attrgetter(*(f.name for f in dataclasses.fields(cls)))  # type: ignore[arg-type]
+
+
+encode_sent = _plain_fields(SentMessage)
+encode_ack = _plain_fields(Ack)
+encode_dead_letter = _plain_fields(DeadLetter)
+
+
+def decode_sent(row: tuple[Any, ...]) -> SentMessage:
+    return SentMessage(*row)
+
+
+def decode_ack(row: tuple[Any, ...]) -> Ack:
+    return Ack(*row)
+
+
+def decode_dead_letter(row: tuple[Any, ...]) -> DeadLetter:
+    return DeadLetter(*row)

@@ -1,1 +1,0 @@
-"""The committed price tables, as package data (read by ``loadtest.model.price_tables``)."""
