@@ -52,7 +52,7 @@ from loadtest.emulation.environment.handlers import parse_ref
 from loadtest.model.figures.rate import rate_warning
 from loadtest.model.scenario.loading import load_scenario
 from loadtest.observer import layer
-from loadtest.reports.html import render_html
+from loadtest.reports.html.page import render_html
 from loadtest.reports.report import build_report
 
 BASELINE = Path("reports/baselines/bench.json")

@@ -230,7 +230,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     bound = item.stash.get(MADE_KEY, None)
     if bound is not None and report.when == "call" and report.failed:
-        from loadtest.reports.explain import explanation
+        from loadtest.reports.text.explain import explanation
 
         for failed in bound.unexplained_failures():
             text = explanation(failed.model, [f"Replay this test: {bound.replay_test}"])

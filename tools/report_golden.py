@@ -278,18 +278,18 @@ def _report_of(data: dict[str, Any]) -> Any:
 
 def render_one(data: dict[str, Any], out: Path) -> None:
     try:
-        from loadtest.reports.formats import hgrm_files
+        from loadtest.reports.text.formats import hgrm_files
     except ImportError:  # before the .hgrm files were the reports' to write
         from loadtest.model.figures.metrics import hgrm_files  # type: ignore[attr-defined,no-redef]
     from loadtest.reports.diff import diff_reports
 
     try:
-        from loadtest.reports.diff_view import render_diff_table
+        from loadtest.reports.text.diff_view import render_diff_table
     except ImportError:  # before the table had its own module
         from loadtest.reports.diff import render_diff_table  # type: ignore[attr-defined,no-redef]
-    from loadtest.reports.formats import junit_xml, markdown_summary
-    from loadtest.reports.html import render_html
-    from loadtest.reports.render import render
+    from loadtest.reports.html.page import render_html
+    from loadtest.reports.text.formats import junit_xml, markdown_summary
+    from loadtest.reports.text.render import render
 
     out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(data, indent=2) + "\n"

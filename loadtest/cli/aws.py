@@ -101,7 +101,7 @@ def run_remote(
     from loadtest.deploy.deploy_plan import plan_attach, plan_deploy, render_plan
     from loadtest.deploy.remote_run import AttachTo
     from loadtest.errors import LoadtestError
-    from loadtest.reports.render import render
+    from loadtest.reports.text.render import render
 
     try:
         plan = prepare(

@@ -41,7 +41,7 @@ from loadtest.cli.running import (
 )
 from loadtest.emulation.environment.handlers import BUILTIN_VARIANTS
 from loadtest.errors import InputError
-from loadtest.reports.heatmap import metric_named
+from loadtest.reports.html.heatmap import metric_named
 
 
 @override_options()

@@ -101,7 +101,7 @@ class Outputs:
             check_writable(self.hgrm, directory=True)
 
     def write(self, report: ReportModel, out_dir: Path | None) -> list[Path]:
-        from loadtest.reports.formats import hgrm_files, junit_xml, markdown_summary
+        from loadtest.reports.text.formats import hgrm_files, junit_xml, markdown_summary
 
         written = []
         renderers: list[tuple[Path | None, Callable[[ReportModel], str]]] = [
@@ -127,7 +127,7 @@ class Outputs:
 
 
 def html_text(report: ReportModel) -> str:
-    from loadtest.reports.html import render_html
+    from loadtest.reports.html.page import render_html
 
     return render_html(report)
 

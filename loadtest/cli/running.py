@@ -24,7 +24,7 @@ from loadtest.emulation.mapping.runner import Progress
 from loadtest.errors import LoadtestError, find_error
 from loadtest.interrupts import Stop
 from loadtest.model.scenario.loading import Scenario
-from loadtest.reports.render import render
+from loadtest.reports.text.render import render
 
 
 def reproduce_command(scenario: Scenario) -> str:

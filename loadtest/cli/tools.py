@@ -32,8 +32,8 @@ from loadtest.cli.options import (
 from loadtest.cli.outputs import Outputs, read_report
 from loadtest.errors import InputError
 from loadtest.model.scenario.loading import builtin_scenarios
-from loadtest.reports.render import render
 from loadtest.reports.report import verdict_exit_code
+from loadtest.reports.text.render import render
 
 
 def scenarios(
@@ -217,7 +217,7 @@ def diff(
     Exit code 0 when nothing regressed, 1 when something did, 2 for bad input.
     """
     from loadtest.reports.diff import diff_reports, parse_tolerance
-    from loadtest.reports.diff_view import render_diff_table
+    from loadtest.reports.text.diff_view import render_diff_table
 
     try:
         tolerance = parse_tolerance(max_regression)

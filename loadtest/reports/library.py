@@ -97,7 +97,7 @@ class Report:
         """
         __tracebackhide__ = True  # pytest: the failure points at the caller's line
         if not self.passed:
-            from loadtest.reports.explain import explanation
+            from loadtest.reports.text.explain import explanation
 
             raise AssertionError(explanation(self.model, replay))
 
@@ -112,7 +112,7 @@ class Report:
         return target
 
     def write_html(self, path: str | Path) -> Path:
-        from loadtest.reports.html import render_html
+        from loadtest.reports.html.page import render_html
 
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)

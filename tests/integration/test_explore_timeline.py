@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 import loadtest
-from loadtest.reports.timeline import explore_timeline
+from loadtest.reports.html.timeline import explore_timeline
 
 
 def _events(svg: str) -> list[tuple[str, str]]:
@@ -22,7 +22,7 @@ def _events(svg: str) -> list[tuple[str, str]]:
 def test_the_race_counterexample_is_drawn_in_the_timeline(backend_url: str) -> None:
     report = loadtest.explore("seed-lab", variant="read-then-write", endpoint_url=backend_url)
     steps = report.to_dict()["explore"]["counterexample"]["steps"]
-    from loadtest.reports.html import render_html
+    from loadtest.reports.html.page import render_html
 
     page = render_html(report.to_dict())
     block = page[page.index('id="explore-timeline"') :]

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from loadtest.reports.html import percentile_curve, render_html
+from loadtest.reports.html.page import percentile_curve, render_html
 
 SAMPLE = Path(__file__).parents[1] / "reports" / "sample_report.json"
 CHROMIUM = Path("/usr/bin/chromium")
@@ -260,7 +260,7 @@ def test_the_page_and_the_terminal_show_every_count_the_json_has() -> None:
 
     from loadtest.model.checker import COUNT_NAMES
     from loadtest.reports.model import RunModel
-    from loadtest.reports.render import ROWS, summary_table
+    from loadtest.reports.text.render import ROWS, summary_table
 
     report = _sample()
     html = render_html(report)

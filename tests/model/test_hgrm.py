@@ -7,7 +7,7 @@ import random
 from hdrh.histogram import HdrHistogram
 
 from loadtest.model.figures.metrics import HGRM_SCALE, Latency, decode, hgrm
-from loadtest.reports.formats import hgrm_files
+from loadtest.reports.text.formats import hgrm_files
 
 
 def _parse(text: str) -> list[tuple[float, float, int]]:

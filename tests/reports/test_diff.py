@@ -16,7 +16,7 @@ from loadtest.reports.diff import (
     diff_reports,
     parse_tolerance,
 )
-from loadtest.reports.diff_view import render_diff_table
+from loadtest.reports.text.diff_view import render_diff_table
 
 STATS = ("min", "p50", "p90", "p99", "p99_9", "max")
 

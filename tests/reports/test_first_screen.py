@@ -16,8 +16,8 @@ from typing import Any
 from rich.console import Console
 
 from loadtest.model.advice.lint import INTENDED
-from loadtest.reports.html import render_html
-from loadtest.reports.render import render
+from loadtest.reports.html.page import render_html
+from loadtest.reports.text.render import render
 
 SAMPLE = Path(__file__).with_name("sample_report.json")
 VISIBILITY = "visibility timeout 30 s is below 6 x the function timeout (30 s)"

@@ -6,8 +6,8 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from loadtest.model.figures.thresholds import parse_threshold
-from loadtest.reports.formats import format_us, junit_xml, markdown_summary
 from loadtest.reports.judge import apply_thresholds, relax_default_verdict
+from loadtest.reports.text.formats import format_us, junit_xml, markdown_summary
 
 
 def latency(p50: int, p99: int) -> dict[str, Any]:

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from loadtest.reports.heatmap import grid_tables, html_section, metric_named, panels
-from loadtest.reports.html import render_html
-from loadtest.reports.render import render
+from loadtest.reports.html.heatmap import grid_tables, html_section, metric_named, panels
+from loadtest.reports.html.page import render_html
+from loadtest.reports.text.render import render
 
 SAMPLE = Path(__file__).with_name("sample_report.json")
 

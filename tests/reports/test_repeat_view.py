@@ -11,9 +11,9 @@ from rich.console import Console
 
 from loadtest.model.figures.thresholds import parse_threshold
 from loadtest.model.search.repeats import repeat_summary
-from loadtest.reports.formats import markdown_summary
-from loadtest.reports.html import render_html
-from loadtest.reports.render import render
+from loadtest.reports.html.page import render_html
+from loadtest.reports.text.formats import markdown_summary
+from loadtest.reports.text.render import render
 
 SAMPLE = Path(__file__).with_name("sample_report.json")
 

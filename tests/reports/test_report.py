@@ -15,8 +15,8 @@ from loadtest.model.checker import check
 from loadtest.model.figures.metrics import Latency
 from loadtest.model.history.log import Ack, EndState, History, InvocationOutcome
 from loadtest.model.scenario.loading import load_scenario
-from loadtest.reports.render import race_story as _race_story
 from loadtest.reports.report import SCHEMA_VERSION, build_report
+from loadtest.reports.text.render import race_story as _race_story
 from tests.model.builders import invocation, lab_history, order_item, record, sent, write
 
 RECEIPT_HANDLE = "AQEBzWwaftRI0KuVm4tP+/7q1rGgNqicHq1oSECRET-RECEIPT-HANDLE=="

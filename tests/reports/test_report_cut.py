@@ -9,7 +9,7 @@ from loadtest.engine import RunResult
 from loadtest.model.checker.evidence import EVIDENCE_LIMIT
 from loadtest.model.history.log import Ack, History
 from loadtest.model.scenario.loading import load_scenario
-from loadtest.reports.html import render_html
+from loadtest.reports.html.page import render_html
 from loadtest.reports.report import (
     SERIES_POINTS_LIMIT,
     WRITE_DECISIONS_LIMIT,

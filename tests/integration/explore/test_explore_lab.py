@@ -62,7 +62,7 @@ def test_read_then_write_race_is_found_shrunk_and_replayed(
     for timed in ('id="latency"', 'id="over-time"', 'id="race"', "messages/s", "overlapping_ids"):
         assert timed not in page, timed
     assert 'href="#explore"' in page and "env 1 · delivery 1</text>" in page
-    from loadtest.reports.render import render
+    from loadtest.reports.text.render import render
 
     assert "replay: loadtest explore" in str(render(report.to_dict()))
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from loadtest.reports.charts import (
+from loadtest.reports.html.charts import (
     _tick_label,
     esc,
     format_item,

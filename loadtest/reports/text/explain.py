@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loadtest.model.checker import BAD_WHEN_NONZERO, INCONCLUSIVE_WHEN_NONZERO
-from loadtest.reports.formats import format_observed
 from loadtest.reports.model import ReportModel, RunModel, as_model
-from loadtest.reports.render import race_story
+from loadtest.reports.text.formats import format_observed
+from loadtest.reports.text.render import race_story
 
 
 def failing_counts(run: RunModel) -> list[str]:

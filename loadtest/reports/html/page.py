@@ -23,7 +23,8 @@ from typing import Any
 import jinja2
 
 from loadtest.model.figures.metrics import format_us
-from loadtest.reports.charts import (
+from loadtest.reports.finding import headlines, page_warnings, witness
+from loadtest.reports.html.charts import (
     PALETTE,
     Series,
     format_item,
@@ -32,17 +33,16 @@ from loadtest.reports.charts import (
     step_series,
     svg_step_chart,
 )
-from loadtest.reports.finding import headlines, page_warnings, witness
-from loadtest.reports.formats import format_observed
-from loadtest.reports.heatmap import html_section
-from loadtest.reports.html_rows import count_cells, latency_names, latency_rows, percentile_plots
-from loadtest.reports.model import ReportModel, RunModel, as_model
-from loadtest.reports.repeat_view import repeat_context
-from loadtest.reports.timeline import (
+from loadtest.reports.html.heatmap import html_section
+from loadtest.reports.html.rows import count_cells, latency_names, latency_rows, percentile_plots
+from loadtest.reports.html.timeline import (
     explore_timeline,
     find_races,
     timeline_for,
 )
+from loadtest.reports.model import ReportModel, RunModel, as_model
+from loadtest.reports.text.formats import format_observed
+from loadtest.reports.text.repeat_view import repeat_context
 
 __all__ = ["percentile_curve", "render_html"]
 

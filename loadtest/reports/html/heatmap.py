@@ -4,7 +4,7 @@ Owns the sweep metrics a user tunes against (duplicate writes, redeliveries,
 end-to-end p99, cost per million messages), how a sweep's cells are laid out
 on a grid, the SVG heatmap of the HTML page and the grid tables of the
 terminal. Renders from the report model (``loadtest.reports.model``), like
-``loadtest.reports.render`` and ``loadtest.reports.html``; it never re-derives a count. The
+``loadtest.reports.text.render`` and ``loadtest.reports.html.page``; it never re-derives a count. The
 HTML page only includes :func:`html_section`; links point at ``#run-N``,
 the N-th run of the report.
 """

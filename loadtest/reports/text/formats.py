@@ -20,7 +20,7 @@ from loadtest.model.figures.metrics import decode, hgrm
 from loadtest.model.figures.metrics import format_us as format_us
 from loadtest.model.figures.thresholds import LATENCIES, MetricKind, parse_threshold
 from loadtest.reports.model import ReportModel, RunModel, ThresholdResult, as_model
-from loadtest.reports.repeat_view import repeat_markdown
+from loadtest.reports.text.repeat_view import repeat_markdown
 
 DEFAULT_VERDICT_CASE = "default verdict"
 

@@ -15,7 +15,7 @@ from markupsafe import Markup
 
 from loadtest.model import checker
 from loadtest.model.figures.metrics import PERCENTILES, format_us, percentile_label
-from loadtest.reports.charts import PALETTE, Series, percentile_curve, svg_percentile_plot
+from loadtest.reports.html.charts import PALETTE, Series, percentile_curve, svg_percentile_plot
 from loadtest.reports.model import RunModel
 
 COUNT_ORDER = (

@@ -18,8 +18,8 @@ from rich.text import Text
 from loadtest.model.checker import FLAGGED_WHEN_NONZERO
 from loadtest.model.figures.metrics import format_us
 from loadtest.reports.finding import headlines, is_intended
-from loadtest.reports.formats import format_observed, overlap_text
 from loadtest.reports.model import ReportModel, RunModel, as_model
+from loadtest.reports.text.formats import format_observed, overlap_text
 
 
 def usd_per_million(run: RunModel) -> str:
@@ -316,11 +316,11 @@ def render(report: ReportModel | Mapping[str, Any], metric: str | None = None) -
     """The terminal summary; a sweep's grid tables start with ``metric`` (a heatmap metric name)."""
     report = as_model(report)
     if report.repeat and len(report.runs) > 1:
-        from loadtest.reports.repeat_view import repeat_lines, repeat_table
+        from loadtest.reports.text.repeat_view import repeat_lines, repeat_table
 
         return Group(sweep_table(report), repeat_table(report), *repeat_lines(report))
     if any(run.cell for run in report.runs):
-        from loadtest.reports.heatmap import grid_tables
+        from loadtest.reports.html.heatmap import grid_tables
 
         first = metric or report.extra.get("sweep_metric")
         return Group(*grid_tables(report, first), sweep_table(report), *details(report))
