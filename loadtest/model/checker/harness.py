@@ -10,7 +10,13 @@ and log tail. The execution environment marks a ``KeyError`` raised by ``os.envi
 (``[os.environ has no 'NAME']``) and logs each call refused with a missing-resource or
 access error (``loadtest: the handler's OPERATION call on 'RESOURCE' failed with CODE``);
 a traceback of either kept inside another error's text (a batch processor's) is read too.
-Each ``Rule`` turns one error type into a sentence. Pure: text in, sentences out.
+Each ``Rule`` turns one error type into a sentence.
+
+``REASONS`` is the one table of how an invocation's error becomes a reason the checker
+names, each error type with its effect: the gaps above make a run inconclusive, and the
+errors Lambda's runtime reports itself (``Runtime.MarshalError``, ``Runtime.ExitError``)
+fail it or only explain it (``runtime_errors`` counts and words those). Pure: text in,
+sentences out.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from enum import Enum
 
 from loadtest.model.history.log import History, Invocation
 
@@ -44,10 +51,12 @@ _DENIED_CODES = ("AccessDeniedException", "AccessDenied")
 
 @dataclass(frozen=True)
 class Gap:
-    """One thing the run did not provide, and the sentence that says how to provide it."""
+    """One thing an error shows, and the sentence that says it: for the harness's gaps,
+    what the run did not provide and how to provide it."""
 
     key: str
-    """What is missing, e.g. ``environ:DYNAMODB_TABLE`` (one reason per key)."""
+    """What is missing, e.g. ``environ:DYNAMODB_TABLE`` (one reason per key); for a runtime
+    error, its type."""
     sentence: str
 
 
@@ -148,8 +157,76 @@ def _no_name(text: str) -> Iterable[Gap]:
         )
 
 
-RULES: tuple[Rule, ...] = (_environ, _refused, _unlogged, _no_name)
-"""One rule per error type; each reads a text and yields the gaps it shows."""
+_COROUTINE = "Object of type coroutine is not JSON serializable"
+
+
+def _marshal(message: str) -> str:
+    if _COROUTINE in message:
+        return "the handler is `async def`; Lambda's Python runtime does not await it"
+    return (
+        "the handler returned a value Lambda's Python runtime cannot serialise as JSON "
+        f"({message.removeprefix('Unable to marshal response: ')}); only JSON types, "
+        "Decimal and bytes are answered"
+    )
+
+
+def _exit(message: str) -> str:
+    if "signal: " in message:
+        return (
+            "the runtime's process was killed by a signal (a crash in native code, or a "
+            "kill): Lambda fails the invocation and starts a new execution environment"
+        )
+    return (
+        "the handler ended the runtime's process (sys.exit or os._exit): Lambda fails "
+        "the invocation and starts a new execution environment"
+    )
+
+
+def _runtime(kind: str, explanation: Callable[[str], str]) -> Rule:
+    """The rule for an error the runtime reports as ``KIND: MESSAGE`` (its error text)."""
+
+    def rule(text: str) -> Iterable[Gap]:
+        found, _, message = text.partition(": ")
+        if found == kind:
+            yield Gap(kind, explanation(message))
+
+    return rule
+
+
+class Effect(Enum):
+    """What a reason does to the verdict."""
+
+    INCONCLUSIVE = "inconclusive"
+    """The run did not provide what the handler expects: the run is not judged."""
+    FAILS = "fails"
+    """The runtime never accepts what the handler does: the run fails by itself."""
+    NOTE = "note"
+    """Explained only: a consumer must survive it (what it causes is judged as usual)."""
+
+
+@dataclass(frozen=True)
+class ErrorReason:
+    """One error type, the rule that reads it and what its reason does to the verdict."""
+
+    kind: str
+    effect: Effect
+    rule: Rule
+
+
+REASONS: tuple[ErrorReason, ...] = (
+    ErrorReason("KeyError from os.environ", Effect.INCONCLUSIVE, _environ),
+    ErrorReason("a refused call the observer logged", Effect.INCONCLUSIVE, _refused),
+    ErrorReason("a missing resource or access error in the text", Effect.INCONCLUSIVE, _unlogged),
+    ErrorReason("no table or queue name", Effect.INCONCLUSIVE, _no_name),
+    ErrorReason("Runtime.MarshalError", Effect.FAILS, _runtime("Runtime.MarshalError", _marshal)),
+    ErrorReason("Runtime.ExitError", Effect.NOTE, _runtime("Runtime.ExitError", _exit)),
+)
+"""How an invocation's error becomes a reason: one row per error type. A refused answer
+fails the run (the runtime never accepts it); an ended process does not (a consumer must
+survive a crash); what the run did not provide leaves it inconclusive."""
+
+RULES: tuple[Rule, ...] = tuple(r.rule for r in REASONS if r.effect is Effect.INCONCLUSIVE)
+"""The harness's gaps: the rules of ``REASONS`` whose reason leaves the run inconclusive."""
 
 
 def gaps_in(text: str) -> list[Gap]:
