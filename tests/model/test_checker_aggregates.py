@@ -511,3 +511,19 @@ def test_an_item_naming_only_its_last_order_is_not_judged_by_what_it_lists() -> 
     result = check(history, table(total(12, "b")), SHARED)
     assert result.verdict is Verdict.PASS, (result.reasons, result.inconclusive)
     assert counts_of(result) == (0, 0, 0)
+
+
+def test_overlapping_copies_answered_out_of_order_are_still_a_duplicate() -> None:
+    # The backend applied m-1's ADD first, but m-2's answer came back first: m-1's old
+    # image not listing a says nothing, as m-2's write had not been answered when it began.
+    c0_a = ledger("customer-0", 3, ["a"])
+    c0_aa = ledger("customer-0", 6, ["a"])
+    first = dataclasses.replace(add(None, c0_a, at_ns=1_000_000), ended_ns=2_000_000)
+    second = dataclasses.replace(add(c0_a, c0_aa, at_ns=1_100_000), ended_ns=1_600_000)
+    history = history_of(
+        [("m-1", "a", 3), ("m-2", "a", 3)],
+        [deliver("q-1", "m-1", "a", first), deliver("q-2", "m-2", "a", second)],
+    )
+    result = check(history, table(c0_aa), SHARED)
+    assert result.verdict is Verdict.FAIL
+    assert counts_of(result) == (1, 1, 0)

@@ -140,13 +140,16 @@ def judge_shared(writes: Sequence[Write], judged: Judged) -> SharedJudged:
     The first delivery whose write changed the item stored the outcome (its later
     writes of the item are steps); every other delivery's changing write is a
     duplicate effect, and conflicting (it changed the stored aggregate again), unless
-    the item listed the id after an earlier change and this write's old image no longer
-    lists it: that change had been overwritten, and this delivery stores the outcome
-    again (a first write). A write that changed nothing is a no-op.
+    the item listed the id after an earlier change answered before this write started
+    and this write's old image no longer lists it: that change had been overwritten, and
+    this delivery stores the outcome again (a first write). A write that changed nothing
+    is a no-op.
     """
     replays = replayed_writes(list(writes))
     units: list[tuple[str, str]] = []
     found = SharedJudged()
+    listed_ns: int | None = None
+    """When the first write that left the item listing the id was answered."""
     ordered = sorted(writes, key=lambda w: (w.write.ended_ns, w.write.started_ns))
     for position, w in enumerate(ordered, start=1):
         w.order = position
@@ -164,8 +167,11 @@ def judge_shared(writes: Sequence[Write], judged: Judged) -> SharedJudged:
         unit = unit_of(w)
         mine = [r.message_id for r in w.invocation.records if r.business_id == w.business_id]
         w.copy_index = mine.index(unit[1]) if unit[1] in mine else 0
+        # Only a write that started after the listing write was answered can have
+        # followed it in the backend: overlapping writes' clocks do not order them.
         taken = (
-            found.listed
+            listed_ns is not None
+            and w.write.started_ns > listed_ns
             and w.write.before_known
             and not lists_id(w.write.item_before, str(w.business_id))
         )
@@ -181,6 +187,7 @@ def judge_shared(writes: Sequence[Write], judged: Judged) -> SharedJudged:
             judged.conflicting += 1
         if w.write.after_known and lists_id(w.write.item_after, str(w.business_id)):
             found.listed = True
+            listed_ns = w.write.ended_ns if listed_ns is None else min(listed_ns, w.write.ended_ns)
     found.deliveries = {request_id for request_id, _ in units}
     return found
 
