@@ -359,3 +359,171 @@ def test_a_counter_beside_per_message_outcomes_stays_a_side_write() -> None:
     assert result.outcome == "outcome items keyed id = '{id}'"
     c = result.counts
     assert (c.writes_accepted, c.writes_rejected, c.side_writes, c.duplicate_writes) == (2, 1, 3, 0)
+
+
+# --- lost updates: read-modify-writes of one customer's item by different orders --------
+
+PUT = "PutItem"
+
+
+def counts_of(result: Check) -> tuple[int, int, int]:
+    c = result.counts
+    return (c.duplicate_writes, c.conflicting_writes, c.lost_outcomes)
+
+
+def test_a_lost_update_between_two_orders_is_a_lost_outcome_not_a_duplicate() -> None:
+    # a and b both read the total x left (10) and put it back with their own quantity:
+    # b's put replaced a's, so the end item neither holds a's 5 nor lists a.
+    c0_x = ledger("customer-0", 10, ["x"])
+    c0_xa = ledger("customer-0", 15, ["a", "x"])
+    c0_xb = ledger("customer-0", 17, ["b", "x"])
+    history = history_of(
+        [("m-1", "x", 10), ("m-2", "a", 5), ("m-3", "b", 7)],
+        [
+            deliver("q-1", "m-1", "x", add(None, c0_x, at_ns=1_000_000, operation=PUT)),
+            deliver("q-2", "m-2", "a", add(c0_x, c0_xa, at_ns=2_000_000, operation=PUT)),
+            deliver("q-3", "m-3", "b", add(c0_xa, c0_xb, at_ns=3_000_000, operation=PUT)),
+        ],
+    )
+    result = check(history, table(c0_xb))
+    assert result.verdict is Verdict.FAIL
+    assert counts_of(result) == (0, 0, 1)
+    assert sorted(roles(result)) == [("a", "first"), ("b", "first"), ("x", "first")]
+    assert check(history, table(c0_xb), SHARED).counts.lost_outcomes == 1
+
+
+def test_a_second_delivery_of_one_order_listed_again_is_a_duplicate() -> None:
+    # a's copy read the total a had already raised and added a's quantity again.
+    c0_a = ledger("customer-0", 5, ["a"])
+    c0_aa: TypedItem = {"id": {"S": "customer-0"}, "amount": {"N": "10"}}
+    c0_aa["orders"] = {"L": [{"S": "a"}, {"S": "a"}]}
+    history = history_of(
+        [("m-1", "a", 5), ("m-2", "a", 5)],
+        [
+            deliver("q-1", "m-1", "a", add(None, c0_a, at_ns=1_000_000, operation=PUT)),
+            deliver("q-2", "m-2", "a", add(c0_a, c0_aa, at_ns=2_000_000, operation=PUT)),
+        ],
+    )
+    result = check(history, table(c0_aa), SHARED)
+    assert result.verdict is Verdict.FAIL
+    assert counts_of(result) == (1, 1, 0)
+    assert sorted(roles(result)) == [("a", "again"), ("a", "first")]
+
+
+def test_a_lost_update_and_a_duplicate_in_one_run_are_each_counted_once() -> None:
+    # customer-0: b's put overwrote a's; customer-1: c's copy applied c again.
+    c0_x = ledger("customer-0", 10, ["x"])
+    c0_xa = ledger("customer-0", 15, ["a", "x"])
+    c0_xb = ledger("customer-0", 17, ["b", "x"])
+    c1_c = ledger("customer-1", 4, ["c"])
+    c1_cc = ledger("customer-1", 8, ["c"])
+    history = history_of(
+        [("m-1", "x", 10), ("m-2", "a", 5), ("m-3", "b", 7), ("m-4", "c", 4), ("m-5", "c", 4)],
+        [
+            deliver("q-1", "m-1", "x", add(None, c0_x, at_ns=1_000_000, operation=PUT)),
+            deliver("q-2", "m-2", "a", add(c0_x, c0_xa, at_ns=2_000_000, operation=PUT)),
+            deliver("q-3", "m-3", "b", add(c0_xa, c0_xb, at_ns=3_000_000, operation=PUT)),
+            deliver("q-4", "m-4", "c", add(None, c1_c, at_ns=4_000_000)),
+            deliver("q-5", "m-5", "c", add(c1_c, c1_cc, at_ns=5_000_000)),
+        ],
+    )
+    result = check(history, table(c0_xb, c1_cc))
+    assert result.verdict is Verdict.FAIL
+    assert result.counts.writes_accepted == 5
+    assert counts_of(result) == (1, 1, 1)
+    assert sorted(roles(result)) == [
+        ("a", "first"),
+        ("b", "first"),
+        ("c", "again"),
+        ("c", "first"),
+        ("x", "first"),
+    ]
+
+
+def test_a_redelivery_that_stores_an_overwritten_order_again_is_no_duplicate() -> None:
+    # a's first put was overwritten by b's; a's redelivery read b's total and added a:
+    # the end total holds every order once.
+    c0_x = ledger("customer-0", 10, ["x"])
+    c0_xa = ledger("customer-0", 15, ["a", "x"])
+    c0_xb = ledger("customer-0", 17, ["b", "x"])
+    c0_xba = ledger("customer-0", 22, ["a", "b", "x"])
+    history = history_of(
+        [("m-1", "x", 10), ("m-2", "a", 5), ("m-3", "b", 7), ("m-4", "a", 5)],
+        [
+            deliver("q-1", "m-1", "x", add(None, c0_x, at_ns=1_000_000, operation=PUT)),
+            deliver("q-2", "m-2", "a", add(c0_x, c0_xa, at_ns=2_000_000, operation=PUT)),
+            deliver("q-3", "m-3", "b", add(c0_xa, c0_xb, at_ns=3_000_000, operation=PUT)),
+            deliver("q-4", "m-4", "a", add(c0_xb, c0_xba, at_ns=4_000_000, operation=PUT)),
+        ],
+    )
+    result = check(history, table(c0_xba))
+    assert result.verdict is Verdict.PASS, (result.reasons, result.inconclusive)
+    assert counts_of(result) == (0, 0, 0)
+    assert sorted(roles(result)) == [("a", "first"), ("a", "first"), ("b", "first"), ("x", "first")]
+
+
+def test_a_guarded_read_modify_write_has_no_lost_update_and_no_duplicate() -> None:
+    # Each put is conditioned on the total it read (and on the order not being listed):
+    # b's stale put and a's copy are rejected; b's redelivery reads a's total and adds b.
+    c0_x = ledger("customer-0", 10, ["x"])
+    c0_xa = ledger("customer-0", 15, ["a", "x"])
+    c0_xab = ledger("customer-0", 22, ["a", "b", "x"])
+    guard = "amount = :read AND NOT contains(orders, :id)"
+
+    def rejected(at_ns: int) -> WriteRecord:
+        made = add(c0_xa, c0_xa, at_ns=at_ns, operation=PUT, outcome=WriteOutcome.REJECTED)
+        return dataclasses.replace(made, condition=guard)
+
+    history = history_of(
+        [("m-1", "x", 10), ("m-2", "a", 5), ("m-3", "b", 7), ("m-4", "b", 7), ("m-5", "a", 5)],
+        [
+            deliver("q-1", "m-1", "x", add(None, c0_x, at_ns=1_000_000, operation=PUT)),
+            deliver("q-2", "m-2", "a", add(c0_x, c0_xa, at_ns=2_000_000, operation=PUT)),
+            deliver("q-3", "m-3", "b", rejected(3_000_000)),
+            deliver("q-4", "m-4", "b", add(c0_xa, c0_xab, at_ns=4_000_000, operation=PUT)),
+            deliver("q-5", "m-5", "a", rejected(5_000_000)),
+        ],
+    )
+    result = check(history, table(c0_xab), SHARED)
+    assert result.verdict is Verdict.PASS, (result.reasons, result.inconclusive)
+    assert (result.counts.writes_accepted, result.counts.writes_rejected) == (3, 2)
+    assert counts_of(result) == (0, 0, 0)
+
+
+def test_an_item_naming_only_its_last_order_is_not_judged_by_what_it_lists() -> None:
+    # ``last_order`` names one order at a time by design: each put replaces it, which
+    # says nothing of whose change the total still holds.
+    def total(amount: int, last: str) -> TypedItem:
+        return {"id": {"S": "customer-0"}, "amount": {"N": str(amount)}, "last_order": {"S": last}}
+
+    history = history_of(
+        [("m-1", "a", 5), ("m-2", "b", 7)],
+        [
+            deliver("q-1", "m-1", "a", add(None, total(5, "a"), at_ns=1_000_000, operation=PUT)),
+            deliver(
+                "q-2",
+                "m-2",
+                "b",
+                add(total(5, "a"), total(12, "b"), at_ns=2_000_000, operation=PUT),
+            ),
+        ],
+    )
+    result = check(history, table(total(12, "b")), SHARED)
+    assert result.verdict is Verdict.PASS, (result.reasons, result.inconclusive)
+    assert counts_of(result) == (0, 0, 0)
+
+
+def test_overlapping_copies_answered_out_of_order_are_still_a_duplicate() -> None:
+    # The backend applied m-1's ADD first, but m-2's answer came back first: m-1's old
+    # image not listing a says nothing, as m-2's write had not been answered when it began.
+    c0_a = ledger("customer-0", 3, ["a"])
+    c0_aa = ledger("customer-0", 6, ["a"])
+    first = dataclasses.replace(add(None, c0_a, at_ns=1_000_000), ended_ns=2_000_000)
+    second = dataclasses.replace(add(c0_a, c0_aa, at_ns=1_100_000), ended_ns=1_600_000)
+    history = history_of(
+        [("m-1", "a", 3), ("m-2", "a", 3)],
+        [deliver("q-1", "m-1", "a", first), deliver("q-2", "m-2", "a", second)],
+    )
+    result = check(history, table(c0_aa), SHARED)
+    assert result.verdict is Verdict.FAIL
+    assert counts_of(result) == (1, 1, 0)

@@ -40,7 +40,9 @@ How a run is judged, in the order the code does it:
    conflicting write.
 4. **Per message.** An acknowledged message whose own details were never
    stored, or whose outcome is gone or lacks a field the scenario says a
-   complete outcome holds (``[outcome] fields``), is a lost outcome; when no
+   complete outcome holds (``[outcome] fields``), is a lost outcome (for an
+   aggregate: no change made for it, or an item that listed it no longer does,
+   its change overwritten by another id's); when no
    outcome holds any message's details and no fields are declared, the table
    cannot tell a finished outcome from a half-written one: inconclusive; a
    dead-lettered message that was neither a planted poison record nor a

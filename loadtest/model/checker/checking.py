@@ -24,6 +24,7 @@ from loadtest.model.checker.reasons import cut_short_reasons, default_reasons, i
 from loadtest.model.checker.roles import unattributed_reason
 from loadtest.model.checker.runtime_errors import sentences as runtime_error_sentences
 from loadtest.model.checker.sent import ACKED, DEAD_LETTERED, POISON, Messages
+from loadtest.model.checker.shared import overwritten
 from loadtest.model.checker.survey import survey
 from loadtest.model.checker.verdict import (
     Check,
@@ -236,7 +237,15 @@ def check(
         others' were."""
         if shared:
             # An aggregate holds no message's details: its outcome is a change made for it.
-            return business_id not in parts.changed or business_id in unfinished
+            # Its change is gone when an item that listed it no longer does at the end.
+            return (
+                business_id not in parts.changed
+                or business_id in unfinished
+                or any(
+                    overwritten(end.table_items.get(k), business_id)
+                    for k in parts.listed.get(business_id, ())
+                )
+            )
         if business_id not in final or business_id in unfinished:
             return True
         return details_stored and position >= 0 and not carried.get(business_id, 0) >> position & 1

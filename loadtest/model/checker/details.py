@@ -5,7 +5,8 @@ value as a comparable Python value (``plain``), a message's details (the leaves
 of the fields ``loadtest.model.scenario.body``'s shape of the body names, without the
 business id), where an item keeps values (``stored_leaves``: its attributes, and
 inside its maps, lists, sets and JSON strings), whether an item holds a
-message's details or names a business id (``carries``, ``carries_id``) and the
+message's details or names a business id (``carries``, ``carries_id``), whether it
+lists one among others in a set or list (``lists_id``) and the
 shape of a key with its varying parts named (``key_template``). What was sent is ``sent``'s.
 DynamoDB's own, exact item equality is not here: that is
 ``loadtest.model.dynamodb.updates.same_item``.
@@ -216,6 +217,21 @@ def carries_id(item: TypedItem | None, key: TypedItem, business_id: str) -> bool
     for value in list((item or {}).values()) + list(key.values()):
         if _names_id(plain(value), business_id):
             return True
+    return False
+
+
+def lists_id(item: TypedItem | None, business_id: str) -> bool:
+    """Whether an item names the business id as an element of a set or list (``orders``
+    of a running total), at its top level or inside its maps: where an aggregate keeps
+    which messages it holds, unlike a scalar that names one (``last_order``)."""
+    return any(_listed(plain(value), business_id) for value in (item or {}).values())
+
+
+def _listed(value: Any, business_id: str) -> bool:
+    if isinstance(value, dict):
+        return any(_listed(v, business_id) for v in value.values())
+    if isinstance(value, list | frozenset):
+        return any(_names_id(v, business_id) for v in value)
     return False
 
 

@@ -83,6 +83,9 @@ class PartsJudged:
     changed: dict[str, set[str]] = field(default_factory=dict)
     """Under the shared model: for each business id, the aggregate items (``key_string``
     of their keys, attributes by name) an accepted write changed on its behalf."""
+    listed: dict[str, set[str]] = field(default_factory=dict)
+    """Under the shared model: for each business id, those of its ``changed`` items a write
+    for it left listing it (``shared.lists_id``): whether they still hold its change shows."""
 
 
 def item_name(w: Write) -> str:
@@ -132,8 +135,11 @@ def _judge_shared_part(by_business: dict[str, list[Write]], found: PartsJudged) 
         for w in group:
             by_item[item_name(w)].append(w)
         for item, writes in by_item.items():
-            if judge_shared(writes, found.judged):
+            judged = judge_shared(writes, found.judged)
+            if judged.deliveries:
                 found.changed.setdefault(business_id, set()).add(item)
+            if judged.listed:
+                found.listed.setdefault(business_id, set()).add(item)
 
 
 def carried_bits(items: Sequence[TypedItem | None], details: Sequence[Mapping[str, Any]]) -> int:

@@ -13,6 +13,13 @@ outcome is an accepted write that *changed* the item for it: a second delivery's
 that changed the item again for the same business id is a duplicate effect (an increment
 applied twice), while a write that changed nothing (a set ``ADD`` of a member already there)
 is a no-op, and two different business ids changing one item are two outcomes.
+
+Where the item lists the messages it holds (an ``orders`` set or list: ``lists_id``), its
+images also say whose changes it still holds. A write for another business id that leaves
+out an id the item listed overwrote that id's change (a lost update: two read-modify-writes
+racing), so the id's outcome is gone (``overwritten``) unless a later write lists it again;
+and a later delivery of the id that finds it no longer listed stores its outcome again
+rather than applying it twice.
 """
 
 from __future__ import annotations
@@ -20,11 +27,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from loadtest.model.checker.details import varies_per_delivery
+from loadtest.model.checker.details import lists_id, varies_per_delivery
 from loadtest.model.checker.roles import Judged, Write, named_record, replayed_writes
 from loadtest.model.checker.verdict import Role
+from loadtest.model.history.log import InvocationRef, Record, TypedItem, WriteOutcome, WriteRecord
 from loadtest.model.dynamodb.updates import same_item
-from loadtest.model.history.log import InvocationRef, Record, WriteOutcome, WriteRecord
 
 
 def tied_record(write: WriteRecord, ref: InvocationRef) -> Record | None:
@@ -117,16 +124,32 @@ def unit_of(w: Write) -> tuple[str, str]:
     return (w.invocation.request_id, record.message_id if record is not None else "")
 
 
-def judge_shared(writes: Sequence[Write], judged: Judged) -> set[str]:
+@dataclass
+class SharedJudged:
+    """What one business id's accepted writes of one aggregate item did."""
+
+    deliveries: set[str] = field(default_factory=set)
+    """The invocations whose writes changed the item for it."""
+    listed: bool = False
+    """Whether a changing write for it left the item listing it (``lists_id``)."""
+
+
+def judge_shared(writes: Sequence[Write], judged: Judged) -> SharedJudged:
     """Roles for one business id's accepted writes of one aggregate item.
 
     The first delivery whose write changed the item stored the outcome (its later
     writes of the item are steps); every other delivery's changing write is a
-    duplicate effect, and conflicting (it changed the stored aggregate again); a write
-    that changed nothing is a no-op. Returns the deliveries that changed the item.
+    duplicate effect, and conflicting (it changed the stored aggregate again), unless
+    the item listed the id after an earlier change answered before this write started
+    and this write's old image no longer lists it: that change had been overwritten, and
+    this delivery stores the outcome again (a first write). A write that changed nothing
+    is a no-op.
     """
     replays = replayed_writes(list(writes))
     units: list[tuple[str, str]] = []
+    found = SharedJudged()
+    listed_ns: int | None = None
+    """When the first write that left the item listing the id was answered."""
     ordered = sorted(writes, key=lambda w: (w.write.ended_ns, w.write.started_ns))
     for position, w in enumerate(ordered, start=1):
         w.order = position
@@ -144,9 +167,17 @@ def judge_shared(writes: Sequence[Write], judged: Judged) -> set[str]:
         unit = unit_of(w)
         mine = [r.message_id for r in w.invocation.records if r.business_id == w.business_id]
         w.copy_index = mine.index(unit[1]) if unit[1] in mine else 0
+        # Only a write that started after the listing write was answered can have
+        # followed it in the backend: overlapping writes' clocks do not order them.
+        taken = (
+            listed_ns is not None
+            and w.write.started_ns > listed_ns
+            and w.write.before_known
+            and not lists_id(w.write.item_before, str(w.business_id))
+        )
         if unit in units:
             w.role = Role.STEP
-        elif not units:
+        elif not units or taken:
             w.role = Role.FIRST
             units.append(unit)
         else:
@@ -154,4 +185,14 @@ def judge_shared(writes: Sequence[Write], judged: Judged) -> set[str]:
             units.append(unit)
             judged.duplicate += 1
             judged.conflicting += 1
-    return {request_id for request_id, _ in units}
+        if w.write.after_known and lists_id(w.write.item_after, str(w.business_id)):
+            found.listed = True
+            listed_ns = w.write.ended_ns if listed_ns is None else min(listed_ns, w.write.ended_ns)
+    found.deliveries = {request_id for request_id, _ in units}
+    return found
+
+
+def overwritten(item: TypedItem | None, business_id: str) -> bool:
+    """Whether an aggregate item left at the end no longer lists ``business_id``, which a
+    write for it had left it listing: another id's write overwrote its change."""
+    return item is not None and not lists_id(item, business_id)

@@ -119,3 +119,29 @@ def test_a_read_modify_write_total_counts_each_sequential_repeat(
     )
     truth = _true_totals(run)
     assert _amounts(run) == {customer: total * COPIES for customer, total in truth.items()}
+
+
+@pytest.fixture(scope="module")
+def ledger_read_modify_write_racing(backend_url: str) -> VariantRun:
+    return _run(backend_url, "burst.toml", "ledger_read_modify_write.py")
+
+
+def test_racing_read_modify_writes_count_each_order_the_table_lost(
+    ledger_read_modify_write_racing: VariantRun,
+) -> None:
+    run = ledger_read_modify_write_racing
+    c = run.check.counts
+    _assert_clean_settlement(run)
+    # Six environments: a put computed from a total read before another order's put
+    # replaces that order's change. Every acknowledged message of an order its customer's
+    # item no longer lists is a lost outcome, and only those.
+    listed: Counter[str] = Counter()
+    for key, item in run.end_state.table_items.items():
+        if key.startswith("customer-"):
+            listed.update(entry["S"] for entry in item["orders"]["L"])
+    quantities = _quantities(run)
+    missing = [order for order in quantities if not listed[order]]
+    assert c.lost_outcomes == len(missing) * COPIES
+    assert c.duplicate_writes == c.conflicting_writes
+    if missing or c.duplicate_writes:
+        assert run.check.verdict == "fail"
