@@ -312,6 +312,7 @@ def explore(
     distinct_ids: int = 1,
     strategy: str = "exhaustive",
     budget: int | None = None,
+    time_budget_s: float | None = None,
     faults: str | Sequence[str] | None = None,
     max_faults: int = 1,
     schedule: str | None = None,
@@ -327,14 +328,16 @@ def explore(
     default as many as the scenario sends) one step at a time on the local
     runtime: ``strategy`` ``"exhaustive"`` (every distinct interleaving, within
     ``budget`` schedules) or ``"pct"`` (``budget`` random schedules from
-    ``seed``); ``faults`` (``"crash,redeliver"``, ...) adds up to ``max_faults``
+    ``seed``), either within ``time_budget_s`` seconds (default 120; checked
+    between schedules); ``faults`` (``"crash,redeliver"``, ...) adds up to ``max_faults``
     per schedule; ``schedule`` replays exactly one schedule token. Every
     schedule is judged by the checker; the first that fails is shrunk. The
-    report's ``explore`` object says what was run; ``report.exit_code`` is 0
+    report's ``explore`` object says what was run, its ``bound`` what that
+    covered and why the search stopped; ``report.exit_code`` is 0
     when no schedule failed, 1 when one did, 4 when one was inconclusive.
     """
     from loadtest.engine import backend_target
-    from loadtest.engine.explore import DEFAULT_BUDGET, ExploreOptions
+    from loadtest.engine.explore import DEFAULT_BUDGET, DEFAULT_TIME_BUDGET_S, ExploreOptions
     from loadtest.engine.explore import explore as explore_schedules
     from loadtest.model.explore.points import parse_faults, parse_token
     from loadtest.reports.explore import explore_report
@@ -351,6 +354,7 @@ def explore(
     options = ExploreOptions(
         strategy=strategy,
         budget=DEFAULT_BUDGET if budget is None else budget,
+        time_budget_s=DEFAULT_TIME_BUDGET_S if time_budget_s is None else time_budget_s,
         faults=parse_faults(faults),
         max_faults=max_faults,
         schedule=parse_token(schedule) if schedule else None,

@@ -72,7 +72,21 @@ def explore(
     ] = "exhaustive",
     budget: Annotated[
         int | None,
-        typer.Option("--budget", metavar="N", help="Most schedules to run (default 2000)."),
+        typer.Option(
+            "--budget",
+            metavar="N",
+            help="Most schedules to run (default 2000); the search stops there and "
+            "states what it covered.",
+        ),
+    ] = None,
+    time_budget: Annotated[
+        float | None,
+        typer.Option(
+            "--time-budget",
+            metavar="S",
+            help="Most seconds to search (default 120, more than 0), checked between "
+            "schedules; the search stops there and states what it covered.",
+        ),
     ] = None,
     faults: Annotated[
         str | None,
@@ -116,7 +130,9 @@ def explore(
     Each delivery stops at its invocation start, before and after each DynamoDB
     call, in sleeps and before its acknowledgement; one scheduler decides who
     goes next. Every schedule is judged as a run is; the first that fails is
-    shrunk and printed with a replay line (--schedule TOKEN).
+    shrunk and printed with a replay line (--schedule TOKEN). The search stops
+    at the first failure, when the space is covered, or when --budget or
+    --time-budget runs out, and states the bound it covered.
 
     Exit code 0 when no schedule failed, 1 when one did, 2 for bad input
     (including --target aws), 3 when the backend cannot be reached, 4 when a
@@ -137,6 +153,7 @@ def explore(
             distinct_ids=distinct_ids,
             strategy=strategy,
             budget=budget,
+            time_budget_s=time_budget,
             faults=faults,
             max_faults=max_faults,
             schedule=schedule,

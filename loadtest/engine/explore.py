@@ -4,11 +4,15 @@ Runs a session (``loadtest.engine.explore_session``) on the embedded backend
 (or an endpoint), then, by strategy:
 
 - ``exhaustive``: every schedule the DFS of ``loadtest.model.explore.strategies``
-  yields, until one fails, the space is covered, or ``budget`` schedules ran;
-- ``pct``: ``budget`` PCT schedules, seeded by ``seed``, until one fails;
+  yields, until one fails, the space is covered, ``budget`` schedules ran or
+  ``time_budget_s`` seconds passed;
+- ``pct``: ``budget`` PCT schedules, seeded by ``seed``, until one fails or
+  ``time_budget_s`` seconds passed;
 - a ``schedule`` token: exactly that schedule, once.
 
-The first failing schedule is shrunk (``loadtest.model.explore.shrink``) and
+The budgets are checked between schedules; one schedule is bounded by the driver's
+limit on a step's real time. The result's ``bound`` states what was covered and why
+the search stopped. The first failing schedule is shrunk (``loadtest.model.explore.shrink``) and
 replayed once more to record the counterexample's steps. Every schedule is
 judged by the checker, as a run is.
 
@@ -30,7 +34,15 @@ from loadtest.emulation.explore.steps import Step
 from loadtest.engine.explore_session import FRESH_SEPARATOR, Judged, Session, explored_messages
 from loadtest.engine.results import VariantRun
 from loadtest.errors import InputError
-from loadtest.model.explore.points import Fault, Option, Replay, Schedule, schedule_of
+from loadtest.model.explore.points import (
+    Bound,
+    Fault,
+    Option,
+    Replay,
+    Schedule,
+    schedule_of,
+    stopped_by,
+)
 from loadtest.model.explore.shrink import shrink
 from loadtest.model.explore.strategies import Exhaustive, Pct
 from loadtest.model.figures.metrics import latencies
@@ -40,6 +52,7 @@ from loadtest.model.scenario.loading import Scenario
 
 STRATEGIES = ("exhaustive", "pct")
 DEFAULT_BUDGET = 2000
+DEFAULT_TIME_BUDGET_S = 120.0
 PCT_DEPTH = 3
 
 
@@ -50,6 +63,8 @@ class ExploreOptions:
     strategy: str = "exhaustive"
     budget: int = DEFAULT_BUDGET
     """Most schedules to run (shrinking not included)."""
+    time_budget_s: float = DEFAULT_TIME_BUDGET_S
+    """Most seconds to search for (checked between schedules; shrinking not included)."""
     faults: tuple[Fault, ...] = ()
     max_faults: int = 1
     schedule: Schedule | None = None
@@ -67,6 +82,11 @@ class ExploreOptions:
             )
         if self.budget < 1:
             raise InputError(f"budget {self.budget} must be at least 1 schedule")
+        if not self.time_budget_s > 0:
+            raise InputError(
+                f"time budget {self.time_budget_s:g} must be more than 0 seconds "
+                "(--time-budget S: how long the search may run)"
+            )
         if self.max_faults < 0:
             raise InputError(f"max_faults {self.max_faults} must be 0 or more")
         if self.copies is not None and not 1 <= self.copies <= 8:
@@ -95,7 +115,8 @@ class ExploreResult:
     schedules_failed: int = 0
     schedules_inconclusive: int = 0
     exhaustive: bool = False
-    bound: str | None = None
+    bound: Bound | None = None
+    """What the search covered and why it stopped."""
     counterexample: Counterexample | None = None
     shown: Judged | None = None
     """The schedule the report's run shows: the counterexample, else an inconclusive one, else the first."""
@@ -171,6 +192,14 @@ def explore(
     started = time.perf_counter()
     counter = 0
 
+    def stop() -> str | None:
+        return stopped_by(
+            result.schedules_run,
+            options.budget,
+            time.perf_counter() - started,
+            options.time_budget_s,
+        )
+
     def run(chooser: Replay | object, chosen: Sequence[SentMessage]) -> Judged:
         nonlocal counter
         judged = session.run(chooser, chosen, counter)  # type: ignore[arg-type]
@@ -178,6 +207,8 @@ def explore(
         return judged
 
     first_failure: Judged | None = None
+    stopped = "space"
+    pct: Pct | None = None
     with session.open():
         if options.schedule is not None:
             # The default schedule first (not counted): it shows where outcomes live, as the
@@ -190,7 +221,11 @@ def explore(
                 first_failure = judged
         elif options.strategy == "exhaustive":
             search = Exhaustive(local_first=not {Fault.CLOCK, Fault.TIMEOUT} & set(options.faults))
-            while result.schedules_run < options.budget:
+            while True:
+                cut = stop()
+                if cut is not None:
+                    stopped = cut
+                    break
                 chooser = search.execution()
                 if chooser is None:
                     break
@@ -201,6 +236,7 @@ def explore(
                 _tally(result, judged)
                 if judged.verdict == "fail":
                     first_failure = judged
+                    stopped = "first_failure"
                     break
             result.exhaustive = (
                 search.covered and not search.nondeterministic and first_failure is None
@@ -208,7 +244,7 @@ def explore(
             result.blocked, result.nondeterministic = search.blocked, search.nondeterministic
         else:
             pct = Pct(options.seed, PCT_DEPTH, _settings(scenario, options).max_faults)
-            while result.schedules_run < options.budget:
+            while (cut := stop()) is None:
                 judged = run(pct.execution(), messages)
                 pct.learn(len(judged.execution.taken), judged.execution.deliveries)
                 result.schedules_run += 1
@@ -216,8 +252,28 @@ def explore(
                 if judged.verdict == "fail":
                     first_failure = judged
                     break
-            result.bound = pct.bound()
+            stopped = "first_failure" if first_failure is not None else cut or "budget"
         result.elapsed_s = time.perf_counter() - started
+        if options.schedule is not None:
+            strategy, stopped = "replay", "space"
+        else:
+            strategy = options.strategy
+        result.bound = Bound(
+            deliveries=len(messages) if options.schedule is None else options.schedule.copies,
+            ids=tuple(dict.fromkeys(str(m.business_id) for m in messages if m.business_id)),
+            faults=options.faults,
+            max_faults=options.max_faults,
+            strategy=strategy,
+            schedules=result.schedules_run,
+            exhaustive=result.exhaustive,
+            stopped_by=stopped,
+            failed=result.schedules_failed,
+            budget=options.budget,
+            time_budget_s=options.time_budget_s,
+            pct_depth=pct.depth if pct is not None else None,
+            pct_deliveries=pct.deliveries if pct is not None else None,
+            pct_steps=pct.steps if pct is not None else None,
+        )
         if first_failure is not None and options.schedule is not None:
             # A replay shows exactly the schedule it was given, not a shrunk one.
             result.counterexample = Counterexample(

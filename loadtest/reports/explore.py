@@ -8,11 +8,17 @@ works on it unchanged. The ``explore`` object adds what the search did:
 
 ```
 "explore": {"strategy", "schedules_run", "schedules_failed", "schedules_inconclusive",
-            "exhaustive": bool, "bound": str|null, "elapsed_s", "schedules_per_s",
+            "exhaustive": bool, "bound": {...}, "elapsed_s", "schedules_per_s",
             "faults": [...], "max_faults", "copies", "replay": str,
             "counterexample": {"schedule", "steps": [...], "counts", "reasons",
                                "deliveries", "faults"} | null}
 ```
+
+``bound`` is what the search covered (``loadtest.model.explore.Bound``): ``deliveries``,
+``ids``, ``faults`` (each with the most a schedule may take), ``max_faults``,
+``strategy``, ``schedules``, ``exhaustive``, ``stopped_by`` (``space``, ``budget``,
+``time_budget``, ``first_failure``), ``pct`` (``depth``, ``n``, ``k``, ``probability``, or
+null) and ``sentence``, the bound in words.
 
 ``replay`` is the command that reruns the shown schedule exactly.
 """
@@ -97,8 +103,9 @@ def explore_report(
         "schedules_failed": result.schedules_failed,
         "schedules_inconclusive": result.schedules_inconclusive,
         "exhaustive": result.exhaustive,
-        "bound": result.bound,
+        "bound": result.bound.to_dict() if result.bound is not None else None,
         "budget": result.options.budget,
+        "time_budget_s": result.options.time_budget_s,
         "elapsed_s": round(result.elapsed_s, 3),
         "schedules_per_s": round(result.schedules_per_s, 1),
         "faults": [f.value for f in result.options.faults],
@@ -147,15 +154,11 @@ def explore_text(report: ReportModel | Mapping[str, Any]) -> str:
         f"inconclusive: {e['schedules_inconclusive']}  ({e['elapsed_s']:g} s, "
         f"{e['schedules_per_s']:g} schedules/s)",
     ]
+    bound = e.get("bound") or {}
     if e["strategy"] == "exhaustive":
-        lines.append(
-            "exhaustive: true (every distinct interleaving and fault placement was run)"
-            if e["exhaustive"]
-            else "exhaustive: false (the search stopped at a failure or at the budget "
-            f"of {e['budget']} schedules before covering the space)"
-        )
-    if e["bound"]:
-        lines.append(e["bound"])
+        lines.append(f"exhaustive: {'true' if e['exhaustive'] else 'false'}")
+    if bound.get("sentence"):
+        lines.append(f"covered: {bound['sentence']}")
     example = e["counterexample"]
     if example is not None:
         lines += [

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from loadtest.model.checker.details import lists_id, varies_per_delivery
 from loadtest.model.checker.roles import Judged, Write, named_record, replayed_writes
 from loadtest.model.checker.verdict import Role
-from loadtest.model.history.log import InvocationRef, Record, TypedItem, WriteOutcome, WriteRecord
 from loadtest.model.dynamodb.updates import same_item
+from loadtest.model.history.log import InvocationRef, Record, TypedItem, WriteOutcome, WriteRecord
 
 
 def tied_record(write: WriteRecord, ref: InvocationRef) -> Record | None:

@@ -275,3 +275,111 @@ class Replay:
                 if option.choice == wanted:
                     return option
         return default_option(options, last)
+
+
+STOPS = ("space", "budget", "time_budget", "first_failure")
+"""Why a search stopped: it covered its space (or ran its one schedule), ran its budget of
+schedules, ran out of its time budget, or found a failing schedule."""
+
+
+def stopped_by(
+    schedules_run: int, budget: int, elapsed_s: float, time_budget_s: float
+) -> str | None:
+    """Whether a search stops before its next schedule, and why: ``budget`` once
+    ``budget`` schedules ran, ``time_budget`` once ``time_budget_s`` seconds passed; None:
+    run the next one. Checked between schedules, so the time budget is passed by at most
+    one schedule's time; the first schedule always runs, so there is a judged one to answer
+    with even when setting up took the whole time budget."""
+    if schedules_run >= budget:
+        return "budget"
+    if schedules_run > 0 and elapsed_s >= time_budget_s:
+        return "time_budget"
+    return None
+
+
+@dataclass(frozen=True)
+class Bound:
+    """What a search covered: the deliveries, the faults it offered, how many schedules it
+    ran, whether that was the whole space within those, and why it stopped."""
+
+    deliveries: int
+    ids: tuple[str, ...]
+    faults: tuple[Fault, ...]
+    max_faults: int
+    strategy: str
+    schedules: int
+    exhaustive: bool
+    stopped_by: str
+    failed: int = 0
+    budget: int = 0
+    time_budget_s: float = 0.0
+    pct_depth: int | None = None
+    pct_deliveries: int | None = None
+    """n: the most deliveries PCT saw in one schedule."""
+    pct_steps: int | None = None
+    """k: the longest schedule PCT saw, in decisions."""
+
+    @property
+    def pct_probability(self) -> float | None:
+        """PCT's lower bound, per schedule, on finding a bug of depth d: 1/(n*k^(d-1))."""
+        if self.pct_depth is None or self.pct_deliveries is None or self.pct_steps is None:
+            return None
+        return 1.0 / float(self.pct_deliveries * self.pct_steps ** (self.pct_depth - 1))
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "deliveries": self.deliveries,
+            "ids": list(self.ids),
+            "faults": {f.value: self.max_faults for f in self.faults},
+            "max_faults": self.max_faults if self.faults else 0,
+            "strategy": self.strategy,
+            "schedules": self.schedules,
+            "exhaustive": self.exhaustive,
+            "stopped_by": self.stopped_by,
+            "pct": None
+            if self.pct_probability is None
+            else {
+                "depth": self.pct_depth,
+                "n": self.pct_deliveries,
+                "k": self.pct_steps,
+                "probability": float(f"{self.pct_probability:.3g}"),
+            },
+            "sentence": self.sentence,
+        }
+
+    @property
+    def sentence(self) -> str:
+        """The bound in words, as the terminal and the HTML report state it."""
+        what = f"{self.deliveries} deliveries of {', '.join(self.ids)}"
+        if self.faults:
+            names = ", ".join(f.value for f in self.faults)
+            what += f" with at most {self.max_faults} fault(s) per schedule ({names})"
+        else:
+            what += " without faults"
+        plural = "schedule" if self.schedules == 1 else "schedules"
+        outcome = f"{self.failed} failed" if self.failed else "no failure"
+        if self.strategy == "replay":
+            return f"the one schedule given, of {what}: {outcome}"
+        if self.exhaustive:
+            return f"every schedule of {what}: {self.schedules} {plural}, {outcome}"
+        stop = {
+            "space": "not every schedule: some ran differently when replayed (nondeterministic)",
+            "budget": f"not every schedule: stopped by the budget of {self.budget} schedules",
+            "time_budget": f"not every schedule: stopped by the time budget of "
+            f"{self.time_budget_s:g} s",
+            "first_failure": "stopped at the first failure",
+        }[self.stopped_by]
+        if self.strategy == "pct":
+            stop = stop.replace("not every schedule: ", "")
+            p = self.pct_probability
+            odds = (
+                ""
+                if p is None
+                else f"; a bug of depth {self.pct_depth} is found with probability at least "
+                f"1/(n*k^(d-1)) = 1/({self.pct_deliveries}*{self.pct_steps}^"
+                f"{(self.pct_depth or 1) - 1}) = {p:.2e} per schedule "
+                f"(n={self.pct_deliveries} deliveries, k={self.pct_steps} steps, "
+                f"d={self.pct_depth})"
+            )
+            return f"{self.schedules} PCT {plural} of {what}, {stop}: {outcome}{odds}"
+        return f"{self.schedules} {plural} of {what}, {stop}: {outcome}"

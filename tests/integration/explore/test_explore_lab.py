@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,9 @@ def test_read_then_write_race_is_found_shrunk_and_replayed(
     assert report.exit_code == 1
     explore: dict[str, Any] = report.to_dict()["explore"]
     assert explore["strategy"] == "exhaustive" and explore["exhaustive"] is False
-    assert explore["schedules_failed"] == 1 and explore["bound"] is None
+    assert explore["schedules_failed"] == 1
+    assert explore["bound"]["stopped_by"] == "first_failure"
+    assert explore["bound"]["exhaustive"] is False and explore["bound"]["pct"] is None
     example = explore["counterexample"]
     assert example["schedule"] == "2:2=2"
     assert example["deliveries"] == 2 and example["faults"] == 0
@@ -105,8 +108,31 @@ def test_conditional_covers_the_space_with_faults(backend_url: str) -> None:
     explore = report.to_dict()["explore"]
     assert report.exit_code == 0
     assert explore["exhaustive"] is True and explore["schedules_failed"] == 0
+    bound = explore["bound"]
+    assert bound["stopped_by"] == "space" and bound["exhaustive"] is True
+    assert bound["faults"] == {"crash": 1, "redeliver": 1, "ack-lost": 1}
+    assert bound["sentence"].startswith("every schedule of 3 deliveries of dedup-order with")
     assert explore["schedules_run"] == 252
     assert explore["faults"] == ["crash", "redeliver", "ack-lost"] and explore["max_faults"] == 1
+
+
+def test_a_time_budget_stops_the_search_with_an_answer(backend_url: str) -> None:
+    started = time.perf_counter()
+    report = loadtest.explore(
+        "seed-lab",
+        variant="conditional",
+        faults="crash,redeliver,ack-lost",
+        max_faults=2,
+        time_budget_s=1.0,
+        endpoint_url=backend_url,
+    )
+    assert time.perf_counter() - started < 15
+    explore = report.to_dict()["explore"]
+    assert report.exit_code == 0
+    bound = explore["bound"]
+    assert explore["exhaustive"] is False and bound["exhaustive"] is False
+    assert bound["stopped_by"] == "time_budget" and bound["schedules"] >= 1
+    assert "stopped by the time budget of 1 s" in bound["sentence"]
 
 
 def test_pct_finds_the_race_and_states_its_bound(backend_url: str) -> None:
@@ -115,7 +141,12 @@ def test_pct_finds_the_race_and_states_its_bound(backend_url: str) -> None:
     )
     explore = report.to_dict()["explore"]
     assert report.exit_code == 1
-    assert explore["bound"].startswith("PCT: a bug of depth 3 is found with probability at least")
+    bound = explore["bound"]
+    assert bound["strategy"] == "pct" and bound["stopped_by"] == "first_failure"
+    assert bound["pct"]["depth"] == 3 and bound["pct"]["probability"] > 0
+    assert (
+        "a bug of depth 3 is found with probability at least 1/(n*k^(d-1))" in (bound["sentence"])
+    )
     assert explore["counterexample"]["deliveries"] == 2
 
 
@@ -130,6 +161,11 @@ def test_bad_input() -> None:
     assert result.exit_code == 2 and "not allowed" in result.output
     result = runner.invoke(app, ["explore", "seed-lab", "--faults", "boom"])
     assert result.exit_code == 2 and "allowed: crash" in result.output
+    for seconds in ("0", "-1"):
+        result = runner.invoke(app, ["explore", "seed-lab", "--time-budget", seconds])
+        assert result.exit_code == 2, result.output
+        assert "--time-budget" in result.output and "more than 0" in result.output
+        assert "Traceback" not in result.output
     result = runner.invoke(app, ["explore", "seed-lab", "--schedule", "nope"])
     assert result.exit_code == 2 and "schedule 'nope' is not valid" in result.output
 
