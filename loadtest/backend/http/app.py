@@ -2,7 +2,9 @@
 the patches of ``loadtest.backend.patches`` applied, moto's instance tracking
 off (``untracked``), JSON-protocol DynamoDB and SQS requests taken the short way to moto's
 response classes (``fastpath``), DynamoDB serialised by ``SerialisedDynamoDB`` and every request
-counted by ``RequestCounter`` (``/_loadtest/stats``).
+counted by ``RequestCounter`` (``/_loadtest/stats``). Every other service moto ships (SNS,
+EventBridge, S3, Step Functions among them) takes moto's full path, its app built by the
+dispatcher on the service's first request.
 
 Owns the app and its two wrappers; must not bind sockets or start processes (``server``
 and ``embedded`` do). moto is imported only inside ``build_app``.
