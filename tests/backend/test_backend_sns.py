@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from tests.backend.aws_clients import queue, queue_arn, sns, sqs, unique
 
 
@@ -109,11 +107,6 @@ def test_a_fifo_topic_delivers_a_repeated_deduplication_id_once(backend_url: str
         client.delete_topic(TopicArn=topic)
 
 
-@pytest.mark.xfail(
-    reason="moto does not deduplicate on a FIFO topic: it passes the id on, and only a FIFO "
-    "queue subscribed drops the repeat; a standard queue subscribed gets both (SNS: one)",
-    strict=True,
-)
 def test_a_fifo_topic_deduplicates_before_a_standard_queue_subscribed(backend_url: str) -> None:
     client = sns(backend_url)
     topic = client.create_topic(
@@ -132,5 +125,30 @@ def test_a_fifo_topic_deduplicates_before_a_standard_queue_subscribed(backend_ur
             )
         try:
             assert _receive_all(backend_url, standard) == ["first"]
+        finally:
+            client.delete_topic(TopicArn=topic)
+
+
+def test_a_fifo_topic_with_content_based_deduplication_delivers_the_same_message_once(
+    backend_url: str,
+) -> None:
+    client = sns(backend_url)
+    topic = client.create_topic(
+        Name=unique("backend-test") + ".fifo",
+        Attributes={"FifoTopic": "true", "ContentBasedDeduplication": "true"},
+    )["TopicArn"]
+    with queue(backend_url) as standard:
+        client.subscribe(
+            TopicArn=topic,
+            Protocol="sqs",
+            Endpoint=queue_arn(backend_url, standard),
+            Attributes={"RawMessageDelivery": "true"},
+        )
+        first = client.publish(TopicArn=topic, Message="same", MessageGroupId="g")["MessageId"]
+        again = client.publish(TopicArn=topic, Message="same", MessageGroupId="g")["MessageId"]
+        client.publish(TopicArn=topic, Message="other", MessageGroupId="g")
+        try:
+            assert again == first
+            assert _receive_all(backend_url, standard) == ["same", "other"]
         finally:
             client.delete_topic(TopicArn=topic)
