@@ -55,7 +55,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m loadtest.backend.embedded``: serve and print ``READY <url>`` when ready."""
     parser = argparse.ArgumentParser(
         prog="python -m loadtest.backend.embedded",
-        description="Serve loadtest's embedded SQS + DynamoDB backend (moto, patched).",
+        description=(
+            "Serve loadtest's embedded backend (moto, patched): SQS and DynamoDB, "
+            "and SNS, EventBridge, S3 and Step Functions."
+        ),
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind")
     parser.add_argument("--port", type=int, default=5000, help="port to bind (0: pick a free one)")

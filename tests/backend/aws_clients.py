@@ -12,8 +12,12 @@ from botocore.config import Config
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_events import EventBridgeClient
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_sns import SNSClient
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.literals import QueueAttributeNameType
+    from mypy_boto3_stepfunctions import SFNClient
 
 # One attempt: a retried HTTP 500 would hide exactly the failures these tests look for.
 _CONFIG = Config(retries={"total_max_attempts": 1, "mode": "standard"}, max_pool_connections=32)
@@ -37,6 +41,32 @@ def sqs(url: str) -> SQSClient:
 def dynamodb(url: str) -> DynamoDBClient:
     """A new DynamoDB client (own session: safe to make in any thread)."""
     return boto3.session.Session().client("dynamodb", **_kwargs(url))
+
+
+def sns(url: str) -> SNSClient:
+    """A new SNS client."""
+    return boto3.session.Session().client("sns", **_kwargs(url))
+
+
+def events(url: str) -> EventBridgeClient:
+    """A new EventBridge client."""
+    return boto3.session.Session().client("events", **_kwargs(url))
+
+
+def s3(url: str) -> S3Client:
+    """A new S3 client."""
+    return boto3.session.Session().client("s3", **_kwargs(url))
+
+
+def stepfunctions(url: str) -> SFNClient:
+    """A new Step Functions client."""
+    return boto3.session.Session().client("stepfunctions", **_kwargs(url))
+
+
+def queue_arn(url: str, queue_url: str) -> str:
+    """The ARN of the queue at ``queue_url``."""
+    attributes = sqs(url).get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
+    return attributes["Attributes"]["QueueArn"]
 
 
 def unique(prefix: str) -> str:

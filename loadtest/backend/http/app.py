@@ -2,7 +2,10 @@
 the patches of ``loadtest.backend.patches`` applied, moto's instance tracking
 off (``untracked``), JSON-protocol DynamoDB and SQS requests taken the short way to moto's
 response classes (``fastpath``), DynamoDB serialised by ``SerialisedDynamoDB`` and every request
-counted by ``RequestCounter`` (``/_loadtest/stats``).
+counted by ``RequestCounter`` (``/_loadtest/stats``). Every other service moto ships (SNS,
+EventBridge, S3, Step Functions among them) takes moto's full path, its app built by the
+dispatcher on the service's first request; SNS's FIFO deduplication
+(``loadtest.backend.sns.fifo``) is installed just before SNS's app is built.
 
 Owns the app and its two wrappers; must not bind sockets or start processes (``server``
 and ``embedded`` do). moto is imported only inside ``build_app``.
@@ -13,8 +16,8 @@ from __future__ import annotations
 import io
 import json
 import threading
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -111,6 +114,20 @@ def _buffer_request_body(environ: WSGIEnvironment) -> None:
     environ["wsgi.input"] = io.BytesIO(body)
 
 
+def _with_service_patches(create: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """moto's ``create_backend_app``, installing a service's patches just before its app is
+    built (SNS: ``loadtest.backend.sns.fifo``): a service never requested is never imported."""
+
+    def create_backend_app(service: Any) -> Any:
+        if service == "sns":
+            from loadtest.backend.sns import fifo
+
+            fifo.install()
+        return create(service)
+
+    return create_backend_app
+
+
 def build_app(*, patched: bool = True) -> WSGIApplication:
     """moto's server app; with ``patched`` (the default) made safe for load tests.
 
@@ -124,9 +141,9 @@ def build_app(*, patched: bool = True) -> WSGIApplication:
         check_versions()
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
-    app = DomainDispatcherApplication(create_backend_app)
     if not patched:
-        return app
+        return DomainDispatcherApplication(create_backend_app)
+    app = DomainDispatcherApplication(_with_service_patches(create_backend_app))
     from loadtest.backend import patches
     from loadtest.backend.core.untracked import stop_tracking_instances
     from loadtest.backend.http.fastpath import JsonProtocolFastPath

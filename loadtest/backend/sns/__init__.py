@@ -1,0 +1,1 @@
+"""The embedded backend's SNS: a FIFO topic's deduplication, installed when SNS is first used."""
