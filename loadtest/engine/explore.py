@@ -190,6 +190,7 @@ def explore(
                 first_failure = judged
         elif options.strategy == "exhaustive":
             search = Exhaustive(local_first=not {Fault.CLOCK, Fault.TIMEOUT} & set(options.faults))
+            unscheduled = False
             while result.schedules_run < options.budget:
                 chooser = search.execution()
                 if chooser is None:
@@ -198,12 +199,17 @@ def explore(
                 if judged.execution.abandoned:
                     continue
                 result.schedules_run += 1
+                unscheduled = unscheduled or judged.execution.unscheduled > 0
                 _tally(result, judged)
                 if judged.verdict == "fail":
                     first_failure = judged
                     break
+            # A call no point stopped falls where it falls: the space searched is not all.
             result.exhaustive = (
-                search.covered and not search.nondeterministic and first_failure is None
+                search.covered
+                and not search.nondeterministic
+                and first_failure is None
+                and not unscheduled
             )
             result.blocked, result.nondeterministic = search.blocked, search.nondeterministic
         else:

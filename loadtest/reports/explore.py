@@ -152,7 +152,8 @@ def explore_text(report: ReportModel | Mapping[str, Any]) -> str:
             "exhaustive: true (every distinct interleaving and fault placement was run)"
             if e["exhaustive"]
             else "exhaustive: false (the search stopped at a failure or at the budget "
-            f"of {e['budget']} schedules before covering the space)"
+            f"of {e['budget']} schedules, or met a call it could not schedule, before "
+            "covering the space)"
         )
     if e["bound"]:
         lines.append(e["bound"])

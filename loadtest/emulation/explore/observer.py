@@ -6,7 +6,10 @@ answer "throttle" instead of sending it) and after its answer has been
 recorded, before the handler sees it (``after_call``). Calls to the watched
 table are recorded as in a load run; calls to other DynamoDB tables (a lock
 table, an idempotency table) are points too, not recorded. Calls made by
-other threads (the explorer's own reads) pass straight through.
+other threads pass straight through: the explorer's own reads, between
+schedules; one made while a schedule runs (a thread or an executor of the
+handler's) cannot be scheduled, and the gate notes it (``unscheduled``), which
+leaves the schedule inconclusive rather than passed.
 
 botocore's synchronous clients and aiobotocore's (aioboto3's clients and
 resources) are gated alike. An aiobotocore call stops at the gate from its
@@ -42,6 +45,8 @@ class Gate(Protocol):
     def before_call(self, operation: str, access: Access, target: str) -> str | None: ...
 
     def after_call(self, answer: str | None = None) -> None: ...
+
+    def unscheduled(self, operation: str, table: str) -> None: ...
 
 
 class _Throttled:
@@ -113,12 +118,12 @@ class GatedObserver(WriteObserver):
         self, client: BaseClient, params: dict[str, Any], operation_model: Any, context: Any
     ) -> dict[str, Any]:
         planned = super()._planned(client, params, operation_model, context)
-        if (
-            isinstance(context, dict)
-            and "loadtest_observation" not in context
-            and client.meta.service_model.service_name == "dynamodb"
-            and self.gate.in_delivery()
-        ):
+        if client.meta.service_model.service_name != "dynamodb":
+            return planned
+        if not self.gate.in_delivery():
+            self.gate.unscheduled(str(operation_model.name), str(params.get("TableName", "")))
+            return planned
+        if isinstance(context, dict) and "loadtest_observation" not in context:
             name = str(operation_model.name)
             table = str(params.get("TableName", ""))
             kind = "read" if name in READ_APIS else "write"

@@ -76,3 +76,18 @@ def test_aioboto3_conditional_put_passes_every_order(backend_url: str, consumer:
     assert explore["counterexample"] is None
     # The three conditional puts of dedup-order in their 3! orders, as boto3's consumer.
     assert explore["exhaustive"] is True and explore["schedules_run"] == 6
+
+
+def test_a_call_made_outside_the_delivery_thread_is_inconclusive_naming_it(
+    backend_url: str,
+) -> None:
+    # The write runs in the event loop's executor: no point stops it, so explore says so.
+    report = _explore(backend_url, "aio_executor_put")
+    data = report.to_dict()
+    explore = data["explore"]
+    assert explore["counterexample"] is None
+    assert explore["schedules_inconclusive"] >= 1 and explore["exhaustive"] is False
+    assert report.exit_code not in (0, 1)
+    reasons = json.dumps(data)
+    assert "PutItem call(s) not understood: made outside the delivery's thread" in reasons
+    assert "explore cannot schedule it" in reasons
