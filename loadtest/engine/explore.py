@@ -221,6 +221,7 @@ def explore(
                 first_failure = judged
         elif options.strategy == "exhaustive":
             search = Exhaustive(local_first=not {Fault.CLOCK, Fault.TIMEOUT} & set(options.faults))
+            unscheduled = False
             while True:
                 cut = stop()
                 if cut is not None:
@@ -233,15 +234,22 @@ def explore(
                 if judged.execution.abandoned:
                     continue
                 result.schedules_run += 1
+                unscheduled = unscheduled or judged.execution.unscheduled > 0
                 _tally(result, judged)
                 if judged.verdict == "fail":
                     first_failure = judged
                     stopped = "first_failure"
                     break
+            # A call no point stopped falls where it falls: the space searched is not all.
             result.exhaustive = (
-                search.covered and not search.nondeterministic and first_failure is None
+                search.covered
+                and not search.nondeterministic
+                and first_failure is None
+                and not unscheduled
             )
             result.blocked, result.nondeterministic = search.blocked, search.nondeterministic
+            if unscheduled and stopped == "space":
+                stopped = "unscheduled_call"
         else:
             pct = Pct(options.seed, PCT_DEPTH, _settings(scenario, options).max_faults)
             while (cut := stop()) is None:

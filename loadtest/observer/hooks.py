@@ -48,6 +48,10 @@ class Observing(Protocol):
 
     async def _send_async(self, call: Call, send: Callable[[], Awaitable[Any]]) -> Any: ...
 
+    async def _send_other_async(
+        self, request_context: Any, send: Callable[[], Awaitable[Any]]
+    ) -> Any: ...
+
     def _after(self, operation_model: Any, result: Any, context: Any) -> None: ...
 
 
@@ -109,7 +113,10 @@ def wrap_async(observer: Observing, aio_class: type) -> Methods:
     ) -> Any:
         call = pending(request_context)
         if call is None:
-            result = await original_request(client, operation_model, request_dict, request_context)
+            result = await observer._send_other_async(
+                request_context,
+                lambda: original_request(client, operation_model, request_dict, request_context),
+            )
         else:
             result = await observer._send_async(
                 call,

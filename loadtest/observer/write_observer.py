@@ -265,6 +265,12 @@ class WriteObserver:
         """
         return send()
 
+    async def _send_other_async(
+        self, request_context: Any, send: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        """``_send_other`` for aiobotocore."""
+        return await send()
+
     def _instead(self, call: Call) -> tuple[Any, Any] | None:
         """The answer ``before_call`` gives instead of sending ``call``, if any."""
         return None if self.before_call is None else self.before_call(call.operation)

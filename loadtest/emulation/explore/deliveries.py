@@ -39,6 +39,7 @@ from loadtest.errors import ExploreError
 from loadtest.model.explore.points import LOCAL, Access, Delivery, Fault, Point
 from loadtest.model.history.log import InvocationOutcome
 from loadtest.model.history.observation import decode
+from loadtest.model.history.records import UnobservedCall
 from loadtest.observer import record_marks
 
 STEP_LIMIT_S = 120.0
@@ -71,6 +72,9 @@ class Deliveries:
         self._log = StepLog()
         self._seq = 0
         self._aliases: list[tuple[str, str]] = []
+        self._scheduling = False
+        self._running: Run | None = None
+        self._unscheduled = 0
 
     # --- the gate (called in delivery threads) -----------------------------------
 
@@ -120,6 +124,27 @@ class Deliveries:
                 keys.add(key)
             access = Access(access.kind, frozenset(keys))
         return self._park(run, Point.CALL, access)
+
+    def unscheduled(self, operation: str, table: str) -> None:
+        """A DynamoDB call made outside every delivery's thread while a schedule runs.
+
+        It cannot be stopped at a point (the handler's own thread, an executor's), so
+        the schedules run do not cover where it falls: it is noted as unobserved on
+        the delivery that ran last, which leaves the schedule inconclusive, naming it.
+        The explorer's own calls, between schedules, are not noted.
+        """
+        run = self._running
+        if not self._scheduling or run is None:
+            return
+        self._unscheduled += 1
+        run.observations.append(
+            UnobservedCall(
+                operation,
+                f"made outside the delivery's thread (table {table}): explore cannot "
+                "schedule it, so no schedule covers where it falls",
+                run.request_id,
+            )
+        )
 
     def after_call(self, answer: str | None = None) -> None:
         run: Run = self._local.run
@@ -222,6 +247,7 @@ class Deliveries:
             instruction = "timeout"  # the function timeout passed while it was parked
             self._log.note(run.delivery, "timed out (the function timeout passed)")
         run.instruction = instruction
+        self._running = run
         with self._cv:
             run.point = None
         run.semaphore.release()

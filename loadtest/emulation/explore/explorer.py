@@ -160,6 +160,7 @@ class Explorer(Deliveries):
         steps of different schedules by the items they touch.
         """
         self._aliases = list(aliases)
+        self._scheduling, self._running, self._unscheduled = True, None, 0
         self.clock.elapsed_ns = 0
         self._seq = 0
         self._runs = []
@@ -200,6 +201,7 @@ class Explorer(Deliveries):
             if not run.done:
                 self._release(run, "abandon")
         self._wait_parked()
+        self._scheduling = False
         invocations = [invocation_of(r) for r in self._runs if r.started and not r.abandoned]
         keys = {key_string(k): k for r in self._runs for k in observed_keys(r)}
         return Execution(
@@ -214,4 +216,5 @@ class Explorer(Deliveries):
             len(self._runs),
             faults,
             keys,
+            self._unscheduled,
         )

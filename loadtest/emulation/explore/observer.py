@@ -6,16 +6,22 @@ answer "throttle" instead of sending it) and after its answer has been
 recorded, before the handler sees it (``after_call``). Calls to the watched
 table are recorded as in a load run; calls to other DynamoDB tables (a lock
 table, an idempotency table) are points too, not recorded. Calls made by
-other threads (the explorer's own reads) pass straight through.
+other threads pass straight through: the explorer's own reads, between
+schedules; one made while a schedule runs (a thread or an executor of the
+handler's) cannot be scheduled, and the gate notes it (``unscheduled``), which
+leaves the schedule inconclusive rather than passed.
 
-Only botocore's synchronous clients are gated (aiobotocore's are recorded,
-not gated).
+botocore's synchronous clients and aiobotocore's (aioboto3's clients and
+resources) are gated alike. An aiobotocore call stops at the gate from its
+coroutine, blocking the delivery's thread: the event loop it runs on is the
+handler's own (``asyncio.run`` in the delivery's thread), and nothing else
+of the delivery may run while it is parked.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, Protocol
 
 from botocore.client import BaseClient
@@ -39,6 +45,8 @@ class Gate(Protocol):
     def before_call(self, operation: str, access: Access, target: str) -> str | None: ...
 
     def after_call(self, answer: str | None = None) -> None: ...
+
+    def unscheduled(self, operation: str, table: str) -> None: ...
 
 
 class _Throttled:
@@ -110,12 +118,12 @@ class GatedObserver(WriteObserver):
         self, client: BaseClient, params: dict[str, Any], operation_model: Any, context: Any
     ) -> dict[str, Any]:
         planned = super()._planned(client, params, operation_model, context)
-        if (
-            isinstance(context, dict)
-            and "loadtest_observation" not in context
-            and client.meta.service_model.service_name == "dynamodb"
-            and self.gate.in_delivery()
-        ):
+        if client.meta.service_model.service_name != "dynamodb":
+            return planned
+        if not self.gate.in_delivery():
+            self.gate.unscheduled(str(operation_model.name), str(params.get("TableName", "")))
+            return planned
+        if isinstance(context, dict) and "loadtest_observation" not in context:
             name = str(operation_model.name)
             table = str(params.get("TableName", ""))
             kind = "read" if name in READ_APIS else "write"
@@ -126,11 +134,19 @@ class GatedObserver(WriteObserver):
             )
         return planned
 
-    def _send_other(self, request_context: Any, send: Callable[[], Any]) -> Any:
+    def _other_point(self, request_context: Any) -> tuple[str, Access, str] | None:
+        """The point a call to another table makes in a delivery, if it is one."""
         other = request_context.pop(_OTHER, None) if isinstance(request_context, dict) else None
         if other is None or not self.gate.in_delivery():
-            return send()
+            return None
         name, access, table = other
+        return str(name), access, str(table)
+
+    def _send_other(self, request_context: Any, send: Callable[[], Any]) -> Any:
+        point = self._other_point(request_context)
+        if point is None:
+            return send()
+        name, access, table = point
         if self.gate.before_call(name, access, f"table {table}") == THROTTLED:
             answer = _throttled()
         else:
@@ -138,24 +154,56 @@ class GatedObserver(WriteObserver):
         self.gate.after_call(_answer_text(answer))
         return answer
 
+    async def _send_other_async(
+        self, request_context: Any, send: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        point = self._other_point(request_context)
+        if point is None:
+            return await send()
+        name, access, table = point
+        if self.gate.before_call(name, access, f"table {table}") == THROTTLED:
+            answer = _throttled()
+        else:
+            answer = await send()
+        self.gate.after_call(_answer_text(answer))
+        return answer
+
+    @staticmethod
+    def _point(call: Call) -> tuple[Access, str]:
+        """The access a call to the watched table makes, and how the steps name its target."""
+        if call.kind == "read":
+            keys = frozenset({key_string(call.read_key)}) if call.read_key else frozenset()
+            return Access("read", keys), _describe_key(call.read_key)
+        keys = frozenset(key_string(p.key) for p in call.parts)
+        return Access("write", keys), "; ".join(_describe_key(p.key) for p in call.parts)
+
+    def _throttle(self, call: Call) -> tuple[Any, dict[str, Any]]:
+        """The throttling answer given instead of sending ``call`` (a write's is recorded)."""
+        answer = _throttled()
+        if call.kind != "read":
+            record_id = current_record()
+            started = self._begin(call, record_id)
+            self._answer(call, answer[0], answer[1], started, record_id)
+        return answer
+
     def _send(self, call: Call, send: Callable[[], Any]) -> Any:
         if not self.gate.in_delivery():
             return super()._send(call, send)
-        if call.kind == "read":
-            keys = frozenset({key_string(call.read_key)}) if call.read_key else frozenset()
-            target = _describe_key(call.read_key)
-            access = Access("read", keys)
-        else:
-            keys = frozenset(key_string(p.key) for p in call.parts)
-            target = "; ".join(_describe_key(p.key) for p in call.parts)
-            access = Access("write", keys)
+        access, target = self._point(call)
         if self.gate.before_call(call.operation, access, target) == THROTTLED:
-            answer = _throttled()
-            if call.kind != "read":
-                record_id = current_record()
-                started = self._begin(call, record_id)
-                self._answer(call, answer[0], answer[1], started, record_id)
+            answer = self._throttle(call)
         else:
             answer = super()._send(call, send)
+        self.gate.after_call()
+        return answer
+
+    async def _send_async(self, call: Call, send: Callable[[], Awaitable[Any]]) -> Any:
+        if not self.gate.in_delivery():
+            return await super()._send_async(call, send)
+        access, target = self._point(call)
+        if self.gate.before_call(call.operation, access, target) == THROTTLED:
+            answer = self._throttle(call)
+        else:
+            answer = await super()._send_async(call, send)
         self.gate.after_call()
         return answer

@@ -142,6 +142,9 @@ class Execution:
     keys: dict[str, TypedItem]
     """Items of the watched table the schedule's calls named, by ``key_string`` (to read
     back at the end)."""
+    unscheduled: int = 0
+    """DynamoDB calls made outside every delivery's thread: no point stopped them, so the
+    search cannot claim to have covered where they fall."""
 
 
 def sqs_record(run: Run) -> dict[str, Any]:

@@ -277,9 +277,10 @@ class Replay:
         return default_option(options, last)
 
 
-STOPS = ("space", "budget", "time_budget", "first_failure")
+STOPS = ("space", "budget", "time_budget", "first_failure", "unscheduled_call")
 """Why a search stopped: it covered its space (or ran its one schedule), ran its budget of
-schedules, ran out of its time budget, or found a failing schedule."""
+schedules, ran out of its time budget, found a failing schedule, or met a call it cannot
+schedule (so the space it searched is not the whole space)."""
 
 
 def stopped_by(
@@ -368,6 +369,8 @@ class Bound:
             "time_budget": f"not every schedule: stopped by the time budget of "
             f"{self.time_budget_s:g} s",
             "first_failure": "stopped at the first failure",
+            "unscheduled_call": "not every schedule: a call explore cannot schedule fell "
+            "wherever it fell",
         }[self.stopped_by]
         if self.strategy == "pct":
             stop = stop.replace("not every schedule: ", "")
