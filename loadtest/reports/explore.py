@@ -14,7 +14,7 @@ works on it unchanged. The ``explore`` object adds what the search did:
                                "deliveries", "faults"} | null}
 ```
 
-``bound`` is what the search covered (``loadtest.model.explore.Bound``): ``deliveries``,
+``bound`` is what the search covered (``loadtest.model.explore.points.Bound``): ``deliveries``,
 ``ids``, ``faults`` (each with the most a schedule may take), ``max_faults``,
 ``strategy``, ``schedules``, ``exhaustive``, ``stopped_by`` (``space``, ``budget``,
 ``time_budget``, ``first_failure``, ``unscheduled_call``), ``pct`` (``depth``, ``n``, ``k``, ``probability``, or
