@@ -16,6 +16,8 @@ import loadtest
 from loadtest.cli import app
 
 CONSUMERS = Path(__file__).parent / "consumers"
+ADVERSARIAL = Path(__file__).parents[1] / "consumers" / "adversarial"
+"""The client-API consumers are the load runs' own aioboto3 consumers, explored unchanged."""
 
 RACE = [
     ("1", "invocation starts", None),
@@ -29,10 +31,10 @@ RACE = [
 ]
 
 
-def _explore(backend_url: str, consumer: str, **options: Any) -> loadtest.Report:
+def _explore(backend_url: str, consumer: Path, **options: Any) -> loadtest.Report:
     return loadtest.explore(
         "seed-lab",
-        handler=f"{CONSUMERS / consumer}.py:handler",
+        handler=f"{consumer}.py:handler",
         endpoint_url=backend_url,
         **options,
     )
@@ -42,9 +44,13 @@ def _steps(explore: dict[str, Any]) -> list[tuple[str, str, str | None]]:
     return [(s["delivery"], s["what"], s["answer"]) for s in explore["counterexample"]["steps"]]
 
 
-@pytest.mark.parametrize("consumer", ["aio_read_then_write", "aio_resource_read_then_write"])
+@pytest.mark.parametrize(
+    "consumer",
+    [ADVERSARIAL / "aio_racy", CONSUMERS / "aio_resource_read_then_write"],
+    ids=["client", "resource"],
+)
 def test_aioboto3_read_then_write_race_is_found_and_replayed(
-    backend_url: str, consumer: str, tmp_path: Path
+    backend_url: str, consumer: Path, tmp_path: Path
 ) -> None:
     report = _explore(backend_url, consumer)
     assert report.exit_code == 1
@@ -68,8 +74,12 @@ def test_aioboto3_read_then_write_race_is_found_and_replayed(
     assert again["counterexample"]["counts"] == example["counts"]
 
 
-@pytest.mark.parametrize("consumer", ["aio_conditional", "aio_resource_conditional"])
-def test_aioboto3_conditional_put_passes_every_order(backend_url: str, consumer: str) -> None:
+@pytest.mark.parametrize(
+    "consumer",
+    [ADVERSARIAL / "aio_conditional", CONSUMERS / "aio_resource_conditional"],
+    ids=["client", "resource"],
+)
+def test_aioboto3_conditional_put_passes_every_order(backend_url: str, consumer: Path) -> None:
     report = _explore(backend_url, consumer)
     assert report.exit_code == 0
     explore = report.to_dict()["explore"]
@@ -82,7 +92,7 @@ def test_a_call_made_outside_the_delivery_thread_is_inconclusive_naming_it(
     backend_url: str,
 ) -> None:
     # The write runs in the event loop's executor: no point stops it, so explore says so.
-    report = _explore(backend_url, "aio_executor_put")
+    report = _explore(backend_url, CONSUMERS / "aio_executor_put")
     data = report.to_dict()
     explore = data["explore"]
     assert explore["counterexample"] is None
