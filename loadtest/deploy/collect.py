@@ -240,6 +240,7 @@ class Collector:
                     unobserved=tuple(observed.unobserved),
                     observer_faults=tuple(observed.faults),
                     side_writes=tuple(observed.side),
+                    effects=tuple(observed.effects),
                     log_tail="".join(f"{m}\n" for m in end.missing) if end is not None else "",
                 )
             )

@@ -18,6 +18,8 @@ from loadtest.model.history.log import (
     FRAME_RECORDS,
     Ack,
     DeadLetter,
+    EffectKind,
+    EffectRecord,
     History,
     Invocation,
     InvocationLog,
@@ -27,6 +29,7 @@ from loadtest.model.history.log import (
     Record,
     RecordLog,
     SentMessage,
+    SideWrite,
     UnobservedCall,
     WriteOutcome,
     WriteRecord,
@@ -65,6 +68,25 @@ def _every_kind(n: int) -> Invocation:
         ),
         unobserved=(UnobservedCall("ExecuteStatement", "a SELECT with OR", f"r-{n}"),),
         observer_faults=(ObserverFault("PutItem", "TypeError: boom", f"r-{n}"),),
+        side_writes=(SideWrite("PutItem", "locks", 1, f"r-{n}"),),
+        effects=(
+            EffectRecord(
+                "SNS.PublishBatch",
+                EffectKind.TOPIC,
+                "arn:aws:sns:us-east-1:000000000000:orders",
+                f'{{"id": "o-{n % 7}"}}',
+                n % 2 == 0,
+                n,
+                n + 1,
+                key="",
+                dedup_id=f"o-{n % 7}",
+                group_id="g",
+                error_code=None if n % 2 == 0 else "InternalError",
+                call_id=f"c-{n}",
+                request_id=f"r-{n}",
+                record_id=f"m-{n}",
+            ),
+        ),
     )
 
 
@@ -131,7 +153,15 @@ def test_the_encoders_carry_every_field_of_every_record_kind() -> None:
     # would come back as its default, silently, unless a builder happened to set it.
     row = encode_invocation(_every_kind(1))
     assert len(row) == len(dataclasses.fields(Invocation))
-    kinds = {2: Record, 8: WriteRecord, 12: ReadRecord, 13: UnobservedCall, 14: ObserverFault}
+    kinds = {
+        2: Record,
+        8: WriteRecord,
+        12: ReadRecord,
+        13: UnobservedCall,
+        14: ObserverFault,
+        15: SideWrite,
+        16: EffectRecord,
+    }
     for position, kind in kinds.items():
         assert row[position], kind  # the builder fills every kind
         assert {len(part) for part in row[position]} == {len(dataclasses.fields(kind))}, kind

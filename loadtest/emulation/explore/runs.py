@@ -187,6 +187,8 @@ def invocation_of(run: Run) -> Invocation:
         reads=tuple(observed.reads),
         unobserved=tuple(observed.unobserved),
         observer_faults=tuple(observed.faults),
+        side_writes=tuple(observed.side),
+        effects=tuple(observed.effects),
         log_tail="".join(run.log)[-LOG_TAIL_CHARS:],
     )
 

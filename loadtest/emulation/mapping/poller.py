@@ -257,6 +257,7 @@ class Poller:
                 unobserved=tuple(observed.unobserved),
                 observer_faults=tuple(observed.faults),
                 side_writes=tuple(observed.side),
+                effects=tuple(observed.effects),
             )
         )
 

@@ -22,6 +22,8 @@ from typing import Any, Protocol, TypeVar, overload
 from loadtest.model.history.records import (
     Ack,
     DeadLetter,
+    EffectKind,
+    EffectRecord,
     Invocation,
     InvocationOutcome,
     ObserverFault,
@@ -246,6 +248,7 @@ def encode_invocation(inv: Invocation) -> tuple[Any, ...]:
         tuple([(w.operation, w.table, w.items, w.request_id) for w in inv.side_writes])
         if inv.side_writes
         else (),
+        *((tuple([encode_effect(e) for e in inv.effects]),) if inv.effects else ()),
     )
 
 
@@ -267,6 +270,7 @@ def decode_invocation(row: tuple[Any, ...]) -> Invocation:
         unobserved,
         faults,
         side,
+        *effects,
     ) = row
     # Most invocations read nothing and meet no unobserved call: no generator for those.
     return Invocation(
@@ -286,7 +290,33 @@ def decode_invocation(row: tuple[Any, ...]) -> Invocation:
         tuple([UnobservedCall(*u) for u in unobserved]) if unobserved else (),
         tuple([ObserverFault(*f) for f in faults]) if faults else (),
         tuple([SideWrite(*w) for w in side]) if side else (),
+        tuple([decode_effect(e) for e in effects[0]]) if effects else (),
     )
+
+
+def encode_effect(e: EffectRecord) -> tuple[Any, ...]:
+    """An effect as a row of plain values (its kind as its text)."""
+    return (
+        e.operation,
+        e.kind.value,
+        e.sink,
+        e.payload,
+        e.accepted,
+        e.started_ns,
+        e.ended_ns,
+        e.key,
+        e.dedup_id,
+        e.group_id,
+        e.error_code,
+        e.call_id,
+        e.request_id,
+        e.record_id,
+    )
+
+
+def decode_effect(row: Sequence[Any]) -> EffectRecord:
+    operation, kind, *rest = row
+    return EffectRecord(operation, EffectKind(kind), *rest)
 
 
 class InvocationLog(RecordLog[Invocation]):

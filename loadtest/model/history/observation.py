@@ -14,6 +14,7 @@ Lines (``t`` is the tag)::
     {"t": "unobserved", "operation", "reason", "request_id"}
     {"t": "fault", "operation", "error", "request_id"}                  # the observer's own failure
     {"t": "side", "operation", "table", "items", "request_id"}          # accepted writes to an extra table
+    {"t": "effect", ...EffectRecord fields}                             # one entry sent beyond the table
 
 A ``begin`` without a ``write`` of the same ``call_id`` is a write whose
 answer never came back: indeterminate. Pure: no I/O, no clock.
@@ -28,6 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadtest.model.history.log import (
+    EffectKind,
+    EffectRecord,
     ObserverFault,
     ReadRecord,
     SideWrite,
@@ -51,7 +54,15 @@ class WriteBegun:
     record_id: str = ""
 
 
-Observation = WriteBegun | WriteRecord | ReadRecord | UnobservedCall | ObserverFault | SideWrite
+Observation = (
+    WriteBegun
+    | WriteRecord
+    | ReadRecord
+    | UnobservedCall
+    | ObserverFault
+    | SideWrite
+    | EffectRecord
+)
 
 _TAGS: dict[type[Any], str] = {
     WriteBegun: "begin",
@@ -60,6 +71,7 @@ _TAGS: dict[type[Any], str] = {
     UnobservedCall: "unobserved",
     ObserverFault: "fault",
     SideWrite: "side",
+    EffectRecord: "effect",
 }
 
 
@@ -180,6 +192,9 @@ def decode(
         return ObserverFault(**body)
     if tag == "side":
         return SideWrite(**body)
+    if tag == "effect":
+        body["kind"] = EffectKind(body["kind"])
+        return EffectRecord(**body)
     raise ValueError(f"unknown observation tag {tag!r}")
 
 
@@ -192,6 +207,7 @@ class Observed:
     unobserved: list[UnobservedCall] = dataclasses.field(default_factory=list)
     faults: list[ObserverFault] = dataclasses.field(default_factory=list)
     side: list[SideWrite] = dataclasses.field(default_factory=list)
+    effects: list[EffectRecord] = dataclasses.field(default_factory=list)
 
 
 def collect(observations: Iterable[Observation], *, ended_ns: int) -> Observed:
@@ -211,6 +227,8 @@ def collect(observations: Iterable[Observation], *, ended_ns: int) -> Observed:
             out.unobserved.append(obs)
         elif isinstance(obs, SideWrite):
             out.side.append(obs)
+        elif isinstance(obs, EffectRecord):
+            out.effects.append(obs)
         else:
             out.faults.append(obs)
     for call_id, begin in begun.items():

@@ -148,6 +148,103 @@ class ObserverFault:
     request_id: str = ""
 
 
+class EffectKind(StrEnum):
+    """The kinds of sink a consumer's effects reach (what a placeholder creates)."""
+
+    TOPIC = "topic"
+    """An SNS topic (``Publish``, ``PublishBatch``)."""
+    QUEUE = "queue"
+    """An SQS queue other than the one that feeds the function (``SendMessage``,
+    ``SendMessageBatch``)."""
+    BUS = "bus"
+    """An EventBridge bus (``PutEvents``)."""
+    BUCKET = "bucket"
+    """An S3 bucket (``PutObject``, ``CopyObject``, ``DeleteObject``)."""
+    STATE_MACHINE = "state_machine"
+    """A Step Functions state machine (``StartExecution``)."""
+    FUNCTION = "function"
+    """Another Lambda function (``Invoke``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EffectRecord:
+    """One effect a consumer sent beyond the table (one entry of a batch call), as observed.
+
+    Recorded when its call is answered, so it survives the invocation dying after the
+    answer; ``accepted`` is the sink's own answer for this entry (a batch call's
+    ``Failed`` entry, or an error answer, is not sent).
+    """
+
+    operation: str
+    """The service's API: ``SNS.Publish``, ``SNS.PublishBatch``, ``SQS.SendMessage``,
+    ``SQS.SendMessageBatch``, ``EventBridge.PutEvents``, ``S3.PutObject``,
+    ``S3.CopyObject``, ``S3.DeleteObject``, ``StepFunctions.StartExecution``,
+    ``Lambda.Invoke``."""
+    kind: EffectKind
+    sink: str
+    """The sink as the call named it: a topic's or state machine's ARN, a queue's URL, a
+    bus's name (``default`` when the entry named none), a bucket's name, a function's
+    name or ARN."""
+    payload: str
+    """What the entry carried, as text: SNS ``Message``, SQS ``MessageBody``,
+    EventBridge ``Detail``, the S3 object's bytes (UTF-8, else base64 with the prefix
+    ``base64:``; "" for a delete), Step Functions ``input``, Lambda ``Payload``."""
+    accepted: bool
+    started_ns: int
+    ended_ns: int
+    key: str = ""
+    """What names the entry inside its sink: an S3 object's key, an execution's name, a
+    copy's source (``bucket/key``) is in ``payload``; "" when the call names none."""
+    dedup_id: str = ""
+    """A FIFO ``MessageDeduplicationId`` the call gave ("" when none)."""
+    group_id: str = ""
+    """A FIFO ``MessageGroupId`` the call gave ("" when none)."""
+    error_code: str | None = None
+    """The sink's error for this entry, when it was refused (or ``NoAnswer``)."""
+    call_id: str = ""
+    """Identifies the API call; the entries of one batch call share it."""
+    request_id: str = ""
+    """The invocation that made it."""
+    record_id: str = ""
+    """The messageId of the record the handler was on when it made the call (as for a
+    ``WriteRecord``), or "" when the execution environment could not tell."""
+
+
+@dataclass(frozen=True, slots=True)
+class SinkMessage:
+    """One thing a sink really held at the end of the run (read by the run, never assumed)."""
+
+    payload: str
+    """A message's body as delivered (an SNS or EventBridge message as its subscriber
+    receives it, unwrapped to the ``Message`` or ``detail`` the consumer sent), an
+    object's bytes (as ``EffectRecord.payload``), an execution's input."""
+    key: str = ""
+    """An object's key, an execution's name ("" for a message)."""
+    attributes: tuple[tuple[str, str], ...] = ()
+    """What the sink says of it: ``MessageDeduplicationId``, ``MessageGroupId``,
+    ``ETag``, an execution's ``status``, ..."""
+
+
+@dataclass(frozen=True, slots=True)
+class SinkContents:
+    """What one sink held at the end of the run: the messages its capture queue (or the
+    queue itself) received, the bucket's objects, the state machine's executions."""
+
+    name: str
+    """The sink's label in the scenario (the NAME of ``{topic:NAME}``)."""
+    kind: EffectKind
+    address: str
+    """Its ARN, URL or name, as the consumer was told it."""
+    messages: tuple[SinkMessage, ...] = ()
+    complete: bool = True
+    """Whether everything it held was read (False: the read was cut short, and what it
+    did not read is not counted as lost)."""
+    fifo: bool = False
+    deduplicated: str = ""
+    """What the sink deduplicates by itself, in words ("" when nothing): a FIFO topic's
+    or queue's deduplication id within five minutes, an S3 key, an execution name."""
+
+
 @dataclass(frozen=True, slots=True)
 class ReadRecord:
     """One key lookup of the watched table (GetItem, a PartiQL SELECT by key), as observed."""
@@ -193,6 +290,8 @@ class Invocation:
     observer_faults: tuple[ObserverFault, ...] = ()
     side_writes: tuple[SideWrite, ...] = ()
     """Accepted writes to the consumer's extra tables."""
+    effects: tuple[EffectRecord, ...] = ()
+    """What it sent beyond the table (published, sent, put, started, invoked)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,3 +342,6 @@ class EndState:
     side_tables: tuple[tuple[str, int], ...] = ()
     """Items each of the consumer's extra tables (``[[tables]]``) holds at the end, by name:
     what the handler stored besides outcomes (idempotency records, locks)."""
+    sinks: tuple[SinkContents, ...] = ()
+    """What each of the run's sinks (``{topic:NAME}``, ``{queue_url:NAME}``, ...) held at
+    the end; empty for a run without sinks."""
