@@ -1,4 +1,5 @@
-"""The write observer: records every DynamoDB write a consumer makes to one table.
+"""The write observer: records every DynamoDB write a consumer makes to one table, and
+every effect it sends beyond it.
 
 Runs inside an execution environment (and, deployed, inside the function). It
 wraps two private botocore methods every boto3 client and resource goes
@@ -32,6 +33,12 @@ ExecuteTransaction. A call to the watched table it cannot interpret is
 reported as unobserved, never ignored; a failure of the observer itself is
 reported as the observer's, and the consumer's call goes ahead untouched.
 
+An effect call (an SNS publish, an SQS send to a queue other than the ones that feed the
+function, EventBridge PutEvents, an S3 put, copy or delete, a Step Functions execution, a
+Lambda invoke; ``loadtest.observer.effects`` says which) is recorded through the same two
+methods, one ``EffectRecord`` per entry once its answer is parsed (refused, ``NoAnswer``,
+when it raised instead). Any other call costs one dict lookup.
+
 This module owns the hooks' installation and lifecycle (the wrappers themselves are
 ``loadtest.observer.hooks``'), the handler-duration
 and race-window faults, the point after each write's answer (``after_write``,
@@ -51,13 +58,13 @@ import contextlib
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from types import ModuleType
 from typing import Any
 
 from botocore.client import BaseClient
 
-from loadtest.model.history.log import ObserverFault, ReadRecord, UnobservedCall
+from loadtest.model.history.log import EffectRecord, ObserverFault, ReadRecord, UnobservedCall
 from loadtest.model.history.observation import Observation, WriteBegun, encode
 from loadtest.observer.answers import (
     keep_resource,
@@ -65,6 +72,14 @@ from loadtest.observer.answers import (
     missing_line,
     record_answer,
     side_writes,
+)
+from loadtest.observer.effects import (
+    EFFECT_APIS,
+    EFFECTS,
+    EffectCall,
+    EffectPlanner,
+    effect_records,
+    take_effect,
 )
 from loadtest.observer.hooks import (
     AIO_CLIENT,
@@ -103,6 +118,7 @@ class WriteObserver:
         race_window_s: float = 0.0,
         clock: Callable[[], int] = time.monotonic_ns,
         side_tables: tuple[str, ...] = (),
+        source_queues: tuple[str, ...] = (),
     ) -> None:
         self.table_name = table_name
         self.side_tables = frozenset(side_tables)
@@ -127,12 +143,20 @@ class WriteObserver:
         self._armed_s = 0.0
         self._arm_lock = threading.Lock()
         self._planner = CallPlanner(table_name, key_names, unobserved=self._unobserved)
+        self._effects = EffectPlanner(source_queues)
+        """The effect calls' planner; ``source_queues`` (URLs or ARNs) feed the function, so
+        a send to one of them is not an effect."""
         self._originals: Methods | None = None
         self._aio_originals: tuple[type, Methods] | None = None
         self._import_hook: AfterImport | None = None
         self.missing: list[str] = []
         """This invocation's calls refused for something the run does not provide, one line
         each (the environment takes them with ``take_missing``)."""
+
+    def add_source_queues(self, addresses: Iterable[str]) -> None:
+        """Queues (URLs or ARNs) that feed the function too: sends to them are not effects
+        (the entry point adds each event's ``eventSourceARN``)."""
+        self._effects.add_sources(addresses)
 
     def take_missing(self) -> list[str]:
         """The lines of ``missing`` since the last call, each once."""
@@ -235,16 +259,20 @@ class WriteObserver:
     def _planned(
         self, client: BaseClient, params: dict[str, Any], operation_model: Any, context: Any
     ) -> dict[str, Any]:
-        """The parameters to send; a call to observe is left in ``context`` for the request."""
+        """The parameters to send; a call to observe (a DynamoDB call to the watched table,
+        an effect) is left in ``context`` for the request."""
+        service = client.meta.service_model.service_name
+        name = str(operation_model.name)
         try:
             keep_resource(params, context)
-            if self.side_tables and client.meta.service_model.service_name == "dynamodb":
-                keep_side_writes(str(operation_model.name), params, context, self.side_tables)
+            if self.side_tables and service == "dynamodb":
+                keep_side_writes(name, params, context, self.side_tables)
         except Exception as exc:
-            self._fault(str(operation_model.name), exc)
-        if client.meta.service_model.service_name != "dynamodb" or not isinstance(context, dict):
+            self._fault(name, exc)
+        if service != "dynamodb" or not isinstance(context, dict):
+            if (service, name) in EFFECT_APIS and isinstance(context, dict):
+                return self._planned_effect(service, name, params, context)
             return params
-        name = str(operation_model.name)
         try:
             planned = self._planner.plan(name, params)
         except Exception as exc:
@@ -256,20 +284,84 @@ class WriteObserver:
         context[PENDING] = call
         return new_params
 
+    def _planned_effect(
+        self, service: str, name: str, params: dict[str, Any], context: dict[str, Any]
+    ) -> dict[str, Any]:
+        try:
+            planned = self._effects.plan(service, name, params)
+        except Exception as exc:
+            self._fault(name, exc)
+            return params
+        if planned is None:
+            return params
+        new_params, effect = planned
+        context[EFFECTS] = effect
+        return new_params
+
     # --- sending: around the request, in the order the records must be emitted ---
 
     def _send_other(self, request_context: Any, send: Callable[[], Any]) -> Any:
-        """A request the observer does not record (another service or table): sent as is.
+        """A request that is not to the watched table: an effect call is recorded, entry by
+        entry, once its answer is parsed; any other is sent as is.
 
-        ``explore``'s observer overrides it to make calls to other tables points too.
+        ``explore``'s observer overrides it to make calls to other tables and effect calls
+        points too.
         """
-        return send()
+        effect = take_effect(request_context)
+        if effect is None:
+            return send()
+        return self._send_effect(effect, send)[0]
 
     async def _send_other_async(
         self, request_context: Any, send: Callable[[], Awaitable[Any]]
     ) -> Any:
         """``_send_other`` for aiobotocore."""
-        return await send()
+        effect = take_effect(request_context)
+        if effect is None:
+            return await send()
+        return (await self._send_effect_async(effect, send))[0]
+
+    def _send_effect(
+        self, effect: EffectCall, send: Callable[[], Any]
+    ) -> tuple[Any, list[EffectRecord]]:
+        """Send an effect call; emit one record per entry (each refused, ``NoAnswer``,
+        when the call raised: it may or may not have been sent)."""
+        record_id = current_record()
+        started = self.clock()
+        try:
+            answer = send()
+        except BaseException:
+            self._effect_answer(effect, None, started, record_id)
+            raise
+        return answer, self._effect_answer(effect, answer, started, record_id)
+
+    async def _send_effect_async(
+        self, effect: EffectCall, send: Callable[[], Awaitable[Any]]
+    ) -> tuple[Any, list[EffectRecord]]:
+        """``_send_effect`` for aiobotocore."""
+        record_id = current_record()
+        started = self.clock()
+        try:
+            answer = await send()
+        except BaseException:
+            self._effect_answer(effect, None, started, record_id)
+            raise
+        return answer, self._effect_answer(effect, answer, started, record_id)
+
+    def _effect_answer(
+        self, effect: EffectCall, answer: Any, started: int, record_id: str
+    ) -> list[EffectRecord]:
+        ended = self.clock()
+        try:
+            records = effect_records(
+                effect, answer, started, ended, request_id=self.request_id, record_id=record_id
+            )
+            for record in records:
+                self._emit(record)
+        except Exception as exc:
+            self._fault(effect.operation, exc)
+            return []
+        return records
 
     def _instead(self, call: Call) -> tuple[Any, Any] | None:
         """The answer ``before_call`` gives instead of sending ``call``, if any."""
