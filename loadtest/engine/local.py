@@ -139,7 +139,10 @@ async def run_variant(
                     variables = function_environment(setup, tables, names, made, target.region)
                     for env in environments:
                         env.config = dataclasses.replace(
-                            config, function_env=variables, side_tables=tuple(made.extra_tables)
+                            config,
+                            function_env=variables,
+                            side_tables=tuple(made.extra_tables),
+                            source_queues=tuple(q for q in (made.queue_url, made.queue_arn) if q),
                         )
                     # Cold starts once the function's resources exist, as on Lambda: a
                     # handler may read its table when imported. One that does not
