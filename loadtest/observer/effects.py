@@ -292,6 +292,11 @@ EFFECT_APIS: dict[tuple[str, str], Callable[[dict[str, Any]], Planned]] = {
 }
 """The effect calls, by botocore's service name and operation: what the observer looks up
 for every call that is not DynamoDB's (one dict lookup; anything else passes untouched)."""
+EFFECT_OPERATIONS: dict[str, frozenset[str]] = {
+    service: frozenset(o for s, o in EFFECT_APIS if s == service) for service, _ in EFFECT_APIS
+}
+"""The effect calls' operations by service: what the observer asks of every call that is not
+DynamoDB's (a call to another service is one dict lookup, and nothing more)."""
 
 
 class EffectPlanner:

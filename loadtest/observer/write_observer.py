@@ -74,7 +74,7 @@ from loadtest.observer.answers import (
     side_writes,
 )
 from loadtest.observer.effects import (
-    EFFECT_APIS,
+    EFFECT_OPERATIONS,
     EFFECTS,
     EffectCall,
     EffectPlanner,
@@ -262,17 +262,18 @@ class WriteObserver:
         """The parameters to send; a call to observe (a DynamoDB call to the watched table,
         an effect) is left in ``context`` for the request."""
         service = client.meta.service_model.service_name
-        name = str(operation_model.name)
         try:
             keep_resource(params, context)
             if self.side_tables and service == "dynamodb":
-                keep_side_writes(name, params, context, self.side_tables)
+                keep_side_writes(str(operation_model.name), params, context, self.side_tables)
         except Exception as exc:
-            self._fault(name, exc)
+            self._fault(str(operation_model.name), exc)
         if service != "dynamodb" or not isinstance(context, dict):
-            if (service, name) in EFFECT_APIS and isinstance(context, dict):
-                return self._planned_effect(service, name, params, context)
+            operations = EFFECT_OPERATIONS.get(service)
+            if operations is not None and operation_model.name in operations:
+                return self._planned_effect(service, str(operation_model.name), params, context)
             return params
+        name = str(operation_model.name)
         try:
             planned = self._planner.plan(name, params)
         except Exception as exc:
@@ -285,8 +286,10 @@ class WriteObserver:
         return new_params
 
     def _planned_effect(
-        self, service: str, name: str, params: dict[str, Any], context: dict[str, Any]
+        self, service: str, name: str, params: dict[str, Any], context: Any
     ) -> dict[str, Any]:
+        if not isinstance(context, dict):
+            return params
         try:
             planned = self._effects.plan(service, name, params)
         except Exception as exc:
@@ -307,6 +310,8 @@ class WriteObserver:
         ``explore``'s observer overrides it to make calls to other tables and effect calls
         points too.
         """
+        if EFFECTS not in request_context:  # botocore's request context: always a dict
+            return send()
         effect = take_effect(request_context)
         if effect is None:
             return send()
@@ -316,6 +321,8 @@ class WriteObserver:
         self, request_context: Any, send: Callable[[], Awaitable[Any]]
     ) -> Any:
         """``_send_other`` for aiobotocore."""
+        if EFFECTS not in request_context:
+            return await send()
         effect = take_effect(request_context)
         if effect is None:
             return await send()
