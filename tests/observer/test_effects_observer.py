@@ -60,6 +60,7 @@ class Sinks:
     topic: str
     fifo_topic: str
     queue: str
+    fifo_queue: str
     source: str
     source_arn: str
     bucket: str
@@ -76,6 +77,9 @@ def sinks(backend_url: str) -> Iterator[Sinks]:
         "TopicArn"
     ]
     queue = sqs.create_queue(QueueName=f"effects-{tag}")["QueueUrl"]
+    fifo_queue = sqs.create_queue(
+        QueueName=f"effects-{tag}.fifo", Attributes={"FifoQueue": "true"}
+    )["QueueUrl"]
     source = sqs.create_queue(QueueName=f"effects-{tag}-jobs")["QueueUrl"]
     source_arn = sqs.get_queue_attributes(QueueUrl=source, AttributeNames=["QueueArn"])[
         "Attributes"
@@ -87,12 +91,14 @@ def sinks(backend_url: str) -> Iterator[Sinks]:
         definition=_DEFINITION,
         roleArn="arn:aws:iam::123456789012:role/effects",
     )["stateMachineArn"]
-    yield Sinks(backend_url, topic, fifo_topic, queue, source, source_arn, bucket, machine)
+    yield Sinks(
+        backend_url, topic, fifo_topic, queue, fifo_queue, source, source_arn, bucket, machine
+    )
     for listed in s3.list_objects_v2(Bucket=bucket).get("Contents", []):
         s3.delete_object(Bucket=bucket, Key=listed["Key"])
     s3.delete_bucket(Bucket=bucket)
     sfn.delete_state_machine(stateMachineArn=machine)
-    for url in (queue, source):
+    for url in (queue, fifo_queue, source):
         sqs.delete_queue(QueueUrl=url)
     for arn in (topic, fifo_topic):
         sns.delete_topic(TopicArn=arn)
@@ -172,6 +178,12 @@ def test_each_effect_call_of_a_client_is_recorded_entry_by_entry(sinks: Sinks) -
             PublishBatchRequestEntries=[{"Id": "a", "Message": "A"}, {"Id": "b", "Message": "B"}],
         )
         sqs.send_message(QueueUrl=sinks.queue, MessageBody="ship o-1")
+        sqs.send_message(
+            QueueUrl=sinks.fifo_queue,
+            MessageBody="o-1",
+            MessageGroupId="o-1",
+            MessageDeduplicationId="o-1-shipped",
+        )
         sqs.send_message_batch(
             QueueUrl=sinks.queue,
             Entries=[{"Id": "1", "MessageBody": "one"}, {"Id": "2", "MessageBody": "two"}],
@@ -217,6 +229,17 @@ def test_each_effect_call_of_a_client_is_recorded_entry_by_entry(sinks: Sinks) -
         ("SNS.PublishBatch", EffectKind.TOPIC, topic, "A", "", "", "", True, None),
         ("SNS.PublishBatch", EffectKind.TOPIC, topic, "B", "", "", "", True, None),
         ("SQS.SendMessage", EffectKind.QUEUE, sinks.queue, "ship o-1", "", "", "", True, None),
+        (
+            "SQS.SendMessage",
+            EffectKind.QUEUE,
+            sinks.fifo_queue,
+            "o-1",
+            "",
+            "o-1-shipped",
+            "o-1",
+            True,
+            None,
+        ),
         ("SQS.SendMessageBatch", EffectKind.QUEUE, sinks.queue, "one", "", "", "", True, None),
         ("SQS.SendMessageBatch", EffectKind.QUEUE, sinks.queue, "two", "", "", "", True, None),
         (
@@ -290,8 +313,8 @@ def test_each_effect_call_of_a_client_is_recorded_entry_by_entry(sinks: Sinks) -
     # One call id per call, shared by a batch's entries; each tied to the invocation and
     # to the record the handler was on.
     calls = [r.call_id for r in records]
-    assert len(set(calls)) == 11
-    assert calls[2] == calls[3] and calls[5] == calls[6] and calls[7] == calls[8]
+    assert len(set(calls)) == 12
+    assert calls[2] == calls[3] and calls[6] == calls[7] and calls[8] == calls[9]
     assert {(r.request_id, r.record_id) for r in records} == {("req-1", "m-7")}
     assert all(r.started_ns <= r.ended_ns for r in records)
     # The calls went through unchanged: the sinks hold what was sent.
@@ -577,9 +600,19 @@ async def main():
             {"Id": "ok", "Message": "fits"}, {"Id": "long", "Message": "x" * 300000}])
         await sqs.send_message(QueueUrl=source, MessageBody="to the source")
         await sqs.send_message(QueueUrl=queue, MessageBody="aio send")
+        await sqs.send_message_batch(QueueUrl=queue, Entries=[
+            {"Id": "late", "MessageBody": "too late", "DelaySeconds": 1000},
+            {"Id": "ok", "MessageBody": "on time"}])
         await s3.put_object(Bucket=bucket, Key="aio.txt", Body=b"aio bytes")
+        await s3.copy_object(Bucket=bucket, Key="copy.txt", CopySource=f"{bucket}/aio.txt")
+        await s3.delete_object(Bucket=bucket, Key="copy.txt")
         await events.put_events(Entries=[{"Source": "s", "DetailType": "d", "Detail": "{}"}])
         await sfn.start_execution(stateMachineArn=machine, name="aio", input="{}")
+        async with session.client("lambda", **kwargs) as lam:
+            try:
+                await lam.invoke(FunctionName="notify", Payload=b"{}")
+            except lam.exceptions.ResourceNotFoundException:
+                pass
         stored = await (await s3.get_object(Bucket=bucket, Key="aio.txt"))["Body"].read()
         return stored.decode()
 
@@ -623,8 +656,22 @@ def test_aiobotocore_clients_effects_are_recorded_as_boto3s(sinks: Sinks) -> Non
             "InvalidParameter",
         ),
         ("SQS.SendMessage", EffectKind.QUEUE, sinks.queue, "aio send", True, None),
+        (
+            "SQS.SendMessageBatch",
+            EffectKind.QUEUE,
+            sinks.queue,
+            "too late",
+            False,
+            "InvalidParameterValue",
+        ),
+        ("SQS.SendMessageBatch", EffectKind.QUEUE, sinks.queue, "on time", True, None),
         ("S3.PutObject", EffectKind.BUCKET, sinks.bucket, "aio bytes", True, None),
+        ("S3.CopyObject", EffectKind.BUCKET, sinks.bucket, f"{sinks.bucket}/aio.txt", True, None),
+        ("S3.DeleteObject", EffectKind.BUCKET, sinks.bucket, "", True, None),
         ("EventBridge.PutEvents", EffectKind.BUS, "default", "{}", True, None),
         ("StepFunctions.StartExecution", EffectKind.STATE_MACHINE, sinks.machine, "{}", True, None),
+        ("Lambda.Invoke", EffectKind.FUNCTION, "notify", "{}", False, "ResourceNotFoundException"),
     ]
+    s3_keys = [row[4] for row in rows if row[0].startswith("S3.")]
+    assert s3_keys == ["aio.txt", "copy.txt", "copy.txt"]
     assert {r.request_id for r in records if isinstance(r, EffectRecord)} == {"aio-1"}
