@@ -1,15 +1,14 @@
-"""Effects beyond the table: which calls send one, what each entry carries, what its answer decided.
+"""Effects beyond the table: which calls send one, and what each entry carries.
 
 Owns the vocabulary of an effect call (``EFFECT_APIS``, by service and operation: SNS
 ``Publish`` and ``PublishBatch``; SQS ``SendMessage`` and ``SendMessageBatch`` to any
 queue but the ones that feed the function; EventBridge ``PutEvents``; S3 ``PutObject``,
 ``CopyObject`` and ``DeleteObject``; Step Functions ``StartExecution``; Lambda
 ``Invoke``), planning one (``EffectPlanner.plan``: an ``EffectCall`` of one ``Entry`` per
-entry sent, its payload read as text), how the explorer's steps word it
-(``EffectCall.describe``), and reading its answer into one ``EffectRecord`` per entry
-(``effect_records``: a batch's ``Failed`` entry, an entry with an ``ErrorCode``, an error
-answer or no answer at all is not accepted). The observer's own calls (``own_calls``: its
-lines sent to the observation queue) are never effects.
+entry sent, its payload read as text) and how the explorer's steps word it
+(``EffectCall.describe``). The observer's own calls (``own_calls``: its lines sent to the
+observation queue) are never effects. Sending one and reading its answer is
+``loadtest.observer.effect_calls``'.
 
 A request body that is a stream (an S3 object's, a Lambda payload's) is read here, before
 botocore serialises it: a seekable one is put back where it was, any other is replaced by
@@ -33,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from loadtest.model.history.records import EffectKind, EffectRecord
+from loadtest.model.history.records import EffectKind
 
 _OWN: contextvars.ContextVar[bool] = contextvars.ContextVar("loadtest_own_call", default=False)
 
@@ -330,75 +329,3 @@ class EffectPlanner:
             return None
         params, name, kind, entries, batch = planner(params)
         return params, EffectCall(name, kind, entries, f"{self._prefix}{next(self._ids)}", batch)
-
-
-def take_effect(request_context: Any) -> EffectCall | None:
-    """The effect call planned for this request, taken out of its context (a retry of the
-    whole call is observed afresh); None when the request is not one."""
-    if not isinstance(request_context, dict):
-        return None
-    effect = request_context.pop(EFFECTS, None)
-    return effect if isinstance(effect, EffectCall) else None
-
-
-def _error_code(parsed: Any) -> str:
-    error = parsed.get("Error") if isinstance(parsed, dict) else None
-    code = error.get("Code") if isinstance(error, dict) else None
-    return str(code) if code else "Error"
-
-
-def effect_records(
-    call: EffectCall,
-    answer: Any,
-    started_ns: int,
-    ended_ns: int,
-    *,
-    request_id: str,
-    record_id: str,
-) -> list[EffectRecord]:
-    """One record per entry of ``call`` from its answer (``(http, parsed)``; None: no answer)."""
-    codes: list[str | None]
-    if answer is None:
-        codes = [NO_ANSWER] * len(call.entries)
-    else:
-        http, parsed = answer
-        status = int(getattr(http, "status_code", 200))
-        if status >= 300 or (isinstance(parsed, dict) and "Error" in parsed):
-            codes = [_error_code(parsed)] * len(call.entries)
-        elif call.batch == "failed":
-            failed = {
-                str(f.get("Id")): str(f.get("Code") or "Failed")
-                for f in parsed.get("Failed") or []
-                if isinstance(f, dict)
-            }
-            codes = [failed.get(e.entry_id) for e in call.entries]
-        elif call.batch == "entries":
-            results = parsed.get("Entries") or []
-            unanswered = "Failed" if parsed.get("FailedEntryCount") else None
-            codes = [
-                (_text(results[i].get("ErrorCode")) or None)
-                if i < len(results) and isinstance(results[i], dict)
-                else unanswered
-                for i in range(len(call.entries))
-            ]
-        else:
-            codes = [None] * len(call.entries)
-    return [
-        EffectRecord(
-            operation=call.operation,
-            kind=call.kind,
-            sink=entry.sink,
-            payload=entry.payload,
-            accepted=code is None,
-            started_ns=started_ns,
-            ended_ns=ended_ns,
-            key=entry.key,
-            dedup_id=entry.dedup_id,
-            group_id=entry.group_id,
-            error_code=code,
-            call_id=call.call_id,
-            request_id=request_id,
-            record_id=record_id,
-        )
-        for entry, code in zip(call.entries, codes, strict=True)
-    ]

@@ -36,7 +36,7 @@ reported as the observer's, and the consumer's call goes ahead untouched.
 An effect call (an SNS publish, an SQS send to a queue other than the ones that feed the
 function, EventBridge PutEvents, an S3 put, copy or delete, a Step Functions execution, a
 Lambda invoke; ``loadtest.observer.effects`` says which) is recorded through the same two
-methods, one ``EffectRecord`` per entry once its answer is parsed (refused, ``NoAnswer``,
+methods (``loadtest.observer.effect_calls``, the observer's part around it), one ``EffectRecord`` per entry once its answer is parsed (refused, ``NoAnswer``,
 when it raised instead). Any other call costs one dict lookup.
 
 This module owns the hooks' installation and lifecycle (the wrappers themselves are
@@ -58,13 +58,13 @@ import contextlib
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from types import ModuleType
 from typing import Any
 
 from botocore.client import BaseClient
 
-from loadtest.model.history.log import EffectRecord, ObserverFault, ReadRecord, UnobservedCall
+from loadtest.model.history.log import ObserverFault, ReadRecord, UnobservedCall
 from loadtest.model.history.observation import Observation, WriteBegun, encode
 from loadtest.observer.answers import (
     keep_resource,
@@ -73,14 +73,8 @@ from loadtest.observer.answers import (
     record_answer,
     side_writes,
 )
-from loadtest.observer.effects import (
-    EFFECT_OPERATIONS,
-    EFFECTS,
-    EffectCall,
-    EffectPlanner,
-    effect_records,
-    take_effect,
-)
+from loadtest.observer.effect_calls import EffectSending
+from loadtest.observer.effects import EFFECT_OPERATIONS, EffectPlanner
 from loadtest.observer.hooks import (
     AIO_CLIENT,
     PENDING,
@@ -106,7 +100,7 @@ _MISSING_KEPT = 20
 """Refused calls one invocation keeps (each is also logged)."""
 
 
-class WriteObserver:
+class WriteObserver(EffectSending):
     """Observes one table's writes for the process it is installed in."""
 
     def __init__(
@@ -152,11 +146,6 @@ class WriteObserver:
         self.missing: list[str] = []
         """This invocation's calls refused for something the run does not provide, one line
         each (the environment takes them with ``take_missing``)."""
-
-    def add_source_queues(self, addresses: Iterable[str]) -> None:
-        """Queues (URLs or ARNs) that feed the function too: sends to them are not effects
-        (the entry point adds each event's ``eventSourceARN``)."""
-        self._effects.add_sources(addresses)
 
     def take_missing(self) -> list[str]:
         """The lines of ``missing`` since the last call, each once."""
@@ -285,90 +274,7 @@ class WriteObserver:
         context[PENDING] = call
         return new_params
 
-    def _planned_effect(
-        self, service: str, name: str, params: dict[str, Any], context: Any
-    ) -> dict[str, Any]:
-        if not isinstance(context, dict):
-            return params
-        try:
-            planned = self._effects.plan(service, name, params)
-        except Exception as exc:
-            self._fault(name, exc)
-            return params
-        if planned is None:
-            return params
-        new_params, effect = planned
-        context[EFFECTS] = effect
-        return new_params
-
     # --- sending: around the request, in the order the records must be emitted ---
-
-    def _send_other(self, request_context: Any, send: Callable[[], Any]) -> Any:
-        """A request that is not to the watched table: an effect call is recorded, entry by
-        entry, once its answer is parsed; any other is sent as is.
-
-        ``explore``'s observer overrides it to make calls to other tables and effect calls
-        points too.
-        """
-        if EFFECTS not in request_context:  # botocore's request context: always a dict
-            return send()
-        effect = take_effect(request_context)
-        if effect is None:
-            return send()
-        return self._send_effect(effect, send)[0]
-
-    async def _send_other_async(
-        self, request_context: Any, send: Callable[[], Awaitable[Any]]
-    ) -> Any:
-        """``_send_other`` for aiobotocore."""
-        if EFFECTS not in request_context:
-            return await send()
-        effect = take_effect(request_context)
-        if effect is None:
-            return await send()
-        return (await self._send_effect_async(effect, send))[0]
-
-    def _send_effect(
-        self, effect: EffectCall, send: Callable[[], Any]
-    ) -> tuple[Any, list[EffectRecord]]:
-        """Send an effect call; emit one record per entry (each refused, ``NoAnswer``,
-        when the call raised: it may or may not have been sent)."""
-        record_id = current_record()
-        started = self.clock()
-        try:
-            answer = send()
-        except BaseException:
-            self._effect_answer(effect, None, started, record_id)
-            raise
-        return answer, self._effect_answer(effect, answer, started, record_id)
-
-    async def _send_effect_async(
-        self, effect: EffectCall, send: Callable[[], Awaitable[Any]]
-    ) -> tuple[Any, list[EffectRecord]]:
-        """``_send_effect`` for aiobotocore."""
-        record_id = current_record()
-        started = self.clock()
-        try:
-            answer = await send()
-        except BaseException:
-            self._effect_answer(effect, None, started, record_id)
-            raise
-        return answer, self._effect_answer(effect, answer, started, record_id)
-
-    def _effect_answer(
-        self, effect: EffectCall, answer: Any, started: int, record_id: str
-    ) -> list[EffectRecord]:
-        ended = self.clock()
-        try:
-            records = effect_records(
-                effect, answer, started, ended, request_id=self.request_id, record_id=record_id
-            )
-            for record in records:
-                self._emit(record)
-        except Exception as exc:
-            self._fault(effect.operation, exc)
-            return []
-        return records
 
     def _instead(self, call: Call) -> tuple[Any, Any] | None:
         """The answer ``before_call`` gives instead of sending ``call``, if any."""

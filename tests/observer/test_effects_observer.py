@@ -489,7 +489,7 @@ def test_the_observers_failure_on_an_effect_is_its_own(
         monkeypatch.setitem(effects.EFFECT_APIS, ("sns", "Publish"), broken)
         assert sns.publish(TopicArn=sinks.topic, Message="planned?")["MessageId"]
         monkeypatch.undo()
-        monkeypatch.setattr("loadtest.observer.write_observer.effect_records", broken)
+        monkeypatch.setattr("loadtest.observer.effect_calls.effect_records", broken)
         assert sns.publish(TopicArn=sinks.topic, Message="answered?")["MessageId"]
     faults = [o for o in recorder.observations() if isinstance(o, ObserverFault)]
     assert [(f.operation, f.error) for f in faults] == [

@@ -35,7 +35,8 @@ from botocore.client import BaseClient
 from loadtest.model.explore.points import Access
 from loadtest.model.history.log import EffectKind, EffectRecord, key_string
 from loadtest.observer.calls import Call
-from loadtest.observer.effects import EFFECTS, EffectCall, take_effect
+from loadtest.observer.effect_calls import take_effect
+from loadtest.observer.effects import EFFECTS, EffectCall
 from loadtest.observer.record_marks import current_record
 from loadtest.observer.write_observer import READ_APIS, Sink, WriteObserver
 
