@@ -85,10 +85,15 @@ class EffectCall:
         words = _WORDS[self.operation]
         first = self.entries[0] if self.entries else Entry("", "")
         sinks = list(dict.fromkeys(_short(e.sink) for e in self.entries)) or [""]
-        count = f"{len(self.entries)} " if self.batch else ""
+        n = len(self.entries)
+        plural = "" if n == 1 else "s"
         return words.format(
-            n=count, sink=", ".join(sinks), key=first.key, payload=first.payload
-        ).replace("  ", " ")
+            messages=f"{n} message{plural}",
+            events=f"{n} event{plural}",
+            sink=", ".join(sinks),
+            key=first.key,
+            payload=first.payload,
+        )
 
     @property
     def sinks(self) -> frozenset[str]:
@@ -98,10 +103,10 @@ class EffectCall:
 
 _WORDS = {
     "SNS.Publish": "publish to topic {sink}",
-    "SNS.PublishBatch": "publish {n}messages to topic {sink}",
+    "SNS.PublishBatch": "publish {messages} to topic {sink}",
     "SQS.SendMessage": "send to queue {sink}",
-    "SQS.SendMessageBatch": "send {n}messages to queue {sink}",
-    "EventBridge.PutEvents": "put {n}events on bus {sink}",
+    "SQS.SendMessageBatch": "send {messages} to queue {sink}",
+    "EventBridge.PutEvents": "put {events} on bus {sink}",
     "S3.PutObject": "put object {key} in bucket {sink}",
     "S3.CopyObject": "copy {payload} to object {key} in bucket {sink}",
     "S3.DeleteObject": "delete object {key} in bucket {sink}",

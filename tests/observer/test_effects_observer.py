@@ -675,3 +675,85 @@ def test_aiobotocore_clients_effects_are_recorded_as_boto3s(sinks: Sinks) -> Non
     s3_keys = [row[4] for row in rows if row[0].startswith("S3.")]
     assert s3_keys == ["aio.txt", "copy.txt", "copy.txt"]
     assert {r.request_id for r in records if isinstance(r, EffectRecord)} == {"aio-1"}
+
+
+@pytest.mark.parametrize(
+    ("service", "operation", "params", "words"),
+    [
+        (
+            "sns",
+            "Publish",
+            {"TopicArn": "arn:aws:sns:us-east-1:1:orders", "Message": "m"},
+            "publish to topic orders",
+        ),
+        (
+            "sns",
+            "PublishBatch",
+            {
+                "TopicArn": "arn:aws:sns:us-east-1:1:orders",
+                "PublishBatchRequestEntries": [
+                    {"Id": "a", "Message": "m"},
+                    {"Id": "b", "Message": "n"},
+                ],
+            },
+            "publish 2 messages to topic orders",
+        ),
+        (
+            "sqs",
+            "SendMessage",
+            {"QueueUrl": "https://sqs/1/ship", "MessageBody": "b"},
+            "send to queue ship",
+        ),
+        (
+            "sqs",
+            "SendMessageBatch",
+            {"QueueUrl": "https://sqs/1/ship", "Entries": [{"Id": "1", "MessageBody": "b"}]},
+            "send 1 message to queue ship",
+        ),
+        (
+            "events",
+            "PutEvents",
+            {"Entries": [{"Detail": "{}"}, {"Detail": "{}", "EventBusName": "audit"}]},
+            "put 2 events on bus default, audit",
+        ),
+        (
+            "s3",
+            "PutObject",
+            {"Bucket": "receipts", "Key": "o-1.json", "Body": b"{}"},
+            "put object o-1.json in bucket receipts",
+        ),
+        (
+            "s3",
+            "CopyObject",
+            {"Bucket": "archive", "Key": "o-1.json", "CopySource": "receipts/o-1.json"},
+            "copy receipts/o-1.json to object o-1.json in bucket archive",
+        ),
+        (
+            "s3",
+            "DeleteObject",
+            {"Bucket": "receipts", "Key": "o-1.json"},
+            "delete object o-1.json in bucket receipts",
+        ),
+        (
+            "stepfunctions",
+            "StartExecution",
+            {"stateMachineArn": "arn:aws:states:us-east-1:1:stateMachine:fulfil", "name": "o-1"},
+            "start execution o-1 of state machine fulfil",
+        ),
+        ("lambda", "Invoke", {"FunctionName": "notify", "Payload": "{}"}, "invoke function notify"),
+    ],
+)
+def test_an_explored_step_names_the_effect_as_a_reader_says_it(
+    service: str, operation: str, params: dict[str, Any], words: str
+) -> None:
+    planned = effects.EffectPlanner().plan(service, operation, params)
+    assert planned is not None
+    assert planned[1].describe() == words
+
+
+def test_a_queue_is_the_same_by_its_url_or_its_arn() -> None:
+    planner = effects.EffectPlanner(["https://sqs.us-east-1.amazonaws.com/123456789012/jobs"])
+    assert planner.is_source("arn:aws:sqs:us-east-1:123456789012:jobs")
+    assert planner.is_source("http://127.0.0.1:4566/123456789012/jobs")
+    assert not planner.is_source("https://sqs.us-east-1.amazonaws.com/123456789012/jobs-dlq")
+    assert not planner.is_source("https://sqs.us-east-1.amazonaws.com/210987654321/jobs")
