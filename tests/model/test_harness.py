@@ -30,6 +30,21 @@ def test_a_marked_environ_key_error_names_the_variable_and_its_line() -> None:
     )
 
 
+def test_a_missing_sink_variable_is_given_the_sink_placeholder_its_name_suggests() -> None:
+    (gap,) = gaps_in("KeyError: 'ORDERS_TOPIC_ARN' [os.environ has no 'ORDERS_TOPIC_ARN']")
+    assert gap.sentence == (
+        "the handler read os.environ['ORDERS_TOPIC_ARN'], which the run does not set: add "
+        '`[consumer] environment = { ORDERS_TOPIC_ARN = "{topic:orders}" }` to the scenario '
+        "(or --env ORDERS_TOPIC_ARN={topic:orders})"
+    )
+    (gap,) = gaps_in("KeyError: 'IDEMPOTENCY_TABLE' [os.environ has no 'IDEMPOTENCY_TABLE']")
+    assert gap.sentence == (
+        "the handler read os.environ['IDEMPOTENCY_TABLE'], which the run does not set: it "
+        "names a table besides the outcome table: add `[[tables]]` with "
+        '`env = "IDEMPOTENCY_TABLE"` to the scenario'
+    )
+
+
 def test_an_environ_traceback_kept_inside_another_error_is_read_too() -> None:
     text = f"BatchProcessingError: All records failed processing. 1 ...\n{ENVIRON_TRACEBACK}"
     assert keys(text) == ["environ:ORDERS_TABLE"]

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from loadtest.model.history.log import History, Invocation
+from loadtest.model.scenario import placeholders
 
 _ENVIRON = re.compile(
     r"\[os\.environ has no '([^']+)'\]"
@@ -64,25 +65,23 @@ Rule = Callable[[str], Iterable[Gap]]
 
 
 def suggested_value(name: str) -> str:
-    """The placeholder a variable's name suggests (``ORDERS_TABLE`` -> ``{table}``)."""
-    upper = name.upper()
-    if "DLQ" in upper or "DEAD" in upper:
-        return "{dlq_url}"
-    if "ARN" in upper and "QUEUE" in upper:
-        return "{queue_arn}"
-    if "QUEUE" in upper or "SQS" in upper:
-        return "{queue_url}"
-    if "REGION" in upper:
-        return "{region}"
-    if "TABLE" in upper or "DYNAMO" in upper or "DDB" in upper:
-        return "{table}"
-    return "VALUE"
+    """The placeholder a variable's name suggests (``ORDERS_TABLE`` -> ``{table}``), or
+    ``VALUE`` (``loadtest.model.scenario.placeholders.suggested_value`` decides)."""
+    return placeholders.suggested_value(name) or "VALUE"
 
 
 def _environ(text: str) -> Iterable[Gap]:
     for match in _ENVIRON.finditer(text):
         name = match.group(1) or match.group(2)
         value = suggested_value(name)
+        if value.startswith("{table:"):
+            yield Gap(
+                f"environ:{name}",
+                f"the handler read os.environ[{name!r}], which the run does not set: it names "
+                f'a table besides the outcome table: add `[[tables]]` with `env = "{name}"` '
+                "to the scenario",
+            )
+            continue
         yield Gap(
             f"environ:{name}",
             f"the handler read os.environ[{name!r}], which the run does not set: add "
