@@ -89,19 +89,10 @@ class MadeSink:
 
     def placeholder_values(self) -> dict[str, str]:
         """What the sink's placeholders stand for (``RunResources.sinks``)."""
-        kind = self.sink.kind
-        if kind is EffectKind.QUEUE:
-            return {
-                f"queue_url:{self.sink.name}": self.address,
-                f"queue_arn:{self.sink.name}": self.arn,
-            }
-        placeholder = {
-            EffectKind.TOPIC: "topic",
-            EffectKind.BUS: "bus",
-            EffectKind.BUCKET: "bucket",
-            EffectKind.STATE_MACHINE: "state_machine",
-        }[kind]
-        return {f"{placeholder}:{self.sink.name}": self.address}
+        return {
+            placeholder: self.arn if placeholder.startswith("queue_arn:") else self.address
+            for placeholder in self.sink.placeholders
+        }
 
     def names(self) -> list[str]:
         """Every part that exists, by name, for a message."""

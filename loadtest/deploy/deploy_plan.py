@@ -93,6 +93,14 @@ __all__ = [
 ]
 
 
+SINKS_NOT_DEPLOYED = (
+    "the sinks are made, read back and deleted by local runs (the default, or --endpoint-url "
+    "without --deploy) and explore; a deployed run (--target aws, --deploy) refuses a scenario "
+    "that names them, before creating anything"
+)
+"""Why a deployed run with sinks is refused, said by the plan and by ``loadtest.api.prepare``."""
+
+
 def _observer_layer(run_id: str) -> Resource:
     """The observer layer both modes publish (a layer cannot be tagged: the run is in its
     description)."""
@@ -167,6 +175,8 @@ def plan_deploy(
             "crash_mid_handler is injected by the observer layer: the function's process exits "
             f"(status {CRASH_MID_HANDLER_EXIT}) right after a write to the table is answered"
         )
+    if scenario.function.sinks:
+        notes.append(SINKS_NOT_DEPLOYED)
     for index, ref in enumerate(refs):
         resources += variant_resources(scenario, ref, index, run_id=run_id, region=region)
     return Plan(

@@ -350,3 +350,44 @@ def test_faults_only_a_local_environment_injects_are_refused_on_lambda(
             run_id="r",
             region="us-east-1",
         )
+
+
+def test_the_plan_lists_each_sink_and_a_deployed_run_refuses_them_before_anything() -> None:
+    scenario = parse_scenario(
+        {
+            "workload": {"distinct_ids": 1},
+            "consumer": {
+                "environment": {
+                    "ORDERS_TOPIC_ARN": "{topic:orders.fifo}",
+                    "OUTBOX": "{queue_url:outbox} {queue_arn:outbox}",
+                }
+            },
+        },
+        source="s.toml",
+    )
+    plan = plan_deploy(scenario, [parse_ref("conditional")], run_id="r1", region="eu-west-1")
+    sinks = plan.of_kind(Kind.SINK)
+    assert [(r.name, r.settings["Kind"]) for r in sinks] == [
+        ("loadtest-r1-0-orders.fifo", "topic"),
+        ("loadtest-r1-0-q-outbox", "queue"),
+    ]
+    assert sinks[0].settings["CaptureQueue"] == "loadtest-r1-0-t-orders.fifo"
+    assert sinks[0].settings["Fifo"] == "content-based deduplication off"
+    assert sinks[1].purpose == (
+        "an SQS queue the consumer sends effects to ({queue_url:outbox}, {queue_arn:outbox}): "
+        "read back after the run, then deleted"
+    )
+    env = plan.named("loadtest-r1-0-fn").settings["Environment"]["Variables"]
+    assert env["OUTBOX"] == "{queue_url:outbox} {queue_arn:outbox}"
+    text = render_plan(plan)
+    assert "+ sink  loadtest-r1-0-orders.fifo" in text
+    assert "a deployed run (--target aws, --deploy) refuses a scenario that names them" in text
+
+    from loadtest import api
+
+    with pytest.raises(InputError) as refused:
+        api.prepare(scenario, variants=["conditional"], target="aws")
+    assert str(refused.value).startswith(
+        "s.toml: the scenario names sinks ({topic:orders.fifo}, {queue_url:outbox}): the sinks "
+        "are made, read back and deleted by local runs"
+    )

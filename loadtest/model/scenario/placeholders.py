@@ -87,6 +87,18 @@ class Sink:
     def fifo(self) -> bool:
         return self.name.endswith(FIFO_SUFFIX)
 
+    @property
+    def placeholders(self) -> tuple[str, ...]:
+        """The placeholders that name it, as their text (``topic:orders``; a queue's two)."""
+        kinds = [kind for kind, of in SINK_PLACEHOLDERS.items() if of is self.kind]
+        return tuple(f"{kind}:{self.name}" for kind in kinds)
+
+    @property
+    def service(self) -> str:
+        """What it is, in words: ``an SNS topic``, ``a FIFO SQS queue``, ..."""
+        what = _WHAT[self.kind]
+        return f"a FIFO {what.split(' ', 1)[1]}" if self.fifo else what
+
     def resource_name(self, prefix: str) -> str:
         """What the run calls the sink's resource: ``PREFIX-NAME`` (a queue sink's
         ``PREFIX-q-NAME``)."""
