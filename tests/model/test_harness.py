@@ -121,3 +121,28 @@ def test_failures_kept_as_not_judged() -> None:
     assert not_judged(["3 lost outcome(s)"]) == [
         "3 lost outcome(s), but the run did not provide what the handler expects: not judged"
     ]
+
+
+def test_a_sink_the_handler_left_unnamed_is_given_its_placeholder() -> None:
+    text = (
+        "ParamValidationError: Parameter validation failed:\n"
+        "Invalid type for parameter TopicArn, value: None, type: <class 'NoneType'>, "
+        "valid types: <class 'str'>"
+    )
+    (gap,) = gaps_in(text)
+    assert (gap.key, gap.sentence) == (
+        "unnamed:topic",
+        "the handler gave no topic name (None or empty): a variable it reads with "
+        "os.environ.get or os.getenv is not set by the run: add "
+        '`[consumer] environment = { NAME = "{topic:NAME}" }` with the name it reads',
+    )
+    bus = (
+        "Invalid type for parameter Entries[0].EventBusName, value: None, type: <class 'NoneType'>"
+    )
+    assert keys(bus) == ["unnamed:bus"]
+    # botocore's own words for Bucket="" (measured).
+    empty = 'Parameter validation failed:\nInvalid bucket name "": Bucket name must match the regex'
+    assert keys(empty) == ["unnamed:bucket"]
+    assert keys("Invalid length for parameter stateMachineArn, value: 0") == [
+        "unnamed:state machine"
+    ]
