@@ -4,13 +4,21 @@ the topic really delivered, one message per distinct id, and the topic is gone a
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
+
+import pytest
 
 from loadtest import api
 from loadtest.engine.results import Salvage
 from loadtest.model.history.records import EffectKind
-from tests.backend.aws_clients import sns, sqs
+from tests.backend.aws_clients import events, s3, sns, sqs, stepfunctions
+from tests.integration.helpers import loadtest_resources
 
 HANDLER = """
 import json
@@ -96,3 +104,42 @@ def test_the_end_state_holds_one_published_message_per_distinct_id(
     subscriptions = sns(backend_url).list_subscriptions()["Subscriptions"]
     assert [name for name in topics + queues if prefix in name] == []
     assert [s for s in subscriptions if prefix in s["TopicArn"]] == []
+
+
+def _sink_names(url: str) -> list[str]:
+    """Topics, buckets, buses and state machines whose names say a run created them."""
+    topics = [t["TopicArn"].rsplit(":", 1)[1] for t in sns(url).list_topics()["Topics"]]
+    buckets = [b["Name"] for b in s3(url).list_buckets()["Buckets"]]
+    buses = [b["Name"] for b in events(url).list_event_buses()["EventBuses"]]
+    machines = [m["name"] for m in stepfunctions(url).list_state_machines()["stateMachines"]]
+    return [n for n in topics + buckets + buses + machines if n.startswith("loadtest-")]
+
+
+@pytest.mark.slow
+@pytest.mark.process
+def test_an_interrupted_run_deletes_its_sinks(backend_url: str, tmp_path: Path) -> None:
+    """Ctrl-C mid-run: the shielded teardown deletes the sinks with the queues and tables."""
+    process = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "loadtest", "run", "race-burst", "--variant", "conditional"),
+            *("--distinct-ids", "400", "--concurrency", "2", "--endpoint-url", backend_url),
+            *("--env", "T={topic:orders.fifo}", "--env", "B={bucket:receipts}"),
+            *("--env", "E={bus:events}", "--env", "S={state_machine:ship}"),
+            *("--out", str(tmp_path), "--quiet"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    deadline = time.monotonic() + 60
+    while len(_sink_names(backend_url)) < 4 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(_sink_names(backend_url)) == 4, "the run never made its sinks"
+    time.sleep(1.0)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "the run's resources were deleted" in stderr
+    assert _sink_names(backend_url) == []
+    assert loadtest_resources(backend_url) == ([], [])
