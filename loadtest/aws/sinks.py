@@ -272,13 +272,18 @@ def _read(
     if kind is EffectKind.STATE_MACHINE:
         return _read_executions(clients.stepfunctions, made, deadline, limit)
     url = made.address if kind is EffectKind.QUEUE else made.capture_url
-    # A real service delivers a topic's or bus's messages a moment after the call, and
-    # a short poll may miss a few: the last, empty receive waits on a real endpoint.
-    wait_s = 0 if target.kind is BackendKind.EMBEDDED else 5
+    # AWS delivers a topic's or bus's messages a moment after the call, and a short poll
+    # may miss a few: the last, empty receive waits there (and a second on an endpoint).
+    wait_s = _LAST_RECEIVE_WAIT_S[target.kind]
     bodies, complete = _drain(clients.sqs, url, deadline, limit, wait_s)
     if kind is EffectKind.BUS:
         return [_unwrap_event(body, attributes) for body, attributes in bodies], complete
     return [SinkMessage(body, "", attributes) for body, attributes in bodies], complete
+
+
+_LAST_RECEIVE_WAIT_S = {BackendKind.EMBEDDED: 0, BackendKind.ENDPOINT: 1, BackendKind.AWS: 5}
+"""How long (in seconds) each receive of a sink's queue waits for a message: the embedded
+backend delivers within the call, AWS within moments."""
 
 
 def _drain(
