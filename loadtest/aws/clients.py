@@ -6,7 +6,8 @@ here (``clients``). ``translated`` (a context manager around calls to the backen
 become loadtest's (``BackendError`` / ``CredentialsError``). Where a run's resources
 live is ``loadtest.aws.target``'s; creating and deleting them ``loadtest.aws.resources``';
 the end state's reads ``loadtest.aws.endstate``'s; the sinks' ``loadtest.aws.sinks``'
-(their synchronous clients made here, ``sink_clients``). All are re-exported here, the names
+and their reads ``loadtest.aws.sink_reads``' (their synchronous clients made here,
+``sink_clients``). All are re-exported here, the names
 callers use (``from loadtest.aws import clients as aws``). Owns the clients' settings and
 the embedded backend's request count (``served_sqs_requests``).
 """
@@ -36,11 +37,11 @@ from loadtest.aws.resources import new_run_id as new_run_id
 from loadtest.aws.resources import provision as provision
 from loadtest.aws.resources import refuse_existing_tables as refuse_existing_tables
 from loadtest.aws.resources import teardown as teardown
+from loadtest.aws.sink_reads import read_sinks as read_sinks
 from loadtest.aws.sinks import MadeSink as MadeSink
 from loadtest.aws.sinks import SinkClients as SinkClients
 from loadtest.aws.sinks import create_sinks as create_sinks
 from loadtest.aws.sinks import delete_sinks as delete_sinks
-from loadtest.aws.sinks import read_sinks as read_sinks
 from loadtest.aws.target import DEFAULT_REGION as DEFAULT_REGION
 from loadtest.aws.target import EMBEDDED_CREDENTIALS as EMBEDDED_CREDENTIALS
 from loadtest.aws.target import BackendKind as BackendKind
