@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 
 from loadtest.assist import doctor_data_plane, new_scenario
 from loadtest.aws.clients import BackendKind
-from loadtest.deploy.deploy_plan import SINKS_NOT_DEPLOYED
 from loadtest.deploy.remote_run import AttachTo
 from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.engine import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salvage
@@ -153,11 +152,6 @@ def prepare(
         raise InputError(
             "sweep cells and repeat run on the local runtime (embedded or an endpoint "
             "without deploy); not with target 'aws', deploy or an attached function"
-        )
-    if deployed and resolved.function.sinks:
-        named = ", ".join(f"{{{sink.placeholders[0]}}}" for sink in resolved.function.sinks)
-        raise InputError(
-            f"{resolved.source}: the scenario names sinks ({named}): {SINKS_NOT_DEPLOYED}"
         )
     if not deployed:
         _check_capacity(refs, planned.cells)

@@ -42,6 +42,7 @@ from loadtest.aws.sinks import MadeSink as MadeSink
 from loadtest.aws.sinks import SinkClients as SinkClients
 from loadtest.aws.sinks import create_sinks as create_sinks
 from loadtest.aws.sinks import delete_sinks as delete_sinks
+from loadtest.aws.sinks import refuse_unmakeable as refuse_unmakeable
 from loadtest.aws.target import DEFAULT_REGION as DEFAULT_REGION
 from loadtest.aws.target import EMBEDDED_CREDENTIALS as EMBEDDED_CREDENTIALS
 from loadtest.aws.target import BackendKind as BackendKind

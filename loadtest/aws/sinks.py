@@ -18,13 +18,13 @@ in its own. Every failure goes through ``loadtest.aws.errors``.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from loadtest.aws.errors import ERRORS, translated
 from loadtest.aws.target import BackendKind, Target
-from loadtest.errors import BackendError
+from loadtest.errors import ScenarioError
 from loadtest.model.history.records import EffectKind
 from loadtest.model.scenario.placeholders import Sink
 
@@ -99,32 +99,44 @@ def create_sinks(
     *,
     into: list[MadeSink],
     target: Target,
+    tags: Mapping[str, str] | None = None,
 ) -> None:
     """Create each sink's resources under ``prefix``, appending its ``MadeSink`` to ``into``
-    before its first call, so teardown finds whatever part of it exists."""
-    if target.kind is BackendKind.AWS and any(s.kind is EffectKind.STATE_MACHINE for s in sinks):
-        raise BackendError(
-            "a {state_machine:NAME} sink is created on local backends only: on AWS it needs "
-            "an execution role, which the run does not make"
-        )
+    before its first call, so teardown finds whatever part of it exists. Every part is
+    tagged ``created-by=loadtest`` and with ``tags`` (a deployed run's ``loadtest:run``)."""
+    all_tags = dict([CREATED_BY, *(tags or {}).items()])
+    refuse_unmakeable(sinks, target)
     for sink in sinks:
         made = MadeSink(sink, name=sink.resource_name(prefix))
         into.append(made)
         with translated(f"create the run's {sink.kind.value} sink {made.name}", target):
-            _create(clients, made, prefix, target)
+            _create(clients, made, prefix, target, all_tags)
+
+
+def refuse_unmakeable(sinks: Sequence[Sink], target: Target) -> None:
+    """Refuse (``ScenarioError``) sinks the run cannot make on ``target``, before anything is
+    made: a state machine on AWS needs an execution role, which the run does not make."""
+    machines = [s for s in sinks if s.kind is EffectKind.STATE_MACHINE]
+    if target.kind is BackendKind.AWS and machines:
+        raise ScenarioError(
+            f"{{{machines[0].placeholders[0]}}}: a state machine sink is made on local backends "
+            "and endpoints only; on AWS it needs an execution role, which the run does not make"
+        )
 
 
 def _fifo_queue_attributes(fifo: bool) -> dict[str, str]:
     return {"FifoQueue": "true", "ContentBasedDeduplication": "false"} if fifo else {}
 
 
-def _queue(clients: SinkClients, name: str, fifo: bool, sender: str = "") -> tuple[str, str]:
+def _queue(
+    clients: SinkClients, name: str, fifo: bool, tags: dict[str, str], sender: str = ""
+) -> tuple[str, str]:
     """Create a queue (FIFO for ``fifo``) that ``sender``'s service may send to; its URL and
     ARN."""
     url = clients.sqs.create_queue(
         QueueName=name,
         Attributes=_fifo_queue_attributes(fifo),  # type: ignore[arg-type]
-        tags=dict([CREATED_BY]),
+        tags=tags,
     )["QueueUrl"]
     arn = clients.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"
@@ -147,20 +159,26 @@ def _queue(clients: SinkClients, name: str, fifo: bool, sender: str = "") -> tup
     return url, arn
 
 
-def _create(clients: SinkClients, made: MadeSink, prefix: str, target: Target) -> None:
+def _create(
+    clients: SinkClients, made: MadeSink, prefix: str, target: Target, tags: dict[str, str]
+) -> None:
     sink = made.sink
-    tag_key, tag_value = CREATED_BY
+    tag_list: Any = [{"Key": k, "Value": v} for k, v in tags.items()]
     if sink.kind is EffectKind.QUEUE:
-        made.address, made.arn = _queue(clients, made.name, sink.fifo)
+        made.address, made.arn = _queue(clients, made.name, sink.fifo, tags)
     elif sink.kind is EffectKind.TOPIC:
         attributes = (
             {"FifoTopic": "true", "ContentBasedDeduplication": "false"} if sink.fifo else {}
         )
         made.address = clients.sns.create_topic(
-            Name=made.name, Attributes=attributes, Tags=[{"Key": tag_key, "Value": tag_value}]
+            Name=made.name, Attributes=attributes, Tags=tag_list
         )["TopicArn"]
         made.capture_url, made.capture_arn = _queue(
-            clients, sink.capture_name(prefix), sink.fifo, f"sns.amazonaws.com {made.address}"
+            clients,
+            sink.capture_name(prefix),
+            sink.fifo,
+            tags,
+            f"sns.amazonaws.com {made.address}",
         )
         made.subscription_arn = clients.sns.subscribe(
             TopicArn=made.address,
@@ -170,20 +188,18 @@ def _create(clients: SinkClients, made: MadeSink, prefix: str, target: Target) -
             ReturnSubscriptionArn=True,
         )["SubscriptionArn"]
     elif sink.kind is EffectKind.BUS:
-        made.arn = clients.events.create_event_bus(
-            Name=made.name, Tags=[{"Key": tag_key, "Value": tag_value}]
-        )["EventBusArn"]
+        made.arn = clients.events.create_event_bus(Name=made.name, Tags=tag_list)["EventBusArn"]
         made.address = made.name
         account = made.arn.split(":")[4]
         rule_arn = made.arn.replace(":event-bus/", ":rule/") + f"/{CAPTURE_RULE}"
         made.capture_url, made.capture_arn = _queue(
-            clients, sink.capture_name(prefix), False, f"events.amazonaws.com {rule_arn}"
+            clients, sink.capture_name(prefix), False, tags, f"events.amazonaws.com {rule_arn}"
         )
         clients.events.put_rule(
             Name=CAPTURE_RULE,
             EventBusName=made.name,
             EventPattern=json.dumps({"account": [account]}),
-            Tags=[{"Key": tag_key, "Value": tag_value}],
+            Tags=tag_list,
         )
         made.rule = CAPTURE_RULE
         clients.events.put_targets(
@@ -199,15 +215,13 @@ def _create(clients: SinkClients, made: MadeSink, prefix: str, target: Target) -
         )
         clients.s3.create_bucket(Bucket=made.name, **location)
         made.address = made.name
-        clients.s3.put_bucket_tagging(
-            Bucket=made.name, Tagging={"TagSet": [{"Key": tag_key, "Value": tag_value}]}
-        )
+        clients.s3.put_bucket_tagging(Bucket=made.name, Tagging={"TagSet": tag_list})
     elif sink.kind is EffectKind.STATE_MACHINE:
         made.address = clients.stepfunctions.create_state_machine(
             name=made.name,
             definition=PASS_DEFINITION,
             roleArn=EMBEDDED_ROLE,
-            tags=[{"key": tag_key, "value": tag_value}],
+            tags=[{"key": k, "value": v} for k, v in tags.items()],
         )["stateMachineArn"]
     else:
         raise ValueError(f"no sink of kind {sink.kind}")

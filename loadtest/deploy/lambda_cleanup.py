@@ -170,12 +170,20 @@ def make_clients(endpoint_url: str | None, region: str | None = None) -> tuple[C
     def client(service: str) -> Any:
         return session.client(service, endpoint_url=endpoint_url, config=config)  # type: ignore[call-overload]
 
+    sqs = client("sqs")
     return (
         Clients(
             iam=client("iam"),
             lambda_=client("lambda"),
-            sqs=client("sqs"),
+            sqs=sqs,
             dynamodb=client("dynamodb"),
+            sinks=aws.SinkClients(
+                sqs=sqs,
+                sns=client("sns"),
+                events=client("events"),
+                s3=client("s3"),
+                stepfunctions=client("stepfunctions"),
+            ),
         ),
         where,
     )

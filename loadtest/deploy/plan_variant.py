@@ -54,7 +54,10 @@ queues it created (``EnvironmentRefs``: which queue each names)."""
 def sink_settings(sink: Sink, prefix: str) -> dict[str, Any]:
     """A sink's planned settings: what it is and, for a topic or bus, the queue that captures
     what it delivers."""
-    settings: dict[str, Any] = {"Kind": sink.kind.value}
+    settings: dict[str, Any] = {
+        "Kind": sink.kind.value,
+        "Placeholder": f"{{{sink.placeholders[0]}}}",
+    }
     if sink.fifo:
         settings["Fifo"] = "content-based deduplication off"
     if sink.kind in (EffectKind.TOPIC, EffectKind.BUS):

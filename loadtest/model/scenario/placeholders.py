@@ -108,6 +108,11 @@ class Sink:
             return f"{prefix}-{_CAPTURE_TAG[self.kind]}-{self.name}"
         return f"{prefix}-{self.name}"
 
+    def prefix_of(self, resource_name: str) -> str:
+        """The run prefix ``resource_name`` (one of ``resource_name``'s answers) starts with."""
+        tag = f"-{_CAPTURE_TAG[self.kind]}" if self.kind is EffectKind.QUEUE else ""
+        return resource_name.removesuffix(f"{tag}-{self.name}")
+
     def capture_name(self, prefix: str) -> str:
         """The SQS queue that receives what a topic or bus delivers: ``PREFIX-t-NAME`` or
         ``PREFIX-e-NAME`` (FIFO for a FIFO topic)."""
