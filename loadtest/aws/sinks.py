@@ -274,6 +274,85 @@ def _delete(clients: SinkClients, made: MadeSink) -> None:
         made.capture_url = ""
 
 
+def delete_found_sink(clients: SinkClients, kind: EffectKind, address: str) -> None:
+    """Delete a sink found by its tag (``loadtest cleanup``), from its address alone: a
+    topic's subscriptions and a bus's rules first (its capture queue is a tagged queue of its
+    own), a bucket emptied first."""
+    if kind is EffectKind.TOPIC:
+        listed = clients.sns.list_subscriptions_by_topic(TopicArn=address)
+        for subscription in listed.get("Subscriptions", []):
+            if subscription["SubscriptionArn"].startswith("arn:"):
+                clients.sns.unsubscribe(SubscriptionArn=subscription["SubscriptionArn"])
+        clients.sns.delete_topic(TopicArn=address)
+    elif kind is EffectKind.BUS:
+        for rule in clients.events.list_rules(EventBusName=address).get("Rules", []):
+            targets = clients.events.list_targets_by_rule(Rule=rule["Name"], EventBusName=address)
+            ids = [t["Id"] for t in targets.get("Targets", [])]
+            if ids:
+                clients.events.remove_targets(Rule=rule["Name"], EventBusName=address, Ids=ids)
+            clients.events.delete_rule(Name=rule["Name"], EventBusName=address)
+        clients.events.delete_event_bus(Name=address)
+    elif kind is EffectKind.BUCKET:
+        _empty_bucket(clients.s3, address)
+        clients.s3.delete_bucket(Bucket=address)
+    elif kind is EffectKind.STATE_MACHINE:
+        clients.stepfunctions.delete_state_machine(stateMachineArn=address)
+    else:
+        raise ValueError(f"a {kind} sink is a queue: delete it as one")
+
+
+def find_tagged_sinks(
+    clients: SinkClients, tag: str, value: str | None = None
+) -> list[tuple[EffectKind, str, str]]:
+    """Topics, buses, buckets and state machines named ``loadtest-...`` whose ``tag`` is set
+    (to ``value`` if given): each as (kind, address, the tag's value). Queues are not
+    listed here (they are found as queues)."""
+    found: list[tuple[EffectKind, str, str]] = []
+
+    def matching(tags: dict[str, str]) -> str | None:
+        got = tags.get(tag)
+        return got if got is not None and (value is None or got == value) else None
+
+    for page in clients.sns.get_paginator("list_topics").paginate():
+        for topic in page.get("Topics", []):
+            arn = topic["TopicArn"]
+            if arn.rsplit(":", 1)[-1].startswith(NAME_START):
+                topic_tags = clients.sns.list_tags_for_resource(ResourceArn=arn).get("Tags", [])
+                run = matching({t["Key"]: t["Value"] for t in topic_tags})
+                if run is not None:
+                    found.append((EffectKind.TOPIC, arn, run))
+    for bus in clients.events.list_event_buses(NamePrefix=NAME_START).get("EventBuses", []):
+        bus_tags = clients.events.list_tags_for_resource(ResourceARN=bus["Arn"]).get("Tags", [])
+        run = matching({t["Key"]: t["Value"] for t in bus_tags})
+        if run is not None:
+            found.append((EffectKind.BUS, bus["Name"], run))
+    for bucket in clients.s3.list_buckets().get("Buckets", []):
+        name = bucket["Name"]
+        if not name.startswith(NAME_START):
+            continue
+        try:
+            tag_set = clients.s3.get_bucket_tagging(Bucket=name)["TagSet"]
+        except ERRORS:  # no tags, or a bucket of another region this client cannot read
+            continue
+        run = matching({t["Key"]: t["Value"] for t in tag_set})
+        if run is not None:
+            found.append((EffectKind.BUCKET, name, run))
+    for machines in clients.stepfunctions.get_paginator("list_state_machines").paginate():
+        for machine in machines.get("stateMachines", []):
+            if machine["name"].startswith(NAME_START):
+                arn = machine["stateMachineArn"]
+                machine_tags = clients.stepfunctions.list_tags_for_resource(resourceArn=arn)
+                run = matching({t["key"]: t["value"] for t in machine_tags.get("tags", [])})
+                if run is not None:
+                    found.append((EffectKind.STATE_MACHINE, arn, run))
+    return found
+
+
+NAME_START = "loadtest-"
+"""What every sink's resource name starts with (the run's prefix): only those are asked
+for their tags."""
+
+
 def _empty_bucket(s3: S3Client, bucket: str) -> None:
     while True:
         page = s3.list_objects_v2(Bucket=bucket)

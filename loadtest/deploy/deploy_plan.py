@@ -97,9 +97,9 @@ __all__ = [
 
 SINKS_DEPLOYED = (
     "each sink is made before the functions (which are told its address), tagged with the "
-    "run, read back after it and deleted with the rest; `loadtest cleanup` finds a sink's "
-    "queues by that tag, not its topic, bus or bucket; a {state_machine:NAME} sink is made on "
-    "endpoints only (on AWS it needs an execution role the run does not make)"
+    "run (`loadtest cleanup` finds it by that tag), read back after the run and deleted with "
+    "the rest; a {state_machine:NAME} sink is made on endpoints only (on AWS it needs an "
+    "execution role the run does not make)"
 )
 """What the plan says of a deployed run's sinks."""
 

@@ -32,6 +32,7 @@ from loadtest.deploy.lambda_ready import (
 )
 from loadtest.deploy.packaging import function_zip
 from loadtest.errors import TableExistsError
+from loadtest.model.history.records import EffectKind
 from loadtest.model.scenario.placeholders import sink_of
 from loadtest.observer.layer import MAX_CODE_BYTES, layer_modules, layer_zip
 
@@ -382,6 +383,12 @@ def delete_one(clients: Clients, kind: Kind, ident: str) -> None:
         clients.sqs.delete_queue(QueueUrl=ident)
     elif kind is Kind.TABLE:
         clients.dynamodb.delete_table(TableName=ident)
+    elif kind is Kind.SINK:
+        # A sink found by its tag: "KIND ADDRESS" (``lambda_cleanup.find_tagged``).
+        if clients.sinks is None:
+            raise ValueError("a sink is deleted with Clients.sinks")
+        sink_kind, address = ident.split(" ", 1)
+        aws.delete_found_sink(clients.sinks, EffectKind(sink_kind), address)
 
 
 __all__ = [

@@ -14,7 +14,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from loadtest.aws import clients as aws
-from loadtest.errors import BackendError
+from loadtest.errors import BackendError, ScenarioError
 from loadtest.model.history.records import EffectKind, SinkContents
 from loadtest.model.scenario.placeholders import Sink
 
@@ -263,3 +263,14 @@ def test_a_sink_made_halfway_is_deleted_as_far_as_it_exists(backend_url: str, pr
     assert made == []
     assert topic_arn not in [t["TopicArn"] for t in clients.sns.list_topics()["Topics"]]
     clients.close()
+
+
+def test_a_state_machine_sink_is_refused_on_aws_before_anything_is_made() -> None:
+    on_aws = aws.Target(aws.BackendKind.AWS, None, "eu-west-1")
+    with pytest.raises(ScenarioError) as refused:
+        aws.refuse_unmakeable(SINKS, on_aws)
+    assert str(refused.value) == (
+        "{state_machine:ship}: a state machine sink is made on local backends and endpoints "
+        "only; on AWS it needs an execution role, which the run does not make"
+    )
+    aws.refuse_unmakeable(SINKS[:-1], on_aws)
