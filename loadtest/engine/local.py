@@ -2,9 +2,10 @@
 
 For every variant: start the execution environments (importing the handler
 validates it before anything is created), create a fresh queue, DLQ and
-table (and the sinks the scenario names), run the producer, pollers and DLQ watcher in one task group until every
-message is settled or the deadline passes, read the end state, check it, and
-delete exactly what was created — also when the run fails or is interrupted.
+table (and the sinks the scenario names), run the producer, pollers and DLQ
+watcher in one task group until every message is settled or the deadline
+passes, read the end state, check it, and delete exactly what was created —
+also when the run fails or is interrupted.
 
 Owns the orchestration of an emulated run (``run``, ``run_async``,
 ``sweep_async``, ``run_variant``: set up, run, check, clean up) and starting
