@@ -76,6 +76,7 @@ from loadtest.model.checker.roles import LiveDuplicates
 from loadtest.model.checker.verdict import (
     BAD_WHEN_NONZERO,
     COUNT_NAMES,
+    EFFECT_COUNT_NAMES,
     FLAGGED_WHEN_NONZERO,
     INCONCLUSIVE_WHEN_NONZERO,
     NOTEWORTHY_WHEN_NONZERO,
@@ -90,6 +91,7 @@ from loadtest.model.checker.verdict import (
 __all__ = [
     "BAD_WHEN_NONZERO",
     "COUNT_NAMES",
+    "EFFECT_COUNT_NAMES",
     "FLAGGED_WHEN_NONZERO",
     "INCONCLUSIVE_WHEN_NONZERO",
     "NOTEWORTHY_WHEN_NONZERO",

@@ -24,7 +24,7 @@ from loadtest.model.scenario.body import BodyShape
 _FLAT = BodyShape()
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Collection, Iterator, Mapping
 
     from loadtest.model.history.log import Invocation, InvocationRef, Record, TypedItem
 
@@ -248,6 +248,29 @@ def _names_id(value: Any, business_id: str) -> bool:
     if isinstance(value, list | frozenset):
         return any(_names_id(v, business_id) for v in value)
     return False
+
+
+def named_id(value: Any, key: str, known: Collection[str]) -> str | None:
+    """The one sent business id (among ``known``) a plain value (a payload, parsed) or its
+    ``key`` names, as items are searched: a leaf equal to it (inside maps, lists and JSON
+    strings), else the key, else a leaf or the key holding it as a token; None when it names
+    none, or several (never a guess)."""
+    strings = [v for _, v in _leaves("", value) if isinstance(v, str) and v]
+    exact = {v for v in strings if v in known}
+    if len(exact) == 1:
+        return exact.pop()
+    if exact:
+        return None
+    if key and key in known:
+        return key
+    texts = [*strings, key] if key else strings
+    named = {b for b in known if any(b in t and _names_id(t, b) for t in texts)}
+    return named.pop() if len(named) == 1 else None
+
+
+def leaves_of(value: Any) -> list[tuple[str, Any]]:
+    """A plain value's leaves as (path, value), by the paths ``details_of`` gives."""
+    return list(_leaves("", value))
 
 
 # --- key templates --------------------------------------------------------------------
