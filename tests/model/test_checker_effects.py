@@ -442,3 +442,15 @@ def test_an_allowed_effect_count_relaxes_its_reason() -> None:
     )
     assert kept == []
     assert dropped == ["1 duplicate effect(s): o-1 published twice to orders"]
+
+
+def test_an_id_is_found_as_a_token_of_a_payload_or_key_never_as_part_of_a_word() -> None:
+    from loadtest.model.checker.details import named_id
+
+    known = {"o-1", "o-12", "a"}
+    assert named_id("order o-1 shipped", "", known) == "o-1"
+    assert named_id({"note": "ORDER#o-12/x"}, "", known) == "o-12"
+    assert named_id("", "receipts/o-1.json", known) == "o-1"
+    assert named_id("xo-1 and o-1x", "", known) is None
+    assert named_id({"a": "o-1", "b": "o-12"}, "", known) is None  # two ids: no guess
+    assert named_id({"id": "o-1"}, "o-12", known) == "o-1"  # a leaf equal to it comes first

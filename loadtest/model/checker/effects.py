@@ -87,12 +87,15 @@ class _Ids:
 
     def __init__(self, known: Iterable[str]) -> None:
         self.known = set(known)
+        self.longest = max(map(len, self.known), default=0)
 
     def of(self, payload: str, key: str, rule: EffectRule | None) -> str | None:
         parsed = _parsed(payload)
         if rule is not None and rule.declares_id:
             return rule.id_of(parsed, payload, key)
-        return named_id(plain(parsed) if parsed is not None else payload, key, self.known)
+        return named_id(
+            plain(parsed) if parsed is not None else payload, key, self.known, self.longest
+        )
 
 
 # --- content: what a duplicate or a conflict is compared by -------------------------------
