@@ -23,6 +23,7 @@ ENV = (
     ("RECEIPTS", "s3://{bucket:receipts}/x"),
     ("EVENTS", "{bus:events}"),
     ("OUT", "{queue_url:outbox}"),
+    ("OUT_ARN", "{queue_arn:outbox}"),
     ("FLOW", "{state_machine:flow}"),
     ("DYNAMODB_TABLE", "{table}"),
 )

@@ -2,7 +2,7 @@
 
 Owns the ``[[effects]]`` entries (``EffectRule``), their validation against the sinks the
 scenario's environment creates (placeholders ``{topic:NAME}``, ``{queue_url:NAME}``,
-``{bus:NAME}``, ``{bucket:NAME}``, ``{state_machine:NAME}``), and where an entry finds a
+``{queue_arn:NAME}``, ``{bus:NAME}``, ``{bucket:NAME}``, ``{state_machine:NAME}``), and where an entry finds a
 business id in an effect (``EffectRule.id_of``). How effects are judged is
 ``loadtest.model.checker.effects``'. Pure; every refusal is a ``ScenarioError`` naming the
 file, the field and what is allowed.
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 SINK_PLACEHOLDERS: Mapping[str, EffectKind] = {
     "topic": EffectKind.TOPIC,
     "queue_url": EffectKind.QUEUE,
+    "queue_arn": EffectKind.QUEUE,
     "bus": EffectKind.BUS,
     "bucket": EffectKind.BUCKET,
     "state_machine": EffectKind.STATE_MACHINE,
