@@ -454,3 +454,19 @@ def test_an_id_is_found_as_a_token_of_a_payload_or_key_never_as_part_of_a_word()
     assert named_id("xo-1 and o-1x", "", known) is None
     assert named_id({"a": "o-1", "b": "o-12"}, "", known) is None  # two ids: no guess
     assert named_id({"id": "o-1"}, "o-12", known) == "o-1"  # a leaf equal to it comes first
+
+
+def test_an_effect_for_a_poison_message_is_its_own_and_never_lost() -> None:
+    messages = [sent(0, "o-1", "m-1"), sent(1, "bad", "m-2", poison=True)]
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [write(order_item("o-1", 1))], [effect(payload("o-1"))]),
+        delivery(
+            "r-2", "m-2", "bad", [], [effect(payload("bad"))], outcome=InvocationOutcome.ERROR
+        ),
+    ]
+    history = history_of(messages, invocations, ["m-1"])
+    end = with_sinks(end_state([order_item("o-1", 1)]), topic(payload("o-1"), payload("bad")))
+    result = check(history, end)
+    sink = the_sink(result)
+    assert (sink.unidentified, sink.duplicate, sink.lost) == (0, 0, 0)
+    assert not [r for r in result.inconclusive if "orders" in r]

@@ -222,7 +222,8 @@ def judge_effects(
 
     acked_ids = set(acked)
     messages = [m for m in sent if m.message_id is not None]
-    ids = _Ids(m.business_id for m in messages if m.business_id is not None and not m.poison)
+    # A poison message's id is an id too: an effect sent for it is its, never unknown.
+    ids = _Ids(m.business_id for m in messages if m.business_id is not None)
     expected = [m for m in messages if m.message_id in acked_ids and not m.poison and m.business_id]
     by_id: dict[str, list[SentMessage]] = defaultdict(list)
     for m in messages:
