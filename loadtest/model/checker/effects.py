@@ -280,6 +280,11 @@ def judge_effects(
                 f"{one.duplicate} duplicate effect(s) {verb} to {g.name!r}, declared "
                 "at-least-once (downstream deduplicates): reported, not failed"
             )
+        if one.read and not one.deduplicated_by and one.delivered < one.sent:
+            notes.append(
+                f"sink {g.name!r} holds {one.delivered} of the {one.sent} send(s) it accepted "
+                "and says it deduplicates nothing: the rest never arrived where it was read"
+            )
         if one.deduplicated:
             notes.append(
                 f"sink {g.name!r} deduplicated {one.deduplicated} of {one.sent} accepted "
