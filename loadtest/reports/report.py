@@ -79,7 +79,7 @@ def run_model(run: VariantRun, prices: Prices | None = None) -> RunModel:
         },
         faults=run.faults.describe(),
         counts=counts.as_dict(),
-        effects=[s.to_json() for s in run.check.effects]
+        effects=[s.to_json(run.history.started_ns) for s in run.check.effects]
         if counts.effects_sent is not None
         else None,
         queue_after={

@@ -172,3 +172,16 @@ def test_a_sweep_grids_the_effects_of_runs_that_have_them() -> None:
         "lost_effects",
     ]
     assert metric_named("lost_effects").title == "Lost effects"
+
+
+def test_the_race_timeline_marks_the_witnessed_effects() -> None:
+    report = report_of(True)
+    (run,) = report["runs"]
+    (witness,) = run["effects"][0]["witnesses"]
+    assert [(d["environment"], d["operation"]) for d in witness["deliveries"]] == [
+        (0, "SNS.Publish")
+    ] * 3
+    page = render_html(report)
+    assert page.count('class="event effect effect"') == 3
+    assert "SNS.Publish → orders" in page
+    assert 'class="key effect"' not in render_html(report_of(False))

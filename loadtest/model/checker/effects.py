@@ -190,7 +190,15 @@ def judge_effects(
         outcome = inv.outcome.value
         for r in inv.records:
             deliveries[r.message_id].append(
-                Delivering(inv.request_id, r.message_id, r.receive_count, outcome)
+                Delivering(
+                    inv.request_id,
+                    r.message_id,
+                    r.receive_count,
+                    outcome,
+                    environment=inv.environment,
+                    started_ns=inv.started_ns,
+                    ended_ns=inv.ended_ns,
+                )
             )
             if (
                 inv.outcome is not InvocationOutcome.SUCCESS
@@ -214,6 +222,9 @@ def judge_effects(
                         receive.get(record_id, 0),
                         outcome,
                         effect.operation,
+                        inv.environment,
+                        effect.started_ns,
+                        effect.ended_ns,
                     ),
                 )
             )

@@ -312,8 +312,13 @@ class Delivering:
     outcome: str
     operation: str = ""
     """The effect's call, for a delivery that sent one ("" for a delivery that sent none)."""
+    environment: int = 0
+    started_ns: int = 0
+    """When the effect's call started (for a delivery that sent none, the invocation)."""
+    ended_ns: int = 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, start_ns: int = 0) -> dict[str, Any]:
+        """As the report lists it: times in milliseconds since ``start_ns`` (the run's start)."""
         out: dict[str, Any] = {
             "request_id": self.request_id,
             "message_id": self.message_id,
@@ -322,6 +327,9 @@ class Delivering:
         }
         if self.operation:
             out["operation"] = self.operation
+        out["environment"] = self.environment
+        out["at_ms"] = round((self.started_ns - start_ns) / 1e6, 3)
+        out["done_ms"] = round((self.ended_ns - start_ns) / 1e6, 3)
         return out
 
 
@@ -339,12 +347,12 @@ class EffectWitness:
     held: tuple[str, ...] = ()
     """What the sink held for it: keys, or payloads cut to a few dozen characters."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, start_ns: int = 0) -> dict[str, Any]:
         return {
             "anomaly": self.anomaly,
             "business_id": self.business_id,
             "text": self.text,
-            "deliveries": [d.to_json() for d in self.deliveries],
+            "deliveries": [d.to_json(start_ns) for d in self.deliveries],
             "held": list(self.held),
         }
 
@@ -378,7 +386,9 @@ class SinkEffects:
     """Entries in which no business id was found."""
     witnesses: tuple[EffectWitness, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, start_ns: int = 0) -> dict[str, Any]:
+        """As the report lists it (``start_ns``: the run's start, its witnesses' times'
+        origin)."""
         return {
             "sink": self.sink,
             "kind": self.kind.value,
@@ -395,7 +405,7 @@ class SinkEffects:
             "read": self.read,
             "complete": self.complete,
             "unidentified": self.unidentified,
-            "witnesses": [w.to_json() for w in self.witnesses],
+            "witnesses": [w.to_json(start_ns) for w in self.witnesses],
         }
 
 
