@@ -470,3 +470,20 @@ def test_an_effect_for_a_poison_message_is_its_own_and_never_lost() -> None:
     sink = the_sink(result)
     assert (sink.unidentified, sink.duplicate, sink.lost) == (0, 0, 0)
     assert not [r for r in result.inconclusive if "orders" in r]
+
+
+def test_a_lost_effect_is_counted_per_message_and_witnessed_once_per_id() -> None:
+    messages = [sent(0, "o-1", "m-1"), sent(1, "o-1", "m-2"), sent(2, "o-2", "m-3")]
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [write(order_item("o-1", 1))], []),
+        delivery("r-2", "m-2", "o-1", [rejected("o-1", started_ns=10)], []),
+        delivery("r-3", "m-3", "o-2", [write(order_item("o-2", 1))], [effect(payload("o-2"))]),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
+    items = [order_item("o-1", 1), order_item("o-2", 1)]
+    declared = [EffectRule("orders", EffectKind.TOPIC, id="orderId", required=True)]
+    result = check(history, with_sinks(end_state(items), topic(payload("o-2"))), effects=declared)
+    assert result.counts.lost_effects == 2
+    (witness,) = the_sink(result).witnesses
+    assert witness.text == "o-1 never published to orders (messages m-1, m-2 acknowledged)"
+    assert [d.request_id for d in witness.deliveries] == ["r-1", "r-2"]

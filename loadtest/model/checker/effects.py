@@ -410,17 +410,25 @@ def _judge_sink(
     required = "declared" if declared else "learned" if learned else "optional"
     lost = 0
     if required != "optional" and complete and not unidentified:
+        # Counted per message; one witness per business id, naming its messages.
+        missing: dict[str, list[str]] = defaultdict(list)
         for m in expected:
             business_id, message_id = m.business_id or "", m.message_id or ""
-            if business_id in reached:
-                continue
-            lost += 1
+            if business_id not in reached:
+                lost += 1
+                missing[business_id].append(message_id)
+        for business_id, message_ids in missing.items():
+            which = (
+                f"message {message_ids[0]} acknowledged"
+                if len(message_ids) == 1
+                else f"messages {', '.join(message_ids)} acknowledged"
+            )
             witnesses.append(
                 EffectWitness(
                     "lost",
                     business_id,
-                    f"{business_id} never {verb} to {g.name} (message {message_id} acknowledged)",
-                    tuple(deliveries.get(message_id, ())),
+                    f"{business_id} never {verb} to {g.name} ({which})",
+                    tuple(d for m in message_ids for d in deliveries.get(m, ())),
                 )
             )
     deduplicated = 0
