@@ -487,3 +487,12 @@ def test_a_lost_effect_is_counted_per_message_and_witnessed_once_per_id() -> Non
     (witness,) = the_sink(result).witnesses
     assert witness.text == "o-1 never published to orders (messages m-1, m-2 acknowledged)"
     assert [d.request_id for d in witness.deliveries] == ["r-1", "r-2"]
+
+
+def test_a_sink_holding_more_than_was_seen_sent_says_so_and_is_judged_by_its_contents() -> None:
+    history, end = _duplicated_publish()
+    history.invocations = [dataclasses.replace(i, effects=()) for i in history.invocations]
+    result = check(history, end)
+    assert (result.counts.effects_sent, result.counts.effects_delivered) == (0, 2)
+    assert result.counts.duplicate_effects == 1
+    assert any("the observer saw 0 accepted send(s)" in n for n in result.notes)

@@ -291,6 +291,12 @@ def judge_effects(
                 f"{one.duplicate} duplicate effect(s) {verb} to {g.name!r}, declared "
                 "at-least-once (downstream deduplicates): reported, not failed"
             )
+        if one.read and one.delivered > one.sent:
+            notes.append(
+                f"sink {g.name!r} holds {one.delivered} entr(ies) but the observer saw "
+                f"{one.sent} accepted send(s) to it: the rest went through a client it does "
+                "not hook; its counts are read from what the sink holds"
+            )
         if one.read and not one.deduplicated_by and one.delivered < one.sent:
             notes.append(
                 f"sink {g.name!r} holds {one.delivered} of the {one.sent} send(s) it accepted "
