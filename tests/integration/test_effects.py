@@ -587,9 +587,21 @@ def sinks(backend_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sinks]:
     }.items():
         monkeypatch.setenv(name, value)
     yield made
-    made.clients["dynamodb"].delete_table(TableName=made.table)
+    clients, env = made.clients, made.environment
+    clients["dynamodb"].delete_table(TableName=made.table)
     for url in made.queues.values():
-        made.clients["sqs"].delete_queue(QueueUrl=url)
+        clients["sqs"].delete_queue(QueueUrl=url)
+    clients["sns"].delete_topic(TopicArn=env["ORDERS_TOPIC_ARN"])
+    bus = env["ORDER_EVENTS_BUS"]
+    clients["events"].remove_targets(Rule=f"{made.table}-all", EventBusName=bus, Ids=["capture"])
+    clients["events"].delete_rule(Name=f"{made.table}-all", EventBusName=bus)
+    clients["events"].delete_event_bus(Name=bus)
+    for key in made.objects():
+        clients["s3"].delete_object(Bucket=env["RECEIPTS_BUCKET"], Key=key)
+    clients["s3"].delete_bucket(Bucket=env["RECEIPTS_BUCKET"])
+    clients["stepfunctions"].delete_state_machine(
+        stateMachineArn=env["FULFILMENT_STATE_MACHINE_ARN"]
+    )
 
 
 def _load(name: str) -> Any:
