@@ -165,22 +165,29 @@ def test_announcing_after_the_guard_sends_each_order_once(
 
 
 CRASH_IDS = 6
+CRASH_P = 0.3
 
 
 def _crash_run(
-    backend_url: str, tmp_path: Path, variant: str, environment: dict[str, str]
+    backend_url: str,
+    tmp_path: Path,
+    variant: str,
+    environment: dict[str, str],
+    required: str | None = None,
 ) -> VariantRun:
-    """One copy per order; every write to the table may kill the environment right after
-    its answer (half of them), before the handler goes on to publish."""
+    """One copy per order; each write to the table kills the environment right after its
+    answer with probability ``CRASH_P``, before the handler goes on to publish. ``required``
+    declares that sink required (``[[effects]]``); without it the sink is learned."""
+    declared = f'\n[[effects]]\nsink = "{required}"\nid = "id"\nrequired = true\n'
     path = _scenario(
         tmp_path,
         environment,
         distinct_ids=CRASH_IDS,
         copies=1,
-        visibility_timeout_s=2,
-        function_timeout_s=2,
+        visibility_timeout_s=3,
+        function_timeout_s=3,
         max_receive_count=10,
-        extra="\n[faults]\ncrash_mid_handler = 0.5\n",
+        extra=f"\n[faults]\ncrash_mid_handler = {CRASH_P}\n" + (declared if required else ""),
     )
     (run,) = run_variants(load_scenario(str(path)), backend_url, variant).runs
     assert run.check.counts.unsettled == run.check.counts.unobserved_calls == 0
@@ -202,27 +209,51 @@ def _died_after_storing(run: VariantRun) -> set[str]:
     return died
 
 
+def _clean(run: VariantRun) -> set[str]:
+    """The orders delivered once, by an invocation that succeeded: what a sink is learned from."""
+    outcomes: dict[str, list[InvocationOutcome]] = {}
+    for invocation in run.history.invocations:
+        for record in invocation.records:
+            outcomes.setdefault(record.business_id or "", []).append(invocation.outcome)
+    return {b for b, seen in outcomes.items() if seen == [InvocationOutcome.SUCCESS]}
+
+
 def _effect_counts(run: VariantRun) -> dict[str, int]:
     return {name: int(getattr(run.check.counts, name)) for name in EFFECT_COUNTS}
 
 
 @pytest.mark.parametrize(
-    ("variant", "environment"),
+    ("variant", "environment", "required"),
     [
-        (_user("publish_after_guard.py"), TOPIC),
-        ("publish-after-guard", FIFO_TOPIC),
-        (_user("eventbridge_after_guard.py"), {"ORDER_EVENTS_BUS": "{bus:order-events}"}),
+        (_user("publish_after_guard.py"), TOPIC, None),
+        ("publish-after-guard", FIFO_TOPIC, "orders.fifo"),
+        (_user("eventbridge_after_guard.py"), {"ORDER_EVENTS_BUS": "{bus:order-events}"}, None),
+        (
+            _user("eventbridge_after_guard.py"),
+            {"ORDER_EVENTS_BUS": "{bus:order-events}"},
+            "order-events",
+        ),
     ],
-    ids=["user-sns", "builtin", "user-eventbridge"],
+    ids=[
+        "user-sns-learned",
+        "builtin-declared",
+        "user-eventbridge-learned",
+        "user-eventbridge-declared",
+    ],
 )
 def test_a_crash_between_the_guard_and_the_publish_loses_the_event(
-    backend_url: str, tmp_path: Path, variant: str, environment: dict[str, str]
+    backend_url: str,
+    tmp_path: Path,
+    variant: str,
+    environment: dict[str, str],
+    required: str | None,
 ) -> None:
-    run = _crash_run(backend_url, tmp_path, variant, environment)
+    run = _crash_run(backend_url, tmp_path, variant, environment, required)
     lost = _died_after_storing(run)
     assert lost, "the seeded crashes never hit a delivery right after it stored its order"
-    # The sink is learned, not declared: at least one order went through cleanly.
-    assert len(lost) < CRASH_IDS
+    if required is None:
+        # Learned: the orders that went through cleanly all reached the sink.
+        assert _clean(run), "no order went through cleanly: nothing to learn the sink from"
     assert run.check.verdict == "fail"
     assert run.check.counts.acked == CRASH_IDS  # every message acknowledged ...
     assert run.check.counts.lost_outcomes == 0  # ... and every order stored ...
