@@ -10,7 +10,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from loadtest.model.checker.completeness import incomplete, judged_without_details
+from loadtest.model.checker.completeness import (
+    complete_names,
+    incomplete,
+    judged_without_details,
+    lacking,
+    learned,
+)
 from loadtest.model.checker.details import (
     carries,
     carries_id,
@@ -165,6 +171,7 @@ def check(
     cut_short: bool = False,
     body: BodyShape | None = None,
     expect_overlap: bool = False,
+    learned_before: Mapping[str, frozenset[str]] | None = None,
 ) -> Check:
     """Judge one variant run: its counts, decisions and verdict.
 
@@ -179,6 +186,11 @@ def check(
     ``[expect] overlap``, true unless it says otherwise), so a run in which no two
     deliveries of an id overlapped (``exposure``) could not have shown the race and is
     inconclusive. The counts are measured either way.
+
+    ``learned_before``: what a complete outcome held in runs judged before this one, by
+    the model's description (``Check.outcome``): the ``Check.complete`` of each that
+    passed, intersected; with this run's own, it judges the outcomes where something
+    failed (``completeness``).
     """
     outcome_key = outcome_key or OutcomeKey()
     messages = Messages(history.sent, body)
@@ -230,6 +242,16 @@ def check(
         )
     details_stored = any(carried.values())
     unfinished = incomplete(final, outcome_key)
+    own: frozenset[str] | None = None
+    by_names: frozenset[str] | None = None
+    """The learned names that judged an outcome where something failed, if any did."""
+    if not outcome_key.fields and model.kind in ("key", "copies"):
+        clean = set(final) - read.failed_ids
+        own = learned(final, clean, outcome_key.key_names)
+        names = complete_names(own, (learned_before or {}).get(model.description))
+        if names and len(clean) < len(final):
+            by_names = names
+            unfinished |= lacking(final, names, clean)
 
     def _lost(business_id: str, position: int) -> bool:
         """Whether an acknowledged message's outcome is gone or incomplete, or its own
@@ -350,7 +372,7 @@ def check(
     if not details_stored and accepted_outcomes and model.kind not in ("ambiguous", "shared"):
         # An item that holds only its key would pass: the table cannot tell a finished
         # outcome from a half-written one, unless the scenario says what one holds.
-        note, unjudged = judged_without_details(outcome_key)
+        note, unjudged = judged_without_details(outcome_key, by_names)
         notes.extend([note] if note else [])
         inconclusive.extend([unjudged] if unjudged else [])
     if passed.unknown_after:
@@ -381,4 +403,5 @@ def check(
         outcome=model.description,
         templates=passed.templates,
         notes=tuple(notes),
+        complete=own,
     )

@@ -212,6 +212,8 @@ def judge_outcome(
     state: TypedItem | None = None
     state_known = True
     first_after: TypedItem | None = None
+    finished = False
+    """Some write so far stored the outcome with a message's details."""
     removed: TypedItem | None = None
     """The stored outcome the last write took away (a delete's old image), until the
     next write stores one: a delivery that deletes and puts other details replaced it."""
@@ -254,6 +256,17 @@ def judge_outcome(
             w.role = Role.FIRST
             units.append(unit)
             first_after = write.item_after
+        elif (
+            not copies
+            and not finished
+            and write.after_known
+            and any(carries(write.item_after, d) for d in details)
+        ):
+            # The deliveries before stored the outcome unfinished (a claim, none of the
+            # message's details): this one takes it over and finishes it. From now on
+            # the earlier deliveries' writes are another delivery's.
+            w.role = Role.STEP
+            units[:] = [unit]
         else:
             w.role = Role.AGAIN
             units.append(unit)
@@ -271,6 +284,12 @@ def judge_outcome(
                 )
             ):
                 judged.conflicting += 1
+        if (
+            write.after_known
+            and not write.deletes
+            and any(carries(write.item_after, d) for d in details)
+        ):
+            finished = True
         removed = before if write.deletes and before_known else None
         if write.deletes:
             state, state_known = None, True

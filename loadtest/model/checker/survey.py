@@ -44,6 +44,10 @@ class Survey:
     """What the run did not provide that the handler expected (``harness``)."""
     overlaps: Overlaps = field(default_factory=lambda: Overlaps({}))
     """Each business id's handler executions, for the race exposure."""
+    failed_ids: set[str] = field(default_factory=set)
+    """The business ids something failed for: a delivery of one was a redelivery, or its
+    invocation failed or reported its record failed (``completeness`` learns from the
+    others)."""
 
 
 def survey(history: History, business_index: Mapping[str, int]) -> Survey:
@@ -52,7 +56,13 @@ def survey(history: History, business_index: Mapping[str, int]) -> Survey:
     for inv in history.invocations:
         found.deliveries += len(inv.records)
         found.redeliveries += sum(1 for r in inv.records if r.receive_count > 1)
-        if inv.outcome is not InvocationOutcome.SUCCESS:
+        failed = inv.outcome is not InvocationOutcome.SUCCESS
+        for r in inv.records:
+            if r.business_id is not None and (
+                failed or r.receive_count > 1 or r.message_id in inv.failed_message_ids
+            ):
+                found.failed_ids.add(r.business_id)
+        if failed:
             found.handler_errors += 1
             explained = explain(inv.error)
             if explained is not None:
