@@ -17,7 +17,7 @@ PENDING = {"id": {"S": "b"}, "status": {"S": "PENDING"}}
 def test_names_every_clean_outcome_holds_are_learned_without_the_key() -> None:
     other = {"id": {"S": "c"}, "status": {"S": "DONE"}, "amount": {"N": "1"}, "note": {"S": "x"}}
     final = {"a": [DONE], "c": [other], "b": [PENDING]}
-    assert learned(final, {"a", "c"}, ("id",)) == {"status", "amount"}
+    assert learned(final, {"a", "c"}, ("id",)) == frozenset({"status", "amount"})
 
 
 def test_nothing_is_learned_where_nothing_passed() -> None:
@@ -28,8 +28,10 @@ def test_nothing_is_learned_where_nothing_passed() -> None:
 
 
 def test_runs_before_and_the_run_itself_are_intersected() -> None:
-    assert complete_names(None, frozenset({"status", "amount"})) == {"status", "amount"}
-    assert complete_names(frozenset({"status"}), frozenset({"status", "amount"})) == {"status"}
+    assert complete_names(None, frozenset({"status", "amount"})) == frozenset({"status", "amount"})
+    assert complete_names(frozenset({"status"}), frozenset({"status", "amount"})) == frozenset(
+        {"status"}
+    )
 
 
 def test_an_outcome_where_something_failed_lacking_a_learned_name_is_incomplete() -> None:
