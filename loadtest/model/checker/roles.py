@@ -259,6 +259,8 @@ def judge_outcome(
         elif (
             not copies
             and not finished
+            and existed
+            and before is not None
             and write.after_known
             and any(carries(write.item_after, d) for d in details)
         ):
