@@ -27,8 +27,9 @@ How a run is judged, in the order the code does it:
    backend's own order, never client clocks; time only breaks ties.
 3. **Deliveries.** An outcome's first write is the one that found it absent.
    Writes by the same invocation for the same record are steps of one
-   delivery (a claim, then the result); a delivery that finishes an outcome the
-   ones before it left unfinished takes it over. With several records of one id in a
+   delivery (a claim, then the result); a delivery that finishes an outcome
+   every delivery before it failed to finish (they failed, and it lacked what a
+   complete one holds: step 4) takes it over. With several records of one id in a
    batch, a write is the record's it names (the one the handler last read,
    where the marks agree with the writes), else a write that finds the
    outcome finished is the next record's; one neither tells apart leaves the

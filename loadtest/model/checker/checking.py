@@ -15,6 +15,7 @@ from loadtest.model.checker.completeness import (
     incomplete,
     judged_without_details,
     lacking,
+    lacks_complete,
     learned,
 )
 from loadtest.model.checker.details import (
@@ -27,7 +28,7 @@ from loadtest.model.checker.harness import no_business_outcome, not_judged
 from loadtest.model.checker.parts import Parts, carried_bits, judge_parts
 from loadtest.model.checker.passes import Evidence, Judging, Model
 from loadtest.model.checker.reasons import cut_short_reasons, default_reasons, inconclusive_reasons
-from loadtest.model.checker.roles import unattributed_reason
+from loadtest.model.checker.roles import Takeover, unattributed_reason
 from loadtest.model.checker.runtime_errors import sentences as runtime_error_sentences
 from loadtest.model.checker.sent import ACKED, DEAD_LETTERED, POISON, Messages
 from loadtest.model.checker.shared import overwritten
@@ -222,8 +223,27 @@ def check(
         final, stored_outcomes = _final_items(model, outcome_keys, messages, end.table_items)
         passed = judging(model, stored_outcomes)
     shared = model.kind == "shared"
+    # What a complete outcome holds, learned from the outcomes where nothing failed (and
+    # the runs judged before): it judges the outcomes where something failed, and tells a
+    # delivery that finished a failed one's half-written outcome from a duplicate write.
+    own: frozenset[str] | None = None
+    names: frozenset[str] | None = None
+    clean: set[str] = set()
+    if not outcome_key.fields and model.kind in ("key", "copies"):
+        clean = set(final) - read.failed_ids
+        own = learned(final, clean, outcome_key.key_names)
+        names = complete_names(own, (learned_before or {}).get(model.description))
+    takeover = Takeover(
+        frozenset(read.failed_deliveries),
+        lambda item, details: lacks_complete(item, outcome_key, names, details),
+    )
     parts = judge_parts(
-        passed.parts, messages, model.kind == "copies", history.frames, shared=shared
+        passed.parts,
+        messages,
+        model.kind == "copies",
+        history.frames,
+        shared=shared,
+        takeover=takeover,
     )
     untied = passed.evidence.shared.untied(model.items) if shared else 0
     """Writes of aggregates no record was tied to: whose change each was is unknown, so
@@ -242,16 +262,11 @@ def check(
         )
     details_stored = any(carried.values())
     unfinished = incomplete(final, outcome_key)
-    own: frozenset[str] | None = None
     by_names: frozenset[str] | None = None
     """The learned names that judged an outcome where something failed, if any did."""
-    if not outcome_key.fields and model.kind in ("key", "copies"):
-        clean = set(final) - read.failed_ids
-        own = learned(final, clean, outcome_key.key_names)
-        names = complete_names(own, (learned_before or {}).get(model.description))
-        if names and len(clean) < len(final):
-            by_names = names
-            unfinished |= lacking(final, names, clean)
+    if names and len(clean) < len(final):
+        by_names = names
+        unfinished |= lacking(final, names, clean)
 
     def _lost(business_id: str, position: int) -> bool:
         """Whether an acknowledged message's outcome is gone or incomplete, or its own

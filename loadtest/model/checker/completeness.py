@@ -14,13 +14,19 @@ that lacks one of them is incomplete. Nothing is learned where nothing passed.
 When no stored outcome carries any message's details, no fields are declared and
 no such outcome was judged by learned names, an item holding only its key would
 look finished: the run cannot be judged by presence, and the reason names the fix.
+
+The same rule says whether one stored item is unfinished (``lacks_complete``): it lacks
+a declared field, else a learned name, else (nothing declared or learned) it carries
+none of the messages' details. ``roles`` asks it of the item a delivery wrote over, to
+tell a takeover of a failed delivery's half-written outcome from a duplicate write.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-from loadtest.model.checker.details import stored_names
+from loadtest.model.checker.details import carries, stored_names
 from loadtest.model.history.log import OutcomeKey, TypedItem
 
 
@@ -71,6 +77,22 @@ def lacking(
         for business_id, items in final.items()
         if business_id not in clean and not any(names <= item.keys() for item in items)
     }
+
+
+def lacks_complete(
+    item: TypedItem,
+    outcome_key: OutcomeKey,
+    names: frozenset[str] | None,
+    details: Sequence[Mapping[str, Any]],
+) -> bool:
+    """Whether a stored outcome item is unfinished: it lacks a field the scenario declares,
+    else one of the learned ``names`` (``complete_names``), else, with nothing declared or
+    learned, it carries none of the messages' ``details`` (a claim)."""
+    if outcome_key.fields:
+        return not set(outcome_key.fields) <= stored_names(item)
+    if names:
+        return not names <= item.keys()
+    return not any(carries(item, d) for d in details)
 
 
 def judged_without_details(

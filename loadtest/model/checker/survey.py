@@ -48,6 +48,10 @@ class Survey:
     """The business ids something failed for: a delivery of one was a redelivery, or its
     invocation failed or reported its record failed (``completeness`` learns from the
     others)."""
+    failed_deliveries: set[tuple[str, str]] = field(default_factory=set)
+    """The deliveries that failed, as (invocation request id, message id): every record of
+    an invocation that failed, crashed or timed out, and each record an invocation reported
+    failed (``roles.Takeover``: only such a delivery's half-written outcome is taken over)."""
 
 
 def survey(history: History, business_index: Mapping[str, int]) -> Survey:
@@ -58,9 +62,10 @@ def survey(history: History, business_index: Mapping[str, int]) -> Survey:
         found.redeliveries += sum(1 for r in inv.records if r.receive_count > 1)
         failed = inv.outcome is not InvocationOutcome.SUCCESS
         for r in inv.records:
-            if r.business_id is not None and (
-                failed or r.receive_count > 1 or r.message_id in inv.failed_message_ids
-            ):
+            record_failed = failed or r.message_id in inv.failed_message_ids
+            if record_failed:
+                found.failed_deliveries.add((inv.request_id, r.message_id))
+            if r.business_id is not None and (record_failed or r.receive_count > 1):
                 found.failed_ids.add(r.business_id)
         if failed:
             found.handler_errors += 1
