@@ -26,7 +26,7 @@ with ``stop_at_first`` finds one).
 ``bound`` is what the search covered (``loadtest.model.explore.points.Bound``): ``deliveries``,
 ``ids``, ``faults`` (each with the most a schedule may take), ``max_faults``,
 ``strategy``, ``schedules``, ``exhaustive``, ``stopped_by`` (``space``, ``budget``,
-``time_budget``, ``first_failure``, ``unscheduled_call``), ``pct`` (``depth``, ``n``, ``k``, ``probability``, or
+``time_budget``, ``first_failure`` (with ``stop_at_first``), ``unscheduled_call``), ``pct`` (``depth``, ``n``, ``k``, ``probability``, or
 null) and ``sentence``, the bound in words.
 
 ``replay`` is the command that reruns the shown schedule exactly.
