@@ -175,6 +175,7 @@ class Session:
         """Where outcomes live: the scenario's key, taken as declared once a schedule stored
         an outcome there (``run``)."""
         self.body = body_shape(scenario.workload)
+        self.effects = scenario.effects
         """Where the messages carry their business id and details."""
         self.complete: dict[str, frozenset[str]] = {}
         """What a complete outcome holds, by where outcomes live: the attribute names every
@@ -307,7 +308,14 @@ class Session:
             execution,
             history,
             end_state,
-            check(history, end_state, self.outcome, body=self.body, learned_before=self.complete),
+            check(
+                history,
+                end_state,
+                self.outcome,
+                body=self.body,
+                effects=self.effects,
+                learned_before=self.complete,
+            ),
         )
         learned = judged.check.complete
         if judged.verdict == "pass" and learned is not None:

@@ -8,7 +8,7 @@ over the writes gathered); the other steps are the package's parts.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from loadtest.model.checker.completeness import (
     complete_names,
@@ -23,11 +23,17 @@ from loadtest.model.checker.details import (
     carries_id,
     varies_per_delivery,
 )
+from loadtest.model.checker.effects import EffectsJudged, judge_effects
 from loadtest.model.checker.exposure import exposure_reason
 from loadtest.model.checker.harness import no_business_outcome, not_judged
 from loadtest.model.checker.parts import Parts, carried_bits, judge_parts
 from loadtest.model.checker.passes import Evidence, Judging, Model
-from loadtest.model.checker.reasons import cut_short_reasons, default_reasons, inconclusive_reasons
+from loadtest.model.checker.reasons import (
+    cut_short_reasons,
+    default_reasons,
+    effect_reasons,
+    inconclusive_reasons,
+)
 from loadtest.model.checker.roles import Takeover, unattributed_reason
 from loadtest.model.checker.runtime_errors import sentences as runtime_error_sentences
 from loadtest.model.checker.sent import ACKED, DEAD_LETTERED, POISON, Messages
@@ -41,6 +47,7 @@ from loadtest.model.checker.verdict import (
 )
 from loadtest.model.history.log import EndState, History, OutcomeKey, TypedItem, WriteOutcome
 from loadtest.model.scenario.body import BodyShape
+from loadtest.model.scenario.effects import EffectRule
 
 
 def refused_side_writes(errors: Mapping[str, int]) -> str:
@@ -173,6 +180,7 @@ def check(
     body: BodyShape | None = None,
     expect_overlap: bool = False,
     learned_before: Mapping[str, frozenset[str]] | None = None,
+    effects: Sequence[EffectRule] = (),
 ) -> Check:
     """Judge one variant run: its counts, decisions and verdict.
 
@@ -192,6 +200,9 @@ def check(
     the model's description (``Check.outcome``): the ``Check.complete`` of each that
     passed, intersected; with this run's own, it judges the outcomes where something
     failed (``completeness``).
+
+    ``effects``: the scenario's ``[[effects]]`` entries; what the consumer sent beyond the
+    table is judged (``effects``) when the run has sinks or sent effects.
     """
     outcome_key = outcome_key or OutcomeKey()
     messages = Messages(history.sent, body)
@@ -316,6 +327,7 @@ def check(
     outcomes = passed.outcome_writes
     judged = parts.judged
     exposure = read.overlaps.exposure()
+    effected = _judged_effects(history, end, messages, effects, read.effects, cut_short)
     counts = Counts(
         messages_sent=messages.count,
         distinct_ids=len(business_ids),
@@ -341,6 +353,17 @@ def check(
         observer_errors=read.observer_errors,
         overlapping_ids=exposure.overlapping_ids,
         overlapping_deliveries=exposure.overlapping_deliveries,
+        **(
+            {}
+            if effected is None
+            else {
+                "effects_sent": effected.sent,
+                "effects_delivered": effected.delivered,
+                "duplicate_effects": effected.duplicate,
+                "conflicting_effects": effected.conflicting,
+                "lost_effects": effected.lost,
+            }
+        ),
     )
     accepted_outcomes = outcomes[WriteOutcome.ACCEPTED] > 0
     nothing_stored = expected_outcomes and not accepted_outcomes and not final and not untied
@@ -402,6 +425,10 @@ def check(
         first, later = no_business_outcome(reasons, kept, model.description, end.side_tables)
         reasons = [r for r in reasons if r in kept]
         inconclusive = [*first, *inconclusive, *later]
+    if effected is not None:
+        reasons.extend(effect_reasons(effected))
+        inconclusive.extend(effected.inconclusive)
+        notes.extend(effected.notes)
     gaps = read.gaps.reasons()
     if gaps:
         # Never blame the consumer for the harness: what failed may be the run's gap.
@@ -419,4 +446,27 @@ def check(
         templates=passed.templates,
         notes=tuple(notes),
         complete=own,
+        effects=() if effected is None else effected.sinks,
+    )
+
+
+def _judged_effects(
+    history: History,
+    end: EndState,
+    messages: Messages,
+    rules: Sequence[EffectRule],
+    observed: int,
+    cut_short: bool,
+) -> EffectsJudged | None:
+    """The effects judged, for a run with sinks or effects (else None: nothing is read)."""
+    if not end.sinks and not observed:
+        return None
+    return judge_effects(
+        history.invocations,
+        end.sinks,
+        history.sent,
+        (ack.message_id for ack in history.acks),
+        rules,
+        {b: messages.details_for(b) for b in messages.business_ids},
+        cut_short=cut_short,
     )

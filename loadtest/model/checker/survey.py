@@ -52,6 +52,8 @@ class Survey:
     """The deliveries that failed, as (invocation request id, message id): every record of
     an invocation that failed, crashed or timed out, and each record an invocation reported
     failed (``roles.Takeover``: only such a delivery's half-written outcome is taken over)."""
+    effects: int = 0
+    """Effects the invocations sent beyond the table (entries observed, accepted or not)."""
 
 
 def survey(history: History, business_index: Mapping[str, int]) -> Survey:
@@ -76,6 +78,7 @@ def survey(history: History, business_index: Mapping[str, int]) -> Survey:
         found.observer_errors += len(inv.observer_faults)
         if inv.side_writes:
             found.side_items += sum(w.items for w in inv.side_writes)
+        found.effects += len(inv.effects)
         found.gaps.add(inv)
         found.overlaps.add(inv)
         for record in inv.writes:
