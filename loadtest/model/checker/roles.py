@@ -355,7 +355,9 @@ class LiveDuplicates:
     no-op-by-construction writes aside. ``add`` is given
     each invocation's writes once, all together (as the runner hands them over),
     so an item keeps no more than that it was stored: whether a later write is
-    by another invocation is known from the call it came in.
+    by another invocation is known from the call it came in. A takeover (``Takeover``)
+    needs what only the whole run shows (which deliveries failed, what a complete outcome
+    holds), so the live line counts one as a duplicate; the report's count is ``check``'s.
     """
 
     def __init__(self, outcome_key: OutcomeKey | None = None) -> None:
