@@ -246,7 +246,7 @@ def explore(
     """The first schedule's decisions: where each failing one leaves them keys it."""
     first_failure = False
 
-    def failed(judged: Judged) -> bool:
+    def judged_one(judged: Judged) -> bool:
         """Note a judged schedule; True when the search stops here (the first failure
         with ``stop_at_first``)."""
         nonlocal reference, first_failure
@@ -274,7 +274,7 @@ def explore(
             run(Replay(Schedule(options.schedule.copies)), messages[: options.schedule.copies])
             judged = run(Replay(options.schedule), messages[: options.schedule.copies])
             result.schedules_run = 1
-            failed(judged)
+            judged_one(judged)
         elif options.strategy == "exhaustive":
             search = Exhaustive(local_first=not {Fault.CLOCK, Fault.TIMEOUT} & set(options.faults))
             unscheduled = False
@@ -291,7 +291,7 @@ def explore(
                     continue
                 result.schedules_run += 1
                 unscheduled = unscheduled or judged.execution.unscheduled > 0
-                if failed(judged):
+                if judged_one(judged):
                     stopped = "first_failure"
                     break
             # A call no point stopped falls where it falls: the space searched is not all.
@@ -310,7 +310,7 @@ def explore(
                 judged = run(pct.execution(), messages)
                 pct.learn(len(judged.execution.taken), judged.execution.deliveries)
                 result.schedules_run += 1
-                if failed(judged):
+                if judged_one(judged):
                     break
             stopped = "first_failure" if first_failure else cut or "budget"
         result.elapsed_s = time.perf_counter() - started
