@@ -18,6 +18,11 @@ def test_a_pending_claim_skipped_by_the_redelivery_is_a_lost_outcome(backend_url
     [run] = report.runs
     assert run.verdict == "fail" and run.counts.lost_outcomes >= 1
     assert "--faults crash --schedule " in explore["replay"]
+    # The first schedule passed and taught what a complete order holds: no crashed
+    # schedule after it is left inconclusive, and every failing one is the one gap.
+    assert explore["schedules_inconclusive"] == 0
+    [bug] = explore["bugs"]
+    assert bug["schedules"] == explore["schedules_failed"] >= 1
 
     again = loadtest.explore(
         "seed-lab",
