@@ -6,6 +6,7 @@ marked incomplete, and says by name what it could not delete.
 
 from __future__ import annotations
 
+import secrets
 import shlex
 import sys
 from pathlib import Path
@@ -76,8 +77,11 @@ def execute_run(
     prices_path: Path | None = None,
     metric: str | None = None,
     repeat: int = 1,
+    history_path: Path | None = None,
+    keep_history: bool = False,
 ) -> None:
     from loadtest.engine import Salvage
+    from loadtest.engine.recording import check_history_path
 
     stop = Stop()
     salvage = Salvage()
@@ -97,7 +101,12 @@ def execute_run(
                 repeat=repeat,
                 **overrides,
             )
+            if history_path is not None:
+                check_history_path(history_path)
             json_path, outputs = plan_outputs(plan.scenario, json_path, out_dir, outputs)
+            history = history_path or beside(json_path)
+            if not quiet:
+                err.print(Text(f"History: {history}", style="dim"))
             show_progress = not quiet and err.is_terminal
             with (
                 Live(Text("starting…"), console=err, transient=True, refresh_per_second=8)
@@ -111,11 +120,15 @@ def execute_run(
                     stop=stop,
                     salvage=salvage,
                     cleanup_timeout_s=cleanup_timeout_s,
+                    history=history,
+                    on_history_problem=history_problem,
                 )
             if metric is not None:
                 # Which grid the terminal and the page show first (a sweep).
                 result = Report(result.model.with_extra(sweep_metric=metric))
             written = write_reports(result, json_path, outputs)
+            if history_path is None and not keep_history and result.incomplete is None:
+                history.unlink(missing_ok=True)
         except BaseException as exc:
             end_early(exc, plan, salvage, json_path, outputs, stop)
     if not quiet:
@@ -125,6 +138,18 @@ def execute_run(
     if result.incomplete is not None:
         fail(Exit.INTERRUPTED, interrupted_message(result.incomplete, salvage, written))
     raise typer.Exit(result.exit_code)
+
+
+def beside(json_path: Path) -> Path:
+    """The history's default path: beside the JSON report, never an existing file."""
+    path = json_path.with_suffix(".history")
+    while path.exists():
+        path = json_path.with_name(f"{json_path.stem}-{secrets.token_hex(3)}.history")
+    return path
+
+
+def history_problem(message: str) -> None:
+    err.print(Text(f"warning: {message}", style="yellow"))
 
 
 def end_early(

@@ -1,0 +1,142 @@
+"""``--history`` and ``loadtest report HISTORY``: a closed history gives the run's own
+report byte for byte, the default history is removed when the run ends normally, and bad
+input exits 2 naming the file and the byte offset, never with a traceback."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from loadtest.cli.app import app
+from loadtest.model.history import journal
+
+runner = CliRunner()
+
+
+def _run(backend_url: str, tmp_path: Path, *extra: str) -> tuple[int, str]:
+    result = runner.invoke(
+        app,
+        [
+            *("compare", "race-burst", "--variants", "read-then-write,conditional"),
+            *("--distinct-ids", "12", "--seed", "5", "--endpoint-url", backend_url),
+            *("--out", str(tmp_path / "out"), "--quiet"),
+            *extra,
+        ],
+    )
+    return result.exit_code, result.output
+
+
+def test_a_closed_history_rebuilds_the_runs_report_byte_for_byte(
+    backend_url: str, tmp_path: Path
+) -> None:
+    history = tmp_path / "run.history"
+    ran = tmp_path / "ran.json"
+    code, output = _run(backend_url, tmp_path, "--json", str(ran), "--history", str(history))
+    assert code in (0, 1), output
+    rebuilt = tmp_path / "rebuilt.json"
+    page = tmp_path / "rebuilt.html"
+    result = runner.invoke(
+        app, ["report", str(history), "--json", str(rebuilt), "--html", str(page), "--quiet"]
+    )
+    assert result.exit_code == code, result.output
+    assert rebuilt.read_bytes() == ran.read_bytes()
+    assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    # A threshold added when judging again is judged on the same records.
+    again = runner.invoke(
+        app, ["report", str(history), "--threshold", "conditional: writes_accepted > 10000"]
+    )
+    assert again.exit_code == 1, again.output
+    assert "writes_accepted > 10000" in again.output
+
+
+def test_the_default_history_is_removed_when_the_run_ends_unless_kept(
+    backend_url: str, tmp_path: Path
+) -> None:
+    code, output = _run(backend_url, tmp_path, "--variants", "conditional")
+    assert code == 0, output
+    out = tmp_path / "out"
+    assert sorted(p.suffix for p in out.iterdir()) == [".html", ".json"]
+    code, output = _run(backend_url, tmp_path, "--variants", "conditional", "--keep-history")
+    assert code == 0, output
+    kept = sorted(out.glob("*.history"))
+    assert len(kept) == 1
+    assert kept[0].with_suffix(".json").exists()
+    shown = runner.invoke(app, ["report", str(kept[0]), "--quiet"])
+    assert shown.exit_code == 0, shown.output
+
+
+def test_a_history_in_a_missing_directory_is_refused_before_anything_is_made(
+    backend_url: str, tmp_path: Path
+) -> None:
+    missing = tmp_path / "nowhere" / "run.history"
+    code, output = _run(backend_url, tmp_path, "--history", str(missing))
+    assert code == 2, output
+    assert "does not exist" in output and str(missing) in output
+    assert not (tmp_path / "nowhere").exists()
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def _history_bytes(backend_url: str, tmp_path: Path) -> bytes:
+    history = tmp_path / "run.history"
+    code, output = _run(
+        backend_url, tmp_path, "--variants", "conditional", "--history", str(history)
+    )
+    assert code == 0, output
+    return history.read_bytes()
+
+
+def test_bad_histories_exit_two_naming_the_file_and_the_offset(
+    backend_url: str, tmp_path: Path
+) -> None:
+    data = _history_bytes(backend_url, tmp_path)
+    entries = journal.scan(data).entries
+    middle = entries[len(entries) // 2]
+    corrupt = bytearray(data)
+    corrupt[middle.offset + 9] ^= 0xFF  # the record's kind byte: its checksum fails
+    cases = {
+        "corrupt.history": (bytes(corrupt), f"at byte {middle.offset}"),
+        "newer.history": (
+            journal.MAGIC + struct.pack(">HH", journal.FORMAT_VERSION + 1, 0) + data[12:],
+            "newer",
+        ),
+        "foreign.history": (journal.MAGIC + b"\x00\x01" + b"junk", "at byte"),
+        "text.json": (b"not a report", "text.json"),
+    }
+    for name, (content, expected) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(content)
+        result = runner.invoke(app, ["report", str(path), "--json", str(tmp_path / "x.json")])
+        assert result.exit_code == 2, (name, result.output)
+        assert expected in result.output and name in result.output, (name, result.output)
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_a_torn_last_record_reads_up_to_the_record_before(backend_url: str, tmp_path: Path) -> None:
+    data = _history_bytes(backend_url, tmp_path)
+    entries = journal.scan(data).entries
+    assert entries[-1].kind == journal.CLOSED
+    torn = tmp_path / "torn.history"
+    torn.write_bytes(data[:-3])
+    out = tmp_path / "torn.json"
+    result = runner.invoke(app, ["report", str(torn), "--json", str(out), "--quiet"])
+    assert result.exit_code == 4, result.output
+    import json
+
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["incomplete"] is True
+    assert f"a torn record at byte {entries[-1].offset}" in report["incomplete_reason"]
+    # Everything before the close was kept: the run's counts are the run's own.
+    assert report["runs"][0]["counts"]["writes_accepted"] == 12
+
+
+@pytest.mark.parametrize("option", ["--history"])
+def test_history_is_refused_for_deployed_runs(option: str, tmp_path: Path) -> None:
+    result = runner.invoke(
+        app,
+        ["run", "race-burst", "--target", "aws", option, str(tmp_path / "h.history")],
+    )
+    assert result.exit_code == 2, result.output
+    assert "local runtime" in result.output
