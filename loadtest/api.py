@@ -193,6 +193,7 @@ def execute(
     run_id: str | None = None,
     history: str | Path | None = None,
     on_history_problem: Callable[[str], None] | None = None,
+    sweep_metric: str | None = None,
 ) -> Report:
     """Run a prepared plan on its runtime (``loadtest.engine.runtime``) and judge it.
 
@@ -206,7 +207,8 @@ def execute(
     run's resources (default: a new one). ``history`` writes the run's history to that
     file as it goes (``loadtest.engine.recording``; local runs only): created before
     anything else, or ``HistoryPathError`` (exit 2); a write that fails later is said
-    through ``on_history_problem`` and the run goes on without it.
+    through ``on_history_problem`` and the run goes on without it. ``sweep_metric`` names
+    the grid a sweep's report shows first (the report's ``sweep_metric``).
     """
     from loadtest.engine.recording import HistoryWriter
     from loadtest.engine.runtime import RunOptions, runtime_for
@@ -218,9 +220,10 @@ def execute(
                 "a history file records runs on the local runtime (embedded, or an "
                 "endpoint without deploy); not with target 'aws', deploy or an attached function"
             )
-        recorder = HistoryWriter(
-            Path(history), history_meta(plan, command), on_problem=on_history_problem
-        )
+        meta = history_meta(plan, command)
+        if sweep_metric is not None:
+            meta["sweep_metric"] = sweep_metric
+        recorder = HistoryWriter(Path(history), meta, on_problem=on_history_problem)
 
     runtime = runtime_for(
         plan.kind,
@@ -241,7 +244,10 @@ def execute(
     result = runtime.run(plan.scenario, plan.refs, options)
     if recorder is not None:
         recorder.close(result.incomplete)
-    return report_of(plan.run, result, command)
+    report = report_of(plan.run, result, command)
+    if sweep_metric is not None:
+        report = Report(report.model.with_extra(sweep_metric=sweep_metric))
+    return report
 
 
 def history_meta(plan: Plan, command: str | None) -> dict[str, Any]:
@@ -285,7 +291,11 @@ def report_from_history(path: str | Path, *, thresholds: Sequence[str] = ()) -> 
     from loadtest.engine.replay import replay
 
     replayed = replay(Path(path), thresholds)
-    return report_of(replayed.plan, replayed.result, replayed.command)
+    report = report_of(replayed.plan, replayed.result, replayed.command)
+    metric = replayed.meta.get("sweep_metric")
+    if isinstance(metric, str):
+        report = Report(report.model.with_extra(sweep_metric=metric))
+    return report
 
 
 def report_of(plan: RunPlan, result: RunResult, command: str | None = None) -> Report:

@@ -16,7 +16,7 @@ import typer
 from rich.live import Live
 from rich.text import Text
 
-from loadtest.api import Plan, Report, execute, prepare, salvaged
+from loadtest.api import Plan, execute, prepare, salvaged
 from loadtest.aws.clients import BackendKind
 from loadtest.cli.console import Exit, err, error_text, fail, out, raise_mapped
 from loadtest.cli.options import TargetChoice, library_target
@@ -122,10 +122,9 @@ def execute_run(
                     cleanup_timeout_s=cleanup_timeout_s,
                     history=history,
                     on_history_problem=history_problem,
+                    # Which grid the terminal and the page show first (a sweep).
+                    sweep_metric=metric,
                 )
-            if metric is not None:
-                # Which grid the terminal and the page show first (a sweep).
-                result = Report(result.model.with_extra(sweep_metric=metric))
             written = write_reports(result, json_path, outputs)
             if history_path is None and not keep_history and result.incomplete is None:
                 history.unlink(missing_ok=True)

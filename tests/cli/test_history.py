@@ -52,6 +52,36 @@ def test_a_closed_history_rebuilds_the_runs_report_byte_for_byte(
     assert "writes_accepted > 10000" in again.output
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["sweep", "race-burst", "--variants", "conditional", "--batch-size", "1,5"],
+        ["run", "race-burst", "--variant", "conditional", "--repeat", "2"],
+    ],
+    ids=["sweep", "repeat"],
+)
+def test_a_sweeps_or_repeats_history_rebuilds_its_report_byte_for_byte(
+    backend_url: str, tmp_path: Path, command: list[str]
+) -> None:
+    history = tmp_path / "cells.history"
+    ran = tmp_path / "ran.json"
+    metric = ["--metric", "cost"] if command[0] == "sweep" else []
+    result = runner.invoke(
+        app,
+        [
+            *command,
+            *metric,
+            *("--distinct-ids", "6", "--endpoint-url", backend_url),
+            *("--json", str(ran), "--history", str(history), "--quiet"),
+        ],
+    )
+    assert result.exit_code in (0, 1), result.output
+    rebuilt = tmp_path / "rebuilt.json"
+    again = runner.invoke(app, ["report", str(history), "--json", str(rebuilt), "--quiet"])
+    assert again.exit_code == result.exit_code, again.output
+    assert rebuilt.read_bytes() == ran.read_bytes()
+
+
 def test_the_default_history_is_removed_when_the_run_ends_unless_kept(
     backend_url: str, tmp_path: Path
 ) -> None:

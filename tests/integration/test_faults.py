@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from loadtest.api import report_from_history
 from tests.integration.helpers import client, loadtest_resources
 
 HERE = Path(__file__).parent
@@ -184,6 +185,13 @@ def _interrupt(tmp_path: Path, served: Served, signals: list[signal.Signals], na
     assert report["runs"][0]["counts"]["messages_sent"] > 0
     _assert_cut_short_is_not_a_failure(report["runs"][0])
     case.assert_nothing_left(served.url)
+    # The history beside it is kept (the run did not end normally) and closed: judged
+    # again, it gives the interrupted run's own report, byte for byte.
+    [written] = sorted(case.out.glob("*.json"))
+    [history] = sorted(case.out.glob("*.history"))
+    assert history.stem == written.stem
+    again = report_from_history(history)
+    assert json.dumps(again.to_dict(), indent=2) + "\n" == written.read_text(encoding="utf-8")
 
 
 def _assert_cut_short_is_not_a_failure(run: dict[str, Any]) -> None:
