@@ -86,6 +86,7 @@ def execute_run(
     stop = Stop()
     salvage = Salvage()
     plan: Plan | None = None
+    history: Path | None = None
     with stop.installed():
         try:
             plan = prepare(
@@ -129,6 +130,9 @@ def execute_run(
             if history_path is None and not keep_history and result.incomplete is None:
                 history.unlink(missing_ok=True)
         except BaseException as exc:
+            if history is not None and history_path is None and not salvage.runs:
+                # Nothing was measured (a handler that does not import, ...): no history to keep.
+                history.unlink(missing_ok=True)
             end_early(exc, plan, salvage, json_path, outputs, stop)
     if not quiet:
         out.print(render(result.model))

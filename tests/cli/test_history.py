@@ -4,13 +4,18 @@ input exits 2 naming the file and the byte offset, never with a traceback."""
 
 from __future__ import annotations
 
+import errno
+import json
+import os
 import struct
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from loadtest.cli import running
 from loadtest.cli.app import app
+from loadtest.engine import recording
 from loadtest.model.history import journal
 
 runner = CliRunner()
@@ -153,8 +158,6 @@ def test_a_torn_last_record_reads_up_to_the_record_before(backend_url: str, tmp_
     out = tmp_path / "torn.json"
     result = runner.invoke(app, ["report", str(torn), "--json", str(out), "--quiet"])
     assert result.exit_code == 4, result.output
-    import json
-
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["incomplete"] is True
     assert f"a torn record at byte {entries[-1].offset}" in report["incomplete_reason"]
@@ -170,3 +173,75 @@ def test_history_is_refused_for_deployed_runs(option: str, tmp_path: Path) -> No
     )
     assert result.exit_code == 2, result.output
     assert "local runtime" in result.output
+
+
+def test_a_full_disk_at_the_start_exits_two_before_anything_is_made(
+    backend_url: str, tmp_path: Path
+) -> None:
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full")
+    code, output = _run(backend_url, tmp_path, "--history", "/dev/full")
+    assert code == 2, output
+    assert "cannot write history '/dev/full'" in output and "No space left" in output
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+class _FillingFile(recording.FileSink):
+    """A history file on a disk that fills after its first 20 kB."""
+
+    def write(self, data: bytes, /) -> None:
+        if os.lseek(self.fd, 0, os.SEEK_END) + len(data) > 20_000:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        super().write(data)
+
+
+def test_a_disk_that_fills_mid_run_is_said_once_and_the_run_goes_on(
+    backend_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(recording, "FileSink", _FillingFile)
+    history = tmp_path / "run.history"
+    ran = tmp_path / "ran.json"
+    result = runner.invoke(
+        app,
+        [
+            *("run", "race-burst", "--variant", "conditional", "--distinct-ids", "200"),
+            *("--endpoint-url", backend_url, "--json", str(ran), "--history", str(history)),
+            "--quiet",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(ran.read_text(encoding="utf-8"))
+    assert report["incomplete"] is False
+    assert report["runs"][0]["counts"]["writes_accepted"] == 200  # nothing measured was lost
+    assert 0 < history.stat().st_size <= 20_000
+    again = runner.invoke(app, ["report", str(history), "--json", str(tmp_path / "cut.json")])
+    assert again.exit_code == 4, again.output  # what reached the file: a cut history
+    assert json.loads((tmp_path / "cut.json").read_text(encoding="utf-8"))["incomplete"] is True
+
+
+def test_the_warning_for_a_full_disk_is_printed_once(
+    backend_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(recording, "FileSink", _FillingFile)
+    said: list[str] = []
+    monkeypatch.setattr(running, "history_problem", said.append)
+    code, output = _run(backend_url, tmp_path, "--variants", "conditional", "--distinct-ids", "200")
+    assert code == 0, output
+    assert len(said) == 1, said
+    assert "No space left on device" in said[0] and "goes on without it" in said[0]
+
+
+def test_a_run_that_measured_nothing_leaves_no_default_history(
+    backend_url: str, tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise RuntimeError('no import')\n\ndef handler(event, context):\n    pass\n")
+    result = runner.invoke(
+        app,
+        [
+            *("run", "race-burst", "--handler", f"{broken}:handler", "--distinct-ids", "4"),
+            *("--endpoint-url", backend_url, "--out", str(tmp_path / "out"), "--quiet"),
+        ],
+    )
+    assert result.exit_code not in (0, 130), result.output
+    assert not list((tmp_path / "out").glob("*.history")), result.output

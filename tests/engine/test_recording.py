@@ -12,8 +12,18 @@ from loadtest.aws.clients import ResourceNames
 from loadtest.emulation.environment.handlers import parse_ref
 from loadtest.engine.recording import HistoryPathError, HistoryWriter, check_history_path
 from loadtest.model.history import journal
-from loadtest.model.history.frames import decode_sent
-from loadtest.model.history.log import FRAME_RECORDS, SentMessage
+from loadtest.model.history.frames import decode_invocation, decode_sent
+from loadtest.model.history.log import (
+    FRAME_RECORDS,
+    EffectKind,
+    EffectRecord,
+    Invocation,
+    InvocationOutcome,
+    Record,
+    SentMessage,
+    WriteOutcome,
+    WriteRecord,
+)
 
 NAMES = ResourceNames("q", "d", "t")
 REF = parse_ref("conditional")
@@ -107,3 +117,57 @@ def test_a_history_that_cannot_be_created_is_refused(tmp_path: Path) -> None:
     with pytest.raises(HistoryPathError, match="No space left"):
         HistoryWriter(tmp_path / "h.history", {}, sink=_FullDisk(room=4))
     assert not (tmp_path / "missing").exists()
+
+
+def test_invocations_keep_their_writes_and_effects_in_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "h.history"
+    writer = HistoryWriter(path, {"format": 1})
+    history = writer.history(0, REF, NAMES, 0)
+    effect = EffectRecord(
+        "SNS.Publish",
+        EffectKind.TOPIC,
+        "arn:aws:sns:us-east-1:1:orders",
+        "{}",
+        True,
+        5,
+        6,
+        dedup_id="d",
+        group_id="g",
+        call_id="c",
+        request_id="r",
+        record_id="m-1",
+    )
+    write = WriteRecord(
+        "PutItem",
+        {"id": {"S": "a"}},
+        "attribute_not_exists(id)",
+        WriteOutcome.ACCEPTED,
+        None,
+        {"id": {"S": "a"}},
+        True,
+        3,
+        4,
+        request_id="r",
+    )
+    invocation = Invocation(
+        "r",
+        0,
+        (Record("m-1", 1, "a"),),
+        1,
+        2,
+        7,
+        InvocationOutcome.SUCCESS,
+        None,
+        (write,),
+        effects=(effect,),
+    )
+    history.invocations.append(invocation)
+    writer.flush()
+    rows = [
+        row
+        for entry in journal.scan(path.read_bytes()).entries
+        if entry.kind == journal.ROWS
+        for row in entry.log_rows()[3]
+        if entry.log_rows()[1] == journal.LOGS.index("invocations")
+    ]
+    assert [decode_invocation(row) for row in rows] == [invocation]
