@@ -241,13 +241,29 @@ def execute(
         cleanup_timeout_s=cleanup_timeout_s or CLEANUP_TIMEOUT_S,
         recorder=recorder,
     )
-    result = runtime.run(plan.scenario, plan.refs, options)
+    try:
+        result = runtime.run(plan.scenario, plan.refs, options)
+    except BaseException as exc:
+        if recorder is not None:
+            # Closed with why, as the report of what was measured says it.
+            recorder.close(_why_stopped(exc, stop))
+        raise
     if recorder is not None:
         recorder.close(result.incomplete)
     report = report_of(plan.run, result, command)
     if sweep_metric is not None:
         report = Report(report.model.with_extra(sweep_metric=sweep_metric))
     return report
+
+
+def _why_stopped(exc: BaseException, stop: Stop | None) -> str:
+    """Why a run that raised stopped, in the words of its report of what was measured."""
+    from loadtest.errors import LoadtestError, find_error
+
+    if find_error(exc, KeyboardInterrupt) is not None:
+        return f"interrupted by {(stop.reason if stop is not None else None) or 'SIGINT'}"
+    found = find_error(exc, LoadtestError)
+    return str(found) if found is not None else f"{type(exc).__name__}: {exc}"
 
 
 def history_meta(plan: Plan, command: str | None) -> dict[str, Any]:

@@ -95,12 +95,14 @@ def check_history_path(path: Path) -> None:
 
 
 def loadtest_commit() -> str:
-    """The git commit loadtest runs from, or "" outside a checkout."""
-    folder = Path(__file__).resolve().parent
+    """The git commit of the checkout loadtest runs from, or "" when it is not run from one
+    (an installed package inside another project's repository names no commit of its own)."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return ""
     try:
         found = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=folder,
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
             capture_output=True,
             text=True,
             timeout=5,

@@ -144,6 +144,9 @@ def _replayed(path: Path, scanned: journal.Scan, thresholds: Sequence[str]) -> R
     results = [
         r
         for index in sorted(runs)
+        # A closed history's runs are those the run ended (a run that measured nothing
+        # has no end record); a cut one's also those the cut left open.
+        if closed is None or runs[index].end is not None
         if (r := _variant_run(plan, runs[index], checkpoint, cut)) is not None
     ]
     incomplete = closed["incomplete"] if closed is not None else cut
