@@ -175,6 +175,7 @@ class Session:
         """Where outcomes live: the scenario's key, taken as declared once a schedule stored
         an outcome there (``run``)."""
         self.body = body_shape(scenario.workload)
+        self.effects = scenario.effects
         """Where the messages carry their business id and details."""
         self._client: Any = None
 
@@ -304,7 +305,7 @@ class Session:
             execution,
             history,
             end_state,
-            check(history, end_state, self.outcome, body=self.body),
+            check(history, end_state, self.outcome, body=self.body, effects=self.effects),
         )
         if (
             not self.outcome.declared

@@ -28,4 +28,5 @@ def judge(
         cut_short=cut_short,
         body=body_shape(scenario.workload),
         expect_overlap=scenario.expect_overlap,
+        effects=scenario.effects,
     )

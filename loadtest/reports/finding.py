@@ -20,6 +20,9 @@ from loadtest.reports.model import RunModel
 WRITE_COUNTS = ("duplicate_writes", "lost_outcomes", "conflicting_writes")
 """The counts the headline states, in the order it states them."""
 
+EFFECT_COUNTS = ("duplicate_effects", "lost_effects", "conflicting_effects")
+"""The effect counts the headline adds, for a run that has them, in its order."""
+
 
 @dataclass(frozen=True)
 class Headline:
@@ -67,6 +70,41 @@ def headline_text(run: RunModel) -> str:
     return ", ".join(parts)
 
 
+def effects_text(run: RunModel) -> str:
+    """What the run's effects duplicated, lost or conflicted ("" for a run without them, or
+    with none of those)."""
+    counts = run.counts
+    duplicates, lost, conflicting = (int(counts.get(name) or 0) for name in EFFECT_COUNTS)
+    if not (duplicates or lost or conflicting):
+        return ""
+    return (
+        f"effects: {_plural(duplicates, 'duplicate', 'duplicates')}, {lost:,} lost, "
+        f"{conflicting:,} conflicting"
+    )
+
+
+def sink_line(entry: Mapping[str, Any]) -> str:
+    """One sink's effects on one line: ``orders (topic): sent 6, delivered 6, duplicate 2,
+    conflicting 0, lost 0`` (and what it deduplicated, how it is delivered, when notable)."""
+    text = (
+        f"{entry['sink']} ({entry['kind']}): sent {entry['sent']:,}, delivered "
+        f"{entry['delivered']:,}, duplicate {entry['duplicate']:,}, conflicting "
+        f"{entry['conflicting']:,}, lost {entry['lost']:,}"
+    )
+    extra = []
+    if entry.get("deduplicated"):
+        extra.append(f"deduplicated {entry['deduplicated']:,} by the sink")
+    if entry.get("delivery") == "at-least-once":
+        extra.append("at-least-once")
+    if entry.get("required") in ("declared", "learned"):
+        extra.append(f"required ({entry['required']})")
+    if not entry.get("read", True):
+        extra.append("not read back")
+    if not entry.get("complete", True):
+        extra.append("not read to the end")
+    return text + (f" [{'; '.join(extra)}]" if extra else "")
+
+
 def _other_reason(run: RunModel) -> str:
     """Why a run failed or gave no verdict when its writes were all right: its first reason."""
     failed = [f"threshold {r.expr}" for r in run.thresholds if not r.ok]
@@ -92,11 +130,14 @@ def headlines(runs: Sequence[RunModel], labels: Sequence[str]) -> list[Headline]
     for run, label in zip(runs, labels, strict=True):
         findings = run.findings
         level = _level(run)
-        clean = not any(run.counts.get(name) for name in WRITE_COUNTS)
+        clean = not any(run.counts.get(name) for name in (*WRITE_COUNTS, *EFFECT_COUNTS))
+        effects = effects_text(run)
         out.append(
             Headline(
                 variant=label,
-                text=headline_text(run) + (_other_reason(run) if clean and level != "ok" else ""),
+                text=headline_text(run)
+                + (f"; {effects}" if effects else "")
+                + (_other_reason(run) if clean and level != "ok" else ""),
                 level=level,
                 witness=findings[0] if findings else None,
             )

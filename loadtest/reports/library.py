@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loadtest.model.checker import Counts
+from loadtest.model.checker import EFFECT_COUNT_NAMES, Counts
 from loadtest.reports.model import ReportModel, RunModel
 from loadtest.reports.report import verdict_exit_code
 
@@ -125,7 +125,12 @@ class Report:
 
 
 def _run_report(run: RunModel) -> RunReport:
-    counts = Counts(**{name: run.count(name) for name in Counts.__dataclass_fields__})
+    # The effect counts only where the run has them (None otherwise, as the checker gives).
+    measured: dict[str, Any] = {
+        name: run.counts.get(name) if name in EFFECT_COUNT_NAMES else run.count(name)
+        for name in Counts.__dataclass_fields__
+    }
+    counts = Counts(**measured)
     known = LatencySummary.__dataclass_fields__
     latency = {
         name: LatencySummary(**{k: v for k, v in values.items() if k in known})

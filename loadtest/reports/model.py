@@ -64,6 +64,10 @@ class RunModel:
     """The faults injected, in words (``none`` when there were none)."""
     counts: Mapping[str, int] = field(default_factory=dict)
     """The checker's counts by name (``duplicate_writes``, ...)."""
+    effects: Sequence[Json] | None = None
+    """Each sink's effects, judged (``sink``, ``kind``, ``sent``, ``delivered``,
+    ``duplicate``, ``conflicting``, ``lost``, ``deduplicated``, ... and ``witnesses``);
+    None for a run without sinks and without effects (the key is then left out)."""
     queue_after: Json = field(default_factory=dict)
     """Messages left ``visible``, ``in_flight`` and in the ``dlq`` after the run."""
     table_after: Json = field(default_factory=dict)
@@ -191,7 +195,7 @@ _RUN_FIELDS: tuple[str, ...] = tuple(
 _RUN_TUPLES = frozenset(
     {"reasons", "inconclusive", "notes", "warnings", "cleanup_problems", "relaxed_reasons"}
 )
-_RUN_OPTIONAL = frozenset({"relaxed_reasons", "seed"})
+_RUN_OPTIONAL = frozenset({"relaxed_reasons", "seed", "effects"})
 """Keys only some runs have: left out when None."""
 
 

@@ -79,6 +79,9 @@ def run_model(run: VariantRun, prices: Prices | None = None) -> RunModel:
         },
         faults=run.faults.describe(),
         counts=counts.as_dict(),
+        effects=[s.to_json(run.history.started_ns) for s in run.check.effects]
+        if counts.effects_sent is not None
+        else None,
         queue_after={
             "visible": run.end_state.queue_visible,
             "in_flight": run.end_state.queue_in_flight,

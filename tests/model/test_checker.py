@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from loadtest.model.checker import (
     COUNT_NAMES,
+    EFFECT_COUNT_NAMES,
     Check,
     Counts,
     LiveDuplicates,
@@ -27,11 +28,13 @@ from loadtest.model.dynamodb.updates import same_item
 from loadtest.model.history.log import (
     Ack,
     DeadLetter,
+    EffectKind,
     EndState,
     History,
     InvocationOutcome,
     ObserverFault,
     OutcomeKey,
+    SinkContents,
     TypedItem,
     UnobservedCall,
     WriteOutcome,
@@ -131,12 +134,16 @@ def test_a_run_cut_short_judges_what_happened_and_leaves_absences_unjudged() -> 
     ]
 
 
-def test_counts_as_dict_has_every_count() -> None:
+def test_counts_as_dict_has_every_count_but_the_effects_of_a_run_without_them() -> None:
     history, end = lab_history()
     counts = check(history, end).counts.as_dict()
-    assert tuple(counts) == COUNT_NAMES
+    assert tuple(counts) == tuple(n for n in COUNT_NAMES if n not in EFFECT_COUNT_NAMES)
     assert len(counts) == 24
     assert all(type(v) is int for v in counts.values())
+    with_sinks = dataclasses.replace(
+        end, sinks=(SinkContents("orders", EffectKind.TOPIC, "arn:orders"),)
+    )
+    assert tuple(check(history, with_sinks).counts.as_dict()) == COUNT_NAMES
 
 
 def racy_double_write(second_quantity: int) -> tuple[History, EndState]:

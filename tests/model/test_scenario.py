@@ -169,8 +169,8 @@ def test_unknown_keys_are_refused_with_the_allowed_keys(raw: dict[str, Any], fie
 
 def test_unknown_key_messages_list_the_allowed_keys_of_each_table() -> None:
     assert refusal({"bogus": 1}).endswith(
-        "allowed: consumer, description, expect, faults, lint, name, outcome, run, seed, table, "
-        "tables, thresholds, variants, verdict, workload"
+        "allowed: consumer, description, effects, expect, faults, lint, name, outcome, run, "
+        "seed, table, tables, thresholds, variants, verdict, workload"
     )
     assert refusal({"expect": {"bogus": 1}}).endswith(
         "unknown key expect.'bogus'; allowed: overlap"

@@ -419,7 +419,8 @@ def test_relax_refuses_what_cannot_be_relaxed() -> None:
         relax_default_verdict(make_run("x"), {"unsettled", "duplicate_writes"})
     assert str(info.value) == (
         "cannot relax unsettled; relaxable: duplicate_writes, conflicting_writes, "
-        "lost_outcomes, unexpected_dead_letters (unsettled messages and send failures always fail a run)"
+        "lost_outcomes, unexpected_dead_letters, duplicate_effects, conflicting_effects, "
+        "lost_effects (unsettled messages and send failures always fail a run)"
     )
 
 

@@ -47,6 +47,14 @@ How a run is judged, in the order the code does it:
    cannot tell a finished outcome from a half-written one: inconclusive; a
    dead-lettered message that was neither a planted poison record nor a
    resend with conflicting details is an unexpected dead letter.
+5. **Effects beyond the table** (a run with sinks or effects only). Each entry the
+   consumer sent, and what each sink held when read back, is given its business id
+   as an item is (its payload's leaves, else its key, or the scenario's
+   ``[[effects]]``; one naming none leaves the run inconclusive). Per business id
+   and sink, what the sink holds beyond the first is a duplicate effect (reported,
+   not failed, on an ``at-least-once`` sink), an entry with other content a
+   conflicting one, and an acknowledged message whose id never reached a required
+   sink (declared, or learned: every clean message reached it) a lost one.
 
 ``check`` (in ``checking``) runs those steps and decides step 1 itself; the rest is owned by the
 package's other modules, and the names callers use are importable from here:
@@ -55,7 +63,7 @@ package's other modules, and the names callers use are importable from here:
 item carries it), ``completeness`` (whether a stored outcome is complete, and when the
 table cannot tell), ``sent`` (what was sent and how each message was settled),
 ``roles`` (real order, delivery units, duplicate and conflicting writes, and
-``LiveDuplicates``), ``shared`` (the same for aggregates), ``survey`` (the first pass over the invocations), ``passes`` (the
+``LiveDuplicates``), ``effects`` (step 5), ``shared`` (the same for aggregates), ``survey`` (the first pass over the invocations), ``passes`` (the
 pass that gives each write its business id and role), ``parts`` (an outcome's
 accepted writes judged together in bounded parts) and ``evidence`` (the witnesses a
 report shows).
@@ -76,6 +84,7 @@ from loadtest.model.checker.roles import LiveDuplicates
 from loadtest.model.checker.verdict import (
     BAD_WHEN_NONZERO,
     COUNT_NAMES,
+    EFFECT_COUNT_NAMES,
     FLAGGED_WHEN_NONZERO,
     INCONCLUSIVE_WHEN_NONZERO,
     NOTEWORTHY_WHEN_NONZERO,
@@ -90,6 +99,7 @@ from loadtest.model.checker.verdict import (
 __all__ = [
     "BAD_WHEN_NONZERO",
     "COUNT_NAMES",
+    "EFFECT_COUNT_NAMES",
     "FLAGGED_WHEN_NONZERO",
     "INCONCLUSIVE_WHEN_NONZERO",
     "NOTEWORTHY_WHEN_NONZERO",

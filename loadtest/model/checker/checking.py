@@ -8,7 +8,7 @@ over the writes gathered); the other steps are the package's parts.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from loadtest.model.checker.completeness import incomplete, judged_without_details
 from loadtest.model.checker.details import (
@@ -16,11 +16,17 @@ from loadtest.model.checker.details import (
     carries_id,
     varies_per_delivery,
 )
+from loadtest.model.checker.effects import EffectsJudged, judge_effects
 from loadtest.model.checker.exposure import exposure_reason
 from loadtest.model.checker.harness import no_business_outcome, not_judged
 from loadtest.model.checker.parts import Parts, carried_bits, judge_parts
 from loadtest.model.checker.passes import Evidence, Judging, Model
-from loadtest.model.checker.reasons import cut_short_reasons, default_reasons, inconclusive_reasons
+from loadtest.model.checker.reasons import (
+    cut_short_reasons,
+    default_reasons,
+    effect_reasons,
+    inconclusive_reasons,
+)
 from loadtest.model.checker.roles import unattributed_reason
 from loadtest.model.checker.runtime_errors import sentences as runtime_error_sentences
 from loadtest.model.checker.sent import ACKED, DEAD_LETTERED, POISON, Messages
@@ -34,6 +40,7 @@ from loadtest.model.checker.verdict import (
 )
 from loadtest.model.history.log import EndState, History, OutcomeKey, TypedItem, WriteOutcome
 from loadtest.model.scenario.body import BodyShape
+from loadtest.model.scenario.effects import EffectRule
 
 
 def refused_side_writes(errors: Mapping[str, int]) -> str:
@@ -165,6 +172,7 @@ def check(
     cut_short: bool = False,
     body: BodyShape | None = None,
     expect_overlap: bool = False,
+    effects: Sequence[EffectRule] = (),
 ) -> Check:
     """Judge one variant run: its counts, decisions and verdict.
 
@@ -179,6 +187,9 @@ def check(
     ``[expect] overlap``, true unless it says otherwise), so a run in which no two
     deliveries of an id overlapped (``exposure``) could not have shown the race and is
     inconclusive. The counts are measured either way.
+
+    ``effects``: the scenario's ``[[effects]]`` entries; what the consumer sent beyond the
+    table is judged (``effects``) when the run has sinks or sent effects.
     """
     outcome_key = outcome_key or OutcomeKey()
     messages = Messages(history.sent, body)
@@ -279,6 +290,7 @@ def check(
     outcomes = passed.outcome_writes
     judged = parts.judged
     exposure = read.overlaps.exposure()
+    effected = _judged_effects(history, end, messages, effects, read.effects, cut_short)
     counts = Counts(
         messages_sent=messages.count,
         distinct_ids=len(business_ids),
@@ -304,6 +316,17 @@ def check(
         observer_errors=read.observer_errors,
         overlapping_ids=exposure.overlapping_ids,
         overlapping_deliveries=exposure.overlapping_deliveries,
+        **(
+            {}
+            if effected is None
+            else {
+                "effects_sent": effected.sent,
+                "effects_delivered": effected.delivered,
+                "duplicate_effects": effected.duplicate,
+                "conflicting_effects": effected.conflicting,
+                "lost_effects": effected.lost,
+            }
+        ),
     )
     accepted_outcomes = outcomes[WriteOutcome.ACCEPTED] > 0
     nothing_stored = expected_outcomes and not accepted_outcomes and not final and not untied
@@ -365,6 +388,10 @@ def check(
         first, later = no_business_outcome(reasons, kept, model.description, end.side_tables)
         reasons = [r for r in reasons if r in kept]
         inconclusive = [*first, *inconclusive, *later]
+    if effected is not None:
+        reasons.extend(effect_reasons(effected))
+        inconclusive.extend(effected.inconclusive)
+        notes.extend(effected.notes)
     gaps = read.gaps.reasons()
     if gaps:
         # Never blame the consumer for the harness: what failed may be the run's gap.
@@ -381,4 +408,27 @@ def check(
         outcome=model.description,
         templates=passed.templates,
         notes=tuple(notes),
+        effects=() if effected is None else effected.sinks,
+    )
+
+
+def _judged_effects(
+    history: History,
+    end: EndState,
+    messages: Messages,
+    rules: Sequence[EffectRule],
+    observed: int,
+    cut_short: bool,
+) -> EffectsJudged | None:
+    """The effects judged, for a run with sinks or effects (else None: nothing is read)."""
+    if not end.sinks and not observed:
+        return None
+    return judge_effects(
+        history.invocations,
+        end.sinks,
+        history.sent,
+        (ack.message_id for ack in history.acks),
+        rules,
+        {b: messages.details_for(b) for b in messages.business_ids},
+        cut_short=cut_short,
     )

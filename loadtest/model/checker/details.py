@@ -14,6 +14,7 @@ DynamoDB's own, exact item equality is not here: that is
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from decimal import Decimal, InvalidOperation
@@ -24,7 +25,7 @@ from loadtest.model.scenario.body import BodyShape
 _FLAT = BodyShape()
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Collection, Iterator, Mapping
 
     from loadtest.model.history.log import Invocation, InvocationRef, Record, TypedItem
 
@@ -248,6 +249,55 @@ def _names_id(value: Any, business_id: str) -> bool:
     if isinstance(value, list | frozenset):
         return any(_names_id(v, business_id) for v in value)
     return False
+
+
+def named_id(
+    value: Any, key: str, known: Collection[str], longest: int | None = None
+) -> str | None:
+    """The one sent business id (among ``known``) a plain value (a payload, parsed) or its
+    ``key`` names, as items are searched: a leaf equal to it (inside maps, lists and JSON
+    strings), else the key, else a leaf or the key holding it as a token (as ``carries_id``
+    finds one); None when it names none, or several (never a guess). ``longest``: the
+    longest of ``known`` (measured when not given)."""
+    strings = [v for _, v in _leaves("", value) if isinstance(v, str) and v]
+    exact = {v for v in strings if v in known}
+    if len(exact) == 1:
+        return exact.pop()
+    if exact:
+        return None
+    if key and key in known:
+        return key
+    if longest is None:
+        longest = max(map(len, known), default=0)
+    named = {
+        token
+        for text in ([*strings, key] if key else strings)
+        for token in _tokens(text, longest)
+        if token in known
+    }
+    return named.pop() if len(named) == 1 else None
+
+
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def _tokens(text: str, longest: int) -> Iterator[str]:
+    """Every substring of ``text`` of at most ``longest`` characters that ``_token`` would
+    find as a whole token (no letter or digit just before or after it): looked up in a set,
+    instead of searching the text once per business id."""
+    ends = [j for j in range(1, len(text) + 1) if j == len(text) or text[j] not in _ALNUM]
+    for start in range(len(text)):
+        if start and text[start - 1] in _ALNUM:
+            continue
+        for end in ends[bisect.bisect_right(ends, start) :]:
+            if end - start > longest:
+                break
+            yield text[start:end]
+
+
+def leaves_of(value: Any) -> list[tuple[str, Any]]:
+    """A plain value's leaves as (path, value), by the paths ``details_of`` gives."""
+    return list(_leaves("", value))
 
 
 # --- key templates --------------------------------------------------------------------

@@ -9,12 +9,18 @@ into a verdict, are ``verdict``'s.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
-from loadtest.model.checker.verdict import Counts
+from loadtest.model.checker.verdict import Counts, EffectsJudged
 from loadtest.model.history.log import History
 
-NOT_JUDGED_WHEN_CUT_SHORT: tuple[str, ...] = ("lost_outcomes", "unsettled", "send_failures")
+NOT_JUDGED_WHEN_CUT_SHORT: tuple[str, ...] = (
+    "lost_outcomes",
+    "unsettled",
+    "send_failures",
+    "lost_effects",
+)
 """Counts that show an absence (a message not settled, an outcome not in the end state, a
 send not answered): when the run was cut short (interrupted, its backend failed) the
 absence may be the cut's, so they leave the verdict inconclusive instead of failing it.
@@ -84,6 +90,44 @@ def _count_sentences(counts: Counts, timed_out: bool) -> list[tuple[str, str]]:
     if counts.send_failures:
         sentences.append(("send_failures", f"{counts.send_failures} message(s) could not be sent"))
     return sentences
+
+
+_EFFECT_SENTENCES: tuple[tuple[str, str, str], ...] = (
+    ("duplicate_effects", "duplicate", "duplicate effect(s)"),
+    ("conflicting_effects", "conflicting", "conflicting effect(s)"),
+    ("lost_effects", "lost", "lost effect(s)"),
+)
+_EFFECT_REASON = re.compile(r"\d+ (duplicate|conflicting|lost) effect\(s\)(?::|$)")
+_WITNESSES_NAMED = 3
+"""Witnesses an effect reason names before "and N more"."""
+
+
+def effect_reasons(judged: EffectsJudged) -> list[str]:
+    """The effects' failures, one sentence per count, naming its first witnesses:
+    ``2 duplicate effect(s): o-1 published twice to orders``."""
+    sentences = []
+    totals = {
+        "duplicate_effects": judged.duplicate,
+        "conflicting_effects": judged.conflicting,
+        "lost_effects": judged.lost,
+    }
+    for name, anomaly, what in _EFFECT_SENTENCES:
+        total = totals[name]
+        if not total:
+            continue
+        witnesses = judged.witnesses(anomaly)
+        named = "; ".join(w.text for w in witnesses[:_WITNESSES_NAMED])
+        more = len(witnesses) - _WITNESSES_NAMED
+        tail = f" (and {more} more)" if more > 0 else ""
+        sentences.append(f"{total} {what}: {named}{tail}" if named else f"{total} {what}")
+    return sentences
+
+
+def effect_reason_count(reason: str) -> str | None:
+    """The count an effect reason (``effect_reasons``) words, or None for any other reason:
+    what ``[verdict.allow]`` drops by name."""
+    match = _EFFECT_REASON.match(reason)
+    return None if match is None else f"{match.group(1)}_effects"
 
 
 def inconclusive_reasons(counts: Counts, history: History | None = None) -> list[str]:

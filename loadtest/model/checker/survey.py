@@ -44,6 +44,8 @@ class Survey:
     """What the run did not provide that the handler expected (``harness``)."""
     overlaps: Overlaps = field(default_factory=lambda: Overlaps({}))
     """Each business id's handler executions, for the race exposure."""
+    effects: int = 0
+    """Effects the invocations sent beyond the table (entries observed, accepted or not)."""
 
 
 def survey(history: History, business_index: Mapping[str, int]) -> Survey:
@@ -61,6 +63,7 @@ def survey(history: History, business_index: Mapping[str, int]) -> Survey:
         found.observer_errors += len(inv.observer_faults)
         if inv.side_writes:
             found.side_items += sum(w.items for w in inv.side_writes)
+        found.effects += len(inv.effects)
         found.gaps.add(inv)
         found.overlaps.add(inv)
         for record in inv.writes:

@@ -3,7 +3,8 @@
 Owns what the checker's answers are made of: the
 ``Counts`` of a variant run, which of them fail the default verdict or leave it
 inconclusive (``BAD_WHEN_NONZERO``, ``INCONCLUSIVE_WHEN_NONZERO``), the
-``Role`` of each judged write, the ``Check`` that carries them (its decisions
+``Role`` of each judged write, each sink's judged effects (``SinkEffects``, their
+witnesses, ``EffectsJudged``), the ``Check`` that carries them (its decisions
 kept as compressed frames, ``Decisions``), and the one rule that turns
 reasons into a ``Verdict`` (fail, then inconclusive, then pass). The reasons
 themselves, in words, are ``reasons``'.
@@ -22,6 +23,7 @@ from enum import StrEnum
 from typing import Any, NamedTuple, overload
 
 from loadtest.model.history.log import (
+    EffectKind,
     FrameStores,
     InvocationRef,
     RecordLog,
@@ -35,6 +37,7 @@ from loadtest.model.history.log import (
     encode_write,
     write_outline,
 )
+from loadtest.model.scenario.effects import Delivery
 
 
 class Verdict(StrEnum):
@@ -70,8 +73,21 @@ BAD_WHEN_NONZERO: tuple[str, ...] = (
     "unexpected_dead_letters",
     "unsettled",
     "send_failures",
+    "duplicate_effects",
+    "conflicting_effects",
+    "lost_effects",
 )
 """Counts that fail the default verdict when above zero."""
+
+EFFECT_COUNT_NAMES: tuple[str, ...] = (
+    "effects_sent",
+    "effects_delivered",
+    "duplicate_effects",
+    "conflicting_effects",
+    "lost_effects",
+)
+"""Counts of what a consumer sent beyond its table (``effects``): None, and left out of
+``Counts.as_dict``, for a run without sinks and without effects."""
 
 INCONCLUSIVE_WHEN_NONZERO: tuple[str, ...] = ("unobserved_calls", "observer_errors")
 """Counts that leave the verdict inconclusive (the evidence is incomplete)."""
@@ -89,7 +105,7 @@ FLAGGED_WHEN_NONZERO: frozenset[str] = frozenset(BAD_WHEN_NONZERO + INCONCLUSIVE
 default verdict or leave it inconclusive."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Counts:
     """The counts of one variant run (each documented in docs/verdict-and-counts.md)."""
 
@@ -126,9 +142,25 @@ class Counts:
     """Business ids with two deliveries whose handler executions overlapped (race exposure)."""
     overlapping_deliveries: int = 0
     """Pairs of deliveries of one business id whose handler executions overlapped."""
+    effects_sent: int | None = None
+    """Entries the consumer sent beyond its table that their sinks accepted (None: the run
+    had no sinks and sent no effects)."""
+    effects_delivered: int | None = None
+    """What the sinks held when read (for a sink nothing reads back, the accepted sends)."""
+    duplicate_effects: int | None = None
+    """Per business id and sink, deliveries beyond the first, on exactly-once sinks."""
+    conflicting_effects: int | None = None
+    """Per business id and sink, entries whose content differs from the first's."""
+    lost_effects: int | None = None
+    """Acknowledged messages whose business id never reached a required sink."""
 
     def as_dict(self) -> dict[str, int]:
-        return asdict(self)
+        return {name: value for name, value in asdict(self).items() if value is not None}
+
+    def __repr__(self) -> str:
+        # The effect counts only where measured: a run without them reads as it always did.
+        shown = ", ".join(f"{name}={value!r}" for name, value in self.as_dict().items())
+        return f"{type(self).__qualname__}({shown})"
 
 
 COUNT_NAMES: tuple[str, ...] = tuple(Counts.__dataclass_fields__)
@@ -267,6 +299,142 @@ class Decisions(Sequence[Decision]):
     __hash__ = None  # type: ignore[assignment]  # compared by value, as a list is
 
 
+# --- effects beyond the table (judged by ``effects``) -------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Delivering:
+    """One delivery a witness names: the invocation, the record it was on, how it ended."""
+
+    request_id: str
+    message_id: str
+    receive_count: int
+    outcome: str
+    operation: str = ""
+    """The effect's call, for a delivery that sent one ("" for a delivery that sent none)."""
+    environment: int = 0
+    started_ns: int = 0
+    """When the effect's call started (for a delivery that sent none, the invocation)."""
+    ended_ns: int = 0
+
+    def to_json(self, start_ns: int = 0) -> dict[str, Any]:
+        """As the report lists it: times in milliseconds since ``start_ns`` (the run's start)."""
+        out: dict[str, Any] = {
+            "request_id": self.request_id,
+            "message_id": self.message_id,
+            "receive_count": self.receive_count,
+            "outcome": self.outcome,
+        }
+        if self.operation:
+            out["operation"] = self.operation
+        out["environment"] = self.environment
+        out["at_ms"] = round((self.started_ns - start_ns) / 1e6, 3)
+        out["done_ms"] = round((self.ended_ns - start_ns) / 1e6, 3)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class EffectWitness:
+    """The smallest evidence of one anomaly on one sink: the business id, what happened in
+    words, the deliveries that did it (or, for a lost effect, the message's deliveries)."""
+
+    anomaly: str
+    """``duplicate``, ``conflicting`` or ``lost``."""
+    business_id: str
+    text: str
+    """``o-1 published 2 times to orders``."""
+    deliveries: tuple[Delivering, ...] = ()
+    held: tuple[str, ...] = ()
+    """What the sink held for it: keys, or payloads cut to a few dozen characters."""
+
+    def to_json(self, start_ns: int = 0) -> dict[str, Any]:
+        return {
+            "anomaly": self.anomaly,
+            "business_id": self.business_id,
+            "text": self.text,
+            "deliveries": [d.to_json(start_ns) for d in self.deliveries],
+            "held": list(self.held),
+        }
+
+
+@dataclass(frozen=True)
+class SinkEffects:
+    """One sink's effects, judged."""
+
+    sink: str
+    """Its label in the scenario (``{topic:NAME}``), or the address an effect named."""
+    kind: EffectKind
+    address: str
+    sent: int
+    """Accepted entries the consumer sent to it."""
+    delivered: int
+    """What it held when read (for a sink nothing reads back, the accepted sends)."""
+    duplicate: int
+    conflicting: int
+    lost: int
+    deduplicated: int
+    """Accepted sends the sink itself deduplicated (measured: sent minus delivered)."""
+    deduplicated_by: str = ""
+    """What it deduplicates by, in words ("" when nothing)."""
+    delivery: Delivery = Delivery.EXACTLY_ONCE
+    required: str = "optional"
+    """``declared``, ``learned`` (every clean message reached it) or ``optional``."""
+    read: bool = True
+    """Whether its contents were read back (False: a function, or a sink the run did not read)."""
+    complete: bool = True
+    unidentified: int = 0
+    """Entries in which no business id was found."""
+    witnesses: tuple[EffectWitness, ...] = ()
+
+    def to_json(self, start_ns: int = 0) -> dict[str, Any]:
+        """As the report lists it (``start_ns``: the run's start, its witnesses' times'
+        origin)."""
+        return {
+            "sink": self.sink,
+            "kind": self.kind.value,
+            "address": self.address,
+            "sent": self.sent,
+            "delivered": self.delivered,
+            "duplicate": self.duplicate,
+            "conflicting": self.conflicting,
+            "lost": self.lost,
+            "deduplicated": self.deduplicated,
+            "deduplicated_by": self.deduplicated_by,
+            "delivery": self.delivery.value,
+            "required": self.required,
+            "read": self.read,
+            "complete": self.complete,
+            "unidentified": self.unidentified,
+            "witnesses": [w.to_json(start_ns) for w in self.witnesses],
+        }
+
+
+@dataclass(frozen=True)
+class EffectsJudged:
+    """Every sink's effects, and what they add to the run's counts and reasons."""
+
+    sinks: tuple[SinkEffects, ...]
+    sent: int
+    delivered: int
+    duplicate: int
+    """Duplicates on exactly-once sinks (those that fail)."""
+    conflicting: int
+    lost: int
+    inconclusive: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def witnesses(self, anomaly: str, *, failing_only: bool = True) -> list[EffectWitness]:
+        return [
+            w
+            for s in self.sinks
+            if not (
+                failing_only and anomaly == "duplicate" and s.delivery is Delivery.AT_LEAST_ONCE
+            )
+            for w in s.witnesses
+            if w.anomaly == anomaly
+        ]
+
+
 @dataclass(frozen=True)
 class Check:
     counts: Counts
@@ -283,6 +451,8 @@ class Check:
     templates: Mapping[str, Mapping[str, int | str]] = field(default_factory=dict)
     """Key templates seen: ``{template: {"role": ..., "writes": n}}``."""
     notes: tuple[str, ...] = ()
+    effects: tuple[SinkEffects, ...] = ()
+    """Each sink's effects, judged (empty for a run without sinks and without effects)."""
 
 
 def verdict_of(

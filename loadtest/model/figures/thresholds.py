@@ -37,6 +37,7 @@ from typing import Any
 
 from loadtest.errors import InputError
 from loadtest.model.checker import Counts, default_reasons
+from loadtest.model.checker.reasons import effect_reason_count
 from loadtest.model.figures.threshold_grammar import (
     AGGREGATES,
     COUNT_NAMES,
@@ -135,5 +136,10 @@ def relaxed_reasons(
         **{name: (int(counts.get(name, 0)) if name in allowed else 0) for name in COUNT_NAMES}
     )
     droppable = set(default_reasons(only_allowed, timed_out=timed_out))
+
+    def dropped(reason: str) -> bool:
+        # An effect's reason names its witnesses: it is told by its count's words.
+        return reason in droppable or effect_reason_count(reason) in allowed
+
     listed = list(reasons)
-    return [r for r in listed if r not in droppable], [r for r in listed if r in droppable]
+    return [r for r in listed if not dropped(r)], [r for r in listed if dropped(r)]

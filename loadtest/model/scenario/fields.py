@@ -38,6 +38,9 @@ RELAXABLE: tuple[str, ...] = (
     "conflicting_writes",
     "lost_outcomes",
     "unexpected_dead_letters",
+    "duplicate_effects",
+    "conflicting_effects",
+    "lost_effects",
 )
 """Default-verdict reasons a scenario may allow (``[verdict.allow]``), by count name."""
 

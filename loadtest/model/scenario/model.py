@@ -86,6 +86,12 @@ File format (every table and key optional)::
 
     [lint]
     intended = ["visibility-timeout"]   # lint rules broken on purpose: warnings marked intended
+
+    [[effects]]                         # what the consumer sends beyond the table, per sink
+    sink = "orders"                     # a label its environment creates ({topic:orders}, ...)
+    id = "orderId"                      # where the business id is (see loadtest.model.scenario.effects)
+    required = true                     # an acknowledged message must reach it
+    delivery = "exactly-once"           # | "at-least-once": duplicates reported, not failed
 """
 
 from __future__ import annotations
@@ -99,6 +105,7 @@ from typing import Any
 from loadtest.errors import ScenarioError
 from loadtest.model.history.log import OutcomeKey
 from loadtest.model.scenario.body import check_attribute_placeholders, compile_template
+from loadtest.model.scenario.effects import EffectRule, parse_effects
 from loadtest.model.scenario.envelopes import Envelope, parse_attributes, parse_envelope
 from loadtest.model.scenario.fields import (
     STRUCTURED,
@@ -154,6 +161,8 @@ class Scenario:
     """``[expect] overlap``: the copies of an id are meant to race, so a run in which no two
     deliveries of one id were processed at the same time is inconclusive; False for a
     scenario whose copies are sequential on purpose (resends after completion)."""
+    effects: tuple[EffectRule, ...] = ()
+    """``[[effects]]``: how the sinks the consumer's effects reach are judged."""
     lint_intended: tuple[str, ...] = ()
     """Lint rules (``loadtest.model.scenario.lint_rules.Rule`` values) this scenario breaks on purpose."""
     source: str = "<memory>"
@@ -262,6 +271,7 @@ def parse_scenario(
             "tables",
             "expect",
             "lint",
+            "effects",
             *_SECTIONS,
         },
         source,
@@ -315,6 +325,7 @@ def parse_scenario(
         outcome=_outcome(_table(raw, "outcome", source), source),
         function=function,
         expect_overlap=_value("overlap", expect.get("overlap", True), bool, source, "expect."),
+        effects=parse_effects(raw.get("effects"), function.environment, source),
         lint_intended=_lint(_table(raw, "lint", source), source),
         source=source,
     )
@@ -361,4 +372,6 @@ def to_raw(scenario: Scenario) -> dict[str, Any]:
         raw.setdefault("outcome", {})["fields"] = list(scenario.outcome.fields)
     if scenario.lint_intended:
         raw["lint"] = {"intended": list(scenario.lint_intended)}
+    if scenario.effects:
+        raw["effects"] = [rule.to_raw() for rule in scenario.effects]
     return raw

@@ -18,7 +18,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from loadtest.model.checker import BAD_WHEN_NONZERO, COUNT_NAMES, INCONCLUSIVE_WHEN_NONZERO
+from loadtest.model.checker import (
+    BAD_WHEN_NONZERO,
+    COUNT_NAMES,
+    EFFECT_COUNT_NAMES,
+    INCONCLUSIVE_WHEN_NONZERO,
+)
 from loadtest.model.figures.metrics import LATENCY_STATS
 from loadtest.model.figures.thresholds import AGGREGATES, Threshold, evaluate_aggregate
 from loadtest.model.search.confidence import CONFIDENCE, clopper_pearson, median, share_sentence
@@ -30,6 +35,9 @@ ANOMALIES: Mapping[str, str] = {
     "unexpected_dead_letters": "an unexpected dead letter",
     "unsettled": "an unsettled message",
     "send_failures": "a failed send",
+    "duplicate_effects": "a duplicate effect",
+    "conflicting_effects": "a conflicting effect",
+    "lost_effects": "a lost effect",
     "unobserved_calls": "a call the observer could not interpret",
     "observer_errors": "an observer error",
 }
@@ -109,7 +117,10 @@ def variant_statistics(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             _put(stats, path, spread(values))
     anomalies = []
     for name, what in ANOMALIES.items():
-        values = [_at(run, ("counts", name)) or 0 for run in runs]
+        measured = [_at(run, ("counts", name)) for run in runs]
+        if name in EFFECT_COUNT_NAMES and all(v is None for v in measured):
+            continue  # runs without sinks or effects: not a count they have
+        values = [v or 0 for v in measured]
         anomalies.append(_share(name, what, sum(1 for v in values if v > 0), len(runs)))
     stats["anomalies"] = anomalies
     exposed = sum(1 for run in runs if (_at(run, ("counts", EXPOSURE)) or 0) > 0)

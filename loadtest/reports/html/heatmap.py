@@ -70,6 +70,16 @@ METRICS: tuple[Metric, ...] = (
         lambda v: f"${v:,.2f}",
     ),
 )
+EFFECT_METRICS: tuple[Metric, ...] = (
+    Metric(
+        "duplicate_effects",
+        "Duplicate effects",
+        _path("counts", "duplicate_effects"),
+        lambda v: f"{v:.0f}",
+    ),
+    Metric("lost_effects", "Lost effects", _path("counts", "lost_effects"), lambda v: f"{v:.0f}"),
+)
+"""Metrics of a sweep whose runs have sinks or effects (shown after the others then)."""
 ALIASES: Mapping[str, str] = {
     "duplicates": "duplicate_writes",
     "end_to_end.p99": "e2e_p99",
@@ -77,24 +87,29 @@ ALIASES: Mapping[str, str] = {
     "cost.per_million_usd": "cost",
     "cost_per_million": "cost",
 }
-METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in METRICS)
+METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in (*METRICS, *EFFECT_METRICS))
 
 
 def metric_named(name: str) -> Metric:
     """The metric called ``name`` (or an alias); ValueError naming the choices."""
     wanted = ALIASES.get(name, name)
-    for metric in METRICS:
+    for metric in (*METRICS, *EFFECT_METRICS):
         if metric.name == wanted:
             return metric
     raise ValueError(f"unknown sweep metric {name!r}; choose one of {', '.join(METRIC_NAMES)}")
 
 
-def ordered(first: str | None) -> list[Metric]:
-    """Every metric, ``first`` (if given) in front."""
+def ordered(first: str | None, *, effects: bool = False) -> list[Metric]:
+    """Every metric (the effects' too, with ``effects``), ``first`` (if given) in front."""
+    shown = [*METRICS, *(EFFECT_METRICS if effects else ())]
     if first is None:
-        return list(METRICS)
+        return shown
     chosen = metric_named(first)
-    return [chosen, *(m for m in METRICS if m is not chosen)]
+    return [chosen, *(m for m in shown if m is not chosen)]
+
+
+def _has_effects(report: ReportModel) -> bool:
+    return any("effects_sent" in run.counts for run in report.runs)
 
 
 # --- the grid -------------------------------------------------------------------
@@ -240,7 +255,7 @@ def html_section(report: ReportModel | Mapping[str, Any], first: str | None = No
     """
     report = as_model(report)
     blocks = []
-    for metric in ordered(first):
+    for metric in ordered(first, effects=_has_effects(report)):
         shown = panels(report, metric)
         if not shown:
             return Markup("")
@@ -266,7 +281,7 @@ def grid_tables(report: ReportModel | Mapping[str, Any], first: str | None = Non
     """One table per metric: the grid's first axis across, variant and other axes down."""
     report = as_model(report)
     tables = []
-    for metric in ordered(first):
+    for metric in ordered(first, effects=_has_effects(report)):
         shown = panels(report, metric)
         if not shown:
             return []

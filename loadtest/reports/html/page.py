@@ -34,7 +34,14 @@ from loadtest.reports.html.charts import (
     svg_step_chart,
 )
 from loadtest.reports.html.heatmap import html_section
-from loadtest.reports.html.rows import count_cells, latency_names, latency_rows, percentile_plots
+from loadtest.reports.html.rows import (
+    EFFECT_COLUMNS,
+    count_cells,
+    effect_rows,
+    latency_names,
+    latency_rows,
+    percentile_plots,
+)
 from loadtest.reports.html.timeline import (
     explore_timeline,
     find_races,
@@ -296,6 +303,8 @@ def render_html(report: ReportModel | Mapping[str, Any]) -> str:
         cuts=_cuts(report, labels),
         explored=explored,
         count_rows=count_cells(runs, explored=explored),
+        effect_rows=effect_rows(runs, labels),
+        effect_columns=EFFECT_COLUMNS,
         latency_rows=[] if explored else latency_rows(runs, names),
         latency_plots=[] if explored else percentile_plots(runs, labels, names),
         over_time=over_time,

@@ -75,7 +75,11 @@ def count_cells(runs: Sequence[RunModel], *, explored: bool = False) -> list[dic
                     else ""
                 )
             cells.append({"text": "–" if value is None else f"{value:,}", "level": level})
-        if name not in COUNT_ORDER and not any(c["level"] for c in cells):
+        if (
+            name not in COUNT_ORDER
+            and name not in checker.EFFECT_COUNT_NAMES
+            and not any(c["level"] for c in cells)
+        ):
             continue  # counts beyond COUNT_ORDER only when they have something to say
         rows.append({"name": name, "cells": cells, "flag": any(c["level"] == "bad" for c in cells)})
     return rows
@@ -136,3 +140,47 @@ def percentile_plots(
                 )
             )
     return plots
+
+
+EFFECT_COLUMNS = ("sent", "delivered", "duplicate", "conflicting", "lost", "deduplicated")
+"""The figures of a sink's row in the page's effects table, in order."""
+_FAILING_COLUMNS = frozenset({"duplicate", "conflicting", "lost"})
+
+
+def effect_rows(runs: Sequence[RunModel], labels: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per run and sink (none for runs without sinks or effects): its figures, the
+    failing ones marked (a duplicate on an at-least-once sink is reported, not marked), and
+    its witnesses in words."""
+    rows = []
+    for run, label in zip(runs, labels, strict=True):
+        for entry in run.effects or ():
+            tolerant = entry.get("delivery") == "at-least-once"
+            cells = []
+            for name in EFFECT_COLUMNS:
+                value = int(entry.get(name) or 0)
+                failing = name in _FAILING_COLUMNS and not (tolerant and name == "duplicate")
+                cells.append({"text": f"{value:,}", "level": "bad" if value and failing else ""})
+            rows.append(
+                {
+                    "run": label,
+                    "sink": entry.get("sink", ""),
+                    "kind": entry.get("kind", ""),
+                    "address": entry.get("address", ""),
+                    "cells": cells,
+                    "delivery": entry.get("delivery", ""),
+                    "required": entry.get("required", ""),
+                    "deduplicated_by": entry.get("deduplicated_by", ""),
+                    "witnesses": [
+                        {
+                            "text": w.get("text", ""),
+                            "deliveries": ", ".join(
+                                f"{d.get('request_id')} ({d.get('outcome')})"
+                                for d in w.get("deliveries", ())
+                            ),
+                        }
+                        for w in entry.get("witnesses", ())
+                    ],
+                    "flag": any(c["level"] == "bad" for c in cells),
+                }
+            )
+    return rows

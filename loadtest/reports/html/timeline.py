@@ -33,10 +33,10 @@ RACE_IDS_SHOWN = 2
 
 @dataclass(frozen=True)
 class TimelineEvent:
-    """One bar of a race timeline: a read or a write by one execution environment."""
+    """One bar of a race timeline: a read, a write or an effect by one execution environment."""
 
     kind: str
-    """"read" or "write"."""
+    """"read", "write" or "effect" (a call that sent something beyond the table)."""
     environment: str
     start_ms: float
     """Offset from the start of the run (in milliseconds)."""
@@ -124,6 +124,36 @@ def _read_events(reads: Iterable[Mapping[str, Any]], business_id: str) -> list[T
     return events
 
 
+def _effect_events(run: RunModel, business_id: str) -> list[TimelineEvent]:
+    """The effects the run's witnesses name for ``business_id``: each call that sent one,
+    once, as a mark in its environment's lane (none for a run without effects)."""
+    events: dict[tuple[str, str, float], TimelineEvent] = {}
+    for entry in run.effects or ():
+        sink = str(entry.get("sink"))
+        for witness in entry.get("witnesses", ()):
+            if witness.get("business_id") != business_id:
+                continue
+            for d in witness.get("deliveries", ()):
+                operation = d.get("operation")
+                if not operation or "at_ms" not in d:
+                    continue  # a delivery that sent nothing (a lost effect's)
+                at = float(d["at_ms"])
+                events[(str(d.get("request_id")), sink, at)] = TimelineEvent(
+                    kind="effect",
+                    environment=str(d.get("environment")),
+                    start_ms=at,
+                    end_ms=float(d.get("done_ms", at)),
+                    css="effect",
+                    label=f"{operation} → {sink}",
+                    detail=(
+                        f"env {d.get('environment')} {operation} to {sink} for {business_id} "
+                        f"({witness.get('anomaly')}: {witness.get('text')}); at {at:.1f} ms"
+                    ),
+                    above=True,
+                )
+    return list(events.values())
+
+
 def _timeline_summary(events: Sequence[TimelineEvent], business_id: str) -> str:
     reads_absent = [e for e in events if e.css == "read-absent"]
     writes = [e for e in events if e.kind == "write"]
@@ -141,6 +171,9 @@ def _timeline_summary(events: Sequence[TimelineEvent], business_id: str) -> str:
         parts.append(f"{len(again)} of them wrote the outcome again (duplicate)")
     if rejected:
         parts.append(f"{len(rejected)} rejected by the condition, the stored item preserved")
+    effects = [e for e in events if e.kind == "effect"]
+    if effects:
+        parts.append(f"{len(effects)} effect(s) sent beyond the table")
     return "; ".join(parts) + "." if parts else "No reads or writes were recorded for this id."
 
 
@@ -226,6 +259,7 @@ def timeline_for(run: RunModel, label: str, business_id: str) -> Timeline | None
         if not writes:
             return None
         events = _write_events(writes, business_id)
+    events += _effect_events(run, business_id)
     events.sort(key=lambda e: (e.start_ms, e.kind))
     return Timeline(
         run_label=label,

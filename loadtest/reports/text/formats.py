@@ -19,6 +19,7 @@ from loadtest.model.checker import FLAGGED_WHEN_NONZERO
 from loadtest.model.figures.metrics import decode, hgrm
 from loadtest.model.figures.metrics import format_us as format_us
 from loadtest.model.figures.thresholds import LATENCIES, MetricKind, parse_threshold
+from loadtest.reports.finding import sink_line
 from loadtest.reports.model import ReportModel, RunModel, ThresholdResult, as_model
 from loadtest.reports.text.repeat_view import repeat_markdown
 
@@ -140,6 +141,11 @@ def markdown_summary(report: ReportModel | Mapping[str, Any]) -> str:
         cells = [_code(run.variant), _verdict(run)]
         cells += [_cell(read(run)) for _, read in COLUMNS]
         lines.append("| " + " | ".join(cells) + " |")
+
+    sinks = [(run, entry) for run in runs for entry in run.effects or ()]
+    if sinks:
+        lines += ["", "### Effects beyond the table", ""]
+        lines += [f"- {_code(run.variant)}: {_cell(sink_line(entry))}" for run, entry in sinks]
 
     faulted = [(run, run.faults) for run in runs if run.faults != "none"]
     if faulted:

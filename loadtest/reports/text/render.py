@@ -8,7 +8,7 @@ CLI decides where they are printed.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -17,7 +17,7 @@ from rich.text import Text
 
 from loadtest.model.checker import FLAGGED_WHEN_NONZERO
 from loadtest.model.figures.metrics import format_us
-from loadtest.reports.finding import headlines, is_intended
+from loadtest.reports.finding import headlines, is_intended, sink_line
 from loadtest.reports.model import ReportModel, RunModel, as_model
 from loadtest.reports.text.formats import format_observed, overlap_text
 
@@ -43,7 +43,7 @@ Row = tuple[str, Callable[[RunModel], Any], bool]
 """(label, how to read the value from a run, whether a non-zero value is bad)."""
 
 
-def _count_row(label: str, name: str, *, missing: int | None = None) -> Row:
+def _count_row(label: str, name: str, *, missing: int | str | None = None) -> Row:
     """A count's row, marked when it is one of the counts every report flags above zero.
 
     ``missing`` is shown when an older report lacks the count; without it the count is required.
@@ -108,6 +108,30 @@ ROWS: list[Row] = [
 ]
 
 
+EFFECT_ROWS: list[Row] = [
+    _count_row("effects sent", "effects_sent", missing="-"),
+    _count_row("effects delivered", "effects_delivered", missing="-"),
+    _count_row("duplicate effects", "duplicate_effects", missing="-"),
+    _count_row("conflicting effects", "conflicting_effects", missing="-"),
+    _count_row("lost effects", "lost_effects", missing="-"),
+]
+"""Rows a report shows after ``lost outcomes`` when a run has sinks or effects (``-`` for a
+run of the report that has none)."""
+EFFECT_ROWS_AFTER = "lost outcomes"
+
+
+def _rows(runs: Sequence[RunModel]) -> list[Row]:
+    if not any("effects_sent" in run.counts for run in runs):
+        return ROWS
+    at = next(i for i, row in enumerate(ROWS) if row[0] == EFFECT_ROWS_AFTER) + 1
+    return [*ROWS[:at], *EFFECT_ROWS, *ROWS[at:]]
+
+
+def effect_lines(run: RunModel) -> list[str]:
+    """One line per sink of a run with sinks or effects (none for another run)."""
+    return [f"effects  {sink_line(entry)}" for entry in run.effects or ()]
+
+
 def _cell(value: Any, bad_if_nonzero: bool) -> Text:
     text = str(value)
     if bad_if_nonzero and isinstance(value, int):
@@ -136,7 +160,7 @@ def summary_table(report: ReportModel | Mapping[str, Any]) -> Table:
         table.add_column(run.variant, justify="right")
     verdicts = [_verdict(run) for run in runs]
     table.add_row("verdict", *verdicts)
-    for label, read, bad in ROWS:
+    for label, read, bad in _rows(runs):
         table.add_row(label, *(_cell(read(run), bad) for run in runs))
     return table
 
@@ -240,6 +264,8 @@ def details(report: ReportModel, *, story: bool = True) -> list[RenderableType]:
     out: list[RenderableType] = []
     for run in report.runs:
         name = run.variant
+        for line in effect_lines(run):
+            out.append(Text(f"  {name}: {line}"))
         for reason in run.reasons:
             out.append(Text(f"✗ {name}: {reason}", style="red"))
         for reason in run.inconclusive:

@@ -28,6 +28,12 @@ _COUNTS = (
     ("unexpected dead letters", "unexpected_dead_letters"),
     ("unsettled", "unsettled"),
 )
+_EFFECT_COUNTS = (
+    ("duplicate effects", "duplicate_effects"),
+    ("conflicting effects", "conflicting_effects"),
+    ("lost effects", "lost_effects"),
+)
+"""Rows for variants whose runs have sinks or effects."""
 _LATENCIES = (("end-to-end", "end_to_end"), ("handler", "handler"))
 _PERCENTILES = ("p50", "p99")
 _ALWAYS_STATED = ("duplicate_writes", "lost_outcomes")
@@ -63,9 +69,16 @@ def _rate(stats: Mapping[str, Any]) -> str:
     return _spread(stats.get("throughput", {}).get("messages_per_s"), lambda v: f"{v:.1f}")
 
 
-def _rows() -> list[tuple[str, Read]]:
+def _effects(variants: Mapping[str, Any]) -> bool:
+    """Whether a variant's runs have sinks or effects (their counts' statistics)."""
+    return any("duplicate_effects" in stats.get("counts", {}) for stats in variants.values())
+
+
+def _rows(effects: bool = False) -> list[tuple[str, Read]]:
     rows: list[tuple[str, Read]] = [("verdicts", _verdicts)]
     rows += [(label, _count(name)) for label, name in _COUNTS]
+    if effects:
+        rows += [(label, _count(name)) for label, name in _EFFECT_COUNTS]
     rows += [
         (f"{label} {stat}", _latency(name, stat))
         for label, name in _LATENCIES
@@ -87,7 +100,7 @@ def repeat_table(report: ReportModel) -> Table:
     table.add_column("", style="bold")
     for name in variants:
         table.add_column(name, justify="right")
-    for label, read in _rows():
+    for label, read in _rows(_effects(variants)):
         table.add_row(label, *(read(stats) for stats in variants.values()))
     return table
 
@@ -139,7 +152,7 @@ def repeat_markdown(report: ReportModel) -> list[str]:
         "| | " + " | ".join(f"`{name}`" for name in variants) + " |",
         "|---|" + "---:|" * len(variants),
     ]
-    for label, read in _rows():
+    for label, read in _rows(_effects(variants)):
         lines.append(f"| {label} | " + " | ".join(read(s) for s in variants.values()) + " |")
     lines += ["", *(f"- `{name}`: {sentence}" for name, sentence, _ in share_sentences(report))]
     for result in repeat.get("thresholds", []):
@@ -161,7 +174,7 @@ def repeat_context(report: ReportModel) -> dict[str, Any] | None:
         "variants": list(variants),
         "rows": [
             {"label": label, "cells": [read(stats) for stats in variants.values()]}
-            for label, read in _rows()
+            for label, read in _rows(_effects(variants))
         ],
         "sentences": [
             {"variant": name, "sentence": sentence, "bad": bad}

@@ -1,0 +1,259 @@
+"""What a scenario says about its consumer's effects beyond the table: ``[[effects]]``.
+
+Owns the ``[[effects]]`` entries (``EffectRule``), their validation against the sinks the
+scenario's environment creates (placeholders ``{topic:NAME}``, ``{queue_url:NAME}``,
+``{queue_arn:NAME}``, ``{bus:NAME}``, ``{bucket:NAME}``, ``{state_machine:NAME}``), and where an entry finds a
+business id in an effect (``EffectRule.id_of``). How effects are judged is
+``loadtest.model.checker.effects``'. Pure; every refusal is a ``ScenarioError`` naming the
+file, the field and what is allowed.
+
+File format (each entry names one sink by its label)::
+
+    [[effects]]
+    sink = "orders"                 # the NAME of {topic:orders} in [consumer] environment
+    id = "detail.orderId"           # where the business id is: a dotted path into the
+                                    # payload (through JSON strings), or "key" (an S3
+                                    # object's key, an execution's name)
+    id_pattern = "orders/(?P<id>[^/]+)[.]json"   # optional: the id inside that value
+    required = true                 # every acknowledged message must reach it
+    delivery = "at-least-once"      # downstream deduplicates: duplicates are reported,
+                                    # not failed (default "exactly-once")
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from loadtest.errors import ScenarioError
+from loadtest.model.history.records import EffectKind
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+SINK_PLACEHOLDERS: Mapping[str, EffectKind] = {
+    "topic": EffectKind.TOPIC,
+    "queue_url": EffectKind.QUEUE,
+    "queue_arn": EffectKind.QUEUE,
+    "bus": EffectKind.BUS,
+    "bucket": EffectKind.BUCKET,
+    "state_machine": EffectKind.STATE_MACHINE,
+}
+"""The placeholders that create a sink, ``{kind:NAME}``, and the kind of sink each makes."""
+
+KEYED_KINDS = frozenset({EffectKind.BUCKET, EffectKind.STATE_MACHINE})
+"""Sinks whose entries are named by a key (an object's key, an execution's name)."""
+
+BY_KEY = "key"
+"""``id = "key"``: the business id is (in) the entry's key."""
+
+_SINK_PLACEHOLDER = re.compile(r"\{(" + "|".join(SINK_PLACEHOLDERS) + r"):([^{}]+)\}")
+_ALLOWED_KEYS = frozenset({"sink", "id", "id_pattern", "required", "delivery"})
+
+
+class Delivery(StrEnum):
+    """What the consumer promises a sink."""
+
+    EXACTLY_ONCE = "exactly-once"
+    """Each business id reaches it once: a duplicate fails the run."""
+    AT_LEAST_ONCE = "at-least-once"
+    """Downstream deduplicates by itself: a duplicate is reported, never failed."""
+
+
+@dataclass(frozen=True)
+class EffectRule:
+    """One ``[[effects]]`` entry: how one sink is judged."""
+
+    sink: str
+    """The sink's label (the NAME of its placeholder)."""
+    kind: EffectKind
+    id: str = ""
+    """Where the business id is: a dotted path into the payload (``detail.orderId``,
+    ``items[0].id``), ``key``, or "" (found as in stored items: any leaf naming a sent id)."""
+    id_pattern: str = ""
+    """A regular expression applied to that value (without ``id``: to the key of a keyed
+    sink, else to the payload text): its group ``id``, else its first group, else its
+    match is the business id."""
+    required: bool = False
+    """Every acknowledged, non-poison message must reach it (else it is required only when
+    learned from the run: every clean message reached it)."""
+    delivery: Delivery = Delivery.EXACTLY_ONCE
+
+    @property
+    def declares_id(self) -> bool:
+        return bool(self.id or self.id_pattern)
+
+    def id_of(self, payload: Any, text: str, key: str) -> str | None:
+        """The business id this entry finds in an entry: ``payload`` parsed (None when not
+        JSON), its ``text`` and its ``key``; None when it is not there."""
+        if self.id == BY_KEY or (not self.id and self.kind in KEYED_KINDS):
+            value: str | None = key or None
+        elif self.id:
+            value = _at_path(payload, self.id)
+        else:
+            value = text
+        if value is None or not self.id_pattern:
+            return value
+        match = re.search(self.id_pattern, value)
+        if match is None:
+            return None
+        if "id" in match.groupdict():
+            return match.group("id")
+        return match.group(1) if match.re.groups else match.group(0)
+
+    def to_raw(self) -> dict[str, Any]:
+        raw: dict[str, Any] = {"sink": self.sink}
+        if self.id:
+            raw["id"] = self.id
+        if self.id_pattern:
+            raw["id_pattern"] = self.id_pattern
+        if self.required:
+            raw["required"] = True
+        if self.delivery is not Delivery.EXACTLY_ONCE:
+            raw["delivery"] = self.delivery.value
+        return raw
+
+
+_STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+_PATH = re.compile(r"[^.\[\]]+(\[\d+\])*(\.[^.\[\]]+(\[\d+\])*)*")
+
+
+def _steps(path: str) -> Iterator[str | int]:
+    for name, index in _STEP.findall(path):
+        yield int(index) if index else name
+
+
+def _at_path(payload: Any, path: str) -> str | None:
+    """The scalar at a dotted path, stepping into JSON strings on the way; None if absent."""
+    node = payload
+    for step in _steps(path):
+        if isinstance(node, str):
+            try:
+                node = json.loads(node)
+            except ValueError:
+                return None
+        if isinstance(step, int):
+            if not isinstance(node, list) or step >= len(node):
+                return None
+            node = node[step]
+        elif isinstance(node, dict) and step in node:
+            node = node[step]
+        else:
+            return None
+    if node is None or isinstance(node, dict | list):
+        return None
+    if isinstance(node, bool):
+        return str(node).lower()
+    return str(node)
+
+
+def sink_labels(environment: Iterable[tuple[str, str]]) -> dict[str, EffectKind]:
+    """The sinks an environment's placeholders create, by label."""
+    found: dict[str, EffectKind] = {}
+    for _, template in environment:
+        for kind, label in _SINK_PLACEHOLDER.findall(template):
+            found.setdefault(label, SINK_PLACEHOLDERS[kind])
+    return found
+
+
+def _allowed_labels(labels: Mapping[str, EffectKind]) -> str:
+    if not labels:
+        return (
+            "none: [consumer] environment creates no sink (a value such as "
+            '"{topic:orders}" creates one)'
+        )
+    return ", ".join(f"{label!r} ({kind.value})" for label, kind in sorted(labels.items()))
+
+
+def parse_effects(
+    raw: Any, environment: Iterable[tuple[str, str]], source: str
+) -> tuple[EffectRule, ...]:
+    """Validate ``[[effects]]`` against the sinks ``environment`` creates."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(e, dict) for e in raw):
+        raise ScenarioError(
+            f'{source}: effects must be an array of tables ([[effects]] sink = "NAME"), got {raw!r}'
+        )
+    labels = sink_labels(environment)
+    rules: list[EffectRule] = []
+    for index, entry in enumerate(raw):
+        rules.append(_rule(entry, labels, source, f"effects[{index}]"))
+    seen: set[str] = set()
+    for index, rule in enumerate(rules):
+        if rule.sink in seen:
+            raise ScenarioError(
+                f"{source}: effects[{index}].sink = {rule.sink!r} is named by an earlier "
+                "[[effects]] entry too; give each sink one entry"
+            )
+        seen.add(rule.sink)
+    return tuple(rules)
+
+
+def _rule(
+    entry: Mapping[str, Any], labels: Mapping[str, EffectKind], source: str, where: str
+) -> EffectRule:
+    unknown = sorted(set(entry) - _ALLOWED_KEYS)
+    if unknown:
+        raise ScenarioError(
+            f"{source}: unknown key {where}.{unknown[0]}; allowed: {', '.join(sorted(_ALLOWED_KEYS))}"
+        )
+    sink = entry.get("sink")
+    if not isinstance(sink, str) or not sink:
+        raise ScenarioError(
+            f'{source}: {where}.sink must name a sink by its label (sink = "orders"), got '
+            f"{sink!r}; the environment creates: {_allowed_labels(labels)}"
+        )
+    if sink not in labels:
+        raise ScenarioError(
+            f"{source}: {where}.sink = {sink!r} is not a sink the run creates; the "
+            f"environment's placeholders create: {_allowed_labels(labels)}"
+        )
+    kind = labels[sink]
+    strings = {}
+    for name in ("id", "id_pattern"):
+        value = entry.get(name, "")
+        if not isinstance(value, str):
+            raise ScenarioError(f"{source}: {where}.{name} must be a string, got {value!r}")
+        strings[name] = value
+    id_path, pattern = strings["id"], strings["id_pattern"]
+    if id_path == BY_KEY and kind not in KEYED_KINDS:
+        raise ScenarioError(
+            f'{source}: {where}.id = "key", but {sink!r} is a {kind.value}, whose messages '
+            'have no key; give a dotted path into the payload (id = "detail.orderId"). "key" '
+            "is for buckets (the object's key) and state machines (the execution's name)"
+        )
+    if id_path and id_path != BY_KEY and not _PATH.fullmatch(id_path):
+        raise ScenarioError(
+            f"{source}: {where}.id = {id_path!r} is not a dotted path (such as "
+            '"detail.orderId" or "items[0].id") nor "key"'
+        )
+    if pattern:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ScenarioError(
+                f"{source}: {where}.id_pattern = {pattern!r} is not a regular expression: {exc}"
+            ) from None
+    required = entry.get("required", False)
+    if not isinstance(required, bool):
+        raise ScenarioError(f"{source}: {where}.required must be true or false, got {required!r}")
+    if required and not id_path and not pattern and kind not in KEYED_KINDS:
+        raise ScenarioError(
+            f"{source}: {where}: sink {sink!r} is required but says no way to find a business "
+            'id in what reaches it; give id = "PATH" (a dotted path into the payload, e.g. '
+            'id = "orderId") or id_pattern = "REGEX"'
+        )
+    delivery = entry.get("delivery", Delivery.EXACTLY_ONCE.value)
+    try:
+        delivery = Delivery(delivery)
+    except ValueError:
+        raise ScenarioError(
+            f"{source}: {where}.delivery = {delivery!r}; allowed: "
+            f"{', '.join(d.value for d in Delivery)}"
+        ) from None
+    return EffectRule(sink, kind, id_path, pattern, required, delivery)

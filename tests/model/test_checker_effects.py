@@ -1,0 +1,498 @@
+"""The effects judge: what a consumer sends beyond its table, on hand-built histories."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from loadtest.model.checker import Check, Verdict, check
+from loadtest.model.checker.effects import SinkEffects
+from loadtest.model.history.log import (
+    Ack,
+    EffectKind,
+    EffectRecord,
+    EndState,
+    History,
+    Invocation,
+    InvocationOutcome,
+    SentMessage,
+    SinkContents,
+    SinkMessage,
+    WriteOutcome,
+    WriteRecord,
+)
+from loadtest.model.scenario.effects import Delivery, EffectRule
+from tests.model.builders import end_state, invocation, order_item, record, sent, write
+
+TOPIC = "arn:aws:sns:us-east-1:000000000000:orders"
+BUCKET = "receipts"
+FIFO_WORDS = "a deduplication id within five minutes"
+S3_WORDS = "an S3 key: one object per key"
+
+
+def payload(order_id: str, quantity: int = 1) -> str:
+    return json.dumps({"orderId": order_id, "quantity": quantity})
+
+
+def effect(
+    text: str,
+    *,
+    kind: EffectKind = EffectKind.TOPIC,
+    sink: str = TOPIC,
+    key: str = "",
+    accepted: bool = True,
+    dedup_id: str = "",
+    record_id: str = "",
+) -> EffectRecord:
+    operation = {
+        EffectKind.TOPIC: "SNS.Publish",
+        EffectKind.BUCKET: "S3.PutObject",
+        EffectKind.FUNCTION: "Lambda.Invoke",
+    }[kind]
+    return EffectRecord(
+        operation=operation,
+        kind=kind,
+        sink=sink,
+        payload=text,
+        accepted=accepted,
+        started_ns=0,
+        ended_ns=1,
+        key=key,
+        dedup_id=dedup_id,
+        record_id=record_id,
+    )
+
+
+def delivery(
+    request_id: str,
+    message_id: str,
+    order_id: str,
+    writes: list[WriteRecord],
+    effects: list[EffectRecord],
+    *,
+    receive_count: int = 1,
+    outcome: InvocationOutcome = InvocationOutcome.SUCCESS,
+    started_ns: int = 0,
+) -> Invocation:
+    inv = invocation(
+        request_id,
+        [record(message_id, order_id, receive_count)],
+        writes,
+        outcome=outcome,
+        error=None if outcome is InvocationOutcome.SUCCESS else "Boom",
+        started_ns=started_ns,
+    )
+    return dataclasses.replace(inv, effects=tuple(effects))
+
+
+def rejected(item_order: str, quantity: int = 1, started_ns: int = 0) -> WriteRecord:
+    item = order_item(item_order, quantity)
+    return write(
+        item,
+        outcome=WriteOutcome.REJECTED,
+        before=item,
+        before_known=True,
+        started_ns=started_ns,
+    )
+
+
+def history_of(
+    messages: list[SentMessage], invocations: list[Invocation], acked: list[str]
+) -> History:
+    history = History(started_ns=0, ended_ns=100_000_000)
+    history.sent = messages
+    history.invocations = invocations
+    history.acks = [Ack(message_id=m, acked_ns=90_000_000 + n) for n, m in enumerate(acked)]
+    return history
+
+
+def with_sinks(end: EndState, *sinks: SinkContents) -> EndState:
+    return dataclasses.replace(end, sinks=sinks)
+
+
+def topic(*payloads: str, fifo: bool = False, deduplicated: str = "") -> SinkContents:
+    return SinkContents(
+        name="orders",
+        kind=EffectKind.TOPIC,
+        address=TOPIC,
+        messages=tuple(SinkMessage(p) for p in payloads),
+        fifo=fifo,
+        deduplicated=deduplicated,
+    )
+
+
+def the_sink(result: Check, name: str = "orders") -> SinkEffects:
+    (found,) = [s for s in result.effects if s.sink == name]
+    return found
+
+
+def effect_counts(result: Check) -> dict[str, int | None]:
+    c = result.counts
+    return {
+        "sent": c.effects_sent,
+        "delivered": c.effects_delivered,
+        "duplicate": c.duplicate_effects,
+        "conflicting": c.conflicting_effects,
+        "lost": c.lost_effects,
+    }
+
+
+def three_orders() -> list[SentMessage]:
+    return [sent(0, "o-1", "m-1"), sent(1, "o-2", "m-2"), sent(2, "o-3", "m-3")]
+
+
+def test_a_run_without_sinks_or_effects_has_no_effect_counts() -> None:
+    messages = three_orders()
+    invocations = [
+        delivery(f"r-{n}", f"m-{n}", f"o-{n}", [write(order_item(f"o-{n}", 1))], [])
+        for n in (1, 2, 3)
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
+    result = check(history, end_state([order_item(f"o-{n}", 1) for n in (1, 2, 3)]))
+    assert result.verdict is Verdict.PASS
+    assert result.effects == ()
+    assert effect_counts(result) == dict.fromkeys(effect_counts(result))
+    assert not {k for k in result.counts.as_dict() if "effect" in k}
+
+
+def test_publish_before_the_guard_publishes_on_every_delivery() -> None:
+    messages = [*three_orders(), sent(3, "o-1", "m-4")]
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [write(order_item("o-1", 1))], [effect(payload("o-1"))]),
+        delivery("r-2", "m-2", "o-2", [write(order_item("o-2", 1))], [effect(payload("o-2"))]),
+        delivery("r-3", "m-3", "o-3", [write(order_item("o-3", 1))], [effect(payload("o-3"))]),
+        delivery("r-4", "m-4", "o-1", [rejected("o-1", started_ns=10)], [effect(payload("o-1"))]),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3", "m-4"])
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    end = with_sinks(end_state(items), topic(*(payload(b) for b in ("o-1", "o-2", "o-3", "o-1"))))
+    result = check(history, end)
+    assert effect_counts(result) == {
+        "sent": 4,
+        "delivered": 4,
+        "duplicate": 1,
+        "conflicting": 0,
+        "lost": 0,
+    }
+    assert result.counts.duplicate_writes == 0
+    assert result.verdict is Verdict.FAIL
+    assert "1 duplicate effect(s): o-1 published twice to orders" in result.reasons
+    sink = the_sink(result)
+    (witness,) = sink.witnesses
+    assert witness.anomaly == "duplicate"
+    assert [d.request_id for d in witness.deliveries] == ["r-1", "r-4"]
+    assert [d.message_id for d in witness.deliveries] == ["m-1", "m-4"]
+
+
+def test_a_crash_between_the_put_and_the_publish_loses_the_effect() -> None:
+    messages = three_orders()
+    invocations = [
+        delivery(
+            "r-1",
+            "m-1",
+            "o-1",
+            [write(order_item("o-1", 1))],
+            [],
+            outcome=InvocationOutcome.CRASH,
+        ),
+        delivery("r-2", "m-2", "o-2", [write(order_item("o-2", 1))], [effect(payload("o-2"))]),
+        delivery("r-3", "m-3", "o-3", [write(order_item("o-3", 1))], [effect(payload("o-3"))]),
+        # The redelivery finds the outcome stored and returns: it never publishes.
+        delivery("r-4", "m-1", "o-1", [rejected("o-1", started_ns=10)], [], receive_count=2),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    result = check(history, with_sinks(end_state(items), topic(payload("o-2"), payload("o-3"))))
+    assert effect_counts(result) == {
+        "sent": 2,
+        "delivered": 2,
+        "duplicate": 0,
+        "conflicting": 0,
+        "lost": 1,
+    }
+    assert result.counts.lost_outcomes == 0
+    sink = the_sink(result)
+    assert sink.required == "learned"
+    assert result.verdict is Verdict.FAIL
+    assert (
+        "1 lost effect(s): o-1 never published to orders (message m-1 acknowledged)"
+        in result.reasons
+    )
+    (witness,) = sink.witnesses
+    assert [(d.request_id, d.outcome) for d in witness.deliveries] == [
+        ("r-1", "crash"),
+        ("r-4", "success"),
+    ]
+
+
+def test_a_cut_short_run_leaves_a_lost_effect_unjudged() -> None:
+    messages = three_orders()
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [write(order_item("o-1", 1))], []),
+        delivery("r-2", "m-2", "o-2", [write(order_item("o-2", 1))], [effect(payload("o-2"))]),
+        delivery("r-3", "m-3", "o-3", [write(order_item("o-3", 1))], [effect(payload("o-3"))]),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    end = with_sinks(end_state(items), topic(payload("o-2"), payload("o-3")))
+    # o-1's delivery was clean and did not publish: the sink is optional, nothing lost.
+    assert check(history, end).counts.lost_effects == 0
+    declared = [EffectRule("orders", EffectKind.TOPIC, id="orderId", required=True)]
+    assert check(history, end, effects=declared).counts.lost_effects == 1
+    cut = check(history, end, effects=declared, cut_short=True)
+    assert cut.counts.lost_effects == 0
+    assert cut.verdict is Verdict.INCONCLUSIVE
+    assert any("lost effect(s) on 'orders'" in r for r in cut.inconclusive)
+
+
+def test_a_fifo_sink_deduplicates_the_resends_itself() -> None:
+    messages = [sent(0, "o-1", "m-1")]
+    fifo = "arn:aws:sns:us-east-1:000000000000:orders.fifo"
+    publish = effect(payload("o-1"), sink=fifo, dedup_id="o-1")
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [], [publish], outcome=InvocationOutcome.TIMEOUT),
+        delivery(
+            "r-2", "m-1", "o-1", [], [publish], receive_count=2, outcome=InvocationOutcome.ERROR
+        ),
+        delivery("r-3", "m-1", "o-1", [write(order_item("o-1", 1))], [publish], receive_count=3),
+    ]
+    history = history_of(messages, invocations, ["m-1"])
+    sink = dataclasses.replace(
+        topic(payload("o-1"), fifo=True, deduplicated=FIFO_WORDS), address=fifo
+    )
+    result = check(history, with_sinks(end_state([order_item("o-1", 1)]), sink))
+    assert effect_counts(result) == {
+        "sent": 3,
+        "delivered": 1,
+        "duplicate": 0,
+        "conflicting": 0,
+        "lost": 0,
+    }
+    judged = the_sink(result)
+    assert (judged.deduplicated, judged.deduplicated_by) == (2, FIFO_WORDS)
+    assert not [r for r in result.reasons if "effect" in r]
+
+
+def _bucket_run(keys: tuple[str, str], quantities: tuple[int, int]) -> Check:
+    """o-1 sent twice (m-1, m-2); each delivery writes an object before its guard."""
+    messages = [sent(0, "o-1", "m-1", quantities[0]), sent(1, "o-1", "m-2", quantities[1])]
+    puts = [
+        effect(payload("o-1", q), kind=EffectKind.BUCKET, sink=BUCKET, key=k)
+        for k, q in zip(keys, quantities, strict=True)
+    ]
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [write(order_item("o-1", quantities[0]))], [puts[0]]),
+        delivery(
+            "r-2",
+            "m-2",
+            "o-1",
+            [rejected("o-1", quantities[0], started_ns=10)],
+            [puts[1]],
+            started_ns=10_000_000,
+        ),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2"])
+    objects: dict[str, str] = {}
+    for put in puts:
+        objects[put.key] = put.payload  # one object per key: the last write stays
+    bucket = SinkContents(
+        name="receipts",
+        kind=EffectKind.BUCKET,
+        address=BUCKET,
+        messages=tuple(SinkMessage(text, key) for key, text in objects.items()),
+        deduplicated=S3_WORDS,
+    )
+    return check(history, with_sinks(end_state([order_item("o-1", quantities[0])]), bucket))
+
+
+def test_an_object_keyed_by_business_id_rewritten_with_the_same_bytes_is_one_object() -> None:
+    result = _bucket_run(("orders/o-1.json", "orders/o-1.json"), (1, 1))
+    assert effect_counts(result) == {
+        "sent": 2,
+        "delivered": 1,
+        "duplicate": 0,
+        "conflicting": 0,
+        "lost": 0,
+    }
+    assert the_sink(result, "receipts").deduplicated == 1
+    assert result.verdict is Verdict.PASS
+
+
+def test_an_object_keyed_by_business_id_rewritten_with_other_bytes_conflicts() -> None:
+    result = _bucket_run(("orders/o-1.json", "orders/o-1.json"), (1, 2))
+    assert effect_counts(result) == {
+        "sent": 2,
+        "delivered": 1,
+        "duplicate": 0,
+        "conflicting": 1,
+        "lost": 0,
+    }
+    assert result.verdict is Verdict.FAIL
+    assert any(
+        r.startswith("1 conflicting effect(s): o-1 written to receipts") for r in result.reasons
+    )
+
+
+def test_objects_keyed_by_message_id_are_duplicates() -> None:
+    result = _bucket_run(("orders/m-1.json", "orders/m-2.json"), (1, 1))
+    assert effect_counts(result) == {
+        "sent": 2,
+        "delivered": 2,
+        "duplicate": 1,
+        "conflicting": 0,
+        "lost": 0,
+    }
+    assert the_sink(result, "receipts").deduplicated == 0
+    assert "1 duplicate effect(s): o-1 written twice to receipts" in result.reasons
+
+
+def _duplicated_publish() -> tuple[History, EndState]:
+    messages = [sent(0, "o-1", "m-1"), sent(1, "o-1", "m-2")]
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [write(order_item("o-1", 1))], [effect(payload("o-1"))]),
+        delivery("r-2", "m-2", "o-1", [rejected("o-1", started_ns=10)], [effect(payload("o-1"))]),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2"])
+    end = with_sinks(end_state([order_item("o-1", 1)]), topic(payload("o-1"), payload("o-1")))
+    return history, end
+
+
+def test_duplicates_on_an_at_least_once_sink_are_reported_not_failed() -> None:
+    history, end = _duplicated_publish()
+    rule = EffectRule("orders", EffectKind.TOPIC, delivery=Delivery.AT_LEAST_ONCE)
+    result = check(history, end, effects=[rule])
+    assert result.verdict is Verdict.PASS
+    assert result.counts.duplicate_effects == 0
+    sink = the_sink(result)
+    assert (sink.duplicate, sink.delivery) == (1, Delivery.AT_LEAST_ONCE)
+    assert any("declared at-least-once" in n for n in result.notes)
+    exactly_once = check(history, end)
+    assert exactly_once.counts.duplicate_effects == 1
+    assert exactly_once.verdict is Verdict.FAIL
+
+
+def test_payloads_without_a_business_id_leave_the_run_inconclusive() -> None:
+    messages = [sent(0, "o-1", "m-1")]
+    done = json.dumps({"event": "order-done"})
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [write(order_item("o-1", 1))], [effect(done)]),
+    ]
+    history = history_of(messages, invocations, ["m-1"])
+    result = check(history, with_sinks(end_state([order_item("o-1", 1)]), topic(done)))
+    assert result.verdict is Verdict.INCONCLUSIVE
+    (reason,) = [r for r in result.inconclusive if "orders" in r]
+    assert "sink 'orders'" in reason
+    assert '[[effects]] sink = "orders", id = "PATH"' in reason
+    assert the_sink(result).unidentified == 1
+    # Declared: the id is where the entry says (a pattern inside the event's name here).
+    rule = EffectRule("orders", EffectKind.TOPIC, id="event", id_pattern="^(o)rder")
+    declared = check(
+        history, with_sinks(end_state([order_item("o-1", 1)]), topic(done)), effects=[rule]
+    )
+    assert the_sink(declared).unidentified == 0
+
+
+def test_a_sink_only_some_clean_messages_reach_is_optional() -> None:
+    messages = [sent(0, "o-1", "m-1"), sent(1, "o-2", "m-2")]
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [write(order_item("o-1", 1))], [effect(payload("o-1"))]),
+        delivery("r-2", "m-2", "o-2", [write(order_item("o-2", 1))], []),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2"])
+    end = with_sinks(end_state([order_item("o-1", 1), order_item("o-2", 1)]), topic(payload("o-1")))
+    result = check(history, end)
+    assert result.counts.lost_effects == 0
+    assert the_sink(result).required == "optional"
+    assert result.verdict is Verdict.PASS
+
+
+def test_an_incomplete_sink_counts_nothing_lost() -> None:
+    history, end = _duplicated_publish()
+    messages = [*history.sent, sent(2, "o-2", "m-3")]
+    history.sent = messages
+    history.acks = [*history.acks, Ack("m-3", 95_000_000)]
+    cut = dataclasses.replace(end.sinks[0], complete=False)
+    declared = [EffectRule("orders", EffectKind.TOPIC, id="orderId", required=True)]
+    result = check(history, with_sinks(end, cut), effects=declared)
+    assert result.counts.lost_effects == 0
+    assert any("was not read to the end" in n for n in result.notes)
+    complete = check(history, end, effects=declared)
+    assert complete.counts.lost_effects == 1
+
+
+def test_a_function_invoked_twice_counts_its_accepted_sends() -> None:
+    history, end = _duplicated_publish()
+    invoke = effect(payload("o-1"), kind=EffectKind.FUNCTION, sink="billing")
+    history.invocations = [
+        dataclasses.replace(inv, effects=(invoke,)) for inv in history.invocations
+    ]
+    result = check(history, dataclasses.replace(end, sinks=()))
+    sink = the_sink(result, "billing")
+    assert (sink.sent, sink.delivered, sink.duplicate, sink.read) == (2, 2, 1, False)
+    assert result.counts.duplicate_effects == 1
+
+
+def test_an_allowed_effect_count_relaxes_its_reason() -> None:
+    from loadtest.model.figures.thresholds import relaxed_reasons
+
+    history, end = _duplicated_publish()
+    result = check(history, end)
+    kept, dropped = relaxed_reasons(
+        result.reasons, result.counts.as_dict(), ["duplicate_effects"], timed_out=False
+    )
+    assert kept == []
+    assert dropped == ["1 duplicate effect(s): o-1 published twice to orders"]
+
+
+def test_an_id_is_found_as_a_token_of_a_payload_or_key_never_as_part_of_a_word() -> None:
+    from loadtest.model.checker.details import named_id
+
+    known = {"o-1", "o-12", "a"}
+    assert named_id("order o-1 shipped", "", known) == "o-1"
+    assert named_id({"note": "ORDER#o-12/x"}, "", known) == "o-12"
+    assert named_id("", "receipts/o-1.json", known) == "o-1"
+    assert named_id("xo-1 and o-1x", "", known) is None
+    assert named_id({"a": "o-1", "b": "o-12"}, "", known) is None  # two ids: no guess
+    assert named_id({"id": "o-1"}, "o-12", known) == "o-1"  # a leaf equal to it comes first
+
+
+def test_an_effect_for_a_poison_message_is_its_own_and_never_lost() -> None:
+    messages = [sent(0, "o-1", "m-1"), sent(1, "bad", "m-2", poison=True)]
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [write(order_item("o-1", 1))], [effect(payload("o-1"))]),
+        delivery(
+            "r-2", "m-2", "bad", [], [effect(payload("bad"))], outcome=InvocationOutcome.ERROR
+        ),
+    ]
+    history = history_of(messages, invocations, ["m-1"])
+    end = with_sinks(end_state([order_item("o-1", 1)]), topic(payload("o-1"), payload("bad")))
+    result = check(history, end)
+    sink = the_sink(result)
+    assert (sink.unidentified, sink.duplicate, sink.lost) == (0, 0, 0)
+    assert not [r for r in result.inconclusive if "orders" in r]
+
+
+def test_a_lost_effect_is_counted_per_message_and_witnessed_once_per_id() -> None:
+    messages = [sent(0, "o-1", "m-1"), sent(1, "o-1", "m-2"), sent(2, "o-2", "m-3")]
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [write(order_item("o-1", 1))], []),
+        delivery("r-2", "m-2", "o-1", [rejected("o-1", started_ns=10)], []),
+        delivery("r-3", "m-3", "o-2", [write(order_item("o-2", 1))], [effect(payload("o-2"))]),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
+    items = [order_item("o-1", 1), order_item("o-2", 1)]
+    declared = [EffectRule("orders", EffectKind.TOPIC, id="orderId", required=True)]
+    result = check(history, with_sinks(end_state(items), topic(payload("o-2"))), effects=declared)
+    assert result.counts.lost_effects == 2
+    (witness,) = the_sink(result).witnesses
+    assert witness.text == "o-1 never published to orders (messages m-1, m-2 acknowledged)"
+    assert [d.request_id for d in witness.deliveries] == ["r-1", "r-2"]
+
+
+def test_a_sink_holding_more_than_was_seen_sent_says_so_and_is_judged_by_its_contents() -> None:
+    history, end = _duplicated_publish()
+    history.invocations = [dataclasses.replace(i, effects=()) for i in history.invocations]
+    result = check(history, end)
+    assert (result.counts.effects_sent, result.counts.effects_delivered) == (0, 2)
+    assert result.counts.duplicate_effects == 1
+    assert any("the observer saw 0 accepted send(s)" in n for n in result.notes)
