@@ -5,7 +5,9 @@ here (``clients``). ``translated`` (a context manager around calls to the backen
 ``translate``; both in ``loadtest.aws.errors``) is the one place botocore's exceptions
 become loadtest's (``BackendError`` / ``CredentialsError``). Where a run's resources
 live is ``loadtest.aws.target``'s; creating and deleting them ``loadtest.aws.resources``';
-the end state's reads ``loadtest.aws.endstate``'s. All are re-exported here, the names
+the end state's reads ``loadtest.aws.endstate``'s; the sinks' ``loadtest.aws.sinks``'
+and their reads ``loadtest.aws.sink_reads``' (their synchronous clients made here,
+``sink_clients``). All are re-exported here, the names
 callers use (``from loadtest.aws import clients as aws``). Owns the clients' settings and
 the embedded backend's request count (``served_sqs_requests``).
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from aiobotocore.config import AioConfig
@@ -35,6 +37,14 @@ from loadtest.aws.resources import new_run_id as new_run_id
 from loadtest.aws.resources import provision as provision
 from loadtest.aws.resources import refuse_existing_tables as refuse_existing_tables
 from loadtest.aws.resources import teardown as teardown
+from loadtest.aws.sink_reads import read_sinks as read_sinks
+from loadtest.aws.sinks import MadeSink as MadeSink
+from loadtest.aws.sinks import SinkClients as SinkClients
+from loadtest.aws.sinks import create_sinks as create_sinks
+from loadtest.aws.sinks import delete_found_sink as delete_found_sink
+from loadtest.aws.sinks import delete_sinks as delete_sinks
+from loadtest.aws.sinks import find_tagged_sinks as find_tagged_sinks
+from loadtest.aws.sinks import refuse_unmakeable as refuse_unmakeable
 from loadtest.aws.target import DEFAULT_REGION as DEFAULT_REGION
 from loadtest.aws.target import EMBEDDED_CREDENTIALS as EMBEDDED_CREDENTIALS
 from loadtest.aws.target import BackendKind as BackendKind
@@ -79,6 +89,37 @@ async def clients(
         memoise_user_agent(sqs)
         memoise_user_agent(dynamodb)
         yield sqs, dynamodb
+
+
+def sink_clients(target: Target) -> SinkClients:
+    """boto3 clients for the run's sinks (SQS, SNS, EventBridge, S3, Step Functions), used
+    from a worker thread (``loadtest.aws.sinks`` is synchronous)."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(
+        retries={"max_attempts": 3, "mode": "standard"},
+        connect_timeout=5,
+        read_timeout=30,
+        max_pool_connections=4,
+    )
+    credentials = dict(target.credentials_env)
+    session = boto3.session.Session(
+        aws_access_key_id=credentials.get("AWS_ACCESS_KEY_ID"),
+        aws_secret_access_key=credentials.get("AWS_SECRET_ACCESS_KEY"),
+        region_name=target.region,
+    )
+    plain_http = (target.endpoint_url or "").lower().startswith("http:")
+    kwargs: dict[str, Any] = {"endpoint_url": target.endpoint_url, "config": config}
+    if plain_http:
+        kwargs["verify"] = False
+    return SinkClients(
+        sqs=session.client("sqs", **kwargs),
+        sns=session.client("sns", **kwargs),
+        events=session.client("events", **kwargs),
+        s3=session.client("s3", **kwargs),
+        stepfunctions=session.client("stepfunctions", **kwargs),
+    )
 
 
 STATS_PATH = "/_loadtest/stats"

@@ -1,5 +1,5 @@
 """The run's resources: unique names, creating the queue, its DLQ and the tables, and
-deleting exactly what was created.
+deleting exactly what was created (the sinks too, through ``loadtest.aws.sinks``).
 
 Resources are created with unique names (``ResourceNames``) and tracked in
 ``Provisioned`` the moment each exists, so teardown deletes exactly what this run
@@ -21,6 +21,7 @@ import anyio
 
 from loadtest.aws.errors import ERRORS, translate, translated
 from loadtest.aws.fifo import FifoQueue, refuse_window_fault
+from loadtest.aws.sinks import MadeSink, SinkClients, delete_sinks
 from loadtest.aws.target import BackendKind, Target
 from loadtest.errors import TableExistsError
 
@@ -46,17 +47,23 @@ class Provisioned:
     extra_tables: list[str] = field(default_factory=list)
     key_names: tuple[str, ...] = ("id",)
     """The orders table's key attributes (hash, then range)."""
+    sinks: list[MadeSink] = field(default_factory=list)
+    """The sinks made so far (``loadtest.aws.sinks``), each with the parts that exist."""
 
     def set_orders_table(self, name: str) -> None:
         self.table_name = name
 
     def names(self) -> list[str]:
-        """Every queue URL and table name recorded, for a message."""
+        """Every queue URL, table name and sink part recorded, for a message."""
         return [
             name
             for name in (self.queue_url, self.dlq_url, self.table_name, *self.extra_tables)
             if name
-        ]
+        ] + [name for sink in self.sinks for name in sink.names()]
+
+    def sink_values(self) -> dict[str, str]:
+        """What each sink placeholder stands for (``RunResources.sinks``)."""
+        return {k: v for sink in self.sinks for k, v in sink.placeholder_values().items()}
 
 
 @dataclass(frozen=True)
@@ -209,17 +216,49 @@ _TABLE_POLL_S = 1
 
 
 async def teardown(
-    sqs: SQSClient, dynamodb: DynamoDBClient, made: Provisioned, *, timeout_s: float | None = None
+    sqs: SQSClient,
+    dynamodb: DynamoDBClient,
+    made: Provisioned,
+    *,
+    timeout_s: float | None = None,
+    sinks: SinkClients | None = None,
 ) -> list[str]:
-    """Delete exactly what ``made`` lists; return problems, by name, instead of raising.
+    """Delete exactly what ``made`` lists (its sinks with ``sinks``' clients); return
+    problems, by name, instead of raising.
 
     Shielded from cancellation: an interrupted run still cleans up. With
     ``timeout_s``, a backend that stopped answering costs at most that many
-    seconds, and each resource not deleted is named.
+    seconds (for the sinks, and again for the queues and tables), and each resource
+    not deleted is named.
     """
+    problems = await delete_made_sinks(sinks, made.sinks, timeout_s=timeout_s)
     queues = [url for url in (made.queue_url, made.dlq_url) if url]
     tables = [table for table in (made.table_name, *made.extra_tables) if table]
-    return await delete_resources(sqs, dynamodb, queues, tables, timeout_s=timeout_s)
+    return problems + await delete_resources(sqs, dynamodb, queues, tables, timeout_s=timeout_s)
+
+
+async def delete_made_sinks(
+    clients: SinkClients | None, made: list[MadeSink], *, timeout_s: float | None = None
+) -> list[str]:
+    """``delete_sinks`` in a worker thread, shielded from cancellation; with ``timeout_s``,
+    each sink not deleted within that many seconds is named."""
+    if not made:
+        return []
+    if clients is None:
+        return [f"{m.sink.kind.value} sink {m.name}: no clients to delete it" for m in made]
+    problems: list[str] = []
+    with anyio.CancelScope(shield=True) as scope:
+        if timeout_s is not None:
+            scope.deadline = anyio.current_time() + timeout_s
+        problems = await anyio.to_thread.run_sync(
+            delete_sinks, clients, made, abandon_on_cancel=True
+        )
+    if scope.cancelled_caught:
+        problems = [
+            f"{m.sink.kind.value} sink {m.name}: not deleted within {timeout_s:g} s"
+            for m in list(made)
+        ]
+    return problems
 
 
 async def delete_resources(

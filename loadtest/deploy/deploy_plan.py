@@ -30,6 +30,8 @@ from loadtest.deploy.plan_costs import (
     ATTACH_ACTIONS,
     FUNCTION_ACTIONS,
     OPERATOR_ACTIONS,
+    SINK_FUNCTION_ACTIONS,
+    SINK_OPERATOR_ACTIONS,
     estimate_cost,
 )
 from loadtest.deploy.plan_model import (
@@ -93,6 +95,15 @@ __all__ = [
 ]
 
 
+SINKS_DEPLOYED = (
+    "each sink is made before the functions (which are told its address), tagged with the "
+    "run (`loadtest cleanup` finds it by that tag), read back after the run and deleted with "
+    "the rest; a {state_machine:NAME} sink is made on endpoints only (on AWS it needs an "
+    "execution role the run does not make)"
+)
+"""What the plan says of a deployed run's sinks."""
+
+
 def _observer_layer(run_id: str) -> Resource:
     """The observer layer both modes publish (a layer cannot be tagged: the run is in its
     description)."""
@@ -139,6 +150,8 @@ def plan_deploy(
             "by one, or let the run name its tables (leave out [table] name / [[tables]] name)"
         )
     _, _, notes = scaling(scenario)
+    sinks = scenario.function.sinks
+    function_actions = FUNCTION_ACTIONS + (SINK_FUNCTION_ACTIONS if sinks else ())
     resources: list[Resource] = [
         Resource(
             Kind.ROLE,
@@ -154,7 +167,7 @@ def plan_deploy(
                         }
                     ],
                 },
-                "InlinePolicyActions": list(FUNCTION_ACTIONS),
+                "InlinePolicyActions": list(function_actions),
                 "InlinePolicyResources": "the run's queues and tables, its log groups",
             },
             tags,
@@ -167,14 +180,16 @@ def plan_deploy(
             "crash_mid_handler is injected by the observer layer: the function's process exits "
             f"(status {CRASH_MID_HANDLER_EXIT}) right after a write to the table is answered"
         )
+    if sinks:
+        notes.append(SINKS_DEPLOYED)
     for index, ref in enumerate(refs):
         resources += variant_resources(scenario, ref, index, run_id=run_id, region=region)
     return Plan(
         run_id=run_id,
         region=region,
         resources=tuple(resources),
-        operator_actions=OPERATOR_ACTIONS,
-        function_actions=FUNCTION_ACTIONS,
+        operator_actions=OPERATOR_ACTIONS + (SINK_OPERATOR_ACTIONS if sinks else ()),
+        function_actions=function_actions,
         cost=estimate_cost(scenario, len(refs), _prices(prices)),
         notes=tuple(notes),
     )

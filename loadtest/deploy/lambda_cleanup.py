@@ -1,7 +1,7 @@
 """``loadtest cleanup``: find and delete what runs left behind, by the ``loadtest:run`` tag.
 
-Finds event source mappings, functions, roles, queues and tables whose
-``loadtest:run`` tag is present (or equals ``--run``), and observer layers
+Finds event source mappings, functions, roles, queues, tables and sinks (topics, buses,
+buckets, state machines) whose ``loadtest:run`` tag is present (or equals ``--run``), and observer layers
 whose description carries it (a layer version cannot be tagged). Nothing
 without the tag is ever listed, so nothing untagged is ever deleted. A user's
 function a killed attach run left redirected is not deleted but restored
@@ -29,7 +29,15 @@ if TYPE_CHECKING:
 
 ATTACHED = "attached-function"
 """A user's function left attached: restored, never deleted."""
-DELETION_ORDER = (Kind.MAPPING, Kind.FUNCTION, Kind.LAYER, Kind.ROLE, Kind.QUEUE, Kind.TABLE)
+DELETION_ORDER = (
+    Kind.MAPPING,
+    Kind.FUNCTION,
+    Kind.LAYER,
+    Kind.ROLE,
+    Kind.QUEUE,
+    Kind.SINK,
+    Kind.TABLE,
+)
 
 
 @dataclass(frozen=True)
@@ -108,6 +116,10 @@ def find_tagged(clients: Clients, run_id: str | None = None) -> list[Found]:
         run = _matches({t["Key"]: t["Value"] for t in tags}, run_id)
         if run is not None:
             found.append(Found(Kind.TABLE, table, table, run))
+    if clients.sinks is not None:
+        for kind, address, run in aws.find_tagged_sinks(clients.sinks, RUN_TAG, run_id):
+            name = address.rsplit(":", 1)[-1]
+            found.append(Found(Kind.SINK, f"{kind.value} {name}", f"{kind.value} {address}", run))
     order = {kind: i for i, kind in enumerate((ATTACHED, *DELETION_ORDER))}
     return sorted(found, key=lambda f: order[f.kind])
 
@@ -170,12 +182,20 @@ def make_clients(endpoint_url: str | None, region: str | None = None) -> tuple[C
     def client(service: str) -> Any:
         return session.client(service, endpoint_url=endpoint_url, config=config)  # type: ignore[call-overload]
 
+    sqs = client("sqs")
     return (
         Clients(
             iam=client("iam"),
             lambda_=client("lambda"),
-            sqs=client("sqs"),
+            sqs=sqs,
             dynamodb=client("dynamodb"),
+            sinks=aws.SinkClients(
+                sqs=sqs,
+                sns=client("sns"),
+                events=client("events"),
+                s3=client("s3"),
+                stepfunctions=client("stepfunctions"),
+            ),
         ),
         where,
     )

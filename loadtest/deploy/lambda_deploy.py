@@ -32,6 +32,8 @@ from loadtest.deploy.lambda_ready import (
 )
 from loadtest.deploy.packaging import function_zip
 from loadtest.errors import TableExistsError
+from loadtest.model.history.records import EffectKind
+from loadtest.model.scenario.placeholders import sink_of
 from loadtest.observer.layer import MAX_CODE_BYTES, layer_modules, layer_zip
 
 if TYPE_CHECKING:
@@ -49,6 +51,8 @@ class Clients:
     lambda_: LambdaClient
     sqs: SQSClient
     dynamodb: DynamoDBClient
+    sinks: aws.SinkClients | None = None
+    """For a plan with sinks (SQS, SNS, EventBridge, S3, Step Functions)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,10 @@ class Deployed:
     """What a deploy created so far, in creation order."""
 
     created: list[Created] = field(default_factory=list)
+    sinks: list[aws.MadeSink] = field(default_factory=list)
+    """The sinks made so far, each with the parts that exist (``loadtest.aws.sinks``)."""
+    sink_values: dict[str, dict[str, str]] = field(default_factory=dict)
+    """What each variant's sink placeholders stand for, by variant."""
 
     def of_kind(self, kind: Kind) -> list[Created]:
         return [c for c in self.created if c.kind is kind]
@@ -111,8 +119,24 @@ def _role_policy(plan: Plan, account: str) -> dict[str, Any]:
                 "Action": log_actions,
                 "Resource": prefix.format("logs") + f"log-group:/aws/lambda/{run}*",
             },
+            *_sink_statements(plan, prefix, run),
         ],
     }
+
+
+def _sink_statements(plan: Plan, prefix: str, run: str) -> list[dict[str, Any]]:
+    """What the function may send to the run's sinks (none without sinks)."""
+    scoped = {
+        "sns": prefix.format("sns") + run,
+        "events": prefix.format("events") + f"event-bus/{run}",
+        "s3": f"arn:aws:s3:::{run}/*",
+        "states": prefix.format("states") + f"stateMachine:{run}",
+    }
+    return [
+        {"Effect": "Allow", "Action": actions, "Resource": resource}
+        for service, resource in scoped.items()
+        if (actions := [a for a in plan.function_actions if a.startswith(f"{service}:")])
+    ]
 
 
 def deploy(
@@ -135,21 +159,25 @@ def deploy(
     every table is ACTIVE (``wait_table_active``, boto3's waiter), every function
     Active and every mapping Enabled (polled, pausing with ``sleep``).
     """
+    where = target or aws.Target(aws.BackendKind.AWS, None, plan.region)
     with aws.translated("deploy the run", target or aws.Target.control_plane(plan.region)):
         for resource in plan.resources:
-            _create(plan, clients, resource, code, into, layer, timeout_s, sleep)
+            _create(plan, clients, resource, code, into, layer, timeout_s, sleep, where)
         for mapping in into.of_kind(Kind.MAPPING):
             wait_mapping_enabled(clients.lambda_, mapping.ident, timeout_s=timeout_s, sleep=sleep)
 
 
-def _filled(settings: Any, into: Deployed) -> dict[str, str]:
-    """The function's variables with the queues it names filled in (``{queue_url}``, ...)."""
+def _filled(settings: Any, into: Deployed, variant: str | None = None) -> dict[str, str]:
+    """The function's variables with the queues and sinks it names filled in (``{queue_url}``,
+    ``{topic:orders}``, ...)."""
     refs = settings.get("EnvironmentRefs", {})
-    made = {
+    made: dict[str, str | None] = {
         "{queue_url}": into.get(refs["url"]).ident if "url" in refs else None,
         "{queue_arn}": into.get(refs["arn"]).arn if "arn" in refs else None,
         "{dlq_url}": into.get(refs["dlq-url"]).ident if "dlq-url" in refs else None,
     }
+    for placeholder, value in into.sink_values.get(variant or "", {}).items():
+        made[f"{{{placeholder}}}"] = value
     out = {}
     for name, value in settings["Environment"]["Variables"].items():
         for placeholder, actual in made.items():
@@ -168,6 +196,7 @@ def _create(
     layer: bytes | None,
     timeout_s: float,
     sleep: Callable[[float], None],
+    where: aws.Target,
 ) -> None:
     s = resource.settings
     tags = dict(resource.tags)
@@ -193,6 +222,8 @@ def _create(
         )
         arn = published["LayerVersionArn"]
         into.created.append(Created(Kind.LAYER, resource.name, arn, arn))
+    elif resource.kind is Kind.SINK:
+        _create_sink(clients, resource, into, where)
     elif resource.kind is Kind.TABLE:
         key_schema = list(s["KeySchema"])
         try:
@@ -247,7 +278,7 @@ def _create(
                 "MemorySize": s["MemorySize"],
                 "Timeout": s["Timeout"],
                 "Layers": [into.get(name).arn for name in s["Layers"]],
-                "Environment": {"Variables": _filled(s, into)},
+                "Environment": {"Variables": _filled(s, into, resource.variant)},
                 "Tags": tags,
                 "Description": f"loadtest run {plan.run_id}: {resource.purpose}",
             },
@@ -293,6 +324,27 @@ def _create(
         )
 
 
+def _create_sink(clients: Clients, resource: Resource, into: Deployed, where: aws.Target) -> None:
+    """Make one planned sink with ``loadtest.aws.sinks`` (tagged with the run), and note what
+    its placeholders stand for in the variant's function."""
+    if clients.sinks is None:
+        raise ValueError("a plan with sinks is deployed with Clients.sinks")
+    sink = sink_of(str(resource.settings["Placeholder"]).strip("{}"))
+    assert sink is not None, resource.settings
+    first = len(into.sinks)
+    aws.create_sinks(
+        clients.sinks,
+        [sink],
+        sink.prefix_of(resource.name),
+        into=into.sinks,
+        target=where,
+        tags=dict(resource.tags),
+    )
+    values = into.sink_values.setdefault(resource.variant or "", {})
+    for made in into.sinks[first:]:
+        values.update(made.placeholder_values())
+
+
 def teardown(clients: Clients, deployed: Deployed) -> list[str]:
     """Delete what ``deployed`` lists, newest first; return the problems instead of raising.
 
@@ -305,6 +357,10 @@ def teardown(clients: Clients, deployed: Deployed) -> list[str]:
             deployed.created.remove(created)
         except aws.ERRORS as exc:
             problems.append(f"{created.kind} {created.name}: {exc}")
+    if deployed.sinks and clients.sinks is None:
+        problems += [f"sink {m.name}: no clients to delete it" for m in deployed.sinks]
+    elif deployed.sinks and clients.sinks is not None:
+        problems += aws.delete_sinks(clients.sinks, deployed.sinks)
     return problems
 
 
@@ -327,6 +383,12 @@ def delete_one(clients: Clients, kind: Kind, ident: str) -> None:
         clients.sqs.delete_queue(QueueUrl=ident)
     elif kind is Kind.TABLE:
         clients.dynamodb.delete_table(TableName=ident)
+    elif kind is Kind.SINK:
+        # A sink found by its tag: "KIND ADDRESS" (``lambda_cleanup.find_tagged``).
+        if clients.sinks is None:
+            raise ValueError("a sink is deleted with Clients.sinks")
+        sink_kind, address = ident.split(" ", 1)
+        aws.delete_found_sink(clients.sinks, EffectKind(sink_kind), address)
 
 
 __all__ = [

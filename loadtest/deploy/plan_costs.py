@@ -72,6 +72,43 @@ FUNCTION_ACTIONS = (
 """The execution role's inline policy: the mapping's queue calls, the observation
 queue's sends, the consumer's table calls, and its logs. Scoped to the run's resources."""
 
+SINK_FUNCTION_ACTIONS = (
+    "sns:Publish",
+    "events:PutEvents",
+    "s3:PutObject",
+    "s3:GetObject",
+    "s3:DeleteObject",
+    "states:StartExecution",
+)
+"""Added to the execution role for a scenario with sinks: what a consumer sends to them
+(a queue sink's sends are ``sqs:SendMessage`` already). Scoped to the run's sinks."""
+
+SINK_OPERATOR_ACTIONS = (
+    "sns:CreateTopic",
+    "sns:TagResource",
+    "sns:Subscribe",
+    "sns:Unsubscribe",
+    "sns:DeleteTopic",
+    "sqs:SetQueueAttributes",
+    "sqs:ReceiveMessage",
+    "sqs:DeleteMessage",
+    "events:CreateEventBus",
+    "events:PutRule",
+    "events:PutTargets",
+    "events:TagResource",
+    "events:RemoveTargets",
+    "events:DeleteRule",
+    "events:DeleteEventBus",
+    "s3:CreateBucket",
+    "s3:PutBucketTagging",
+    "s3:ListBucket",
+    "s3:GetObject",
+    "s3:DeleteObject",
+    "s3:DeleteBucket",
+)
+"""Added to what the credentials running loadtest need for a scenario with sinks: making,
+reading and deleting them (a state machine sink is made on local backends only)."""
+
 
 ATTACH_ACTIONS = (
     "lambda:GetFunctionConfiguration",

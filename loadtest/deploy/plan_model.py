@@ -36,6 +36,8 @@ class Kind(StrEnum):
     ROLE = "iam-role"
     LAYER = "lambda-layer"
     TABLE = "dynamodb-table"
+    SINK = "sink"
+    """A topic, queue, bus, bucket or state machine the consumer sends effects to."""
     QUEUE = "sqs-queue"
     FUNCTION = "lambda-function"
     MAPPING = "event-source-mapping"

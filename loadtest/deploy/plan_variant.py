@@ -2,7 +2,7 @@
 
 Owns what ``plan_deploy`` (``loadtest.deploy.deploy_plan``) creates per variant ``i`` of run
 ``R`` (names ``loadtest-R-i-...``, ``variant_names``): the orders table (the scenario's outcome
-key) and the consumer's extra tables, the queue and its DLQ (redrive after
+key), the consumer's extra tables and its sinks, the queue and its DLQ (redrive after
 ``max_receive_count``), the observation queue the write observer ships its lines to, the
 function with its environment, and the event source mapping with its scaling (``scaling``).
 Pure: no boto3, no clock, no files.
@@ -34,6 +34,7 @@ from loadtest.deploy.plan_model import (
     role_name,
 )
 from loadtest.emulation.environment.handlers import HandlerRef, tables_for
+from loadtest.model.history.records import EffectKind
 from loadtest.model.scenario.function_config import (
     RunResources,
     extra_table_name,
@@ -41,12 +42,27 @@ from loadtest.model.scenario.function_config import (
     table_names,
 )
 from loadtest.model.scenario.loading import Scenario
+from loadtest.model.scenario.placeholders import Sink
 from loadtest.observer.fault_env import deployed_fault_environment
 from loadtest.observer.layer_environment import SIDE_TABLES_ENV
 
 QUEUE_REFS = {"{queue_url}": "url", "{queue_arn}": "arn", "{dlq_url}": "dlq-url"}
 """Placeholders a function's variables keep in the plan: the deploy fills them in from the
 queues it created (``EnvironmentRefs``: which queue each names)."""
+
+
+def sink_settings(sink: Sink, prefix: str) -> dict[str, Any]:
+    """A sink's planned settings: what it is and, for a topic or bus, the queue that captures
+    what it delivers."""
+    settings: dict[str, Any] = {
+        "Kind": sink.kind.value,
+        "Placeholder": f"{{{sink.placeholders[0]}}}",
+    }
+    if sink.fifo:
+        settings["Fifo"] = "content-based deduplication off"
+    if sink.kind in (EffectKind.TOPIC, EffectKind.BUS):
+        settings["CaptureQueue"] = sink.capture_name(prefix)
+    return settings
 
 
 def table_settings(key_schema: Sequence[tuple[str, str]]) -> dict[str, Any]:
@@ -128,6 +144,19 @@ def variant_resources(
                 table.purpose,
             )
         )
+    for sink in setup.sinks:
+        resources.append(
+            Resource(
+                Kind.SINK,
+                sink.resource_name(names.prefix),
+                sink_settings(sink, names.prefix),
+                tags,
+                v,
+                f"{sink.service} the consumer sends effects to "
+                f"({', '.join(f'{{{p}}}' for p in sink.placeholders)}): read back after the "
+                "run, then deleted",
+            )
+        )
     environment = {
         "TABLE_NAME": names.table,
         ORIGINAL_HANDLER_ENV: lambda_handler(ref),
@@ -147,6 +176,7 @@ def variant_resources(
                 dlq_url="{dlq_url}",
                 region=region,
                 tables=table_names(names.prefix, tables),
+                sinks={p: f"{{{p}}}" for sink in setup.sinks for p in sink.placeholders},
             ),
         )
     )

@@ -19,6 +19,7 @@ data plane is the same aioboto3 clients the local engine uses.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ from loadtest.emulation.mapping.runner import Progress, Settlement
 from loadtest.model.checker import Check
 from loadtest.model.figures.metrics import Latency, latencies
 from loadtest.model.history.log import EndState, History
+from loadtest.model.history.records import SinkContents
 from loadtest.model.judging import judge
 from loadtest.model.scenario.loading import CopySpacing, Scenario
 from loadtest.model.workload.schedule import plan
@@ -105,6 +107,9 @@ class Endpoints:
     table: str
     partial: bool
     """The mapping reports batch item failures."""
+    sinks: tuple[aws.MadeSink, ...] = ()
+    """The variant's sinks, read at the end with ``sink_clients``."""
+    sink_clients: aws.SinkClients | None = None
 
 
 async def drive(
@@ -237,7 +242,7 @@ async def drive(
             if short:
                 history.ended_ns = clock()
                 history.timed_out = True
-            end_state = await _end_state(sqs, dynamodb, where, collector, scenario)
+            end_state = await _end_state(sqs, dynamodb, where, collector, scenario, target)
             if short:
                 incomplete = _shortfall(history, collector, scenario.run.deadline_s, end_state)
     collector.build(history, ended_ns=history.ended_ns)
@@ -296,10 +301,26 @@ async def _end_state(
     where: Endpoints,
     collector: Collector,
     scenario: Scenario,
+    target: aws.Target,
 ) -> EndState:
     visible, in_flight = await aws.queue_depth(sqs, where.queue_url)
     items = await aws.scan_items(dynamodb, where.table, scenario.table_key_names)
-    return EndState(visible, in_flight, len(collector.dead), items)
+    sinks: tuple[SinkContents, ...] = ()
+    if where.sinks and where.sink_clients is not None:
+        read = functools.partial(
+            aws.read_sinks,
+            where.sink_clients,
+            where.sinks,
+            target,
+            deadline=time.monotonic() + SINK_READ_S,
+        )
+        sinks = await anyio.to_thread.run_sync(read, abandon_on_cancel=True)
+    return EndState(visible, in_flight, len(collector.dead), items, sinks=sinks)
+
+
+SINK_READ_S = 60
+"""How long (in seconds) a deployed run's sinks may take to be read; one not read in full
+by then says ``complete=False``."""
 
 
 def resource_names(names: VariantNames) -> aws.ResourceNames:
@@ -330,6 +351,7 @@ def run_deployed(
     plant a broken wrapper with it).
     """
     deploy_plan = plan_deploy(scenario, refs, run_id=run_id, region=target.region)
+    aws.refuse_unmakeable(scenario.function.sinks, target)
     code = {
         VariantNames.for_run(run_id, i).function: function_zip(ref) for i, ref in enumerate(refs)
     }
@@ -353,6 +375,8 @@ def run_deployed(
                 observations_url=made.get(names.observations).ident,
                 table=names.table,
                 partial=scenario.consumer.report_batch_item_failures,
+                sinks=tuple(m for m in made.sinks if m.sink.prefix_of(m.name) == names.prefix),
+                sink_clients=clients.sinks,
             )
             result = anyio.run(
                 drive, scenario, ref, target, where, resource_names(names), backend="asyncio"

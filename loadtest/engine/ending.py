@@ -7,6 +7,8 @@ cleanup) nor judge the run.
 
 from __future__ import annotations
 
+import functools
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -16,6 +18,7 @@ from loadtest.aws import clients as aws
 from loadtest.emulation.environment.parent_environments import ExecutionEnvironment
 from loadtest.errors import BackendError
 from loadtest.model.history.log import EndState
+from loadtest.model.history.records import SinkContents
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb.client import DynamoDBClient
@@ -57,15 +60,19 @@ async def read_end_state(
     timeout_s: float = CLEANUP_TIMEOUT_S,
     *,
     whole: bool = False,
+    sinks: aws.SinkClients | None = None,
 ) -> EndState:
-    """Queue depths and table items at the end.
+    """Queue depths, table items and what each sink holds (with ``sinks``' clients) at the
+    end.
 
     Each request must answer within ``timeout_s`` seconds; the table's scan
     takes as many pages as it has (a 33,000-item table is about 25 s of
-    pages on the embedded backend). With ``whole`` the entire read must fit in
-    ``timeout_s`` (a salvage after an interrupt, which must not hang on).
+    pages on the embedded backend). The sinks are read within ``timeout_s``; one
+    not read in full in that time says ``complete=False``. With ``whole`` the entire
+    read must fit in ``timeout_s`` (a salvage after an interrupt, which must not hang on).
     """
     assert made.queue_url and made.dlq_url and made.table_name
+    started = time.monotonic()
     try:
         with anyio.fail_after(timeout_s if whole else None):
             with anyio.fail_after(timeout_s), aws.translated("read the end state", target):
@@ -92,6 +99,9 @@ async def read_end_state(
                     for table in made.extra_tables
                 ]
             )
+            # A salvage's sinks get what is left of its time, less a second to answer in.
+            left_s = timeout_s - (time.monotonic() - started) - 1 if whole else timeout_s
+            contents = await read_made_sinks(sinks, made, target, max(0.0, left_s))
     except TimeoutError as exc:
         where = target.endpoint_url or "AWS"
         raise BackendError(
@@ -99,7 +109,29 @@ async def read_end_state(
             if whole
             else f"{where} did not answer within {timeout_s:g} s while reading the end state"
         ) from exc
-    return EndState(visible, in_flight, dlq_visible + dlq_in_flight, items, side_tables)
+    return EndState(
+        visible, in_flight, dlq_visible + dlq_in_flight, items, side_tables, sinks=contents
+    )
+
+
+async def read_made_sinks(
+    sinks: aws.SinkClients | None, made: aws.Provisioned, target: aws.Target, timeout_s: float
+) -> tuple[SinkContents, ...]:
+    """What each of the run's sinks holds (``aws.read_sinks`` in a worker thread, given
+    ``timeout_s`` seconds); nothing when the run has none."""
+    if sinks is None or not made.sinks:
+        return ()
+    read = functools.partial(
+        aws.read_sinks, sinks, list(made.sinks), target, deadline=time.monotonic() + timeout_s
+    )
+    # A request that hangs past the reads' own deadline is abandoned, not waited for.
+    with anyio.fail_after(timeout_s + SINK_READ_GRACE_S):
+        return await anyio.to_thread.run_sync(read, abandon_on_cancel=True)
+
+
+SINK_READ_GRACE_S = 35
+"""How long (in seconds) a sink read may run past its deadline: one request's read timeout
+and a little more."""
 
 
 async def salvage_end_state(
@@ -108,11 +140,14 @@ async def salvage_end_state(
     made: aws.Provisioned,
     target: aws.Target,
     timeout_s: float,
+    *,
+    sinks: aws.SinkClients | None = None,
 ) -> EndState | None:
-    """The end state of an interrupted run, or ``None`` if it cannot be read in time."""
+    """The end state of an interrupted run (its sinks read too, with ``sinks``' clients),
+    or ``None`` if it cannot be read in time."""
     if not (made.queue_url and made.dlq_url and made.table_name):
         return None
     try:
-        return await read_end_state(sqs, dynamodb, made, target, timeout_s, whole=True)
+        return await read_end_state(sqs, dynamodb, made, target, timeout_s, whole=True, sinks=sinks)
     except BackendError:
         return None

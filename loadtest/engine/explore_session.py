@@ -1,13 +1,16 @@
 """One ``explore`` session: the backend's table, the handler in this process, and judging a schedule.
 
 A session creates the run's table (and, for a variant that needs one, its
-idempotency table) on the backend, gives this process the function's
+idempotency table) and the sinks the scenario names on the backend, gives this process the function's
 configuration (``TABLE_NAME``, the endpoint, the region, fixed credentials),
 installs the gated observer and the virtual clock, imports the handler, and
 restores all of it on exit. Each schedule gets fresh message ids and a fresh
 business id (the scenario's, suffixed ``~N`` from the second schedule on), so
-schedules share the table without seeing each other's items. Judging a
-schedule is the checker's, on the schedule's history and the items it touched.
+schedules share the table without seeing each other's items. The sinks are read
+after each schedule, and reading drains them (a queue's messages, a bucket's objects; a
+state machine's executions are read once), so each schedule's end state holds only
+what that schedule sent. Judging a schedule is the checker's, on the schedule's
+history and the items it touched.
 
 Owns that setup and the translation of the backend's errors while it runs;
 the search and the report are ``loadtest.engine.explore``'s.
@@ -170,6 +173,9 @@ class Session:
         """The consumer's other tables (the scenario's ``[[tables]]``, a variant's own)."""
         self.key_schema = setup.key_schema(scenario.outcome.key_names)
         self.created: list[str] = []
+        self.sinks: list[aws.MadeSink] = []
+        """The sinks made so far (``loadtest.aws.sinks``), deleted on exit."""
+        self._sink_clients: aws.SinkClients | None = None
         self.explorer: Explorer | None = None
         self.outcome = scenario.outcome
         """Where outcomes live: the scenario's key, taken as declared once a schedule stored
@@ -209,6 +215,7 @@ class Session:
             queue_arn=f"arn:aws:sqs:{self.target.region}:000000000000:{self.names.queue}",
             dlq_url=f"modelled://{self.names.dlq}",
             table_name=self.table,
+            sinks=self.sinks,
         )
         return dict(
             function_environment(
@@ -218,6 +225,32 @@ class Session:
 
     @contextmanager
     def open(self) -> Iterator[Session]:
+        try:
+            self._create_sinks()
+            with self._opened() as session:
+                yield session
+        finally:
+            self._drop_sinks()
+
+    def _create_sinks(self) -> None:
+        sinks = self.scenario.function.sinks
+        if not sinks:
+            return
+        self._sink_clients = aws.sink_clients(self.target)
+        aws.create_sinks(
+            self._sink_clients, sinks, self.names.prefix, into=self.sinks, target=self.target
+        )
+
+    def _drop_sinks(self) -> None:
+        if self._sink_clients is None:
+            return
+        # Deleted as far as they exist; a backend already gone took them with it.
+        aws.delete_sinks(self._sink_clients, self.sinks)
+        self._sink_clients.close()
+        self._sink_clients = None
+
+    @contextmanager
+    def _opened(self) -> Iterator[Session]:
         key_names = tuple(name for name, _ in self.key_schema)
         environ = {
             "TABLE_NAME": self.table,
@@ -336,4 +369,9 @@ class Session:
         except (BotoCoreError, ClientError) as exc:
             raise BackendError(f"explore could not read the table back: {exc}") from exc
         unsettled = len({m.message_id for m in sent}) - settled
-        return EndState(max(0, unsettled), 0, len(execution.dead_letters), items)
+        sinks = (
+            aws.read_sinks(self._sink_clients, self.sinks, self.target)
+            if self._sink_clients is not None
+            else ()
+        )
+        return EndState(max(0, unsettled), 0, len(execution.dead_letters), items, sinks=sinks)

@@ -2,9 +2,10 @@
 
 For every variant: start the execution environments (importing the handler
 validates it before anything is created), create a fresh queue, DLQ and
-table, run the producer, pollers and DLQ watcher in one task group until every
-message is settled or the deadline passes, read the end state, check it, and
-delete exactly what was created — also when the run fails or is interrupted.
+table (and the sinks the scenario names), run the producer, pollers and DLQ
+watcher in one task group until every message is settled or the deadline
+passes, read the end state, check it, and delete exactly what was created —
+also when the run fails or is interrupted.
 
 Owns the orchestration of an emulated run (``run``, ``run_async``,
 ``sweep_async``, ``run_variant``: set up, run, check, clean up) and starting
@@ -16,6 +17,7 @@ and the variant's record ``variant_result``'s. Prints nothing, never exits.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
@@ -121,6 +123,7 @@ async def run_variant(
     problems: list[str] = []
     failure: BaseException | None = None
     sqs_served: int | None = None
+    sinks: aws.SinkClients | None = None
     with log_directory() as log_dir:
         shared = SharedValues()
         environments = [
@@ -133,6 +136,8 @@ async def run_variant(
             ):
                 salvage.live.append(made)
                 try:
+                    if setup.sinks:
+                        sinks = await anyio.to_thread.run_sync(aws.sink_clients, target)
                     await aws.provision(
                         sqs,
                         dynamodb,
@@ -147,6 +152,17 @@ async def run_variant(
                         ),
                         fifo=fifo_queue(scenario),
                     )
+                    if sinks is not None:
+                        await anyio.to_thread.run_sync(
+                            functools.partial(
+                                aws.create_sinks,
+                                sinks,
+                                setup.sinks,
+                                names.prefix,
+                                into=made.sinks,
+                                target=target,
+                            )
+                        )
                     variables = function_environment(setup, tables, names, made, target.region)
                     for env in environments:
                         env.config = dataclasses.replace(
@@ -181,7 +197,9 @@ async def run_variant(
                     served_after = await aws.served_sqs_requests(target)
                     if served_before is not None and served_after is not None:
                         sqs_served = served_after - served_before
-                    end_state = await read_end_state(sqs, dynamodb, made, target, cleanup_timeout_s)
+                    end_state = await read_end_state(
+                        sqs, dynamodb, made, target, cleanup_timeout_s, sinks=sinks
+                    )
                 except BaseException as exc:
                     failure = exc
                     raise
@@ -191,11 +209,13 @@ async def run_variant(
                         await close_all(environments)
                         if failure is not None and end_state is None and history.started_ns:
                             end_state = await salvage_end_state(
-                                sqs, dynamodb, made, target, cleanup_timeout_s
+                                sqs, dynamodb, made, target, cleanup_timeout_s, sinks=sinks
                             )
                         problems = await aws.teardown(
-                            sqs, dynamodb, made, timeout_s=cleanup_timeout_s
+                            sqs, dynamodb, made, timeout_s=cleanup_timeout_s, sinks=sinks
                         )
+                        if sinks is not None:
+                            sinks.close()
                     if not problems:
                         salvage.live.remove(made)
         except BaseException as exc:

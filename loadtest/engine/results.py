@@ -137,7 +137,8 @@ def function_environment(
     region: str,
 ) -> tuple[tuple[str, str], ...]:
     """The function's own variables once its resources exist: the scenario's, with the
-    run's resources filled in, and each of the variant's extra tables' (``tables``)."""
+    run's resources (its sinks included) filled in, and each of the variant's extra
+    tables' (``tables``)."""
     assert made.queue_url and made.queue_arn and made.dlq_url
     rendered = render(
         dataclasses.replace(setup, tables=tables),
@@ -148,6 +149,7 @@ def function_environment(
             dlq_url=made.dlq_url,
             region=region,
             tables=table_names(names.prefix, tables),
+            sinks=made.sink_values(),
         ),
     )
     return tuple(rendered.items())

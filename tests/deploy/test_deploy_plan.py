@@ -350,3 +350,41 @@ def test_faults_only_a_local_environment_injects_are_refused_on_lambda(
             run_id="r",
             region="us-east-1",
         )
+
+
+def test_the_plan_lists_each_sink_and_grants_the_function_what_it_sends_to_them() -> None:
+    scenario = parse_scenario(
+        {
+            "workload": {"distinct_ids": 1},
+            "consumer": {
+                "environment": {
+                    "ORDERS_TOPIC_ARN": "{topic:orders.fifo}",
+                    "OUTBOX": "{queue_url:outbox} {queue_arn:outbox}",
+                }
+            },
+        },
+        source="s.toml",
+    )
+    plan = plan_deploy(scenario, [parse_ref("conditional")], run_id="r1", region="eu-west-1")
+    sinks = plan.of_kind(Kind.SINK)
+    assert [(r.name, r.settings["Kind"], r.tags) for r in sinks] == [
+        ("loadtest-r1-0-orders.fifo", "topic", {RUN_TAG: "r1"}),
+        ("loadtest-r1-0-q-outbox", "queue", {RUN_TAG: "r1"}),
+    ]
+    assert sinks[0].settings["CaptureQueue"] == "loadtest-r1-0-t-orders.fifo"
+    assert sinks[0].settings["Fifo"] == "content-based deduplication off"
+    assert sinks[1].purpose == (
+        "an SQS queue the consumer sends effects to ({queue_url:outbox}, {queue_arn:outbox}): "
+        "read back after the run, then deleted"
+    )
+    # Kept as placeholders in the plan: the deploy fills them in from the sinks it made.
+    env = plan.named("loadtest-r1-0-fn").settings["Environment"]["Variables"]
+    assert env["OUTBOX"] == "{queue_url:outbox} {queue_arn:outbox}"
+    assert "sns:Publish" in plan.function_actions and "sns:CreateTopic" in plan.operator_actions
+    text = render_plan(plan)
+    assert "+ sink  loadtest-r1-0-orders.fifo" in text
+    assert "each sink is made before the functions" in text
+    plain = plan_deploy(
+        load_scenario("race-burst"), [parse_ref("conditional")], run_id="r2", region="eu-west-1"
+    )
+    assert plain.of_kind(Kind.SINK) == [] and "sns:Publish" not in plain.function_actions

@@ -180,3 +180,53 @@ def test_cli_cleanup_unreachable_endpoint_exits_three() -> None:
     result = runner.invoke(app, ["cleanup", "--yes", "--endpoint-url", f"http://127.0.0.1:{port}"])
     assert result.exit_code == 3, result.output
     assert "region" in result.output
+
+
+def test_cleanup_finds_and_deletes_a_runs_sinks_by_their_tag_and_nothing_else(
+    aws: Clients,
+) -> None:
+    import dataclasses
+
+    import boto3
+
+    from loadtest.aws import clients as adapter
+    from loadtest.deploy.deploy_plan import RUN_TAG
+    from loadtest.model.history.records import EffectKind
+    from loadtest.model.scenario.placeholders import Sink
+
+    sinks = adapter.SinkClients(
+        sqs=aws.sqs,
+        sns=boto3.client("sns", region_name=REGION),
+        events=boto3.client("events", region_name=REGION),
+        s3=boto3.client("s3", region_name=REGION),
+        stepfunctions=boto3.client("stepfunctions", region_name=REGION),
+    )
+    clients = dataclasses.replace(aws, sinks=sinks)
+    target = adapter.Target(adapter.BackendKind.EMBEDDED, None, REGION)
+    kinds = [EffectKind.TOPIC, EffectKind.BUS, EffectKind.BUCKET, EffectKind.STATE_MACHINE]
+    for run in ("r9", "r8"):
+        adapter.create_sinks(
+            sinks,
+            [Sink(kind, "orders") for kind in kinds],
+            f"loadtest-{run}-0",
+            into=[],
+            target=target,
+            tags={RUN_TAG: run},
+        )
+    # Named like a run's, but untagged: never listed, never deleted.
+    foreign = sinks.sns.create_topic(Name="loadtest-foreign")["TopicArn"]
+
+    found = find_tagged(clients, "r9")
+    # The capture queues are queues of the run, deleted before the sinks they capture.
+    assert [(str(f.kind), f.name) for f in found] == [
+        ("sqs-queue", "loadtest-r9-0-t-orders"),
+        ("sqs-queue", "loadtest-r9-0-e-orders"),
+        ("sink", "topic loadtest-r9-0-orders"),
+        ("sink", "bus loadtest-r9-0-orders"),
+        ("sink", "bucket loadtest-r9-0-orders"),
+        ("sink", "state_machine loadtest-r9-0-orders"),
+    ]
+    assert delete_found(clients, found) == []
+    assert find_tagged(clients, "r9") == []
+    assert len([f for f in find_tagged(clients, "r8") if f.kind is Kind.SINK]) == 4
+    assert foreign in [t["TopicArn"] for t in sinks.sns.list_topics()["Topics"]]

@@ -7,6 +7,7 @@ request; a salvage after an interrupt bounds the whole read.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import anyio
@@ -15,6 +16,9 @@ import pytest
 from loadtest.aws import clients as aws
 from loadtest.engine.ending import read_end_state, salvage_end_state
 from loadtest.errors import BackendError
+from loadtest.model.history.log import EndState
+from loadtest.model.history.records import EffectKind
+from loadtest.model.scenario.placeholders import Sink
 
 PAGE_S = 0.2
 TIMEOUT_S = 0.5
@@ -74,3 +78,50 @@ def test_a_salvage_bounds_the_whole_read() -> None:
         assert salvaged is None
 
     anyio.run(main)
+
+
+def test_a_salvage_reads_the_sinks_and_the_teardown_deletes_them(backend_url: str) -> None:
+    target = aws.Target.resolve(aws.BackendKind.EMBEDDED, backend_url)
+    names = aws.ResourceNames.for_run(aws.new_run_id(), 0)
+    sinks = aws.sink_clients(target)
+    made = aws.Provisioned()
+
+    async def main() -> tuple[EndState | None, list[str]]:
+        async with aws.clients(target) as (sqs, dynamodb):
+            await aws.provision(
+                sqs,
+                dynamodb,
+                names,
+                visibility_timeout_s=30,
+                max_receive_count=3,
+                into=made,
+                target=target,
+            )
+            await anyio.to_thread.run_sync(
+                functools.partial(
+                    aws.create_sinks,
+                    sinks,
+                    [Sink(EffectKind.TOPIC, "orders"), Sink(EffectKind.QUEUE, "outbox")],
+                    names.prefix,
+                    into=made.sinks,
+                    target=target,
+                )
+            )
+            values = made.sink_values()
+            sinks.sns.publish(TopicArn=values["topic:orders"], Message="o-1")
+            sinks.sqs.send_message(QueueUrl=values["queue_url:outbox"], MessageBody="o-2")
+            end = await salvage_end_state(sqs, dynamodb, made, target, 10, sinks=sinks)
+            problems = await aws.teardown(sqs, dynamodb, made, timeout_s=10, sinks=sinks)
+            return end, problems
+
+    end, problems = anyio.run(main)
+    assert end is not None
+    assert [(s.name, [m.payload for m in s.messages], s.complete) for s in end.sinks] == [
+        ("orders", ["o-1"], True),
+        ("outbox", ["o-2"], True),
+    ]
+    assert problems == [] and made.sinks == []
+    left = sinks.sqs.list_queues(QueueNamePrefix=names.prefix).get("QueueUrls", [])
+    topics = [t["TopicArn"] for t in sinks.sns.list_topics()["Topics"]]
+    assert left == [] and [t for t in topics if names.prefix in t] == []
+    sinks.close()

@@ -85,19 +85,25 @@ def test_the_command_line_wins_over_the_file() -> None:
     assert scenario.with_environment([]) is scenario
 
 
+SINKS = (
+    "{topic:NAME}, {queue_url:NAME}, {queue_arn:NAME}, {bus:NAME}, {bucket:NAME}, "
+    "{state_machine:NAME}"
+)
+
+
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
         (
             {"consumer": {"environment": {"T": "{tabel}"}}},
             "s.toml: consumer.environment.T = '{tabel}': unknown placeholder {tabel}; allowed: "
-            "{table}, {queue_url}, {queue_arn}, {dlq_url}, {region}",
+            "{table}, {queue_url}, {queue_arn}, {dlq_url}, {region}, " + SINKS,
         ),
         (
             {"consumer": {"environment": {"T": "{table:Nope}"}}, "tables": [{"env": "IDEM"}]},
             "s.toml: consumer.environment.T = '{table:Nope}': unknown placeholder {table:Nope}; "
-            "allowed: {table}, {queue_url}, {queue_arn}, {dlq_url}, {region}, {table:IDEM} "
-            "({table:LABEL} names a [[tables]] entry by its name or env)",
+            "allowed: {table}, {queue_url}, {queue_arn}, {dlq_url}, {region}, {table:IDEM}, "
+            f"{SINKS} ({{table:LABEL}} names a [[tables]] entry by its name or env)",
         ),
         (
             {"consumer": {"environment": {"T": 3}}},
@@ -170,7 +176,7 @@ def test_a_bad_command_line_variable_is_refused_naming_the_option() -> None:
         scenario.with_environment(["T={nope}"])
     assert str(info.value) == (
         "--env T = '{nope}': unknown placeholder {nope}; allowed: "
-        "{table}, {queue_url}, {queue_arn}, {dlq_url}, {region}"
+        f"{{table}}, {{queue_url}}, {{queue_arn}}, {{dlq_url}}, {{region}}, {SINKS}"
     )
     with pytest.raises(ScenarioError) as info:
         scenario.with_environment(["JUSTANAME"])

@@ -30,6 +30,21 @@ def test_a_marked_environ_key_error_names_the_variable_and_its_line() -> None:
     )
 
 
+def test_a_missing_sink_variable_is_given_the_sink_placeholder_its_name_suggests() -> None:
+    (gap,) = gaps_in("KeyError: 'ORDERS_TOPIC_ARN' [os.environ has no 'ORDERS_TOPIC_ARN']")
+    assert gap.sentence == (
+        "the handler read os.environ['ORDERS_TOPIC_ARN'], which the run does not set: add "
+        '`[consumer] environment = { ORDERS_TOPIC_ARN = "{topic:orders}" }` to the scenario '
+        "(or --env ORDERS_TOPIC_ARN={topic:orders})"
+    )
+    (gap,) = gaps_in("KeyError: 'IDEMPOTENCY_TABLE' [os.environ has no 'IDEMPOTENCY_TABLE']")
+    assert gap.sentence == (
+        "the handler read os.environ['IDEMPOTENCY_TABLE'], which the run does not set: it "
+        "names a table besides the outcome table: add `[[tables]]` with "
+        '`env = "IDEMPOTENCY_TABLE"` to the scenario'
+    )
+
+
 def test_an_environ_traceback_kept_inside_another_error_is_read_too() -> None:
     text = f"BatchProcessingError: All records failed processing. 1 ...\n{ENVIRON_TRACEBACK}"
     assert keys(text) == ["environ:ORDERS_TABLE"]
@@ -105,4 +120,29 @@ def test_variable_names_suggest_the_resource_they_name() -> None:
 def test_failures_kept_as_not_judged() -> None:
     assert not_judged(["3 lost outcome(s)"]) == [
         "3 lost outcome(s), but the run did not provide what the handler expects: not judged"
+    ]
+
+
+def test_a_sink_the_handler_left_unnamed_is_given_its_placeholder() -> None:
+    text = (
+        "ParamValidationError: Parameter validation failed:\n"
+        "Invalid type for parameter TopicArn, value: None, type: <class 'NoneType'>, "
+        "valid types: <class 'str'>"
+    )
+    (gap,) = gaps_in(text)
+    assert (gap.key, gap.sentence) == (
+        "unnamed:topic",
+        "the handler gave no topic name (None or empty): a variable it reads with "
+        "os.environ.get or os.getenv is not set by the run: add "
+        '`[consumer] environment = { NAME = "{topic:NAME}" }` with the name it reads',
+    )
+    bus = (
+        "Invalid type for parameter Entries[0].EventBusName, value: None, type: <class 'NoneType'>"
+    )
+    assert keys(bus) == ["unnamed:bus"]
+    # botocore's own words for Bucket="" (measured).
+    empty = 'Parameter validation failed:\nInvalid bucket name "": Bucket name must match the regex'
+    assert keys(empty) == ["unnamed:bucket"]
+    assert keys("Invalid length for parameter stateMachineArn, value: 0") == [
+        "unnamed:state machine"
     ]

@@ -180,7 +180,7 @@ def test_the_written_scenario_parses_and_carries_the_id_where_the_sample_did() -
     # The run's resources where a name suggests one; others stay comments to fill in.
     assert raw["consumer"]["environment"] == {
         "DYNAMODB_TABLE": "{table}",
-        "OUTBOX_QUEUE_URL": "{queue_url}",
+        "OUTBOX_QUEUE_URL": "{queue_url:outbox}",
     }
     assert '# LOG_LEVEL = "..."' in text
     assert "# AWS_REGION: already set in every execution environment" in text
@@ -195,6 +195,8 @@ def test_the_written_scenario_parses_and_carries_the_id_where_the_sample_did() -
         assert shape.business_id(m.body) == m.business_id
     assert scenario.function.table_name == "Orders"
     assert [t.env for t in scenario.function.tables] == ["IDEMPOTENCY_TABLE"]
+    assert [(s.kind.value, s.name) for s in scenario.function.sinks] == [("queue", "outbox")]
+    assert "# a sink the run creates for the handler's effects, reads back and deletes." in text
     only_comments = tomllib.loads(scenario_text("app.py:handler", sample, None, ["LOG_LEVEL"]))
     assert "environment" not in only_comments["consumer"]
 

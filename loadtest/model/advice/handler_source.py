@@ -5,8 +5,9 @@ environment variables it reads (``environment_reads``: ``os.environ["X"]``,
 ``os.environ.get("X")``, ``os.getenv("X")`` and the same through ``from os import
 environ, getenv``), the table names it hard-codes (``hardcoded_tables``), whether it
 answers with partial batch responses (``reports_item_failures``), the attribute it stores
-a message's business id under (``id_attribute``), and the run resource a variable's name
-suggests (``suggested_value``). Pure: the caller reads the file.
+a message's business id under (``id_attribute``). The run resource a variable's name
+suggests is ``loadtest.model.scenario.placeholders.suggested_value``'s, re-exported here.
+Pure: the caller reads the file.
 ``loadtest.model.advice.scaffold.writer`` writes the scenario from these.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import ast
 
 from loadtest.errors import InputError
+from loadtest.model.scenario.placeholders import suggested_value as suggested_value
 
 
 def _parse(source: str, filename: str) -> ast.Module:
@@ -178,20 +180,3 @@ RUNTIME_VARIABLES = frozenset(
 )
 """Variables every execution environment already has (Lambda's own, and ``TABLE_NAME``
 naming the run's table)."""
-
-
-def suggested_value(name: str) -> str | None:
-    """The run resource a variable's name suggests (``{table}``, ``{queue_url}``, ...), or
-    ``None`` when the name suggests none."""
-    upper = name.upper()
-    if "REGION" in upper:
-        return "{region}"
-    if "DLQ" in upper or "DEAD_LETTER" in upper:
-        return "{dlq_url}"
-    if "QUEUE" in upper or "SQS" in upper:
-        return "{queue_arn}" if "ARN" in upper else "{queue_url}"
-    if "TABLE" in upper or "DYNAMO" in upper or upper.endswith("_DB_NAME"):
-        if "IDEMPOTENCY" in upper or "LOCK" in upper or "DEDUP" in upper:
-            return "{table:idempotency}"
-        return "{table}"
-    return None

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from loadtest.model.history.log import History, Invocation
+from loadtest.model.scenario import placeholders
 
 _ENVIRON = re.compile(
     r"\[os\.environ has no '([^']+)'\]"
@@ -37,9 +38,20 @@ _REFUSED = re.compile(
     r"loadtest: the handler's (\w+) call on '([^']*)' failed with ([\w.]+)",
 )
 _NO_TABLE_NAME = re.compile(
-    r"Invalid (?:type|length) for parameter (TableName|QueueUrl), value: (?:None|0)"
+    r"Invalid (?:type|length) for parameter (?:Entries\[\d+\]\.)?"
+    r"(TableName|QueueUrl|TopicArn|EventBusName|stateMachineArn), value: (?:None|0)"
+    r'|Invalid (bucket) name ""'
     r"|Required parameter name not set"
 )
+_UNNAMED = {
+    "QueueUrl": ("queue", "{queue_url}"),
+    "TopicArn": ("topic", "{topic:NAME}"),
+    "EventBusName": ("bus", "{bus:NAME}"),
+    "bucket": ("bucket", "{bucket:NAME}"),
+    "stateMachineArn": ("state machine", "{state_machine:NAME}"),
+}
+"""What a parameter the handler left unnamed is, and the placeholder that names it (an S3
+``Bucket=None`` is botocore's ``TypeError``, which names nothing; ``Bucket=""`` is read)."""
 _NOT_FOUND = re.compile(r"\((ResourceNotFoundException)\) when calling the (\w+) operation")
 _DENIED = re.compile(
     r"\((AccessDenied(?:Exception)?)\) when calling the (\w+) operation|is not authorized to perform"
@@ -64,25 +76,23 @@ Rule = Callable[[str], Iterable[Gap]]
 
 
 def suggested_value(name: str) -> str:
-    """The placeholder a variable's name suggests (``ORDERS_TABLE`` -> ``{table}``)."""
-    upper = name.upper()
-    if "DLQ" in upper or "DEAD" in upper:
-        return "{dlq_url}"
-    if "ARN" in upper and "QUEUE" in upper:
-        return "{queue_arn}"
-    if "QUEUE" in upper or "SQS" in upper:
-        return "{queue_url}"
-    if "REGION" in upper:
-        return "{region}"
-    if "TABLE" in upper or "DYNAMO" in upper or "DDB" in upper:
-        return "{table}"
-    return "VALUE"
+    """The placeholder a variable's name suggests (``ORDERS_TABLE`` -> ``{table}``), or
+    ``VALUE`` (``loadtest.model.scenario.placeholders.suggested_value`` decides)."""
+    return placeholders.suggested_value(name) or "VALUE"
 
 
 def _environ(text: str) -> Iterable[Gap]:
     for match in _ENVIRON.finditer(text):
         name = match.group(1) or match.group(2)
         value = suggested_value(name)
+        if value.startswith("{table:"):
+            yield Gap(
+                f"environ:{name}",
+                f"the handler read os.environ[{name!r}], which the run does not set: it names "
+                f'a table besides the outcome table: add `[[tables]]` with `env = "{name}"` '
+                "to the scenario",
+            )
+            continue
         yield Gap(
             f"environ:{name}",
             f"the handler read os.environ[{name!r}], which the run does not set: add "
@@ -146,14 +156,14 @@ def _unlogged(text: str) -> Iterable[Gap]:
 def _no_name(text: str) -> Iterable[Gap]:
     match = _NO_TABLE_NAME.search(text)
     if match:
-        what = "queue" if match.group(1) == "QueueUrl" else "table"
-        value = "{queue_url}" if what == "queue" else "{table}"
+        parameter = match.group(1) or match.group(2) or ""
+        what, value = _UNNAMED.get(parameter, ("table", "{table}"))
         yield Gap(
             f"unnamed:{what}",
             f"the handler gave no {what} name (None or empty): a variable it reads with "
             "os.environ.get or os.getenv is not set by the run: add "
             f'`[consumer] environment = {{ NAME = "{value}" }}` with the name it reads'
-            + ("" if what == "queue" else ', or `[[tables]]` with `env = "NAME"`'),
+            + (', or `[[tables]]` with `env = "NAME"`' if what == "table" else ""),
         )
 
 
@@ -217,7 +227,7 @@ REASONS: tuple[ErrorReason, ...] = (
     ErrorReason("KeyError from os.environ", Effect.INCONCLUSIVE, _environ),
     ErrorReason("a refused call the observer logged", Effect.INCONCLUSIVE, _refused),
     ErrorReason("a missing resource or access error in the text", Effect.INCONCLUSIVE, _unlogged),
-    ErrorReason("no table or queue name", Effect.INCONCLUSIVE, _no_name),
+    ErrorReason("no table, queue or sink name", Effect.INCONCLUSIVE, _no_name),
     ErrorReason("Runtime.MarshalError", Effect.FAILS, _runtime("Runtime.MarshalError", _marshal)),
     ErrorReason("Runtime.ExitError", Effect.NOTE, _runtime("Runtime.ExitError", _exit)),
 )

@@ -1,10 +1,10 @@
 """What a scenario says about its consumer's effects beyond the table: ``[[effects]]``.
 
 Owns the ``[[effects]]`` entries (``EffectRule``), their validation against the sinks the
-scenario's environment creates (placeholders ``{topic:NAME}``, ``{queue_url:NAME}``,
-``{queue_arn:NAME}``, ``{bus:NAME}``, ``{bucket:NAME}``, ``{state_machine:NAME}``), and where an entry finds a
-business id in an effect (``EffectRule.id_of``). How effects are judged is
-``loadtest.model.checker.effects``'. Pure; every refusal is a ``ScenarioError`` naming the
+scenario's environment creates (the placeholders of
+``loadtest.model.scenario.placeholders``: ``{topic:NAME}``, ``{queue_url:NAME}``, ...),
+and where an entry finds a business id in an effect (``EffectRule.id_of``). How effects
+are judged is ``loadtest.model.checker.effects``'. Pure; every refusal is a ``ScenarioError`` naming the
 file, the field and what is allowed.
 
 File format (each entry names one sink by its label)::
@@ -31,19 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 from loadtest.errors import ScenarioError
 from loadtest.model.history.records import EffectKind
+from loadtest.model.scenario.placeholders import SINK_PLACEHOLDERS
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-
-SINK_PLACEHOLDERS: Mapping[str, EffectKind] = {
-    "topic": EffectKind.TOPIC,
-    "queue_url": EffectKind.QUEUE,
-    "queue_arn": EffectKind.QUEUE,
-    "bus": EffectKind.BUS,
-    "bucket": EffectKind.BUCKET,
-    "state_machine": EffectKind.STATE_MACHINE,
-}
-"""The placeholders that create a sink, ``{kind:NAME}``, and the kind of sink each makes."""
 
 KEYED_KINDS = frozenset({EffectKind.BUCKET, EffectKind.STATE_MACHINE})
 """Sinks whose entries are named by a key (an object's key, an execution's name)."""

@@ -5,7 +5,8 @@ Owns three parts of a scenario and their validation:
 - ``[consumer] environment = { NAME = "VALUE" }`` (and ``--env NAME=VALUE``, which wins):
   variables the function is configured with. A value may name the run's resources with
   placeholders: ``{table}``, ``{queue_url}``, ``{queue_arn}``, ``{dlq_url}``,
-  ``{region}``, ``{table:LABEL}`` (an extra table, by its ``name`` or ``env``).
+  ``{region}``, ``{table:LABEL}`` (an extra table, by its ``name`` or ``env``), and the
+  sinks of ``loadtest.model.scenario.placeholders`` (``{topic:NAME}``, ...).
 - ``[table]``: the outcome table's own ``name`` (for a consumer that hard-codes it)
   and ``key`` schema (``{ orderId = "S" }``: hash, then optional range; S, N or B).
   Declaring the key says how the table is built, not where outcomes live
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loadtest.errors import ScenarioError
+from loadtest.model.scenario.placeholders import Sink, sink_forms, sink_of, sinks_in
 
 PLACEHOLDERS: tuple[str, ...] = ("table", "queue_url", "queue_arn", "dlq_url", "region")
 """The run's resources an environment value may name (plus ``{table:LABEL}``)."""
@@ -73,6 +75,11 @@ class FunctionSetup:
     table_key: tuple[tuple[str, str], ...] = ()
     """``[table] key``; empty: the outcome key's attributes, strings."""
     tables: tuple[ExtraTable, ...] = ()
+
+    @property
+    def sinks(self) -> tuple[Sink, ...]:
+        """The sinks the variables name (``{topic:NAME}``, ...), each once, in order."""
+        return sinks_in(value for _, value in self.environment)
 
     def with_environment(self, pairs: Sequence[str], source: str = "--env") -> FunctionSetup:
         """Add ``NAME=VALUE`` pairs (the command line's; they win over the file's)."""
@@ -125,6 +132,8 @@ class RunResources:
     region: str
     tables: Mapping[str, str] = field(default_factory=dict)
     """Each extra table's name, by every label it answers to."""
+    sinks: Mapping[str, str] = field(default_factory=dict)
+    """What each sink placeholder stands for, by its text (``topic:orders`` -> the ARN)."""
 
 
 def parse_setup(
@@ -184,6 +193,8 @@ def render(setup: FunctionSetup, resources: RunResources) -> dict[str, str]:
         inner = match.group(1)
         if inner.startswith("table:"):
             return resources.tables[inner.removeprefix("table:")]
+        if inner in resources.sinks:
+            return resources.sinks[inner]
         return values[inner]
 
     for name, template in setup.environment:
@@ -211,7 +222,7 @@ def table_names(prefix: str, tables: Sequence[ExtraTable]) -> dict[str, str]:
 
 def allowed_placeholders(tables: Sequence[ExtraTable]) -> str:
     labels = [f"{{table:{label}}}" for t in tables for label in t.labels]
-    return ", ".join([*(f"{{{p}}}" for p in PLACEHOLDERS), *labels])
+    return ", ".join([*(f"{{{p}}}" for p in PLACEHOLDERS), *labels, sink_forms()])
 
 
 def _field(where: str, name: str) -> str:
@@ -238,8 +249,14 @@ def _environment(
                 f'{_field(where, name)} must be a string, got {value!r}; e.g. {name} = "{{table}}"'
             )
         for inner in _PLACEHOLDER.findall(value):
-            known = inner in PLACEHOLDERS or (
-                inner.startswith("table:") and inner.removeprefix("table:") in labels
+            try:
+                sink = sink_of(inner)
+            except ValueError as exc:
+                raise ScenarioError(f"{_field(where, name)} = {value!r}: {exc}") from exc
+            known = (
+                sink is not None
+                or inner in PLACEHOLDERS
+                or (inner.startswith("table:") and inner.removeprefix("table:") in labels)
             )
             if not known:
                 raise ScenarioError(

@@ -18,6 +18,7 @@ from loadtest.model.advice.handler_source import RUNTIME_VARIABLES, suggested_va
 from loadtest.model.advice.scaffold.key import KeyChoice
 from loadtest.model.advice.scaffold.sample import Sample, sample_template
 from loadtest.model.scenario.envelopes import EnvelopeKind
+from loadtest.model.scenario.placeholders import sink_of
 from loadtest.model.scenario.toml_text import toml_key as _key
 from loadtest.model.scenario.toml_text import toml_value as _toml_value
 
@@ -167,6 +168,10 @@ def _outcome_block(
     return [*out, guess]
 
 
+def _is_sink(value: str | None) -> bool:
+    return value is not None and sink_of(value.strip("{}")) is not None
+
+
 def _environment_block(names: list[str]) -> list[str]:
     if not names:
         return [
@@ -193,6 +198,14 @@ def _environment_block(names: list[str]) -> list[str]:
         "# The environment variables the handler's source reads, as the function is deployed with",
         "# them: each given the run's resource its name suggests ({table}: the run's table,",
         "# {queue_url}, {queue_arn}, {dlq_url}, {region}); give the others their deployed value.",
+        *(
+            [
+                "# {topic:NAME}, {queue_url:NAME}, {bus:NAME}, {bucket:NAME}, {state_machine:NAME}:",
+                "# a sink the run creates for the handler's effects, reads back and deletes.",
+            ]
+            if any(_is_sink(suggested_value(name)) for name in names)
+            else []
+        ),
         "[consumer.environment]" if live else "# [consumer.environment]",
         *entries,
     ]

@@ -1,0 +1,136 @@
+"""A run whose consumer publishes to a topic the run made for it: the end state holds what
+the topic really delivered, one message per distinct id, and the topic is gone afterwards."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from loadtest import api
+from loadtest.engine.results import Salvage
+from loadtest.model.history.records import EffectKind
+from tests.backend.aws_clients import events, s3, sns, sqs, stepfunctions
+from tests.integration.helpers import loadtest_resources
+
+HANDLER = """
+import json
+import os
+
+import boto3
+from botocore.exceptions import ClientError
+
+TOPIC = os.environ["ORDERS_TOPIC_ARN"]
+table = boto3.client("dynamodb")
+topic = boto3.client("sns")
+
+
+def handler(event, context):
+    for record in event["Records"]:
+        order = json.loads(record["body"])
+        try:
+            table.put_item(
+                TableName=os.environ["TABLE_NAME"],
+                Item={"id": {"S": order["id"]}},
+                ConditionExpression="attribute_not_exists(id)",
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                continue  # a copy already handled: nothing is published again
+            raise
+        topic.publish(TopicArn=TOPIC, Message=json.dumps({"id": order["id"]}))
+"""
+
+SCENARIO = """
+seed = 5
+
+[workload]
+distinct_ids = 6
+copies = 2
+
+[consumer]
+concurrency = 2
+environment = { ORDERS_TOPIC_ARN = "{topic:orders}" }
+"""
+
+
+def test_the_end_state_holds_one_published_message_per_distinct_id(
+    backend_url: str, tmp_path: Path
+) -> None:
+    (tmp_path / "publisher.py").write_text(textwrap.dedent(HANDLER))
+    (tmp_path / "sinks.toml").write_text(SCENARIO)
+    plan = api.prepare(
+        tmp_path / "sinks.toml",
+        handler=f"{tmp_path / 'publisher.py'}:handler",
+        endpoint_url=backend_url,
+    )
+    salvage = Salvage()
+    report = api.execute(plan, salvage=salvage)
+
+    [run] = salvage.runs
+    [sink] = run.end_state.sinks
+    assert (sink.name, sink.kind, sink.complete, sink.fifo) == (
+        "orders",
+        EffectKind.TOPIC,
+        True,
+        False,
+    )
+    assert sink.address.startswith("arn:aws:sns:") and sink.address.endswith("-orders")
+    ids = sorted(m.payload for m in sink.messages)
+    assert len(ids) == 6 and len(set(ids)) == 6
+    assert report.runs[0].counts.messages_sent == 12
+    assert {json.loads(i)["id"] for i in ids} == {m.business_id for m in run.history.sent}
+
+    # Nothing of the run's is left: the topic, its capture queue and the subscription.
+    prefix = sink.address.rsplit(":", 1)[1].removesuffix("-orders")
+    topics = [t["TopicArn"] for t in sns(backend_url).list_topics()["Topics"]]
+    queues = sqs(backend_url).list_queues().get("QueueUrls", [])
+    subscriptions = sns(backend_url).list_subscriptions()["Subscriptions"]
+    assert [name for name in topics + queues if prefix in name] == []
+    assert [s for s in subscriptions if prefix in s["TopicArn"]] == []
+
+
+def _sink_names(url: str) -> list[str]:
+    """Topics, buckets, buses and state machines whose names say a run created them."""
+    topics = [t["TopicArn"].rsplit(":", 1)[1] for t in sns(url).list_topics()["Topics"]]
+    buckets = [b["Name"] for b in s3(url).list_buckets()["Buckets"]]
+    buses = [b["Name"] for b in events(url).list_event_buses()["EventBuses"]]
+    machines = [m["name"] for m in stepfunctions(url).list_state_machines()["stateMachines"]]
+    return [n for n in topics + buckets + buses + machines if n.startswith("loadtest-")]
+
+
+@pytest.mark.slow
+@pytest.mark.process
+def test_an_interrupted_run_deletes_its_sinks(backend_url: str, tmp_path: Path) -> None:
+    """Ctrl-C mid-run: the shielded teardown deletes the sinks with the queues and tables."""
+    process = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "loadtest", "run", "race-burst", "--variant", "conditional"),
+            *("--distinct-ids", "400", "--concurrency", "2", "--endpoint-url", backend_url),
+            *("--env", "T={topic:orders.fifo}", "--env", "B={bucket:receipts}"),
+            *("--env", "E={bus:events}", "--env", "S={state_machine:ship}"),
+            *("--out", str(tmp_path), "--quiet"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    deadline = time.monotonic() + 60
+    while len(_sink_names(backend_url)) < 4 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(_sink_names(backend_url)) == 4, "the run never made its sinks"
+    time.sleep(1.0)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "the run's resources were deleted" in stderr
+    assert _sink_names(backend_url) == []
+    assert loadtest_resources(backend_url) == ([], [])
