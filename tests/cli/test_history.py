@@ -8,14 +8,18 @@ import errno
 import json
 import os
 import struct
+import textwrap
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from loadtest import api
 from loadtest.cli import running
 from loadtest.cli.app import app
 from loadtest.engine import recording
+from loadtest.engine.replay import replay
+from loadtest.engine.results import Salvage
 from loadtest.model.history import journal
 
 runner = CliRunner()
@@ -245,3 +249,29 @@ def test_a_run_that_measured_nothing_leaves_no_default_history(
     )
     assert result.exit_code not in (0, 130), result.output
     assert not list((tmp_path / "out").glob("*.history")), result.output
+
+
+def test_a_run_with_a_sink_rebuilds_its_report_and_end_state_from_its_history(
+    backend_url: str, tmp_path: Path
+) -> None:
+    from tests.integration.test_sinks import HANDLER, SCENARIO
+
+    (tmp_path / "publisher.py").write_text(textwrap.dedent(HANDLER))
+    (tmp_path / "sinks.toml").write_text(SCENARIO)
+    history = tmp_path / "sinks.history"
+    plan = api.prepare(
+        tmp_path / "sinks.toml",
+        handler=f"{tmp_path / 'publisher.py'}:handler",
+        endpoint_url=backend_url,
+    )
+    salvage = Salvage()
+    report = api.execute(plan, salvage=salvage, history=history)
+    [run] = salvage.runs
+    assert len(run.end_state.sinks[0].messages) == 6
+    replayed = replay(history)
+    assert replayed.closed
+    [again] = replayed.result.runs
+    assert again.end_state == run.end_state  # the sink's messages, as the run read them
+    assert list(again.history.invocations) == list(run.history.invocations)
+    rebuilt = api.report_from_history(history)
+    assert json.dumps(rebuilt.to_dict(), indent=2) == json.dumps(report.to_dict(), indent=2)
