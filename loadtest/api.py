@@ -416,6 +416,7 @@ def explore(
     schedule: str | None = None,
     seed: int | None = None,
     clock_jump_s: float | None = None,
+    stop_at_first: bool = False,
     endpoint_url: str | None = None,
     target: str | None = None,
     command: str | None = None,
@@ -429,8 +430,11 @@ def explore(
     ``seed``), either within ``time_budget_s`` seconds (default 120; checked
     between schedules); ``faults`` (``"crash,redeliver"``, ...) adds up to ``max_faults``
     per schedule; ``schedule`` replays exactly one schedule token. Every
-    schedule is judged by the checker; the first that fails is shrunk. The
-    report's ``explore`` object says what was run, its ``bound`` what that
+    schedule is judged by the checker. The search runs to its budget and groups
+    the failing schedules into distinct bugs, each shrunk (the report's
+    ``explore.bugs``, smallest first; ``explore.counterexample`` is the smallest);
+    ``stop_at_first`` stops it at the first failing schedule instead, and shrinks
+    that one. The report's ``explore`` object says what was run, its ``bound`` what that
     covered and why the search stopped; ``report.exit_code`` is 0
     when no schedule failed, 1 when one did, 4 when one was inconclusive.
     """
@@ -460,6 +464,7 @@ def explore(
         copies=copies,
         distinct_ids=distinct_ids,
         clock_jump_s=clock_jump_s,
+        stop_at_first=stop_at_first,
     )
     options.check()
     kind = backend_kind(target, endpoint_url)

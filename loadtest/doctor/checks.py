@@ -30,7 +30,24 @@ REDELIVERY = "redelivery-increments-receive-count"
 REDRIVE = "redrive-to-dlq"
 FIFO_DEDUP = "fifo-deduplication-window"
 FIFO_ORDER = "fifo-group-order"
-CHECK_NAMES = (ATOMIC, ALL_OLD, PARTIQL, VISIBILITY, REDELIVERY, REDRIVE, FIFO_DEDUP, FIFO_ORDER)
+TOPIC_DELIVERS = "topic-delivers-each-publish"
+FIFO_TOPIC_DEDUP = "fifo-topic-deduplication"
+BUS_DELIVERS = "bus-rule-delivers-detail"
+BUCKET_KEY = "bucket-one-object-per-key"
+EXECUTION_NAME = "execution-name-unique"
+SINK_CHECK_NAMES = (TOPIC_DELIVERS, FIFO_TOPIC_DEDUP, BUS_DELIVERS, BUCKET_KEY, EXECUTION_NAME)
+"""The sink checks (``loadtest.doctor.sinks``), in the order they run."""
+CHECK_NAMES = (
+    ATOMIC,
+    ALL_OLD,
+    PARTIQL,
+    VISIBILITY,
+    REDELIVERY,
+    REDRIVE,
+    FIFO_DEDUP,
+    FIFO_ORDER,
+    *SINK_CHECK_NAMES,
+)
 """The checks ``run_doctor`` reports, in this order."""
 
 CLEANUP = "cleanup"

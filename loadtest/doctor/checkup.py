@@ -25,6 +25,9 @@ The checks, in the order they run:
   message waits, and again after that message was deleted, is accepted and not delivered.
 * ``fifo-group-order`` - a group's messages come in send order, none of them while another
   of the group is in flight.
+* the sink checks (``loadtest.doctor.sinks``, which owns their sinks): a topic delivers each
+  publish, a FIFO topic drops a repeated deduplication id, a bus rule delivers the detail, a
+  bucket holds one object per key, an execution name is refused once used.
 
 The data-plane checks (what an event source mapping does with a probe function) are
 ``loadtest.doctor.mapping``'s; the CLI runs them after these.
@@ -63,6 +66,7 @@ from loadtest.doctor.checks import (
     REDELIVERY,
     REDRIVE,
     RESOURCE_PREFIX,
+    SINK_CHECK_NAMES,
     VISIBILITY,
     BackendAnswered,
     CheckResult,
@@ -76,6 +80,7 @@ from loadtest.doctor.dynamodb import (
     check_partiql_insert,
 )
 from loadtest.doctor.fifo import FIFO_CHECK_TIMEOUT_S, check_fifo
+from loadtest.doctor.sinks import SINK_CHECK_TIMEOUT_S, check_sinks
 from loadtest.doctor.sqs import (
     REDELIVERY_CHECK_TIMEOUT_S,
     REDRIVE_CHECK_TIMEOUT_S,
@@ -179,6 +184,13 @@ async def run_doctor(
                         (FIFO_DEDUP, FIFO_ORDER),
                         FIFO_CHECK_TIMEOUT_S,
                         lambda: check_fifo(sqs, target, made.queue_urls.append),
+                    )
+                )
+                report(
+                    await _bounded(
+                        SINK_CHECK_NAMES,
+                        SINK_CHECK_TIMEOUT_S,
+                        lambda: anyio.to_thread.run_sync(check_sinks, target),
                     )
                 )
             except BaseException as exc:
