@@ -25,6 +25,8 @@ nothing about time. Figures, for one run of race-burst's conditional variant:
   SendMessageBatch to a stub endpoint that answers at once (messages per CPU
   second of the producer, i.e. per core, and per wall second), and the same
   burst split across ``--ceiling-producers`` processes (``--producers``),
+- with ``--history FILE``, the run's history written as it goes (as ``run --history``):
+  compare its CPU per message with a run without it, side by side,
 
 and each figure's ratio to the one committed in ``reports/baselines/bench.json``
 (``--save-baseline`` rewrites that file; refresh it in the same commit as an
@@ -49,7 +51,9 @@ from loadtest import engine
 from loadtest.aws.clients import BackendKind
 from loadtest.backend.embedded import EmbeddedBackend
 from loadtest.emulation.environment.handlers import parse_ref
+from loadtest.engine.recording import HistoryWriter
 from loadtest.model.figures.rate import rate_warning
+from loadtest.model.history.journal import FORMAT_VERSION
 from loadtest.model.scenario.loading import load_scenario
 from loadtest.observer import layer
 from loadtest.reports.html.page import render_html
@@ -301,6 +305,13 @@ def main(argv: list[str] | None = None) -> None:
         "backlog stays small, to see memory against the traffic alone",
     )
     parser.add_argument(
+        "--history",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write the run's history to FILE as it goes (run --history), to measure its cost",
+    )
+    parser.add_argument(
         "--save-baseline",
         action="store_true",
         help=f"write this run's figures to {BASELINE}",
@@ -326,9 +337,20 @@ def main(argv: list[str] | None = None) -> None:
             backend_cpu_before = _proc_cpu_s(backend.pid)
             requests_before = _backend_requests(backend.endpoint_url)
             wall_start = time.perf_counter()
-            result = engine.run(
-                scenario, refs, kind=BackendKind.ENDPOINT, endpoint_url=backend.endpoint_url
+            recorder = (
+                HistoryWriter(args.history, {"format": FORMAT_VERSION, "command": "bench"})
+                if args.history is not None
+                else None
             )
+            result = engine.run(
+                scenario,
+                refs,
+                kind=BackendKind.ENDPOINT,
+                endpoint_url=backend.endpoint_url,
+                recorder=recorder,
+            )
+            if recorder is not None:
+                recorder.close(result.incomplete)
             wall_s = time.perf_counter() - wall_start
             backend_cpu_s = _proc_cpu_s(backend.pid) - backend_cpu_before
             requests_after = _backend_requests(backend.endpoint_url)

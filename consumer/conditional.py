@@ -32,6 +32,13 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
 def write_order(order_id: str, quantity: int) -> dict[str, Any]:
     """Store one order; the lab's result, or raise to have the message retried."""
+    stored = put_order(order_id, quantity)
+    return result(order_id, quantity, duplicate=not stored)
+
+
+def put_order(order_id: str, quantity: int) -> bool:
+    """The guarded put: True when this call stored the order, False for a completed
+    duplicate (the same details already stored); raises otherwise."""
     item = order_item(order_id, quantity)
     try:
         dynamodb().put_item(
@@ -45,5 +52,5 @@ def write_order(order_id: str, quantity: int) -> dict[str, Any]:
             raise
         if error.response.get("Item") != item:
             raise ConflictingOrderError("Order ID already exists with different details") from error
-        return result(order_id, quantity, duplicate=True)
-    return result(order_id, quantity, duplicate=False)
+        return False
+    return True

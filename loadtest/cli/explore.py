@@ -1,7 +1,7 @@
-"""``loadtest explore``: controlled interleavings of a few deliveries, a shrunk counterexample.
+"""``loadtest explore``: controlled interleavings of a few deliveries, each distinct bug shrunk.
 
-Parses, calls ``loadtest.api.explore``, prints the counterexample with its
-replay line, writes the reports, exits (0 no schedule failed, 1 one failed,
+Parses, calls ``loadtest.api.explore``, prints the bugs and the counterexample with
+their replay lines, writes the reports, exits (0 no schedule failed, 1 one failed,
 2 bad input, 3 backend unreachable, 4 inconclusive).
 """
 
@@ -118,6 +118,14 @@ def explore(
             help="Seconds a clock fault moves time (default: the function timeout minus 1 s).",
         ),
     ] = None,
+    stop_at_first: Annotated[
+        bool,
+        typer.Option(
+            "--stop-at-first",
+            help="Stop at the first failing schedule and shrink it (a quick CI gate), "
+            "instead of searching to the budget and reporting every distinct bug.",
+        ),
+    ] = False,
     endpoint_url: EndpointOpt = None,
     target: TargetOpt = TargetChoice.EMBEDDED,
     json_path: JsonOpt = None,
@@ -129,10 +137,11 @@ def explore(
 
     Each delivery stops at its invocation start, before and after each DynamoDB
     call, in sleeps and before its acknowledgement; one scheduler decides who
-    goes next. Every schedule is judged as a run is; the first that fails is
-    shrunk and printed with a replay line (--schedule TOKEN). The search stops
-    at the first failure, when the space is covered, or when --budget or
-    --time-budget runs out, and states the bound it covered.
+    goes next. Every schedule is judged as a run is. The search runs until the
+    space is covered or --budget or --time-budget runs out (--stop-at-first: at
+    the first failure), states the bound it covered, and groups the failing
+    schedules into distinct bugs: each is shrunk and listed with its replay line
+    (--schedule TOKEN), the smallest printed step by step.
 
     Exit code 0 when no schedule failed, 1 when one did, 2 for bad input
     (including --target aws), 3 when the backend cannot be reached, 4 when a
@@ -159,6 +168,7 @@ def explore(
             schedule=schedule,
             seed=seed,
             clock_jump_s=clock_jump,
+            stop_at_first=stop_at_first,
             endpoint_url=endpoint_url,
             target=target.value if target is not TargetChoice.EMBEDDED else None,
             command="loadtest " + shlex.join(sys.argv[1:]),

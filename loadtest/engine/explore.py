@@ -4,17 +4,20 @@ Runs a session (``loadtest.engine.explore_session``) on the embedded backend
 (or an endpoint), then, by strategy:
 
 - ``exhaustive``: every schedule the DFS of ``loadtest.model.explore.strategies``
-  yields, until one fails, the space is covered, ``budget`` schedules ran or
-  ``time_budget_s`` seconds passed;
-- ``pct``: ``budget`` PCT schedules, seeded by ``seed``, until one fails or
-  ``time_budget_s`` seconds passed;
+  yields, until the space is covered, ``budget`` schedules ran or ``time_budget_s``
+  seconds passed (or, with ``stop_at_first``, one fails);
+- ``pct``: ``budget`` PCT schedules, seeded by ``seed``, until ``time_budget_s``
+  seconds passed (or, with ``stop_at_first``, one fails);
 - a ``schedule`` token: exactly that schedule, once.
 
 The budgets are checked between schedules; one schedule is bounded by the driver's
 limit on a step's real time. The result's ``bound`` states what was covered and why
-the search stopped. The first failing schedule is shrunk (``loadtest.model.explore.shrink``) and
-replayed once more to record the counterexample's steps. Every schedule is
-judged by the checker, as a run is.
+the search stopped. Failing schedules are grouped into distinct bugs
+(``loadtest.model.explore.bugs``: the same kinds of failure, leaving the search's first
+schedule the same way); the first schedule of each bug is shrunk
+(``loadtest.model.explore.shrink``), keyed again and merged with a bug it now matches, and
+replayed once more to record its steps. The smallest bug is the counterexample. Every
+schedule is judged by the checker, as a run is.
 
 Owns the search loop and the result; prints nothing.
 """
@@ -34,6 +37,8 @@ from loadtest.emulation.explore.steps import Step
 from loadtest.engine.explore_session import FRESH_SEPARATOR, Judged, Session, explored_messages
 from loadtest.engine.results import VariantRun
 from loadtest.errors import InputError
+from loadtest.model.checker import BAD_WHEN_NONZERO
+from loadtest.model.explore.bugs import BugKey, bug_key, same_bug, within
 from loadtest.model.explore.points import (
     Bound,
     Fault,
@@ -43,7 +48,7 @@ from loadtest.model.explore.points import (
     schedule_of,
     stopped_by,
 )
-from loadtest.model.explore.shrink import shrink
+from loadtest.model.explore.shrink import shrink, size
 from loadtest.model.explore.strategies import Exhaustive, Pct
 from loadtest.model.figures.metrics import latencies
 from loadtest.model.history.log import SentMessage
@@ -54,6 +59,9 @@ STRATEGIES = ("exhaustive", "pct")
 DEFAULT_BUDGET = 2000
 DEFAULT_TIME_BUDGET_S = 120.0
 PCT_DEPTH = 3
+MOST_BUGS = 12
+"""Distinct failing schedules (by their key before shrinking) kept to shrink, at most; the
+failing schedules of further keys are counted (``ExploreResult.bugs_left_out``)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,9 @@ class ExploreOptions:
     distinct_ids: int = 1
     clock_jump_s: float | None = None
     """How far a ``clock`` fault moves time; default the function timeout minus one second."""
+    stop_at_first: bool = False
+    """Stop the search at the first failing schedule (a quick gate) instead of running it
+    to its budget and reporting every distinct bug."""
 
     def check(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -99,9 +110,28 @@ class ExploreOptions:
 
 @dataclass
 class Counterexample:
+    """One distinct bug: its shrunk schedule, that schedule's steps and judgement."""
+
     schedule: Schedule
     steps: list[Step]
     judged: Judged
+    key: BugKey | None = None
+    """What makes it one bug (``loadtest.model.explore.bugs``), of the shrunk schedule."""
+    schedules: int = 1
+    """Failing schedules of the search that were this bug."""
+
+    @property
+    def size(self) -> tuple[int, int, int, int]:
+        return size(self.schedule, len(self.judged.execution.taken))
+
+
+@dataclass
+class _Found:
+    """The first failing schedule of a key, while the search runs."""
+
+    judged: Judged
+    key: BugKey
+    schedules: int = 1
 
 
 @dataclass
@@ -118,6 +148,11 @@ class ExploreResult:
     bound: Bound | None = None
     """What the search covered and why it stopped."""
     counterexample: Counterexample | None = None
+    """The smallest of ``bugs``."""
+    bugs: list[Counterexample] = field(default_factory=list)
+    """Every distinct bug found, shrunk, smallest first."""
+    bugs_left_out: int = 0
+    """Failing schedules of keys beyond ``MOST_BUGS``, not shrunk nor reported as bugs."""
     shown: Judged | None = None
     """The schedule the report's run shows: the counterexample, else an inconclusive one, else the first."""
     elapsed_s: float = 0.0
@@ -206,7 +241,30 @@ def explore(
         counter += 1
         return judged
 
-    first_failure: Judged | None = None
+    found: dict[BugKey, _Found] = {}
+    reference: list[tuple[int, Option, Option]] | None = None
+    """The first schedule's decisions: where each failing one leaves them keys it."""
+    first_failure = False
+
+    def judged_one(judged: Judged) -> bool:
+        """Note a judged schedule; True when the search stops here (the first failure
+        with ``stop_at_first``)."""
+        nonlocal reference, first_failure
+        _tally(result, judged)
+        if reference is None:
+            reference = list(judged.execution.taken)
+        if judged.verdict != "fail":
+            return False
+        key = _key(judged, reference)
+        if key in found:
+            found[key].schedules += 1
+        elif len(found) < MOST_BUGS:
+            found[key] = _Found(judged, key)
+        else:
+            result.bugs_left_out += 1
+        first_failure = options.stop_at_first
+        return first_failure
+
     stopped = "space"
     pct: Pct | None = None
     with session.open():
@@ -216,9 +274,7 @@ def explore(
             run(Replay(Schedule(options.schedule.copies)), messages[: options.schedule.copies])
             judged = run(Replay(options.schedule), messages[: options.schedule.copies])
             result.schedules_run = 1
-            _tally(result, judged)
-            if judged.verdict == "fail":
-                first_failure = judged
+            judged_one(judged)
         elif options.strategy == "exhaustive":
             search = Exhaustive(local_first=not {Fault.CLOCK, Fault.TIMEOUT} & set(options.faults))
             unscheduled = False
@@ -235,16 +291,14 @@ def explore(
                     continue
                 result.schedules_run += 1
                 unscheduled = unscheduled or judged.execution.unscheduled > 0
-                _tally(result, judged)
-                if judged.verdict == "fail":
-                    first_failure = judged
+                if judged_one(judged):
                     stopped = "first_failure"
                     break
             # A call no point stopped falls where it falls: the space searched is not all.
             result.exhaustive = (
                 search.covered
                 and not search.nondeterministic
-                and first_failure is None
+                and not first_failure
                 and not unscheduled
             )
             result.blocked, result.nondeterministic = search.blocked, search.nondeterministic
@@ -256,11 +310,9 @@ def explore(
                 judged = run(pct.execution(), messages)
                 pct.learn(len(judged.execution.taken), judged.execution.deliveries)
                 result.schedules_run += 1
-                _tally(result, judged)
-                if judged.verdict == "fail":
-                    first_failure = judged
+                if judged_one(judged):
                     break
-            stopped = "first_failure" if first_failure is not None else cut or "budget"
+            stopped = "first_failure" if first_failure else cut or "budget"
         result.elapsed_s = time.perf_counter() - started
         if options.schedule is not None:
             strategy, stopped = "replay", "space"
@@ -282,14 +334,36 @@ def explore(
             pct_deliveries=pct.deliveries if pct is not None else None,
             pct_steps=pct.steps if pct is not None else None,
         )
-        if first_failure is not None and options.schedule is not None:
+        if options.schedule is not None:
             # A replay shows exactly the schedule it was given, not a shrunk one.
-            result.counterexample = Counterexample(
-                options.schedule, _plain(first_failure, _ids(messages), tables), first_failure
-            )
-        elif first_failure is not None:
-            result.counterexample = _shrunk(result, first_failure, messages, run, tables)
+            result.bugs = [
+                Counterexample(
+                    options.schedule,
+                    _plain(f.judged, _ids(messages), tables),
+                    f.judged,
+                    _key(f.judged),
+                )
+                for f in found.values()
+            ]
+        else:
+            result.bugs = _bugs(result, list(found.values()), messages, run, tables)
+        if result.bugs:
+            result.counterexample = result.bugs[0]
+            result.shown = result.counterexample.judged
     return result
+
+
+def _key(judged: Judged, reference: Sequence[tuple[int, Option, Option]] | None = None) -> BugKey:
+    """A failing schedule's bug key (``reference``: the search's first schedule; None: the
+    default schedule)."""
+    check = judged.check
+    return bug_key(
+        judged.execution.taken,
+        check.counts.as_dict(),
+        BAD_WHEN_NONZERO,
+        check.reasons,
+        reference,
+    )
 
 
 def _tally(result: ExploreResult, judged: Judged) -> None:
@@ -303,13 +377,49 @@ def _tally(result: ExploreResult, judged: Judged) -> None:
         result.shown = judged
 
 
+def _bugs(
+    result: ExploreResult,
+    found: list[_Found],
+    messages: list[SentMessage],
+    run: object,
+    tables: dict[str, str],
+) -> list[Counterexample]:
+    """Each key's first failing schedule shrunk, keyed again by where it leaves the default
+    schedule, and merged with a bug it now is: the distinct bugs, smallest first."""
+    bugs: list[Counterexample] = []
+    for each in found:
+        # With stop_at_first the one failure shrinks to any smaller failing schedule, as
+        # ever; otherwise to one that shows no other kind of failure than it did.
+        keep = None if result.options.stop_at_first else each.key
+        example = _shrunk(result, each.judged, messages, run, tables, keep)
+        example.schedules = each.schedules
+        assert example.key is not None
+        same = next(
+            (n for n, b in enumerate(bugs) if b.key is not None and same_bug(b.key, example.key)),
+            None,
+        )
+        if same is None:
+            bugs.append(example)
+            continue
+        kept = bugs[same]
+        if example.size < kept.size:
+            example.schedules += kept.schedules
+            bugs[same] = example
+        else:
+            kept.schedules += example.schedules
+    return sorted(bugs, key=lambda b: b.size)
+
+
 def _shrunk(
     result: ExploreResult,
     failure: Judged,
     messages: list[SentMessage],
     run: object,
     tables: dict[str, str],
+    keep: BugKey | None = None,
 ) -> Counterexample:
+    """``failure``'s schedule shrunk (``keep``: only to schedules ``within`` that bug) and
+    replayed once more for its steps."""
     copies = len(messages)
     found = schedule_of(copies, failure.execution.taken)
 
@@ -317,16 +427,17 @@ def _shrunk(
         judged = run(Replay(candidate), messages[: candidate.copies])  # type: ignore[operator]
         if judged.verdict != "fail":
             return None
+        if keep is not None and not within(_key(judged), keep):
+            return None
         taken = judged.execution.taken
         return schedule_of(candidate.copies, taken), len(taken), _trace(taken)
 
     best, _, tries = shrink(
         found, len(failure.execution.taken), _trace(failure.execution.taken), still_fails
     )
-    result.shrink_tries = tries
+    result.shrink_tries += tries
     final: Judged = run(Replay(best), messages[: best.copies])  # type: ignore[operator]
-    result.shown = final
-    return Counterexample(best, _plain(final, _ids(messages), tables), final)
+    return Counterexample(best, _plain(final, _ids(messages), tables), final, _key(final))
 
 
 def _trace(taken: Sequence[tuple[int, Option, Option]]) -> tuple[int, ...]:

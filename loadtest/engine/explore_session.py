@@ -183,6 +183,9 @@ class Session:
         self.body = body_shape(scenario.workload)
         self.effects = scenario.effects
         """Where the messages carry their business id and details."""
+        self.complete: dict[str, frozenset[str]] = {}
+        """What a complete outcome holds, by where outcomes live: the attribute names every
+        outcome where nothing failed held in the schedules that passed (``run``)."""
         self._client: Any = None
 
     def _clients(self) -> Any:
@@ -347,8 +350,21 @@ class Session:
             execution,
             history,
             end_state,
-            check(history, end_state, self.outcome, body=self.body, effects=self.effects),
+            check(
+                history,
+                end_state,
+                self.outcome,
+                body=self.body,
+                effects=self.effects,
+                learned_before=self.complete,
+            ),
         )
+        learned = judged.check.complete
+        if judged.verdict == "pass" and learned is not None:
+            # A schedule that passed shows what a complete outcome holds; a failing
+            # schedule's outcomes are judged by it.
+            kind = judged.check.outcome
+            self.complete[kind] = self.complete.get(kind, learned) & learned
         if (
             not self.outcome.declared
             and judged.check.counts.writes_accepted

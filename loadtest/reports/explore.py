@@ -9,15 +9,24 @@ works on it unchanged. The ``explore`` object adds what the search did:
 ```
 "explore": {"strategy", "schedules_run", "schedules_failed", "schedules_inconclusive",
             "exhaustive": bool, "bound": {...}, "elapsed_s", "schedules_per_s",
-            "faults": [...], "max_faults", "copies", "replay": str,
+            "faults": [...], "max_faults", "copies", "replay": str, "stop_at_first": bool,
             "counterexample": {"schedule", "steps": [...], "counts", "reasons",
-                               "deliveries", "faults"} | null}
+                               "deliveries", "faults"} | null,
+            "bugs": [{"schedule", "steps", "counts", "reasons", "deliveries", "faults",
+                      "schedules", "departure", "replay"}, ...], "bugs_left_out": int}
 ```
+
+``bugs`` holds every distinct bug the search found (``loadtest.model.explore.bugs``),
+each shrunk, smallest first: its replay token (``schedule``), steps, counts and reasons
+as the counterexample has them, how many failing schedules of the search it stood for
+(``schedules``), where it leaves the default schedule in words (``departure``) and the
+command that replays it (``replay``). ``counterexample`` is the first of them (a search
+with ``stop_at_first`` finds one).
 
 ``bound`` is what the search covered (``loadtest.model.explore.points.Bound``): ``deliveries``,
 ``ids``, ``faults`` (each with the most a schedule may take), ``max_faults``,
 ``strategy``, ``schedules``, ``exhaustive``, ``stopped_by`` (``space``, ``budget``,
-``time_budget``, ``first_failure``, ``unscheduled_call``), ``pct`` (``depth``, ``n``, ``k``, ``probability``, or
+``time_budget``, ``first_failure`` (with ``stop_at_first``), ``unscheduled_call``), ``pct`` (``depth``, ``n``, ``k``, ``probability``, or
 null) and ``sentence``, the bound in words.
 
 ``replay`` is the command that reruns the shown schedule exactly.
@@ -36,7 +45,7 @@ from loadtest.reports.model import ReportModel, as_model
 from loadtest.reports.report import build
 
 if TYPE_CHECKING:
-    from loadtest.engine.explore import ExploreResult
+    from loadtest.engine.explore import Counterexample, ExploreResult
 
 
 def replay_command(result: ExploreResult, token: str, scenario_ref: str) -> str:
@@ -83,15 +92,16 @@ def explore_report(
     counterexample = None
     example = result.counterexample
     if example is not None:
-        counts = example.judged.check.counts.as_dict()
-        counterexample = {
-            "schedule": example.schedule.token,
-            "steps": [s.to_dict() for s in example.steps],
-            "counts": counts,
-            "reasons": list(example.judged.check.reasons),
-            "deliveries": example.judged.execution.deliveries,
-            "faults": example.schedule.faults,
+        counterexample = _example(example)
+    bugs = [
+        {
+            **_example(bug),
+            "schedules": bug.schedules,
+            "departure": bug.key.departure.text if bug.key is not None else None,
+            "replay": replay_command(result, bug.schedule.token, scenario_ref),
         }
+        for bug in result.bugs
+    ]
     shown_token = (
         example.schedule.token
         if example is not None
@@ -115,8 +125,23 @@ def explore_report(
         "nondeterministic": result.nondeterministic,
         "replay": replay_command(result, shown_token, scenario_ref) if shown_token else None,
         "counterexample": counterexample,
+        "stop_at_first": result.options.stop_at_first,
+        "bugs": bugs,
+        "bugs_left_out": result.bugs_left_out,
     }
     return dataclasses.replace(report, explore=explored)
+
+
+def _example(example: Counterexample) -> dict[str, Any]:
+    """A shrunk failing schedule as the report keeps it."""
+    return {
+        "schedule": example.schedule.token,
+        "steps": [s.to_dict() for s in example.steps],
+        "counts": example.judged.check.counts.as_dict(),
+        "reasons": list(example.judged.check.reasons),
+        "deliveries": example.judged.execution.deliveries,
+        "faults": example.schedule.faults,
+    }
 
 
 def _item(item: Any) -> str:
@@ -141,6 +166,24 @@ def step_lines(steps: Sequence[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def bug_lines(bugs: Sequence[Mapping[str, Any]], left_out: int = 0) -> list[str]:
+    """Each distinct bug in one line (its reasons, its schedules, where it departs), then
+    the command that replays it."""
+    failing = sum(int(b.get("schedules", 1)) for b in bugs)
+    lines = [f"bugs: {len(bugs)} distinct, in {failing} failing schedule(s), each shrunk:"]
+    for n, bug in enumerate(bugs, start=1):
+        reasons = "; ".join(bug["reasons"]) or "failed"
+        where = f"; departs by {bug['departure']}" if bug.get("departure") else ""
+        lines += [
+            f"  {n}. {reasons} ({bug.get('schedules', 1)} schedule(s), "
+            f"{bug['deliveries']} deliveries, {bug['faults']} fault(s){where})",
+            f"     replay: {bug['replay']}",
+        ]
+    if left_out:
+        lines.append(f"  and {left_out} failing schedule(s) of further kinds, not shrunk")
+    return lines
+
+
 def explore_text(report: ReportModel | Mapping[str, Any]) -> str:
     """The terminal summary of an explore report."""
     report = as_model(report)
@@ -160,12 +203,21 @@ def explore_text(report: ReportModel | Mapping[str, Any]) -> str:
     if bound.get("sentence"):
         lines.append(f"covered: {bound['sentence']}")
     example = e["counterexample"]
+    bugs = e.get("bugs") or []
+    searched = e["strategy"] != "replay" and not e.get("stop_at_first", True)
+    if searched and bugs:
+        lines += ["", *bug_lines(bugs, e.get("bugs_left_out", 0))]
     if example is not None:
+        if e["strategy"] == "replay":
+            origin = ":"
+        elif searched:
+            origin = f", shrunk, the smallest of {len(bugs)} bug(s):"
+        else:
+            origin = ", shrunk from the first failing schedule:"
         lines += [
             "",
             f"counterexample ({example['deliveries']} deliveries, {example['faults']} fault(s), "
-            f"{len(example['steps'])} steps)"
-            + (":" if e["strategy"] == "replay" else ", shrunk from the first failing schedule:"),
+            f"{len(example['steps'])} steps)" + origin,
             *step_lines(example["steps"]),
             "",
             *(f"  {reason}" for reason in example["reasons"]),

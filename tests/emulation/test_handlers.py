@@ -17,6 +17,9 @@ from loadtest.errors import HandlerRefError, InputError
         ("conditional", "consumer.conditional"),
         ("read-then-write", "consumer.read_then_write"),
         ("unconditional", "consumer.unconditional"),
+        ("publish-before-guard", "consumer.publish_before_guard"),
+        ("publish-after-guard", "consumer.publish_after_guard"),
+        ("outbox", "consumer.outbox"),
     ],
 )
 def test_builtin_names_map_to_consumer_modules(name: str, module: str) -> None:

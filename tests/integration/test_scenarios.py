@@ -50,7 +50,9 @@ def _run(name: str, url: str) -> tuple[RunResult, dict[str, dict[str, Any]]]:
 
 def test_every_shipped_scenario_is_listed_with_a_description() -> None:
     found = builtin_scenarios()
-    assert {*STANDARD_QUEUE_SCENARIOS, *FIFO_SCENARIOS, "seed-lab", "race-burst"} == set(found)
+    # effects: tests/integration/test_effects.py runs it.
+    shipped = {*STANDARD_QUEUE_SCENARIOS, *FIFO_SCENARIOS, "seed-lab", "race-burst", "effects"}
+    assert shipped == set(found)
     assert all(s.description for s in found.values())
 
 

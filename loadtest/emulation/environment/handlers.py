@@ -22,6 +22,9 @@ BUILTIN_VARIANTS: dict[str, str] = {
     "unconditional": "consumer.unconditional:handler",
     "transactional": "consumer.transactional:handler",
     "powertools": "consumer.powertools:handler",
+    "publish-before-guard": "consumer.publish_before_guard:handler",
+    "publish-after-guard": "consumer.publish_after_guard:handler",
+    "outbox": "consumer.outbox:handler",
 }
 """Built-in consumer variants and the handler each runs."""
 

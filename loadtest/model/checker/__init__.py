@@ -27,7 +27,9 @@ How a run is judged, in the order the code does it:
    backend's own order, never client clocks; time only breaks ties.
 3. **Deliveries.** An outcome's first write is the one that found it absent.
    Writes by the same invocation for the same record are steps of one
-   delivery (a claim, then the result). With several records of one id in a
+   delivery (a claim, then the result); a delivery that finishes an outcome
+   every delivery before it failed to finish (they failed, and it lacked what a
+   complete one holds: step 4) takes it over. With several records of one id in a
    batch, a write is the record's it names (the one the handler last read,
    where the marks agree with the writes), else a write that finds the
    outcome finished is the next record's; one neither tells apart leaves the
@@ -40,7 +42,8 @@ How a run is judged, in the order the code does it:
    conflicting write.
 4. **Per message.** An acknowledged message whose own details were never
    stored, or whose outcome is gone or lacks a field the scenario says a
-   complete outcome holds (``[outcome] fields``), is a lost outcome (for an
+   complete outcome holds (``[outcome] fields``, else the attribute names every
+   outcome where nothing failed holds), is a lost outcome (for an
    aggregate: no change made for it, or an item that listed it no longer does,
    its change overwritten by another id's); when no
    outcome holds any message's details and no fields are declared, the table

@@ -10,7 +10,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
-from loadtest.model.checker.completeness import incomplete, judged_without_details
+from loadtest.model.checker.completeness import (
+    complete_names,
+    incomplete,
+    judged_without_details,
+    lacking,
+    lacks_complete,
+    learned,
+)
 from loadtest.model.checker.details import (
     carries,
     carries_id,
@@ -27,7 +34,7 @@ from loadtest.model.checker.reasons import (
     effect_reasons,
     inconclusive_reasons,
 )
-from loadtest.model.checker.roles import unattributed_reason
+from loadtest.model.checker.roles import Takeover, unattributed_reason
 from loadtest.model.checker.runtime_errors import sentences as runtime_error_sentences
 from loadtest.model.checker.sent import ACKED, DEAD_LETTERED, POISON, Messages
 from loadtest.model.checker.shared import overwritten
@@ -172,6 +179,7 @@ def check(
     cut_short: bool = False,
     body: BodyShape | None = None,
     expect_overlap: bool = False,
+    learned_before: Mapping[str, frozenset[str]] | None = None,
     effects: Sequence[EffectRule] = (),
 ) -> Check:
     """Judge one variant run: its counts, decisions and verdict.
@@ -187,6 +195,11 @@ def check(
     ``[expect] overlap``, true unless it says otherwise), so a run in which no two
     deliveries of an id overlapped (``exposure``) could not have shown the race and is
     inconclusive. The counts are measured either way.
+
+    ``learned_before``: what a complete outcome held in runs judged before this one, by
+    the model's description (``Check.outcome``): the ``Check.complete`` of each that
+    passed, intersected; with this run's own, it judges the outcomes where something
+    failed (``completeness``).
 
     ``effects``: the scenario's ``[[effects]]`` entries; what the consumer sent beyond the
     table is judged (``effects``) when the run has sinks or sent effects.
@@ -221,8 +234,27 @@ def check(
         final, stored_outcomes = _final_items(model, outcome_keys, messages, end.table_items)
         passed = judging(model, stored_outcomes)
     shared = model.kind == "shared"
+    # What a complete outcome holds, learned from the outcomes where nothing failed (and
+    # the runs judged before): it judges the outcomes where something failed, and tells a
+    # delivery that finished a failed one's half-written outcome from a duplicate write.
+    own: frozenset[str] | None = None
+    names: frozenset[str] | None = None
+    clean: set[str] = set()
+    if not outcome_key.fields and model.kind in ("key", "copies"):
+        clean = set(final) - read.failed_ids
+        own = learned(final, clean, outcome_key.key_names)
+        names = complete_names(own, (learned_before or {}).get(model.description))
+    takeover = Takeover(
+        frozenset(read.failed_deliveries),
+        lambda item, details: lacks_complete(item, outcome_key, names, details),
+    )
     parts = judge_parts(
-        passed.parts, messages, model.kind == "copies", history.frames, shared=shared
+        passed.parts,
+        messages,
+        model.kind == "copies",
+        history.frames,
+        shared=shared,
+        takeover=takeover,
     )
     untied = passed.evidence.shared.untied(model.items) if shared else 0
     """Writes of aggregates no record was tied to: whose change each was is unknown, so
@@ -241,6 +273,11 @@ def check(
         )
     details_stored = any(carried.values())
     unfinished = incomplete(final, outcome_key)
+    by_names: frozenset[str] | None = None
+    """The learned names that judged an outcome where something failed, if any did."""
+    if names and len(clean) < len(final):
+        by_names = names
+        unfinished |= lacking(final, names, clean)
 
     def _lost(business_id: str, position: int) -> bool:
         """Whether an acknowledged message's outcome is gone or incomplete, or its own
@@ -373,7 +410,7 @@ def check(
     if not details_stored and accepted_outcomes and model.kind not in ("ambiguous", "shared"):
         # An item that holds only its key would pass: the table cannot tell a finished
         # outcome from a half-written one, unless the scenario says what one holds.
-        note, unjudged = judged_without_details(outcome_key)
+        note, unjudged = judged_without_details(outcome_key, by_names)
         notes.extend([note] if note else [])
         inconclusive.extend([unjudged] if unjudged else [])
     if passed.unknown_after:
@@ -408,6 +445,7 @@ def check(
         outcome=model.description,
         templates=passed.templates,
         notes=tuple(notes),
+        complete=own,
         effects=() if effected is None else effected.sinks,
     )
 

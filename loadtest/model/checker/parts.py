@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loadtest.model.checker.details import carries
-from loadtest.model.checker.roles import Judged, Write, judge_outcome, message_id
+from loadtest.model.checker.roles import Judged, Takeover, Write, judge_outcome, message_id
 from loadtest.model.checker.sent import Messages
 from loadtest.model.checker.shared import judge_shared
 from loadtest.model.checker.verdict import Decision, DecisionLog, Role
@@ -94,10 +94,16 @@ def item_name(w: Write) -> str:
 
 
 def judge_parts(
-    parts: Parts, messages: Messages, copies: bool, frames: FrameStores, shared: bool = False
+    parts: Parts,
+    messages: Messages,
+    copies: bool,
+    frames: FrameStores,
+    shared: bool = False,
+    takeover: Takeover | None = None,
 ) -> PartsJudged:
-    """Judge each outcome's accepted writes, a part at a time (``judge_outcome``; under
-    the shared model, each business id's writes of each item: ``judge_shared``)."""
+    """Judge each outcome's accepted writes, a part at a time (``judge_outcome``, with
+    ``takeover``; under the shared model, each business id's writes of each item:
+    ``judge_shared``)."""
     found = PartsJudged()
     log, at = DecisionLog(frames=frames), array("q")
     """Every part's decisions, a part after another, each part's in order."""
@@ -109,7 +115,7 @@ def judge_parts(
             _judge_shared_part(by_business, found)
         for business_id, group in () if shared else by_business.items():
             details = messages.details_for(business_id)
-            judge_outcome(business_id, group, copies, found.judged, details)
+            judge_outcome(business_id, group, copies, found.judged, details, takeover)
             afters = [w.write.item_after for w in group if w.write.after_known]
             found.carried[business_id] = carried_bits(afters, details)
         del by_business

@@ -5,7 +5,8 @@ backend's real order of one item's writes, read from item-before images and
 never from client clocks (``backend_order``); the delivery a write belongs to,
 ``(invocation, n-th copy of the id in it)`` (``delivery_unit``); and the role each
 accepted write gets, with the duplicate, conflicting and no-op counts
-(``judge_outcome``); and the message a write was made for (``message_id``, and for a side
+(``judge_outcome``; a delivery that finishes a failed one's half-written outcome takes it
+over, ``Takeover``); and the message a write was made for (``message_id``, and for a side
 write ``marked_record`` and ``side_business_id``). ``LiveDuplicates`` applies the same unit rule to the
 writes seen so far, for the live progress line. It does not decide where
 outcomes live or which writes are outcome writes; the checker does.
@@ -13,7 +14,7 @@ outcomes live or which writes are outcome writes; the checker does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -176,6 +177,48 @@ def unattributed_reason(writes: int) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Takeover:
+    """What tells a delivery that finishes a failed delivery's half-written outcome (a
+    takeover) from a duplicate write over it.
+
+    A second delivery's accepted write over an outcome another delivery wrote is a
+    duplicate unless both hold: the stored outcome it wrote over was unfinished (it
+    lacked what a complete one holds, ``completeness.lacks_complete``) and every
+    delivery that wrote it before failed (its invocation failed, crashed or timed out, or
+    reported its record failed). A racy second write over a live delivery's claim, or
+    over a finished outcome whose image the observer could not read, stays a duplicate.
+
+        delivery A (crashes)           delivery B (the redelivery)
+        PutItem {id, PENDING} ─► claim
+        ✗ crash
+                                       UpdateItem SET status = DONE, details ─► takeover
+    """
+
+    failed: frozenset[tuple[str, str]]
+    """The deliveries that failed: (invocation request id, message id)."""
+    unfinished: Callable[[TypedItem, Sequence[Mapping[str, Any]]], bool]
+    """Whether a stored item (given the outcome's messages' details) lacks what a
+    complete outcome holds."""
+
+    def took_over(
+        self,
+        before: TypedItem,
+        details: Sequence[Mapping[str, Any]],
+        earlier: Sequence[tuple[str, str | None]],
+    ) -> bool:
+        """Whether a write over ``before`` finishes what the ``earlier`` deliveries
+        (invocation, message) that wrote the outcome left: all failed, and it is unfinished."""
+        return (
+            bool(earlier)
+            and all(
+                message is not None and (request, message) in self.failed
+                for request, message in earlier
+            )
+            and self.unfinished(before, details)
+        )
+
+
 @dataclass
 class Judged:
     duplicate: int = 0
@@ -193,8 +236,14 @@ def judge_outcome(
     copies: bool,
     judged: Judged,
     details: Sequence[Mapping[str, Any]],
+    takeover: Takeover | None = None,
 ) -> None:
     """Roles for one outcome's accepted writes (see the module docstring, step 3).
+
+    ``takeover`` (None: no write takes an outcome over) says which deliveries failed and
+    which stored items are unfinished: a write of another delivery over the outcome is a
+    step of a takeover, not a duplicate, only when every delivery that wrote it before
+    failed and the item it wrote over was unfinished (``Takeover.took_over``).
 
     A repeat of an accepted transaction call with the same ClientRequestToken
     and request, within DynamoDB's window, changed nothing: a no-op, outside the
@@ -212,6 +261,8 @@ def judge_outcome(
     state: TypedItem | None = None
     state_known = True
     first_after: TypedItem | None = None
+    owners: dict[tuple[str, int], tuple[str, str | None]] = {}
+    """Each delivery unit's (invocation, message), for ``Takeover.took_over``."""
     removed: TypedItem | None = None
     """The stored outcome the last write took away (a delete's old image), until the
     next write stores one: a delivery that deletes and puts other details replaced it."""
@@ -234,6 +285,7 @@ def judge_outcome(
             request_id in marked,
         )
         w.copy_index = unit[1]
+        owners.setdefault(unit, (request_id, message_id(w.invocation, business_id, unit[1])))
         changed = not (before_known and write.after_known and same_item(before, write.item_after))
         if write.deletes:
             w.role = Role.DELETE
@@ -254,6 +306,21 @@ def judge_outcome(
             w.role = Role.FIRST
             units.append(unit)
             first_after = write.item_after
+        elif (
+            takeover is not None
+            and not copies
+            and existed
+            and before_known
+            and before is not None
+            and write.after_known
+            and any(carries(write.item_after, d) for d in details)
+            and takeover.took_over(before, details, [owners[u] for u in units])
+        ):
+            # Every delivery that wrote the outcome before failed and left it unfinished
+            # (a claim): this one takes it over and finishes it. From now on the earlier
+            # deliveries' writes are another delivery's.
+            w.role = Role.STEP
+            units[:] = [unit]
         else:
             w.role = Role.AGAIN
             units.append(unit)
@@ -288,7 +355,9 @@ class LiveDuplicates:
     no-op-by-construction writes aside. ``add`` is given
     each invocation's writes once, all together (as the runner hands them over),
     so an item keeps no more than that it was stored: whether a later write is
-    by another invocation is known from the call it came in.
+    by another invocation is known from the call it came in. A takeover (``Takeover``)
+    needs what only the whole run shows (which deliveries failed, what a complete outcome
+    holds), so the live line counts one as a duplicate; the report's count is ``check``'s.
     """
 
     def __init__(self, outcome_key: OutcomeKey | None = None) -> None:

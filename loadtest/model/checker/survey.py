@@ -44,6 +44,14 @@ class Survey:
     """What the run did not provide that the handler expected (``harness``)."""
     overlaps: Overlaps = field(default_factory=lambda: Overlaps({}))
     """Each business id's handler executions, for the race exposure."""
+    failed_ids: set[str] = field(default_factory=set)
+    """The business ids something failed for: a delivery of one was a redelivery, or its
+    invocation failed or reported its record failed (``completeness`` learns from the
+    others)."""
+    failed_deliveries: set[tuple[str, str]] = field(default_factory=set)
+    """The deliveries that failed, as (invocation request id, message id): every record of
+    an invocation that failed, crashed or timed out, and each record an invocation reported
+    failed (``roles.Takeover``: only such a delivery's half-written outcome is taken over)."""
     effects: int = 0
     """Effects the invocations sent beyond the table (entries observed, accepted or not)."""
 
@@ -54,7 +62,14 @@ def survey(history: History, business_index: Mapping[str, int]) -> Survey:
     for inv in history.invocations:
         found.deliveries += len(inv.records)
         found.redeliveries += sum(1 for r in inv.records if r.receive_count > 1)
-        if inv.outcome is not InvocationOutcome.SUCCESS:
+        failed = inv.outcome is not InvocationOutcome.SUCCESS
+        for r in inv.records:
+            record_failed = failed or r.message_id in inv.failed_message_ids
+            if record_failed:
+                found.failed_deliveries.add((inv.request_id, r.message_id))
+            if r.business_id is not None and (record_failed or r.receive_count > 1):
+                found.failed_ids.add(r.business_id)
+        if failed:
             found.handler_errors += 1
             explained = explain(inv.error)
             if explained is not None:

@@ -451,6 +451,9 @@ class Check:
     templates: Mapping[str, Mapping[str, int | str]] = field(default_factory=dict)
     """Key templates seen: ``{template: {"role": ..., "writes": n}}``."""
     notes: tuple[str, ...] = ()
+    complete: frozenset[str] | None = None
+    """The attribute names, besides the key's, every stored outcome of a business id where
+    nothing failed held (``completeness.learned``); None when there was none."""
     effects: tuple[SinkEffects, ...] = ()
     """Each sink's effects, judged (empty for a run without sinks and without effects)."""
 

@@ -279,8 +279,9 @@ class Replay:
 
 STOPS = ("space", "budget", "time_budget", "first_failure", "unscheduled_call")
 """Why a search stopped: it covered its space (or ran its one schedule), ran its budget of
-schedules, ran out of its time budget, found a failing schedule, or met a call it cannot
-schedule (so the space it searched is not the whole space)."""
+schedules, ran out of its time budget, found a failing schedule (asked to stop at the
+first), or met a call it cannot schedule (so the space it searched is not the whole
+space)."""
 
 
 def stopped_by(

@@ -80,6 +80,16 @@ def _run_labels(runs: Sequence[RunModel]) -> list[str]:
     return unique
 
 
+def _explore_bugs(explore: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The explored bugs to draw, one section each: the report's ``bugs``, else (a report
+    written before they were kept) its counterexample alone."""
+    bugs = explore.get("bugs")
+    if bugs:
+        return list(bugs)
+    example = explore.get("counterexample")
+    return [example] if example else []
+
+
 def _reproduce_command(report: ReportModel) -> tuple[str, bool]:
     # An exploration's page shows one schedule: its replay line reruns exactly that one,
     # as the terminal's "replay:" does (the command reruns the whole search).
@@ -278,7 +288,7 @@ def render_html(report: ReportModel | Mapping[str, Any]) -> str:
     repeat = repeat_context(report)
     # A sweep's grid and a repeat's table tell their own story, one cell or run per row.
     many = repeat is not None or any(run.cell for run in runs)
-    example = (report.explore or {}).get("counterexample") or {}
+    explored_bugs = _explore_bugs(report.explore or {})
     template = _environment().get_template("report.html.j2")
     return template.render(
         repeat=repeat,
@@ -313,5 +323,8 @@ def render_html(report: ReportModel | Mapping[str, Any]) -> str:
         other_findings=other_findings,
         page_rows=WRITE_TABLE_PAGE_ROWS,
         sweep=html_section(report, report.extra.get("sweep_metric")),
-        explore_timeline=explore_timeline(example.get("steps") or []),
+        explore_bugs=[
+            {"example": bug, "timeline": explore_timeline(bug.get("steps") or [])}
+            for bug in explored_bugs
+        ],
     )

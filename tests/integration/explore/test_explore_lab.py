@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 import loadtest
 from loadtest.cli import app
 from loadtest.errors import InputError
+from loadtest.reports.explore import explore_text
 
 runner = CliRunner()
 
@@ -37,7 +38,9 @@ def _steps(report: loadtest.Report) -> list[tuple[str, str, str | None]]:
 def test_read_then_write_race_is_found_shrunk_and_replayed(
     backend_url: str, tmp_path: Path
 ) -> None:
-    report = loadtest.explore("seed-lab", variant="read-then-write", endpoint_url=backend_url)
+    report = loadtest.explore(
+        "seed-lab", variant="read-then-write", stop_at_first=True, endpoint_url=backend_url
+    )
     assert report.exit_code == 1
     explore: dict[str, Any] = report.to_dict()["explore"]
     assert explore["strategy"] == "exhaustive" and explore["exhaustive"] is False
@@ -55,6 +58,9 @@ def test_read_then_write_race_is_found_shrunk_and_replayed(
     assert explore["replay"] == (
         "loadtest explore seed-lab --variant read-then-write --schedule 2:2=2"
     )
+    [bug] = explore["bugs"]
+    assert bug["schedule"] == "2:2=2" and bug["steps"] == example["steps"]
+    assert bug["schedules"] == 1 and bug["replay"] == explore["replay"]
     [run] = report.runs
     assert run.verdict == "fail" and run.counts.duplicate_writes == 1
     page = report.write_html(tmp_path / "explore.html").read_text(encoding="utf-8")
@@ -78,6 +84,28 @@ def test_read_then_write_race_is_found_shrunk_and_replayed(
         assert again.to_dict()["explore"]["strategy"] == "replay"
         assert again.to_dict()["explore"]["counterexample"]["schedule"] == "2:2=2"
         assert _steps(again) == RACE
+
+
+def test_the_search_runs_on_after_the_first_failure_and_groups_the_race_into_one_bug(
+    backend_url: str,
+) -> None:
+    report = loadtest.explore("seed-lab", variant="read-then-write", endpoint_url=backend_url)
+    assert report.exit_code == 1
+    explore: dict[str, Any] = report.to_dict()["explore"]
+    # Every schedule of the three copies was run; most of them are the one race.
+    assert explore["exhaustive"] is True and explore["stop_at_first"] is False
+    bound = explore["bound"]
+    assert bound["stopped_by"] == "space" and bound["schedules"] == explore["schedules_run"]
+    assert 1 < explore["schedules_failed"] < explore["schedules_run"]
+    [bug] = explore["bugs"]
+    assert bug["schedules"] == explore["schedules_failed"]
+    assert bug["schedule"] == explore["counterexample"]["schedule"] == "2:2=2"
+    assert bug["counts"]["duplicate_writes"] == 1 and bug["faults"] == 0
+    assert bug["departure"] == "another delivery going first after the delivery's read"
+    assert _steps(report) == RACE
+    text = explore_text(report.to_dict())
+    assert f"covered: {bound['sentence']}" in text
+    assert "bugs: 1 distinct, in " in text and "shrunk, the smallest of 1 bug(s):" in text
 
 
 def test_default_schedule_of_the_race_passes(backend_url: str) -> None:
@@ -137,7 +165,12 @@ def test_a_time_budget_stops_the_search_with_an_answer(backend_url: str) -> None
 
 def test_pct_finds_the_race_and_states_its_bound(backend_url: str) -> None:
     report = loadtest.explore(
-        "seed-lab", variant="read-then-write", strategy="pct", seed=3, endpoint_url=backend_url
+        "seed-lab",
+        variant="read-then-write",
+        strategy="pct",
+        seed=3,
+        stop_at_first=True,
+        endpoint_url=backend_url,
     )
     explore = report.to_dict()["explore"]
     assert report.exit_code == 1
@@ -148,6 +181,26 @@ def test_pct_finds_the_race_and_states_its_bound(backend_url: str) -> None:
         "a bug of depth 3 is found with probability at least 1/(n*k^(d-1))" in (bound["sentence"])
     )
     assert explore["counterexample"]["deliveries"] == 2
+
+
+def test_pct_runs_its_budget_past_a_failure(backend_url: str) -> None:
+    report = loadtest.explore(
+        "seed-lab",
+        variant="read-then-write",
+        strategy="pct",
+        seed=3,
+        budget=30,
+        endpoint_url=backend_url,
+    )
+    explore = report.to_dict()["explore"]
+    assert report.exit_code == 1
+    bound = explore["bound"]
+    assert bound["stopped_by"] == "budget" and explore["schedules_run"] == 30
+    assert explore["schedules_failed"] >= 1
+    assert sum(b["schedules"] for b in explore["bugs"]) == explore["schedules_failed"]
+    assert explore["counterexample"] == {
+        k: v for k, v in explore["bugs"][0].items() if k in explore["counterexample"]
+    }
 
 
 def test_bad_input() -> None:
@@ -231,6 +284,7 @@ def test_printed_replay_line_reproduces_the_counterexample_with_every_option(
             "pct",
             "--seed",
             "11",
+            "--stop-at-first",
         ],
         tmp_path / "found.json",
         backend_url,
@@ -241,7 +295,8 @@ def test_printed_replay_line_reproduces_the_counterexample_with_every_option(
     for option in ("--copies", "--faults", "--max-faults", "--seed", "--schedule"):
         assert option in replay, found["replay"]
     assert replay[replay.index("--schedule") + 1] == example["schedule"]
-    assert "--strategy" not in replay  # a replay does not search
+    # A replay does not search.
+    assert "--strategy" not in replay and "--stop-at-first" not in replay
     for attempt in range(2):
         again = _cli_explore(replay[1:], tmp_path / f"replay{attempt}.json", backend_url)
         assert again["strategy"] == "replay" and again["replay"] == found["replay"]

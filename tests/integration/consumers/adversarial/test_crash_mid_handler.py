@@ -110,3 +110,23 @@ def test_an_aioboto3_consumer_dies_after_every_answered_write(backend_url: str) 
     assert (c.writes_accepted, c.writes_rejected, c.duplicate_writes) == (4, 8, 0)
     assert run.check.verdict == "fail"
     assert all(i.error == CRASH_MID_HANDLER_MESSAGE for i in run.history.invocations)
+
+
+def test_claims_a_crash_left_pending_are_lost_by_what_the_completed_orders_hold(
+    backend_url: str,
+) -> None:
+    # The order item is its own claim: a crash between the claim and the completion leaves
+    # {id, status: PENDING, quantity}, which the redelivery skips. It carries the message's
+    # details, and no field is declared: the orders completed where nothing failed show
+    # what a complete one holds (a total_cents).
+    scenario = load_scenario(str(HERE / "claim_crash.toml")).with_overrides(crash_mid_handler=0.5)
+    (run,) = run_variants(scenario, backend_url, f"{HERE / 'claim_pending_skip.py'}:handler").runs
+    c = run.check.counts
+    items = run.end_state.table_items.values()
+    pending = sum(1 for item in items if item["status"]["S"] == "PENDING")
+    assert pending >= 1, "no crash fell between a claim and its completion"
+    assert c.lost_outcomes == pending
+    assert run.check.complete == frozenset({"status", "quantity", "total_cents"})
+    assert c.duplicate_writes == c.conflicting_writes == 0
+    assert run.check.verdict == "fail", (run.check.reasons, run.check.inconclusive)
+    assert c.unsettled == c.dead_lettered == 0

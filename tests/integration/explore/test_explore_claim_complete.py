@@ -1,0 +1,49 @@
+"""explore on claim-then-complete consumers: the crash between the claim and the completion."""
+
+from __future__ import annotations
+
+import loadtest
+
+CONSUMERS = "tests/integration/explore/consumers"
+
+
+def test_a_pending_claim_skipped_by_the_redelivery_is_a_lost_outcome(backend_url: str) -> None:
+    handler = f"{CONSUMERS}/claim_pending.py:handler"
+    report = loadtest.explore("seed-lab", handler=handler, faults="crash", endpoint_url=backend_url)
+    assert report.exit_code == 1
+    explore = report.to_dict()["explore"]
+    example = explore["counterexample"]
+    assert example["counts"]["lost_outcomes"] >= 1
+    assert example["faults"] == 1
+    [run] = report.runs
+    assert run.verdict == "fail" and run.counts.lost_outcomes >= 1
+    assert "--faults crash --schedule " in explore["replay"]
+    # The first schedule passed and taught what a complete order holds: no crashed
+    # schedule after it is left inconclusive, and every failing one is the one gap.
+    assert explore["schedules_inconclusive"] == 0
+    [bug] = explore["bugs"]
+    assert bug["schedules"] == explore["schedules_failed"] >= 1
+
+    again = loadtest.explore(
+        "seed-lab",
+        handler=handler,
+        faults="crash",
+        schedule=example["schedule"],
+        endpoint_url=backend_url,
+    )
+    assert again.exit_code == 1
+    assert again.to_dict()["explore"]["counterexample"]["counts"]["lost_outcomes"] >= 1
+
+
+def test_a_redelivery_that_takes_a_pending_claim_over_passes(backend_url: str) -> None:
+    report = loadtest.explore(
+        "seed-lab",
+        handler=f"{CONSUMERS}/claim_takeover.py:handler",
+        faults="crash",
+        copies=1,
+        endpoint_url=backend_url,
+    )
+    explore = report.to_dict()["explore"]
+    assert report.exit_code == 0, explore
+    assert explore["schedules_failed"] == 0 and explore["schedules_inconclusive"] == 0
+    assert explore["exhaustive"] is True
