@@ -12,13 +12,17 @@ from loadtest import api
 from loadtest.model.history.log import EffectKind, WriteOutcome
 from loadtest.model.scenario.loading import load_scenario
 from tests.integration import test_sinks
+from tests.integration.explore.test_explore_effects import delete_consumer_topic
 from tests.integration.helpers import run_variants
 
 CONSUMER = Path(__file__).parent / "explore" / "consumers" / "put_then_publish.py"
 
 
 def test_each_invocations_publish_is_in_the_history(backend_url: str) -> None:
-    result = run_variants(load_scenario("seed-lab"), backend_url, f"{CONSUMER}:handler")
+    try:
+        result = run_variants(load_scenario("seed-lab"), backend_url, f"{CONSUMER}:handler")
+    finally:
+        delete_consumer_topic(backend_url)
     [run] = result.runs
     invocations = run.history.invocations
     effects = [e for inv in invocations for e in inv.effects]

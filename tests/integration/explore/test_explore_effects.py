@@ -13,9 +13,10 @@ import pytest
 import loadtest
 from loadtest.engine.explore_session import Judged, Session
 from loadtest.model.history.log import EffectKind
+from tests.backend.aws_clients import sns
 
 CONSUMER = Path(__file__).parent / "consumers" / "put_then_publish.py"
-PUBLISH = "publish to topic loadtest-explore-orders"
+PUBLISH = "publish to topic effects-explore-orders"
 PUT = "PutItem id=dedup-order"
 
 Line = tuple[str, str, str | None]
@@ -32,14 +33,25 @@ def _schedules(backend_url: str, monkeypatch: pytest.MonkeyPatch, faults: str) -
         return result
 
     monkeypatch.setattr(Session, "run", recording)
-    loadtest.explore(
-        "seed-lab",
-        handler=f"{CONSUMER}:handler",
-        copies=1,
-        faults=faults,
-        endpoint_url=backend_url,
-    )
+    try:
+        loadtest.explore(
+            "seed-lab",
+            handler=f"{CONSUMER}:handler",
+            copies=1,
+            faults=faults,
+            endpoint_url=backend_url,
+        )
+    finally:
+        delete_consumer_topic(backend_url)
     return judged
+
+
+def delete_consumer_topic(url: str) -> None:
+    """The topic the consumer made for itself, gone (the backend is shared)."""
+    client = sns(url)
+    for topic in client.list_topics()["Topics"]:
+        if topic["TopicArn"].endswith(":effects-explore-orders"):
+            client.delete_topic(TopicArn=topic["TopicArn"])
 
 
 def _lines(judged: Judged) -> list[Line]:
@@ -97,7 +109,7 @@ def test_the_publish_is_a_step_and_a_crash_before_it_is_reached(
     assert _published(after[0]) == [("1", True, None)]
     [effect] = [e for i in after[0].execution.invocations for e in i.effects]
     assert (effect.operation, effect.kind) == ("SNS.Publish", EffectKind.TOPIC)
-    assert effect.sink.endswith(":loadtest-explore-orders")
+    assert effect.sink.endswith(":effects-explore-orders")
 
 
 def test_a_throttled_publish_is_answered_with_snss_own_error(

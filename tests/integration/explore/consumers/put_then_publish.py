@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 from _jobs import dynamodb, job, order_item, table  # type: ignore[import-not-found]
 
-TOPIC = "loadtest-explore-orders"
+TOPIC = "effects-explore-orders"
 
 
 def handler(event: dict[str, Any], context: Any) -> None:
