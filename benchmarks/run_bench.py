@@ -27,6 +27,9 @@ nothing about time. Figures, for one run of race-burst's conditional variant:
   burst split across ``--ceiling-producers`` processes (``--producers``),
 - with ``--history FILE``, the run's history written as it goes (as ``run --history``):
   compare its CPU per message with a run without it, side by side,
+- with ``--env NAME=VALUE`` (placeholders allowed) and a variant that sends effects, e.g.
+  ``--variant publish-after-guard --env ORDERS_TOPIC_ARN={topic:orders}``: the cost of an
+  effect per message (its sink made, observed and read back), beside a run without,
 
 and each figure's ratio to the one committed in ``reports/baselines/bench.json``
 (``--save-baseline`` rewrites that file; refresh it in the same commit as an
@@ -37,6 +40,7 @@ runs; compare runs made side by side.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -312,6 +316,15 @@ def main(argv: list[str] | None = None) -> None:
         help="write the run's history to FILE as it goes (run --history), to measure its cost",
     )
     parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a variable for the function, placeholders allowed (as run --env): e.g. "
+        'ORDERS_TOPIC_ARN="{topic:orders}" with --variant publish-after-guard, to measure '
+        "the cost of an effect per message",
+    )
+    parser.add_argument(
         "--save-baseline",
         action="store_true",
         help=f"write this run's figures to {BASELINE}",
@@ -326,6 +339,10 @@ def main(argv: list[str] | None = None) -> None:
         producers=args.producers,
         rate_per_s=args.rate,
     )
+    if args.env:
+        scenario = dataclasses.replace(
+            scenario, function=scenario.function.with_environment(args.env)
+        )
     refs = [parse_ref(args.variant)]
     self_before = resource.getrusage(resource.RUSAGE_SELF)
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
