@@ -16,6 +16,7 @@ and the variant's record ``variant_result``'s. Prints nothing, never exits.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import time
@@ -346,20 +347,9 @@ async def sweep_async(
     salvage = salvage if salvage is not None else Salvage()
     salvage.target = target
     await check_reachable(target)
-    if recorder is None:
-        return await _sweep(
-            scenario,
-            refs,
-            target,
-            planned_cells,
-            on_progress,
-            clock,
-            cleanup_timeout_s,
-            salvage,
-            None,
-        )
-    recorder.backend(target)
-    async with recorder.flushing():
+    if recorder is not None:
+        recorder.backend(target)
+    async with recorder.flushing() if recorder is not None else contextlib.nullcontext():
         return await _sweep(
             scenario,
             refs,
