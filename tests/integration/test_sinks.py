@@ -99,12 +99,16 @@ def test_the_end_state_holds_one_published_message_per_distinct_id(
 
 
 def _sink_names(url: str) -> list[str]:
-    """Topics, buckets, buses and state machines whose names say a run created them."""
+    """Topics, buckets, buses, state machines, functions and roles whose names say a run
+    created them."""
     topics = [t["TopicArn"].rsplit(":", 1)[1] for t in sns(url).list_topics()["Topics"]]
     buckets = [b["Name"] for b in s3(url).list_buckets()["Buckets"]]
     buses = [b["Name"] for b in events(url).list_event_buses()["EventBuses"]]
     machines = [m["name"] for m in stepfunctions(url).list_state_machines()["stateMachines"]]
-    return [n for n in topics + buckets + buses + machines if n.startswith("loadtest-")]
+    functions = [f["FunctionName"] for f in lambda_(url).list_functions()["Functions"]]
+    roles = [r["RoleName"] for r in iam(url).list_roles()["Roles"]]
+    names = topics + buckets + buses + machines + functions + roles
+    return [n for n in names if n.startswith("loadtest-")]
 
 
 @pytest.mark.slow
@@ -117,6 +121,7 @@ def test_an_interrupted_run_deletes_its_sinks(backend_url: str, tmp_path: Path) 
             *("--distinct-ids", "400", "--concurrency", "2", "--endpoint-url", backend_url),
             *("--env", "T={topic:orders.fifo}", "--env", "B={bucket:receipts}"),
             *("--env", "E={bus:events}", "--env", "S={state_machine:ship}"),
+            *("--env", "F={function:notify}"),
             *("--out", str(tmp_path), "--quiet"),
         ],
         stdout=subprocess.PIPE,
@@ -125,9 +130,10 @@ def test_an_interrupted_run_deletes_its_sinks(backend_url: str, tmp_path: Path) 
         env={**os.environ, "NO_COLOR": "1"},
     )
     deadline = time.monotonic() + 60
-    while len(_sink_names(backend_url)) < 4 and time.monotonic() < deadline:
+    # Four sinks, and a function sink's function and role.
+    while len(_sink_names(backend_url)) < 6 and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert len(_sink_names(backend_url)) == 4, "the run never made its sinks"
+    assert len(_sink_names(backend_url)) == 6, "the run never made its sinks"
     time.sleep(1.0)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
