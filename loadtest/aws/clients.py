@@ -40,6 +40,7 @@ from loadtest.aws.resources import teardown as teardown
 from loadtest.aws.sink_reads import read_sinks as read_sinks
 from loadtest.aws.sinks import MadeSink as MadeSink
 from loadtest.aws.sinks import SinkClients as SinkClients
+from loadtest.aws.sinks import capture_zip as capture_zip
 from loadtest.aws.sinks import create_sinks as create_sinks
 from loadtest.aws.sinks import delete_found_sink as delete_found_sink
 from loadtest.aws.sinks import delete_sinks as delete_sinks
@@ -92,7 +93,8 @@ async def clients(
 
 
 def sink_clients(target: Target) -> SinkClients:
-    """boto3 clients for the run's sinks (SQS, SNS, EventBridge, S3, Step Functions), used
+    """boto3 clients for the run's sinks (SQS, SNS, EventBridge, S3, Step Functions, Lambda
+    and IAM), used
     from a worker thread (``loadtest.aws.sinks`` is synchronous)."""
     import boto3
     from botocore.config import Config
@@ -119,6 +121,8 @@ def sink_clients(target: Target) -> SinkClients:
         events=session.client("events", **kwargs),
         s3=session.client("s3", **kwargs),
         stepfunctions=session.client("stepfunctions", **kwargs),
+        lambda_=session.client("lambda", **kwargs),
+        iam=session.client("iam", **kwargs),
     )
 
 

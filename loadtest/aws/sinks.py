@@ -1,12 +1,15 @@
-"""The run's sinks: creating the topics, queues, buses, buckets and state machines a consumer
-sends effects to, and deleting exactly what was made.
+"""The run's sinks: creating the topics, queues, buses, buckets, state machines and functions
+a consumer sends effects to, and deleting exactly what was made.
 
 Each sink (``loadtest.model.scenario.placeholders.Sink``) is created under the run's
 prefix, tagged ``created-by=loadtest``, and recorded in its ``MadeSink`` the moment each
 of its parts exists, so a failure halfway still lets ``delete_sinks`` remove what was
 made and nothing else. A topic gets a capture queue subscribed to it with raw delivery (a
 FIFO one for a FIFO topic), a bus a rule matching every event of the bus's account with a
-capture queue as its target: what they delivered is read from there.
+capture queue as its target, a function (``CAPTURE_CODE``, with a role of its own) a
+capture queue it sends each event it is invoked with to: what they delivered is read from
+there. The embedded backend runs no function's code: its Invoke does what
+``CAPTURE_CODE`` does (``loadtest.backend.awslambda.capture``).
 
 Reading what they hold is ``loadtest.aws.sink_reads``'.
 
@@ -17,10 +20,12 @@ in its own. Every failure goes through ``loadtest.aws.errors``.
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from loadtest.aws.errors import ERRORS, translated
 from loadtest.aws.target import BackendKind, Target
@@ -30,6 +35,8 @@ from loadtest.model.scenario.placeholders import Sink
 
 if TYPE_CHECKING:
     from mypy_boto3_events import EventBridgeClient
+    from mypy_boto3_iam import IAMClient
+    from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sns import SNSClient
     from mypy_boto3_sqs import SQSClient
@@ -43,6 +50,39 @@ PASS_DEFINITION = json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pa
 """A state machine sink's definition: one Pass state (its executions are what counts)."""
 EMBEDDED_ROLE = "arn:aws:iam::123456789012:role/loadtest-state-machine"
 """The role a state machine sink names on a local backend, which checks none."""
+CAPTURE_ENV = "LOADTEST_CAPTURE_QUEUE_URL"
+"""The variable a function sink is told its capture queue's URL by."""
+CAPTURE_CODE = """\
+import json
+import os
+
+import boto3
+
+_SQS = boto3.client("sqs")
+
+
+def handler(event, context):
+    _SQS.send_message(
+        QueueUrl=os.environ["LOADTEST_CAPTURE_QUEUE_URL"],
+        MessageBody=event if isinstance(event, str) else json.dumps(event, separators=(",", ":")),
+    )
+"""
+"""A function sink's code (``index.py``): each event it is invoked with, sent to its capture
+queue as JSON text."""
+FUNCTION_RUNTIME: Final = "python3.12"
+FUNCTION_TRUST = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "lambda.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+            }
+        ],
+    }
+)
+"""Who may assume a function sink's role: Lambda."""
 
 
 @dataclass
@@ -54,10 +94,20 @@ class SinkClients:
     events: EventBridgeClient
     s3: S3Client
     stepfunctions: SFNClient
+    lambda_: LambdaClient
+    iam: IAMClient
 
     def close(self) -> None:
         """Close each client's connections."""
-        for client in (self.sqs, self.sns, self.events, self.s3, self.stepfunctions):
+        for client in (
+            self.sqs,
+            self.sns,
+            self.events,
+            self.s3,
+            self.stepfunctions,
+            self.lambda_,
+            self.iam,
+        ):
             client.close()
 
 
@@ -77,6 +127,8 @@ class MadeSink:
     capture_arn: str = ""
     subscription_arn: str = ""
     rule: str = ""
+    role: str = ""
+    """A function sink's role's name."""
     seen: set[str] = field(default_factory=set)
     """Executions already read (a state machine keeps them: explore reads each once)."""
 
@@ -89,7 +141,7 @@ class MadeSink:
 
     def names(self) -> list[str]:
         """Every part that exists, by name, for a message."""
-        return [part for part in (self.address, self.capture_url) if part]
+        return [part for part in (self.address, self.capture_url, self.role) if part]
 
 
 def create_sinks(
@@ -115,12 +167,20 @@ def create_sinks(
 
 def refuse_unmakeable(sinks: Sequence[Sink], target: Target) -> None:
     """Refuse (``ScenarioError``) sinks the run cannot make on ``target``, before anything is
-    made: a state machine on AWS needs an execution role, which the run does not make."""
-    machines = [s for s in sinks if s.kind is EffectKind.STATE_MACHINE]
-    if target.kind is BackendKind.AWS and machines:
+    made: a state machine or function on AWS needs an execution role, which the run does not
+    make there."""
+    refused = [s for s in sinks if s.kind in (EffectKind.STATE_MACHINE, EffectKind.FUNCTION)]
+    if target.kind is BackendKind.AWS and refused:
+        what = "state machine" if refused[0].kind is EffectKind.STATE_MACHINE else "function"
         raise ScenarioError(
-            f"{{{machines[0].placeholders[0]}}}: a state machine sink is made on local backends "
+            f"{{{refused[0].placeholders[0]}}}: a {what} sink is made on local backends "
             "and endpoints only; on AWS it needs an execution role, which the run does not make"
+            + (
+                " (a function's Invoke calls are still observed and counted from the answers "
+                "AWS gave, without {function:NAME}: name the function itself)"
+                if what == "function"
+                else ""
+            )
         )
 
 
@@ -223,8 +283,52 @@ def _create(
             roleArn=EMBEDDED_ROLE,
             tags=[{"key": k, "value": v} for k, v in tags.items()],
         )["stateMachineArn"]
+    elif sink.kind is EffectKind.FUNCTION:
+        made.capture_url, made.capture_arn = _queue(clients, sink.capture_name(prefix), False, tags)
+        role_arn = clients.iam.create_role(
+            RoleName=made.name,
+            AssumeRolePolicyDocument=FUNCTION_TRUST,
+            Tags=tag_list,
+            Description="loadtest: a function sink's role",
+        )["Role"]["Arn"]
+        made.role = made.name
+        clients.iam.put_role_policy(
+            RoleName=made.name,
+            PolicyName="loadtest-capture",
+            PolicyDocument=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Effect": "Allow",
+                            "Action": "sqs:SendMessage",
+                            "Resource": made.capture_arn,
+                        }
+                    ],
+                }
+            ),
+        )
+        made.address = clients.lambda_.create_function(
+            FunctionName=made.name,
+            Runtime=FUNCTION_RUNTIME,
+            Role=role_arn,
+            Handler="index.handler",
+            Code={"ZipFile": capture_zip()},
+            Environment={"Variables": {CAPTURE_ENV: made.capture_url}},
+            Tags=tags,
+        )["FunctionArn"]
     else:
         raise ValueError(f"no sink of kind {sink.kind}")
+
+
+def capture_zip() -> bytes:
+    """A function sink's code as Lambda takes it: ``CAPTURE_CODE`` as ``index.py``."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        info = zipfile.ZipInfo("index.py", date_time=(1980, 1, 1, 0, 0, 0))
+        info.external_attr = 0o644 << 16
+        archive.writestr(info, CAPTURE_CODE)
+    return buffer.getvalue()
 
 
 def delete_sinks(clients: SinkClients, made: list[MadeSink]) -> list[str]:
@@ -269,6 +373,14 @@ def _delete(clients: SinkClients, made: MadeSink) -> None:
     elif kind is EffectKind.STATE_MACHINE and made.address:
         clients.stepfunctions.delete_state_machine(stateMachineArn=made.address)
         made.address = ""
+    elif kind is EffectKind.FUNCTION:
+        if made.address:
+            clients.lambda_.delete_function(FunctionName=made.address)
+            made.address = ""
+        if made.role:
+            clients.iam.delete_role_policy(RoleName=made.role, PolicyName="loadtest-capture")
+            clients.iam.delete_role(RoleName=made.role)
+            made.role = ""
     if made.capture_url:
         clients.sqs.delete_queue(QueueUrl=made.capture_url)
         made.capture_url = ""

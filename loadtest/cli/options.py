@@ -189,7 +189,8 @@ _EnvOpt = Annotated[
         help="A variable for the function, repeatable; wins over the scenario's "
         "[consumer] environment. VALUE may name the run's resources: {table}, {queue_url}, "
         "{queue_arn}, {dlq_url}, {region}, {table:LABEL}, and sinks it sends to: {topic:NAME}, "
-        "{queue_url:NAME}, {queue_arn:NAME}, {bus:NAME}, {bucket:NAME}, {state_machine:NAME}.",
+        "{queue_url:NAME}, {queue_arn:NAME}, {bus:NAME}, {bucket:NAME}, {state_machine:NAME}, "
+        "{function:NAME}.",
     ),
 ]
 

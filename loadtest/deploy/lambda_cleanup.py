@@ -182,11 +182,11 @@ def make_clients(endpoint_url: str | None, region: str | None = None) -> tuple[C
     def client(service: str) -> Any:
         return session.client(service, endpoint_url=endpoint_url, config=config)  # type: ignore[call-overload]
 
-    sqs = client("sqs")
+    sqs, iam, lambda_ = client("sqs"), client("iam"), client("lambda")
     return (
         Clients(
-            iam=client("iam"),
-            lambda_=client("lambda"),
+            iam=iam,
+            lambda_=lambda_,
             sqs=sqs,
             dynamodb=client("dynamodb"),
             sinks=aws.SinkClients(
@@ -195,6 +195,8 @@ def make_clients(endpoint_url: str | None, region: str | None = None) -> tuple[C
                 events=client("events"),
                 s3=client("s3"),
                 stepfunctions=client("stepfunctions"),
+                lambda_=lambda_,
+                iam=iam,
             ),
         ),
         where,

@@ -52,16 +52,19 @@ queues it created (``EnvironmentRefs``: which queue each names)."""
 
 
 def sink_settings(sink: Sink, prefix: str) -> dict[str, Any]:
-    """A sink's planned settings: what it is and, for a topic or bus, the queue that captures
-    what it delivers."""
+    """A sink's planned settings: what it is and, for a topic, bus or function, the queue that
+    captures what it delivers (a function's role too)."""
     settings: dict[str, Any] = {
         "Kind": sink.kind.value,
         "Placeholder": f"{{{sink.placeholders[0]}}}",
     }
     if sink.fifo:
         settings["Fifo"] = "content-based deduplication off"
-    if sink.kind in (EffectKind.TOPIC, EffectKind.BUS):
+    if sink.kind in (EffectKind.TOPIC, EffectKind.BUS, EffectKind.FUNCTION):
         settings["CaptureQueue"] = sink.capture_name(prefix)
+    if sink.kind is EffectKind.FUNCTION:
+        settings["Role"] = sink.resource_name(prefix)
+        settings["Code"] = "sends each event it is invoked with to its capture queue"
     return settings
 
 

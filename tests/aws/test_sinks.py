@@ -26,6 +26,7 @@ SINKS = (
     Sink(EffectKind.BUS, "events"),
     Sink(EffectKind.BUCKET, "receipts"),
     Sink(EffectKind.STATE_MACHINE, "ship"),
+    Sink(EffectKind.FUNCTION, "notify"),
 )
 
 
@@ -86,6 +87,10 @@ def _send_twice(clients: aws.SinkClients, made: list[aws.MadeSink]) -> None:
             )
         except ClientError as exc:  # the second start, when it is refused
             assert exc.response["Error"]["Code"] == "ExecutionAlreadyExists"
+        answer = clients.lambda_.invoke(
+            FunctionName=address["function:notify"], InvocationType="Event", Payload=b'{"id":"o-1"}'
+        )
+        assert answer["StatusCode"] == 202
 
 
 def test_each_sink_holds_what_it_really_received_and_says_what_it_deduplicates(
@@ -109,6 +114,7 @@ def test_each_sink_holds_what_it_really_received_and_says_what_it_deduplicates(
         "bus:events": 2,
         "bucket:receipts": 1,
         "state_machine:ship": 1,
+        "function:notify": 2,
     }
     assert all(c.complete for c in read.values())
     assert [name for name, c in read.items() if c.fifo] == [
@@ -135,6 +141,7 @@ def test_each_sink_holds_what_it_really_received_and_says_what_it_deduplicates(
     [execution] = read["state_machine:ship"].messages
     assert (execution.key, execution.payload) == ("o-1", '{"id":"o-1"}')
     assert dict(execution.attributes)["status"] == "RUNNING"  # moto never runs a machine
+    assert [m.payload for m in read["function:notify"].messages] == ['{"id":"o-1"}'] * 2
     addresses = {m.address for m in sinks}
     assert {c.address for c in read.values()} == addresses
 
@@ -207,6 +214,14 @@ def test_sinks_are_tagged_and_deleted_leaving_nothing_and_touching_nothing_else(
         "key": "created-by",
         "value": "loadtest",
     } in clients.stepfunctions.list_tags_for_resource(resourceArn=machine.address)["tags"]
+    function = by_kind[SINKS[7]]
+    assert clients.lambda_.list_tags(Resource=function.address)["Tags"] == {
+        "created-by": "loadtest"
+    }
+    assert tag in clients.iam.list_role_tags(RoleName=function.role)["Tags"]
+    assert clients.sqs.list_queue_tags(QueueUrl=function.capture_url)["Tags"] == {
+        "created-by": "loadtest"
+    }
 
     assert aws.delete_sinks(clients, made) == []
     assert made == []
@@ -220,7 +235,10 @@ def test_sinks_are_tagged_and_deleted_leaving_nothing_and_touching_nothing_else(
     buses = [b["Name"] for b in clients.events.list_event_buses()["EventBuses"]]
     machines = [m["name"] for m in clients.stepfunctions.list_state_machines()["stateMachines"]]
     subscriptions = [s["Endpoint"] for s in clients.sns.list_subscriptions()["Subscriptions"]]
-    assert ours(topics + queues + buckets + buses + machines + subscriptions) == []
+    functions = [f["FunctionName"] for f in clients.lambda_.list_functions()["Functions"]]
+    roles = [r["RoleName"] for r in clients.iam.list_roles()["Roles"]]
+    everything = topics + queues + buckets + buses + machines + subscriptions + functions + roles
+    assert ours(everything) == []
     # What the run did not make is untouched.
     assert kept_topic in topics and kept_queue in queues
     assert keep in buckets and keep in buses
@@ -265,7 +283,68 @@ def test_a_sink_made_halfway_is_deleted_as_far_as_it_exists(backend_url: str, pr
     clients.close()
 
 
-def test_a_state_machine_sink_is_refused_on_aws_before_anything_is_made() -> None:
+class _RefusingFunctions:
+    """A Lambda client whose CreateFunction is refused (everything else is the real one's)."""
+
+    def __init__(self, real: object) -> None:
+        self.real = real
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.real, name)
+
+    def create_function(self, **_: object) -> None:
+        raise ClientError(
+            {"Error": {"Code": "InvalidParameterValueException", "Message": "no"}},
+            "CreateFunction",
+        )
+
+
+def test_a_function_sink_made_halfway_leaves_neither_its_role_nor_its_queue(
+    backend_url: str, prefix: str
+) -> None:
+    target = aws.Target.resolve(aws.BackendKind.EMBEDDED, backend_url)
+    clients = aws.sink_clients(target)
+    refusing = dataclasses.replace(clients, lambda_=_RefusingFunctions(clients.lambda_))  # type: ignore[arg-type]
+    made: list[aws.MadeSink] = []
+    with pytest.raises(BackendError, match="create the run's function sink"):
+        aws.create_sinks(
+            refusing, [Sink(EffectKind.FUNCTION, "notify")], prefix, into=made, target=target
+        )
+    [half] = made
+    assert half.capture_url and half.role and not half.address
+    assert aws.delete_sinks(clients, made) == []
+    assert made == []
+    roles = [r["RoleName"] for r in clients.iam.list_roles()["Roles"]]
+    queues = clients.sqs.list_queues().get("QueueUrls", [])
+    assert [n for n in roles + queues if prefix in n] == []
+    clients.close()
+
+
+def test_an_invoke_of_a_function_that_is_no_sink_captures_nothing(
+    made: tuple[aws.SinkClients, list[aws.MadeSink]], backend_url: str, prefix: str
+) -> None:
+    clients, sinks = made
+    target = aws.Target.resolve(aws.BackendKind.EMBEDDED, backend_url)
+    [function] = [m for m in sinks if m.sink.kind is EffectKind.FUNCTION]
+    other = clients.lambda_.create_function(
+        FunctionName=f"{prefix}-other",
+        Runtime="python3.12",
+        Role=clients.iam.get_role(RoleName=function.role)["Role"]["Arn"],
+        Handler="index.handler",
+        Code={"ZipFile": aws.capture_zip()},
+    )["FunctionArn"]
+    try:
+        clients.lambda_.invoke(FunctionName=other, Payload=b'{"id":"o-9"}')
+        with pytest.raises(ClientError) as unknown:
+            clients.lambda_.invoke(FunctionName=f"{prefix}-missing", Payload=b"{}")
+        assert unknown.value.response["Error"]["Code"] == "ResourceNotFoundException"
+        read = _by_name(aws.read_sinks(clients, sinks, target))
+        assert read["function:notify"].messages == ()
+    finally:
+        clients.lambda_.delete_function(FunctionName=other)
+
+
+def test_a_state_machine_or_function_sink_is_refused_on_aws_before_anything_is_made() -> None:
     on_aws = aws.Target(aws.BackendKind.AWS, None, "eu-west-1")
     with pytest.raises(ScenarioError) as refused:
         aws.refuse_unmakeable(SINKS, on_aws)
@@ -273,4 +352,10 @@ def test_a_state_machine_sink_is_refused_on_aws_before_anything_is_made() -> Non
         "{state_machine:ship}: a state machine sink is made on local backends and endpoints "
         "only; on AWS it needs an execution role, which the run does not make"
     )
-    aws.refuse_unmakeable(SINKS[:-1], on_aws)
+    with pytest.raises(ScenarioError) as function:
+        aws.refuse_unmakeable(SINKS[-1:], on_aws)
+    assert str(function.value).startswith(
+        "{function:notify}: a function sink is made on local backends and endpoints only"
+    )
+    assert "Invoke calls are still observed and counted" in str(function.value)
+    aws.refuse_unmakeable(SINKS[:-2], on_aws)

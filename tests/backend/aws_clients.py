@@ -13,6 +13,8 @@ from botocore.config import Config
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_events import EventBridgeClient
+    from mypy_boto3_iam import IAMClient
+    from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sns import SNSClient
     from mypy_boto3_sqs import SQSClient
@@ -61,6 +63,16 @@ def s3(url: str) -> S3Client:
 def stepfunctions(url: str) -> SFNClient:
     """A new Step Functions client."""
     return boto3.session.Session().client("stepfunctions", **_kwargs(url))
+
+
+def lambda_(url: str) -> LambdaClient:
+    """A new Lambda client."""
+    return boto3.session.Session().client("lambda", **_kwargs(url))
+
+
+def iam(url: str) -> IAMClient:
+    """A new IAM client."""
+    return boto3.session.Session().client("iam", **_kwargs(url))
 
 
 def queue_arn(url: str, queue_url: str) -> str:

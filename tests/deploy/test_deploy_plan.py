@@ -390,3 +390,26 @@ def test_the_plan_lists_each_sink_and_grants_the_function_what_it_sends_to_them(
         load_scenario("race-burst"), [parse_ref("conditional")], run_id="r2", region="eu-west-1"
     )
     assert plain.of_kind(Kind.SINK) == [] and "sns:Publish" not in plain.function_actions
+
+
+def test_the_plan_lists_a_function_sink_with_its_capture_queue_and_role() -> None:
+    scenario = parse_scenario(
+        {
+            "workload": {"distinct_ids": 1},
+            "consumer": {"environment": {"NOTIFY_FUNCTION": "{function:notify}"}},
+        },
+        source="s.toml",
+    )
+    plan = plan_deploy(scenario, [parse_ref("conditional")], run_id="r1", region="eu-west-1")
+    [sink] = plan.of_kind(Kind.SINK)
+    assert (sink.name, sink.settings["Kind"], sink.tags) == (
+        "loadtest-r1-0-notify",
+        "function",
+        {RUN_TAG: "r1"},
+    )
+    assert sink.settings["CaptureQueue"] == "loadtest-r1-0-f-notify"
+    assert sink.settings["Role"] == "loadtest-r1-0-notify"
+    assert sink.purpose.startswith("a Lambda function the consumer sends effects to")
+    text = render_plan(plan)
+    assert "+ sink  loadtest-r1-0-notify" in text
+    assert "{function:NAME} sink is made on endpoints only" in text

@@ -200,6 +200,8 @@ def test_cleanup_finds_and_deletes_a_runs_sinks_by_their_tag_and_nothing_else(
         events=boto3.client("events", region_name=REGION),
         s3=boto3.client("s3", region_name=REGION),
         stepfunctions=boto3.client("stepfunctions", region_name=REGION),
+        lambda_=aws.lambda_,
+        iam=aws.iam,
     )
     clients = dataclasses.replace(aws, sinks=sinks)
     target = adapter.Target(adapter.BackendKind.EMBEDDED, None, REGION)

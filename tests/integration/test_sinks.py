@@ -1,5 +1,6 @@
-"""A run whose consumer publishes to a topic the run made for it: the end state holds what
-the topic really delivered, one message per distinct id, and the topic is gone afterwards."""
+"""A run whose consumer publishes to a topic (or invokes a function) the run made for it: the
+end state holds what the sink really received, one message per distinct id (one per copy
+for a consumer that invokes before its guard), and the sink is gone afterwards."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pytest
 from loadtest import api
 from loadtest.engine.results import Salvage
 from loadtest.model.history.records import EffectKind
-from tests.backend.aws_clients import events, s3, sns, sqs, stepfunctions
+from tests.backend.aws_clients import events, iam, lambda_, s3, sns, sqs, stepfunctions
 from tests.integration.helpers import loadtest_resources
 
 HANDLER = """
@@ -98,12 +99,16 @@ def test_the_end_state_holds_one_published_message_per_distinct_id(
 
 
 def _sink_names(url: str) -> list[str]:
-    """Topics, buckets, buses and state machines whose names say a run created them."""
+    """Topics, buckets, buses, state machines, functions and roles whose names say a run
+    created them."""
     topics = [t["TopicArn"].rsplit(":", 1)[1] for t in sns(url).list_topics()["Topics"]]
     buckets = [b["Name"] for b in s3(url).list_buckets()["Buckets"]]
     buses = [b["Name"] for b in events(url).list_event_buses()["EventBuses"]]
     machines = [m["name"] for m in stepfunctions(url).list_state_machines()["stateMachines"]]
-    return [n for n in topics + buckets + buses + machines if n.startswith("loadtest-")]
+    functions = [f["FunctionName"] for f in lambda_(url).list_functions()["Functions"]]
+    roles = [r["RoleName"] for r in iam(url).list_roles()["Roles"]]
+    names = topics + buckets + buses + machines + functions + roles
+    return [n for n in names if n.startswith("loadtest-")]
 
 
 @pytest.mark.slow
@@ -116,6 +121,7 @@ def test_an_interrupted_run_deletes_its_sinks(backend_url: str, tmp_path: Path) 
             *("--distinct-ids", "400", "--concurrency", "2", "--endpoint-url", backend_url),
             *("--env", "T={topic:orders.fifo}", "--env", "B={bucket:receipts}"),
             *("--env", "E={bus:events}", "--env", "S={state_machine:ship}"),
+            *("--env", "F={function:notify}"),
             *("--out", str(tmp_path), "--quiet"),
         ],
         stdout=subprocess.PIPE,
@@ -124,9 +130,10 @@ def test_an_interrupted_run_deletes_its_sinks(backend_url: str, tmp_path: Path) 
         env={**os.environ, "NO_COLOR": "1"},
     )
     deadline = time.monotonic() + 60
-    while len(_sink_names(backend_url)) < 4 and time.monotonic() < deadline:
+    # Four sinks, and a function sink's function and role.
+    while len(_sink_names(backend_url)) < 6 and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert len(_sink_names(backend_url)) == 4, "the run never made its sinks"
+    assert len(_sink_names(backend_url)) == 6, "the run never made its sinks"
     time.sleep(1.0)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
@@ -134,3 +141,85 @@ def test_an_interrupted_run_deletes_its_sinks(backend_url: str, tmp_path: Path) 
     assert "the run's resources were deleted" in stderr
     assert _sink_names(backend_url) == []
     assert loadtest_resources(backend_url) == ([], [])
+
+
+INVOKER = """
+import json
+import os
+
+import boto3
+from botocore.exceptions import ClientError
+
+FUNCTION = os.environ["NOTIFY_FUNCTION"]
+table = boto3.client("dynamodb")
+notify = boto3.client("lambda")
+
+
+def handler(event, context):
+    for record in event["Records"]:
+        order = json.loads(record["body"])
+        if os.environ.get("NOTIFY_FIRST"):  # the effect before the guard: once per copy
+            notify.invoke(
+                FunctionName=FUNCTION,
+                InvocationType="Event",
+                Payload=json.dumps({"id": order["id"]}),
+            )
+        try:
+            table.put_item(
+                TableName=os.environ["TABLE_NAME"],
+                Item={"id": {"S": order["id"]}},
+                ConditionExpression="attribute_not_exists(id)",
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                continue
+            raise
+        if not os.environ.get("NOTIFY_FIRST"):
+            notify.invoke(
+                FunctionName=FUNCTION,
+                InvocationType="Event",
+                Payload=json.dumps({"id": order["id"]}),
+            )
+"""
+
+
+@pytest.mark.parametrize(("first", "duplicate"), [("", 0), ("1", 6)])
+def test_a_function_sink_holds_what_it_was_invoked_with_and_is_gone_afterwards(
+    backend_url: str, tmp_path: Path, first: str, duplicate: int
+) -> None:
+    (tmp_path / "invoker.py").write_text(textwrap.dedent(INVOKER))
+    (tmp_path / "function.toml").write_text(
+        SCENARIO.replace(
+            '{ ORDERS_TOPIC_ARN = "{topic:orders}" }',
+            f'{{ NOTIFY_FUNCTION = "{{function:notify}}", NOTIFY_FIRST = "{first}" }}',
+        )
+    )
+    plan = api.prepare(
+        tmp_path / "function.toml",
+        handler=f"{tmp_path / 'invoker.py'}:handler",
+        endpoint_url=backend_url,
+    )
+    salvage = Salvage()
+    report = api.execute(plan, salvage=salvage)
+
+    [run] = salvage.runs
+    [sink] = run.end_state.sinks
+    assert (sink.name, sink.kind, sink.complete) == ("notify", EffectKind.FUNCTION, True)
+    assert sink.address.startswith("arn:aws:lambda:") and sink.address.endswith("-notify")
+    delivered = [json.loads(m.payload)["id"] for m in sink.messages]
+    assert len(delivered) == 6 + duplicate
+    assert set(delivered) == {m.business_id for m in run.history.sent}
+    counts = report.runs[0].counts
+    assert (counts.effects_sent, counts.effects_delivered) == (6 + duplicate, 6 + duplicate)
+    assert counts.duplicate_effects == duplicate
+    effects = [e for inv in run.history.invocations for e in inv.effects]
+    assert {(e.operation, e.kind, e.accepted) for e in effects} == {
+        ("Lambda.Invoke", EffectKind.FUNCTION, True)
+    }
+
+    # Nothing of the run's is left: the function, its role and its capture queue.
+    prefix = sink.address.rsplit(":", 1)[1].removesuffix("-notify")
+    functions = [f["FunctionName"] for f in lambda_(backend_url).list_functions()["Functions"]]
+    roles = [r["RoleName"] for r in iam(backend_url).list_roles()["Roles"]]
+    queues = sqs(backend_url).list_queues().get("QueueUrls", [])
+    assert [name for name in functions + roles + queues if prefix in name] == []

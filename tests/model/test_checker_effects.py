@@ -432,6 +432,28 @@ def test_a_function_invoked_twice_counts_its_accepted_sends() -> None:
     assert result.counts.duplicate_effects == 1
 
 
+def test_a_function_sink_is_judged_by_what_its_capture_received() -> None:
+    history, end = _duplicated_publish()
+    address = "arn:aws:lambda:us-east-1:123456789012:function:loadtest-1a2b3c4d-0-billing"
+    # Named by its function name, as a consumer may: the run's sink all the same.
+    invoke = effect(payload("o-1"), kind=EffectKind.FUNCTION, sink="loadtest-1a2b3c4d-0-billing")
+    history.invocations = [
+        dataclasses.replace(inv, effects=(invoke,)) for inv in history.invocations
+    ]
+    function = SinkContents(
+        name="billing",
+        kind=EffectKind.FUNCTION,
+        address=address,
+        messages=(SinkMessage(payload("o-1")),),
+    )
+    result = check(history, with_sinks(end, function))
+    sink = the_sink(result, "billing")
+    assert (sink.sent, sink.delivered, sink.duplicate, sink.read) == (2, 1, 0, True)
+    twice = with_sinks(end, dataclasses.replace(function, messages=function.messages * 2))
+    sink = the_sink(check(history, twice), "billing")
+    assert (sink.sent, sink.delivered, sink.duplicate, sink.read) == (2, 2, 1, True)
+
+
 def test_an_allowed_effect_count_relaxes_its_reason() -> None:
     from loadtest.model.figures.thresholds import relaxed_reasons
 

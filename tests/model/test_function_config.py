@@ -87,7 +87,7 @@ def test_the_command_line_wins_over_the_file() -> None:
 
 SINKS = (
     "{topic:NAME}, {queue_url:NAME}, {queue_arn:NAME}, {bus:NAME}, {bucket:NAME}, "
-    "{state_machine:NAME}"
+    "{state_machine:NAME}, {function:NAME}"
 )
 
 

@@ -15,6 +15,7 @@ from loadtest.model.scenario.placeholders import (
     PREFIX_MAX,
     Sink,
     label_limit,
+    sink_of,
     suggested_value,
 )
 
@@ -75,11 +76,19 @@ def test_resource_names_come_from_the_prefix_and_never_share_a_queue_name() -> N
     topic = Sink(EffectKind.TOPIC, "orders")
     queue = Sink(EffectKind.QUEUE, "orders")
     bus = Sink(EffectKind.BUS, "orders")
+    function = Sink(EffectKind.FUNCTION, "orders")
     assert topic.resource_name(prefix) == "loadtest-1a2b3c4d-0-orders"
     assert queue.resource_name(prefix) == "loadtest-1a2b3c4d-0-q-orders"
-    assert {topic.capture_name(prefix), bus.capture_name(prefix), queue.resource_name(prefix)} == {
+    assert function.resource_name(prefix) == "loadtest-1a2b3c4d-0-orders"
+    assert {
+        topic.capture_name(prefix),
+        bus.capture_name(prefix),
+        function.capture_name(prefix),
+        queue.resource_name(prefix),
+    } == {
         "loadtest-1a2b3c4d-0-t-orders",
         "loadtest-1a2b3c4d-0-e-orders",
+        "loadtest-1a2b3c4d-0-f-orders",
         "loadtest-1a2b3c4d-0-q-orders",
     }
     assert Sink(EffectKind.TOPIC, "o.fifo").capture_name(prefix).endswith("-t-o.fifo")
@@ -87,15 +96,17 @@ def test_resource_names_come_from_the_prefix_and_never_share_a_queue_name() -> N
         topic.resource_name("x" * (PREFIX_MAX + 1))
 
 
-@pytest.mark.parametrize("kind", list(EffectKind)[:5])
+@pytest.mark.parametrize("kind", list(EffectKind))
 def test_the_longest_name_allowed_fits_the_services_limit(kind: EffectKind) -> None:
     longest = Sink(kind, "a" * label_limit(kind))
     prefix = "p" * PREFIX_MAX
-    names = [longest.resource_name(prefix)]
-    if kind in (EffectKind.TOPIC, EffectKind.BUS):
-        names.append(longest.capture_name(prefix))
-    service_limit = {EffectKind.BUCKET: 63}.get(kind, 80)
-    assert max(len(name) for name in names) <= service_limit
+    # A function's resource name is also its role's (IAM: 64).
+    service_limit = {EffectKind.BUCKET: 63, EffectKind.FUNCTION: 64}.get(kind, 80)
+    assert len(longest.resource_name(prefix)) <= service_limit
+    if kind in (EffectKind.TOPIC, EffectKind.BUS, EffectKind.FUNCTION):
+        assert len(longest.capture_name(prefix)) <= 80  # an SQS queue
+    with pytest.raises(ValueError, match=f"1 to {label_limit(kind)} "):
+        sink_of(f"{longest.placeholders[0]}a")
 
 
 def test_the_deduplication_each_sink_does_by_itself_is_said_in_words() -> None:
@@ -175,7 +186,7 @@ NAMED = "the run names it loadtest-<run>-<variant>-NAME"
             "s.toml: consumer.environment.V = '{topics:orders}': unknown placeholder "
             "{topics:orders}; allowed: {table}, {queue_url}, {queue_arn}, {dlq_url}, {region}, "
             "{topic:NAME}, {queue_url:NAME}, {queue_arn:NAME}, {bus:NAME}, {bucket:NAME}, "
-            "{state_machine:NAME}",
+            "{state_machine:NAME}, {function:NAME}",
         ),
     ],
 )
@@ -216,6 +227,12 @@ def test_a_bad_command_line_sink_is_refused_naming_the_option() -> None:
         ("RECEIPTS_BUCKET", "{bucket:receipts}"),
         ("STATE_MACHINE_ARN", "{state_machine:workflow}"),
         ("SHIPPING_STATE_MACHINE_ARN", "{state_machine:shipping}"),
+        ("STEP_FUNCTION_ARN", "{state_machine:workflow}"),
+        ("NOTIFY_FUNCTION", "{function:notify}"),
+        ("NOTIFY_FUNCTION_NAME", "{function:notify}"),
+        ("BILLING_FUNCTION_ARN", "{function:billing}"),
+        ("AUDIT_LAMBDA", "{function:audit}"),
+        ("FUNCTION_NAME", "{function:function}"),
         ("AWS_REGION", "{region}"),
         ("LOG_LEVEL", None),
     ],

@@ -185,3 +185,77 @@ def test_the_race_timeline_marks_the_witnessed_effects() -> None:
     assert page.count('class="event effect effect"') == 3
     assert "SNS.Publish → orders" in page
     assert 'class="key effect"' not in render_html(report_of(False))
+
+
+def _effect_call_rows(page: str) -> list[list[str]]:
+    """The cells of each row of the decisions view's effects sub-table, as text."""
+    import re
+
+    (table,) = re.findall(r'<table class="effect-calls">(.*?)</table>', page, re.S)
+    body = table.split("<tbody>", 1)[1]
+    return [
+        [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+        for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)
+    ]
+
+
+def test_the_decisions_view_lists_each_witness_effect_call_by_its_delivery() -> None:
+    report = report_of(True)
+    (run,) = report["runs"]
+    (sink,) = run["effects"]
+    # A lost effect as the checker words one: the message's deliveries, none of which sent.
+    sink["witnesses"].append(
+        {
+            "anomaly": "lost",
+            "business_id": "other-order",
+            "text": "other-order never published to orders (message m-4 acknowledged)",
+            "deliveries": [
+                {
+                    "request_id": "r-4",
+                    "message_id": "m-4",
+                    "receive_count": 1,
+                    "outcome": "success",
+                    "environment": 0,
+                    "at_ms": 0.0,
+                }
+            ],
+            "held": [],
+        }
+    )
+    page = render_html(report)
+    rows = _effect_call_rows(page)
+    deliveries = [d for w in sink["witnesses"] for d in w["deliveries"]]
+    assert len(rows) == len(deliveries) == 4
+    # Each row: anomaly, business id, sink, operation, the sink's answer, ..., the request,
+    # and the numbers of that delivery's write decisions in the table above.
+    numbers = {
+        (w["request_id"], w["business_id"]): f"#{i + 1}"
+        for i, w in enumerate(run["write_decisions"])
+    }
+    for row, d in zip(rows, deliveries, strict=True):
+        anomaly, business_id = row[0], row[1]
+        assert row[2] == "orders topic"
+        assert row[7] == d["request_id"] and row[8] == d["message_id"]
+        assert row[11] == numbers[(d["request_id"], business_id)]
+        if anomaly == "duplicate":
+            assert (business_id, row[3], row[4]) == ("dedup-order", "SNS.Publish", "accepted")
+        else:
+            assert (anomaly, business_id, row[3], row[4]) == (
+                "lost",
+                "other-order",
+                "—",
+                "none sent",
+            )
+    assert [row[11] for row in rows] == ["#1", "#2", "#3", "#4"]
+    # The sub-table sits in the write decisions section, under the run's writes.
+    writes = page.split('<section id="writes">', 1)[1].split("</section>", 1)[0]
+    assert '<table class="effect-calls">' in writes
+    assert writes.index('<table class="writes"') < writes.index('<table class="effect-calls">')
+
+
+def test_the_decisions_view_has_no_effects_sub_table_without_witnesses() -> None:
+    assert 'class="effect-calls"' not in render_html(report_of(False))
+    report = report_of(True)
+    for sink in report["runs"][0]["effects"]:
+        sink["witnesses"] = []
+    assert 'class="effect-calls"' not in render_html(report)

@@ -6,9 +6,9 @@ Owns the rules for effects (documented in docs/verdict-and-counts.md), from the 
 really held, read back) and the scenario's ``[[effects]]`` entries:
 
 1. **Which sink.** An effect belongs to the sink whose address it named (a topic's ARN, a
-   queue's URL, a bus's, bucket's or state machine's name or ARN); one that named none of
-   the run's sinks (another function's ``Invoke``) is a sink of its own, named by its address,
-   that nothing reads back: what it delivered is what it accepted.
+   queue's URL, a bus's, bucket's, state machine's or function's name or ARN); one that named
+   none of the run's sinks (another function's ``Invoke``) is a sink of its own, named by its
+   address, that nothing reads back: what it delivered is what it accepted.
 2. **Whose effect.** The business id of an effect or of what a sink holds is found in its
    payload as it is in stored items (any leaf, inside nested maps and JSON strings, naming
    exactly one id that was sent), else in its key (an S3 object's, an execution's name), or
@@ -344,7 +344,7 @@ def _judge_sink(
 ) -> SinkEffects:
     verb = VERBS[g.kind]
     accepted = [(e, d) for e, d in g.effects if e.accepted]
-    read = g.contents is not None and g.kind is not EffectKind.FUNCTION
+    read = g.contents is not None
     unidentified = 0
     senders: dict[str, list[Delivering]] = defaultdict(list)
     sends: dict[str, list[tuple[str, str]]] = defaultdict(list)

@@ -12,6 +12,8 @@ placeholder                what the function is told       what the run creates
 ``{bus:NAME}``             the EventBridge bus's name      the bus
 ``{bucket:NAME}``          the S3 bucket's name            the bucket
 ``{state_machine:NAME}``   the state machine's ARN         a one-``Pass``-state machine
+``{function:NAME}``        the Lambda function's ARN       a function that captures
+                                                           what it is invoked with
 ========================== =============================== ===========================
 
 A NAME ending in ``.fifo`` makes a FIFO topic or queue (content-based deduplication off:
@@ -39,6 +41,7 @@ SINK_PLACEHOLDERS: dict[str, EffectKind] = {
     "bus": EffectKind.BUS,
     "bucket": EffectKind.BUCKET,
     "state_machine": EffectKind.STATE_MACHINE,
+    "function": EffectKind.FUNCTION,
 }
 """Each sink placeholder's kind (``{KIND:NAME}``), in the order messages list them."""
 
@@ -46,9 +49,15 @@ PREFIX_MAX = 25
 """The longest run prefix a sink's name starts with (``loadtest-explore-1a2b3c4d``)."""
 FIFO_SUFFIX = ".fifo"
 
-_CAPTURE_TAG = {EffectKind.QUEUE: "q", EffectKind.TOPIC: "t", EffectKind.BUS: "e"}
+_CAPTURE_TAG = {
+    EffectKind.QUEUE: "q",
+    EffectKind.TOPIC: "t",
+    EffectKind.BUS: "e",
+    EffectKind.FUNCTION: "f",
+}
 """The letter between the prefix and NAME in the SQS queues sinks use (a queue sink, a
-topic's or bus's capture queue): queues of different sinks can never share a name."""
+topic's, bus's or function's capture queue): queues of different sinks can never share a
+name."""
 
 _NAME_LIMIT = {
     EffectKind.TOPIC: 80 - 2,  # its capture queue, PREFIX-t-NAME, is an SQS queue
@@ -56,6 +65,7 @@ _NAME_LIMIT = {
     EffectKind.BUS: 80 - 2,
     EffectKind.BUCKET: 63,
     EffectKind.STATE_MACHINE: 80,
+    EffectKind.FUNCTION: 64,  # and its role's name, an IAM role's (64 too)
 }
 """The longest resource name each service allows (after the capture tag's room)."""
 
@@ -65,6 +75,7 @@ _WHAT = {
     EffectKind.BUS: "an EventBridge bus",
     EffectKind.BUCKET: "an S3 bucket",
     EffectKind.STATE_MACHINE: "a Step Functions state machine",
+    EffectKind.FUNCTION: "a Lambda function",
 }
 
 _WORD = re.compile(r"[A-Za-z0-9_-]+")
@@ -114,8 +125,8 @@ class Sink:
         return resource_name.removesuffix(f"{tag}-{self.name}")
 
     def capture_name(self, prefix: str) -> str:
-        """The SQS queue that receives what a topic or bus delivers: ``PREFIX-t-NAME`` or
-        ``PREFIX-e-NAME`` (FIFO for a FIFO topic)."""
+        """The SQS queue that receives what a topic, bus or function delivers:
+        ``PREFIX-t-NAME``, ``PREFIX-e-NAME`` or ``PREFIX-f-NAME`` (FIFO for a FIFO topic)."""
         return f"{prefix}-{_CAPTURE_TAG[self.kind]}-{self.name}"
 
     @property
@@ -212,7 +223,8 @@ def suggested_value(name: str) -> str | None:
     ``QUEUE_URL`` or ``JOBS_QUEUE_URL`` -> ``{queue_url}`` (the source queue),
     ``NOTIFY_QUEUE_URL`` -> ``{queue_url:notify}``, ``ORDERS_TOPIC_ARN`` ->
     ``{topic:orders}``, ``EVENT_BUS_NAME`` -> ``{bus:events}``, ``RECEIPTS_BUCKET`` ->
-    ``{bucket:receipts}``, ``STATE_MACHINE_ARN`` -> ``{state_machine:workflow}``."""
+    ``{bucket:receipts}``, ``STATE_MACHINE_ARN`` -> ``{state_machine:workflow}``,
+    ``NOTIFY_FUNCTION_NAME`` or ``NOTIFY_FUNCTION_ARN`` -> ``{function:notify}``."""
     upper = name.upper()
     if "REGION" in upper:
         return "{region}"
@@ -224,6 +236,9 @@ def suggested_value(name: str) -> str | None:
     if "STATE_MACHINE" in upper or "SFN" in upper or "STEP_FUNCTION" in upper:
         stem = re.sub(r"STATE_MACHINE|STEP_FUNCTIONS?|SFN|ARN", "", upper)
         return f"{{state_machine:{_label(stem, 'workflow')}}}"
+    if re.search(r"(^|_)(FUNCTION|LAMBDA)(_|$)", upper):
+        stem = re.sub(r"(^|_)(FUNCTION|LAMBDA|NAME|ARN)(?=_|$)", "", upper)
+        return f"{{function:{_label(stem, 'function')}}}"
     if "BUCKET" in upper or upper.startswith("S3_") or upper.endswith("_S3"):
         stem = re.sub(r"BUCKET|NAME|^S3_|_S3$", "", upper)
         return f"{{bucket:{_label(stem, 'bucket')}}}"

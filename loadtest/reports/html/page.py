@@ -41,6 +41,7 @@ from loadtest.reports.html.rows import (
     latency_names,
     latency_rows,
     percentile_plots,
+    witness_effect_calls,
 )
 from loadtest.reports.html.timeline import (
     explore_timeline,
@@ -272,6 +273,7 @@ def render_html(report: ReportModel | Mapping[str, Any]) -> str:
                 "write_rows": rows,
                 "write_total": run.known("write_decisions_total", len(rows)),
                 "write_outcomes": run.write_outcomes,
+                "effect_calls": witness_effect_calls(run),
                 "errors": [
                     {"outcome": o, "error": e, "count": n}
                     for (o, e), n in sorted(errors_by_text.items(), key=lambda kv: (-kv[1], kv[0]))

@@ -2,7 +2,9 @@
 
 Owns the order of the counts in the summary table (``COUNT_ORDER``), which are flagged, which
 are read from wall-clock times (``TIMED_COUNTS``: left out of an explored schedule's page), the
-latency rows with the best value marked, and the percentile plots. Pure, like the page.
+latency rows with the best value marked, the percentile plots, and the effect calls of
+each effect witness beside the write decisions of their deliveries (``witness_effect_calls``).
+Pure, like the page.
 """
 
 from __future__ import annotations
@@ -183,4 +185,45 @@ def effect_rows(runs: Sequence[RunModel], labels: Sequence[str]) -> list[dict[st
                     "flag": any(c["level"] == "bad" for c in cells),
                 }
             )
+    return rows
+
+
+def witness_effect_calls(run: RunModel) -> list[dict[str, Any]]:
+    """The effect calls behind each witness of a duplicate, conflicting or lost effect
+    (``effects`` -> ``witnesses`` -> ``deliveries``), one row per delivery: the sink, the
+    operation and whether the sink accepted it, the delivery (request, message, receive
+    count, how it ended) and the numbers of its write decisions for the same business id in
+    the write decisions table. A duplicate's or conflict's deliveries are the ones whose send
+    the sink accepted; a lost effect's are the message's deliveries, none of which sent it.
+    Empty for a run without effects."""
+    writes: dict[tuple[str, str], list[int]] = {}
+    for index, w in enumerate(run.write_decisions):
+        key = (str(w.get("request_id", "")), str(w.get("business_id", "")))
+        writes.setdefault(key, []).append(index + 1)
+    rows = []
+    for entry in run.effects or ():
+        for w in entry.get("witnesses", ()):
+            business_id = str(w.get("business_id", ""))
+            for d in w.get("deliveries", ()):
+                operation = str(d.get("operation") or "")
+                request_id = str(d.get("request_id", ""))
+                numbers = writes.get((request_id, business_id), [])
+                rows.append(
+                    {
+                        "anomaly": str(w.get("anomaly", "")),
+                        "business_id": business_id,
+                        "sink": str(entry.get("sink", "")),
+                        "kind": str(entry.get("kind", "")),
+                        "address": str(entry.get("address", "")),
+                        "operation": operation or "—",
+                        "accepted": "accepted" if operation else "none sent",
+                        "request_id": request_id,
+                        "message_id": str(d.get("message_id", "")),
+                        "receive_count": d.get("receive_count", ""),
+                        "outcome": str(d.get("outcome", "")),
+                        "environment": d.get("environment", ""),
+                        "at_ms": f"{float(d.get('at_ms') or 0):.1f}",
+                        "writes": ", ".join(f"#{n}" for n in numbers) or "—",
+                    }
+                )
     return rows

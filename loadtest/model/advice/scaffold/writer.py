@@ -200,7 +200,8 @@ def _environment_block(names: list[str]) -> list[str]:
         "# {queue_url}, {queue_arn}, {dlq_url}, {region}); give the others their deployed value.",
         *(
             [
-                "# {topic:NAME}, {queue_url:NAME}, {bus:NAME}, {bucket:NAME}, {state_machine:NAME}:",
+                "# {topic:NAME}, {queue_url:NAME}, {bus:NAME}, {bucket:NAME}, {state_machine:NAME},",
+                "# {function:NAME}:",
                 "# a sink the run creates for the handler's effects, reads back and deletes.",
             ]
             if any(_is_sink(suggested_value(name)) for name in names)
