@@ -18,8 +18,23 @@ Box = tuple[float, float, float, float]
 _TEXT = re.compile(r'<text class="([^"]+)" x="([\d.]+)" y="([\d.]+)"([^>]*)>([^<]*)</text>')
 
 
+_CLIP = re.compile(
+    r'<clipPath id="([^"]+)"><rect x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" '
+    r'height="([\d.]+)"/></clipPath>'
+)
+
+
+def _clips(svg: str) -> dict[str, Box]:
+    return {
+        name: (float(x), float(y), float(x) + float(w), float(y) + float(h))
+        for name, x, y, w, h in _CLIP.findall(svg)
+    }
+
+
 def _boxes(svg: str) -> list[tuple[str, Box]]:
-    """Each text the SVG draws, with the box its coordinates, anchor and class give it."""
+    """Each text the SVG draws, with the box its coordinates, anchor and class give it,
+    cut to the clip it is drawn in (every text has one)."""
+    clips = _clips(svg)
     out = []
     for css, x_text, y_text, rest, raw in _TEXT.findall(svg):
         text = html.unescape(raw)
@@ -31,7 +46,25 @@ def _boxes(svg: str) -> list[tuple[str, Box]]:
         ]
         # The baseline is at y; a glyph rises about the font size and descends a quarter of it.
         size = TEXT_HEIGHT_PX[css]
-        out.append((text, (left, y - size, left + width, y + size / 4)))
+        clip = re.search(r'clip-path="url\(#([^)]+)\)"', rest)
+        assert clip is not None, text
+        c = clips[clip.group(1)]
+        box = (left, y - size, left + width, y + size / 4)
+        out.append((text, (max(box[0], c[0]), box[1], min(box[2], c[2]), box[3])))
+    return out
+
+
+def _estimated(svg: str) -> list[Box]:
+    """Each text's box as the estimate of its characters' advance gives it, unclipped."""
+    out = []
+    for css, x_text, y_text, rest, raw in _TEXT.findall(svg):
+        width = len(html.unescape(raw)) * TEXT_CHAR_PX[css]
+        anchor = re.search(r'text-anchor="(\w+)"', rest)
+        x = float(x_text)
+        left = {"start": x, "middle": x - width / 2, "end": x - width}[
+            anchor.group(1) if anchor else "start"
+        ]
+        out.append((left, float(y_text) - TEXT_HEIGHT_PX[css], left + width, float(y_text)))
     return out
 
 
@@ -80,6 +113,20 @@ def test_no_two_texts_overlap_and_all_fit_in_the_drawing(
         assert a[0] >= 0 and a[2] <= width and a[1] >= 0 and a[3] <= height, text_a
         for text_b, b in boxes[i + 1 :]:
             assert not _overlap(a, b), (text_a, a, text_b, b)
+    # The clips are a guarantee; the cut to fit is what keeps the ellipsis in sight.
+    estimated = _estimated(svg)
+    for i, a in enumerate(estimated):
+        for b in estimated[i + 1 :]:
+            assert not _overlap(a, b), (a, b)
+
+
+def test_the_columns_clips_do_not_overlap_so_no_glyph_width_can_make_labels_meet() -> None:
+    svg = str(explore_timeline(_steps(30, 5, 150)))
+    clips = list(_clips(svg).values())
+    assert len(clips) == 2 + len(re.findall(r'<text class="lane-label"', svg))
+    for i, a in enumerate(clips):
+        for b in clips[i + 1 :]:
+            assert not _overlap(a, b), (a, b)
 
 
 def test_a_cut_label_keeps_the_whole_step_in_its_tooltip() -> None:

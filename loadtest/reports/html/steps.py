@@ -5,12 +5,15 @@ to bottom, one row per step; a column on the left holds the step labels and one
 column per execution environment (and delivery) holds the bars. Every label sits in
 a row of its own, inside its own column, cut to the column's width with the whole
 text in its tooltip: no two labels overlap, whatever the number of steps, of
-deliveries or the labels' lengths. ``TEXT_CHAR_PX`` is the widest advance the layout
-assumes a character of each text class takes; the page's stylesheet sets those fonts.
+deliveries or the labels' lengths. ``TEXT_CHAR_PX`` is the advance the layout assumes a
+character of each text class takes (the page's stylesheet sets those fonts) to cut a
+label with an ellipsis; each text is also clipped to its column, so a label of wider
+glyphs than assumed still ends at its column's edge.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -85,13 +88,32 @@ def explore_timeline(
     rows_top = _TOP + _HEADER
     height = rows_top + ROW_PX * len(steps) + _PAD
 
+    # Ids unique to this drawing (a page draws one per bug), the same for the same steps.
+    uid = "steps-" + hashlib.sha1(f"{title}{list(steps)!r}".encode()).hexdigest()[:10]
+
+    def clip(name: str, x: float, y: float, w: float, h: float) -> str:
+        return (
+            f'<clipPath id="{uid}-{name}"><rect x="{num(x)}" y="{num(y)}" width="{num(w)}" '
+            f'height="{num(h)}"/></clipPath>'
+        )
+
+    clips = [
+        clip("title", 0, 0, width, _TOP),
+        clip("labels", 0, _TOP, label_w - _PAD / 2, height - _TOP),
+        *(
+            clip(f"lane{i}", label_w + i * lane_w + _PAD / 2, _TOP, lane_w - _PAD, _HEADER)
+            for i in range(len(lanes))
+        ),
+    ]
     out = [
         f'<svg class="plot timeline steps-view" viewBox="0 0 {width} {height}" width="{width}" '
         f'height="{height}" role="img" aria-label="{esc(title)}" '
         'xmlns="http://www.w3.org/2000/svg">',
-        f'<text class="plot-title" x="{_PAD}" y="18">'
+        f"<defs>{''.join(clips)}</defs>",
+        f'<text class="plot-title" x="{_PAD}" y="18" clip-path="url(#{uid}-title)">'
         f"{esc(fit(title, 'plot-title', width - 2 * _PAD))}</text>",
-        f'<text class="axis-label" x="{_PAD}" y="{rows_top - 7}">'
+        f'<text class="axis-label" x="{_PAD}" y="{rows_top - 7}" '
+        f'clip-path="url(#{uid}-labels)">'
         f"{esc(fit('step of the schedule ↓', 'axis-label', label_w - 2 * _PAD))}</text>",
     ]
     for i, lane in enumerate(lanes):
@@ -102,7 +124,8 @@ def explore_timeline(
             f'width="{num(lane_w)}" height="{height - _TOP - _PAD}"/>'
             f'<g class="lane-head"><title>{esc(name)}</title>'
             f'<text class="lane-label" x="{num(x + lane_w / 2)}" y="{rows_top - 7}" '
-            f'text-anchor="middle">{esc(fit(name, "lane-label", lane_w - 2 * _PAD))}</text></g>'
+            f'text-anchor="middle" clip-path="url(#{uid}-lane{i})">'
+            f"{esc(fit(name, 'lane-label', lane_w - 2 * _PAD))}</text></g>"
         )
     for row, step in enumerate(steps):
         number = int(step.get("number") or 0)
@@ -129,7 +152,8 @@ def explore_timeline(
             f'y2="{y + ROW_PX}"/>'
             f'<rect class="bar" x="{num(x + _PAD)}" y="{y + 5}" width="{num(lane_w - 2 * _PAD)}" '
             f'height="12" rx="3"/>'
-            f'<text class="event-label" x="{_PAD}" y="{y + 15}" text-anchor="start">'
+            f'<text class="event-label" x="{_PAD}" y="{y + 15}" text-anchor="start" '
+            f'clip-path="url(#{uid}-labels)">'
             f"{esc(fit(label, 'event-label', label_w - 2 * _PAD))}</text></g>"
         )
     out.append("</svg>")
