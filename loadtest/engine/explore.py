@@ -374,7 +374,8 @@ def explore(
 
 def check_fits(scenario: Scenario, options: ExploreOptions) -> None:
     """Bad input (exit 2), found before anything is made: more business ids asked for than
-    the scenario sends, or a ``schedule`` token that does not fit the deliveries and faults
+    the scenario sends, a fault the scenario never lets strike (a redelivery where a message
+    is received once at most), or a ``schedule`` token that does not fit the deliveries and faults
     explored. (Whether a token's entries match the handler's steps shows only once it ran.)"""
     copies = options.schedule.copies if options.schedule is not None else options.copies
     messages = explored_messages(scenario, copies, options.distinct_ids)
@@ -387,6 +388,12 @@ def check_fits(scenario: Scenario, options: ExploreOptions) -> None:
         raise InputError(
             f"{options.distinct_ids} business ids asked for, but scenario {scenario.name!r} "
             f"sends {ids} ({', '.join(sorted({str(m.business_id) for m in messages}))})"
+        )
+    if Fault.REDELIVER in options.faults and scenario.consumer.max_receive_count <= 1:
+        raise InputError(
+            f"fault redeliver cannot strike in scenario {scenario.name!r}: its "
+            f"max_receive_count is {scenario.consumer.max_receive_count}, so a message is "
+            "never received again"
         )
     if options.schedule is not None:
         check_schedule(
