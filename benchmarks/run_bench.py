@@ -25,6 +25,11 @@ nothing about time. Figures, for one run of race-burst's conditional variant:
   SendMessageBatch to a stub endpoint that answers at once (messages per CPU
   second of the producer, i.e. per core, and per wall second), and the same
   burst split across ``--ceiling-producers`` processes (``--producers``),
+- with ``--history FILE``, the run's history written as it goes (as ``run --history``):
+  compare its CPU per message with a run without it, side by side,
+- with ``--env NAME=VALUE`` (placeholders allowed) and a variant that sends effects, e.g.
+  ``--variant publish-after-guard --env ORDERS_TOPIC_ARN={topic:orders}``: the cost of an
+  effect per message (its sink made, observed and read back), beside a run without,
 
 and each figure's ratio to the one committed in ``reports/baselines/bench.json``
 (``--save-baseline`` rewrites that file; refresh it in the same commit as an
@@ -35,6 +40,7 @@ runs; compare runs made side by side.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -49,7 +55,9 @@ from loadtest import engine
 from loadtest.aws.clients import BackendKind
 from loadtest.backend.embedded import EmbeddedBackend
 from loadtest.emulation.environment.handlers import parse_ref
+from loadtest.engine.recording import HistoryWriter
 from loadtest.model.figures.rate import rate_warning
+from loadtest.model.history.journal import FORMAT_VERSION
 from loadtest.model.scenario.loading import load_scenario
 from loadtest.observer import layer
 from loadtest.reports.html.page import render_html
@@ -301,6 +309,22 @@ def main(argv: list[str] | None = None) -> None:
         "backlog stays small, to see memory against the traffic alone",
     )
     parser.add_argument(
+        "--history",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write the run's history to FILE as it goes (run --history), to measure its cost",
+    )
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a variable for the function, placeholders allowed (as run --env): e.g. "
+        'ORDERS_TOPIC_ARN="{topic:orders}" with --variant publish-after-guard, to measure '
+        "the cost of an effect per message",
+    )
+    parser.add_argument(
         "--save-baseline",
         action="store_true",
         help=f"write this run's figures to {BASELINE}",
@@ -315,6 +339,10 @@ def main(argv: list[str] | None = None) -> None:
         producers=args.producers,
         rate_per_s=args.rate,
     )
+    if args.env:
+        scenario = dataclasses.replace(
+            scenario, function=scenario.function.with_environment(args.env)
+        )
     refs = [parse_ref(args.variant)]
     self_before = resource.getrusage(resource.RUSAGE_SELF)
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -326,9 +354,20 @@ def main(argv: list[str] | None = None) -> None:
             backend_cpu_before = _proc_cpu_s(backend.pid)
             requests_before = _backend_requests(backend.endpoint_url)
             wall_start = time.perf_counter()
-            result = engine.run(
-                scenario, refs, kind=BackendKind.ENDPOINT, endpoint_url=backend.endpoint_url
+            recorder = (
+                HistoryWriter(args.history, {"format": FORMAT_VERSION, "command": "bench"})
+                if args.history is not None
+                else None
             )
+            result = engine.run(
+                scenario,
+                refs,
+                kind=BackendKind.ENDPOINT,
+                endpoint_url=backend.endpoint_url,
+                recorder=recorder,
+            )
+            if recorder is not None:
+                recorder.close(result.incomplete)
             wall_s = time.perf_counter() - wall_start
             backend_cpu_s = _proc_cpu_s(backend.pid) - backend_cpu_before
             requests_after = _backend_requests(backend.endpoint_url)

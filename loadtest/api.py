@@ -25,7 +25,7 @@ report marked incomplete.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,8 +57,10 @@ __all__ = [
     "doctor_data_plane",
     "execute",
     "explore",
+    "history_meta",
     "new_scenario",
     "prepare",
+    "report_from_history",
     "report_of",
     "resolve_scenario",
     "resolve_variants",
@@ -80,6 +82,9 @@ class Plan:
     deployed: bool = False
     """The variants run as Lambda functions behind real event source mappings (always on
     real AWS; on an endpoint with ``deploy=True``) instead of local environments."""
+    given_thresholds: tuple[str, ...] = ()
+    """The caller's thresholds as given (the scenario's own are in its file): what a
+    history file keeps to judge the run again."""
 
     @property
     def scenario(self) -> Scenario:
@@ -155,7 +160,7 @@ def prepare(
         )
     if not deployed:
         _check_capacity(refs, planned.cells)
-    return Plan(planned, tuple(refs), kind, endpoint_url, deployed)
+    return Plan(planned, tuple(refs), kind, endpoint_url, deployed, tuple(thresholds))
 
 
 def _check_capacity(refs: Sequence[HandlerRef], cells: Sequence[Cell]) -> None:
@@ -186,6 +191,9 @@ def execute(
     keep: bool = False,
     attach: AttachTo | None = None,
     run_id: str | None = None,
+    history: str | Path | None = None,
+    on_history_problem: Callable[[str], None] | None = None,
+    sweep_metric: str | None = None,
 ) -> Report:
     """Run a prepared plan on its runtime (``loadtest.engine.runtime``) and judge it.
 
@@ -196,9 +204,26 @@ def execute(
     ``cleanup_timeout_s`` seconds (default 20). A deployed plan (``plan.deployed``)
     deletes what it deployed unless ``keep``; ``attach`` runs the workload through an
     already deployed consumer (restored afterwards) instead; ``run_id`` names the
-    run's resources (default: a new one).
+    run's resources (default: a new one). ``history`` writes the run's history to that
+    file as it goes (``loadtest.engine.recording``; local runs only): created before
+    anything else, or ``HistoryPathError`` (exit 2); a write that fails later is said
+    through ``on_history_problem`` and the run goes on without it. ``sweep_metric`` names
+    the grid a sweep's report shows first (the report's ``sweep_metric``).
     """
+    from loadtest.engine.recording import HistoryWriter
     from loadtest.engine.runtime import RunOptions, runtime_for
+
+    recorder = None
+    if history is not None:
+        if plan.deployed:
+            raise InputError(
+                "a history file records runs on the local runtime (embedded, or an "
+                "endpoint without deploy); not with target 'aws', deploy or an attached function"
+            )
+        meta = history_meta(plan, command)
+        if sweep_metric is not None:
+            meta["sweep_metric"] = sweep_metric
+        recorder = HistoryWriter(Path(history), meta, on_problem=on_history_problem)
 
     runtime = runtime_for(
         plan.kind,
@@ -214,8 +239,79 @@ def execute(
         stop=stop,
         salvage=salvage,
         cleanup_timeout_s=cleanup_timeout_s or CLEANUP_TIMEOUT_S,
+        recorder=recorder,
     )
-    return report_of(plan.run, runtime.run(plan.scenario, plan.refs, options), command)
+    try:
+        result = runtime.run(plan.scenario, plan.refs, options)
+    except BaseException as exc:
+        if recorder is not None:
+            # Closed with why, as the report of what was measured says it.
+            recorder.close(_why_stopped(exc, stop))
+        raise
+    if recorder is not None:
+        recorder.close(result.incomplete)
+    report = report_of(plan.run, result, command)
+    if sweep_metric is not None:
+        report = Report(report.model.with_extra(sweep_metric=sweep_metric))
+    return report
+
+
+def _why_stopped(exc: BaseException, stop: Stop | None) -> str:
+    """Why a run that raised stopped, in the words of its report of what was measured."""
+    from loadtest.errors import LoadtestError, find_error
+
+    if find_error(exc, KeyboardInterrupt) is not None:
+        return f"interrupted by {(stop.reason if stop is not None else None) or 'SIGINT'}"
+    found = find_error(exc, LoadtestError)
+    return str(found) if found is not None else f"{type(exc).__name__}: {exc}"
+
+
+def history_meta(plan: Plan, command: str | None) -> dict[str, Any]:
+    """What a history file keeps of a run besides its records: what judges it again."""
+    import dataclasses
+    import time
+
+    from loadtest import __version__
+    from loadtest.engine.recording import loadtest_commit
+    from loadtest.model.history.journal import FORMAT_VERSION
+    from loadtest.model.scenario.loading import to_raw
+
+    scenario = plan.scenario
+    return {
+        "format": FORMAT_VERSION,
+        "loadtest": __version__,
+        "commit": loadtest_commit(),
+        "created_s": time.time(),
+        "command": command,
+        "scenario": to_raw(scenario),
+        "scenario_name": scenario.name,
+        "scenario_source": scenario.source,
+        "seed": scenario.seed,
+        "thresholds": list(plan.given_thresholds),
+        "cells": [dict(cell.overrides) for cell in plan.cells] if plan.repeat == 1 else [],
+        "repeat": plan.repeat,
+        "prices": dataclasses.asdict(plan.prices) if plan.prices is not None else None,
+        "variants": [ref.variant for ref in plan.refs],
+    }
+
+
+def report_from_history(path: str | Path, *, thresholds: Sequence[str] = ()) -> Report:
+    """The report of the run a history file holds (``run(..., history=PATH)``).
+
+    A closed history (the run ended) gives the report the run gave; one cut short (the
+    harness killed) the report of what was measured up to its last whole record, marked
+    incomplete, saying where it was cut. ``thresholds`` are judged besides the run's own.
+    ``HistoryFileError`` (an ``InputError``: exit 2) names the file and the byte offset
+    of what cannot be read.
+    """
+    from loadtest.engine.replay import replay
+
+    replayed = replay(Path(path), thresholds)
+    report = report_of(replayed.plan, replayed.result, replayed.command)
+    metric = replayed.meta.get("sweep_metric")
+    if isinstance(metric, str):
+        report = Report(report.model.with_extra(sweep_metric=metric))
+    return report
 
 
 def report_of(plan: RunPlan, result: RunResult, command: str | None = None) -> Report:
@@ -252,6 +348,7 @@ def run(
     deploy: bool = False,
     keep: bool = False,
     attach: AttachTo | None = None,
+    history: str | Path | None = None,
     **overrides: Any,
 ) -> Report:
     """Run a scenario's seeded workload against its consumer variants and judge it.
@@ -300,6 +397,7 @@ def run(
         cleanup_timeout_s=cleanup_timeout_s,
         keep=keep,
         attach=attach,
+        history=history,
     )
 
 

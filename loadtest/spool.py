@@ -4,7 +4,9 @@ Owns ``FileFrames``, the ``FrameStore`` (``loadtest.model.history.log``) a run's
 logs use, so the compressed frames of what was sent, invoked and acknowledged
 leave the harness's memory as the run goes. The file has no name (it is gone
 when closed or when the process ends) and is not the run's log directory,
-which the history outlives. It must not know what a frame holds.
+which the history outlives. A run given a history file keeps its frames in
+that file instead (``loadtest.engine.recording``), so a kill leaves them. It
+must not know what a frame holds.
 """
 
 from __future__ import annotations

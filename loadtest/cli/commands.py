@@ -18,9 +18,11 @@ from loadtest.cli.options import (
     CleanupOpt,
     EndpointOpt,
     HgrmOpt,
+    HistoryOpt,
     HtmlOpt,
     JsonOpt,
     JunitOpt,
+    KeepHistoryOpt,
     MarkdownOpt,
     OutOpt,
     PricesOpt,
@@ -97,6 +99,8 @@ def run(
     quiet: QuietOpt = False,
     cleanup_timeout: CleanupOpt = None,
     prices: PricesOpt = None,
+    history: HistoryOpt = None,
+    keep_history: KeepHistoryOpt = False,
     plan: Annotated[
         bool,
         typer.Option(
@@ -170,6 +174,12 @@ def run(
     if deploy or all(attach) or target is TargetChoice.AWS:
         from loadtest.cli.aws import run_remote
 
+        if history is not None:
+            fail(
+                Exit.BAD_INPUT,
+                "--history records runs on the local runtime (embedded, or --endpoint-url "
+                "without --deploy); not with --target aws, --deploy or an attached function",
+            )
         if repeat > 1:
             fail(
                 Exit.BAD_INPUT,
@@ -211,6 +221,8 @@ def run(
         cleanup_timeout_s=cleanup_timeout,
         prices_path=prices,
         repeat=repeat,
+        history_path=history,
+        keep_history=keep_history,
     )
 
 
@@ -254,6 +266,8 @@ def sweep(
     quiet: QuietOpt = False,
     cleanup_timeout: CleanupOpt = None,
     prices: PricesOpt = None,
+    history: HistoryOpt = None,
+    keep_history: KeepHistoryOpt = False,
     metric: Annotated[
         str | None,
         typer.Option(
@@ -300,6 +314,8 @@ def sweep(
         cleanup_timeout_s=cleanup_timeout,
         prices_path=prices,
         metric=metric,
+        history_path=history,
+        keep_history=keep_history,
     )
 
 

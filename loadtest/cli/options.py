@@ -113,6 +113,23 @@ JunitOpt = Annotated[
         "--junit", metavar="FILE", help="Also write JUnit XML: one test case per threshold."
     ),
 ]
+HistoryOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--history",
+        metavar="FILE",
+        help="Write the run's history here as it goes (flushed every second), so a run "
+        "killed hard still leaves what it measured: `loadtest report FILE` judges it "
+        "(default: beside the JSON report as .history, removed when the run ends "
+        "normally). Local runs only.",
+    ),
+]
+KeepHistoryOpt = Annotated[
+    bool,
+    typer.Option(
+        "--keep-history", help="Keep the history beside the report when the run ends normally."
+    ),
+]
 QuietOpt = Annotated[
     bool, typer.Option("--quiet", "-q", help="No progress and no summary; the exit code tells.")
 ]

@@ -164,6 +164,17 @@ def write_reports(report: Report, json_path: Path, outputs: Outputs) -> list[Pat
     return [json_path, *outputs.write(report.model, None)]
 
 
+def is_history(path: Path) -> bool:
+    """Whether the file starts as a history file does (``loadtest.model.history.journal``)."""
+    from loadtest.model.history.journal import MAGIC
+
+    try:
+        with path.open("rb") as file:
+            return file.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False
+
+
 def read_report(path: Path) -> ReportModel:
     """A saved JSON report read into the report model; refused (``InputError``) unless it
     is a complete report of this schema version, naming what is missing."""

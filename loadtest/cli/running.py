@@ -6,6 +6,7 @@ marked incomplete, and says by name what it could not delete.
 
 from __future__ import annotations
 
+import secrets
 import shlex
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ import typer
 from rich.live import Live
 from rich.text import Text
 
-from loadtest.api import Plan, Report, execute, prepare, salvaged
+from loadtest.api import Plan, execute, prepare, salvaged
 from loadtest.aws.clients import BackendKind
 from loadtest.cli.console import Exit, err, error_text, fail, out, raise_mapped
 from loadtest.cli.options import TargetChoice, library_target
@@ -76,12 +77,16 @@ def execute_run(
     prices_path: Path | None = None,
     metric: str | None = None,
     repeat: int = 1,
+    history_path: Path | None = None,
+    keep_history: bool = False,
 ) -> None:
     from loadtest.engine import Salvage
+    from loadtest.engine.recording import check_history_path
 
     stop = Stop()
     salvage = Salvage()
     plan: Plan | None = None
+    history: Path | None = None
     with stop.installed():
         try:
             plan = prepare(
@@ -97,7 +102,12 @@ def execute_run(
                 repeat=repeat,
                 **overrides,
             )
+            if history_path is not None:
+                check_history_path(history_path)
             json_path, outputs = plan_outputs(plan.scenario, json_path, out_dir, outputs)
+            history = history_path or beside(json_path)
+            if not quiet:
+                err.print(Text(f"History: {history}", style="dim"))
             show_progress = not quiet and err.is_terminal
             with (
                 Live(Text("starting…"), console=err, transient=True, refresh_per_second=8)
@@ -111,12 +121,18 @@ def execute_run(
                     stop=stop,
                     salvage=salvage,
                     cleanup_timeout_s=cleanup_timeout_s,
+                    history=history,
+                    on_history_problem=history_problem,
+                    # Which grid the terminal and the page show first (a sweep).
+                    sweep_metric=metric,
                 )
-            if metric is not None:
-                # Which grid the terminal and the page show first (a sweep).
-                result = Report(result.model.with_extra(sweep_metric=metric))
             written = write_reports(result, json_path, outputs)
+            if history_path is None and not keep_history and result.incomplete is None:
+                history.unlink(missing_ok=True)
         except BaseException as exc:
+            if history is not None and history_path is None and not salvage.runs:
+                # Nothing was measured (a handler that does not import, ...): no history to keep.
+                history.unlink(missing_ok=True)
             end_early(exc, plan, salvage, json_path, outputs, stop)
     if not quiet:
         out.print(render(result.model))
@@ -125,6 +141,18 @@ def execute_run(
     if result.incomplete is not None:
         fail(Exit.INTERRUPTED, interrupted_message(result.incomplete, salvage, written))
     raise typer.Exit(result.exit_code)
+
+
+def beside(json_path: Path) -> Path:
+    """The history's default path: beside the JSON report, never an existing file."""
+    path = json_path.with_suffix(".history")
+    while path.exists():
+        path = json_path.with_name(f"{json_path.stem}-{secrets.token_hex(3)}.history")
+    return path
+
+
+def history_problem(message: str) -> None:
+    err.print(Text(f"warning: {message}", style="yellow"))
 
 
 def end_early(

@@ -22,11 +22,13 @@ from loadtest.cli.options import (
     EndpointOpt,
     HgrmOpt,
     HtmlOpt,
+    JsonOpt,
     JunitOpt,
     MarkdownOpt,
     QuietOpt,
     TargetChoice,
     TargetOpt,
+    ThresholdOpt,
     target_kind,
 )
 from loadtest.cli.outputs import Outputs, read_report
@@ -73,28 +75,59 @@ def scenarios(
 
 
 def report(
-    file: Annotated[Path, typer.Argument(help="A JSON report written by run or compare.")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="A history (run --history) or a JSON report written by run or compare."
+        ),
+    ],
+    json_path: JsonOpt = None,
     html: HtmlOpt = None,
     markdown: MarkdownOpt = None,
     junit: JunitOpt = None,
     hgrm: HgrmOpt = None,
+    threshold: ThresholdOpt = [],  # noqa: B006 - typer needs a literal default
     quiet: QuietOpt = False,
 ) -> None:
-    """Show a saved JSON report again, as the run showed it; optionally re-render it to files.
+    """Judge a run's history again, or show a saved JSON report again; optionally write files.
+
+    A history closed by its run gives the report the run gave (the same JSON); one cut
+    short (the run was killed) gives the report of what was measured up to its last
+    whole record, marked incomplete: it never passes. --threshold adds rules (a
+    history only). A JSON report is re-rendered as it is.
 
     Exit code as the run's: 0 when every verdict passed, 1 when one failed, 4 when one was
-    inconclusive; 2 when the file is not a loadtest report or cannot be read or written.
+    inconclusive (a history cut short: 4 unless a failure was seen); 2 when the file is not
+    a history or a loadtest report (naming the byte offset of a corrupt record), or cannot
+    be read or written.
     """
+    from loadtest.api import report_from_history
+    from loadtest.cli.outputs import is_history, write_json
+
     try:
-        data = read_report(file)
-        written = Outputs(html=html, markdown=markdown, junit=junit, hgrm=hgrm).write(data, None)
+        history = is_history(file)
+        if history:
+            data = report_from_history(file, thresholds=threshold).model
+        elif threshold:
+            raise InputError("--threshold judges a history again; a JSON report is shown as it is")
+        else:
+            data = read_report(file)
+        written = []
+        if json_path is not None:
+            write_json(json_path, data.to_json())
+            written.append(json_path)
+        written += Outputs(html=html, markdown=markdown, junit=junit, hgrm=hgrm).write(data, None)
     except InputError as exc:
         fail(Exit.BAD_INPUT, str(exc))
     if not quiet:
         out.print(render(data))
+        if data.incomplete and data.incomplete_reason:
+            err.print(Text(f"incomplete: {data.incomplete_reason}", style="yellow"))
         for path in written:
             out.print(Text(f"Report: {path}", style="dim"))
-    raise typer.Exit(verdict_exit_code(data))
+    code = verdict_exit_code(data)
+    # A history cut short never passes: what it did not record was not judged.
+    raise typer.Exit(4 if history and data.incomplete and code == 0 else code)
 
 
 def serve(

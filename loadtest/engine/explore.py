@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from loadtest.aws import clients as aws
@@ -125,6 +125,8 @@ class Counterexample:
     """What makes it one bug (``loadtest.model.explore.bugs``), of the shrunk schedule."""
     schedules: int = 1
     """Failing schedules of the search that were this bug."""
+    reasons: list[str] = field(default_factory=list)
+    """The judgement's reasons with the scenario's ids and message names (``_plain_reasons``)."""
 
     @property
     def size(self) -> tuple[int, int, int, int]:
@@ -187,10 +189,12 @@ def _settings(scenario: Scenario, options: ExploreOptions) -> ExploreSettings:
     )
 
 
-def _plain(judged: Judged, business_ids: set[str], tables: dict[str, str]) -> list[Step]:
-    """The steps with each fresh business id (``id~N``) shown as the scenario's, and each
-    message id as ``message-N`` (N: the copy), and the session's tables by the variable
-    that names them (``tables``): the same in every schedule and replay."""
+def _plainer(
+    judged: Judged, business_ids: set[str], tables: dict[str, str]
+) -> Callable[[str], str]:
+    """Text with each fresh business id (``id~N``) shown as the scenario's, each message id
+    as ``message-N`` (N: the copy), and the session's tables by the variable that names them
+    (``tables``): the same in every schedule and replay."""
     pattern = re.compile(
         "("
         + "|".join(re.escape(b) for b in sorted(business_ids, key=len, reverse=True))
@@ -199,16 +203,28 @@ def _plain(judged: Judged, business_ids: set[str], tables: dict[str, str]) -> li
         + r"\d+"
     )
     message_ids = {m.message_id: f"message-{i + 1}" for i, m in enumerate(judged.history.sent)}
-    steps = []
-    for step in judged.execution.steps:
-        text = json.dumps(step.to_dict())
+    aliases = [(fresh, plain) for fresh, plain in [*message_ids.items(), *tables.items()] if fresh]
+
+    def plain(text: str) -> str:
         if business_ids:
             text = pattern.sub(r"\1", text)
-        for fresh, plain in [*message_ids.items(), *tables.items()]:
-            if fresh:
-                text = text.replace(fresh, plain)
-        steps.append(Step(**json.loads(text)))
-    return steps
+        for fresh, alias in aliases:
+            text = text.replace(fresh, alias)
+        return text
+
+    return plain
+
+
+def _plain(judged: Judged, business_ids: set[str], tables: dict[str, str]) -> list[Step]:
+    """The steps as ``_plainer`` shows them."""
+    plain = _plainer(judged, business_ids, tables)
+    return [Step(**json.loads(plain(json.dumps(s.to_dict())))) for s in judged.execution.steps]
+
+
+def _plain_reasons(judged: Judged, business_ids: set[str], tables: dict[str, str]) -> list[str]:
+    """The schedule's reasons as ``_plainer`` shows them (a witness names the scenario's id)."""
+    plain = _plainer(judged, business_ids, tables)
+    return [plain(reason) for reason in judged.check.reasons]
 
 
 def explore(
@@ -361,6 +377,7 @@ def explore(
                     _plain(f.judged, _ids(messages), tables),
                     f.judged,
                     _key(f.judged),
+                    reasons=_plain_reasons(f.judged, _ids(messages), tables),
                 )
                 for f in found.values()
             ]
@@ -489,7 +506,13 @@ def _shrunk(
     )
     result.shrink_tries += tries
     final: Judged = run(Replay(best), messages[: best.copies])  # type: ignore[operator]
-    return Counterexample(best, _plain(final, _ids(messages), tables), final, _key(final))
+    return Counterexample(
+        best,
+        _plain(final, _ids(messages), tables),
+        final,
+        _key(final),
+        reasons=_plain_reasons(final, _ids(messages), tables),
+    )
 
 
 def _trace(taken: Sequence[tuple[int, Option, Option]]) -> tuple[int, ...]:

@@ -210,12 +210,20 @@ class Session:
         )
         self.created.append(name)
 
+    def _source_queues(self) -> tuple[str, str]:
+        """The modelled queue's URL and ARN, as the consumer is told them (no real queue)."""
+        return (
+            f"modelled://{self.names.queue}",
+            f"arn:aws:sqs:{self.target.region}:000000000000:{self.names.queue}",
+        )
+
     def _function_environment(self) -> dict[str, str]:
         """The scenario's and the extra tables' variables, as a run gives them (the queue
         is modelled: its URL and ARN name no real queue)."""
+        queue_url, queue_arn = self._source_queues()
         made = aws.Provisioned(
-            queue_url=f"modelled://{self.names.queue}",
-            queue_arn=f"arn:aws:sqs:{self.target.region}:000000000000:{self.names.queue}",
+            queue_url=queue_url,
+            queue_arn=queue_arn,
             dlq_url=f"modelled://{self.names.dlq}",
             table_name=self.table,
             sinks=self.sinks,
@@ -284,6 +292,7 @@ class Session:
                 key_names,
                 self.settings,
                 function=FunctionIdentity.from_environ(),
+                source_queues=self._source_queues(),
             )
             explorer.observer.install()
             virtual_clock.install(explorer.clock)

@@ -16,6 +16,7 @@ and the variant's record ``variant_result``'s. Prints nothing, never exits.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import time
@@ -42,6 +43,7 @@ from loadtest.engine.ending import (
     why,
     with_left_behind,
 )
+from loadtest.engine.recording import HistoryWriter
 from loadtest.engine.results import (
     CLEANUP_TIMEOUT_S,
     Clock,
@@ -78,12 +80,18 @@ async def run_variant(
     clock: Clock = time.monotonic_ns,
     cleanup_timeout_s: float = CLEANUP_TIMEOUT_S,
     salvage: Salvage | None = None,
+    recorder: HistoryWriter | None = None,
+    run_index: int = 0,
+    cell_index: int = 0,
 ) -> VariantRun:
     """Run one variant; every cleanup step and the end-state read take at most ``cleanup_timeout_s``.
 
     When the run is cancelled (interrupted) or the backend fails mid-run, what
     was measured is judged against a bounded end-state read and added to
-    ``salvage.runs`` marked incomplete before the exception goes on.
+    ``salvage.runs`` marked incomplete before the exception goes on. With a
+    ``recorder``, the history is written to its file as it goes (as the run's
+    ``run_index``-th variant run, of the plan's ``cell_index``-th cell), and what
+    judged the run once it ends.
     """
     settings = scenario.consumer
     setup = scenario.function
@@ -106,7 +114,11 @@ async def run_variant(
     )
     salvage = salvage if salvage is not None else Salvage()
     made = aws.Provisioned()
-    history = History(frames=FileFrames)
+    history = (
+        recorder.history(run_index, ref, names, cell_index)
+        if recorder is not None
+        else History(frames=FileFrames)
+    )
     progress = Progress()
     end_state: EndState | None = None
     problems: list[str] = []
@@ -155,7 +167,10 @@ async def run_variant(
                     variables = function_environment(setup, tables, names, made, target.region)
                     for env in environments:
                         env.config = dataclasses.replace(
-                            config, function_env=variables, side_tables=tuple(made.extra_tables)
+                            config,
+                            function_env=variables,
+                            side_tables=tuple(made.extra_tables),
+                            source_queues=tuple(q for q in (made.queue_url, made.queue_arn) if q),
                         )
                     # Cold starts once the function's resources exist, as on Lambda: a
                     # handler may read its table when imported. One that does not
@@ -210,20 +225,27 @@ async def run_variant(
         except BaseException as exc:
             failure = failure or exc
             if history.started_ns:
-                salvage.runs.append(
-                    _variant_run(
-                        scenario,
-                        ref,
-                        names,
-                        history,
-                        end_state or EndState(0, 0, 0, {}),
-                        environments,
-                        problems,
-                        incomplete=why(failure, end_state),
-                        progress=progress,
-                        cut_short=True,
-                    )
+                partial = _variant_run(
+                    scenario,
+                    ref,
+                    names,
+                    history,
+                    end_state or EndState(0, 0, 0, {}),
+                    environments,
+                    problems,
+                    incomplete=why(failure, end_state),
+                    progress=progress,
+                    cut_short=True,
                 )
+                salvage.runs.append(partial)
+                if recorder is not None:
+                    recorder.ended(
+                        run_index,
+                        partial,
+                        cut_short=True,
+                        backlog_peak=progress.backlog_peak,
+                        stopped_early=progress.stopped_early,
+                    )
             if problems:
                 raise with_left_behind(exc, problems) from exc
             raise
@@ -244,6 +266,14 @@ async def run_variant(
     )
     variant_run.sqs_requests_served = sqs_served
     salvage.runs.append(variant_run)
+    if recorder is not None:
+        recorder.ended(
+            run_index,
+            variant_run,
+            cut_short=False,
+            backlog_peak=progress.backlog_peak,
+            stopped_early=progress.stopped_early,
+        )
     return variant_run
 
 
@@ -304,21 +334,50 @@ async def sweep_async(
     clock: Clock = time.monotonic_ns,
     cleanup_timeout_s: float = CLEANUP_TIMEOUT_S,
     salvage: Salvage | None = None,
+    recorder: HistoryWriter | None = None,
 ) -> RunResult:
     """Run every variant once per cell (``loadtest.model.plan.Cell``, or a mapping of
     scenario overrides made into one), in order.
 
     The cells' scenarios are built (and validated) before anything runs. Each
-    variant run is also added to ``salvage`` as it ends.
+    variant run is also added to ``salvage`` as it ends, and written to
+    ``recorder``'s history file as it goes (flushed every second).
     """
     planned_cells = cells_of(scenario, cells)
     salvage = salvage if salvage is not None else Salvage()
     salvage.target = target
     await check_reachable(target)
+    if recorder is not None:
+        recorder.backend(target)
+    async with recorder.flushing() if recorder is not None else contextlib.nullcontext():
+        return await _sweep(
+            scenario,
+            refs,
+            target,
+            planned_cells,
+            on_progress,
+            clock,
+            cleanup_timeout_s,
+            salvage,
+            recorder,
+        )
+
+
+async def _sweep(
+    scenario: Scenario,
+    refs: Sequence[HandlerRef],
+    target: aws.Target,
+    planned_cells: Sequence[Cell],
+    on_progress: ProgressCallback | None,
+    clock: Clock,
+    cleanup_timeout_s: float,
+    salvage: Salvage,
+    recorder: HistoryWriter | None,
+) -> RunResult:
     run_id = aws.new_run_id()
     runs = []
     index = 0
-    for cell in planned_cells:
+    for cell_index, cell in enumerate(planned_cells):
         cell_scenario = cell.scenario
         planned = plan(cell_scenario.workload, cell_scenario.seed)
         for ref in refs:
@@ -334,6 +393,9 @@ async def sweep_async(
                 clock=clock,
                 cleanup_timeout_s=cleanup_timeout_s,
                 salvage=salvage,
+                recorder=recorder,
+                run_index=index - 1,
+                cell_index=cell_index,
             )
             variant_run.cell = dict(cell.overrides)
             runs.append(variant_run)
@@ -367,6 +429,7 @@ def run(
     stop: Stop | None = None,
     cleanup_timeout_s: float = CLEANUP_TIMEOUT_S,
     salvage: Salvage | None = None,
+    recorder: HistoryWriter | None = None,
 ) -> RunResult:
     """Synchronous entry point: start the backend if embedded, run, stop it.
 
@@ -374,7 +437,8 @@ def run(
     A ``stop`` request (a signal, see ``loadtest.interrupts``) ends the run
     early: the result then holds what was measured, with ``incomplete`` set.
     ``salvage`` (the caller's) keeps the finished runs and what is not yet
-    deleted even if this raises.
+    deleted even if this raises. ``recorder`` writes the run's history to its file
+    as it goes (``loadtest.engine.recording``); closing it is the caller's.
     """
     cells = cells_of(scenario, cells)  # bad input fails before the backend starts
     salvage = salvage if salvage is not None else Salvage()
@@ -391,6 +455,7 @@ def run(
                         on_progress=on_progress,
                         cleanup_timeout_s=cleanup_timeout_s,
                         salvage=salvage,
+                        recorder=recorder,
                     )
             # Only a stop request cancels this scope: keep what was measured.
             reason = stop.reason if stop is not None else None

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from loadtest.aws import clients as aws
 from loadtest.deploy.remote_run import AttachTo
 from loadtest.emulation.environment.handlers import HandlerRef
+from loadtest.engine.recording import HistoryWriter
 from loadtest.engine.results import CLEANUP_TIMEOUT_S, ProgressCallback, RunResult, Salvage
 from loadtest.interrupts import Stop
 from loadtest.model.plan import Cell
@@ -36,6 +37,8 @@ class RunOptions:
     salvage: Salvage | None = None
     """The caller's: finished runs and what is not yet deleted, kept even if the run raises."""
     cleanup_timeout_s: float = CLEANUP_TIMEOUT_S
+    recorder: HistoryWriter | None = None
+    """The run's history file, written as the run goes (local only)."""
 
 
 class Runtime(Protocol):
@@ -66,6 +69,7 @@ class Emulated:
             stop=options.stop,
             salvage=options.salvage,
             cleanup_timeout_s=options.cleanup_timeout_s,
+            recorder=options.recorder,
         )
 
 

@@ -44,12 +44,14 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from loadtest.observer import point_faults, record_marks, runtime_marshal
+from loadtest.observer.effects import own_calls
 from loadtest.observer.layer_environment import (
     CRASH_MID_HANDLER_ENV,
     HANDLER_DURATION_ENV,
     HANDLER_JITTER_ENV,
     RACE_WINDOW_ENV,
     SIDE_TABLES_ENV,
+    SOURCE_QUEUES_ENV,
 )
 from loadtest.observer.layer_environment import KEY_NAMES_ENV as KEY_NAMES_ENV
 from loadtest.observer.layer_environment import OBSERVATION_QUEUE_ENV as OBSERVATION_QUEUE_ENV
@@ -88,7 +90,8 @@ def queue_sink(queue_name: str, sqs: Any = None) -> Sink:
     url = sqs.get_queue_url(QueueName=queue_name)["QueueUrl"]
 
     def send(line: str) -> None:
-        sqs.send_message(QueueUrl=url, MessageBody=line)
+        with own_calls():
+            sqs.send_message(QueueUrl=url, MessageBody=line)
 
     return send
 
@@ -155,6 +158,7 @@ def start(
         race_window_s=int(env.get(RACE_WINDOW_ENV, "0")) / 1000,
         clock=clock,
         side_tables=tuple(t for t in env.get(SIDE_TABLES_ENV, "").split(",") if t),
+        source_queues=tuple(q for q in env.get(SOURCE_QUEUES_ENV, "").split(",") if q),
     )
     rng = rng if rng is not None else random.Random()
     crash_p = float(env.get(CRASH_MID_HANDLER_ENV, "0"))
@@ -218,6 +222,18 @@ def _records(event: Any) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _event_sources(event: Any) -> list[str]:
+    """The queues an SQS event's records came from (``eventSourceARN``)."""
+    records = event.get("Records") if isinstance(event, dict) else None
+    if not isinstance(records, list):
+        return []
+    return [
+        r["eventSourceARN"]
+        for r in records
+        if isinstance(r, dict) and isinstance(r.get("eventSourceARN"), str)
+    ]
 
 
 INVALID_ID = ""
@@ -338,6 +354,7 @@ def _observed(state: _State, event: Any, context: Any) -> Any:
     jitter = state.rng.uniform(0, state.jitter_ms) if state.jitter_ms else 0.0
     state.observer.arm((state.duration_ms + jitter) / 1000)
     record_marks.clear()
+    state.observer.add_source_queues(_event_sources(event))
     if state.points is not None:
         state.points.begin(event)
     try:

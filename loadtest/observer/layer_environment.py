@@ -23,6 +23,9 @@ OBSERVATION_QUEUE_ENV = "LOADTEST_OBSERVATION_QUEUE"
 SIDE_TABLES_ENV = "LOADTEST_SIDE_TABLES"
 """The consumer's extra tables (``[[tables]]``), comma-separated: their writes are side
 writes."""
+SOURCE_QUEUES_ENV = "LOADTEST_SOURCE_QUEUES"
+"""The queues that feed the function (URLs or ARNs), comma-separated: a send to one of them
+is not an effect. Each event's ``eventSourceARN`` is added to them as it comes."""
 ATTACHED_ENV = "LOADTEST_ATTACHED"
 """Attach mode's JSON note on a function: the run, its original handler and layers, the
 keys added (what ``loadtest cleanup`` restores if the run could not)."""

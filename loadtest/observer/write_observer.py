@@ -1,4 +1,5 @@
-"""The write observer: records every DynamoDB write a consumer makes to one table.
+"""The write observer: records every DynamoDB write a consumer makes to one table, and
+every effect it sends beyond it.
 
 Runs inside an execution environment (and, deployed, inside the function). It
 wraps two private botocore methods every boto3 client and resource goes
@@ -31,6 +32,12 @@ BatchWriteItem, TransactWriteItems, ExecuteStatement, BatchExecuteStatement,
 ExecuteTransaction. A call to the watched table it cannot interpret is
 reported as unobserved, never ignored; a failure of the observer itself is
 reported as the observer's, and the consumer's call goes ahead untouched.
+
+An effect call (an SNS publish, an SQS send to a queue other than the ones that feed the
+function, EventBridge PutEvents, an S3 put, copy or delete, a Step Functions execution, a
+Lambda invoke; ``loadtest.observer.effects`` says which) is recorded through the same two
+methods (``loadtest.observer.effect_calls``, the observer's part around it), one ``EffectRecord`` per entry once its answer is parsed (refused, ``NoAnswer``,
+when it raised instead). Any other call costs one dict lookup.
 
 This module owns the hooks' installation and lifecycle (the wrappers themselves are
 ``loadtest.observer.hooks``'), the handler-duration
@@ -66,6 +73,8 @@ from loadtest.observer.answers import (
     record_answer,
     side_writes,
 )
+from loadtest.observer.effect_calls import EffectSending
+from loadtest.observer.effects import EFFECT_OPERATIONS, EffectPlanner
 from loadtest.observer.hooks import (
     AIO_CLIENT,
     PENDING,
@@ -91,7 +100,7 @@ _MISSING_KEPT = 20
 """Refused calls one invocation keeps (each is also logged)."""
 
 
-class WriteObserver:
+class WriteObserver(EffectSending):
     """Observes one table's writes for the process it is installed in."""
 
     def __init__(
@@ -103,6 +112,7 @@ class WriteObserver:
         race_window_s: float = 0.0,
         clock: Callable[[], int] = time.monotonic_ns,
         side_tables: tuple[str, ...] = (),
+        source_queues: tuple[str, ...] = (),
     ) -> None:
         self.table_name = table_name
         self.side_tables = frozenset(side_tables)
@@ -127,6 +137,9 @@ class WriteObserver:
         self._armed_s = 0.0
         self._arm_lock = threading.Lock()
         self._planner = CallPlanner(table_name, key_names, unobserved=self._unobserved)
+        self._effects = EffectPlanner(source_queues)
+        """The effect calls' planner; ``source_queues`` (URLs or ARNs) feed the function, so
+        a send to one of them is not an effect."""
         self._originals: Methods | None = None
         self._aio_originals: tuple[type, Methods] | None = None
         self._import_hook: AfterImport | None = None
@@ -235,14 +248,19 @@ class WriteObserver:
     def _planned(
         self, client: BaseClient, params: dict[str, Any], operation_model: Any, context: Any
     ) -> dict[str, Any]:
-        """The parameters to send; a call to observe is left in ``context`` for the request."""
+        """The parameters to send; a call to observe (a DynamoDB call to the watched table,
+        an effect) is left in ``context`` for the request."""
+        service = client.meta.service_model.service_name
         try:
             keep_resource(params, context)
-            if self.side_tables and client.meta.service_model.service_name == "dynamodb":
+            if self.side_tables and service == "dynamodb":
                 keep_side_writes(str(operation_model.name), params, context, self.side_tables)
         except Exception as exc:
             self._fault(str(operation_model.name), exc)
-        if client.meta.service_model.service_name != "dynamodb" or not isinstance(context, dict):
+        if service != "dynamodb" or not isinstance(context, dict):
+            operations = EFFECT_OPERATIONS.get(service)
+            if operations is not None and operation_model.name in operations:
+                return self._planned_effect(service, str(operation_model.name), params, context)
             return params
         name = str(operation_model.name)
         try:
@@ -257,19 +275,6 @@ class WriteObserver:
         return new_params
 
     # --- sending: around the request, in the order the records must be emitted ---
-
-    def _send_other(self, request_context: Any, send: Callable[[], Any]) -> Any:
-        """A request the observer does not record (another service or table): sent as is.
-
-        ``explore``'s observer overrides it to make calls to other tables points too.
-        """
-        return send()
-
-    async def _send_other_async(
-        self, request_context: Any, send: Callable[[], Awaitable[Any]]
-    ) -> Any:
-        """``_send_other`` for aiobotocore."""
-        return await send()
 
     def _instead(self, call: Call) -> tuple[Any, Any] | None:
         """The answer ``before_call`` gives instead of sending ``call``, if any."""

@@ -152,7 +152,7 @@ def _example(example: Counterexample) -> dict[str, Any]:
         "schedule": example.schedule.token,
         "steps": [s.to_dict() for s in example.steps],
         "counts": example.judged.check.counts.as_dict(),
-        "reasons": list(example.judged.check.reasons),
+        "reasons": example.reasons or list(example.judged.check.reasons),
         "deliveries": example.judged.execution.deliveries,
         "faults": example.schedule.faults,
     }
@@ -252,5 +252,9 @@ def explore_text(report: ReportModel | Mapping[str, Any]) -> str:
         lines += [f"  {r}" for r in [*run.reasons, *run.inconclusive]]
     if e["replay"]:
         lines += ["", f"replay: {e['replay']}"]
-    lines.append(f"verdict: {run.verdict}")
+    expected = run.verdict == "pass" and e["schedules_failed"] and run.relaxed_reasons
+    lines.append(
+        f"verdict: {run.verdict}"
+        + (" (what failed is expected by this scenario: [verdict.allow])" if expected else "")
+    )
     return "\n".join(lines)

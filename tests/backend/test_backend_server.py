@@ -144,3 +144,20 @@ def test_expect_100_continue_is_answered_then_the_connection_kept(
     assert expected.startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
     assert _masked(answers[0]) == _masked(expected).replace(b"\r\nConnection: close", b"")
     assert answers[1].startswith(b"HTTP/1.1 200 OK\r\n")
+
+
+def test_expect_100_continue_is_sent_before_the_body_arrives(servers: tuple[str, str]) -> None:
+    # A client that waits for it before sending the body (aiohttp: aioboto3's S3 puts)
+    # must get it while the server still waits for that body.
+    kept, _ = servers
+    request = _request(extra="Expect: 100-continue\r\n")
+    head, body = request.split(b"\r\n\r\n", 1)
+    host, port = urlsplit(kept).hostname, urlsplit(kept).port
+    with socket.create_connection((host, port), timeout=5) as sock:
+        sock.sendall(head + b"\r\n\r\n")
+        interim = b""
+        while not interim.endswith(b"\r\n\r\n"):
+            interim += sock.recv(1)
+        assert interim == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(body)
+        assert b"HTTP/1.1 200 OK\r\n" in _read_response(sock)

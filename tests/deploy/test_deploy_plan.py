@@ -303,6 +303,8 @@ def test_plan_configures_the_function_and_its_tables_as_the_scenario_declares() 
         "dlq-url": "loadtest-r2-0-dlq",
     }
     assert env["LOADTEST_KEY_NAMES"] == "orderId,at"
+    # A send to the queue that feeds the function is not an effect: the layer is told it.
+    assert env["LOADTEST_SOURCE_QUEUES"] == "{queue_url},{queue_arn}"
 
 
 def test_a_named_table_serves_one_deployed_variant_at_a_time() -> None:

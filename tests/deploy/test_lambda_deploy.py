@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from loadtest.deploy import lambda_deploy
 from loadtest.deploy.deploy_plan import RUN_TAG, Kind, Plan, plan_deploy
 from loadtest.deploy.lambda_deploy import (
     Clients,
@@ -87,7 +88,11 @@ def test_deploy_creates_exactly_the_plan(aws: Clients) -> None:
             assert [layer["Arn"] for layer in config["Layers"]] == [
                 made.get(n).arn for n in s["Layers"]
             ]
-            assert config["Environment"]["Variables"] == s["Environment"]["Variables"]
+            # As planned, with the queues it names filled in ({queue_url}, ...).
+            variables = config["Environment"]["Variables"]
+            assert variables == lambda_deploy._filled(s, made)
+            queue = made.get(s["EnvironmentRefs"]["url"])
+            assert variables["LOADTEST_SOURCE_QUEUES"] == f"{queue.ident},{queue.arn}"
             assert aws.lambda_.list_tags(Resource=config["FunctionArn"])["Tags"] == {RUN_TAG: "t1"}
         elif resource.kind is Kind.MAPPING:
             mapping = aws.lambda_.get_event_source_mapping(UUID=created.ident)

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from loadtest.api import report_from_history
 from tests.integration.helpers import client, loadtest_resources
 
 HERE = Path(__file__).parent
@@ -184,6 +185,17 @@ def _interrupt(tmp_path: Path, served: Served, signals: list[signal.Signals], na
     assert report["runs"][0]["counts"]["messages_sent"] > 0
     _assert_cut_short_is_not_a_failure(report["runs"][0])
     case.assert_nothing_left(served.url)
+    _assert_history_rebuilds(case)
+
+
+def _assert_history_rebuilds(case: Case) -> None:
+    """The history beside the report is kept (the run did not end normally) and closed:
+    judged again, it gives the interrupted run's own report, byte for byte."""
+    [written] = sorted(case.out.glob("*.json"))
+    [history] = sorted(case.out.glob("*.history"))
+    assert history.stem == written.stem
+    again = report_from_history(history)
+    assert json.dumps(again.to_dict(), indent=2) + "\n" == written.read_text(encoding="utf-8")
 
 
 def _assert_cut_short_is_not_a_failure(run: dict[str, Any]) -> None:
@@ -238,6 +250,7 @@ def test_interrupted_compare_keeps_finished_variants(tmp_path: Path, served: Ser
     assert report["runs"][0]["verdict"] == "pass"
     assert report["incomplete"] is True
     case.assert_nothing_left(served.url)
+    _assert_history_rebuilds(case)
 
 
 def _finish_blocked(case: Case) -> tuple[int, float]:
@@ -289,6 +302,7 @@ def test_stopped_backend_is_bounded_and_named(tmp_path: Path, served: Served) ->
     [report] = case.reports()
     assert report["incomplete"] is True
     case.assert_nothing_left()  # the endpoint's resources are named, not deleted: it was stopped
+    _assert_history_rebuilds(case)
 
 
 def test_killed_backend_exits_three_and_leaves_nothing_local(
@@ -306,6 +320,7 @@ def test_killed_backend_exits_three_and_leaves_nothing_local(
     # The end state could not be read: an empty table is no evidence of lost outcomes.
     _assert_cut_short_is_not_a_failure(report["runs"][0])
     case.assert_nothing_left()
+    _assert_history_rebuilds(case)
 
 
 def test_concurrent_runs_in_one_folder_keep_every_report(tmp_path: Path, served: Served) -> None:

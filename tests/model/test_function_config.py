@@ -254,3 +254,19 @@ def test_an_environment_names_only_the_tables_its_run_makes() -> None:
     assert "IDEMPOTENCY_TABLE_NAME" not in env
     # The scenario's variables win over the run's TABLE_NAME, never over what the run owns.
     assert (env["TABLE_NAME"], env["IDEM"], env["AWS_REGION"]) == ("mine", "x", "us-east-1")
+
+
+def test_an_environment_is_told_the_queue_that_feeds_it() -> None:
+    config = FunctionConfig(
+        handler=parse_ref("conditional"),
+        function_name="f",
+        table_name="t",
+        region="us-east-1",
+        endpoint_url=None,
+        memory_mb=128,
+        timeout_s=3,
+        source_queues=("http://host/1/jobs", "arn:aws:sqs:us-east-1:1:jobs"),
+    )
+    assert config.environ()["LOADTEST_SOURCE_QUEUES"] == (
+        "http://host/1/jobs,arn:aws:sqs:us-east-1:1:jobs"
+    )

@@ -18,6 +18,7 @@ import json
 import math
 import random
 from collections import OrderedDict, namedtuple
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -203,9 +204,13 @@ def test_the_wrapper_reads_a_partial_batch_response_as_the_runtime_sends_it() ->
 
 
 class _Observer:
-    """Stands for the write observer: the wrapper only arms and disarms it."""
+    """Stands for the write observer: the wrapper only arms and disarms it, and tells it
+    the event's source queues."""
 
     request_id = ""
+
+    def add_source_queues(self, addresses: Iterable[str]) -> None:
+        pass
 
     def arm(self, duration_s: float) -> None:
         pass

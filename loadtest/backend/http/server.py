@@ -105,6 +105,13 @@ def serve(
         # flushes; unbuffered, that was two sends (two packets) per response.
         wbufsize = _RESPONSE_BUFFER_BYTES
 
+        def handle_expect_100(self) -> bool:
+            # Sent now, not with the response: the client (aiohttp) holds the body until
+            # it has read this, and the buffered ``wfile`` would keep it until then.
+            answered = super().handle_expect_100()
+            self.wfile.flush()
+            return answered
+
         def date_time_string(self, timestamp: float | None = None) -> str:
             # The Date header has a resolution of one second; formatting it per response
             # (email.utils.formatdate) was ~2% of the backend's CPU.
@@ -157,6 +164,7 @@ def serve(
                 return
             if self.headers.get("Expect", "").lower().strip(" \t") == "100-continue":
                 self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+                self.wfile.flush()
             self.environ = environ = self.make_environ()
             length = environ.get("CONTENT_LENGTH")
             environ["wsgi.input"] = io.BytesIO(self.rfile.read(int(length)) if length else b"")

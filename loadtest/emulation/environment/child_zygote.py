@@ -56,6 +56,9 @@ from typing import NoReturn
 from loadtest.emulation.environment.child_guard import parent_death_signal
 
 _PR_SET_CHILD_SUBREAPER = 36
+RUN_FOLDER_ENV = "LOADTEST_RUN_FOLDER"
+"""The run's ``loadtest-envs-*`` folder, given to the zygote alone (never to an environment)."""
+RUN_FOLDER_PREFIX = "loadtest-envs-"
 
 READY = b'{"ready":true}\n'
 """The zygote's hello on its control socket once its imports are done."""
@@ -110,13 +113,13 @@ def serve(environment_modules: Set[str]) -> tuple[int, int]:
                     woken += chunk
                 _reap(children)
                 if signal.SIGTERM in woken:  # the harness died, or someone asks the run to end
-                    _stop(children)
+                    _stop(children, harness_gone=os.getppid() != harness)
             elif fd == harness_fd:
-                _stop(children)
+                _stop(children, harness_gone=True)
             elif fd == control.fileno():
                 message, fds, _, _ = socket.recv_fds(control, 16, 3)
-                if not message:
-                    _stop(children)  # the harness closed the run
+                if not message:  # the harness closed the run, or it is exiting (killed)
+                    _stop(children, harness_gone=_exiting(harness))
                 if len(fds) != 3:
                     for extra in fds:
                         os.close(extra)
@@ -242,9 +245,10 @@ def _report_exit(children: dict[int, socket.socket], pid: int, status: int) -> N
         sock.close()
 
 
-def _stop(children: dict[int, socket.socket]) -> NoReturn:
+def _stop(children: dict[int, socket.socket], *, harness_gone: bool = False) -> NoReturn:
     """End the zygote: kill every environment's group and every process handed to this one
-    (a subreaper's orphans), reap them all, exit."""
+    (a subreaper's orphans), reap them all, exit. When the harness is gone (killed), also
+    remove the run's folder (``RUN_FOLDER_ENV``), which the harness can no longer do."""
     for pid in children:
         _kill_group(pid)
     while True:
@@ -258,7 +262,31 @@ def _stop(children: dict[int, socket.socket]) -> NoReturn:
         except ChildProcessError:
             break
         _report_exit(children, pid, status)
+    if harness_gone:
+        _remove_run_folder()
     os._exit(0)
+
+
+_PF_EXITING = 0x4
+"""``/proc/PID/stat``'s flag of a process in ``do_exit``: set before its descriptors close."""
+
+
+def _exiting(pid: int) -> bool:
+    """Whether the process is gone or exiting (a killed harness's sockets close as it exits)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return True
+    return fields[0] in (b"Z", b"X") or int(fields[6]) & _PF_EXITING != 0
+
+
+def _remove_run_folder() -> None:
+    folder = os.environ.get(RUN_FOLDER_ENV, "")
+    if os.path.basename(folder).startswith(RUN_FOLDER_PREFIX) and os.path.isdir(folder):
+        import shutil  # only now: the zygote's imports are every environment's
+
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _read_line(fd: int) -> bytes:

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 
 from loadtest.emulation.environment.handlers import HandlerRef
-from loadtest.observer.layer_environment import KEY_NAMES_ENV, SIDE_TABLES_ENV
+from loadtest.observer.layer_environment import KEY_NAMES_ENV, SIDE_TABLES_ENV, SOURCE_QUEUES_ENV
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,9 @@ class FunctionConfig:
     """The table's key attributes (hash, then range), for the write observer."""
     side_tables: tuple[str, ...] = ()
     """The consumer's extra tables, whose writes the observer counts as side writes."""
+    source_queues: tuple[str, ...] = ()
+    """The queue that feeds the function (its URL and ARN): the observer does not count a
+    send to it as an effect."""
     function_env: tuple[tuple[str, str], ...] = ()
     """The function's own variables: the scenario's ``[consumer] environment`` and ``--env``
     with the run's resources filled in, and each extra table's variable."""
@@ -56,6 +59,7 @@ class FunctionConfig:
                 "LOADTEST_HANDLER": self.handler.ref,
                 KEY_NAMES_ENV: ",".join(self.key_names),
                 SIDE_TABLES_ENV: ",".join(self.side_tables),
+                SOURCE_QUEUES_ENV: ",".join(self.source_queues),
                 "PYTHONUNBUFFERED": "1",
                 "PYTHONPATH": os.pathsep.join(
                     p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p

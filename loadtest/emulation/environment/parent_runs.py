@@ -1,6 +1,7 @@
 """A run's scope for its execution environments: their log folder and the run's zygote.
 
-Owns ``log_directory`` (a fresh ``loadtest-envs-*`` folder, removed however the run ends)
+Owns ``log_directory`` (a fresh ``loadtest-envs-*`` folder, removed however the run ends,
+by the zygote when the harness is killed, else by the next run's ``new_log_dir``)
 and the zygote of each run under way (``zygote_for``: started by the first environment
 that needs it, stopped and reaped when the folder is left). Must not start environments
 itself (``loadtest.emulation.environment.parent_environments`` does).
@@ -8,6 +9,7 @@ itself (``loadtest.emulation.environment.parent_environments`` does).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -19,9 +21,30 @@ import anyio
 
 from loadtest.emulation.environment import parent_zygote as zygotes
 
+LOG_DIR_PREFIX = "loadtest-envs-"
+
 
 def new_log_dir() -> str:
-    return tempfile.mkdtemp(prefix="loadtest-envs-")
+    """A fresh ``loadtest-envs-PID-*`` folder (PID: this harness), after removing those of
+    harnesses that are gone: a killed run's zygote removes its own folder, but a run whose
+    environments were started directly (``LOADTEST_ZYGOTE=0``) has no one left to."""
+    root = tempfile.gettempdir()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(root):
+            owner = entry.name.removeprefix(LOG_DIR_PREFIX).split("-", 1)[0]
+            if entry.name.startswith(LOG_DIR_PREFIX) and owner.isdigit() and _gone(int(owner)):
+                shutil.rmtree(entry.path, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"{LOG_DIR_PREFIX}{os.getpid()}-", dir=root)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # another user's live process
+        return False
+    return False
 
 
 @dataclass

@@ -30,6 +30,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import ByteReceiveStream, ByteSendStream, ByteStream, Process
 
+from loadtest.emulation.environment.child_zygote import RUN_FOLDER_ENV
 from loadtest.errors import ZygoteError
 from loadtest.observer import layer
 
@@ -172,7 +173,8 @@ class Zygote:
                     stdin=theirs.fileno(),
                     stdout=subprocess.DEVNULL,
                     stderr=log,
-                    env=dict(env),
+                    # The run's folder, for the zygote to remove if the harness is killed.
+                    env={**env, RUN_FOLDER_ENV: os.path.dirname(log_path)},
                     start_new_session=True,
                 )
         finally:

@@ -3,7 +3,7 @@
 Each delivery (one receive of one copy of the message) runs the handler in a
 thread of this process, against the real table of the backend. A delivery
 runs only when the scheduler lets it go, and stops at the next **point**:
-invocation start, before each DynamoDB call and after its answer (the
+invocation start, before each DynamoDB call or effect call and after its answer (the
 ``GatedObserver`` calls ``before_call`` and ``after_call``), in a sleep (the
 ``VirtualClock``), and when the handler has returned, before the
 acknowledgement. Exactly one delivery runs at a time.
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from loadtest.emulation.environment.child_host import FunctionIdentity, LambdaContext
-from loadtest.emulation.explore.observer import GatedObserver
+from loadtest.emulation.explore.observer import THROTTLING_CODE, GatedObserver
 from loadtest.emulation.explore.runs import (
     NS_PER_S,
     Abandon,
@@ -58,13 +58,19 @@ class Deliveries:
         settings: ExploreSettings,
         *,
         function: FunctionIdentity,
+        source_queues: tuple[str, ...] = (),
     ) -> None:
         self.handler = handler
         self.settings = settings
         self.function = function
         self.clock = VirtualClock(self._sleep)
         self.observer = GatedObserver(
-            table_name, key_names, sink=self._sink, clock=self._stamp, gate=self
+            table_name,
+            key_names,
+            sink=self._sink,
+            clock=self._stamp,
+            gate=self,
+            source_queues=source_queues,
         )
         self._cv = threading.Condition()
         self._local = threading.local()
@@ -112,9 +118,11 @@ class Deliveries:
             raise Abandon if instruction == "abandon" else Killed(instruction)
         return instruction
 
-    def before_call(self, operation: str, access: Access, target: str) -> str | None:
+    def before_call(
+        self, operation: str, access: Access, target: str, throttled_as: str = THROTTLING_CODE
+    ) -> str | None:
         run: Run = self._local.run
-        self._log.pending(run.delivery, operation, target)
+        self._log.pending(run.delivery, operation, target, throttled_as)
         if self._aliases and access.keys:
             # The same item in every schedule, whatever fresh ids this one has.
             keys = set()
@@ -125,8 +133,9 @@ class Deliveries:
             access = Access(access.kind, frozenset(keys))
         return self._park(run, Point.CALL, access)
 
-    def unscheduled(self, operation: str, table: str) -> None:
-        """A DynamoDB call made outside every delivery's thread while a schedule runs.
+    def unscheduled(self, operation: str, target: str) -> None:
+        """A DynamoDB or effect call made outside every delivery's thread while a schedule
+        runs (``target``: what it calls, ``table orders``).
 
         It cannot be stopped at a point (the handler's own thread, an executor's), so
         the schedules run do not cover where it falls: it is noted as unobserved on
@@ -140,7 +149,7 @@ class Deliveries:
         run.observations.append(
             UnobservedCall(
                 operation,
-                f"made outside the delivery's thread (table {table}): explore cannot "
+                f"made outside the delivery's thread ({target}): explore cannot "
                 "schedule it, so no schedule covers where it falls",
                 run.request_id,
             )

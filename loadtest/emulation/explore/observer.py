@@ -1,11 +1,17 @@
-"""The write observer of ``explore``: records as usual, and makes every DynamoDB call a point.
+"""The write observer of ``explore``: records as usual, and makes every DynamoDB call and
+every effect call a point.
 
 A ``WriteObserver`` whose calls made in a delivery's thread stop twice at the
 explorer's ``Gate``: before the request is sent (``before_call``, which may
 answer "throttle" instead of sending it) and after its answer has been
 recorded, before the handler sees it (``after_call``). Calls to the watched
 table are recorded as in a load run; calls to other DynamoDB tables (a lock
-table, an idempotency table) are points too, not recorded. Calls made by
+table, an idempotency table) are points too, not recorded; effect calls (a
+publish, a send, an object put: ``loadtest.observer.effects``) are points and
+recorded, their steps named as a reader says them (``publish to topic
+orders``), and a throttle answers them with their own service's throttling
+error. A crash at the point after an effect's answer is the crash after a
+guarded write and its publish, before the handler goes on. Calls made by
 other threads pass straight through: the explorer's own reads, between
 schedules; one made while a schedule runs (a thread or an executor of the
 handler's) cannot be scheduled, and the gate notes it (``unscheduled``), which
@@ -27,8 +33,10 @@ from typing import Any, ClassVar, Protocol
 from botocore.client import BaseClient
 
 from loadtest.model.explore.points import Access
-from loadtest.model.history.log import key_string
+from loadtest.model.history.log import EffectKind, EffectRecord, key_string
 from loadtest.observer.calls import Call
+from loadtest.observer.effect_calls import take_effect
+from loadtest.observer.effects import EFFECTS, EffectCall
 from loadtest.observer.record_marks import current_record
 from loadtest.observer.write_observer import READ_APIS, Sink, WriteObserver
 
@@ -42,11 +50,13 @@ class Gate(Protocol):
 
     def in_delivery(self) -> bool: ...
 
-    def before_call(self, operation: str, access: Access, target: str) -> str | None: ...
+    def before_call(
+        self, operation: str, access: Access, target: str, throttled_as: str = ...
+    ) -> str | None: ...
 
     def after_call(self, answer: str | None = None) -> None: ...
 
-    def unscheduled(self, operation: str, table: str) -> None: ...
+    def unscheduled(self, operation: str, target: str) -> None: ...
 
 
 class _Throttled:
@@ -58,13 +68,12 @@ class _Throttled:
     text = ""
 
 
-def _throttled() -> tuple[Any, dict[str, Any]]:
+def _throttled(
+    code: str = THROTTLING_CODE,
+    message: str = "The level of configured provisioned throughput for the table was exceeded",
+) -> tuple[Any, dict[str, Any]]:
     return _Throttled(), {
-        "Error": {
-            "Code": THROTTLING_CODE,
-            "Message": "The level of configured provisioned throughput for the table was "
-            "exceeded (injected by loadtest explore)",
-        },
+        "Error": {"Code": code, "Message": f"{message} (injected by loadtest explore)"},
         "ResponseMetadata": {"HTTPStatusCode": 400, "HTTPHeaders": {}, "RetryAttempts": 0},
     }
 
@@ -78,6 +87,28 @@ def _answer_text(answer: Any) -> str:
         return str(parsed.get("Error", {}).get("Code", "error"))
     except (TypeError, ValueError, AttributeError):
         return "answered"
+
+
+_EFFECT_THROTTLING = {
+    EffectKind.TOPIC: "Throttled",
+    EffectKind.QUEUE: "RequestThrottled",
+    EffectKind.BUS: "ThrottlingException",
+    EffectKind.BUCKET: "SlowDown",
+    EffectKind.STATE_MACHINE: "ThrottlingException",
+    EffectKind.FUNCTION: "TooManyRequestsException",
+}
+"""The error each kind of sink answers a throttled call with (its service's own code)."""
+
+
+def _effect_answer_text(records: list[EffectRecord]) -> str:
+    """An effect call's answer in words: ``accepted``, ``refused (CODE)``, ``2 of 3 accepted``."""
+    accepted = sum(1 for r in records if r.accepted)
+    if records and accepted == len(records):
+        return "accepted"
+    codes = ", ".join(dict.fromkeys(str(r.error_code) for r in records if not r.accepted))
+    if accepted == 0:
+        return f"refused ({codes})" if codes else "answered"
+    return f"{accepted} of {len(records)} accepted (refused: {codes})"
 
 
 def _describe_key(key: dict[str, Any] | None) -> str:
@@ -100,9 +131,10 @@ class GatedObserver(WriteObserver):
         sink: Sink,
         clock: Callable[[], int],
         gate: Gate,
+        source_queues: tuple[str, ...] = (),
     ) -> None:
         self._local = threading.local()
-        super().__init__(table_name, key_names, sink=sink, clock=clock)
+        super().__init__(table_name, key_names, sink=sink, clock=clock, source_queues=source_queues)
         self.gate = gate
 
     @property
@@ -119,9 +151,12 @@ class GatedObserver(WriteObserver):
     ) -> dict[str, Any]:
         planned = super()._planned(client, params, operation_model, context)
         if client.meta.service_model.service_name != "dynamodb":
+            effect = context.get(EFFECTS) if isinstance(context, dict) else None
+            if isinstance(effect, EffectCall):
+                self._effect_point(effect, context)
             return planned
         if not self.gate.in_delivery():
-            self.gate.unscheduled(str(operation_model.name), str(params.get("TableName", "")))
+            self.gate.unscheduled(str(operation_model.name), f"table {params.get('TableName', '')}")
             return planned
         if isinstance(context, dict) and "loadtest_observation" not in context:
             name = str(operation_model.name)
@@ -134,8 +169,16 @@ class GatedObserver(WriteObserver):
             )
         return planned
 
+    def _effect_point(self, effect: EffectCall, context: dict[str, Any]) -> None:
+        """An effect call is a point like a call to another table: it writes its sinks."""
+        if not self.gate.in_delivery():
+            self.gate.unscheduled(effect.operation, effect.describe())
+            return
+        context[_OTHER] = (effect.describe(), Access("write", effect.sinks), "")
+
     def _other_point(self, request_context: Any) -> tuple[str, Access, str] | None:
-        """The point a call to another table makes in a delivery, if it is one."""
+        """The point a call to another table (or an effect call) makes in a delivery, if it
+        is one: how the steps name it, what it touches, the table ("" for an effect)."""
         other = request_context.pop(_OTHER, None) if isinstance(request_context, dict) else None
         if other is None or not self.gate.in_delivery():
             return None
@@ -145,13 +188,22 @@ class GatedObserver(WriteObserver):
     def _send_other(self, request_context: Any, send: Callable[[], Any]) -> Any:
         point = self._other_point(request_context)
         if point is None:
-            return send()
+            return super()._send_other(request_context, send)
         name, access, table = point
-        if self.gate.before_call(name, access, f"table {table}") == THROTTLED:
-            answer = _throttled()
+        effect = take_effect(request_context)
+        if effect is None:
+            if self.gate.before_call(name, access, f"table {table}") == THROTTLED:
+                answer = _throttled()
+            else:
+                answer = send()
+            self.gate.after_call(_answer_text(answer))
+            return answer
+        code = _EFFECT_THROTTLING[effect.kind]
+        if self.gate.before_call(name, access, "", code) == THROTTLED:
+            answer, records = self._throttle_effect(effect, code)
         else:
-            answer = send()
-        self.gate.after_call(_answer_text(answer))
+            answer, records = self._send_effect(effect, send)
+        self.gate.after_call(_effect_answer_text(records))
         return answer
 
     async def _send_other_async(
@@ -159,14 +211,30 @@ class GatedObserver(WriteObserver):
     ) -> Any:
         point = self._other_point(request_context)
         if point is None:
-            return await send()
+            return await super()._send_other_async(request_context, send)
         name, access, table = point
-        if self.gate.before_call(name, access, f"table {table}") == THROTTLED:
-            answer = _throttled()
+        effect = take_effect(request_context)
+        if effect is None:
+            if self.gate.before_call(name, access, f"table {table}") == THROTTLED:
+                answer = _throttled()
+            else:
+                answer = await send()
+            self.gate.after_call(_answer_text(answer))
+            return answer
+        code = _EFFECT_THROTTLING[effect.kind]
+        if self.gate.before_call(name, access, "", code) == THROTTLED:
+            answer, records = self._throttle_effect(effect, code)
         else:
-            answer = await send()
-        self.gate.after_call(_answer_text(answer))
+            answer, records = await self._send_effect_async(effect, send)
+        self.gate.after_call(_effect_answer_text(records))
         return answer
+
+    def _throttle_effect(self, effect: EffectCall, code: str) -> tuple[Any, list[EffectRecord]]:
+        """The throttling answer given instead of sending ``effect`` (its entries recorded
+        as refused with it)."""
+        answer = _throttled(code, f"Rate exceeded for {effect.operation}")
+        record_id = current_record()
+        return answer, self._effect_answer(effect, answer, self.clock(), record_id)
 
     @staticmethod
     def _point(call: Call) -> tuple[Access, str]:

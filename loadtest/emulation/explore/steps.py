@@ -1,7 +1,8 @@
 """The numbered interleaving of an explored schedule: what each step did, as a reader follows it.
 
 One ``Step`` per thing that happened: an invocation starting, a DynamoDB call
-with its answer (and the item before and after a write), a sleep, an
+with its answer (and the item before and after a write), an effect call (a
+publish, a send, an object put) with its answer, a sleep, an
 acknowledgement, a failure, a fault. The explorer tells the ``StepLog`` as it
 goes; the observer's records fill in the answers.
 """
@@ -54,6 +55,7 @@ class StepLog:
         self.steps: list[Step] = []
         self._environment: dict[Delivery, int] = {}
         self._pending: dict[Delivery, str] = {}
+        self._throttled_as: dict[Delivery, str] = {}
         self._open: dict[Delivery, Step] = {}
         self._now_ms = 0.0
 
@@ -75,8 +77,17 @@ class StepLog:
     def at(self, now_ns: int) -> None:
         self._now_ms = round(now_ns / 1e6, 3)
 
-    def pending(self, delivery: Delivery, operation: str, target: str) -> None:
+    def pending(
+        self,
+        delivery: Delivery,
+        operation: str,
+        target: str,
+        throttled_as: str = "ProvisionedThroughputExceededException",
+    ) -> None:
+        """The call ``delivery`` is about to make (and the error it is answered with if the
+        scheduler throttles it)."""
         self._pending[delivery] = f"{operation} {target}".strip()
+        self._throttled_as[delivery] = throttled_as
 
     def slept(self, delivery: Delivery, seconds: float) -> None:
         self._pending[delivery] = f"sleeps {seconds:g} s"
@@ -88,7 +99,8 @@ class StepLog:
         elif point is Point.CALL:
             step = self._add(delivery, self._pending.pop(delivery, "call"), fault)
             if fault is Fault.THROTTLE:
-                step.answer = "throttled (ProvisionedThroughputExceededException)"
+                code = self._throttled_as.get(delivery, "ProvisionedThroughputExceededException")
+                step.answer = f"throttled ({code})"
             self._open[delivery] = step
         elif point is Point.SLEEP:
             self._add(delivery, self._pending.pop(delivery, "sleeps"))

@@ -9,7 +9,7 @@ frames (``history_frames``) and the key text (``history_keys``), so
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from loadtest.model.history.frames import (
     FRAME_RECORDS,
@@ -105,8 +105,11 @@ class History:
     (``invocations`` an ``InvocationLog``): append-only sequences whose framed
     records leave the Python heap as the run goes, kept where ``frames`` says
     (in memory by default; a run's engine passes a store on disk, so a run's
-    memory does not grow with its messages). Assigning any iterable of records
-    to one of them stores the records in a new log.
+    memory does not grow with its messages). ``stores``, when given, makes each
+    log's store by the log's name (``sent``, ``invocations``, ``acks``,
+    ``dead_letters``) instead: a durable history (``history_journal``) keeps
+    each log's frames apart. Assigning any iterable of records to one of them
+    stores the records in a new log.
     """
 
     def __init__(
@@ -119,9 +122,12 @@ class History:
         ended_ns: int = 0,
         timed_out: bool = False,
         frames: FrameStores = list,
+        stores: Callable[[str], FrameStore] | None = None,
     ) -> None:
         self.frames = frames
         """Makes each log's frame store."""
+        self.stores = stores
+        """Makes a log's frame store by its name (``frames`` is used when None)."""
         self.sent = sent
         self.invocations = invocations
         self.acks = acks
@@ -131,13 +137,19 @@ class History:
         self.timed_out = timed_out
         """The run's deadline passed before every message was settled."""
 
+    def _frames_of(self, log: str) -> FrameStores:
+        stores = self.stores
+        if stores is None:
+            return self.frames
+        return lambda: stores(log)
+
     @property
     def sent(self) -> RecordLog[SentMessage]:
         return self._sent
 
     @sent.setter
     def sent(self, sent: Iterable[SentMessage]) -> None:
-        self._sent = RecordLog(encode_sent, decode_sent, sent, self.frames)
+        self._sent = RecordLog(encode_sent, decode_sent, sent, self._frames_of("sent"))
 
     @property
     def invocations(self) -> InvocationLog:
@@ -148,7 +160,7 @@ class History:
         self._invocations = (
             invocations
             if isinstance(invocations, InvocationLog)
-            else InvocationLog(invocations, self.frames)
+            else InvocationLog(invocations, self._frames_of("invocations"))
         )
 
     @property
@@ -157,7 +169,7 @@ class History:
 
     @acks.setter
     def acks(self, acks: Iterable[Ack]) -> None:
-        self._acks = RecordLog(encode_ack, decode_ack, acks, self.frames)
+        self._acks = RecordLog(encode_ack, decode_ack, acks, self._frames_of("acks"))
 
     @property
     def dead_letters(self) -> RecordLog[DeadLetter]:
@@ -166,7 +178,7 @@ class History:
     @dead_letters.setter
     def dead_letters(self, dead_letters: Iterable[DeadLetter]) -> None:
         self._dead_letters = RecordLog(
-            encode_dead_letter, decode_dead_letter, dead_letters, self.frames
+            encode_dead_letter, decode_dead_letter, dead_letters, self._frames_of("dead_letters")
         )
 
     def __repr__(self) -> str:

@@ -126,3 +126,29 @@ def test_the_terminal_and_the_page_show_every_bug(explored: Explored) -> None:
         section = section[: section.index("</section>")]
         assert f"Bug {n}" in section and bug["schedule"] in section
         assert section.count("<tr><td>") == len(bug["steps"])
+
+
+def test_a_bugs_reasons_name_the_scenarios_ids_and_an_allowed_failure_says_so(
+    backend_url: str, tmp_path: Path
+) -> None:
+    # The built-in effects scenario allows publish-after-guard's lost events: explore
+    # finds them, names the order as the scenario does (never a schedule's fresh id), and
+    # says why the verdict still passes.
+    result = runner.invoke(
+        app,
+        [
+            *("explore", "effects", "--variant", "publish-after-guard", "--faults", "crash"),
+            *("--copies", "1", "--endpoint-url", backend_url),
+            *("--json", str(tmp_path / "effects.json")),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    explore = json.loads((tmp_path / "effects.json").read_text(encoding="utf-8"))["explore"]
+    [bug] = explore["bugs"]
+    assert bug["counts"]["lost_effects"] == 1
+    assert bug["reasons"] == [
+        "1 lost effect(s): order-00004 never published to orders.fifo "
+        "(message message-1 acknowledged)"
+    ]
+    assert "~" not in result.output
+    assert "verdict: pass (what failed is expected by this scenario" in result.output
