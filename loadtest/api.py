@@ -407,12 +407,13 @@ def explore(
     variant: str | None = None,
     handler: str | None = None,
     copies: int | None = None,
-    distinct_ids: int = 1,
+    distinct_ids: int | None = None,
     strategy: str = "exhaustive",
     budget: int | None = None,
     time_budget_s: float | None = None,
     faults: str | Sequence[str] | None = None,
-    max_faults: int = 1,
+    max_faults: int | None = None,
+    bound: str | None = None,
     schedule: str | None = None,
     seed: int | None = None,
     clock_jump_s: float | None = None,
@@ -429,7 +430,10 @@ def explore(
     ``budget`` schedules) or ``"pct"`` (``budget`` random schedules from
     ``seed``), either within ``time_budget_s`` seconds (default 120; checked
     between schedules); ``faults`` (``"crash,redeliver"``, ...) adds up to ``max_faults``
-    per schedule; ``schedule`` replays exactly one schedule token. Every
+    per schedule (default 1); ``bound`` (``"deliveries=3,crash=1,redeliver=1"``) sets the
+    deliveries, business ids and faults in one place instead, with a limit per fault kind
+    (given with ``copies``, ``faults`` or ``max_faults`` it is bad input: which would win is
+    ambiguous); ``schedule`` replays exactly one schedule token. Every
     schedule is judged by the checker. The search runs to its budget and groups
     the failing schedules into distinct bugs, each shrunk (the report's
     ``explore.bugs``, smallest first; ``explore.counterexample`` is the smallest);
@@ -439,8 +443,14 @@ def explore(
     when no schedule failed, 1 when one did, 4 when one was inconclusive.
     """
     from loadtest.engine import backend_target
-    from loadtest.engine.explore import DEFAULT_BUDGET, DEFAULT_TIME_BUDGET_S, ExploreOptions
+    from loadtest.engine.explore import (
+        DEFAULT_BUDGET,
+        DEFAULT_TIME_BUDGET_S,
+        ExploreOptions,
+        check_fits,
+    )
     from loadtest.engine.explore import explore as explore_schedules
+    from loadtest.model.explore.bounds import parse_bound
     from loadtest.model.explore.points import parse_faults, parse_token
     from loadtest.reports.explore import explore_report
 
@@ -451,22 +461,47 @@ def explore(
         )
     if variant and handler:
         raise InputError("give a variant or a handler to explore, not both")
+    spec = parse_bound(bound) if bound is not None else None
+    if spec is not None:
+        given = [
+            name
+            for name, value in (
+                ("copies", copies),
+                ("faults", faults),
+                ("max_faults", max_faults),
+                ("distinct_ids", distinct_ids if spec.ids is not None else None),
+            )
+            if value is not None
+        ]
+        if given:
+            raise InputError(
+                f"bound {bound!r} and {', '.join(given)} both set the space explored: which "
+                "wins is ambiguous; give the deliveries, ids and faults in the bound alone"
+            )
+        distinct_ids = spec.ids if spec.ids is not None else distinct_ids
+        ids = 1 if distinct_ids is None else distinct_ids
+        copies = spec.copies(ids)
     resolved = resolve_scenario(scenario)
     refs = resolve_variants(resolved, [variant] if variant else [], [handler] if handler else [])
     options = ExploreOptions(
         strategy=strategy,
         budget=DEFAULT_BUDGET if budget is None else budget,
         time_budget_s=DEFAULT_TIME_BUDGET_S if time_budget_s is None else time_budget_s,
-        faults=parse_faults(faults),
-        max_faults=max_faults,
+        faults=spec.faults if spec is not None else parse_faults(faults),
+        max_faults=spec.max_faults
+        if spec is not None
+        else (1 if max_faults is None else max_faults),
         schedule=parse_token(schedule) if schedule else None,
         seed=resolved.seed if seed is None else seed,
         copies=copies,
-        distinct_ids=distinct_ids,
+        distinct_ids=1 if distinct_ids is None else distinct_ids,
         clock_jump_s=clock_jump_s,
         stop_at_first=stop_at_first,
+        limits=spec.limits if spec is not None else (),
+        bound=spec,
     )
     options.check()
+    check_fits(resolved, options)
     kind = backend_kind(target, endpoint_url)
     with backend_target(kind, endpoint_url) as resolved_target:
         result = explore_schedules(resolved, refs[0], resolved_target, options)

@@ -58,9 +58,11 @@ def explore(
         ),
     ] = None,
     distinct_ids: Annotated[
-        int,
-        typer.Option("--distinct-ids", metavar="N", help="Business ids to explore together (1-4)."),
-    ] = 1,
+        int | None,
+        typer.Option(
+            "--distinct-ids", metavar="N", help="Business ids to explore together (1-4, default 1)."
+        ),
+    ] = None,
     strategy: Annotated[
         str,
         typer.Option(
@@ -97,8 +99,19 @@ def explore(
         ),
     ] = None,
     max_faults: Annotated[
-        int, typer.Option("--max-faults", metavar="F", help="Most faults per schedule.")
-    ] = 1,
+        int | None,
+        typer.Option("--max-faults", metavar="F", help="Most faults per schedule (default 1)."),
+    ] = None,
+    bound: Annotated[
+        str | None,
+        typer.Option(
+            "--bound",
+            metavar="SPEC",
+            help="The space to explore in one place, KEY=N,...: deliveries, ids, a fault's "
+            "name with the most of it per schedule, faults (all kinds together); e.g. "
+            "deliveries=3,crash=1,redeliver=1. Not with --copies, --faults or --max-faults.",
+        ),
+    ] = None,
     schedule: Annotated[
         str | None,
         typer.Option(
@@ -143,8 +156,12 @@ def explore(
     schedules into distinct bugs: each is shrunk and listed with its replay line
     (--schedule TOKEN), the smallest printed step by step.
 
+    --bound SPEC sets the deliveries, business ids and faults (each kind with its
+    own limit) in one place: deliveries=3,crash=1,redeliver=1.
+
     Exit code 0 when no schedule failed, 1 when one did, 2 for bad input
-    (including --target aws), 3 when the backend cannot be reached, 4 when a
+    (including --target aws, a --bound or --schedule that does not fit the scenario
+    or handler, a --bound given with --copies, --faults or --max-faults), 3 when the backend cannot be reached, 4 when a
     schedule was inconclusive.
     """
     from loadtest.api import explore as explore_api
@@ -165,6 +182,7 @@ def explore(
             time_budget_s=time_budget,
             faults=faults,
             max_faults=max_faults,
+            bound=bound,
             schedule=schedule,
             seed=seed,
             clock_jump_s=clock_jump,

@@ -38,6 +38,7 @@ from loadtest.engine.explore_session import FRESH_SEPARATOR, Judged, Session, ex
 from loadtest.engine.results import VariantRun
 from loadtest.errors import InputError
 from loadtest.model.checker import BAD_WHEN_NONZERO
+from loadtest.model.explore.bounds import BoundSpec, check_schedule
 from loadtest.model.explore.bugs import BugKey, bug_key, same_bug, within
 from loadtest.model.explore.points import (
     Bound,
@@ -85,6 +86,11 @@ class ExploreOptions:
     stop_at_first: bool = False
     """Stop the search at the first failing schedule (a quick gate) instead of running it
     to its budget and reporting every distinct bug."""
+    limits: tuple[tuple[Fault, int], ...] = ()
+    """The most of each fault kind one schedule may take (empty: ``max_faults`` bounds all
+    kinds together)."""
+    bound: BoundSpec | None = None
+    """The ``--bound`` these options were set by (its replay line carries it)."""
 
     def check(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -229,11 +235,8 @@ def explore(
 ) -> ExploreResult:
     options.check()
     copies = options.schedule.copies if options.schedule is not None else options.copies
+    check_fits(scenario, options)
     messages = explored_messages(scenario, copies, options.distinct_ids)
-    if not messages:
-        raise InputError(
-            f"scenario {scenario.name!r} sends no message with a business id to explore"
-        )
     result = ExploreResult(scenario, ref, target, options, messages)
     session = Session(scenario, ref, target, _settings(scenario, options))
     tables = {session.table: "$TABLE_NAME"} | {
@@ -288,11 +291,21 @@ def explore(
             # The default schedule first (not counted): it shows where outcomes live, as the
             # search's first schedule showed it when the token was found.
             run(Replay(Schedule(options.schedule.copies)), messages[: options.schedule.copies])
-            judged = run(Replay(options.schedule), messages[: options.schedule.copies])
+            replay = Replay(options.schedule)
+            judged = run(replay, messages[: options.schedule.copies])
+            unmatched = replay.unmatched()
+            if unmatched is not None:
+                raise InputError(
+                    f"schedule {options.schedule.token!r} does not match the steps of "
+                    f"{ref.variant} on {scenario.name}: {unmatched}"
+                )
             result.schedules_run = 1
             judged_one(judged)
         elif options.strategy == "exhaustive":
-            search = Exhaustive(local_first=not {Fault.CLOCK, Fault.TIMEOUT} & set(options.faults))
+            search = Exhaustive(
+                local_first=not {Fault.CLOCK, Fault.TIMEOUT} & set(options.faults),
+                limits=dict(options.limits),
+            )
             unscheduled = False
             while True:
                 cut = stop()
@@ -321,7 +334,12 @@ def explore(
             if unscheduled and stopped == "space":
                 stopped = "unscheduled_call"
         else:
-            pct = Pct(options.seed, PCT_DEPTH, _settings(scenario, options).max_faults)
+            pct = Pct(
+                options.seed,
+                PCT_DEPTH,
+                _settings(scenario, options).max_faults,
+                limits=dict(options.limits),
+            )
             while (cut := stop()) is None:
                 judged = run(pct.execution(), messages)
                 pct.learn(len(judged.execution.taken), judged.execution.deliveries)
@@ -349,6 +367,7 @@ def explore(
             pct_depth=pct.depth if pct is not None else None,
             pct_deliveries=pct.deliveries if pct is not None else None,
             pct_steps=pct.steps if pct is not None else None,
+            limits=options.limits,
         )
         if options.schedule is not None:
             # A replay shows exactly the schedule it was given, not a shrunk one.
@@ -368,6 +387,39 @@ def explore(
             result.counterexample = result.bugs[0]
             result.shown = result.counterexample.judged
     return result
+
+
+def check_fits(scenario: Scenario, options: ExploreOptions) -> None:
+    """Bad input (exit 2), found before anything is made: more business ids asked for than
+    the scenario sends, a fault the scenario never lets strike (a redelivery where a message
+    is received once at most), or a ``schedule`` token that does not fit the deliveries and faults
+    explored. (Whether a token's entries match the handler's steps shows only once it ran.)"""
+    copies = options.schedule.copies if options.schedule is not None else options.copies
+    messages = explored_messages(scenario, copies, options.distinct_ids)
+    if not messages:
+        raise InputError(
+            f"scenario {scenario.name!r} sends no message with a business id to explore"
+        )
+    ids = len({m.business_id for m in messages})
+    if ids < options.distinct_ids:
+        raise InputError(
+            f"{options.distinct_ids} business ids asked for, but scenario {scenario.name!r} "
+            f"sends {ids} ({', '.join(sorted({str(m.business_id) for m in messages}))})"
+        )
+    if Fault.REDELIVER in options.faults and scenario.consumer.max_receive_count <= 1:
+        raise InputError(
+            f"fault redeliver cannot strike in scenario {scenario.name!r}: its "
+            f"max_receive_count is {scenario.consumer.max_receive_count}, so a message is "
+            "never received again"
+        )
+    if options.schedule is not None:
+        check_schedule(
+            options.schedule,
+            deliveries=None if options.copies is None else options.copies * ids,
+            faults=options.faults,
+            max_faults=options.max_faults,
+            limits=options.limits,
+        )
 
 
 def _key(judged: Judged, reference: Sequence[tuple[int, Option, Option]] | None = None) -> BugKey:

@@ -30,6 +30,11 @@ with ``stop_at_first`` finds one).
 null) and ``sentence``, the bound in words.
 
 ``replay`` is the command that reruns the shown schedule exactly.
+
+An exploration set by ``--bound`` also holds ``bound_spec`` (the spec, as its replay lines
+carry it) and ``fault_limits`` (each fault offered and the most of it one schedule may
+take); ``bound.faults`` then gives each kind its own limit and ``max_faults`` the most of
+all together.
 """
 
 from __future__ import annotations
@@ -62,14 +67,20 @@ def replay_command(result: ExploreResult, token: str, scenario_ref: str) -> str:
         args += ["--variant", result.ref.variant]
     else:
         args += ["--handler", result.ref.variant]
-    if options.copies is not None:
-        args += ["--copies", str(options.copies)]
-    if options.distinct_ids != 1:
-        args += ["--distinct-ids", str(options.distinct_ids)]
-    if options.faults:
-        args += ["--faults", ",".join(f.value for f in options.faults)]
-        if options.max_faults != 1:
-            args += ["--max-faults", str(options.max_faults)]
+    if options.bound is not None:
+        # The bound set the copies, the faults and their limits: it is replayed as given.
+        args += ["--bound", options.bound.text]
+        if options.bound.ids is None and options.distinct_ids != 1:
+            args += ["--distinct-ids", str(options.distinct_ids)]
+    else:
+        if options.copies is not None:
+            args += ["--copies", str(options.copies)]
+        if options.distinct_ids != 1:
+            args += ["--distinct-ids", str(options.distinct_ids)]
+        if options.faults:
+            args += ["--faults", ",".join(f.value for f in options.faults)]
+            if options.max_faults != 1:
+                args += ["--max-faults", str(options.max_faults)]
     if options.clock_jump_s is not None:
         args += ["--clock-jump", f"{options.clock_jump_s:g}"]
     if options.seed != result.scenario.seed:
@@ -129,6 +140,9 @@ def explore_report(
         "bugs": bugs,
         "bugs_left_out": result.bugs_left_out,
     }
+    if result.options.bound is not None:
+        explored["bound_spec"] = result.options.bound.text
+        explored["fault_limits"] = {f.value: n for f, n in result.options.limits if n > 0}
     return dataclasses.replace(report, explore=explored)
 
 
@@ -184,6 +198,18 @@ def bug_lines(bugs: Sequence[Mapping[str, Any]], left_out: int = 0) -> list[str]
     return lines
 
 
+def _faults_offered(e: Mapping[str, Any]) -> str:
+    """The faults offered and the most of them a schedule may take: each kind's own limit
+    when a bound set them, else the limit on all together."""
+    if not e["faults"]:
+        return "none"
+    limits = e.get("fault_limits")
+    if limits:
+        each = ", ".join(f"{name} (at most {n})" for name, n in limits.items())
+        return each + f", at most {e['max_faults']} in all per schedule"
+    return f"{', '.join(e['faults'])} (at most {e['max_faults']} per schedule)"
+
+
 def explore_text(report: ReportModel | Mapping[str, Any]) -> str:
     """The terminal summary of an explore report."""
     report = as_model(report)
@@ -191,8 +217,7 @@ def explore_text(report: ReportModel | Mapping[str, Any]) -> str:
     run = report.runs[0]
     lines = [
         f"explore {report.name} / {run.variant}: {e['strategy']}, "
-        f"{e['copies']} deliveries, faults: {', '.join(e['faults']) or 'none'}"
-        + (f" (at most {e['max_faults']} per schedule)" if e["faults"] else ""),
+        f"{e['copies']} deliveries, faults: " + _faults_offered(e),
         f"schedules run: {e['schedules_run']}, failed: {e['schedules_failed']}, "
         f"inconclusive: {e['schedules_inconclusive']}  ({e['elapsed_s']:g} s, "
         f"{e['schedules_per_s']:g} schedules/s)",

@@ -302,3 +302,30 @@ def test_target_embedded_with_an_endpoint_names_a_running_embedded_backend() -> 
     assert backend_kind(None, "http://127.0.0.1:5000") is BackendKind.ENDPOINT
     assert backend_kind("endpoint", "http://127.0.0.1:5000") is BackendKind.ENDPOINT
     assert backend_kind(None, None) is BackendKind.EMBEDDED
+
+
+def test_explore_takes_its_bound_from_the_library(backend_url: str) -> None:
+    report = loadtest.explore(
+        "seed-lab",
+        variant="conditional",
+        bound="deliveries=1,crash=1,redeliver=1",
+        endpoint_url=backend_url,
+    )
+    bound = report.to_dict()["explore"]["bound"]
+    assert report.passed and bound["exhaustive"] is True
+    assert bound["faults"] == {"crash": 1, "redeliver": 1} and bound["deliveries"] == 1
+    with pytest.raises(InputError, match="which wins is ambiguous"):
+        loadtest.explore("seed-lab", bound="crash=1", max_faults=2, endpoint_url=backend_url)
+    with pytest.raises(InputError, match="key 'crashes' is not known"):
+        loadtest.explore("seed-lab", bound="crashes=1", endpoint_url=backend_url)
+
+
+def test_explore_refuses_a_fault_the_scenario_never_lets_strike() -> None:
+    from loadtest.model.scenario.loading import load_scenario
+
+    once = load_scenario("seed-lab").with_overrides(max_receive_count=1)
+    # Refused before any backend is reached: the endpoint is never called.
+    with pytest.raises(InputError, match="fault redeliver cannot strike in scenario"):
+        loadtest.explore(once, bound="redeliver=1", endpoint_url="http://127.0.0.1:9")
+    with pytest.raises(InputError, match="max_receive_count is 1"):
+        loadtest.explore(once, faults="crash,redeliver", endpoint_url="http://127.0.0.1:9")

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 import loadtest
-from loadtest.reports.html.timeline import explore_timeline
+from loadtest.reports.html.steps import explore_timeline
 
 
 def _events(svg: str) -> list[tuple[str, str]]:

@@ -61,6 +61,23 @@ FAULT_LETTERS: dict[Fault, str] = {
 _LETTER_FAULTS = {letter: fault for fault, letter in FAULT_LETTERS.items()}
 
 
+FAULT_NOUNS: dict[Fault, tuple[str, str]] = {
+    Fault.CRASH: ("crash", "crashes"),
+    Fault.TIMEOUT: ("timeout", "timeouts"),
+    Fault.REDELIVER: ("redelivery", "redeliveries"),
+    Fault.ACK_LOST: ("lost acknowledgement", "lost acknowledgements"),
+    Fault.THROTTLE: ("throttled call", "throttled calls"),
+    Fault.CLOCK: ("clock jump", "clock jumps"),
+}
+"""Each fault as a bound's sentence counts it (one, many)."""
+
+
+def fault_count(fault: Fault, n: int) -> str:
+    """``1 crash``, ``2 redeliveries``."""
+    one, many = FAULT_NOUNS[fault]
+    return f"{n} {one if n == 1 else many}"
+
+
 class Point(StrEnum):
     """Where a delivery is parked, waiting for the scheduler."""
 
@@ -265,16 +282,41 @@ class Replay:
 
     def __init__(self, schedule: Schedule) -> None:
         self.entries = dict(schedule.entries)
+        self.reached = -1
+        """The last decision the execution reached."""
+        self.missed: list[tuple[int, Choice, tuple[Choice, ...]]] = []
+        """Entries that named no option on offer: the decision, its choice, what was offered."""
 
     def choose(
         self, decision: int, options: Sequence[Option], last: Delivery | None
     ) -> Option | None:
+        self.reached = max(self.reached, decision)
         wanted = self.entries.get(decision)
         if wanted is not None:
             for option in options:
                 if option.choice == wanted:
                     return option
+            self.missed.append((decision, wanted, tuple(o.choice for o in options)))
         return default_option(options, last)
+
+    def unmatched(self) -> str | None:
+        """Why the execution was not the schedule's (an entry named no option on offer, or
+        came after the last decision), in words; None: every entry was taken."""
+        if self.missed:
+            decision, wanted, offered = self.missed[0]
+            on_offer = ", ".join(c.text for c in offered) or "nothing"
+            return (
+                f"entry '{decision}={wanted.text}' names no option of decision {decision} "
+                f"(offered there: {on_offer})"
+            )
+        beyond = [(d, c) for d, c in self.entries.items() if d > self.reached]
+        if beyond:
+            decision, wanted = beyond[0]
+            return (
+                f"entry '{decision}={wanted.text}' comes after the last decision "
+                f"({self.reached}) of the schedule's steps"
+            )
+        return None
 
 
 STOPS = ("space", "budget", "time_budget", "first_failure", "unscheduled_call")
@@ -320,6 +362,9 @@ class Bound:
     """n: the most deliveries PCT saw in one schedule."""
     pct_steps: int | None = None
     """k: the longest schedule PCT saw, in decisions."""
+    limits: tuple[tuple[Fault, int], ...] = ()
+    """The most of each fault kind one schedule may take, as ``--bound`` set them (empty:
+    ``max_faults`` bounds all kinds together)."""
 
     @property
     def pct_probability(self) -> float | None:
@@ -332,7 +377,9 @@ class Bound:
         return {
             "deliveries": self.deliveries,
             "ids": list(self.ids),
-            "faults": {f.value: self.max_faults for f in self.faults},
+            "faults": {f.value: n for f, n in self.limits if n > 0}
+            if self.limits
+            else {f.value: self.max_faults for f in self.faults},
             "max_faults": self.max_faults if self.faults else 0,
             "strategy": self.strategy,
             "schedules": self.schedules,
@@ -353,7 +400,13 @@ class Bound:
     def sentence(self) -> str:
         """The bound in words, as the terminal and the HTML report state it."""
         what = f"{self.deliveries} deliveries of {', '.join(self.ids)}"
-        if self.faults:
+        if self.limits and self.faults:
+            each = ", ".join(fault_count(f, n) for f, n in self.limits if n > 0)
+            together = sum(n for _, n in self.limits)
+            what += f" with at most {each} per schedule"
+            if self.max_faults < together:
+                what += f" ({self.max_faults} fault(s) in all)"
+        elif self.faults:
             names = ", ".join(f.value for f in self.faults)
             what += f" with at most {self.max_faults} fault(s) per schedule ({names})"
         else:

@@ -27,6 +27,11 @@ When the search ends without reaching its budget, every distinct order of
 the dependent steps, and every fault within ``max_faults`` at each point,
 was run: ``covered``.
 
+**Per-kind limits.** Both strategies take ``limits`` (a fault and the most of it one
+schedule may take, as ``--bound crash=1,redeliver=1`` states them): a fault of a kind
+that has struck that often in the execution is not chosen again, so every schedule
+run holds at most that many of it (the driver bounds all faults together).
+
 **PCT** (Burckhardt, Kothari, Musuvathi, Nagarakatte, ASPLOS 2010) gives each
 delivery a random priority, always lets the highest-priority delivery go, and
 lowers the running delivery's priority at ``depth - 1`` random decisions. A
@@ -41,10 +46,18 @@ Pure: the randomness is a seeded ``random.Random``.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from loadtest.model.explore.points import Chooser, Delivery, Option, default_option, dependent
+from loadtest.model.explore.points import (
+    Chooser,
+    Delivery,
+    Fault,
+    Option,
+    default_option,
+    dependent,
+)
 
 
 @dataclass
@@ -57,6 +70,19 @@ class _Node:
 
 def _in(option: Option, options: Sequence[Option]) -> bool:
     return any(option.choice == o.choice for o in options)
+
+
+def within_limits(
+    options: Sequence[Option], used: Counter[Fault], limits: Mapping[Fault, int]
+) -> list[Option]:
+    """The options whose fault (if any) has not yet struck as often as its kind's limit
+    allows (``used``: the faults the execution took so far; a kind without a limit is
+    bounded only by the driver)."""
+    return [
+        o
+        for o in options
+        if o.fault is None or o.fault not in limits or used[o.fault] < limits[o.fault]
+    ]
 
 
 def _candidates(
@@ -81,8 +107,12 @@ def _candidates(
 class Exhaustive:
     """Stateless DFS with a persistent set for local steps and sleep sets for commuting calls."""
 
-    def __init__(self, *, local_first: bool = True) -> None:
+    def __init__(
+        self, *, local_first: bool = True, limits: Mapping[Fault, int] | None = None
+    ) -> None:
         self.local_first = local_first
+        self.limits: Mapping[Fault, int] = limits or {}
+        """The most of each fault kind one schedule may take (a kind not named: no limit)."""
         """Explore a delivery's own code alone (sound only while nothing else moves the clock:
         off when the clock or timeout fault may run between two points)."""
         self._stack: list[_Node] = []
@@ -115,10 +145,18 @@ class _Run:
     def __init__(self, search: Exhaustive) -> None:
         self.search = search
         self.depth = 0
+        self.used: Counter[Fault] = Counter()
 
     def choose(
         self, decision: int, options: Sequence[Option], last: Delivery | None
     ) -> Option | None:
+        options = within_limits(options, self.used, self.search.limits)
+        chosen = self._choose(options, last)
+        if chosen is not None and chosen.fault is not None:
+            self.used[chosen.fault] += 1
+        return chosen
+
+    def _choose(self, options: Sequence[Option], last: Delivery | None) -> Option | None:
         stack = self.search._stack
         depth, self.depth = self.depth, self.depth + 1
         if depth < len(stack):
@@ -160,6 +198,8 @@ class Pct:
     """k: the longest execution seen so far, in decisions (grows as executions are run)."""
     deliveries: int = 2
     """n: the most deliveries seen in one execution."""
+    limits: Mapping[Fault, int] = field(default_factory=dict)
+    """The most of each fault kind one schedule may take (a kind not named: no limit)."""
     _rng: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
@@ -170,7 +210,9 @@ class Pct:
             self._rng.sample(range(1, self.steps + 1), min(self.depth - 1, self.steps))
         )
         faults = set(self._rng.sample(range(self.steps), min(self.max_faults, self.steps)))
-        return _PctRun(random.Random(self._rng.getrandbits(64)), changes, faults, self.depth)
+        return _PctRun(
+            random.Random(self._rng.getrandbits(64)), changes, faults, self.depth, self.limits
+        )
 
     def learn(self, decisions: int, deliveries: int) -> None:
         """What one execution showed: how many decisions and deliveries it had."""
@@ -188,8 +230,15 @@ class Pct:
 
 class _PctRun:
     def __init__(
-        self, rng: random.Random, changes: list[int], faults: set[int], depth: int
+        self,
+        rng: random.Random,
+        changes: list[int],
+        faults: set[int],
+        depth: int,
+        limits: Mapping[Fault, int],
     ) -> None:
+        self.limits = limits
+        self.used: Counter[Fault] = Counter()
         self.rng = rng
         self.changes = changes
         self.faults = faults
@@ -211,7 +260,14 @@ class _PctRun:
             )
             best = max(plain, key=lambda o: self.priority[o.delivery])
         if decision in self.faults:
-            faulty = [o for o in options if o.delivery == best.delivery and o.fault is not None]
+            faulty = [
+                o
+                for o in within_limits(options, self.used, self.limits)
+                if o.delivery == best.delivery and o.fault is not None
+            ]
             if faulty:
-                return self.rng.choice(faulty)
+                chosen = self.rng.choice(faulty)
+                assert chosen.fault is not None
+                self.used[chosen.fault] += 1
+                return chosen
         return best

@@ -43,11 +43,8 @@ from loadtest.reports.html.rows import (
     percentile_plots,
     witness_effect_calls,
 )
-from loadtest.reports.html.timeline import (
-    explore_timeline,
-    find_races,
-    timeline_for,
-)
+from loadtest.reports.html.steps import explore_timeline
+from loadtest.reports.html.timeline import find_races, timeline_for
 from loadtest.reports.model import ReportModel, RunModel, as_model
 from loadtest.reports.text.formats import format_observed
 from loadtest.reports.text.repeat_view import repeat_context
@@ -326,7 +323,15 @@ def render_html(report: ReportModel | Mapping[str, Any]) -> str:
         page_rows=WRITE_TABLE_PAGE_ROWS,
         sweep=html_section(report, report.extra.get("sweep_metric")),
         explore_bugs=[
-            {"example": bug, "timeline": explore_timeline(bug.get("steps") or [])}
-            for bug in explored_bugs
+            {
+                "example": bug,
+                "timeline": explore_timeline(
+                    bug.get("steps") or [],
+                    title="The counterexample, step by step"
+                    if n == 0
+                    else f"Bug {n + 1}, step by step",
+                ),
+            }
+            for n, bug in enumerate(explored_bugs)
         ],
     )

@@ -1,8 +1,8 @@
 """The HTML report's race timeline: which deliveries raced on one business id, in the backend's order.
 
 Owns reading a run's write decisions back into timeline events and drawing
-them as an SVG: the reads that saw "absent", then the writes they made; and
-drawing an explored counterexample the same way, its steps in the schedule's order.
+them as an SVG: the reads that saw "absent", then the writes they made. An explored
+schedule's steps are drawn by ``loadtest.reports.html.steps``.
 """
 
 from __future__ import annotations
@@ -289,62 +289,3 @@ def find_races(runs: Sequence[RunModel]) -> tuple[list[str], bool]:
     )
     ranked = sorted(per_id.items(), key=lambda kv: (-kv[1], kv[0]))
     return [bid for bid, n in ranked[:1] if n > 1], False
-
-
-# --------------------------------------------------------------------------- explored schedule
-
-
-def _step_css(step: Mapping[str, Any]) -> tuple[str, str]:
-    """A counterexample step's kind and bar style: what its answer says it was."""
-    answer = str(step.get("answer") or "")
-    if answer == "absent":
-        return "read", "read-absent"
-    if answer.startswith("found"):
-        return "read", "read-found"
-    if answer == "accepted":
-        # An accepted write that found the item there wrote the outcome again.
-        return "write", "w-again" if step.get("item_before") is not None else "w-accepted"
-    if answer.startswith("rejected"):
-        return "write", "w-rejected"
-    if answer and answer != "answered":
-        return "write", "w-error"
-    return "step", "step"
-
-
-def explore_timeline(steps: Sequence[Mapping[str, Any]]) -> Markup | None:
-    """A counterexample (the ``explore`` object's steps) as a race timeline: one lane per
-    execution environment, one bar per step in the schedule's order, faults marked."""
-    if not steps:
-        return None
-    events = []
-    for step in steps:
-        number = int(step.get("number") or 0)
-        kind, css = _step_css(step)
-        fault = step.get("fault")
-        answer = step.get("answer")
-        label = f"{number}. {step.get('what')}" + (f" → {answer}" if answer else "")
-        detail = (
-            f"step {number}: delivery {step.get('delivery')} in env {step.get('environment')}, "
-            f"t={step.get('at_ms')} ms: {step.get('what')}"
-            + (f" → {answer}" if answer else "")
-            + (f"; item before: {format_item(step.get('item_before'))}" if kind != "step" else "")
-            + (f"; item after: {format_item(step.get('item_after'))}" if kind == "write" else "")
-            + (f"; fault: {fault}" if fault else "")
-        )
-        if fault:
-            css, label = f"{css} fault", f"{label} ⚡{fault}"
-        events.append(
-            TimelineEvent(
-                kind=kind,
-                environment=f"{step.get('environment')} · delivery {step.get('delivery')}",
-                start_ms=number - 0.35,
-                end_ms=number + 0.35,
-                css=css,
-                label=shorten(label, 48),
-                detail=detail,
-                above=number % 2 == 1,
-            )
-        )
-    return svg_timeline(
-        events, title="The counterexample, step by step", axis_label="step of the schedule"
-    )
