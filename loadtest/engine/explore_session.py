@@ -300,6 +300,7 @@ class Session:
                 with explorer.capturing():
                     yield self
             finally:
+                explorer.close()
                 virtual_clock.uninstall()
                 explorer.observer.uninstall()
                 self._drop_tables()
