@@ -8,9 +8,9 @@ invocation start, before each DynamoDB call and after its answer (the
 ``VirtualClock``), and when the handler has returned, before the
 acknowledgement. Exactly one delivery runs at a time.
 
-A delivery is handed over, not waited for: the scheduler releases one delivery's
-semaphore and waits on its own until that delivery reports that it parked or ended,
-so each step costs two thread switches and wakes no other thread. A received
+A delivery is handed over, not waited for: the scheduler releases the lock one
+delivery waits on and waits on that delivery's other lock until it reports that it
+parked or ended, so each step costs two thread switches and wakes no other thread. A received
 delivery is parked at its start without a thread; it gets one (a worker kept
 from earlier deliveries, or a new one) when it is let go from there, and one
 that is crashed or abandoned at its start ends without ever running.
@@ -100,9 +100,7 @@ class Deliveries:
         self.observer = GatedObserver(
             table_name, key_names, sink=self._sink, clock=self._stamp, gate=self
         )
-        self._reports = threading.Semaphore(0)
-        """Released once by a delivery each time it parks or ends."""
-        self._pending = 0
+        self._pending: list[Run] = []
         """Deliveries let go whose report the scheduler has not taken yet."""
         self._idle: list[_Worker] = []
         self._workers: list[_Worker] = []
@@ -142,8 +140,8 @@ class Deliveries:
         run.access = access
         if wake_ns is not None:
             run.wake_ns = wake_ns
-        self._reports.release()
-        run.semaphore.acquire()
+        run.report.release()
+        run.go.acquire()
         return self._instruction(run)
 
     @staticmethod
@@ -207,7 +205,7 @@ class Deliveries:
         self.clock.threads.add(threading.get_ident())
         self.observer.request_id = run.request_id
         try:
-            run.semaphore.acquire()  # released as it was let go from its start
+            run.go.acquire()  # released as it was let go from its start
             self._instruction(run)
             run.started, run.started_ns = True, self.clock.elapsed_ns
             # Records that mark themselves when read, as the observer layer hands them over.
@@ -242,7 +240,7 @@ class Deliveries:
             self._idle.append(worker)
             run.done = True
             run.point = None
-            self._reports.release()
+            run.report.release()
 
     # --- handing deliveries over (the scheduler's thread) ------------------------------
 
@@ -269,9 +267,9 @@ class Deliveries:
 
     def _wait_parked(self) -> None:
         while self._pending:
-            if not self._reports.acquire(timeout=STEP_LIMIT_S):
+            if not self._pending[-1].report.acquire(timeout=STEP_LIMIT_S):
                 break
-            self._pending -= 1
+            self._pending.pop()
         if self._pending:
             running = [r.delivery.label for r in self._runs if not r.done and r.point is None]
             raise ExploreError(
@@ -296,8 +294,8 @@ class Deliveries:
         if at_start and instruction in ("abandon", "crash", "timeout"):
             self._end_unstarted(run, instruction)
             return
-        self._pending += 1
-        run.semaphore.release()
+        self._pending.append(run)
+        run.go.release()
         if at_start:
             worker = self._idle.pop() if self._idle else self._new_worker()
             worker.start(run)
