@@ -34,6 +34,7 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from loadtest.aws import clients as aws
+from loadtest.aws.item_reads import ItemReader, ItemReadError
 from loadtest.emulation.environment.child_host import FunctionIdentity, load_handler
 from loadtest.emulation.environment.handlers import HandlerRef, tables_for
 from loadtest.emulation.explore import virtual_clock
@@ -187,6 +188,7 @@ class Session:
         """What a complete outcome holds, by where outcomes live: the attribute names every
         outcome where nothing failed held in the schedules that passed (``run``)."""
         self._client: Any = None
+        self._items: ItemReader | None = None
 
     def _clients(self) -> Any:
         credentials = dict(self.target.credentials_env)
@@ -281,6 +283,7 @@ class Session:
         with _environ(environ):
             try:
                 self._client = self._clients()
+                self._items = ItemReader(self.target, self._client)
                 self._create_table(self.table, self.key_schema)
                 for extra in self.extra_tables:
                     self._create_table(extra_table_name(self.names.prefix, extra), extra.key)
@@ -309,9 +312,12 @@ class Session:
                 with explorer.capturing():
                     yield self
             finally:
+                explorer.close()
                 virtual_clock.uninstall()
                 explorer.observer.uninstall()
                 self._drop_tables()
+                if self._items is not None:
+                    self._items.close()
 
     def _drop_tables(self) -> None:
         for name in self.created:
@@ -384,14 +390,13 @@ class Session:
                 key = self.outcome.key_for(m.business_id)
                 keys.setdefault(key_string(key), key)
         items: dict[str, Any] = {}
+        assert self._items is not None, "open the session first"
         try:
             for name, key in keys.items():
-                found = self._client.get_item(
-                    TableName=self.table, Key=key, ConsistentRead=True
-                ).get("Item")
+                found = self._items.get_item(self.table, key)
                 if found is not None:
                     items[name] = found
-        except (BotoCoreError, ClientError) as exc:
+        except (BotoCoreError, ClientError, ItemReadError, OSError) as exc:
             raise BackendError(f"explore could not read the table back: {exc}") from exc
         unsettled = len({m.message_id for m in sent}) - settled
         sinks = (

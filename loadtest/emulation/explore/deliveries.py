@@ -8,6 +8,13 @@ invocation start, before each DynamoDB call or effect call and after its answer 
 ``VirtualClock``), and when the handler has returned, before the
 acknowledgement. Exactly one delivery runs at a time.
 
+A delivery is handed over, not waited for: the scheduler releases the lock one
+delivery waits on and waits on that delivery's other lock until it reports that it
+parked or ended, so each step costs two thread switches and wakes no other thread. A received
+delivery is parked at its start without a thread; it gets one (a worker kept
+from earlier deliveries, or a new one) when it is let go from there, and one
+that is crashed or abandoned at its start ends without ever running.
+
 Owns the delivery threads, the points and how a delivery ends (returned, failed, crashed,
 timed out, abandoned); which delivery goes next, and what the queue does with a message
 afterwards, is the scheduler's (``loadtest.emulation.explore.explorer``).
@@ -46,6 +53,33 @@ STEP_LIMIT_S = 120.0
 """Real seconds a delivery may run between two points before explore gives up on it."""
 
 
+class _Worker:
+    """A thread that runs deliveries one after another, each when it is handed one."""
+
+    def __init__(self, body: Callable[[Run, _Worker], None]) -> None:
+        self._body = body
+        self._go = threading.Semaphore(0)
+        self._run: Run | None = None
+        threading.Thread(target=self._loop, daemon=True, name="delivery").start()
+
+    def start(self, run: Run) -> None:
+        self._run = run
+        self._go.release()
+
+    def stop(self) -> None:
+        self._run = None
+        self._go.release()
+
+    def _loop(self) -> None:
+        while True:
+            self._go.acquire()
+            run, self._run = self._run, None
+            if run is None:
+                return
+            threading.current_thread().name = f"delivery-{run.delivery.label}"
+            self._body(run, self)
+
+
 class Deliveries:
     """The deliveries of one handler's schedules: their threads, and the gate its observer
     and clock call from them."""
@@ -72,7 +106,10 @@ class Deliveries:
             gate=self,
             source_queues=source_queues,
         )
-        self._cv = threading.Condition()
+        self._pending: list[Run] = []
+        """Deliveries let go whose report the scheduler has not taken yet."""
+        self._idle: list[_Worker] = []
+        self._workers: list[_Worker] = []
         self._local = threading.local()
         self._runs: list[Run] = []
         self._log = StepLog()
@@ -105,13 +142,18 @@ class Deliveries:
         if run.stopped is not None:
             # Dead or abandoned: code still unwinding (a ``finally``) reaches nothing more.
             raise Abandon if run.stopped == "abandon" else Killed(run.stopped)
-        with self._cv:
-            run.point = point
-            run.access = access
-            if wake_ns is not None:
-                run.wake_ns = wake_ns
-            self._cv.notify_all()
-        run.semaphore.acquire()
+        run.point = point
+        run.access = access
+        if wake_ns is not None:
+            run.wake_ns = wake_ns
+        run.report.release()
+        run.go.acquire()
+        return self._instruction(run)
+
+    @staticmethod
+    def _instruction(run: Run) -> str | None:
+        """What the scheduler let ``run`` go with (it ends here on a crash, a timeout, an
+        abandon)."""
         instruction, run.instruction = run.instruction, None
         if instruction in ("abandon", "crash", "timeout"):
             run.stopped = instruction
@@ -167,12 +209,13 @@ class Deliveries:
 
     # --- a delivery's thread ---------------------------------------------------------
 
-    def _body(self, run: Run) -> None:
+    def _body(self, run: Run, worker: _Worker) -> None:
         self._local.run = run
         self.clock.threads.add(threading.get_ident())
         self.observer.request_id = run.request_id
         try:
-            self._park(run, Point.START, LOCAL)
+            run.go.acquire()  # released as it was let go from its start
+            self._instruction(run)
             run.started, run.started_ns = True, self.clock.elapsed_ns
             # Records that mark themselves when read, as the observer layer hands them over.
             event = record_marks.tracked({"Records": [sqs_record(run)]})
@@ -203,10 +246,10 @@ class Deliveries:
             run.ended_ns = self.clock.elapsed_ns
             self.clock.threads.discard(threading.get_ident())
             self._local.run = None
-            with self._cv:
-                run.done = True
-                run.point = None
-                self._cv.notify_all()
+            self._idle.append(worker)
+            run.done = True
+            run.point = None
+            run.report.release()
 
     # --- handing deliveries over (the scheduler's thread) ------------------------------
 
@@ -226,19 +269,17 @@ class Deliveries:
             received_ns=wake_ns,
             wake_ns=wake_ns,
         )
+        # Parked at its start; its thread comes when it is let go from there.
+        run.point, run.access = Point.START, LOCAL
         self._runs.append(run)
         self._log.received(delivery, run.environment)
-        threading.Thread(
-            target=self._body, args=(run,), daemon=True, name=f"delivery-{delivery.label}"
-        ).start()
 
     def _wait_parked(self) -> None:
-        with self._cv:
-            parked = self._cv.wait_for(
-                lambda: all(r.done or r.point is not None for r in self._runs),
-                timeout=STEP_LIMIT_S,
-            )
-        if not parked:
+        while self._pending:
+            if not self._pending[-1].report.acquire(timeout=STEP_LIMIT_S):
+                break
+            self._pending.pop()
+        if self._pending:
             running = [r.delivery.label for r in self._runs if not r.done and r.point is None]
             raise ExploreError(
                 f"delivery {', '.join(running)} ran {STEP_LIMIT_S:g} s of real time without "
@@ -257,9 +298,44 @@ class Deliveries:
             self._log.note(run.delivery, "timed out (the function timeout passed)")
         run.instruction = instruction
         self._running = run
-        with self._cv:
-            run.point = None
-        run.semaphore.release()
+        at_start = not run.started and run.point is Point.START
+        run.point = None
+        if at_start and instruction in ("abandon", "crash", "timeout"):
+            self._end_unstarted(run, instruction)
+            return
+        self._pending.append(run)
+        run.go.release()
+        if at_start:
+            worker = self._idle.pop() if self._idle else self._new_worker()
+            worker.start(run)
+
+    def _new_worker(self) -> _Worker:
+        worker = _Worker(self._body)
+        self._workers.append(worker)
+        return worker
+
+    def _end_unstarted(self, run: Run, instruction: str) -> None:
+        """End a delivery let go from its start with ``instruction``, as its thread would
+        have ended it there (nothing of the handler has run)."""
+        run.instruction = None
+        run.stopped = instruction
+        if instruction == "abandon":
+            run.abandoned = True
+        else:
+            timeout = instruction == "timeout"
+            run.outcome = InvocationOutcome.TIMEOUT if timeout else InvocationOutcome.CRASH
+            run.error = (
+                "Task timed out (injected)" if timeout else "Runtime exited (injected crash)"
+            )
+        run.ended_ns = self.clock.elapsed_ns
+        run.done = True
+
+    def close(self) -> None:
+        """Stop the worker threads (each waits for a delivery between schedules)."""
+        for worker in self._workers:
+            worker.stop()
+        self._workers.clear()
+        self._idle.clear()
 
     def capturing(self) -> contextlib.AbstractContextManager[None]:
         """Route the deliveries' prints to their invocations' logs for the block."""

@@ -91,6 +91,13 @@ class Message:
     dead: bool = False
 
 
+def _held() -> threading.Lock:
+    """A lock already taken: whoever waits on it waits for another thread's release."""
+    lock = threading.Lock()
+    lock.acquire()
+    return lock
+
+
 @dataclass
 class Run:
     """One delivery's invocation, in its thread."""
@@ -118,7 +125,10 @@ class Run:
     result: Any = None
     observations: list[Observation] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
-    semaphore: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
+    go: threading.Lock = field(default_factory=lambda: _held())
+    """Released by the scheduler to let the delivery go from its point."""
+    report: threading.Lock = field(default_factory=lambda: _held())
+    """Released by the delivery when it has parked again or ended."""
 
     def deadline_ns(self, timeout_ns: int) -> int:
         return self.started_ns + timeout_ns if self.started else 1 << 62
