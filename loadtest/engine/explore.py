@@ -523,6 +523,28 @@ def _ids(messages: Sequence[SentMessage]) -> set[str]:
     return {str(m.business_id) for m in messages if m.business_id is not None}
 
 
+def plain_ids(result: ExploreResult) -> Callable[[str], str]:
+    """Text about the shown schedule with each fresh business id (``id~N``) shown as the
+    scenario's id, as its steps show it (the identity when the ids are the scenario's)."""
+    judged = result.shown
+    fresh = sorted(
+        {
+            str(m.business_id)
+            for m in (judged.history.sent if judged is not None else ())
+            if m.business_id and FRESH_SEPARATOR in m.business_id
+        },
+        key=len,
+        reverse=True,  # "id~12" before "id~1"
+    )
+
+    def plain(text: str) -> str:
+        for one in fresh:
+            text = text.replace(one, one.rsplit(FRESH_SEPARATOR, 1)[0])
+        return text
+
+    return plain
+
+
 def variant_run(result: ExploreResult) -> VariantRun:
     """The report's run: the schedule the result shows, judged as a run is."""
     judged = result.shown

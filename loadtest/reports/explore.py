@@ -40,13 +40,14 @@ all together.
 from __future__ import annotations
 
 import dataclasses
+import json
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from loadtest.emulation.environment.handlers import BUILTIN_VARIANTS
 from loadtest.model.plan import RunPlan
-from loadtest.reports.model import ReportModel, as_model
+from loadtest.reports.model import ReportModel, RunModel, as_model
 from loadtest.reports.report import build
 
 if TYPE_CHECKING:
@@ -92,13 +93,22 @@ def replay_command(result: ExploreResult, token: str, scenario_ref: str) -> str:
 def explore_report(
     result: ExploreResult, *, scenario_ref: str, command: str | None = None
 ) -> ReportModel:
-    from loadtest.engine.explore import variant_run
+    from loadtest.engine.explore import plain_ids, variant_run
     from loadtest.engine.results import RunResult
 
     report = build(
         RunResult(result.scenario, result.target, [variant_run(result)]),
         RunPlan.of(result.scenario),
         command=command,
+    )
+    # The shown schedule's run names its business ids as the scenario does (its steps
+    # already do), never the schedule's fresh ``id~N``.
+    plain = plain_ids(result)
+    report = dataclasses.replace(
+        report,
+        runs=tuple(
+            RunModel.from_json(json.loads(plain(json.dumps(r.to_json())))) for r in report.runs
+        ),
     )
     counterexample = None
     example = result.counterexample

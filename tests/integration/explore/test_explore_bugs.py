@@ -140,6 +140,7 @@ def test_a_bugs_reasons_name_the_scenarios_ids_and_an_allowed_failure_says_so(
             *("explore", "effects", "--variant", "publish-after-guard", "--faults", "crash"),
             *("--copies", "1", "--endpoint-url", backend_url),
             *("--json", str(tmp_path / "effects.json")),
+            *("--html", str(tmp_path / "effects.html")),
         ],
     )
     assert result.exit_code == 0, result.output
@@ -151,4 +152,7 @@ def test_a_bugs_reasons_name_the_scenarios_ids_and_an_allowed_failure_says_so(
         "(message message-1 acknowledged)"
     ]
     assert "~" not in result.output
+    # The page's run (the shown schedule) names the order as the scenario does too.
+    page = (tmp_path / "effects.html").read_text(encoding="utf-8")
+    assert "order-00004" in page and "order-00004~" not in page
     assert "verdict: pass (what failed is expected by this scenario" in result.output
