@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 import urllib.request
+import zipfile
 
 import boto3
 
@@ -48,3 +50,46 @@ def test_keeps_nothing_ignores_appends() -> None:
     keeps.append(object())
     keeps.insert(0, object())
     assert list(keeps) == []
+
+
+def test_the_dashboard_still_answers_once_a_function_exists(backend_url: str) -> None:
+    # moto's dashboard reads every tracked model's properties; a Lambda function's
+    # docker_client raises without Docker, so functions are not tracked either.
+    session = boto3.session.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
+    )
+    iam = session.client("iam", endpoint_url=backend_url)
+    lam = session.client("lambda", endpoint_url=backend_url)
+    role = iam.create_role(
+        RoleName="untracked-fn-role",
+        AssumeRolePolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"Service": "lambda.amazonaws.com"},
+                        "Action": "sts:AssumeRole",
+                    }
+                ],
+            }
+        ),
+    )["Role"]["Arn"]
+    code = io.BytesIO()
+    with zipfile.ZipFile(code, "w") as archive:
+        archive.writestr("index.py", "def handler(event, context):\n    return event\n")
+    lam.create_function(
+        FunctionName="untracked-fn",
+        Runtime="python3.12",
+        Role=role,
+        Handler="index.handler",
+        Code={"ZipFile": code.getvalue()},
+    )
+    try:
+        with urllib.request.urlopen(f"{backend_url}/moto-api/data.json", timeout=10) as response:
+            assert response.status == 200
+            tracked = json.load(response)
+        assert tracked["awslambda"]["LambdaFunction"] == []
+    finally:
+        lam.delete_function(FunctionName="untracked-fn")
+        iam.delete_role(RoleName="untracked-fn-role")

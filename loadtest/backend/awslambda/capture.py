@@ -66,3 +66,8 @@ def install() -> None:
         default_user_config.setdefault("lambda", {})["use_docker"] = False
         if not hasattr(LambdaSimpleBackend.invoke, "__wrapped__"):
             LambdaSimpleBackend.invoke = captured(LambdaSimpleBackend.invoke)  # type: ignore[method-assign]
+            # moto's dashboard reads every tracked function's properties, and
+            # ``docker_client`` raises without Docker: Lambda's models are not tracked.
+            from loadtest.backend.core.untracked import LAZY_SERVICES, stop_tracking_instances
+
+            stop_tracking_instances(LAZY_SERVICES)

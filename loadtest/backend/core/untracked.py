@@ -1,4 +1,4 @@
-"""Stops moto from keeping every SQS and DynamoDB model object it ever made.
+"""Stops moto from keeping every SQS, DynamoDB and Lambda model object it ever made.
 
 moto's ``BaseModel.__new__`` appends every instance to its class's
 ``instances_tracked`` list, only so that the moto dashboard (``/moto-api/data.json``)
@@ -8,7 +8,9 @@ memory grows with the run's total traffic (about 1.8 KB per message sent, receiv
 deleted) even after the queue has forgotten them. This module swaps those lists for one
 that keeps nothing, for the SQS and DynamoDB models only; the queues and tables hold
 what SQS and DynamoDB semantics need, as before. The cost: the dashboard lists no
-SQS/DynamoDB instances.
+SQS/DynamoDB instances. Lambda's models (``LAZY_SERVICES``) are left out too, once Lambda is
+loaded: a function's ``docker_client`` property raises when Docker is absent, which made the
+dashboard answer 500 for every request after a function existed.
 
 Owns only the ``instances_tracked`` attribute of those model classes; must not touch
 the models' behaviour (that is ``patches``).
@@ -20,6 +22,9 @@ from typing import Any, SupportsIndex
 
 SERVICES = ("sqs", "dynamodb")
 """moto services whose model instances are not tracked."""
+LAZY_SERVICES = ("awslambda",)
+"""Services loaded only when first requested, whose instances are not tracked either (their
+loader calls ``stop_tracking_instances`` with them)."""
 
 
 class KeepsNothing(list[Any]):
@@ -32,16 +37,19 @@ class KeepsNothing(list[Any]):
         del index, item
 
 
-def stop_tracking_instances() -> list[str]:
-    """Replace ``instances_tracked`` of every SQS and DynamoDB model class; returns
-    their names (``sqs.Message``, ...). Call after moto's models are imported."""
-    import moto.dynamodb.models
-    import moto.sqs.models
+def stop_tracking_instances(services: tuple[str, ...] = SERVICES) -> list[str]:
+    """Replace ``instances_tracked`` of every model class of ``services`` (SQS and DynamoDB by
+    default); returns their names (``sqs.Message``, ...). Call after those services' models
+    are imported."""
+    if services == SERVICES:
+        import moto.dynamodb.models
+        import moto.sqs.models
+
+        del moto.dynamodb.models
     from moto.core.model_instances import model_data
 
-    del moto.dynamodb.models
     replaced = []
-    for service in SERVICES:
+    for service in services:
         for name, model in model_data.get(service, {}).items():
             model.instances_tracked = KeepsNothing()  # type: ignore[attr-defined]
             replaced.append(f"{service}.{name}")
