@@ -6,11 +6,23 @@ import io
 import json
 import urllib.request
 import zipfile
+from collections.abc import Iterator
 
 import boto3
+import pytest
 
 from loadtest.backend.core.untracked import KeepsNothing, stop_tracking_instances
 from loadtest.backend.sqs.message import MotoMessage
+
+
+@pytest.fixture(scope="module")
+def own_backend() -> Iterator[str]:
+    """A backend of these tests' own: what other tests' services leave in a shared one
+    (buckets, executions, ...) is theirs, and the dashboard lists every tracked model."""
+    from loadtest.backend.embedded import EmbeddedBackend
+
+    with EmbeddedBackend() as backend:
+        yield backend.endpoint_url
 
 
 def test_sqs_and_dynamodb_models_are_not_tracked() -> None:
@@ -21,7 +33,8 @@ def test_sqs_and_dynamodb_models_are_not_tracked() -> None:
     assert isinstance(MotoMessage.instances_tracked, KeepsNothing)  # type: ignore[attr-defined]
 
 
-def test_messages_sent_received_and_deleted_leave_nothing_tracked(backend_url: str) -> None:
+def test_messages_sent_received_and_deleted_leave_nothing_tracked(own_backend: str) -> None:
+    backend_url = own_backend
     sqs = boto3.client(
         "sqs",
         endpoint_url=backend_url,
@@ -52,7 +65,8 @@ def test_keeps_nothing_ignores_appends() -> None:
     assert list(keeps) == []
 
 
-def test_the_dashboard_still_answers_once_a_function_exists(backend_url: str) -> None:
+def test_the_dashboard_still_answers_once_a_function_exists(own_backend: str) -> None:
+    backend_url = own_backend
     # moto's dashboard reads every tracked model's properties; a Lambda function's
     # docker_client raises without Docker, so functions are not tracked either.
     session = boto3.session.Session(
