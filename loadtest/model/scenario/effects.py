@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from loadtest.errors import ScenarioError
 from loadtest.model.history.records import EffectKind
-from loadtest.model.scenario.placeholders import SINK_PLACEHOLDERS
+from loadtest.model.scenario.placeholders import sinks_in
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -42,7 +42,6 @@ KEYED_KINDS = frozenset({EffectKind.BUCKET, EffectKind.STATE_MACHINE})
 BY_KEY = "key"
 """``id = "key"``: the business id is (in) the entry's key."""
 
-_SINK_PLACEHOLDER = re.compile(r"\{(" + "|".join(SINK_PLACEHOLDERS) + r"):([^{}]+)\}")
 _ALLOWED_KEYS = frozenset({"sink", "id", "id_pattern", "required", "delivery"})
 
 
@@ -145,9 +144,8 @@ def _at_path(payload: Any, path: str) -> str | None:
 def sink_labels(environment: Iterable[tuple[str, str]]) -> dict[str, EffectKind]:
     """The sinks an environment's placeholders create, by label."""
     found: dict[str, EffectKind] = {}
-    for _, template in environment:
-        for kind, label in _SINK_PLACEHOLDER.findall(template):
-            found.setdefault(label, SINK_PLACEHOLDERS[kind])
+    for sink in sinks_in(template for _, template in environment):
+        found.setdefault(sink.name, sink.kind)
     return found
 
 
