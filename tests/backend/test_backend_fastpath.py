@@ -1,9 +1,10 @@
-"""The JSON-protocol fast path answers exactly as moto's full path (Flask) does."""
+"""The fast path answers exactly as moto's full path (Flask) does."""
 
 from __future__ import annotations
 
 import json
 import re
+import urllib.parse
 import zlib
 from collections.abc import Iterator
 from typing import Any
@@ -20,7 +21,16 @@ _AUTH = (
     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20250101/us-east-1/{}/aws4_request, "
     "SignedHeaders=host, Signature=x"
 )
-_VOLATILE = {"CreationDateTime", "MessageId", "ReceiptHandle", "TableId"}
+_VOLATILE = {
+    "CreationDateTime",
+    "MessageId",
+    "ReceiptHandle",
+    "TableId",
+    "EventId",
+    "executionArn",
+    "startDate",
+    "creationDate",
+}
 # A random id; and two that follow the body (a timestamp's digits), checked apart.
 _UNCOMPARED_HEADERS = {"x-amzn-requestid", "x-amz-crc32", "content-length"}
 
@@ -94,6 +104,59 @@ def _requests(suffix: str) -> list[tuple[str, str, dict[str, Any]]]:
             {"QueueUrl": f"http://localhost/123456789012/{queue}", "MaxNumberOfMessages": 10},
         ),
         ("sqs", "AmazonSQS.GetQueueUrl", {"QueueName": "missing"}),  # QueueDoesNotExist
+        ("events", "AWSEvents.CreateEventBus", {"Name": f"b_{suffix}"}),
+        (
+            "events",
+            "AWSEvents.PutEvents",
+            {
+                "Entries": [
+                    {
+                        "EventBusName": f"b_{suffix}",
+                        "Source": "orders",
+                        "DetailType": "OrderPlaced",
+                        "Detail": '{"id": "a"}',
+                    }
+                ]
+            },
+        ),
+        ("events", "AWSEvents.DescribeEventBus", {"Name": "missing"}),  # ResourceNotFound
+        (
+            "states",
+            "AWSStepFunctions.CreateStateMachine",
+            {
+                "name": f"sm_{suffix}",
+                "definition": '{"StartAt": "A", "States": {"A": {"Type": "Pass", "End": true}}}',
+                "roleArn": "arn:aws:iam::123456789012:role/r",
+            },
+        ),
+        (
+            "states",
+            "AWSStepFunctions.StartExecution",
+            {
+                "stateMachineArn": f"arn:aws:states:us-east-1:123456789012:stateMachine:sm_{suffix}",
+                "name": "a",
+            },
+        ),
+        (
+            "states",
+            "AWSStepFunctions.DescribeStateMachine",
+            {"stateMachineArn": "arn:aws:states:us-east-1:123456789012:stateMachine:missing"},
+        ),
+    ]
+
+
+def _sns_requests(suffix: str) -> list[dict[str, str]]:
+    topic = f"arn:aws:sns:us-east-1:123456789012:t_{suffix}"
+    return [
+        {"Action": "CreateTopic", "Name": f"t_{suffix}"},
+        {"Action": "Publish", "TopicArn": topic, "Message": '{"id": "a"}'},
+        {
+            "Action": "PublishBatch",
+            "TopicArn": topic,
+            "PublishBatchRequestEntries.member.1.Id": "one",
+            "PublishBatchRequestEntries.member.1.Message": "m",
+        },
+        {"Action": "GetTopicAttributes", "TopicArn": topic + "_missing"},  # NotFound
     ]
 
 
@@ -103,7 +166,9 @@ def _post(client: Client, service: str, target: str, body: dict[str, Any]) -> An
         data=json.dumps(body),
         headers={
             "X-Amz-Target": target,
-            "Content-Type": "application/x-amz-json-1.0",
+            "Content-Type": "application/x-amz-json-1.1"
+            if service == "events"
+            else "application/x-amz-json-1.0",
             "Authorization": _AUTH.format(service),
         },
     )
@@ -140,6 +205,40 @@ def test_fast_path_answers_as_the_full_path(flask_calls: list[str]) -> None:
             assert got.headers["x-amz-crc32"] == str(zlib.crc32(got.get_data()) & 0xFFFFFFFF)
         assert got.headers["x-amzn-requestid"]
         assert got.headers["Content-Length"] == str(len(got.get_data()))
+
+
+def _post_query(client: Client, body: dict[str, str]) -> Any:
+    return client.post(
+        "/",
+        data=urllib.parse.urlencode({**body, "Version": "2010-03-31"}),
+        headers={
+            "Content-Type": "application/x-www-form-urlencoded; charset=utf-8",
+            "Authorization": _AUTH.format("sns"),
+        },
+    )
+
+
+def _query_normalised(body: bytes, suffix: str) -> bytes:
+    text = body.decode().replace(suffix, "SUFFIX")
+    return re.sub(r"<(RequestId|MessageId)>[^<]*<", r"<\1><", text).encode()
+
+
+def test_sns_query_protocol_answers_as_the_full_path(flask_calls: list[str]) -> None:
+    patches.apply()
+    full = Client(DomainDispatcherApplication(create_backend_app))
+    fast = Client(JsonProtocolFastPath(DomainDispatcherApplication(create_backend_app)))
+    for body, fast_body in zip(_sns_requests("full"), _sns_requests("fast"), strict=True):
+        expected = _post_query(full, body)
+        flask_calls.clear()
+        got = _post_query(fast, fast_body)
+        assert flask_calls == [], body["Action"]
+        assert got.status == expected.status, body["Action"]
+        assert [(k, v) for k, v in got.headers.items() if k.lower() not in _UNCOMPARED_HEADERS] == [
+            (k, v) for k, v in expected.headers.items() if k.lower() not in _UNCOMPARED_HEADERS
+        ], body["Action"]
+        assert _query_normalised(got.get_data(), "fast") == _query_normalised(
+            expected.get_data(), "full"
+        )
 
 
 def test_unknown_action_fails_as_on_the_full_path() -> None:
@@ -180,6 +279,24 @@ def test_unknown_action_fails_as_on_the_full_path() -> None:
             },
             "Action=ListQueues&Version=2012-11-05",
             id="query-protocol",
+        ),
+        pytest.param(  # SNS's query protocol from a browser
+            {
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Authorization": _AUTH.format("sns"),
+                "Origin": "http://example.com",
+            },
+            "Action=ListTopics&Version=2010-03-31",
+            id="sns-origin",
+        ),
+        pytest.param(  # JSON signed for SNS: not SNS's protocol
+            {
+                "X-Amz-Target": "AWSEvents.ListEventBuses",
+                "Content-Type": "application/x-amz-json-1.1",
+                "Authorization": _AUTH.format("sns"),
+            },
+            "{}",
+            id="target-of-another-service",
         ),
         pytest.param(  # a browser's request: flask-cors answers it
             {

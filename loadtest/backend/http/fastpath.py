@@ -1,4 +1,4 @@
-"""The short way through moto's server for JSON-protocol DynamoDB and SQS requests.
+"""The short way through moto's server for the calls a consumer makes per message.
 
 Owns ``JsonProtocolFastPath``, the WSGI middleware in front of moto's
 ``DomainDispatcherApplication``. Must not touch what any request answers (status,
@@ -8,11 +8,14 @@ and moto's response class that cost CPU without deciding anything for these requ
 Why: a conditional ``PutItem`` served by moto's app passed, before moto's own
 ``BaseResponse.dispatch``, through the dispatcher (service lookup under its global lock),
 a Flask request context, Flask's URL routing, CORS and Flask's response finalisation:
-about a fifth of the backend's CPU per request, the same for every DynamoDB and SQS call.
+about a fifth of the backend's CPU per request, the same for every DynamoDB and SQS call,
+and most of what an SNS ``Publish`` costs the backend.
 
-What it does: a signed ``POST /`` whose ``X-Amz-Target`` is ``DynamoDB_20120810.<Action>``
-or ``AmazonSQS.<Action>`` and whose body is JSON (``application/x-amz-json-1.0``/``1.1``),
-without an ``Origin`` header, is handed to the view moto's own routing chose for the same
+What it does: a signed ``POST /`` without an ``Origin`` header that is either JSON
+(``application/x-amz-json-1.0``/``1.1``) with an ``X-Amz-Target`` of DynamoDB, SQS,
+EventBridge or Step Functions (``TARGET_PREFIXES``), signed for that service, or a
+query-protocol form (``application/x-www-form-urlencoded``) signed for SNS
+(``QUERY_SERVICES``), is handed to the view moto's own routing chose for the same
 service, region and path (looked up once through the dispatcher and the Flask app, then
 kept), exactly as moto's ``convert_to_flask_response`` calls it: the same normalised
 request, the recorder, the same ``(request, raw_url, headers)`` arguments, a Flask
@@ -20,7 +23,7 @@ request, the recorder, the same ``(request, raw_url, headers)`` arguments, a Fla
 flask-cors adds to a response to a request without ``Origin`` (unless moto's global CORS is
 off). A werkzeug ``HTTPException`` becomes its own response, as Flask makes it; anything
 else propagates to the server as it does through Flask (moto's app runs in debug mode).
-Everything else - query-protocol SQS, unsigned requests, other services, other paths,
+Everything else - query-protocol SQS, S3's REST calls, unsigned requests, other services, other paths,
 browser requests, ``/moto-api`` and the backend's own endpoints - takes the full path.
 """
 
@@ -43,11 +46,23 @@ from werkzeug.exceptions import HTTPException
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
-TARGET_PREFIXES = {"DynamoDB_20120810.": "dynamodb", "AmazonSQS.": "sqs"}
+TARGET_PREFIXES = {
+    "DynamoDB_20120810.": "dynamodb",
+    "AmazonSQS.": "sqs",
+    "AWSEvents.": "events",
+    "AWSStepFunctions.": "states",
+}
 """``X-Amz-Target`` prefixes served by the fast path -> the signing service they need."""
 
 JSON_CONTENT_TYPES = frozenset({"application/x-amz-json-1.0", "application/x-amz-json-1.1"})
-"""Request content types of the JSON protocol (boto3's DynamoDB and SQS clients)."""
+"""Request content types of the JSON protocol (boto3's DynamoDB, SQS, EventBridge and Step
+Functions clients)."""
+
+QUERY_CONTENT_TYPE = "application/x-www-form-urlencoded"
+"""The query protocol's content type (botocore adds ``; charset=utf-8``)."""
+
+QUERY_SERVICES = frozenset({"sns"})
+"""Signing services whose query-protocol requests take the fast path (boto3's SNS client)."""
 
 _ALLOW_ORIGIN = "Access-Control-Allow-Origin"
 
@@ -77,7 +92,7 @@ class ServerRequest(Request):
 
 
 class JsonProtocolFastPath:
-    """WSGI middleware: JSON-protocol DynamoDB and SQS requests go straight to moto's view."""
+    """WSGI middleware: a consumer's per-message requests go straight to moto's view."""
 
     def __init__(self, app: DomainDispatcherApplication) -> None:
         self.app = app
@@ -93,20 +108,25 @@ class JsonProtocolFastPath:
 
     def _view_for(self, environ: WSGIEnvironment) -> _View | None:
         """moto's view for this request, or None if it must take the full path."""
-        target = environ.get("HTTP_X_AMZ_TARGET")
         if (
-            not target
-            or environ.get("REQUEST_METHOD") != "POST"
+            environ.get("REQUEST_METHOD") != "POST"
             or environ.get("PATH_INFO") != "/"
             or environ.get("QUERY_STRING")
             or "HTTP_ORIGIN" in environ
-            or environ.get("CONTENT_TYPE") not in JSON_CONTENT_TYPES
         ):
             return None
-        prefix = target[: target.find(".") + 1]
-        service = TARGET_PREFIXES.get(prefix)
         scope = _credential_scope(environ.get("HTTP_AUTHORIZATION"))
-        if service is None or scope is None or scope[1] != service:
+        if scope is None:
+            return None
+        content_type = environ.get("CONTENT_TYPE") or ""
+        target = environ.get("HTTP_X_AMZ_TARGET")
+        if target:
+            prefix = target[: target.find(".") + 1]
+            if content_type not in JSON_CONTENT_TYPES or TARGET_PREFIXES.get(prefix) != scope[1]:
+                return None
+        elif scope[1] in QUERY_SERVICES and content_type.partition(";")[0] == QUERY_CONTENT_TYPE:
+            prefix = "?"
+        else:
             return None
         key = (prefix, *scope)
         try:
