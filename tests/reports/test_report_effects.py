@@ -259,3 +259,24 @@ def test_the_decisions_view_has_no_effects_sub_table_without_witnesses() -> None
     for sink in report["runs"][0]["effects"]:
         sink["witnesses"] = []
     assert 'class="effect-calls"' not in render_html(report)
+
+
+def test_a_sweep_table_shows_the_effect_counts_only_when_runs_have_them() -> None:
+    from loadtest.reports.text.render import sweep_table
+
+    def table(with_effects: bool) -> str:
+        report = report_of(with_effects)
+        report["runs"] = [dict(report["runs"][0], cell={"batch_size": n}) for n in (1, 10)]
+        console = Console(file=io.StringIO(), width=400, color_system=None, record=True)
+        console.print(sweep_table(ReportModel.from_json(report)))
+        return console.export_text()
+
+    effected = table(True)
+    header = next(line for line in effected.splitlines() if "batch_size" in line)
+    assert "duplicate effects" in header and "lost effects" in header
+    rows = [line for line in effected.splitlines() if "│" in line and "batch_size" not in line]
+    cells = [[c.strip() for c in row.strip("│ ").split("│")] for row in rows]
+    columns = [c.strip() for c in header.strip("┃ ").split("┃")]
+    assert [row[columns.index("duplicate effects")] for row in cells] == ["2", "2"]
+    assert [row[columns.index("lost effects")] for row in cells] == ["0", "0"]
+    assert "effects" not in table(False)

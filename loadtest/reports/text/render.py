@@ -301,6 +301,10 @@ def details(report: ReportModel, *, story: bool = True) -> list[RenderableType]:
     return out
 
 
+EFFECT_COLUMNS = ("duplicate_effects", "conflicting_effects", "lost_effects")
+"""The effect counts a sweep's table shows when a run has them (each fails the verdict)."""
+
+
 def sweep_table(report: ReportModel) -> Table:
     """One row per cell and variant: what a user tunes against."""
     runs = report.runs
@@ -309,12 +313,17 @@ def sweep_table(report: ReportModel) -> Table:
     table = Table(title=f"{report.name} {kind} · seed {report.seed}", title_justify="left")
     for axis in axes:
         table.add_column(axis, justify="right")
+    # A run that sent effects (or made sinks) adds their failing counts; others keep the table.
+    effects = [
+        name for name in EFFECT_COLUMNS if any(run.counts.get(name) is not None for run in runs)
+    ]
     for column in (
         "variant",
         "verdict",
         "deliveries",
         "redeliveries",
         "duplicate writes",
+        *(name.replace("_", " ") for name in effects),
         "dead-lettered",
         "msg/s",
         "e2e p99",
@@ -330,6 +339,12 @@ def sweep_table(report: ReportModel) -> Table:
             str(counts["deliveries"]),
             str(counts["redeliveries"]),
             _cell(counts["duplicate_writes"], "duplicate_writes" in FLAGGED_WHEN_NONZERO),
+            *(
+                "-"
+                if counts.get(name) is None
+                else _cell(counts[name], name in FLAGGED_WHEN_NONZERO)
+                for name in effects
+            ),
             str(counts["dead_lettered"]),
             f"{run.throughput['messages_per_s']:.1f}",
             _duration(run.latency_us["end_to_end"]["p99"]),
