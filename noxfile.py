@@ -17,6 +17,9 @@ nox -s lint         ruff check + ruff format --check + the import layers (lint-i
 nox -s typecheck    mypy --strict over loadtest, consumer and tests
 nox -s docs         the docs site (mkdocs build --strict: a broken link fails)
 nox -s bench        prints throughput figures; asserts nothing about time
+nox -s bench_against -- COMMIT [--pairs N] [-- run_bench args]
+                    the bench in COMMIT's tree and this one, alternating, with each
+                    figure's ratio (this tree / COMMIT)
 """
 
 from __future__ import annotations
@@ -122,6 +125,15 @@ def bench(session: nox.Session) -> None:
     """A burst of a few thousand messages on the embedded backend; prints figures only."""
     _install(session)
     session.run("python", "-m", "benchmarks.run_bench", *session.posargs)
+
+
+@nox.session(python="3.11")
+def bench_against(session: nox.Session) -> None:
+    """The bench side by side with a named commit: ``nox -s bench_against -- 470a8a2``."""
+    if not session.posargs:
+        session.error("name the commit to compare with: nox -s bench_against -- COMMIT")
+    _install(session)
+    session.run("python", "-m", "benchmarks.against", *session.posargs)
 
 
 @nox.session(python="3.11")
