@@ -3,12 +3,16 @@
 Owns turning a scenario and its variants into a ``RunResult`` through
 ``loadtest.deploy`` (deploy or attach, send, collect, delete or restore): each
 collected ``RemoteVariant`` becomes the engine's ``VariantRun`` through the
-same builder as a local run (``variant_result``). Prints nothing, never exits.
+same builder as a local run (``variant_result``). With a ``recorder`` the run's
+history file gets the backend, each variant run's evidence as it is collected
+(``remote_run.Journal``), and each variant run's end (``E``) once what was made
+is deleted. Prints nothing, never exits.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from loadtest.aws import clients as aws
 from loadtest.deploy.remote_run import AttachTo, RemoteVariant
@@ -17,6 +21,9 @@ from loadtest.engine.results import RunResult, VariantRun
 from loadtest.engine.variant_result import variant_result
 from loadtest.model.scenario.loading import Scenario
 from loadtest.observer.fault_env import refuse_local_only
+
+if TYPE_CHECKING:
+    from loadtest.engine.recording import HistoryWriter
 
 
 def run_deployed(
@@ -27,6 +34,7 @@ def run_deployed(
     keep: bool = False,
     attach: AttachTo | None = None,
     run_id: str | None = None,
+    recorder: HistoryWriter | None = None,
 ) -> RunResult:
     """Run the scenario through deployed Lambda functions behind real mappings, and judge it.
 
@@ -35,7 +43,8 @@ def run_deployed(
     ``keep``); with it, that already deployed consumer's own handler runs (one
     run, reported as ``attached:NAME``, the variants ignored) and the function
     is restored exactly afterwards. Credentials come from boto3's chain.
-    Control-plane failures raise ``BackendError``.
+    Control-plane failures raise ``BackendError``. ``recorder`` writes the run's history
+    as it goes (see the module's docstring).
     """
     from loadtest.deploy import remote_attach, remote_run
     from loadtest.deploy.lambda_cleanup import make_clients
@@ -43,25 +52,44 @@ def run_deployed(
     refuse_local_only(scenario.faults)
     clients, _ = make_clients(target.endpoint_url, target.region)
     run_id = run_id or aws.new_run_id()
+    if recorder is not None:
+        recorder.backend(target)
     if attach is not None:
         # The function's own handler runs, whatever variants the scenario names.
-        remote = [remote_attach.run_attached(scenario, attach, clients, target, run_id=run_id)]
+        remote = [
+            remote_attach.run_attached(
+                scenario, attach, clients, target, run_id=run_id, journal=recorder
+            )
+        ]
     else:
-        remote = remote_run.run_deployed(scenario, refs, clients, target, run_id=run_id, keep=keep)
-    return RunResult(scenario, target, [deployed_variant_run(scenario, r) for r in remote])
+        remote = remote_run.run_deployed(
+            scenario, refs, clients, target, run_id=run_id, keep=keep, journal=recorder
+        )
+    runs = [deployed_variant_run(scenario, r) for r in remote]
+    if recorder is not None:
+        for index, (collected, variant_run) in enumerate(zip(remote, runs, strict=True)):
+            recorder.ended(
+                index,
+                variant_run,
+                cut_short=collected.cut_short,
+                backlog_peak=0,
+                stopped_early=None,
+            )
+    return RunResult(scenario, target, runs)
+
+
+def noticed(unreadable_lines: int, orphan_invocations: int) -> list[str]:
+    """What the collector saw that the user should know, in the report's words."""
+    said = []
+    if unreadable_lines:
+        said.append(f"{unreadable_lines} lines on the observation queue were not loadtest's")
+    if orphan_invocations:
+        said.append(f"{orphan_invocations} invocations wrote without reporting their records")
+    return said
 
 
 def deployed_variant_run(scenario: Scenario, remote: RemoteVariant) -> VariantRun:
     """The engine's record of a variant run, from one collected through a deployed mapping."""
-    noticed = []
-    if remote.unreadable_lines:
-        noticed.append(
-            f"{remote.unreadable_lines} lines on the observation queue were not loadtest's"
-        )
-    if remote.orphan_invocations:
-        noticed.append(
-            f"{remote.orphan_invocations} invocations wrote without reporting their records"
-        )
     return variant_result(
         scenario,
         remote.ref,
@@ -74,5 +102,5 @@ def deployed_variant_run(scenario: Scenario, remote: RemoteVariant) -> VariantRu
         cleanup_problems=remote.cleanup_problems,
         incomplete=remote.incomplete,
         consumer_warnings=remote.deployed_warnings,  # an attached consumer runs its own settings
-        noticed=noticed,
+        noticed=noticed(remote.unreadable_lines, remote.orphan_invocations),
     )
