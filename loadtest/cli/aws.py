@@ -184,10 +184,11 @@ def run_remote(
                 if target_to is not None
                 else "what it created was deleted"
             )
+        kept = f"; what it measured: `loadtest report {history}`" if history is not None else ""
         _fail(
             Exit.INTERRUPTED,
             f"run {run_id} interrupted; {cleanup}; `loadtest cleanup --run {run_id}` "
-            "finds anything left",
+            f"finds anything left{kept}",
         )
     except LoadtestError as exc:
         _raise_mapped(exc)

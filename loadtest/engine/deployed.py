@@ -5,8 +5,9 @@ Owns turning a scenario and its variants into a ``RunResult`` through
 collected ``RemoteVariant`` becomes the engine's ``VariantRun`` through the
 same builder as a local run (``variant_result``). With a ``recorder`` the run's
 history file gets the backend, each variant run's evidence as it is collected
-(``remote_run.Journal``), and each variant run's end (``E``) once what was made
-is deleted. Prints nothing, never exits.
+(``remote_run.Journal``), and each variant run's end (``E``) as it is collected
+(the last one's once what was made is deleted: it says what could not be).
+Prints nothing, never exits.
 """
 
 from __future__ import annotations
@@ -52,6 +53,23 @@ def run_deployed(
     refuse_local_only(scenario.faults)
     clients, _ = make_clients(target.endpoint_url, target.region)
     run_id = run_id or aws.new_run_id()
+    written = 0  # variant runs whose end is in the history
+
+    def end(index: int, remote: RemoteVariant) -> None:
+        nonlocal written
+        if recorder is not None:
+            run = deployed_variant_run(scenario, remote)
+            recorder.ended(
+                index, run, cut_short=remote.cut_short, backlog_peak=0, stopped_early=None
+            )
+        written = index + 1
+
+    def on_variant(remote: RemoteVariant) -> None:
+        # Each variant run's end as it is collected, but the last one's: what could not be
+        # deleted is known once everything is, and is said in the last variant run.
+        if written < len(refs) - 1:
+            end(written, remote)
+
     if recorder is not None:
         recorder.backend(target)
     if attach is not None:
@@ -63,19 +81,18 @@ def run_deployed(
         ]
     else:
         remote = remote_run.run_deployed(
-            scenario, refs, clients, target, run_id=run_id, keep=keep, journal=recorder
+            scenario,
+            refs,
+            clients,
+            target,
+            run_id=run_id,
+            keep=keep,
+            on_variant=on_variant,
+            journal=recorder,
         )
-    runs = [deployed_variant_run(scenario, r) for r in remote]
-    if recorder is not None:
-        for index, (collected, variant_run) in enumerate(zip(remote, runs, strict=True)):
-            recorder.ended(
-                index,
-                variant_run,
-                cut_short=collected.cut_short,
-                backlog_peak=0,
-                stopped_early=None,
-            )
-    return RunResult(scenario, target, runs)
+    for index in range(written, len(remote)):
+        end(index, remote[index])
+    return RunResult(scenario, target, [deployed_variant_run(scenario, r) for r in remote])
 
 
 def noticed(unreadable_lines: int, orphan_invocations: int) -> list[str]:
