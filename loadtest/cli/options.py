@@ -128,7 +128,9 @@ HistoryOpt = Annotated[
 KeepHistoryOpt = Annotated[
     bool,
     typer.Option(
-        "--keep-history", help="Keep the history beside the report when the run ends normally."
+        "--keep-history",
+        help="Keep the history beside the report when the run ends normally (a deployed "
+        "run: write one there).",
     ),
 ]
 QuietOpt = Annotated[
