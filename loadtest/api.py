@@ -205,9 +205,10 @@ def execute(
     deletes what it deployed unless ``keep``; ``attach`` runs the workload through an
     already deployed consumer (restored afterwards) instead; ``run_id`` names the
     run's resources (default: a new one). ``history`` writes the run's history to that
-    file as it goes (``loadtest.engine.recording``; local runs only): created before
-    anything else, or ``HistoryPathError`` (exit 2); a write that fails later is said
-    through ``on_history_problem`` and the run goes on without it. ``sweep_metric`` names
+    file as it goes (``loadtest.engine.recording``), local or deployed: created before
+    anything else (a deployed run's resources too), or ``HistoryPathError`` (exit 2); a
+    write that fails later is said through ``on_history_problem`` and the run goes on
+    without it. ``sweep_metric`` names
     the grid a sweep's report shows first (the report's ``sweep_metric``).
     """
     from loadtest.engine.recording import HistoryWriter
@@ -215,11 +216,6 @@ def execute(
 
     recorder = None
     if history is not None:
-        if plan.deployed:
-            raise InputError(
-                "a history file records runs on the local runtime (embedded, or an "
-                "endpoint without deploy); not with target 'aws', deploy or an attached function"
-            )
         meta = history_meta(plan, command)
         if sweep_metric is not None:
             meta["sweep_metric"] = sweep_metric

@@ -83,8 +83,13 @@ def run_remote(
     thresholds: list[str],
     outputs: Outputs,
     prices_path: Path | None = None,
+    history_path: Path | None = None,
+    keep_history: bool = False,
 ) -> NoReturn:
     """Deploy (or attach), run the workload through the real mapping, collect, judge, exit.
+
+    ``history_path`` (or ``keep_history``: beside the JSON report) writes the run's history
+    as it goes; a path that cannot be written exits 2 before anything is created.
 
     On real AWS the plan is printed and confirmed first (``--yes`` skips the
     question; without a terminal and without ``--yes`` it refuses, exit 2).
@@ -97,9 +102,10 @@ def run_remote(
     from loadtest.api import execute, prepare
     from loadtest.aws.clients import region_from_environment
     from loadtest.cli.outputs import plan_outputs, write_reports
-    from loadtest.cli.running import reproduce_command
+    from loadtest.cli.running import beside, history_problem, reproduce_command
     from loadtest.deploy.deploy_plan import plan_attach, plan_deploy, render_plan
     from loadtest.deploy.remote_run import AttachTo
+    from loadtest.engine.recording import check_history_path
     from loadtest.errors import LoadtestError
     from loadtest.reports.text.render import render
 
@@ -116,6 +122,8 @@ def run_remote(
             deploy=True,
             **overrides,
         )
+        if history_path is not None:
+            check_history_path(history_path)
     except LoadtestError as exc:
         _raise_mapped(exc)
     run_id = secrets.token_hex(4)
@@ -148,6 +156,10 @@ def run_remote(
             err.print("Nothing created.")
             raise typer.Exit(int(Exit.OK))
     json_path, outputs = plan_outputs(plan.scenario, json_path, out_dir, outputs)
+    # A deployed run writes its history when asked: a local run's default one is its spool.
+    history = history_path or (beside(json_path) if keep_history else None)
+    if history is not None and not quiet:
+        err.print(Text(f"History: {history}", style="dim"))
     previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     try:
         report = execute(
@@ -156,6 +168,8 @@ def run_remote(
             attach=target_to,
             run_id=run_id,
             command=reproduce_command(plan.scenario),
+            history=history,
+            on_history_problem=history_problem,
         )
         written = write_reports(report, json_path, outputs)
     except KeyboardInterrupt as exc:
@@ -170,10 +184,11 @@ def run_remote(
                 if target_to is not None
                 else "what it created was deleted"
             )
+        kept = f"; what it measured: `loadtest report {history}`" if history is not None else ""
         _fail(
             Exit.INTERRUPTED,
             f"run {run_id} interrupted; {cleanup}; `loadtest cleanup --run {run_id}` "
-            "finds anything left",
+            f"finds anything left{kept}",
         )
     except LoadtestError as exc:
         _raise_mapped(exc)

@@ -174,12 +174,6 @@ def run(
     if deploy or all(attach) or target is TargetChoice.AWS:
         from loadtest.cli.aws import run_remote
 
-        if history is not None:
-            fail(
-                Exit.BAD_INPUT,
-                "--history records runs on the local runtime (embedded, or --endpoint-url "
-                "without --deploy); not with --target aws, --deploy or an attached function",
-            )
         if repeat > 1:
             fail(
                 Exit.BAD_INPUT,
@@ -204,6 +198,8 @@ def run(
             thresholds=threshold,
             outputs=outputs,
             prices_path=prices,
+            history_path=history,
+            keep_history=keep_history,
         )
     execute_run(
         scenario,

@@ -120,14 +120,17 @@ HistoryOpt = Annotated[
         metavar="FILE",
         help="Write the run's history here as it goes (flushed every second), so a run "
         "killed hard still leaves what it measured: `loadtest report FILE` judges it "
-        "(default: beside the JSON report as .history, removed when the run ends "
-        "normally). Local runs only.",
+        "(default for a local run: beside the JSON report as .history, removed when the "
+        "run ends normally; a deployed run writes one only when asked, with this or "
+        "--keep-history).",
     ),
 ]
 KeepHistoryOpt = Annotated[
     bool,
     typer.Option(
-        "--keep-history", help="Keep the history beside the report when the run ends normally."
+        "--keep-history",
+        help="Keep the history beside the report when the run ends normally (a deployed "
+        "run: write one there).",
     ),
 ]
 QuietOpt = Annotated[

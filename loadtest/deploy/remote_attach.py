@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 from collections.abc import Iterator
 
@@ -21,7 +22,7 @@ from loadtest.aws import clients as aws
 from loadtest.deploy.deploy_plan import layer_name
 from loadtest.deploy.lambda_attach import attached, observation_queue
 from loadtest.deploy.lambda_deploy import Clients, layer_zip
-from loadtest.deploy.remote_run import AttachTo, Endpoints, RemoteVariant, drive
+from loadtest.deploy.remote_run import AttachTo, Endpoints, Journal, RemoteVariant, drive
 from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.errors import InputError
 from loadtest.model.advice.lint import lint
@@ -53,6 +54,7 @@ def run_attached(
     target: aws.Target,
     *,
     run_id: str,
+    journal: Journal | None = None,
 ) -> RemoteVariant:
     """Observe ``attach.function`` (its own handler) for one run and restore it exactly afterwards.
 
@@ -110,7 +112,13 @@ def run_attached(
                 table=attach.table,
             )
             result: RemoteVariant = anyio.run(
-                drive, scenario, ref, target, where, names, backend="asyncio"
+                functools.partial(drive, journal=journal),
+                scenario,
+                ref,
+                target,
+                where,
+                names,
+                backend="asyncio",
             )
             return dataclasses.replace(
                 result, deployed_warnings=_deployed_warnings(clients, attach, where_text)

@@ -11,6 +11,10 @@ queue is empty are the evidence missing, not judged), read the end state, and ju
 with the same checker and latencies as a local run. What was made is deleted
 unless ``keep``, and an attached function restored, also on error and Ctrl-C.
 
+A ``Journal`` (the engine's history file) given to ``drive`` keeps the run's
+history (the sent log as it grows) and gets every batch of observation lines and
+every dead letter as they are read, so a run killed hard leaves what it learned.
+
 Owns the remote data path (sends, drains, end state). Does not build the
 report: ``loadtest.engine.deployed`` turns a ``RemoteVariant`` into the engine's
 ``VariantRun``. The control plane is synchronous boto3 (``Clients``); the
@@ -19,11 +23,13 @@ data plane is the same aioboto3 clients the local engine uses.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
@@ -94,7 +100,32 @@ class RemoteVariant:
     deployed_warnings: list[str] | None = None
     """An attached consumer's own settings, linted (``loadtest lint --function``'s findings);
     None when the run deployed the scenario's settings, which are linted instead."""
-    """Invocations whose writes arrived without their start line (no records known)."""
+    cut_short: bool = False
+    """Judged as a run cut short: the evidence of some messages never came (see ``drive``)."""
+
+
+class Journal(Protocol):
+    """Where a deployed run writes what it learns as it learns it (``HistoryWriter``)."""
+
+    def collecting(
+        self,
+        run: int,
+        ref: HandlerRef,
+        names: aws.ResourceNames,
+        *,
+        partial: bool,
+        wall_offset_ns: int,
+    ) -> History:
+        """The run's history, its logs kept by the journal."""
+
+    def lines(self, run: int, bodies: list[str]) -> None:
+        """Observation lines as they were drained, in order."""
+
+    def dead_letter(self, run: int, message_id: str, receive_count: int, seen_ns: int) -> None:
+        """A dead letter as it was first seen (``seen_ns`` monotonic)."""
+
+    def flushing(self) -> AbstractAsyncContextManager[None]:
+        """Keeps the journal on disk while the run's event loop runs."""
 
 
 @dataclass(frozen=True)
@@ -121,17 +152,31 @@ async def drive(
     *,
     clock: Clock = time.monotonic_ns,
     wall_clock: Clock = time.time_ns,
+    journal: Journal | None = None,
+    run: int = 0,
 ) -> RemoteVariant:
-    """Send the workload to ``where.queue_url`` and collect until settled or the deadline."""
+    """Send the workload to ``where.queue_url`` and collect until settled or the deadline.
+
+    ``journal`` (with ``run``, the variant run's index) gets what is learned as it is learned.
+    """
     planned = plan(scenario.workload, scenario.seed)
-    history = History(frames=FileFrames)
     progress = Progress()
     settlement = Settlement(
         first_copies=scenario.workload.copy_spacing is CopySpacing.AFTER_COMPLETION
     )
     collector = Collector(partial=where.partial, wall_offset_ns=wall_clock() - clock())
+    history = (
+        journal.collecting(
+            run, ref, names, partial=collector.partial, wall_offset_ns=collector.wall_offset_ns
+        )
+        if journal is not None
+        else History(frames=FileFrames)
+    )
     sent_all = anyio.Event()
-    async with aws.clients(target) as (sqs, dynamodb):
+    async with (
+        journal.flushing() if journal is not None else contextlib.nullcontext(),
+        aws.clients(target) as (sqs, dynamodb),
+    ):
         history.started_ns = clock()
 
         def on_sent(message_ids: list[str]) -> None:
@@ -173,6 +218,8 @@ async def drive(
                     WaitTimeSeconds=DRAIN_WAIT_S,
                 )
                 messages = got.get("Messages", [])
+                if journal is not None and messages:
+                    journal.lines(run, [m["Body"] for m in messages])
                 for message in messages:
                     for message_id in collector.add(message["Body"]):
                         settlement.settle(message_id, business_of(message_id))
@@ -197,7 +244,10 @@ async def drive(
                 for message in got.get("Messages", []):
                     count = int(message.get("Attributes", {}).get("ApproximateReceiveCount", 0))
                     message_id = message["MessageId"]
-                    if collector.add_dead_letter(message_id, count, clock()):
+                    seen_ns = clock()
+                    if collector.add_dead_letter(message_id, count, seen_ns):
+                        if journal is not None:
+                            journal.dead_letter(run, message_id, count, seen_ns)
                         settlement.settle(message_id, business_of(message_id))
 
         # An invocation that never reported its end is given the function timeout
@@ -262,6 +312,7 @@ async def drive(
         incomplete=incomplete,
         unreadable_lines=collector.unreadable,
         orphan_invocations=collector.orphans(),
+        cut_short=evidence_missing,
     )
 
 
@@ -342,13 +393,15 @@ def run_deployed(
     keep: bool = False,
     on_variant: Callable[[RemoteVariant], None] | None = None,
     layer: bytes | None = None,
+    journal: Journal | None = None,
 ) -> list[RemoteVariant]:
     """Deploy every variant, drive each through its mapping, delete everything (unless ``keep``).
 
     Deletion also runs when a step fails or the run is interrupted; what
     could not be deleted is in the last variant's ``cleanup_problems`` (or the
     raised error's notes). ``layer`` replaces the observer layer's zip (tests
-    plant a broken wrapper with it).
+    plant a broken wrapper with it). ``journal`` gets each variant's evidence as it comes
+    (variant run ``index`` for the variant at ``refs[index]``).
     """
     deploy_plan = plan_deploy(scenario, refs, run_id=run_id, region=target.region)
     aws.refuse_unmakeable(scenario.function.sinks, target)
@@ -379,7 +432,13 @@ def run_deployed(
                 sink_clients=clients.sinks,
             )
             result = anyio.run(
-                drive, scenario, ref, target, where, resource_names(names), backend="asyncio"
+                functools.partial(drive, journal=journal, run=index),
+                scenario,
+                ref,
+                target,
+                where,
+                resource_names(names),
+                backend="asyncio",
             )
             results.append(result)
             if on_variant is not None:
@@ -397,4 +456,4 @@ def run_deployed(
     return results
 
 
-__all__ = ["AttachTo", "Endpoints", "RemoteVariant", "drive", "run_deployed"]
+__all__ = ["AttachTo", "Endpoints", "Journal", "RemoteVariant", "drive", "run_deployed"]

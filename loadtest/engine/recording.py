@@ -7,7 +7,10 @@ logs keep their compressed frames in it (``F`` records, read back by position:
 the file is also the run's spool); every ``FLUSH_S`` a background task writes
 the rows not yet framed (``R``) and a checkpoint of the runs' clocks (``C``),
 then ``fsync``s; a variant run's end state and the rest of what judged it
-(``E``) and the run's close (``Z``) are written as they happen. The bytes are
+(``E``) and the run's close (``Z``) are written as they happen. A deployed run
+(``loadtest.deploy.remote_run``) also writes what it learns as it learns it: each
+batch of observation lines it drains (``O``) and each dead letter it finds
+(``D``), so a history cut before its ``E`` is rebuilt from them. The bytes are
 ``loadtest.model.history.journal``'s; reading them back is ``replay``'s.
 
 A write that fails (``ENOSPC``, ``EIO``) is said once through ``on_problem``
@@ -214,28 +217,73 @@ class HistoryWriter:
             )
         )
 
-    def history(self, run: int, ref: HandlerRef, names: aws.ResourceNames, cell: int) -> History:
-        """A variant run's history, its logs kept in this file; writes the run's ``V`` record."""
-        self.write(
-            journal.values(
-                journal.VARIANT,
-                journal.plain(
-                    {
-                        "run": run,
-                        "variant": ref.variant,
-                        "module": ref.module,
-                        "path": ref.path,
-                        "function": ref.function,
-                        "cell": cell,
-                        "resources": dataclasses.asdict(names),
-                    }
-                ),
-            )
-        )
+    def history(
+        self,
+        run: int,
+        ref: HandlerRef,
+        names: aws.ResourceNames,
+        cell: int,
+        *,
+        collect: Mapping[str, Any] | None = None,
+    ) -> History:
+        """A variant run's history, its logs kept in this file; writes the run's ``V`` record
+        (``collect``: how a deployed run's lines are read back, see ``collecting``)."""
+        start = {
+            "run": run,
+            "variant": ref.variant,
+            "module": ref.module,
+            "path": ref.path,
+            "function": ref.function,
+            "cell": cell,
+            "resources": dataclasses.asdict(names),
+        }
+        if collect is not None:
+            start["collect"] = dict(collect)
+        self.write(journal.values(journal.VARIANT, journal.plain(start)))
         stores = {name: _LogFrames(self, run, i) for i, name in enumerate(journal.LOGS)}
         history = History(stores=stores.__getitem__)
         self._runs[run] = _Open(history, stores, [0] * len(journal.LOGS))
         return history
+
+    def collecting(
+        self,
+        run: int,
+        ref: HandlerRef,
+        names: aws.ResourceNames,
+        *,
+        partial: bool,
+        wall_offset_ns: int,
+    ) -> History:
+        """A deployed variant run's history: its ``V`` record says how its lines are collected
+        (``partial``: the mapping reports batch item failures; ``wall_offset_ns``: the
+        wall clock minus the monotonic one, in ns), as ``Collector`` takes them."""
+        return self.history(
+            run, ref, names, 0, collect={"partial": partial, "wall_offset_ns": wall_offset_ns}
+        )
+
+    def lines(self, run: int, bodies: list[str]) -> None:
+        """Observation lines a deployed run drained, in the order it read them (``O``), after
+        the rows not yet in the file: the messages they speak of are known before them."""
+        if bodies and self.problem is None:
+            self._flush_rows()
+            self.write(journal.values(journal.LINES, {"run": run, "lines": list(bodies)}))
+
+    def dead_letter(self, run: int, message_id: str, receive_count: int, seen_ns: int) -> None:
+        """A dead letter a deployed run found (``D``): seen at ``seen_ns`` (monotonic)."""
+        if self.problem is not None:
+            return
+        self._flush_rows()
+        self.write(
+            journal.values(
+                journal.DEAD_LETTER,
+                {
+                    "run": run,
+                    "message_id": message_id,
+                    "receive_count": receive_count,
+                    "seen_ns": seen_ns,
+                },
+            )
+        )
 
     def ended(
         self,

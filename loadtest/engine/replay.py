@@ -6,7 +6,10 @@ Owns ``replay``: a history file (``loadtest.engine.recording``'s, in
 same builder the run used (``variant_result``); a closed history gives exactly
 the run's result, a history cut short (the harness killed) gives what was
 measured up to its last whole record, marked incomplete and cut short (an
-absence is not judged), with where it was cut. Bad bytes raise
+absence is not judged), with where it was cut. A deployed variant run without
+its end record (cut, or stopped by an error or Ctrl-C before it was written) is
+rebuilt from the observation lines and dead letters it drained, by the run's
+own collector (``loadtest.deploy.collect``). Bad bytes raise
 ``HistoryFileError`` (exit 2) naming the file and the byte offset.
 """
 
@@ -19,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from loadtest.aws import clients as aws
+from loadtest.deploy.collect import Collector
 from loadtest.emulation.environment.handlers import HandlerRef
+from loadtest.engine.deployed import noticed
 from loadtest.engine.results import RunResult, VariantRun
 from loadtest.engine.variant_result import variant_result
 from loadtest.errors import InputError, LoadtestError
@@ -61,6 +66,10 @@ class _Run:
     rows: list[list[tuple[Any, ...]]] = field(default_factory=lambda: [[] for _ in journal.LOGS])
     end: dict[str, Any] | None = None
     clocks: tuple[int, int, bool] = (0, 0, False)
+    lines: list[str] = field(default_factory=list)
+    """A deployed run's observation lines, in the order it drained them."""
+    dead_letters: list[tuple[str, int, int]] = field(default_factory=list)
+    """A deployed run's dead letters: message id, receive count, seen (monotonic ns)."""
 
 
 def _fail(path: Path, message: str, offset: int) -> HistoryFileError:
@@ -121,6 +130,14 @@ def _replayed(path: Path, scanned: journal.Scan, thresholds: Sequence[str]) -> R
                 )
             elif entry.kind == journal.CLOSED:
                 closed = entry.values()
+            elif entry.kind == journal.LINES:
+                drained = entry.values()
+                runs[drained["run"]].lines.extend(str(line) for line in drained["lines"])
+            elif entry.kind == journal.DEAD_LETTER:
+                dead = entry.values()
+                runs[dead["run"]].dead_letters.append(
+                    (str(dead["message_id"]), int(dead["receive_count"]), int(dead["seen_ns"]))
+                )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, journal.JournalError):
                 raise
@@ -141,13 +158,16 @@ def _replayed(path: Path, scanned: journal.Scan, thresholds: Sequence[str]) -> R
         target = aws.Target(aws.BackendKind.EMBEDDED, None, "")
     last = entries[-1]
     cut = None if closed is not None else _cut_reason(scanned, last.offset, checkpoint, meta)
+    # Why a run without its end record stopped: the cut, or what the close says.
+    unended = cut or (closed or {}).get("incomplete") or "the run closed without its end record"
     results = [
         r
         for index in sorted(runs)
         # A closed history's runs are those the run ended (a run that measured nothing
-        # has no end record); a cut one's also those the cut left open.
-        if closed is None or runs[index].end is not None
-        if (r := _variant_run(plan, runs[index], checkpoint, cut)) is not None
+        # has no end record) and the deployed ones it collected from; a cut one's also
+        # those the cut left open.
+        if closed is None or runs[index].end is not None or "collect" in runs[index].start
+        if (r := _variant_run(plan, runs[index], checkpoint, unended)) is not None
     ]
     incomplete = closed["incomplete"] if closed is not None else cut
     return Replayed(
@@ -195,19 +215,26 @@ def _cut_reason(
 
 
 def _variant_run(
-    plan: RunPlan, run: _Run, checkpoint: dict[str, Any] | None, cut: str | None
+    plan: RunPlan, run: _Run, checkpoint: dict[str, Any] | None, unended: str
 ) -> VariantRun | None:
     start, end = run.start, run.end
     ref = HandlerRef(start["variant"], start["module"], start["path"], start["function"])
     names = aws.ResourceNames(**start["resources"])
     cell = plan.cells[start["cell"]]
     sent, invocations, acks, dead = run.rows
+    collect = start.get("collect")
+    if end is None and collect is not None:
+        # A deployed run builds these logs from its lines once it has them all: what the
+        # file holds of them may be a part. Rebuilt from the lines, as the run does.
+        invocations, acks, dead = [], [], []
     history = History(
         [decode_sent(r) for r in sent],
         [decode_invocation(r) for r in invocations],
         [decode_ack(r) for r in acks],
         [decode_dead_letter(r) for r in dead],
     )
+    said: list[str] = []
+    cold_starts = end["cold_starts"] if end is not None else 0
     if end is not None:
         history.started_ns, history.ended_ns = end["started_ns"], end["ended_ns"]
         history.timed_out = end["timed_out"]
@@ -225,7 +252,18 @@ def _variant_run(
         history.timed_out = timed_out
         end_state = EndState(0, 0, 0, {})
         cut_short = True
-        incomplete = cut
+        incomplete = unended
+        if collect is not None:
+            collector = Collector(
+                partial=bool(collect["partial"]), wall_offset_ns=int(collect["wall_offset_ns"])
+            )
+            for line in run.lines:
+                collector.add(line)
+            for message_id, receive_count, seen_ns in run.dead_letters:
+                collector.add_dead_letter(message_id, receive_count, seen_ns)
+            collector.build(history, ended_ns=history.ended_ns)
+            cold_starts = collector.environments()
+            said = noticed(collector.unreadable, collector.orphans())
     variant_run = variant_result(
         cell.scenario,
         ref,
@@ -234,11 +272,12 @@ def _variant_run(
         end_state,
         check=judge(cell.scenario, history, end_state, cut_short=cut_short),
         latency=latencies(history),
-        cold_starts=end["cold_starts"] if end is not None else 0,
+        cold_starts=cold_starts,
         cleanup_problems=end["cleanup_problems"] if end is not None else (),
         incomplete=incomplete,
         backlog_peak=end["backlog_peak"] if end is not None else 0,
         stopped_early=end["stopped_early"] if end is not None else None,
+        noticed=said,
     )
     if end is not None:
         variant_run.warnings = list(end["warnings"])

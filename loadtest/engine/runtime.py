@@ -38,7 +38,7 @@ class RunOptions:
     """The caller's: finished runs and what is not yet deleted, kept even if the run raises."""
     cleanup_timeout_s: float = CLEANUP_TIMEOUT_S
     recorder: HistoryWriter | None = None
-    """The run's history file, written as the run goes (local only)."""
+    """The run's history file, written as the run goes."""
 
 
 class Runtime(Protocol):
@@ -96,7 +96,13 @@ class Deployed:
         if options.salvage is not None:
             options.salvage.target = target
         return run_deployed(
-            scenario, refs, target, keep=self.keep, attach=self.attach, run_id=self.run_id
+            scenario,
+            refs,
+            target,
+            keep=self.keep,
+            attach=self.attach,
+            run_id=self.run_id,
+            recorder=options.recorder,
         )
 
 

@@ -169,16 +169,6 @@ def test_a_torn_last_record_reads_up_to_the_record_before(backend_url: str, tmp_
     assert report["runs"][0]["counts"]["writes_accepted"] == 12
 
 
-@pytest.mark.parametrize("option", ["--history"])
-def test_history_is_refused_for_deployed_runs(option: str, tmp_path: Path) -> None:
-    result = runner.invoke(
-        app,
-        ["run", "race-burst", "--target", "aws", option, str(tmp_path / "h.history")],
-    )
-    assert result.exit_code == 2, result.output
-    assert "local runtime" in result.output
-
-
 def test_a_full_disk_at_the_start_exits_two_before_anything_is_made(
     backend_url: str, tmp_path: Path
 ) -> None:

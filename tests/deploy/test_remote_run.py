@@ -4,18 +4,20 @@ The seed lab deployed as a Lambda function behind a real event source mapping
 gives the lab's counts and table, rebuilt from what the observer layer
 reported; read-then-write and conditional are judged on the same evidence
 under a race; a wrapper that loses a messageId is caught; nothing tagged is
-left behind; an attached function is restored exactly.
+left behind; an attached function is restored exactly, and its run's history gives
+the run's report.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from loadtest.api import execute, prepare
+from loadtest.api import execute, prepare, report_from_history
 from loadtest.aws.clients import BackendKind, Target
 from loadtest.deploy.lambda_attach import FunctionSnapshot
 from loadtest.deploy.lambda_cleanup import find_tagged, make_clients
@@ -137,17 +139,23 @@ def test_a_wrapper_that_loses_a_message_id_is_caught(ministack: str) -> None:
 
 
 def test_attach_runs_the_workload_through_a_deployed_function_and_restores_it(
-    ministack: str,
+    ministack: str, tmp_path: Path
 ) -> None:
     clients, _ = make_clients(ministack)
     queue, _ = _user_function(clients, suffix="-run")
     queue_name = queue.rsplit("/", 1)[-1]
     before = FunctionSnapshot.of(clients.lambda_, "user-worker-run")
     plan = prepare("seed-lab", endpoint_url=ministack, deploy=True)
+    history = tmp_path / "attached.history"
     report = execute(
         plan,
         attach=AttachTo(function="user-worker-run", queue_url=queue, table="user-orders-run"),
         run_id="att2",
+        history=history,
+    )
+    # Its history gives the run's own report (the attached function's warnings included).
+    assert json.dumps(report_from_history(history).to_dict(), indent=2) == json.dumps(
+        report.to_dict(), indent=2
     )
     (run,) = report.runs
     assert run.variant == "attached:user-worker-run"

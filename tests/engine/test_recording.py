@@ -1,20 +1,26 @@
 """The history writer: frames and the rows not yet framed reach the file, a failing disk
-(ENOSPC) is said once and the run goes on, and the file reads back as what was written."""
+(ENOSPC) is said once and the run goes on, and the file reads back as what was written
+(a deployed run's, without its end record, from the lines and dead letters it drained)."""
 
 from __future__ import annotations
 
 import errno
+import json
 from pathlib import Path
 
 import pytest
 
+from loadtest.api import history_meta, prepare
 from loadtest.aws.clients import ResourceNames
 from loadtest.emulation.environment.handlers import parse_ref
 from loadtest.engine.recording import HistoryPathError, HistoryWriter, check_history_path
+from loadtest.engine.replay import replay
 from loadtest.model.history import journal
 from loadtest.model.history.frames import decode_invocation, decode_sent
 from loadtest.model.history.log import (
     FRAME_RECORDS,
+    Ack,
+    DeadLetter,
     EffectKind,
     EffectRecord,
     Invocation,
@@ -24,6 +30,7 @@ from loadtest.model.history.log import (
     WriteOutcome,
     WriteRecord,
 )
+from loadtest.observer.lambda_entry import INVOKE_TAG, INVOKED_TAG
 
 NAMES = ResourceNames("q", "d", "t")
 REF = parse_ref("conditional")
@@ -171,3 +178,52 @@ def test_invocations_keep_their_writes_and_effects_in_the_file(tmp_path: Path) -
         if entry.log_rows()[1] == journal.LOGS.index("invocations")
     ]
     assert [decode_invocation(row) for row in rows] == [invocation]
+
+
+def _deployed_history(path: Path, incomplete: str | None) -> None:
+    """A deployed run's history as the run leaves it before its end record: the sent log,
+    one invocation's lines (a start, an end) and a dead letter; closed with ``incomplete``,
+    or cut (None)."""
+    writer = HistoryWriter(path, history_meta(prepare("seed-lab"), None))
+    history = writer.collecting(0, REF, NAMES, partial=False, wall_offset_ns=1_000)
+    history.started_ns = 5
+    history.sent.extend([_sent(0), _sent(1)])
+    start = {
+        "t": INVOKE_TAG,
+        "request_id": "r-1",
+        "env": "e-1",
+        "records": [{"message_id": "m-1", "receive_count": 1, "sent_ms": 0}],
+        "started_ns": 1_020,
+    }
+    end = {"t": INVOKED_TAG, "request_id": "r-1", "outcome": "ok", "ended_ns": 1_030}
+    writer.lines(0, [json.dumps(start), "not a line of loadtest's"])
+    writer.lines(0, [json.dumps(end)])
+    writer.dead_letter(0, "m-0", 3, 40)
+    writer.flush()
+    if incomplete is not None:
+        writer.close(incomplete)
+
+
+@pytest.mark.parametrize("incomplete", [None, "interrupted by SIGINT"], ids=["cut", "closed"])
+def test_a_deployed_run_without_its_end_is_rebuilt_from_its_lines_and_dead_letters(
+    tmp_path: Path, incomplete: str | None
+) -> None:
+    path = tmp_path / "h.history"
+    _deployed_history(path, incomplete)
+    replayed = replay(path)
+    assert replayed.closed is (incomplete is not None)
+    (run,) = replayed.result.runs
+    (invocation,) = run.history.invocations
+    assert (invocation.request_id, invocation.records) == ("r-1", (Record("m-1", 1, "id-1"),))
+    # The lines' wall clock, on the run's monotonic one (wall_offset_ns = 1000).
+    assert (invocation.started_ns, invocation.ended_ns) == (20, 30)
+    assert list(run.history.acks) == [Ack("m-1", 30)]
+    assert list(run.history.dead_letters) == [DeadLetter("m-0", 3, 40)]
+    assert (run.check.counts.acked, run.check.counts.dead_lettered) == (1, 1)
+    assert run.cold_starts == 1
+    assert "1 lines on the observation queue were not loadtest's" in run.warnings
+    assert run.incomplete is not None
+    if incomplete is not None:
+        assert run.incomplete == incomplete
+    else:
+        assert run.incomplete.startswith("cut short: the history ends at its last record")

@@ -21,6 +21,11 @@ A record is ``length`` (u32, big-endian: the bytes of kind and payload), then
   index of the first row in its log), then ``zlib`` of the ``marshal`` of the
   encoded rows. A later ``F`` or ``R`` may carry some of the same rows again:
   a reader keeps each row once, by its index.
+- ``O`` (observation lines a deployed run drained, in the order it read them)
+  and ``D`` (a dead letter it found): a ``marshal`` of a dict of plain values.
+  A deployed run's ``V`` record says how its lines are read (``collect``); a
+  reader without an ``E`` for that run rebuilds its invocations, acknowledgements
+  and dead letters from them as the run does (``loadtest.deploy.collect``).
 
 Unknown kinds are skipped (a later format version may add kinds without
 breaking older readers only where it says so; any other change raises
@@ -53,6 +58,7 @@ LOGS = ("sent", "invocations", "acks", "dead_letters")
 
 META, BACKEND, VARIANT, CHECKPOINT, ENDED, CLOSED = b"M", b"B", b"V", b"C", b"E", b"Z"
 FRAME, ROWS = b"F", b"R"
+LINES, DEAD_LETTER = b"O", b"D"
 
 
 class JournalError(ValueError):
@@ -70,7 +76,7 @@ def record(kind: bytes, payload: bytes) -> bytes:
 
 
 def values(kind: bytes, data: Mapping[str, Any]) -> bytes:
-    """A record of plain values (``M``, ``B``, ``V``, ``C``, ``E``, ``Z``)."""
+    """A record of plain values (``M``, ``B``, ``V``, ``C``, ``E``, ``Z``, ``O``, ``D``)."""
     return record(kind, marshal.dumps(dict(data), 4))
 
 
