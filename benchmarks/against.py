@@ -32,6 +32,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
+BENCH_MODULES = ("benchmarks.run_bench", "loadtest.cli.bench")
+"""Where the bench lives, newest first: an older tree kept it in the package's CLI."""
+
 FIGURES: tuple[tuple[str, str, str], ...] = (
     # (the printed label, how it is shown, unit)
     ("run duration", "run duration", "s"),
@@ -83,11 +86,19 @@ def extract(commit: str, into: Path) -> str:
     return full
 
 
+def bench_module(tree: Path) -> str:
+    """The bench's module in ``tree`` (the first of ``BENCH_MODULES`` it has)."""
+    for module in BENCH_MODULES:
+        if (tree / (module.replace(".", "/") + ".py")).is_file():
+            return module
+    sys.exit(f"bench_against: {tree} has none of {', '.join(BENCH_MODULES)}")
+
+
 def run_once(tree: Path, arguments: Sequence[str]) -> tuple[dict[str, float], str]:
     """One ``run_bench`` in ``tree``: its figures and its output."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.run_bench", "--ceiling-messages", "0", *arguments],
+        [sys.executable, "-m", bench_module(tree), "--ceiling-messages", "0", *arguments],
         cwd=tree,
         env=env,
         capture_output=True,

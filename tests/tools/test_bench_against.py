@@ -53,3 +53,13 @@ def test_an_unknown_commit_is_refused_naming_it(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as stopped:
         against.extract("no-such-commit-anywhere", tmp_path)
     assert "'no-such-commit-anywhere' is not a commit" in str(stopped.value)
+
+
+def test_the_bench_is_found_where_each_tree_keeps_it(tmp_path: Path) -> None:
+    (tmp_path / "loadtest" / "cli").mkdir(parents=True)
+    (tmp_path / "loadtest" / "cli" / "bench.py").write_text("")
+    assert against.bench_module(tmp_path) == "loadtest.cli.bench"
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "run_bench.py").write_text("")
+    assert against.bench_module(tmp_path) == "benchmarks.run_bench"
+    assert against.bench_module(against.REPO) == "benchmarks.run_bench"
