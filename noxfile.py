@@ -62,8 +62,9 @@ def _ministack(session: nox.Session) -> str:
     return str(binary.resolve())
 
 
-XDIST = ("-n", "4", "--dist", "loadgroup")
-"""How ``nox -s tests`` spreads the suite (a later ``-n``/``--dist`` in posargs wins)."""
+XDIST = ("-n", "4", "--dist", "loadgroup", "--durations=30")
+"""How ``nox -s tests`` spreads the suite (a later ``-n``/``--dist`` in posargs wins), and
+the 30 slowest tests it names at the end (where the suite's time goes)."""
 
 
 @nox.session(python="3.11")
