@@ -1,27 +1,32 @@
-"""A harness killed mid-run (SIGKILL: no clean-up of its own) leaves no process of its run.
+"""A harness killed mid-run (SIGKILL: no clean-up of its own) leaves no process and no folder of its run.
 
 The run is a real ``python -m loadtest run`` on the embedded backend, its handler mid-invocation
 and holding processes of its own: a spawned process-pool worker (with multiprocessing's
 resource tracker), in the environment's process group, and a ``sleep`` in a session of its
 own. Every process of the run carries a variable unique to this test in its environment
-(``/proc/PID/environ``), so other runs on the machine are never counted or touched.
+(``/proc/PID/environ``), so other runs on the machine are never counted or touched. The run's
+``loadtest-envs-PID-*`` folder is named by the harness's pid, so only this run's is looked at.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from loadtest.emulation.environment import parent_zygote as zygotes
+from loadtest.emulation.environment.parent_runs import LOG_DIR_PREFIX
 from loadtest.observer import layer
 
 pytestmark = [
@@ -90,15 +95,34 @@ def _wait_for(
     return seen
 
 
+def _run_folders(harness_pid: int) -> list[Path]:
+    """The harness's own ``loadtest-envs-PID-*`` folders (``parent_runs.new_log_dir``)."""
+    return sorted(Path(tempfile.gettempdir()).glob(f"{LOG_DIR_PREFIX}{harness_pid}-*"))
+
+
+@dataclass(frozen=True)
+class Killed:
+    """What a run killed mid-run had, and what was left of it ``GONE_WITHIN_S`` later."""
+
+    before: dict[int, str]
+    """The run's live processes just before the kill (pid: command line)."""
+    survivors: dict[int, str]
+    """Those still alive (not zombies) ``GONE_WITHIN_S`` after the kill."""
+    folders_before: list[Path]
+    """The run's ``loadtest-envs-*`` folders just before the kill."""
+    folders_after: list[Path]
+    """Those still there ``GONE_WITHIN_S`` after the kill."""
+
+
 def _kill_mid_run(
     tmp_path: Path,
     handler_source: str,
     busy: Callable[[dict[int, str]], bool],
     env: dict[str, str],
     *options: str,
-) -> tuple[dict[int, str], dict[int, str]]:
+) -> Killed:
     """Run ``race-burst`` with the handler (and ``options``), SIGKILL the harness once ``busy`` says its
-    processes are there; return them, and those still alive ``GONE_WITHIN_S`` later."""
+    processes are there; return them and its folders, and those still there ``GONE_WITHIN_S`` later."""
     handler = tmp_path / "handler_under_test.py"
     handler.write_text(handler_source)
     tag = uuid.uuid4().hex
@@ -117,9 +141,14 @@ def _kill_mid_run(
     try:
         before = _wait_for(tag, busy, 90)
         assert busy(before), (f"the run's processes never got going: {before}", harness.poll())
+        folders_before = _run_folders(harness.pid)
         harness.kill()
         harness.wait()
         survivors = _wait_for(tag, lambda seen: not seen, GONE_WITHIN_S)
+        deadline = time.monotonic() + GONE_WITHIN_S
+        while _run_folders(harness.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        folders_after = _run_folders(harness.pid)
     finally:
         if harness.poll() is None:
             harness.kill()
@@ -127,7 +156,9 @@ def _kill_mid_run(
         for pid in _tagged(tag):  # never leave this test's own processes behind
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-    return before, survivors
+        for folder in _run_folders(harness.pid):
+            shutil.rmtree(folder, ignore_errors=True)
+    return Killed(before, survivors, folders_before, folders_after)
 
 
 def _count(seen: dict[int, str], text: str) -> int:
@@ -139,20 +170,30 @@ def test_no_process_of_a_run_outlives_its_killed_harness(tmp_path: Path) -> None
     """Forked environments (the default): the zygote, the environments and every process
     their handlers started end with the harness."""
 
-    def busy(seen: dict[int, str]) -> bool:
-        return _count(seen, "multiprocessing.spawn") >= 2 and _count(seen, "sleep 120") >= 2
-
-    before, survivors = _kill_mid_run(tmp_path, HANDLER, busy, {})
+    killed = _kill_mid_run(tmp_path, HANDLER, _handler_busy, {})
     kinds = {
         "backend": "loadtest.backend.embedded",
         "zygote and environments": layer.ZYGOTE_MARKER,
-        "resource tracker": "multiprocessing.resource_tracker",
-        "pool worker": "multiprocessing.spawn",
-        "session of its own": "sleep 120",
+        **_HANDLER_KINDS,
     }
     for kind, text in kinds.items():
-        assert _count(before, text), f"no {kind} among {before}"
-    assert not survivors, f"outlived the killed harness: {survivors}"
+        assert _count(killed.before, text), f"no {kind} among {killed.before}"
+    assert not killed.survivors, f"outlived the killed harness: {killed.survivors}"
+    assert len(killed.folders_before) == 1, killed.folders_before
+    assert not killed.folders_after, f"outlived the killed harness: {killed.folders_after}"
+
+
+_HANDLER_KINDS = {
+    "resource tracker": "multiprocessing.resource_tracker",
+    "pool worker": "multiprocessing.spawn",
+    "session of its own": "sleep 120",
+}
+"""What ``HANDLER`` leaves running, by the text in its command line."""
+
+
+def _handler_busy(seen: dict[int, str]) -> bool:
+    """Both environments are inside ``HANDLER``, each with its pool worker and its sleep."""
+    return _count(seen, "multiprocessing.spawn") >= 2 and _count(seen, "sleep 120") >= 2
 
 
 @pytest.mark.slow
@@ -163,10 +204,28 @@ def test_directly_started_environments_die_with_a_killed_harness(tmp_path: Path)
     def busy(seen: dict[int, str]) -> bool:
         return _count(seen, "child_host.main()") >= 2
 
-    before, survivors = _kill_mid_run(tmp_path, sleeper, busy, {"LOADTEST_ZYGOTE": "0"})
-    assert _count(before, "loadtest.backend.embedded") == 1, before
-    assert _count(before, layer.ZYGOTE_MARKER) == 0, before
-    assert not survivors, f"outlived the killed harness: {survivors}"
+    killed = _kill_mid_run(tmp_path, sleeper, busy, {"LOADTEST_ZYGOTE": "0"})
+    assert _count(killed.before, "loadtest.backend.embedded") == 1, killed.before
+    assert _count(killed.before, layer.ZYGOTE_MARKER) == 0, killed.before
+    assert not killed.survivors, f"outlived the killed harness: {killed.survivors}"
+    assert len(killed.folders_before) == 1, killed.folders_before
+    assert not killed.folders_after, f"outlived the killed harness: {killed.folders_after}"
+
+
+@pytest.mark.slow
+def test_what_a_directly_started_handler_started_dies_with_a_killed_harness(
+    tmp_path: Path,
+) -> None:
+    """``LOADTEST_ZYGOTE=0`` with ``HANDLER``: no zygote is there to end the pool worker, its
+    resource tracker and the sleep in a session of its own; each environment's guard
+    (``loadtest.emulation.environment.child_guard``) does, and removes the run's folder."""
+    killed = _kill_mid_run(tmp_path, HANDLER, _handler_busy, {"LOADTEST_ZYGOTE": "0"})
+    assert _count(killed.before, layer.ZYGOTE_MARKER) == 0, killed.before
+    for kind, text in _HANDLER_KINDS.items():
+        assert _count(killed.before, text), f"no {kind} among {killed.before}"
+    assert not killed.survivors, f"outlived the killed harness: {killed.survivors}"
+    assert len(killed.folders_before) == 1, killed.folders_before
+    assert not killed.folders_after, f"outlived the killed harness: {killed.folders_after}"
 
 
 @pytest.mark.slow
@@ -178,8 +237,10 @@ def test_producer_processes_die_with_a_killed_harness(tmp_path: Path) -> None:
     def busy(seen: dict[int, str]) -> bool:
         return _count(seen, "multiprocessing.spawn") >= 2 and _count(seen, layer.ZYGOTE_MARKER) >= 3
 
-    before, survivors = _kill_mid_run(
+    killed = _kill_mid_run(
         tmp_path, sleeper, busy, {}, "--producers", "2", "--distinct-ids", "400", "--rate", "4"
     )
-    assert _count(before, "multiprocessing.resource_tracker") == 1, before
-    assert not survivors, f"outlived the killed harness: {survivors}"
+    assert _count(killed.before, "multiprocessing.resource_tracker") == 1, killed.before
+    assert not killed.survivors, f"outlived the killed harness: {killed.survivors}"
+    assert len(killed.folders_before) == 1, killed.folders_before
+    assert not killed.folders_after, f"outlived the killed harness: {killed.folders_after}"

@@ -13,9 +13,31 @@ environment stays as bare as Lambda's.
   the watchdog finds the harness or the parent gone, it kills the environment's
   process group (the environment leads one), so what the handler started there
   ends with it. A forked environment's other descendants are ended by the
-  zygote, their subreaper (``loadtest.emulation.environment.child_zygote``). A
-  directly started environment dies of the kernel's SIGKILL before its watchdog
-  can act: processes its handler started outlive a killed harness there.
+  zygote, their subreaper (``loadtest.emulation.environment.child_zygote``).
+- **The guard of a directly started environment.** Without a zygote
+  (``LOADTEST_ZYGOTE=0``), on Linux, the environment becomes a child subreaper
+  (``PR_SET_CHILD_SUBREAPER``: what its handler started stays below it, a
+  process in a session of its own or a double fork's orphan included) and,
+  before it imports anything of the handler's, forks its guard (``start_guard``):
+  a process in a group of its own (a freeze's SIGSTOP to the environment's group
+  and a retire's SIGKILL do not reach it) that holds pidfds on the harness and
+  on the environment. The environment's death signal is then SIGSTOP, not
+  SIGKILL: a killed harness leaves it stopped, still the parent of everything
+  below it, and the guard kills every descendant, round after round until none
+  is left, then the environment, then removes the run's ``loadtest-envs-*``
+  folder (the folder of ``LOADTEST_OBSERVATIONS``); several environments'
+  guards may all remove it. An environment that ends while the harness lives
+  (a timeout, a crash, a retire) ends its guard; it is signalled and waited for
+  by the harness exactly as before, and the guard never signals it while the
+  harness lives. Should the guard be gone when the harness dies, the
+  environment's watchdog ends its own group, as without one. Not armed where
+  the platform lacks pidfds or the subreaper (other systems): there a killed
+  harness's environment dies of the kernel's SIGKILL or its watchdog, and
+  processes its handler started in a session of their own outlive it. Also
+  beyond the guard's reach: what a handler left in a session of its own in an
+  environment that had already ended (init adopted it), and the folder of a run
+  killed while no environment was alive (the next run's
+  ``parent_runs.new_log_dir`` removes it).
 - **Memory.** Lambda stops an environment whose memory use passes the
   function's ``memory_mb``. A watchdog thread samples this process's resident
   set size and, past the limit, writes one line to the log and exits with
@@ -32,6 +54,7 @@ environment stays as bare as Lambda's.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import select
@@ -52,7 +75,13 @@ MEMORY_IDLE_POLLS = 10
 between back-to-back invocations do not put it to sleep, so it is not woken for each."""
 HARD_CEILING_SLACK_MB = 512
 """Address space allowed above what the process had mapped after its import, plus ``memory_mb``."""
+GUARD_STOP_S = 5.0
+"""How long (in seconds) a guard kills an environment's descendants before it kills the
+environment whatever is left."""
+RUN_FOLDER_PREFIX = "loadtest-envs-"
+"""The start of a run's folder's name (``loadtest.emulation.environment.parent_runs``)."""
 _PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 def parent_death_signal(signal_number: int = signal.SIGKILL) -> None:
@@ -79,14 +108,21 @@ def end_own_group() -> NoReturn:
 def die_with_parent(parent_pid: int | None = None, harness_pidfd: int | None = None) -> None:
     """Exit at once when the process that started this one is gone.
 
-    Started directly, the parent is the harness (``LOADTEST_PARENT_PID``).
+    Started directly, the parent is the harness (``LOADTEST_PARENT_PID``), and on Linux
+    a guard is started (``start_guard``), which ends this process and everything below it.
     Forked by the zygote (``loadtest.emulation.environment.child_zygote``), the parent is the
     zygote (``parent_pid``), which itself dies with the harness; the harness is
     also watched directly through ``harness_pidfd``, which becomes readable
     when it exits.
     """
     expected = parent_pid or int(os.environ.get("LOADTEST_PARENT_PID", "0")) or os.getppid()
-    parent_death_signal()
+    guard = None
+    if parent_pid is None and harness_pidfd is None:
+        guarded = start_guard(expected)
+        if guarded is not None:
+            harness_pidfd, guard = guarded
+    # Guarded, a dead harness leaves this process stopped for its guard to end (see above).
+    parent_death_signal(signal.SIGKILL if guard is None else signal.SIGSTOP)
     if os.getppid() != expected:  # the parent died before prctl took effect
         end_own_group()
 
@@ -95,6 +131,8 @@ def die_with_parent(parent_pid: int | None = None, harness_pidfd: int | None = N
             if harness_pidfd is not None:
                 ready, _, _ = select.select([harness_pidfd], [], [], PARENT_POLL_S)
                 if ready:
+                    if guard is not None:  # the guard ends this process; unless it is gone
+                        select.select([guard], [], [])
                     end_own_group()
             else:
                 time.sleep(PARENT_POLL_S)
@@ -102,6 +140,183 @@ def die_with_parent(parent_pid: int | None = None, harness_pidfd: int | None = N
                 end_own_group()
 
     threading.Thread(target=watch, name="loadtest-parent-watch", daemon=True).start()
+
+
+def _prctl(option: int, value: int) -> bool:
+    """``prctl(option, value)`` through libc; False where it fails or is missing."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(option, value, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def start_guard(harness: int) -> tuple[int, int] | None:
+    """Make this process a child subreaper and fork its guard (``_guard``, which never
+    returns); return pidfds on the harness and on the guard, or None where either is
+    unavailable (not Linux, no pidfds): nothing is changed then.
+
+    Called before any thread is started and before the handler is imported.
+    """
+    if not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"):
+        return None
+    try:
+        harness_fd = os.pidfd_open(harness)  # before the caller checks its parent is the harness
+    except OSError:
+        return None
+    if not _prctl(_PR_SET_CHILD_SUBREAPER, 1):
+        os.close(harness_fd)
+        return None
+    environment = os.getpid()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        pid = os.fork()
+    except OSError:
+        _prctl(_PR_SET_CHILD_SUBREAPER, 0)
+        os.close(harness_fd)
+        return None
+    if pid == 0:
+        _guard(environment, harness_fd)
+    with contextlib.suppress(OSError):
+        os.setpgid(pid, pid)  # also done by the guard: whichever runs first
+    try:
+        guard_fd = os.pidfd_open(pid)  # not reaped before this process waits for it
+    except OSError:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        _prctl(_PR_SET_CHILD_SUBREAPER, 0)
+        os.close(harness_fd)
+        return None
+    return harness_fd, guard_fd
+
+
+def _guard(environment: int, harness_fd: int) -> NoReturn:
+    """The guard's whole life: wait for the harness's or the environment's end; for the
+    harness's, end the environment and its descendants and remove the run's folder."""
+    try:
+        with contextlib.suppress(OSError):
+            os.setpgid(0, 0)
+        folder = os.path.dirname(os.environ.get("LOADTEST_OBSERVATIONS", ""))
+        try:
+            environment_fd = os.pidfd_open(environment)
+        except OSError:
+            os._exit(0)
+        if os.getppid() != environment:  # ended before its pidfd was open
+            os._exit(0)
+        _keep_only(2, harness_fd, environment_fd)
+        poller = select.poll()
+        poller.register(harness_fd, select.POLLIN)
+        poller.register(environment_fd, select.POLLIN)
+        while True:
+            ready = {fd for fd, _ in poller.poll()}
+            if harness_fd in ready:
+                _end_tree(environment, environment_fd)
+                if os.path.basename(folder).startswith(RUN_FOLDER_PREFIX):
+                    _remove(folder)
+                os._exit(0)
+            if environment_fd in ready:  # ended while the harness lives: nothing to guard
+                os._exit(0)
+    finally:
+        os._exit(1)
+
+
+def _remove(folder: str) -> None:
+    """Remove the run's folder, again while it is there: the guards of the run's other
+    environments remove it at the same time, and a folder one of them is emptying cannot
+    be removed by another (each ignores what the others removed first)."""
+    import shutil  # only here: the environment's own imports stay as they were
+
+    deadline = time.monotonic() + GUARD_STOP_S
+    while os.path.lexists(folder) and time.monotonic() < deadline:
+        shutil.rmtree(folder, ignore_errors=True)
+        time.sleep(0.01)
+
+
+def _keep_only(*kept: int) -> None:
+    """Close every descriptor but ``kept``; stdin and stdout (the harness's pipes, whose end
+    the harness reads as the environment's) become ``/dev/null``."""
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    keep = {0, 1, *kept}
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _end_tree(environment: int, environment_fd: int) -> None:
+    """Kill every descendant of ``environment`` (its subreaper: orphans come back to it, so
+    each round finds the next generation) until none is left, then the environment."""
+    deadline = time.monotonic() + GUARD_STOP_S
+    me = os.getpid()
+    while time.monotonic() < deadline:
+        below = [pid for pid in _descendants(environment) if pid != me]
+        if not below:
+            break
+        for pid in below:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+    with contextlib.suppress(OSError):
+        signal.pidfd_send_signal(environment_fd, signal.SIGKILL)
+
+
+def _state_and_parent(pid: int) -> tuple[bytes, int] | None:
+    """A process's state letter and parent pid (``/proc/PID/stat``); None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return fields[0], int(fields[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _children(pid: int) -> list[int] | None:
+    """``pid``'s children from ``/proc/PID/task/*/children``; None without that file."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as listing:
+                found.extend(int(child) for child in listing.read().split())
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{pid}/task/{task}"):
+                continue  # the thread ended meanwhile
+            return None  # a kernel without CONFIG_PROC_CHILDREN
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _descendants(root: int) -> list[int]:
+    """The live (not zombie) processes below ``root``."""
+    parents: dict[int, list[int]] | None = None
+    found: list[int] = []
+    pending = [root]
+    while pending:
+        pid = pending.pop()
+        children = None if parents is not None else _children(pid)
+        if children is None:
+            if parents is None:  # read every process's parent once
+                parents = {}
+                for entry in os.listdir("/proc"):
+                    if entry.isdigit():
+                        seen = _state_and_parent(int(entry))
+                        if seen is not None:
+                            parents.setdefault(seen[1], []).append(int(entry))
+            children = parents.get(pid, [])
+        for child in children:
+            seen = _state_and_parent(child)
+            if seen is not None and seen[0] not in (b"Z", b"X"):
+                found.append(child)
+                pending.append(child)
+    return found
 
 
 class _Statm:

@@ -26,6 +26,11 @@ process an environment's handler started (a pool worker, a daemon in a session o
   wakes the loop). The pidfd is opened before the zygote checks that its parent
   is still the harness, so a harness that died during the zygote's imports is
   seen too. The zygote then ends the run's processes (``_stop``) and exits.
+  The death signal follows the harness's thread that started the zygote, and the end
+  of the control socket comes as the harness's descriptors close: either can come
+  before the harness's exit is visible, so whether it is gone (and the run's folder
+  to be removed) is read on the pidfd too (``_died``, and again once ``_stop`` has
+  reaped the children).
 - It is a child subreaper (``PR_SET_CHILD_SUBREAPER``): a process whose parent
   dies (a handler's child once its environment is gone) becomes the zygote's
   child, not init's. ``_stop`` kills every environment's process group, then
@@ -53,12 +58,12 @@ import time
 from collections.abc import Set
 from typing import NoReturn
 
+from loadtest.emulation.environment.child_guard import RUN_FOLDER_PREFIX as RUN_FOLDER_PREFIX
 from loadtest.emulation.environment.child_guard import parent_death_signal
 
 _PR_SET_CHILD_SUBREAPER = 36
 RUN_FOLDER_ENV = "LOADTEST_RUN_FOLDER"
 """The run's ``loadtest-envs-*`` folder, given to the zygote alone (never to an environment)."""
-RUN_FOLDER_PREFIX = "loadtest-envs-"
 
 READY = b'{"ready":true}\n'
 """The zygote's hello on its control socket once its imports are done."""
@@ -113,13 +118,13 @@ def serve(environment_modules: Set[str]) -> tuple[int, int]:
                     woken += chunk
                 _reap(children)
                 if signal.SIGTERM in woken:  # the harness died, or someone asks the run to end
-                    _stop(children, harness_gone=os.getppid() != harness)
+                    _stop(children, harness_gone=_died(harness, harness_fd))
             elif fd == harness_fd:
                 _stop(children, harness_gone=True)
             elif fd == control.fileno():
                 message, fds, _, _ = socket.recv_fds(control, 16, 3)
                 if not message:  # the harness closed the run, or it is exiting (killed)
-                    _stop(children, harness_gone=_exiting(harness))
+                    _stop(children, harness_gone=_exiting(harness), harness_fd=harness_fd)
                 if len(fds) != 3:
                     for extra in fds:
                         os.close(extra)
@@ -245,10 +250,14 @@ def _report_exit(children: dict[int, socket.socket], pid: int, status: int) -> N
         sock.close()
 
 
-def _stop(children: dict[int, socket.socket], *, harness_gone: bool = False) -> NoReturn:
+def _stop(
+    children: dict[int, socket.socket], *, harness_gone: bool = False, harness_fd: int = -1
+) -> NoReturn:
     """End the zygote: kill every environment's group and every process handed to this one
     (a subreaper's orphans), reap them all, exit. When the harness is gone (killed), also
-    remove the run's folder (``RUN_FOLDER_ENV``), which the harness can no longer do."""
+    remove the run's folder (``RUN_FOLDER_ENV``), which the harness can no longer do: known
+    at the call, or seen on ``harness_fd`` once the children are reaped (a killed harness's
+    socket can close before its exit is visible in ``/proc``)."""
     for pid in children:
         _kill_group(pid)
     while True:
@@ -262,7 +271,7 @@ def _stop(children: dict[int, socket.socket], *, harness_gone: bool = False) -> 
         except ChildProcessError:
             break
         _report_exit(children, pid, status)
-    if harness_gone:
+    if harness_gone or (harness_fd >= 0 and select.select([harness_fd], [], [], 0)[0]):
         _remove_run_folder()
     os._exit(0)
 
@@ -279,6 +288,22 @@ def _exiting(pid: int) -> bool:
     except (OSError, IndexError):
         return True
     return fields[0] in (b"Z", b"X") or int(fields[6]) & _PF_EXITING != 0
+
+
+DEATH_SIGNAL_WAIT_S = 1.0
+"""How long (in seconds) the zygote waits, after its death signal, to see the harness exit."""
+
+
+def _died(harness: int, harness_fd: int) -> bool:
+    """After the death signal (SIGTERM): whether the harness is dying. The signal follows the
+    harness's thread that started the zygote, and a killed harness's threads end one by one:
+    the zygote may then be handed to another of its threads (its parent pid unchanged) before
+    the harness has exited. A SIGTERM from anyone else with the harness alive waits out
+    ``DEATH_SIGNAL_WAIT_S`` and answers False."""
+    if os.getppid() != harness:
+        return True
+    ready, _, _ = select.select([harness_fd], [], [], DEATH_SIGNAL_WAIT_S)
+    return bool(ready)
 
 
 def _remove_run_folder() -> None:

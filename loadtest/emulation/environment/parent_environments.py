@@ -17,9 +17,10 @@ without pidfds, or an environment outside ``log_directory`` starts the
 process directly instead (``python -c layer.BOOTSTRAP``).
 
 Owns the child processes: every one started here is stopped by ``aclose``,
-and dies with this process even when it is killed (see
-``loadtest.emulation.environment.child_guard`` and, for what a forked environment's
-handler starts, ``loadtest.emulation.environment.child_zygote``). Each runs in its
+and dies with this process even when it is killed, with what its handler started (see
+``loadtest.emulation.environment.child_zygote`` for a forked environment, and
+``loadtest.emulation.environment.child_guard``, whose guard does it for a direct start on
+Linux; a direct start's guard process is the environment's child, never signalled here). Each runs in its
 own session, so a terminal's Ctrl-C reaches loadtest only, which ends them.
 What an environment is started with is ``parent_config``'s (``FunctionConfig``); the
 run's log folder and zygote ``parent_runs``' (``log_directory``); how a reply or an exit

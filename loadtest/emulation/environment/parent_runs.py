@@ -1,7 +1,8 @@
 """A run's scope for its execution environments: their log folder and the run's zygote.
 
-Owns ``log_directory`` (a fresh ``loadtest-envs-*`` folder, removed however the run ends,
-by the zygote when the harness is killed, else by the next run's ``new_log_dir``)
+Owns ``log_directory`` (a fresh ``loadtest-envs-*`` folder, removed however the run ends:
+when the harness is killed, by the zygote or the guards of directly started environments
+(``loadtest.emulation.environment.child_guard``), else by the next run's ``new_log_dir``)
 and the zygote of each run under way (``zygote_for``: started by the first environment
 that needs it, stopped and reaped when the folder is left). Must not start environments
 itself (``loadtest.emulation.environment.parent_environments`` does).
@@ -26,8 +27,9 @@ LOG_DIR_PREFIX = "loadtest-envs-"
 
 def new_log_dir() -> str:
     """A fresh ``loadtest-envs-PID-*`` folder (PID: this harness), after removing those of
-    harnesses that are gone: a killed run's zygote removes its own folder, but a run whose
-    environments were started directly (``LOADTEST_ZYGOTE=0``) has no one left to."""
+    harnesses that are gone: a killed run's zygote, or its directly started environments'
+    guards, remove its folder, but a run killed with no environment alive, or where guards
+    are not armed (not Linux), has no one left to."""
     root = tempfile.gettempdir()
     with contextlib.suppress(OSError):
         for entry in os.scandir(root):
