@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from loadtest.aws.errors import ERRORS, translated
 from loadtest.aws.role_ready import once_role_is_usable
-from loadtest.aws.target import Target
+from loadtest.aws.target import BackendKind, Target
 from loadtest.model.history.records import EffectKind
 from loadtest.model.scenario.placeholders import Sink
 
@@ -334,6 +334,12 @@ def _create(
             made.role,
             sleep=sleep,
         )
+        if target.kind is BackendKind.AWS:
+            # Lambda answers Invoke of a function still Pending with ResourceConflictException;
+            # a local backend's is Active at once.
+            clients.lambda_.get_waiter("function_active_v2").wait(
+                FunctionName=made.name, WaiterConfig={"Delay": 1, "MaxAttempts": 300}
+            )
     else:
         raise ValueError(f"no sink of kind {sink.kind}")
 

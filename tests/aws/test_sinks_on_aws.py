@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -173,6 +174,24 @@ def test_an_interrupt_while_waiting_for_the_role_still_deletes_it(sinks: lt.Sink
     assert "loadtest-r1-0-ship" in _everything(sinks)["roles"]
     assert lt.delete_sinks(sinks, made) == []
     assert _everything(sinks) == before
+
+
+def test_on_aws_a_function_sink_is_waited_for_until_it_is_active(sinks: lt.SinkClients) -> None:
+    states = ["Pending", "Pending"]
+    asked: list[str] = []
+
+    def get_function(**_: Any) -> Any:
+        # Lambda answers a function just made as Pending for a while (botocore's
+        # function_active_v2 waiter reads GetFunction's Configuration.State).
+        state = states.pop(0) if states else "Active"
+        asked.append(state)
+        return SimpleNamespace(status_code=200), {"Configuration": {"State": state}}
+
+    sinks.lambda_.meta.events.register("before-call.lambda.GetFunction", get_function)
+    made: list[lt.MadeSink] = []
+    lt.create_sinks(sinks, [FUNCTION], PREFIX, into=made, target=ON_AWS)
+    assert asked == ["Pending", "Pending", "Active"]
+    assert lt.delete_sinks(sinks, made) == []
 
 
 def test_a_role_never_assumable_ends_the_wait_naming_it() -> None:
