@@ -45,7 +45,6 @@ from loadtest.aws.sinks import create_sinks as create_sinks
 from loadtest.aws.sinks import delete_found_sink as delete_found_sink
 from loadtest.aws.sinks import delete_sinks as delete_sinks
 from loadtest.aws.sinks import find_tagged_sinks as find_tagged_sinks
-from loadtest.aws.sinks import refuse_unmakeable as refuse_unmakeable
 from loadtest.aws.target import DEFAULT_REGION as DEFAULT_REGION
 from loadtest.aws.target import EMBEDDED_CREDENTIALS as EMBEDDED_CREDENTIALS
 from loadtest.aws.target import BackendKind as BackendKind

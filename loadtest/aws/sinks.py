@@ -8,10 +8,15 @@ made and nothing else. A topic gets a capture queue subscribed to it with raw de
 FIFO one for a FIFO topic), a bus a rule matching every event of the bus's account with a
 capture queue as its target, a function (``CAPTURE_CODE``, with a role of its own) a
 capture queue it sends each event it is invoked with to: what they delivered is read from
-there. The embedded backend runs no function's code: its Invoke does what
+there. A state machine gets a role of its own too (``STATE_MACHINE_TRUST``, no
+permissions: its one Pass state calls nothing); a function or state machine is created
+once IAM has propagated its new role (``loadtest.aws.role_ready``). The embedded backend runs no function's code: its Invoke does what
 ``CAPTURE_CODE`` does (``loadtest.backend.awslambda.capture``).
 
-Reading what they hold is ``loadtest.aws.sink_reads``'.
+Reading what they hold is ``loadtest.aws.sink_reads``'. ``loadtest cleanup`` finds a
+killed run's topics, buses, buckets and state machines with ``find_tagged_sinks``; a
+function sink's function, its roles and the capture queues are found by the same tag with
+the run's other functions, roles and queues (``loadtest.deploy.lambda_cleanup``).
 
 Synchronous boto3 calls, passed their clients (``SinkClients``, made by
 ``loadtest.aws.clients.sink_clients``): the engine runs them in a worker thread, explore
@@ -22,14 +27,15 @@ from __future__ import annotations
 
 import io
 import json
+import time
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from loadtest.aws.errors import ERRORS, translated
+from loadtest.aws.role_ready import once_role_is_usable
 from loadtest.aws.target import BackendKind, Target
-from loadtest.errors import ScenarioError
 from loadtest.model.history.records import EffectKind
 from loadtest.model.scenario.placeholders import Sink
 
@@ -48,8 +54,6 @@ CAPTURE_RULE = "loadtest-capture"
 """The rule on a bus sink that sends every event of the bus to its capture queue."""
 PASS_DEFINITION = json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}})
 """A state machine sink's definition: one Pass state (its executions are what counts)."""
-EMBEDDED_ROLE = "arn:aws:iam::123456789012:role/loadtest-state-machine"
-"""The role a state machine sink names on a local backend, which checks none."""
 CAPTURE_ENV = "LOADTEST_CAPTURE_QUEUE_URL"
 """The variable a function sink is told its capture queue's URL by."""
 CAPTURE_CODE = """\
@@ -70,19 +74,29 @@ def handler(event, context):
 """A function sink's code (``index.py``): each event it is invoked with, sent to its capture
 queue as JSON text."""
 FUNCTION_RUNTIME: Final = "python3.12"
-FUNCTION_TRUST = json.dumps(
-    {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": "lambda.amazonaws.com"},
-                "Action": "sts:AssumeRole",
-            }
-        ],
-    }
-)
+CAPTURE_POLICY = "loadtest-capture"
+"""A function sink's role's inline policy: sending to its capture queue."""
+
+
+def _trust(service: str) -> str:
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Service": service},
+                    "Action": "sts:AssumeRole",
+                }
+            ],
+        }
+    )
+
+
+FUNCTION_TRUST = _trust("lambda.amazonaws.com")
 """Who may assume a function sink's role: Lambda."""
+STATE_MACHINE_TRUST = _trust("states.amazonaws.com")
+"""Who may assume a state machine sink's role: Step Functions."""
 
 
 @dataclass
@@ -128,7 +142,7 @@ class MadeSink:
     subscription_arn: str = ""
     rule: str = ""
     role: str = ""
-    """A function sink's role's name."""
+    """A function or state machine sink's role's name."""
     seen: set[str] = field(default_factory=set)
     """Executions already read (a state machine keeps them: explore reads each once)."""
 
@@ -152,36 +166,18 @@ def create_sinks(
     into: list[MadeSink],
     target: Target,
     tags: Mapping[str, str] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> None:
     """Create each sink's resources under ``prefix``, appending its ``MadeSink`` to ``into``
     before its first call, so teardown finds whatever part of it exists. Every part is
-    tagged ``created-by=loadtest`` and with ``tags`` (a deployed run's ``loadtest:run``)."""
+    tagged ``created-by=loadtest`` and with ``tags`` (a deployed run's ``loadtest:run``).
+    ``sleep`` is what waiting for a new role sleeps with."""
     all_tags = dict([CREATED_BY, *(tags or {}).items()])
-    refuse_unmakeable(sinks, target)
     for sink in sinks:
         made = MadeSink(sink, name=sink.resource_name(prefix))
         into.append(made)
         with translated(f"create the run's {sink.kind.value} sink {made.name}", target):
-            _create(clients, made, prefix, target, all_tags)
-
-
-def refuse_unmakeable(sinks: Sequence[Sink], target: Target) -> None:
-    """Refuse (``ScenarioError``) sinks the run cannot make on ``target``, before anything is
-    made: a state machine or function on AWS needs an execution role, which the run does not
-    make there."""
-    refused = [s for s in sinks if s.kind in (EffectKind.STATE_MACHINE, EffectKind.FUNCTION)]
-    if target.kind is BackendKind.AWS and refused:
-        what = "state machine" if refused[0].kind is EffectKind.STATE_MACHINE else "function"
-        raise ScenarioError(
-            f"{{{refused[0].placeholders[0]}}}: a {what} sink is made on local backends "
-            "and endpoints only; on AWS it needs an execution role, which the run does not make"
-            + (
-                " (a function's Invoke calls are still observed and counted from the answers "
-                "AWS gave, without {function:NAME}: name the function itself)"
-                if what == "function"
-                else ""
-            )
-        )
+            _create(clients, made, prefix, target, all_tags, sleep)
 
 
 def _fifo_queue_attributes(fifo: bool) -> dict[str, str]:
@@ -219,8 +215,26 @@ def _queue(
     return url, arn
 
 
+def _role(clients: SinkClients, made: MadeSink, prefix: str, trust: str, tag_list: Any) -> str:
+    """Create the sink's role (``made.role`` set the moment it exists); its ARN."""
+    name = made.sink.role_name(prefix)
+    arn = clients.iam.create_role(
+        RoleName=name,
+        AssumeRolePolicyDocument=trust,
+        Tags=tag_list,
+        Description=f"loadtest: a {made.sink.kind.value.replace('_', ' ')} sink's role",
+    )["Role"]["Arn"]
+    made.role = name
+    return arn
+
+
 def _create(
-    clients: SinkClients, made: MadeSink, prefix: str, target: Target, tags: dict[str, str]
+    clients: SinkClients,
+    made: MadeSink,
+    prefix: str,
+    target: Target,
+    tags: dict[str, str],
+    sleep: Callable[[float], None],
 ) -> None:
     sink = made.sink
     tag_list: Any = [{"Key": k, "Value": v} for k, v in tags.items()]
@@ -277,24 +291,23 @@ def _create(
         made.address = made.name
         clients.s3.put_bucket_tagging(Bucket=made.name, Tagging={"TagSet": tag_list})
     elif sink.kind is EffectKind.STATE_MACHINE:
-        made.address = clients.stepfunctions.create_state_machine(
-            name=made.name,
-            definition=PASS_DEFINITION,
-            roleArn=EMBEDDED_ROLE,
-            tags=[{"key": k, "value": v} for k, v in tags.items()],
-        )["stateMachineArn"]
+        machine_role = _role(clients, made, prefix, STATE_MACHINE_TRUST, tag_list)
+        made.address = once_role_is_usable(
+            lambda: clients.stepfunctions.create_state_machine(
+                name=made.name,
+                definition=PASS_DEFINITION,
+                roleArn=machine_role,
+                tags=[{"key": k, "value": v} for k, v in tags.items()],
+            )["stateMachineArn"],
+            made.role,
+            sleep=sleep,
+        )
     elif sink.kind is EffectKind.FUNCTION:
         made.capture_url, made.capture_arn = _queue(clients, sink.capture_name(prefix), False, tags)
-        role_arn = clients.iam.create_role(
-            RoleName=made.name,
-            AssumeRolePolicyDocument=FUNCTION_TRUST,
-            Tags=tag_list,
-            Description="loadtest: a function sink's role",
-        )["Role"]["Arn"]
-        made.role = made.name
+        role_arn = _role(clients, made, prefix, FUNCTION_TRUST, tag_list)
         clients.iam.put_role_policy(
-            RoleName=made.name,
-            PolicyName="loadtest-capture",
+            RoleName=made.role,
+            PolicyName=CAPTURE_POLICY,
             PolicyDocument=json.dumps(
                 {
                     "Version": "2012-10-17",
@@ -308,15 +321,25 @@ def _create(
                 }
             ),
         )
-        made.address = clients.lambda_.create_function(
-            FunctionName=made.name,
-            Runtime=FUNCTION_RUNTIME,
-            Role=role_arn,
-            Handler="index.handler",
-            Code={"ZipFile": capture_zip()},
-            Environment={"Variables": {CAPTURE_ENV: made.capture_url}},
-            Tags=tags,
-        )["FunctionArn"]
+        made.address = once_role_is_usable(
+            lambda: clients.lambda_.create_function(
+                FunctionName=made.name,
+                Runtime=FUNCTION_RUNTIME,
+                Role=role_arn,
+                Handler="index.handler",
+                Code={"ZipFile": capture_zip()},
+                Environment={"Variables": {CAPTURE_ENV: made.capture_url}},
+                Tags=tags,
+            )["FunctionArn"],
+            made.role,
+            sleep=sleep,
+        )
+        if target.kind is BackendKind.AWS:
+            # Lambda answers Invoke of a function still Pending with ResourceConflictException;
+            # a local backend's is Active at once.
+            clients.lambda_.get_waiter("function_active_v2").wait(
+                FunctionName=made.name, WaiterConfig={"Delay": 1, "MaxAttempts": 300}
+            )
     else:
         raise ValueError(f"no sink of kind {sink.kind}")
 
@@ -373,23 +396,29 @@ def _delete(clients: SinkClients, made: MadeSink) -> None:
     elif kind is EffectKind.STATE_MACHINE and made.address:
         clients.stepfunctions.delete_state_machine(stateMachineArn=made.address)
         made.address = ""
-    elif kind is EffectKind.FUNCTION:
-        if made.address:
-            clients.lambda_.delete_function(FunctionName=made.address)
-            made.address = ""
-        if made.role:
-            clients.iam.delete_role_policy(RoleName=made.role, PolicyName="loadtest-capture")
-            clients.iam.delete_role(RoleName=made.role)
-            made.role = ""
+    elif kind is EffectKind.FUNCTION and made.address:
+        clients.lambda_.delete_function(FunctionName=made.address)
+        made.address = ""
+    if made.role:
+        _delete_role(clients.iam, made.role)
+        made.role = ""
     if made.capture_url:
         clients.sqs.delete_queue(QueueUrl=made.capture_url)
         made.capture_url = ""
 
 
+def _delete_role(iam: IAMClient, name: str) -> None:
+    """Delete a sink's role with its inline policies (none, or one made before a failure)."""
+    for policy in iam.list_role_policies(RoleName=name).get("PolicyNames", []):
+        iam.delete_role_policy(RoleName=name, PolicyName=policy)
+    iam.delete_role(RoleName=name)
+
+
 def delete_found_sink(clients: SinkClients, kind: EffectKind, address: str) -> None:
     """Delete a sink found by its tag (``loadtest cleanup``), from its address alone: a
     topic's subscriptions and a bus's rules first (its capture queue is a tagged queue of its
-    own), a bucket emptied first."""
+    own), a bucket emptied first. A state machine's role, a function sink's function and
+    role are found and deleted as the run's other roles and functions are."""
     if kind is EffectKind.TOPIC:
         listed = clients.sns.list_subscriptions_by_topic(TopicArn=address)
         for subscription in listed.get("Subscriptions", []):
@@ -410,15 +439,16 @@ def delete_found_sink(clients: SinkClients, kind: EffectKind, address: str) -> N
     elif kind is EffectKind.STATE_MACHINE:
         clients.stepfunctions.delete_state_machine(stateMachineArn=address)
     else:
-        raise ValueError(f"a {kind} sink is a queue: delete it as one")
+        raise ValueError(f"a {kind} sink is found and deleted as a queue, function and role")
 
 
 def find_tagged_sinks(
     clients: SinkClients, tag: str, value: str | None = None
 ) -> list[tuple[EffectKind, str, str]]:
     """Topics, buses, buckets and state machines named ``loadtest-...`` whose ``tag`` is set
-    (to ``value`` if given): each as (kind, address, the tag's value). Queues are not
-    listed here (they are found as queues)."""
+    (to ``value`` if given): each as (kind, address, the tag's value). Queues, functions
+    and roles are not listed here (they are found with the run's other queues, functions
+    and roles, by the same tag)."""
     found: list[tuple[EffectKind, str, str]] = []
 
     def matching(tags: dict[str, str]) -> str | None:

@@ -214,7 +214,7 @@ def cleanup(
     endpoint_url: EndpointOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
-    """Delete the functions, mappings, layers, roles, queues and tables tagged loadtest:run.
+    """Delete the functions, mappings, layers, roles, queues, tables and sinks tagged loadtest:run.
 
     Never anything untagged. A function a killed attach run left redirected is
     restored, not deleted. Lists what it found and asks first, unless --yes.

@@ -98,8 +98,8 @@ __all__ = [
 SINKS_DEPLOYED = (
     "each sink is made before the functions (which are told its address), tagged with the "
     "run (`loadtest cleanup` finds it by that tag), read back after the run and deleted with "
-    "the rest; a {state_machine:NAME} or {function:NAME} sink is made on endpoints only (on "
-    "AWS it needs an execution role the run does not make)"
+    "the rest; a {state_machine:NAME} or {function:NAME} sink gets a role of its own, made "
+    "and deleted with it"
 )
 """What the plan says of a deployed run's sinks."""
 

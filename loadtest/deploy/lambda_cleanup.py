@@ -1,7 +1,8 @@
 """``loadtest cleanup``: find and delete what runs left behind, by the ``loadtest:run`` tag.
 
 Finds event source mappings, functions, roles, queues, tables and sinks (topics, buses,
-buckets, state machines) whose ``loadtest:run`` tag is present (or equals ``--run``), and observer layers
+buckets, state machines; a function sink is a function, a role and a queue, a state
+machine's role a role) whose ``loadtest:run`` tag is present (or equals ``--run``), and observer layers
 whose description carries it (a layer version cannot be tagged). Nothing
 without the tag is ever listed, so nothing untagged is ever deleted. A user's
 function a killed attach run left redirected is not deleted but restored

@@ -131,6 +131,7 @@ def _sink_statements(plan: Plan, prefix: str, run: str) -> list[dict[str, Any]]:
         "events": prefix.format("events") + f"event-bus/{run}",
         "s3": f"arn:aws:s3:::{run}/*",
         "states": prefix.format("states") + f"stateMachine:{run}",
+        "lambda": prefix.format("lambda") + f"function:{run}",
     }
     return [
         {"Effect": "Allow", "Action": actions, "Resource": resource}
@@ -223,7 +224,7 @@ def _create(
         arn = published["LayerVersionArn"]
         into.created.append(Created(Kind.LAYER, resource.name, arn, arn))
     elif resource.kind is Kind.SINK:
-        _create_sink(clients, resource, into, where)
+        _create_sink(clients, resource, into, where, sleep)
     elif resource.kind is Kind.TABLE:
         key_schema = list(s["KeySchema"])
         try:
@@ -324,7 +325,13 @@ def _create(
         )
 
 
-def _create_sink(clients: Clients, resource: Resource, into: Deployed, where: aws.Target) -> None:
+def _create_sink(
+    clients: Clients,
+    resource: Resource,
+    into: Deployed,
+    where: aws.Target,
+    sleep: Callable[[float], None],
+) -> None:
     """Make one planned sink with ``loadtest.aws.sinks`` (tagged with the run), and note what
     its placeholders stand for in the variant's function."""
     if clients.sinks is None:
@@ -339,6 +346,7 @@ def _create_sink(clients: Clients, resource: Resource, into: Deployed, where: aw
         into=into.sinks,
         target=where,
         tags=dict(resource.tags),
+        sleep=sleep,
     )
     values = into.sink_values.setdefault(resource.variant or "", {})
     for made in into.sinks[first:]:

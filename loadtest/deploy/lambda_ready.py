@@ -1,11 +1,12 @@
 """Waiting until a deployed run's resources are ready: tables, functions, mappings, the role.
 
 Owns polling with a deadline (``poll``), a table ACTIVE (``wait_table_active``, boto3's
-waiter), a function Active with no update in progress (``function_active``), a mapping
-Enabled (``wait_mapping_enabled``) and creating a function once IAM has propagated its
-new role (``create_function_once_role_is_usable``). Synchronous boto3 clients the caller
-passes in; a wait that runs out raises ``BackendError``; what a call refuses is left to
-the caller's translation (``loadtest.aws.clients.translated``).
+waiter), a function Active with no update in progress (``function_active``) and a mapping
+Enabled (``wait_mapping_enabled``); creating a function once IAM has propagated its new
+role (``create_function_once_role_is_usable``) follows ``loadtest.aws.role_ready``'s rule.
+Synchronous boto3 clients the caller passes in; a wait that runs out raises
+``BackendError``; what a call refuses is left to the caller's translation
+(``loadtest.aws.clients.translated``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import botocore.exceptions
 
+from loadtest.aws.role_ready import ROLE_RETRY_S as ROLE_RETRY_S
+from loadtest.aws.role_ready import once_role_is_usable
 from loadtest.errors import BackendError
 
 if TYPE_CHECKING:
@@ -87,9 +90,6 @@ def function_active(lambda_: LambdaClient, name: str) -> bool:
     return state == "Active" and config.get("LastUpdateStatus", "Successful") != "InProgress"
 
 
-ROLE_RETRY_S = 2.0
-
-
 def create_function_once_role_is_usable(
     lambda_: LambdaClient,
     kwargs: dict[str, Any],
@@ -98,21 +98,12 @@ def create_function_once_role_is_usable(
     sleep: Callable[[float], None],
     clock: Callable[[], float] = time.monotonic,
 ) -> dict[str, Any]:
-    """``create_function``, retried while IAM has not yet propagated the new role.
-
-    A role is usable by Lambda some seconds after ``CreateRole`` returns
-    (IAM is eventually consistent); until then Lambda answers
-    InvalidParameterValueException "...cannot be assumed by Lambda".
-    """
-    deadline = clock() + timeout_s
-    while True:
-        try:
-            return dict(lambda_.create_function(**kwargs))
-        except botocore.exceptions.ClientError as exc:
-            error = exc.response.get("Error", {})
-            propagating = error.get("Code") == "InvalidParameterValueException" and (
-                "cannot be assumed" in error.get("Message", "")
-            )
-            if not propagating or clock() >= deadline:
-                raise
-            sleep(ROLE_RETRY_S)
+    """``create_function``, retried while IAM has not yet propagated the new role
+    (``loadtest.aws.role_ready``, whose ``BackendError`` names the role when it runs out)."""
+    return once_role_is_usable(
+        lambda: dict(lambda_.create_function(**kwargs)),
+        str(kwargs.get("Role", "")),
+        timeout_s=timeout_s,
+        sleep=sleep,
+        clock=clock,
+    )

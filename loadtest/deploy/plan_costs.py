@@ -79,6 +79,7 @@ SINK_FUNCTION_ACTIONS = (
     "s3:GetObject",
     "s3:DeleteObject",
     "states:StartExecution",
+    "lambda:InvokeFunction",
 )
 """Added to the execution role for a scenario with sinks: what a consumer sends to them
 (a queue sink's sends are ``sqs:SendMessage`` already). Scoped to the run's sinks."""
@@ -105,9 +106,16 @@ SINK_OPERATOR_ACTIONS = (
     "s3:GetObject",
     "s3:DeleteObject",
     "s3:DeleteBucket",
+    "states:CreateStateMachine",
+    "states:TagResource",
+    "states:ListExecutions",
+    "states:DescribeExecution",
+    "states:DeleteStateMachine",
+    "iam:ListRolePolicies",
 )
 """Added to what the credentials running loadtest need for a scenario with sinks: making,
-reading and deleting them (a state machine sink is made on local backends only)."""
+reading and deleting them (a function or state machine sink's role and function with the
+run's own ``iam:`` and ``lambda:`` actions)."""
 
 
 ATTACH_ACTIONS = (

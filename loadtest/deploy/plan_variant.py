@@ -62,8 +62,8 @@ def sink_settings(sink: Sink, prefix: str) -> dict[str, Any]:
         settings["Fifo"] = "content-based deduplication off"
     if sink.kind in (EffectKind.TOPIC, EffectKind.BUS, EffectKind.FUNCTION):
         settings["CaptureQueue"] = sink.capture_name(prefix)
-    if sink.kind is EffectKind.FUNCTION:
-        settings["Role"] = sink.resource_name(prefix)
+    if sink.kind in (EffectKind.FUNCTION, EffectKind.STATE_MACHINE):
+        settings["Role"] = sink.role_name(prefix)
         settings["Code"] = "sends each event it is invoked with to its capture queue"
     return settings
 

@@ -404,7 +404,6 @@ def run_deployed(
     (variant run ``index`` for the variant at ``refs[index]``).
     """
     deploy_plan = plan_deploy(scenario, refs, run_id=run_id, region=target.region)
-    aws.refuse_unmakeable(scenario.function.sinks, target)
     code = {
         VariantNames.for_run(run_id, i).function: function_zip(ref) for i, ref in enumerate(refs)
     }

@@ -14,7 +14,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from loadtest.aws import clients as aws
-from loadtest.errors import BackendError, ScenarioError
+from loadtest.errors import BackendError
 from loadtest.model.history.records import EffectKind, SinkContents
 from loadtest.model.scenario.placeholders import Sink
 
@@ -342,20 +342,3 @@ def test_an_invoke_of_a_function_that_is_no_sink_captures_nothing(
         assert read["function:notify"].messages == ()
     finally:
         clients.lambda_.delete_function(FunctionName=other)
-
-
-def test_a_state_machine_or_function_sink_is_refused_on_aws_before_anything_is_made() -> None:
-    on_aws = aws.Target(aws.BackendKind.AWS, None, "eu-west-1")
-    with pytest.raises(ScenarioError) as refused:
-        aws.refuse_unmakeable(SINKS, on_aws)
-    assert str(refused.value) == (
-        "{state_machine:ship}: a state machine sink is made on local backends and endpoints "
-        "only; on AWS it needs an execution role, which the run does not make"
-    )
-    with pytest.raises(ScenarioError) as function:
-        aws.refuse_unmakeable(SINKS[-1:], on_aws)
-    assert str(function.value).startswith(
-        "{function:notify}: a function sink is made on local backends and endpoints only"
-    )
-    assert "Invoke calls are still observed and counted" in str(function.value)
-    aws.refuse_unmakeable(SINKS[:-2], on_aws)

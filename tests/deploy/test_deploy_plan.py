@@ -412,4 +412,4 @@ def test_the_plan_lists_a_function_sink_with_its_capture_queue_and_role() -> Non
     assert sink.purpose.startswith("a Lambda function the consumer sends effects to")
     text = render_plan(plan)
     assert "+ sink  loadtest-r1-0-notify" in text
-    assert "{function:NAME} sink is made on endpoints only" in text
+    assert "{function:NAME} sink gets a role of its own" in text

@@ -219,8 +219,10 @@ def test_cleanup_finds_and_deletes_a_runs_sinks_by_their_tag_and_nothing_else(
     foreign = sinks.sns.create_topic(Name="loadtest-foreign")["TopicArn"]
 
     found = find_tagged(clients, "r9")
-    # The capture queues are queues of the run, deleted before the sinks they capture.
+    # The state machine's role and the capture queues are a role and queues of the run,
+    # deleted before the sinks they serve.
     assert [(str(f.kind), f.name) for f in found] == [
+        ("iam-role", "loadtest-r9-0-orders"),
         ("sqs-queue", "loadtest-r9-0-t-orders"),
         ("sqs-queue", "loadtest-r9-0-e-orders"),
         ("sink", "topic loadtest-r9-0-orders"),

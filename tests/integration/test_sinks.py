@@ -131,9 +131,10 @@ def test_an_interrupted_run_deletes_its_sinks(backend_url: str, tmp_path: Path) 
     )
     deadline = time.monotonic() + 60
     # Four sinks, and a function sink's function and role.
-    while len(_sink_names(backend_url)) < 6 and time.monotonic() < deadline:
+    # Five sinks, and the roles of the state machine and the function.
+    while len(_sink_names(backend_url)) < 7 and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert len(_sink_names(backend_url)) == 6, "the run never made its sinks"
+    assert len(_sink_names(backend_url)) == 7, "the run never made its sinks"
     time.sleep(1.0)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)

@@ -109,6 +109,20 @@ def test_the_longest_name_allowed_fits_the_services_limit(kind: EffectKind) -> N
         sink_of(f"{longest.placeholders[0]}a")
 
 
+def test_a_sinks_role_is_its_resource_name_held_to_iams_64_characters() -> None:
+    prefix = "p" * PREFIX_MAX
+    function = Sink(EffectKind.FUNCTION, "a" * label_limit(EffectKind.FUNCTION))
+    assert function.role_name(prefix) == function.resource_name(prefix)
+    short = Sink(EffectKind.STATE_MACHINE, "ship")
+    assert short.role_name("loadtest-r1-0") == "loadtest-r1-0-ship"
+    longest = label_limit(EffectKind.STATE_MACHINE)
+    one, other = (Sink(EffectKind.STATE_MACHINE, c * longest) for c in "ab")
+    roles = [one.role_name(prefix), other.role_name(prefix), one.role_name(prefix)]
+    assert [len(r) for r in roles] == [64, 64, 64]
+    assert roles[0] == roles[2] and roles[0] != roles[1]
+    assert roles[0].startswith(one.resource_name(prefix)[:55])
+
+
 def test_the_deduplication_each_sink_does_by_itself_is_said_in_words() -> None:
     assert [
         Sink(kind, name).deduplicated

@@ -28,6 +28,7 @@ the checker's missing-variable reasons and ``loadtest new`` both ask it). Pure.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -59,13 +60,16 @@ _CAPTURE_TAG = {
 topic's, bus's or function's capture queue): queues of different sinks can never share a
 name."""
 
+ROLE_NAME_LIMIT = 64
+"""The longest IAM role name."""
+
 _NAME_LIMIT = {
     EffectKind.TOPIC: 80 - 2,  # its capture queue, PREFIX-t-NAME, is an SQS queue
     EffectKind.QUEUE: 80 - 2,
     EffectKind.BUS: 80 - 2,
     EffectKind.BUCKET: 63,
     EffectKind.STATE_MACHINE: 80,
-    EffectKind.FUNCTION: 64,  # and its role's name, an IAM role's (64 too)
+    EffectKind.FUNCTION: ROLE_NAME_LIMIT,  # Lambda's 64, which its role's name shares
 }
 """The longest resource name each service allows (after the capture tag's room)."""
 
@@ -118,6 +122,16 @@ class Sink:
         if self.kind is EffectKind.QUEUE:
             return f"{prefix}-{_CAPTURE_TAG[self.kind]}-{self.name}"
         return f"{prefix}-{self.name}"
+
+    def role_name(self, prefix: str) -> str:
+        """The IAM role a state machine or function sink runs as: its resource's name, or,
+        past IAM's 64 characters (a state machine's may be 80), its first 55 and 8 hex
+        digits of the whole name's SHA-256, so two sinks of a run never share a role."""
+        name = self.resource_name(prefix)
+        if len(name) <= ROLE_NAME_LIMIT:
+            return name
+        digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+        return f"{name[: ROLE_NAME_LIMIT - len(digest) - 1]}-{digest}"
 
     def prefix_of(self, resource_name: str) -> str:
         """The run prefix ``resource_name`` (one of ``resource_name``'s answers) starts with."""
