@@ -280,3 +280,14 @@ def test_a_sweep_table_shows_the_effect_counts_only_when_runs_have_them() -> Non
     assert [row[columns.index("duplicate effects")] for row in cells] == ["2", "2"]
     assert [row[columns.index("lost effects")] for row in cells] == ["0", "0"]
     assert "effects" not in table(False)
+
+
+def test_a_passing_runs_notes_are_not_shown_as_failures() -> None:
+    report = report_of(False)
+    (run,) = report["runs"]
+    muted = '<ul class="reasons" style="color: var(--muted)"'
+    run["verdict"], run["reasons"] = "pass", ["sink 'orders' deduplicated 1 of 2 accepted send(s)"]
+    assert muted in render_html(report)
+    run["verdict"] = "fail"
+    page = render_html(report)
+    assert muted not in page and '<ul class="reasons">' in page
