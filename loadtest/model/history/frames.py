@@ -314,9 +314,15 @@ def encode_effect(e: EffectRecord) -> tuple[Any, ...]:
     )
 
 
+_EFFECT_KINDS: dict[str, EffectKind] = {kind.value: kind for kind in EffectKind}
+"""Each kind by its value: a dict lookup instead of the enum's call machinery, for every
+effect of every pass over the history (``EffectKind(value)`` still raises for a value that
+is no kind)."""
+
+
 def decode_effect(row: Sequence[Any]) -> EffectRecord:
     operation, kind, *rest = row
-    return EffectRecord(operation, EffectKind(kind), *rest)
+    return EffectRecord(operation, _EFFECT_KINDS.get(kind) or EffectKind(kind), *rest)
 
 
 class InvocationLog(RecordLog[Invocation]):
