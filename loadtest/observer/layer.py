@@ -4,7 +4,9 @@ Owns the layer's contents (``layer_modules()``: the observer, its entry point
 ``lambda_entry`` and what they import, derived from their imports), its
 reproducible zip (``layer_zip``) and unpacking it for local execution
 environments (``unpack``). The deploy path publishes the same bytes as a
-Lambda layer. Must not import boto3.
+Lambda layer. The zip is made once per process and state of its files: a later run
+(a sweep's next cell, a compare's next variant, a test session's next run) reuses it
+until one of the files it holds changes. Must not import boto3.
 """
 
 from __future__ import annotations
@@ -106,16 +108,38 @@ def package_dir() -> Path:
     return Path(__file__).resolve().parent.parent
 
 
+_made: dict[Path, tuple[tuple[tuple[str, int, int], ...], bytes]] = {}
+"""The last zip made of each package folder, with the state (name, mtime, size) of each
+file it holds."""
+
+
+def _state(package: Path, names: Iterator[str]) -> tuple[tuple[str, int, int], ...] | None:
+    """(name, mtime_ns, size) of each file, or None if one is gone."""
+    try:
+        return tuple(
+            (name, (stat := (package / name).stat()).st_mtime_ns, stat.st_size) for name in names
+        )
+    except OSError:
+        return None
+
+
 def layer_zip() -> bytes:
     """The observer layer: ``python/loadtest/...`` (on the runtime's path under /opt/python).
 
     Byte-for-byte reproducible (fixed timestamps), so the same observer code
-    always makes the same layer.
+    always makes the same layer. Made again only when a file it holds has changed since
+    it was last made in this process (a new import is a change to a file it holds).
     """
     package = package_dir()
-    return zip_entries(
-        (f"{PYTHON_DIR}/loadtest/{name}", package / name) for name in layer_modules(package)
-    )
+    made = _made.get(package)
+    if made is not None and _state(package, (name for name, _, _ in made[0])) == made[0]:
+        return made[1]
+    names = layer_modules(package)
+    state = _state(package, iter(names))  # before reading them: a change meanwhile shows next time
+    data = zip_entries((f"{PYTHON_DIR}/loadtest/{name}", package / name) for name in names)
+    if state is not None:
+        _made[package] = (state, data)
+    return data
 
 
 def unpack(into: str) -> str:
