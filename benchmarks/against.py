@@ -94,8 +94,8 @@ def bench_module(tree: Path) -> str:
     sys.exit(f"bench_against: {tree} has none of {', '.join(BENCH_MODULES)}")
 
 
-def run_once(tree: Path, arguments: Sequence[str]) -> tuple[dict[str, float], str]:
-    """One ``run_bench`` in ``tree``: its figures and its output."""
+def run_once(tree: Path, arguments: Sequence[str]) -> dict[str, float]:
+    """One ``run_bench`` in ``tree``: its figures (exit with its output if it fails)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     done = subprocess.run(
         [sys.executable, "-m", bench_module(tree), "--ceiling-messages", "0", *arguments],
@@ -107,7 +107,7 @@ def run_once(tree: Path, arguments: Sequence[str]) -> tuple[dict[str, float], st
     output = done.stdout + done.stderr
     if done.returncode != 0:
         sys.exit(f"bench_against: run_bench failed in {tree} (exit {done.returncode}):\n{output}")
-    return parse_figures(output), output
+    return parse_figures(output)
 
 
 def table(label_old: str, old: list[dict[str, float]], new: list[dict[str, float]]) -> str:
@@ -156,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
         for n in range(args.pairs):
             for tree, into in ((folder, old), (REPO, new)):
-                figures, _ = run_once(tree, bench_args)
+                figures = run_once(tree, bench_args)
                 into.append(figures)
                 cpu = figures.get("CPU per message, all processes", float("nan"))
                 which = full[:10] if tree == folder else "this tree"

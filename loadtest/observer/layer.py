@@ -15,7 +15,7 @@ import ast
 import io
 import os
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from loadtest.errors import InputError
@@ -113,7 +113,7 @@ _made: dict[Path, tuple[tuple[tuple[str, int, int], ...], bytes]] = {}
 file it holds."""
 
 
-def _state(package: Path, names: Iterator[str]) -> tuple[tuple[str, int, int], ...] | None:
+def _state(package: Path, names: Iterable[str]) -> tuple[tuple[str, int, int], ...] | None:
     """(name, mtime_ns, size) of each file, or None if one is gone."""
     try:
         return tuple(
@@ -135,7 +135,7 @@ def layer_zip() -> bytes:
     if made is not None and _state(package, (name for name, _, _ in made[0])) == made[0]:
         return made[1]
     names = layer_modules(package)
-    state = _state(package, iter(names))  # before reading them: a change meanwhile shows next time
+    state = _state(package, names)  # before reading them: a change meanwhile shows next time
     data = zip_entries((f"{PYTHON_DIR}/loadtest/{name}", package / name) for name in names)
     if state is not None:
         _made[package] = (state, data)

@@ -23,8 +23,9 @@ request, the recorder, the same ``(request, raw_url, headers)`` arguments, a Fla
 flask-cors adds to a response to a request without ``Origin`` (unless moto's global CORS is
 off). A werkzeug ``HTTPException`` becomes its own response, as Flask makes it; anything
 else propagates to the server as it does through Flask (moto's app runs in debug mode).
-Everything else - query-protocol SQS, S3's REST calls, unsigned requests, other services, other paths,
-browser requests, ``/moto-api`` and the backend's own endpoints - takes the full path.
+Everything else - query-protocol SQS, S3's REST calls, unsigned requests, other services,
+other paths, browser requests, ``/moto-api`` and the backend's own endpoints - takes the
+full path.
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ class JsonProtocolFastPath:
             if content_type not in JSON_CONTENT_TYPES or TARGET_PREFIXES.get(prefix) != scope[1]:
                 return None
         elif scope[1] in QUERY_SERVICES and content_type.partition(";")[0] == QUERY_CONTENT_TYPE:
-            prefix = "?"
+            prefix = QUERY_CONTENT_TYPE  # the view depends on the protocol, region and service
         else:
             return None
         key = (prefix, *scope)

@@ -15,7 +15,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from loadtest.model.checker import FLAGGED_WHEN_NONZERO
+from loadtest.model.checker import EFFECT_COUNT_NAMES, FLAGGED_WHEN_NONZERO
 from loadtest.model.figures.metrics import format_us
 from loadtest.reports.finding import headlines, is_intended, sink_line
 from loadtest.reports.model import ReportModel, RunModel, as_model
@@ -301,8 +301,8 @@ def details(report: ReportModel, *, story: bool = True) -> list[RenderableType]:
     return out
 
 
-EFFECT_COLUMNS = ("duplicate_effects", "conflicting_effects", "lost_effects")
-"""The effect counts a sweep's table shows when a run has them (each fails the verdict)."""
+EFFECT_COLUMNS = tuple(name for name in EFFECT_COUNT_NAMES if name in FLAGGED_WHEN_NONZERO)
+"""The effect counts a sweep's table shows when a run has them: those that fail a verdict."""
 
 
 def sweep_table(report: ReportModel) -> Table:
