@@ -274,7 +274,7 @@ def _state_and_parent(pid: int) -> tuple[bytes, int] | None:
         return None
 
 
-def _children(pid: int) -> list[int] | None:
+def _listed_children(pid: int) -> list[int] | None:
     """``pid``'s children from ``/proc/PID/task/*/children``; None without that file."""
     found: list[int] = []
     try:
@@ -294,6 +294,24 @@ def _children(pid: int) -> list[int] | None:
     return found
 
 
+def _every_parent() -> dict[int, list[int]]:
+    """Each process's children by its parent, from every ``/proc/PID/stat``: what a kernel
+    without ``CONFIG_PROC_CHILDREN`` leaves to read."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            seen = _state_and_parent(int(entry))
+            if seen is not None:
+                parents.setdefault(seen[1], []).append(int(entry))
+    return parents
+
+
+def children_of(pid: int) -> list[int]:
+    """``pid``'s children (zombies included), as ``/proc`` lists them."""
+    found = _listed_children(pid)
+    return found if found is not None else _every_parent().get(pid, [])
+
+
 def _descendants(root: int) -> list[int]:
     """The live (not zombie) processes below ``root``."""
     parents: dict[int, list[int]] | None = None
@@ -301,17 +319,12 @@ def _descendants(root: int) -> list[int]:
     pending = [root]
     while pending:
         pid = pending.pop()
-        children = None if parents is not None else _children(pid)
-        if children is None:
+        below = None if parents is not None else _listed_children(pid)
+        if below is None:
             if parents is None:  # read every process's parent once
-                parents = {}
-                for entry in os.listdir("/proc"):
-                    if entry.isdigit():
-                        seen = _state_and_parent(int(entry))
-                        if seen is not None:
-                            parents.setdefault(seen[1], []).append(int(entry))
-            children = parents.get(pid, [])
-        for child in children:
+                parents = _every_parent()
+            below = parents.get(pid, [])
+        for child in below:
             seen = _state_and_parent(child)
             if seen is not None and seen[0] not in (b"Z", b"X"):
                 found.append(child)

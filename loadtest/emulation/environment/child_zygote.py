@@ -59,7 +59,7 @@ from collections.abc import Set
 from typing import NoReturn
 
 from loadtest.emulation.environment.child_guard import RUN_FOLDER_PREFIX as RUN_FOLDER_PREFIX
-from loadtest.emulation.environment.child_guard import parent_death_signal
+from loadtest.emulation.environment.child_guard import children_of, parent_death_signal
 
 _PR_SET_CHILD_SUBREAPER = 36
 RUN_FOLDER_ENV = "LOADTEST_RUN_FOLDER"
@@ -220,27 +220,6 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def _children() -> list[int]:
-    """This process's children, as ``/proc`` lists them."""
-    me = os.getpid()
-    try:
-        with open(f"/proc/{me}/task/{me}/children", encoding="ascii") as listing:
-            return [int(pid) for pid in listing.read().split()]
-    except OSError:  # a kernel without CONFIG_PROC_CHILDREN: read every process's parent
-        found = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as stat:
-                    fields = stat.read().rsplit(b")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            if int(fields[1]) == me:
-                found.append(int(entry))
-        return found
-
-
 def _report_exit(children: dict[int, socket.socket], pid: int, status: int) -> None:
     """Tell the harness how a reaped child ended (``exit CODE``) and close its status socket."""
     sock = children.pop(pid, None)
@@ -263,7 +242,7 @@ def _stop(
     while True:
         # Killed in rounds: a process reaped here had its own children handed to this one
         # (before it could be reaped), so each round kills the next generation.
-        for pid in _children():
+        for pid in children_of(os.getpid()):
             with _quiet():
                 os.kill(pid, signal.SIGKILL)
         try:
