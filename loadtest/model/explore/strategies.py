@@ -27,6 +27,14 @@ When the search ends without reaching its budget, every distinct order of
 the dependent steps, and every fault within ``max_faults`` at each point,
 was run: ``covered``.
 
+*Subtrees, for several processes.* ``split`` hands away one untried branch of the
+shallowest decision that has one (the search will not run it), as the stack of
+decisions that leads to it; ``Exhaustive.subtree`` searches that branch alone. A
+branch's sleep set depends only on which siblings come before it in the candidates'
+order, never on when they ran, so the searches of a split space run together cover
+the same schedules as one search does. ``path`` places a schedule in the one search's
+order (the candidates' indices along it), so their schedules can be put back in it.
+
 **Per-kind limits.** Both strategies take ``limits`` (a fault and the most of it one
 schedule may take, as ``--bound crash=1,redeliver=1`` states them): a fault of a kind
 that has struck that often in the execution is not chosen again, so every schedule
@@ -66,6 +74,18 @@ class _Node:
     chosen: Option
     sleep: list[Option]
     done: list[Option] = field(default_factory=list)
+    given: list[Option] = field(default_factory=list)
+    """Candidates handed to another search (``Exhaustive.split``): not run here, and
+    counted as done once the search here moves past them."""
+
+    def untried(self) -> list[Option]:
+        """The candidates after the one chosen that neither ran, sleep, nor were given."""
+        after = self.candidates[self.candidates.index(self.chosen) + 1 :]
+        return [
+            o
+            for o in after
+            if not _in(o, self.done) and not _in(o, self.sleep) and not _in(o, self.given)
+        ]
 
 
 def _in(option: Option, options: Sequence[Option]) -> bool:
@@ -116,6 +136,8 @@ class Exhaustive:
         """Explore a delivery's own code alone (sound only while nothing else moves the clock:
         off when the clock or timeout fault may run between two points)."""
         self._stack: list[_Node] = []
+        self._floor = 0
+        """Decisions of the stack that are fixed (a subtree's way in): never backtracked."""
         self._started = False
         self.covered = False
         """The whole space was run (set when ``execution`` finds nothing left)."""
@@ -124,18 +146,59 @@ class Exhaustive:
         self.blocked = 0
         """Executions abandoned because every option left was asleep (already covered)."""
 
+    @classmethod
+    def subtree(
+        cls,
+        way_in: Sequence[_Node],
+        *,
+        local_first: bool = True,
+        limits: Mapping[Fault, int] | None = None,
+    ) -> Exhaustive:
+        """The search of one branch ``split`` handed away: ``way_in``'s decisions are replayed
+        and never backtracked; the search is covered when the branch below them is."""
+        search = cls(local_first=local_first, limits=limits)
+        search._stack = [
+            _Node(list(n.candidates), n.chosen, list(n.sleep), list(n.done)) for n in way_in
+        ]
+        search._floor = len(search._stack)
+        return search
+
+    def split(self) -> list[_Node] | None:
+        """Hand away the first untried branch of the shallowest decision that has one, as
+        the decisions leading to it (for ``subtree``); None when there is none."""
+        for depth in range(self._floor, len(self._stack)):
+            node = self._stack[depth]
+            untried = node.untried()
+            if not untried:
+                continue
+            branch = untried[0]
+            node.given.append(branch)
+            before = node.candidates[: node.candidates.index(branch)]
+            done = [o for o in before if not _in(o, node.sleep)]
+            return [*self._stack[:depth], _Node(node.candidates, branch, node.sleep, done)]
+        return None
+
+    def path(self) -> tuple[int, ...]:
+        """Where the last execution lies in the search's order: the index of each choice
+        among its decision's candidates (one search runs them in increasing order)."""
+        return tuple(n.candidates.index(n.chosen) for n in self._stack)
+
     def execution(self) -> Chooser | None:
         """The chooser of the next execution, or None once the space is covered."""
         if not self._started:
             self._started = True
             return _Run(self)
-        while self._stack:
+        while len(self._stack) > self._floor:
             node = self._stack[-1]
             node.done.append(node.chosen)
             for option in node.candidates:
-                if not _in(option, node.done) and not _in(option, node.sleep):
-                    node.chosen = option
-                    return _Run(self)
+                if _in(option, node.done) or _in(option, node.sleep):
+                    continue
+                if _in(option, node.given):
+                    node.done.append(option)  # run elsewhere: done for the siblings after it
+                    continue
+                node.chosen = option
+                return _Run(self)
             self._stack.pop()
         self.covered = True
         return None
@@ -166,6 +229,11 @@ class _Run:
                     return option
             # The handler did something else this time: the rest of this branch is lost.
             self.search.nondeterministic += 1
+            if depth < self.search._floor:
+                # A subtree's way in no longer leads there: nothing of it can be run.
+                del stack[:]
+                self.search._floor = 0
+                return None
             del stack[depth:]
         if stack:
             parent = stack[-1]
