@@ -124,6 +124,15 @@ def fresh_messages(
 
 
 @dataclass
+class Ran:
+    """A schedule as run, with the history and end state it left, before it is judged."""
+
+    execution: Execution
+    history: History
+    end_state: EndState
+
+
+@dataclass
 class Judged:
     """A schedule as run and judged."""
 
@@ -327,6 +336,10 @@ class Session:
 
     def run(self, chooser: Chooser, messages: Sequence[SentMessage], schedule: int) -> Judged:
         """Run and judge one schedule."""
+        return self.judge(self.execute(chooser, messages, schedule))
+
+    def execute(self, chooser: Chooser, messages: Sequence[SentMessage], schedule: int) -> Ran:
+        """Run one schedule and read back what it left; not judged (``judge``)."""
         assert self.explorer is not None, "open the session first"
         sent = fresh_messages(messages, schedule, self.body)
         aliases = [
@@ -352,6 +365,12 @@ class Session:
         end_state = self._end_state(
             execution, sent, len(execution.acks) + len(execution.dead_letters)
         )
+        return Ran(execution, history, end_state)
+
+    def judge(self, ran: Ran) -> Judged:
+        """Judge a schedule as run (in this process or in a worker of the same exploration), and
+        learn from it: judged in the search's order, each is judged as one search would."""
+        execution, history, end_state = ran.execution, ran.history, ran.end_state
         judged = Judged(
             execution,
             history,

@@ -25,14 +25,14 @@ Line = tuple[str, str, str | None]
 def _schedules(backend_url: str, monkeypatch: pytest.MonkeyPatch, faults: str) -> list[Judged]:
     """Every schedule explore runs (the search's, and the shrinker's if any), as judged."""
     judged: list[Judged] = []
-    run = Session.run
+    judge = Session.judge
 
     def recording(self: Session, *args: Any, **kwargs: Any) -> Judged:
-        result = run(self, *args, **kwargs)
+        result = judge(self, *args, **kwargs)
         judged.append(result)
         return result
 
-    monkeypatch.setattr(Session, "run", recording)
+    monkeypatch.setattr(Session, "judge", recording)
     try:
         loadtest.explore(
             "seed-lab",
