@@ -47,8 +47,10 @@ from loadtest.aws.sinks import delete_sinks as delete_sinks
 from loadtest.aws.sinks import find_tagged_sinks as find_tagged_sinks
 from loadtest.aws.target import DEFAULT_REGION as DEFAULT_REGION
 from loadtest.aws.target import EMBEDDED_CREDENTIALS as EMBEDDED_CREDENTIALS
+from loadtest.aws.target import STATS_PATH as STATS_PATH
 from loadtest.aws.target import BackendKind as BackendKind
 from loadtest.aws.target import Target as Target
+from loadtest.aws.target import is_loadtest_backend as is_loadtest_backend
 from loadtest.aws.target import region_from_environment as region_from_environment
 from loadtest.aws.user_agent import memoise_user_agent
 
@@ -123,10 +125,6 @@ def sink_clients(target: Target) -> SinkClients:
         lambda_=session.client("lambda", **kwargs),
         iam=session.client("iam", **kwargs),
     )
-
-
-STATS_PATH = "/_loadtest/stats"
-"""Where loadtest's embedded backend reports the requests it served, by service."""
 
 
 async def served_sqs_requests(target: Target) -> int | None:

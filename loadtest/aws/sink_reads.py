@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from loadtest.aws.errors import translated
 from loadtest.aws.sinks import MadeSink, SinkClients
-from loadtest.aws.target import BackendKind, Target
+from loadtest.aws.target import BackendKind, Target, is_loadtest_backend
 from loadtest.model.history.records import EffectKind, SinkContents, SinkMessage
 
 if TYPE_CHECKING:
@@ -85,6 +85,9 @@ def _read(
     # AWS delivers a topic's or bus's messages a moment after the call, and a short poll
     # may miss a few: the last, empty receive waits there (and a second on an endpoint).
     wait_s = _LAST_RECEIVE_WAIT_S[target.kind]
+    if wait_s and target.kind is BackendKind.ENDPOINT and target.endpoint_url:
+        # loadtest's own backend behind an endpoint delivers within the call, as embedded.
+        wait_s = 0 if is_loadtest_backend(target.endpoint_url) else wait_s
     bodies, complete = _drain(clients.sqs, url, deadline, limit, wait_s)
     if kind is EffectKind.BUS:
         return [_unwrap_event(body, attributes) for body, attributes in bodies], complete
@@ -93,7 +96,8 @@ def _read(
 
 _LAST_RECEIVE_WAIT_S = {BackendKind.EMBEDDED: 0, BackendKind.ENDPOINT: 1, BackendKind.AWS: 5}
 """How long (in seconds) each receive of a sink's queue waits for a message: the embedded
-backend delivers within the call, AWS within moments."""
+backend (and ``loadtest serve`` behind an endpoint) delivers within the call, AWS within
+moments."""
 
 
 def _drain(

@@ -10,6 +10,7 @@ AWS; ``loadtest.aws.clients`` opens the clients and ``loadtest.aws.errors`` name
 from __future__ import annotations
 
 import functools
+import json
 import os
 from dataclasses import dataclass
 from enum import StrEnum
@@ -98,3 +99,21 @@ def _has_credentials() -> bool:
     import boto3
 
     return boto3.Session().get_credentials() is not None
+
+
+STATS_PATH = "/_loadtest/stats"
+"""Where loadtest's embedded backend reports the requests it served, by service."""
+
+
+@functools.lru_cache(maxsize=16)
+def is_loadtest_backend(endpoint_url: str) -> bool:
+    """Whether ``endpoint_url`` is loadtest's own backend (``loadtest serve``): it answers
+    ``STATS_PATH`` with its counts. Asked once per endpoint in a process."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{endpoint_url}{STATS_PATH}", timeout=5) as response:
+            stats = json.load(response)
+    except (OSError, ValueError):
+        return False
+    return isinstance(stats, dict) and isinstance(stats.get("sqs"), int)

@@ -88,3 +88,12 @@ def test_other_endpoints_and_aws_are_read_through_the_client(other_endpoint: str
         assert client.calls == [
             {"TableName": "t", "Key": {"id": {"S": "k"}}, "ConsistentRead": True}
         ]
+
+
+def test_loadtest_s_backend_is_told_from_another_endpoint(
+    backend_url: str, other_endpoint: str
+) -> None:
+    # Its sinks' deliveries come within the call there (the last receive need not wait).
+    assert aws.is_loadtest_backend(backend_url) is True
+    assert aws.is_loadtest_backend(other_endpoint) is False
+    assert aws.is_loadtest_backend("http://127.0.0.1:9") is False  # nothing listens
