@@ -14,7 +14,9 @@ request to stop:
                    name what may be left behind
 
 Outside a run (no cancel scope attached, e.g. while the embedded backend
-starts) the first signal raises KeyboardInterrupt at once, as Ctrl-C does.
+starts) the first signal raises KeyboardInterrupt at once, as Ctrl-C does;
+inside ``Stop.deferred`` (an exploration) it is only noted, and the caller
+stops at its next safe point.
 
 Owns the handlers of those three signals while ``Stop.installed()`` is
 active, and nothing else; prints nothing (the CLI reads ``Stop``).
@@ -90,6 +92,18 @@ class Stop:
             if self.requested:
                 scope.cancel()  # asked before the run attached: do not start it
             yield
+        finally:
+            self._cancel = None
+
+    @contextmanager
+    def deferred(self) -> Iterator[Stop]:
+        """While inside, a request is only noted (``requested``, ``reason``): the caller
+        polls it at points where stopping is safe (``explore``, between schedules); the
+        third still raises KeyboardInterrupt. A signal's exception can land anywhere,
+        even in a finalizer that swallows it; a flag cannot be lost."""
+        self._cancel = lambda: None
+        try:
+            yield self
         finally:
             self._cancel = None
 
