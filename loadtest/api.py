@@ -414,9 +414,11 @@ def explore(
     seed: int | None = None,
     clock_jump_s: float | None = None,
     stop_at_first: bool = False,
+    workers: int | None = None,
     endpoint_url: str | None = None,
     target: str | None = None,
     command: str | None = None,
+    interrupted: Callable[[], str | None] | None = None,
 ) -> Report:
     """Explore the interleavings (and faults) of a few deliveries of one message; see docs/explore.md.
 
@@ -434,7 +436,12 @@ def explore(
     the failing schedules into distinct bugs, each shrunk (the report's
     ``explore.bugs``, smallest first; ``explore.counterexample`` is the smallest);
     ``stop_at_first`` stops it at the first failing schedule instead, and shrinks
-    that one. The report's ``explore`` object says what was run, its ``bound`` what that
+    that one. ``workers`` processes run an exhaustive search's schedules (default: one per
+    core, at most 4, or ``LOADTEST_EXPLORE_WORKERS``; 1: this process alone): the verdict,
+    the schedules and every bug are the same as one process finds. ``interrupted`` is asked
+    between schedules: once it names a reason, the exploration stops, drops what it made
+    and raises KeyboardInterrupt. The report's
+    ``explore`` object says what was run, its ``bound`` what that
     covered and why the search stopped; ``report.exit_code`` is 0
     when no schedule failed, 1 when one did, 4 when one was inconclusive.
     """
@@ -493,6 +500,7 @@ def explore(
         distinct_ids=1 if distinct_ids is None else distinct_ids,
         clock_jump_s=clock_jump_s,
         stop_at_first=stop_at_first,
+        workers=workers,
         limits=spec.limits if spec is not None else (),
         bound=spec,
     )
@@ -500,6 +508,6 @@ def explore(
     check_fits(resolved, options)
     kind = backend_kind(target, endpoint_url)
     with backend_target(kind, endpoint_url) as resolved_target:
-        result = explore_schedules(resolved, refs[0], resolved_target, options)
+        result = explore_schedules(resolved, refs[0], resolved_target, options, interrupted)
     scenario_ref = resolved.name if not isinstance(scenario, str | Path) else str(scenario)
     return Report(explore_report(result, scenario_ref=scenario_ref, command=command))

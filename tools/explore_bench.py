@@ -12,7 +12,8 @@ busy with something else slows them alike. Prints, per tree, the median of the r
 it used with its backend (seconds), and each median's ratio to the first tree's: only
 ratios measured side by side travel. Asserts nothing about time.
 
-    python tools/explore_bench.py --runs 5 --tree before=/path/to/old --tree after=.
+    python tools/explore_bench.py --runs 5 --tree before=/path/to/old --tree after=. \
+        --tree alone=. --env alone:LOADTEST_EXPLORE_WORKERS=1
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ class Tree:
     walls_s: list[float] = field(default_factory=list)
     cpus_s: list[float] = field(default_factory=list)
     schedules: set[int] = field(default_factory=set)
+    env: dict[str, str] = field(default_factory=dict)
+    """Variables set for this tree's runs (``--env LABEL:NAME=VALUE``)."""
 
 
 def _tree(text: str) -> Tree:
@@ -61,7 +64,7 @@ def _children_cpu_s() -> float:
 def run_once(tree: Tree, workdir: Path) -> None:
     """One explore in a new process; its figures appended to ``tree``."""
     report = workdir / f"{tree.label}.json"
-    environ = dict(os.environ, PYTHONPATH=str(tree.path))
+    environ = dict(os.environ, PYTHONPATH=str(tree.path), **tree.env)
     cpu = _children_cpu_s()
     started = time.perf_counter()
     subprocess.run(
@@ -92,8 +95,22 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         help="LABEL=PATH of a checkout to measure (repeatable; default: this one)",
     )
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="LABEL:NAME=VALUE",
+        help="a variable for one tree's runs, e.g. after-1:LOADTEST_EXPLORE_WORKERS=1",
+    )
     args = parser.parse_args(argv)
     trees: list[Tree] = args.tree or [_tree(f"this={Path(__file__).resolve().parents[1]}")]
+    by_label = {tree.label: tree for tree in trees}
+    for given in args.env:
+        label, _, assignment = given.partition(":")
+        name, equals, value = assignment.partition("=")
+        if label not in by_label or not name or not equals:
+            parser.error(f"--env {given!r}: expected LABEL:NAME=VALUE with a --tree LABEL")
+        by_label[label].env[name] = value
     print(
         f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"load average {os.getloadavg()[0]:.2f} at the start, "

@@ -2,7 +2,7 @@
 
 Parses, calls ``loadtest.api.explore``, prints the bugs and the counterexample with
 their replay lines, writes the reports, exits (0 no schedule failed, 1 one failed,
-2 bad input, 3 backend unreachable, 4 inconclusive).
+2 bad input, 3 backend unreachable, 4 inconclusive, 130 interrupted).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from loadtest.cli.console import out, raise_mapped
+from loadtest.cli.console import Exit, fail, out, raise_mapped
 from loadtest.cli.options import (
     EndpointOpt,
     HtmlOpt,
@@ -28,6 +28,8 @@ from loadtest.cli.options import (
 )
 from loadtest.cli.outputs import Outputs, plan_outputs, write_reports
 from loadtest.emulation.environment.handlers import BUILTIN_VARIANTS
+from loadtest.errors import find_error
+from loadtest.interrupts import Stop
 from loadtest.model.explore.points import Fault
 
 
@@ -139,6 +141,16 @@ def explore(
             "instead of searching to the budget and reporting every distinct bug.",
         ),
     ] = False,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            metavar="N",
+            help="Processes an exhaustive search runs its schedules in (default: one per "
+            "core, at most 4; env LOADTEST_EXPLORE_WORKERS). The verdict and every bug are "
+            "the same with any N.",
+        ),
+    ] = None,
     endpoint_url: EndpointOpt = None,
     target: TargetOpt = TargetChoice.EMBEDDED,
     json_path: JsonOpt = None,
@@ -162,38 +174,45 @@ def explore(
     Exit code 0 when no schedule failed, 1 when one did, 2 for bad input
     (including --target aws, a --bound or --schedule that does not fit the scenario
     or handler, a --bound given with --copies, --faults or --max-faults), 3 when the backend cannot be reached, 4 when a
-    schedule was inconclusive.
+    schedule was inconclusive, 130 when interrupted (Ctrl-C, SIGTERM, SIGHUP).
     """
     from loadtest.api import explore as explore_api
     from loadtest.api import resolve_scenario
     from loadtest.reports.explore import explore_text
 
-    try:
-        resolved = resolve_scenario(scenario)
-        json_file, outputs = plan_outputs(resolved, json_path, out_dir, Outputs(html=html))
-        report = explore_api(
-            scenario,
-            variant=variant,
-            handler=handler,
-            copies=copies,
-            distinct_ids=distinct_ids,
-            strategy=strategy,
-            budget=budget,
-            time_budget_s=time_budget,
-            faults=faults,
-            max_faults=max_faults,
-            bound=bound,
-            schedule=schedule,
-            seed=seed,
-            clock_jump_s=clock_jump,
-            stop_at_first=stop_at_first,
-            endpoint_url=endpoint_url,
-            target=target.value if target is not TargetChoice.EMBEDDED else None,
-            command="loadtest " + shlex.join(sys.argv[1:]),
-        )
-        written = write_reports(report, json_file, outputs)
-    except BaseException as exc:
-        raise_mapped(exc)
+    stop = Stop()
+    # SIGTERM and SIGHUP take Ctrl-C's path: the sessions unwind and drop what they made.
+    with stop.installed(), stop.deferred():
+        try:
+            resolved = resolve_scenario(scenario)
+            json_file, outputs = plan_outputs(resolved, json_path, out_dir, Outputs(html=html))
+            report = explore_api(
+                scenario,
+                variant=variant,
+                handler=handler,
+                copies=copies,
+                distinct_ids=distinct_ids,
+                strategy=strategy,
+                budget=budget,
+                time_budget_s=time_budget,
+                faults=faults,
+                max_faults=max_faults,
+                bound=bound,
+                schedule=schedule,
+                seed=seed,
+                clock_jump_s=clock_jump,
+                stop_at_first=stop_at_first,
+                workers=workers,
+                endpoint_url=endpoint_url,
+                target=target.value if target is not TargetChoice.EMBEDDED else None,
+                command="loadtest " + shlex.join(sys.argv[1:]),
+                interrupted=lambda: stop.reason,
+            )
+            written = write_reports(report, json_file, outputs)
+        except BaseException as exc:
+            if find_error(exc, KeyboardInterrupt) is not None:
+                fail(Exit.INTERRUPTED, f"interrupted by {stop.reason or 'SIGINT'}")
+            raise_mapped(exc)
     if not quiet:
         out.print(Text(explore_text(report.model)))
         for path in written:

@@ -24,6 +24,7 @@ Owns the search loop and the result; prints nothing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -35,6 +36,7 @@ from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.emulation.explore.runs import ExploreSettings
 from loadtest.emulation.explore.steps import Step
 from loadtest.engine.explore_session import FRESH_SEPARATOR, Judged, Session, explored_messages
+from loadtest.engine.explore_workers import Workers, workers_for
 from loadtest.engine.results import VariantRun
 from loadtest.errors import InputError
 from loadtest.model.checker import BAD_WHEN_NONZERO
@@ -91,6 +93,10 @@ class ExploreOptions:
     kinds together)."""
     bound: BoundSpec | None = None
     """The ``--bound`` these options were set by (its replay line carries it)."""
+    workers: int | None = None
+    """Processes an exhaustive search runs schedules in (None: one per core, at most
+    ``explore_workers.MOST_WORKERS``; 1: this process alone). A search that stops at the
+    first failure, PCT and a replay run here alone."""
 
     def check(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -106,6 +112,8 @@ class ExploreOptions:
             )
         if self.max_faults < 0:
             raise InputError(f"max_faults {self.max_faults} must be 0 or more")
+        if self.workers is not None and self.workers < 1:
+            raise InputError(f"workers {self.workers} must be at least 1 process")
         if self.copies is not None and not 1 <= self.copies <= 8:
             raise InputError(
                 f"copies {self.copies} must be 1 to 8 (each copy multiplies the schedules)"
@@ -232,7 +240,11 @@ def explore(
     ref: HandlerRef,
     target: aws.Target,
     options: ExploreOptions,
+    interrupted: Callable[[], str | None] | None = None,
 ) -> ExploreResult:
+    """Run the search ``options`` ask for. ``interrupted`` is asked between schedules (and
+    while workers search); once it names a reason, the search stops there and
+    KeyboardInterrupt unwinds every session, so each drops what it made."""
     options.check()
     copies = options.schedule.copies if options.schedule is not None else options.copies
     check_fits(scenario, options)
@@ -246,7 +258,13 @@ def explore(
     started = time.perf_counter()
     counter = 0
 
+    def halt_if_interrupted() -> None:
+        reason = interrupted() if interrupted is not None else None
+        if reason is not None:
+            raise KeyboardInterrupt(reason)
+
     def stop() -> str | None:
+        halt_if_interrupted()
         return stopped_by(
             result.schedules_run,
             options.budget,
@@ -256,6 +274,7 @@ def explore(
 
     def run(chooser: Replay | object, chosen: Sequence[SentMessage]) -> Judged:
         nonlocal counter
+        halt_if_interrupted()
         judged = session.run(chooser, chosen, counter)  # type: ignore[arg-type]
         counter += 1
         return judged
@@ -286,7 +305,30 @@ def explore(
 
     stopped = "space"
     pct: Pct | None = None
-    with session.open():
+    local_first = not {Fault.CLOCK, Fault.TIMEOUT} & set(options.faults)
+    searched_by = (
+        workers_for(options.workers, scenario)
+        if options.schedule is None
+        and options.strategy == "exhaustive"
+        and not options.stop_at_first
+        else 1
+    )
+    # Forked before this process opens its session: no thread of it is copied.
+    workers = (
+        Workers(
+            scenario,
+            ref,
+            target,
+            _settings(scenario, options),
+            messages,
+            workers=searched_by,
+            local_first=local_first,
+            limits=dict(options.limits),
+        )
+        if searched_by > 1
+        else contextlib.nullcontext()
+    )
+    with workers, session.open():
         if options.schedule is not None:
             # The default schedule first (not counted): it shows where outcomes live, as the
             # search's first schedule showed it when the token was found.
@@ -301,11 +343,31 @@ def explore(
                 )
             result.schedules_run = 1
             judged_one(judged)
-        elif options.strategy == "exhaustive":
-            search = Exhaustive(
-                local_first=not {Fault.CLOCK, Fault.TIMEOUT} & set(options.faults),
-                limits=dict(options.limits),
+        elif isinstance(workers, Workers):
+
+            def search_stop(ran: int) -> str | None:
+                halt_if_interrupted()
+                return stopped_by(
+                    ran, options.budget, time.perf_counter() - started, options.time_budget_s
+                )
+
+            searched = workers.search(search_stop)
+            # Judged here, in the one search's order: each as that search would judge it.
+            unscheduled = False
+            for _, ran in sorted(searched.ran[: options.budget], key=lambda each: each[0]):
+                judged = session.judge(ran)
+                result.schedules_run += 1
+                unscheduled = unscheduled or judged.execution.unscheduled > 0
+                judged_one(judged)
+            stopped = searched.stopped_by or "space"
+            result.exhaustive = (
+                searched.covered and not searched.nondeterministic and not unscheduled
             )
+            result.blocked, result.nondeterministic = searched.blocked, searched.nondeterministic
+            if unscheduled and stopped == "space":
+                stopped = "unscheduled_call"
+        elif options.strategy == "exhaustive":
+            search = Exhaustive(local_first=local_first, limits=dict(options.limits))
             unscheduled = False
             while True:
                 cut = stop()

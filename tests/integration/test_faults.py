@@ -455,3 +455,23 @@ def test_a_run_the_machine_cannot_hold_is_refused_first(tmp_path: Path) -> None:
     assert case.finish() == 2, case.stderr
     assert "cannot hold the run" in case.stderr and "MB" in case.stderr
     case.assert_nothing_left()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sigterm_stops_an_exploration_and_its_workers(
+    tmp_path: Path, served: Served, workers: int
+) -> None:
+    """An exploration (searched alone, or by worker processes each with its own table):
+    SIGTERM stops it at its next schedule and every table is gone."""
+    args = ["explore", "seed-lab", "--variant", "conditional", "--copies", "3"]
+    where = ["--workers", str(workers), "--endpoint-url", served.url]
+    case = Case(tmp_path, [*args, "--faults", "crash,redeliver", *where])
+    tables = 1 if workers == 1 else 1 + workers  # the caller's, and each worker's
+    while len(loadtest_resources(served.url)[1]) < tables:
+        _assert_running(case, "the exploration ended before its workers made their tables")
+        time.sleep(0.1)
+    time.sleep(0.5)
+    case.process.send_signal(signal.SIGTERM)
+    assert case.finish() == 130, case.stderr
+    assert "interrupted by SIGTERM" in case.stderr and "Traceback" not in case.stderr
+    case.assert_nothing_left(served.url)

@@ -1,0 +1,364 @@
+"""One exhaustive search of ``explore`` run by several processes at once.
+
+Owns the worker processes of an exploration. Each is forked before the caller opens its
+own session, opens a session of its own (``Session``: its own table and sinks on the same
+backend, the handler imported in it) and searches the branches of the space it is handed
+(``Exhaustive.subtree``), the first worker the whole space. When a worker runs out of
+branches, another one splits off the first untried branch of its shallowest decision
+(``Exhaustive.split``) for it. Each schedule goes back as run (``Ran``), with its place
+in the one search's order (``Exhaustive.path``); the caller puts them in that order and
+judges them with its own session (``Session.judge``), so every verdict, what a complete
+outcome holds and every bug are what one search would find.
+
+Why: a schedule's cost is the handler's own calls over HTTP and the backend answering
+them, one delivery at a time; one search keeps a single core busy however many the
+machine has.
+
+Must not judge, shrink nor report (``loadtest.engine.explore``). Forked workers need
+``fork`` (Linux, macOS): elsewhere ``workers_for`` answers 1 and the caller searches in
+its own process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import multiprocessing
+import os
+import signal
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from loadtest.aws import clients as aws
+from loadtest.emulation.environment.child_guard import parent_death_signal
+from loadtest.emulation.environment.handlers import HandlerRef
+from loadtest.emulation.explore.runs import ExploreSettings
+from loadtest.engine.explore_session import Ran, Session
+from loadtest.model.explore.points import Fault
+from loadtest.model.explore.strategies import Exhaustive
+from loadtest.model.history.log import SentMessage
+from loadtest.model.scenario.loading import Scenario
+
+MOST_WORKERS = 4
+"""Workers at most, however many cores: the backend serves them all."""
+
+WORKERS_ENV = "LOADTEST_EXPLORE_WORKERS"
+"""Overrides the number of workers (1: search in the caller's process)."""
+
+_POLL_S = 0.5
+"""How long the coordinator waits for a worker's message before it checks its budgets."""
+
+_STOP_S = 10.0
+"""How long a worker has to close its session once told to stop, before it is killed."""
+
+
+def workers_for(requested: int | None = None, scenario: Scenario | None = None) -> int:
+    """The workers to search with: ``requested``, else ``LOADTEST_EXPLORE_WORKERS``, else the
+    cores this process may use (at most ``MOST_WORKERS``); 1 where processes cannot fork,
+    and for a scenario whose consumer hard-codes a table's name (``[table] name``, a
+    ``[[tables]]`` name): every session would make and drop that one table."""
+    # A forked copy starts with the caller's imports done; its open connections are
+    # dropped (``_drop_inherited_connections``), so no socket is shared.
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    if scenario is not None and fixed_names(scenario):
+        return 1
+    if requested is None:
+        env = os.environ.get(WORKERS_ENV, "")
+        requested = int(env) if env.isdigit() and int(env) > 0 else None
+    if requested is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not Linux
+            cores = os.cpu_count() or 1
+        requested = min(cores, MOST_WORKERS)
+    return max(1, requested)
+
+
+def fixed_names(scenario: Scenario) -> tuple[str, ...]:
+    """The tables the scenario's consumer hard-codes (no run may make them twice at once)."""
+    setup = scenario.function
+    names = [setup.table_name] if setup.table_name else []
+    return (*names, *(t.name for t in setup.tables if t.name))
+
+
+@dataclass
+class Searched:
+    """What the workers ran, and what their searches say about the space."""
+
+    ran: list[tuple[tuple[int, ...], Ran]] = field(default_factory=list)
+    """Each schedule run (abandoned ones left out) with its place in the search's order, in
+    the order they arrived."""
+    covered: bool = False
+    """Every branch was searched to its end."""
+    blocked: int = 0
+    nondeterministic: int = 0
+    stopped_by: str | None = None
+    """The budget that cut the search (None: it ran to the end of the space)."""
+
+
+@dataclass
+class _Worker:
+    number: int
+    process: Any
+    conn: Connection
+    busy: bool = False
+    asked: bool = False
+    """A split was asked of it and not yet answered."""
+
+
+class Workers:
+    """The worker processes of one exploration, forked when made (before the caller opens
+    its own session, so that no thread of it is copied); ``search`` runs the space with
+    them, ``close`` (or leaving the ``with`` block) stops them on every path."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        ref: HandlerRef,
+        target: aws.Target,
+        settings: ExploreSettings,
+        messages: Sequence[SentMessage],
+        *,
+        workers: int,
+        local_first: bool,
+        limits: Mapping[Fault, int],
+    ) -> None:
+        context = multiprocessing.get_context("fork")
+        self._pool: list[_Worker] = []
+        try:
+            for number in range(workers):
+                mine, theirs = context.Pipe()
+                process = context.Process(
+                    target=_work,
+                    args=(
+                        theirs,
+                        number,
+                        workers,
+                        scenario,
+                        ref,
+                        target,
+                        settings,
+                        list(messages),
+                        local_first,
+                        dict(limits),
+                    ),
+                    name=f"loadtest-explore-{number}",
+                    daemon=True,
+                )
+                process.start()
+                theirs.close()
+                self._pool.append(_Worker(number, process, mine))
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        _stop_all(self._pool)
+        self._pool = []
+
+    def search(self, stop: Callable[[int], str | None]) -> Searched:
+        """Search the whole space until it is covered or ``stop`` (called with the
+        schedules run so far) names the budget that ran out; the workers stop after it."""
+        pool = self._pool
+        searched = Searched()
+        try:
+            for worker in pool:
+                _expect_ready(worker)
+            pool[0].conn.send(("task", None))
+            pool[0].busy = True
+            every_search_covered = True
+            while any(w.busy for w in pool):
+                cut = stop(len(searched.ran))
+                if cut is not None:
+                    searched.stopped_by = cut
+                    break
+                _ask_for_branches(pool)
+                by_conn = {w.conn: w for w in pool}
+                for conn in wait(list(by_conn), timeout=_POLL_S):
+                    worker = by_conn[conn]  # type: ignore[index]
+                    every_search_covered &= _take(worker, pool, searched)
+            else:
+                searched.covered = every_search_covered
+        finally:
+            self.close()
+        return searched
+
+
+def _take(worker: _Worker, pool: Sequence[_Worker], searched: Searched) -> bool:
+    """Take one message of ``worker``; False when it says its search did not cover its
+    branch."""
+    try:
+        message = worker.conn.recv()
+    except EOFError:
+        raise RuntimeError(
+            f"explore worker {worker.number} ended without a word "
+            f"(exit status {worker.process.exitcode})"
+        ) from None
+    kind = message[0]
+    if kind == "ran":
+        searched.ran.append((message[1], message[2]))
+    elif kind == "branch":
+        worker.asked = False
+        if message[1] is not None:
+            taker = next(w for w in pool if not w.busy)  # asked only while one is idle
+            taker.conn.send(("task", message[1]))
+            taker.busy = True
+    elif kind == "idle":
+        worker.busy = False
+        worker.asked = False
+        _, blocked, nondeterministic, covered = message
+        searched.blocked += blocked
+        searched.nondeterministic += nondeterministic
+        return bool(covered)
+    elif kind == "error":
+        raise message[1]
+    return True
+
+
+def _ask_for_branches(pool: Sequence[_Worker]) -> None:
+    """Ask busy workers to split off a branch, one request per idle worker."""
+    idle = sum(1 for w in pool if not w.busy)
+    waiting = sum(1 for w in pool if w.asked)
+    for worker in pool:
+        if idle <= waiting:
+            return
+        if worker.busy and not worker.asked:
+            worker.conn.send(("split",))
+            worker.asked = True
+            waiting += 1
+
+
+def _expect_ready(worker: _Worker) -> None:
+    try:
+        message = worker.conn.recv()
+    except EOFError:
+        raise RuntimeError(
+            f"explore worker {worker.number} ended before it was ready "
+            f"(exit status {worker.process.exitcode})"
+        ) from None
+    if message[0] == "error":
+        raise message[1]
+
+
+def _stop_all(pool: Sequence[_Worker]) -> None:
+    for worker in pool:
+        with contextlib.suppress(OSError, ValueError):
+            worker.conn.send(("stop",))
+    for worker in pool:
+        worker.process.join(_STOP_S)
+        if worker.process.is_alive():
+            worker.process.terminate()  # SIGTERM: it closes its session (drops its table)
+            worker.process.join(_STOP_S)
+        if worker.process.is_alive():
+            worker.process.kill()
+            worker.process.join()
+        worker.conn.close()
+
+
+def _drop_inherited_connections() -> None:
+    """Forget the pooled HTTP connections this copy inherited from the caller (its clients
+    of an earlier session, a user's cached one): two processes talking on one socket read
+    each other's answers. The pools stay usable and open connections of their own; the
+    caller's sockets stay open for the caller (closing a copied descriptor does not end
+    the connection)."""
+    try:
+        from urllib3.connectionpool import HTTPConnectionPool
+    except ImportError:  # pragma: no cover - botocore always brings urllib3
+        return
+    for pool in [o for o in gc.get_objects() if isinstance(o, HTTPConnectionPool)]:
+        queue = pool.pool
+        if queue is None:
+            continue
+        with queue.mutex:
+            held = [c for c in queue.queue if c is not None]
+            queue.queue = type(queue.queue)(None for _ in queue.queue)
+        for connection in held:
+            with contextlib.suppress(Exception):
+                connection.close()
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _work(
+    conn: Connection,
+    number: int,
+    workers: int,
+    scenario: Scenario,
+    ref: HandlerRef,
+    target: aws.Target,
+    settings: ExploreSettings,
+    messages: list[SentMessage],
+    local_first: bool,
+    limits: Mapping[Fault, int],
+) -> None:
+    """A worker: open a session, then search the branches it is handed until told to stop."""
+    # A coordinator that dies (even by SIGKILL) stops its workers; SIGTERM unwinds the session,
+    # so the worker's table and sinks are removed.
+    parent_death_signal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, _interrupt)
+    # Ctrl-C and a closed terminal reach the whole process group: the caller decides, and
+    # stops its workers (they must not end first and leave it without an answer).
+    for name in ("SIGINT", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
+    _drop_inherited_connections()
+    # Each worker numbers its schedules apart from the others' (worker 0: 0, W, 2W, ...):
+    # no two schedules of the exploration share a business or message id, so state the
+    # consumer keeps outside its session's table (a resource it made itself) never mixes.
+    counter = number
+    try:
+        session = Session(scenario, ref, target, settings)
+        with session.open():
+            conn.send(("ready",))
+            while True:
+                message = conn.recv()
+                if message[0] == "stop":
+                    return
+                if message[0] == "split":  # asked as it went idle: nothing left to give
+                    conn.send(("branch", None))
+                    continue
+                way_in = message[1]
+                space = (
+                    Exhaustive(local_first=local_first, limits=limits)
+                    if way_in is None
+                    else Exhaustive.subtree(way_in, local_first=local_first, limits=limits)
+                )
+                while True:
+                    while conn.poll():
+                        asked = conn.recv()
+                        if asked[0] == "stop":
+                            return
+                        conn.send(("branch", space.split()))
+                    chooser = space.execution()
+                    if chooser is None:
+                        break
+                    ran = session.execute(chooser, messages, counter)
+                    counter += workers
+                    if not ran.execution.abandoned:
+                        conn.send(("ran", space.path(), ran))
+                conn.send(("idle", space.blocked, space.nondeterministic, space.covered))
+    except (KeyboardInterrupt, EOFError, BrokenPipeError):
+        return
+    except BaseException as exc:
+        with contextlib.suppress(Exception):
+            try:
+                conn.send(("error", exc))
+            except Exception:  # not picklable: its words
+                conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+        return
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()

@@ -1,0 +1,54 @@
+"""An exhaustive search run by several worker processes answers what one process answers:
+the same schedules, verdict, bound and bugs (each with its replay token), however often the
+caller explored before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import loadtest
+from loadtest.engine.explore_workers import fixed_names, workers_for
+from loadtest.model.scenario.loading import load_scenario
+
+CONSUMERS = Path(__file__).parent / "consumers"
+TIMING = {"elapsed_s", "schedules_per_s"}
+
+
+def _explore(backend_url: str, workers: int, **options: Any) -> tuple[int, dict[str, Any]]:
+    report = loadtest.explore("seed-lab", endpoint_url=backend_url, workers=workers, **options)
+    explore = report.to_dict()["explore"]
+    return report.exit_code, {k: v for k, v in explore.items() if k not in TIMING}
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"variant": "conditional", "faults": "crash,redeliver"},
+        {"handler": f"{CONSUMERS / 'claim_trusting'}.py:handler", "copies": 2, "faults": "crash"},
+        {"variant": "read-then-write", "copies": 3},
+    ],
+    ids=["conditional-passes", "claim-loses-outcomes", "race-duplicates"],
+)
+def test_two_workers_answer_what_one_process_answers(
+    backend_url: str, options: dict[str, Any]
+) -> None:
+    alone = _explore(backend_url, 1, **options)
+    # Twice: the second time this process holds the clients (and their open connections)
+    # of the explorations before it, which each worker starts as a copy of.
+    for _ in range(2):
+        assert _explore(backend_url, 2, **options) == alone
+    exit_code, explore = alone
+    assert explore["exhaustive"] is True and explore["schedules_run"] > 1
+    assert exit_code == (1 if explore["bugs"] else 0)
+
+
+def test_a_hard_coded_table_is_searched_in_one_process(tmp_path: Path) -> None:
+    scenario = tmp_path / "fixed.toml"
+    scenario.write_text('name = "fixed"\n\n[table]\nname = "Orders"\n')
+    loaded = load_scenario(str(scenario))
+    assert fixed_names(loaded) == ("Orders",)
+    assert workers_for(4, loaded) == 1
+    assert workers_for(3, load_scenario("seed-lab")) == 3
