@@ -266,8 +266,8 @@ def _stop_all(pool: Sequence[_Worker]) -> None:
 
 
 def _drop_inherited_connections() -> None:
-    """Forget the pooled HTTP connections this copy inherited from the caller (its clients
-    of an earlier session, a user's cached one): two processes talking on one socket read
+    """Forget the pooled HTTP connections this copy inherited from the caller (the clients
+    of an exploration it ran before, a user's cached one): two processes on one socket read
     each other's answers. The pools stay usable and open connections of their own; the
     caller's sockets stay open for the caller (closing a copied descriptor does not end
     the connection)."""
