@@ -32,6 +32,7 @@ from typing import Any, ClassVar, Protocol
 
 from botocore.client import BaseClient
 
+from loadtest.aws.user_agent import memoise_user_agent
 from loadtest.model.explore.points import Access
 from loadtest.model.history.log import EffectKind, EffectRecord, key_string
 from loadtest.observer.calls import Call
@@ -149,6 +150,9 @@ class GatedObserver(WriteObserver):
     def _planned(
         self, client: BaseClient, params: dict[str, Any], operation_model: Any, context: Any
     ) -> dict[str, Any]:
+        # Time is the explorer's here and a call's CPU is never measured: the handler's
+        # clients may build their User-Agent once (the same header) instead of per call.
+        memoise_user_agent(client)
         planned = super()._planned(client, params, operation_model, context)
         if client.meta.service_model.service_name != "dynamodb":
             effect = context.get(EFFECTS) if isinstance(context, dict) else None
