@@ -73,7 +73,7 @@ def main() -> None:
             KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
             BillingMode="PAY_PER_REQUEST",
         )
-        calls = args.calls
+        calls = int(args.calls)
 
         def puts() -> int:
             for i in range(calls):
@@ -98,7 +98,7 @@ def main() -> None:
                 MessageSystemAttributeNames=["All"],
             ).get("Messages", []):
                 read += len(got)
-                entries = [
+                entries: list[Any] = [
                     {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(got)
                 ]
                 sqs.delete_message_batch(QueueUrl=queue, Entries=entries)
