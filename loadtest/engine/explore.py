@@ -360,6 +360,8 @@ def explore(
                 unscheduled = unscheduled or judged.execution.unscheduled > 0
                 judged_one(judged)
             stopped = searched.stopped_by or "space"
+            # What runs here next (shrinking, replays) is numbered as after one search.
+            counter = searched.executions
             result.exhaustive = (
                 searched.covered and not searched.nondeterministic and not unscheduled
             )

@@ -96,6 +96,9 @@ class Searched:
     """Every branch was searched to its end."""
     blocked: int = 0
     nondeterministic: int = 0
+    executions: int = 0
+    """Executions run, abandoned ones included: when the space is covered, as many as one
+    search runs, so the caller numbers the schedules it runs next as one search would."""
     stopped_by: str | None = None
     """The budget that cut the search (None: it ran to the end of the space)."""
 
@@ -216,9 +219,10 @@ def _take(worker: _Worker, pool: Sequence[_Worker], searched: Searched) -> bool:
     elif kind == "idle":
         worker.busy = False
         worker.asked = False
-        _, blocked, nondeterministic, covered = message
+        _, blocked, nondeterministic, covered, executions = message
         searched.blocked += blocked
         searched.nondeterministic += nondeterministic
+        searched.executions += executions
         return bool(covered)
     elif kind == "error":
         raise message[1]
@@ -335,6 +339,7 @@ def _work(
                     if way_in is None
                     else Exhaustive.subtree(way_in, local_first=local_first, limits=limits)
                 )
+                executions = 0
                 while True:
                     while conn.poll():
                         asked = conn.recv()
@@ -346,9 +351,12 @@ def _work(
                         break
                     ran = session.execute(chooser, messages, counter)
                     counter += workers
+                    executions += 1
                     if not ran.execution.abandoned:
                         conn.send(("ran", space.path(), ran))
-                conn.send(("idle", space.blocked, space.nondeterministic, space.covered))
+                conn.send(
+                    ("idle", space.blocked, space.nondeterministic, space.covered, executions)
+                )
     except (KeyboardInterrupt, EOFError, BrokenPipeError):
         return
     except BaseException as exc:

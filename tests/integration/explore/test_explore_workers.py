@@ -1,6 +1,6 @@
 """An exhaustive search run by several worker processes answers what one process answers:
-the same schedules, verdict, bound and bugs (each with its replay token), however often the
-caller explored before."""
+the same report (schedules, verdict, bound, bugs with their replay tokens, the shown run),
+however often the caller explored before."""
 
 from __future__ import annotations
 
@@ -18,9 +18,11 @@ TIMING = {"elapsed_s", "schedules_per_s"}
 
 
 def _explore(backend_url: str, workers: int, **options: Any) -> tuple[int, dict[str, Any]]:
+    """The exit code and the whole report but for how long it took."""
     report = loadtest.explore("seed-lab", endpoint_url=backend_url, workers=workers, **options)
-    explore = report.to_dict()["explore"]
-    return report.exit_code, {k: v for k, v in explore.items() if k not in TIMING}
+    data = report.to_dict()
+    data["explore"] = {k: v for k, v in data["explore"].items() if k not in TIMING}
+    return report.exit_code, data
 
 
 @pytest.mark.parametrize(
@@ -40,7 +42,8 @@ def test_two_workers_answer_what_one_process_answers(
     # of the explorations before it, which each worker starts as a copy of.
     for _ in range(2):
         assert _explore(backend_url, 2, **options) == alone
-    exit_code, explore = alone
+    exit_code, data = alone
+    explore = data["explore"]
     assert explore["exhaustive"] is True and explore["schedules_run"] > 1
     assert exit_code == (1 if explore["bugs"] else 0)
 
