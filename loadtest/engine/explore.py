@@ -197,12 +197,15 @@ def _settings(scenario: Scenario, options: ExploreOptions) -> ExploreSettings:
     )
 
 
-def _plainer(
-    judged: Judged, business_ids: set[str], tables: dict[str, str]
-) -> Callable[[str], str]:
+_NAME_CHAR = r"[A-Za-z0-9_.\-]"
+"""A character a table, sink or message id may hold: a name ends where none follows."""
+
+
+def _plainer(judged: Judged, business_ids: set[str], named: dict[str, str]) -> Callable[[str], str]:
     """Text with each fresh business id (``id~N``) shown as the scenario's, each message id
-    as ``message-N`` (N: the copy), and the session's tables by the variable that names them
-    (``tables``): the same in every schedule and replay."""
+    as ``message-N`` (N: the copy), and the session's tables and sinks by what names them
+    in the scenario (``named``: a variable, a sink's NAME): the same in every schedule and
+    replay."""
     pattern = re.compile(
         "("
         + "|".join(re.escape(b) for b in sorted(business_ids, key=len, reverse=True))
@@ -211,27 +214,39 @@ def _plainer(
         + r"\d+"
     )
     message_ids = {m.message_id: f"message-{i + 1}" for i, m in enumerate(judged.history.sent)}
-    aliases = [(fresh, plain) for fresh, plain in [*message_ids.items(), *tables.items()] if fresh]
+    aliases = dict(
+        (fresh, alias) for fresh, alias in [*message_ids.items(), *named.items()] if fresh
+    )
+    # Whole names only: a topic named PREFIX-orders.fifo is not the table PREFIX-orders.
+    names = (
+        re.compile(
+            rf"(?<!{_NAME_CHAR})("
+            + "|".join(re.escape(n) for n in sorted(aliases, key=len, reverse=True))
+            + rf")(?!{_NAME_CHAR})"
+        )
+        if aliases
+        else None
+    )
 
     def plain(text: str) -> str:
         if business_ids:
             text = pattern.sub(r"\1", text)
-        for fresh, alias in aliases:
-            text = text.replace(fresh, alias)
+        if names is not None:
+            text = names.sub(lambda found: aliases[found.group(1)], text)
         return text
 
     return plain
 
 
-def _plain(judged: Judged, business_ids: set[str], tables: dict[str, str]) -> list[Step]:
+def _plain(judged: Judged, business_ids: set[str], named: dict[str, str]) -> list[Step]:
     """The steps as ``_plainer`` shows them."""
-    plain = _plainer(judged, business_ids, tables)
+    plain = _plainer(judged, business_ids, named)
     return [Step(**json.loads(plain(json.dumps(s.to_dict())))) for s in judged.execution.steps]
 
 
-def _plain_reasons(judged: Judged, business_ids: set[str], tables: dict[str, str]) -> list[str]:
+def _plain_reasons(judged: Judged, business_ids: set[str], named: dict[str, str]) -> list[str]:
     """The schedule's reasons as ``_plainer`` shows them (a witness names the scenario's id)."""
-    plain = _plainer(judged, business_ids, tables)
+    plain = _plainer(judged, business_ids, named)
     return [plain(reason) for reason in judged.check.reasons]
 
 
@@ -251,7 +266,7 @@ def explore(
     messages = explored_messages(scenario, copies, options.distinct_ids)
     result = ExploreResult(scenario, ref, target, options, messages)
     session = Session(scenario, ref, target, _settings(scenario, options))
-    tables = {session.table: "$TABLE_NAME"} | {
+    named = {session.table: "$TABLE_NAME"} | {
         extra_table_name(session.names.prefix, t): f"${t.env}" if t.env else str(t.name)
         for t in session.extra_tables
     }
@@ -329,6 +344,8 @@ def explore(
         else contextlib.nullcontext()
     )
     with workers, session.open():
+        # Each sink as the scenario names it (its resource exists from here on).
+        named.update({made.name: made.sink.name for made in session.sinks if made.name})
         if options.schedule is not None:
             # The default schedule first (not counted): it shows where outcomes live, as the
             # search's first schedule showed it when the token was found.
@@ -438,15 +455,15 @@ def explore(
             result.bugs = [
                 Counterexample(
                     options.schedule,
-                    _plain(f.judged, _ids(messages), tables),
+                    _plain(f.judged, _ids(messages), named),
                     f.judged,
                     _key(f.judged),
-                    reasons=_plain_reasons(f.judged, _ids(messages), tables),
+                    reasons=_plain_reasons(f.judged, _ids(messages), named),
                 )
                 for f in found.values()
             ]
         else:
-            result.bugs = _bugs(result, list(found.values()), messages, run, tables)
+            result.bugs = _bugs(result, list(found.values()), messages, run, named)
         if result.bugs:
             result.counterexample = result.bugs[0]
             result.shown = result.counterexample.judged
@@ -515,7 +532,7 @@ def _bugs(
     found: list[_Found],
     messages: list[SentMessage],
     run: object,
-    tables: dict[str, str],
+    named: dict[str, str],
 ) -> list[Counterexample]:
     """Each key's first failing schedule shrunk, keyed again by where it leaves the default
     schedule, and merged with a bug it now is: the distinct bugs, smallest first."""
@@ -524,7 +541,7 @@ def _bugs(
         # With stop_at_first the one failure shrinks to any smaller failing schedule, as
         # ever; otherwise to one that shows no other kind of failure than it did.
         keep = None if result.options.stop_at_first else each.key
-        example = _shrunk(result, each.judged, messages, run, tables, keep)
+        example = _shrunk(result, each.judged, messages, run, named, keep)
         example.schedules = each.schedules
         assert example.key is not None
         same = next(
@@ -548,7 +565,7 @@ def _shrunk(
     failure: Judged,
     messages: list[SentMessage],
     run: object,
-    tables: dict[str, str],
+    named: dict[str, str],
     keep: BugKey | None = None,
 ) -> Counterexample:
     """``failure``'s schedule shrunk (``keep``: only to schedules ``within`` that bug) and
@@ -572,10 +589,10 @@ def _shrunk(
     final: Judged = run(Replay(best), messages[: best.copies])  # type: ignore[operator]
     return Counterexample(
         best,
-        _plain(final, _ids(messages), tables),
+        _plain(final, _ids(messages), named),
         final,
         _key(final),
-        reasons=_plain_reasons(final, _ids(messages), tables),
+        reasons=_plain_reasons(final, _ids(messages), named),
     )
 
 

@@ -481,6 +481,10 @@ def test_explore_finds_copies_announced_before_the_guard(backend_url: str, tmp_p
     example = explore["counterexample"]
     assert (example["deliveries"], example["faults"]) == (2, 0)
     assert example["counts"]["duplicate_effects"] == 1
+    # The topic by the scenario's name for it (its resource, PREFIX-orders.fifo, holds the
+    # table's name PREFIX-orders: a whole name is named, never a part of one).
+    published = [s["what"] for s in example["steps"] if s["what"].startswith("publish")]
+    assert published == ["publish to topic orders.fifo"] * 2
 
 
 def test_explore_the_outbox_survives_every_crash(backend_url: str, tmp_path: Path) -> None:
