@@ -66,8 +66,9 @@ class ZygoteError(LoadtestError, RuntimeError):
 
 
 class ExploreError(LoadtestError, RuntimeError):
-    """A delivery under ``explore`` ran past its real-time bound without reaching a point
-    (it blocked on something the scheduler does not own): no verdict can be given."""
+    """``explore`` cannot give a verdict: a delivery ran past its real-time bound without
+    reaching a point (it blocked on something the scheduler does not own), or a worker
+    process searching the schedules ended without an answer."""
 
 
 def find_error(exc: BaseException, kind: type[T] | tuple[type[T], ...]) -> T | None:

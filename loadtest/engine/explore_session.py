@@ -160,6 +160,33 @@ def _environ(values: dict[str, str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
+def _dynamodb(target: aws.Target) -> Any:
+    credentials = dict(target.credentials_env)
+    return boto3.client(
+        "dynamodb",
+        endpoint_url=target.endpoint_url,
+        region_name=target.region,
+        aws_access_key_id=credentials.get("AWS_ACCESS_KEY_ID"),
+        aws_secret_access_key=credentials.get("AWS_SECRET_ACCESS_KEY"),
+    )
+
+
+def drop_made(target: aws.Target, tables: Sequence[str], sinks: Sequence[aws.MadeSink]) -> None:
+    """Delete, as far as they exist, the tables and sinks a session made and could not
+    delete itself (its process ended: a worker whose handler ended it, or one killed)."""
+    if sinks:
+        clients = aws.sink_clients(target)
+        try:
+            aws.delete_sinks(clients, list(sinks))
+        finally:
+            clients.close()
+    if tables:
+        client = _dynamodb(target)
+        for name in tables:
+            with contextlib.suppress(BotoCoreError, ClientError):
+                client.delete_table(TableName=name)
+
+
 class Session:
     """The handler loaded in this process against one table; runs and judges schedules."""
 
@@ -200,14 +227,12 @@ class Session:
         self._items: ItemReader | None = None
 
     def _clients(self) -> Any:
-        credentials = dict(self.target.credentials_env)
-        return boto3.client(
-            "dynamodb",
-            endpoint_url=self.target.endpoint_url,
-            region_name=self.target.region,
-            aws_access_key_id=credentials.get("AWS_ACCESS_KEY_ID"),
-            aws_secret_access_key=credentials.get("AWS_SECRET_ACCESS_KEY"),
-        )
+        return _dynamodb(self.target)
+
+    @property
+    def made(self) -> tuple[list[str], list[aws.MadeSink]]:
+        """The tables and sinks made so far (``drop_made`` deletes them)."""
+        return list(self.created), list(self.sinks)
 
     def _create_table(self, name: str, key: tuple[tuple[str, str], ...]) -> None:
         schema: list[Any] = [{"AttributeName": key[0][0], "KeyType": "HASH"}]

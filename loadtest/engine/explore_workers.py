@@ -14,6 +14,10 @@ Why: a schedule's cost is the handler's own calls over HTTP and the backend answ
 them, one delivery at a time; one search keeps a single core busy however many the
 machine has.
 
+A worker says in its ready message what its session made; one whose process ends before
+its session unwinds (its handler called ``os._exit``, it was killed) ends the search
+without a verdict (``ExploreError``), and what it made is deleted here.
+
 Must not judge, shrink nor report (``loadtest.engine.explore``). Forked workers need
 ``fork`` (Linux, macOS): elsewhere ``workers_for`` answers 1 and the caller searches in
 its own process.
@@ -36,7 +40,8 @@ from loadtest.aws import clients as aws
 from loadtest.emulation.environment.child_guard import parent_death_signal
 from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.emulation.explore.runs import ExploreSettings
-from loadtest.engine.explore_session import Ran, Session
+from loadtest.engine.explore_session import Ran, Session, drop_made
+from loadtest.errors import ExploreError
 from loadtest.model.explore.points import Fault
 from loadtest.model.explore.strategies import Exhaustive
 from loadtest.model.history.log import SentMessage
@@ -111,6 +116,9 @@ class _Worker:
     busy: bool = False
     asked: bool = False
     """A split was asked of it and not yet answered."""
+    made: tuple[list[str], list[Any]] = ([], [])
+    """The tables and sinks its session made (its ready message says them): deleted here
+    when its process ends without deleting them itself."""
 
 
 class Workers:
@@ -131,6 +139,7 @@ class Workers:
         limits: Mapping[Fault, int],
     ) -> None:
         context = multiprocessing.get_context("fork")
+        self._target = target
         self._pool: list[_Worker] = []
         try:
             for number in range(workers):
@@ -166,8 +175,12 @@ class Workers:
         self.close()
 
     def close(self) -> None:
-        _stop_all(self._pool)
-        self._pool = []
+        pool, self._pool = self._pool, []
+        _stop_all(pool)
+        for worker in pool:
+            if worker.process.exitcode != 0 and any(worker.made):
+                # It ended before its session could unwind: what it made goes here.
+                drop_made(self._target, *worker.made)
 
     def search(self, stop: Callable[[int], str | None]) -> Searched:
         """Search the whole space until it is covered or ``stop`` (called with the
@@ -177,7 +190,7 @@ class Workers:
         try:
             for worker in pool:
                 _expect_ready(worker)
-            pool[0].conn.send(("task", None))
+            _send(pool[0], ("task", None))
             pool[0].busy = True
             every_search_covered = True
             while any(w.busy for w in pool):
@@ -202,11 +215,8 @@ def _take(worker: _Worker, pool: Sequence[_Worker], searched: Searched) -> bool:
     branch."""
     try:
         message = worker.conn.recv()
-    except EOFError:
-        raise RuntimeError(
-            f"explore worker {worker.number} ended without a word "
-            f"(exit status {worker.process.exitcode})"
-        ) from None
+    except (EOFError, OSError):  # a worker that died: its end of the pipe is gone
+        raise _ended(worker, "while it searched") from None
     kind = message[0]
     if kind == "ran":
         searched.ran.append((message[1], message[2]))
@@ -214,7 +224,7 @@ def _take(worker: _Worker, pool: Sequence[_Worker], searched: Searched) -> bool:
         worker.asked = False
         if message[1] is not None:
             taker = next(w for w in pool if not w.busy)  # asked only while one is idle
-            taker.conn.send(("task", message[1]))
+            _send(taker, ("task", message[1]))
             taker.busy = True
     elif kind == "idle":
         worker.busy = False
@@ -237,7 +247,7 @@ def _ask_for_branches(pool: Sequence[_Worker]) -> None:
         if idle <= waiting:
             return
         if worker.busy and not worker.asked:
-            worker.conn.send(("split",))
+            _send(worker, ("split",))
             worker.asked = True
             waiting += 1
 
@@ -245,13 +255,29 @@ def _ask_for_branches(pool: Sequence[_Worker]) -> None:
 def _expect_ready(worker: _Worker) -> None:
     try:
         message = worker.conn.recv()
-    except EOFError:
-        raise RuntimeError(
-            f"explore worker {worker.number} ended before it was ready "
-            f"(exit status {worker.process.exitcode})"
-        ) from None
+    except (EOFError, OSError):
+        raise _ended(worker, "before it was ready") from None
     if message[0] == "error":
         raise message[1]
+    worker.made = message[1]
+
+
+def _send(worker: _Worker, message: tuple[Any, ...]) -> None:
+    try:
+        worker.conn.send(message)
+    except OSError:  # a worker that died: its end of the pipe is gone
+        raise _ended(worker, "while it searched") from None
+
+
+def _ended(worker: _Worker, when: str) -> ExploreError:
+    worker.process.join(_STOP_S)
+    code = worker.process.exitcode
+    status = f"killed by signal {-code}" if code is not None and code < 0 else f"exit {code}"
+    return ExploreError(
+        f"explore worker {worker.number} ended {when} ({status}): the handler may have "
+        "ended its process (os._exit, a signal); --workers 1 runs the search in this "
+        "process"
+    )
 
 
 def _stop_all(pool: Sequence[_Worker]) -> None:
@@ -325,7 +351,7 @@ def _work(
     try:
         session = Session(scenario, ref, target, settings)
         with session.open():
-            conn.send(("ready",))
+            conn.send(("ready", session.made))
             while True:
                 message = conn.recv()
                 if message[0] == "stop":

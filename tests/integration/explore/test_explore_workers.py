@@ -8,10 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 import loadtest
+from loadtest.cli import app
 from loadtest.engine.explore_workers import fixed_names, workers_for
 from loadtest.model.scenario.loading import load_scenario
+from tests.integration.helpers import client
 
 CONSUMERS = Path(__file__).parent / "consumers"
 TIMING = {"elapsed_s", "schedules_per_s"}
@@ -55,3 +58,25 @@ def test_a_hard_coded_table_is_searched_in_one_process(tmp_path: Path) -> None:
     assert fixed_names(loaded) == ("Orders",)
     assert workers_for(4, loaded) == 1
     assert workers_for(3, load_scenario("seed-lab")) == 3
+
+
+def test_a_worker_whose_handler_ends_its_process_is_no_verdict_and_leaves_nothing(
+    backend_url: str,
+) -> None:
+    def tables() -> set[str]:
+        return set(client("dynamodb", backend_url).list_tables()["TableNames"])
+
+    before = tables()
+    result = CliRunner().invoke(
+        app,
+        [
+            *("explore", "seed-lab", "--handler", f"{CONSUMERS / 'ends_its_process'}.py:handler"),
+            *("--workers", "2", "--endpoint-url", backend_url, "--quiet"),
+        ],
+    )
+    assert result.exit_code == 4, result.output
+    assert "explore worker 0 ended while it searched (exit 7)" in result.output
+    assert "--workers 1" in result.output and "Traceback" not in result.output
+    # The other worker and the explore process dropped their tables themselves; the one
+    # whose process ended had said what it made, and the explore process dropped that.
+    assert tables() == before
