@@ -41,7 +41,7 @@ from loadtest.emulation.environment.child_guard import parent_death_signal
 from loadtest.emulation.environment.handlers import HandlerRef
 from loadtest.emulation.explore.runs import ExploreSettings
 from loadtest.engine.explore_session import Ran, Session, drop_made
-from loadtest.errors import ExploreError
+from loadtest.errors import ExploreError, InputError
 from loadtest.model.explore.points import Fault
 from loadtest.model.explore.strategies import Exhaustive
 from loadtest.model.history.log import SentMessage
@@ -71,9 +71,13 @@ def workers_for(requested: int | None = None, scenario: Scenario | None = None) 
         return 1
     if scenario is not None and fixed_names(scenario):
         return 1
-    if requested is None:
-        env = os.environ.get(WORKERS_ENV, "")
-        requested = int(env) if env.isdigit() and int(env) > 0 else None
+    if requested is None and (env := os.environ.get(WORKERS_ENV, "").strip()):
+        if not env.isdigit() or int(env) < 1:
+            raise InputError(
+                f"{WORKERS_ENV}={env!r}: expected a number of processes, 1 or more "
+                "(1: search in the explore process alone)"
+            )
+        requested = int(env)
     if requested is None:
         try:
             cores = len(os.sched_getaffinity(0))

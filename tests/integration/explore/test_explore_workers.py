@@ -4,6 +4,7 @@ however often the caller explored before."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,8 @@ from typer.testing import CliRunner
 
 import loadtest
 from loadtest.cli import app
-from loadtest.engine.explore_workers import fixed_names, workers_for
+from loadtest.engine.explore_workers import WORKERS_ENV, fixed_names, workers_for
+from loadtest.errors import InputError
 from loadtest.model.scenario.loading import load_scenario
 from tests.integration.helpers import client
 
@@ -80,3 +82,14 @@ def test_a_worker_whose_handler_ends_its_process_is_no_verdict_and_leaves_nothin
     # The other worker and the explore process dropped their tables themselves; the one
     # whose process ended had said what it made, and the explore process dropped that.
     assert tables() == before
+
+
+@pytest.mark.parametrize("value", ["two", "0", "-1", "1.5"])
+def test_a_bad_workers_variable_is_bad_input_naming_it(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(WORKERS_ENV, value)
+    with pytest.raises(InputError, match=rf"{WORKERS_ENV}='{re.escape(value)}': expected"):
+        workers_for()
+    monkeypatch.setenv(WORKERS_ENV, "3")
+    assert workers_for() == 3 and workers_for(2) == 2  # the argument wins over the variable
