@@ -436,9 +436,10 @@ def explore(
     the failing schedules into distinct bugs, each shrunk (the report's
     ``explore.bugs``, smallest first; ``explore.counterexample`` is the smallest);
     ``stop_at_first`` stops it at the first failing schedule instead, and shrinks
-    that one. ``workers`` processes run an exhaustive search's schedules (default: one per
-    core, at most 4, or ``LOADTEST_EXPLORE_WORKERS``; 1: this process alone): the verdict,
-    the schedules and every bug are the same as one process finds. ``interrupted`` is asked
+    that one. ``workers`` processes run an exhaustive search's schedules (default:
+    ``LOADTEST_EXPLORE_WORKERS``, else one per core, at most 4, on Linux and 1 elsewhere;
+    1: this process alone): the report is the same as one process gives but for its
+    timings. ``interrupted`` is asked
     between schedules: once it names a reason, the exploration stops, drops what it made
     and raises KeyboardInterrupt. The report's
     ``explore`` object says what was run, its ``bound`` what that

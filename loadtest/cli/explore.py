@@ -147,8 +147,8 @@ def explore(
             "--workers",
             metavar="N",
             help="Processes an exhaustive search runs its schedules in (default: one per "
-            "core, at most 4; env LOADTEST_EXPLORE_WORKERS). The verdict and every bug are "
-            "the same with any N.",
+            "core, at most 4, on Linux; 1 elsewhere; env LOADTEST_EXPLORE_WORKERS). The "
+            "report is the same with any N but for its timings.",
         ),
     ] = None,
     endpoint_url: EndpointOpt = None,

@@ -94,9 +94,9 @@ class ExploreOptions:
     bound: BoundSpec | None = None
     """The ``--bound`` these options were set by (its replay line carries it)."""
     workers: int | None = None
-    """Processes an exhaustive search runs schedules in (None: one per core, at most
-    ``explore_workers.MOST_WORKERS``; 1: this process alone). A search that stops at the
-    first failure, PCT and a replay run here alone."""
+    """Processes an exhaustive search runs schedules in (None: ``explore_workers.workers_for``
+    decides; 1: this process alone). A search that stops at the first failure, PCT and a
+    replay run here alone."""
 
     def check(self) -> None:
         if self.strategy not in STRATEGIES:

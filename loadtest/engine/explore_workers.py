@@ -62,15 +62,10 @@ _STOP_S = 10.0
 
 def workers_for(requested: int | None = None, scenario: Scenario | None = None) -> int:
     """The workers to search with: ``requested``, else ``LOADTEST_EXPLORE_WORKERS``, else the
-    cores this process may use (at most ``MOST_WORKERS``); 1 where processes cannot fork,
-    and for a scenario whose consumer hard-codes a table's name (``[table] name``, a
-    ``[[tables]]`` name): every session would make and drop that one table."""
-    # A forked copy starts with the caller's imports done; its open connections are
-    # dropped (``_drop_inherited_connections``), so no socket is shared.
-    if "fork" not in multiprocessing.get_all_start_methods():
-        return 1
-    if scenario is not None and fixed_names(scenario):
-        return 1
+    cores this process may use (at most ``MOST_WORKERS``) on Linux and 1 elsewhere (macOS's
+    system libraries are not safe in a forked copy unless asked for); 1 where processes
+    cannot fork, and for a scenario whose consumer hard-codes a table's name (``[table]
+    name``, a ``[[tables]]`` name): every session would make and drop that one table."""
     if requested is None and (env := os.environ.get(WORKERS_ENV, "").strip()):
         if not env.isdigit() or int(env) < 1:
             raise InputError(
@@ -78,12 +73,16 @@ def workers_for(requested: int | None = None, scenario: Scenario | None = None) 
                 "(1: search in the explore process alone)"
             )
         requested = int(env)
+    # A forked copy starts with the caller's imports done; its open connections are
+    # dropped (``_drop_inherited_connections``), so no socket is shared.
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    if scenario is not None and fixed_names(scenario):
+        return 1
     if requested is None:
-        try:
-            cores = len(os.sched_getaffinity(0))
-        except AttributeError:  # not Linux
-            cores = os.cpu_count() or 1
-        requested = min(cores, MOST_WORKERS)
+        if not sys.platform.startswith("linux"):
+            return 1
+        requested = min(len(os.sched_getaffinity(0)), MOST_WORKERS)
     return max(1, requested)
 
 
