@@ -25,6 +25,7 @@ Owns the search loop and the result; prints nothing.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import re
 import time
@@ -631,13 +632,17 @@ def variant_run(result: ExploreResult) -> VariantRun:
     judged = result.shown
     assert judged is not None
     history = judged.history
+    check = judged.check
+    if result.counterexample is not None and judged is result.counterexample.judged:
+        # Its reasons as the explore section says them (the scenario's ids, message-N).
+        check = dataclasses.replace(check, reasons=tuple(result.counterexample.reasons))
     return VariantRun(
         variant=result.ref.variant,
         handler=result.ref.ref if result.ref.path else f"{result.ref.module}:{result.ref.function}",
         settings=result.scenario.consumer,
         history=history,
         end_state=judged.end_state,
-        check=judged.check,
+        check=check,
         latency=latencies(history),
         duration_s=history.ended_ns / 1e9,
         cold_starts=1,

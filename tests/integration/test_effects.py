@@ -459,8 +459,12 @@ def _explore(backend_url: str, tmp_path: Path, variant: str, **options: Any) -> 
     path = tmp_path / "explored.toml"
     path.write_text(EXPLORED, encoding="utf-8")
     report = loadtest.explore(path, variant=variant, endpoint_url=backend_url, **options)
-    explore: dict[str, Any] = report.to_dict()["explore"]
+    data = report.to_dict()
+    explore: dict[str, Any] = data["explore"]
     assert report.exit_code == (1 if explore["counterexample"] else 0)
+    if explore["counterexample"]:
+        # The shown run says why as the explore section does (message-N, the scenario's ids).
+        assert data["runs"][0]["reasons"] == explore["counterexample"]["reasons"]
     return explore
 
 
