@@ -196,16 +196,19 @@ class Workers:
             _send(pool[0], ("task", None))
             pool[0].busy = True
             every_search_covered = True
-            while any(w.busy for w in pool):
+            # Branches handed away while no worker was idle: the next idle one takes one.
+            spare: list[Any] = []
+            while any(w.busy for w in pool) or spare:
                 cut = stop(len(searched.ran))
                 if cut is not None:
                     searched.stopped_by = cut
                     break
+                _hand_out(pool, spare)
                 _ask_for_branches(pool)
                 by_conn = {w.conn: w for w in pool}
                 for conn in wait(list(by_conn), timeout=_POLL_S):
                     worker = by_conn[conn]  # type: ignore[index]
-                    every_search_covered &= _take(worker, pool, searched)
+                    every_search_covered &= _take(worker, pool, searched, spare)
             else:
                 searched.covered = every_search_covered
         finally:
@@ -213,7 +216,17 @@ class Workers:
         return searched
 
 
-def _take(worker: _Worker, pool: Sequence[_Worker], searched: Searched) -> bool:
+def _hand_out(pool: Sequence[_Worker], spare: list[Any]) -> None:
+    """Give the spare branches to idle workers, one each."""
+    for worker in pool:
+        if not spare:
+            return
+        if not worker.busy:
+            _send(worker, ("task", spare.pop(0)))
+            worker.busy = True
+
+
+def _take(worker: _Worker, pool: Sequence[_Worker], searched: Searched, spare: list[Any]) -> bool:
     """Take one message of ``worker``; False when it says its search did not cover its
     branch."""
     try:
@@ -224,14 +237,13 @@ def _take(worker: _Worker, pool: Sequence[_Worker], searched: Searched) -> bool:
     if kind == "ran":
         searched.ran.append((message[1], message[2]))
     elif kind == "branch":
-        worker.asked = False
+        worker.asked = False  # every request gets exactly one answer
         if message[1] is not None:
-            taker = next(w for w in pool if not w.busy)  # asked only while one is idle
-            _send(taker, ("task", message[1]))
-            taker.busy = True
+            spare.append(message[1])
+            _hand_out(pool, spare)
     elif kind == "idle":
+        # A request it has not read yet is still answered (with nothing): ``asked`` stays.
         worker.busy = False
-        worker.asked = False
         _, blocked, nondeterministic, covered, executions = message
         searched.blocked += blocked
         searched.nondeterministic += nondeterministic
@@ -243,7 +255,8 @@ def _take(worker: _Worker, pool: Sequence[_Worker], searched: Searched) -> bool:
 
 
 def _ask_for_branches(pool: Sequence[_Worker]) -> None:
-    """Ask busy workers to split off a branch, one request per idle worker."""
+    """Ask busy workers to split off a branch, one request per idle worker (an idle worker's
+    own unanswered request counts among them)."""
     idle = sum(1 for w in pool if not w.busy)
     waiting = sum(1 for w in pool if w.asked)
     for worker in pool:

@@ -53,6 +53,14 @@ def test_two_workers_answer_what_one_process_answers(
     assert exit_code == (1 if explore["bugs"] else 0)
 
 
+def test_three_workers_on_two_bugs_answer_what_one_process_answers(backend_url: str) -> None:
+    # More workers than cores: branches are asked for and handed away while others idle.
+    options = {"handler": f"{CONSUMERS / 'race_and_gap'}.py:handler", "copies": 2}
+    alone = _explore(backend_url, 1, faults="crash", **options)
+    assert _explore(backend_url, 3, faults="crash", **options) == alone
+    assert len(alone[1]["explore"]["bugs"]) == 2
+
+
 def test_a_hard_coded_table_is_searched_in_one_process(tmp_path: Path) -> None:
     scenario = tmp_path / "fixed.toml"
     scenario.write_text('name = "fixed"\n\n[table]\nname = "Orders"\n')
