@@ -323,6 +323,38 @@ def test_work_per_call_does_not_depend_on_queue_depth(monkeypatch: pytest.Monkey
     assert deep == shallow
 
 
+def _live_checks_per_send(in_flight: int, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Entry checks ten ``SendMessage`` calls make with ``in_flight`` messages received."""
+    backend = _backend()
+    name = backend.create_queue(_queue_name()).name
+    try:
+        for index in range(in_flight):
+            backend.send_message(name, f"filler {index}")
+        while len(backend.receive_message(name, 10, 0, 300)) == 10:
+            pass
+        checks = 0
+        live = sqs_store._is_live
+
+        def counted(message: Message, token: int) -> bool:
+            nonlocal checks
+            checks += 1
+            return live(message, token)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(sqs_store, "_is_live", counted)
+            for _ in range(10):
+                backend.send_message(name, "x")  # reads the queue's counts, as moto does
+        return checks
+    finally:
+        backend.delete_queue(name)
+
+
+def test_sending_does_not_walk_the_messages_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
+    few = _live_checks_per_send(10, monkeypatch)
+    many = _live_checks_per_send(2000, monkeypatch)
+    assert many == few
+
+
 def test_apply_is_idempotent_and_installs_every_replacement() -> None:
     patches.apply()
     patches.apply()

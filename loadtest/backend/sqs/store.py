@@ -46,6 +46,11 @@ class IndexedMessages:
     * ``_ready``: heap of ``(arrival, token, message)``, messages available now, oldest first.
     * ``_waiting``: heap of ``(available_at_ms, arrival, token, message)``, messages in flight
       or delayed, soonest first; ``_promote`` moves them to ``_ready`` when their time comes.
+    * ``_ready_count`` and ``_waiting_count``: the live entries of each heap.
+    * ``_latest_delay_ms``: the latest ``delayed_until`` of any member filed; once it has
+      passed, no member is delayed and every member still waiting is in flight, so the
+      approximate counts moto reads on every ``SendMessage`` cost O(1), not a walk of the
+      waiting heap.
 
     A member has exactly one live heap entry, the one carrying its current token, which the
     member itself holds (``store_token``, with ``store_ready`` saying which heap): per queued
@@ -61,6 +66,8 @@ class IndexedMessages:
         self._ready: list[tuple[int, int, Message]] = []
         self._waiting: list[tuple[float, int, int, Message]] = []
         self._ready_count = 0
+        self._waiting_count = 0
+        self._latest_delay_ms = float("-inf")
         self._arrivals = itertools.count()
         for message in messages:
             self.append(message)
@@ -118,6 +125,8 @@ class IndexedMessages:
         self._ready.clear()
         self._waiting.clear()
         self._ready_count = 0
+        self._waiting_count = 0
+        self._latest_delay_ms = float("-inf")
         for message in members:
             self.append(message)
 
@@ -152,13 +161,21 @@ class IndexedMessages:
         return self._ready_count
 
     def count_not_visible(self, now_ms: float) -> int:
-        """Members in flight; only scheduled-later members can be, so only they are read."""
+        """Members in flight; only scheduled-later members can be, so only they are read.
+
+        Once every delay has passed (strictly), each member still waiting after
+        ``_promote`` has ``visible_at >= now_ms``: it is in flight, and they are counted.
+        """
         self._promote(now_ms)
+        if now_ms > self._latest_delay_ms:
+            return self._waiting_count
         return sum(1 for m in self._waiting_members() if not now_ms > m.visible_at)
 
     def count_delayed(self, now_ms: float) -> int:
         """Members still delayed (``DelaySeconds``)."""
         self._promote(now_ms)
+        if now_ms > self._latest_delay_ms:
+            return 0
         return sum(1 for m in self._waiting_members() if now_ms < m.delayed_until)
 
     # -- internals ------------------------------------------------------------------------
@@ -168,20 +185,25 @@ class IndexedMessages:
 
     def _unschedule(self, message: Message) -> None:
         """Retire the member's live entry (it stays in its heap, superseded)."""
-        if message.store_ready and message.store_token is not None:  # type: ignore[attr-defined]
-            self._ready_count -= 1
+        if message.store_token is not None:  # type: ignore[attr-defined]
+            if message.store_ready:  # type: ignore[attr-defined]
+                self._ready_count -= 1
+            else:
+                self._waiting_count -= 1
         _set_entry(message, None, False)
 
     def _schedule(self, message: Message, now_ms: float) -> None:
         self._unschedule(message)
         token = next(_TOKENS)
         arrival = self._arrival[message]
+        self._latest_delay_ms = max(self._latest_delay_ms, message.delayed_until)
         if _is_available(message, now_ms):
             _set_entry(message, token, True)
             self._ready_count += 1
             heapq.heappush(self._ready, (arrival, token, message))
         else:
             _set_entry(message, token, False)
+            self._waiting_count += 1
             entry = (_available_at_ms(message), arrival, token, message)
             heapq.heappush(self._waiting, entry)
         self._compact_if_sparse()
@@ -197,6 +219,7 @@ class IndexedMessages:
                 break  # ordered by available_at: nothing behind it is due either
             heapq.heappop(waiting)
             _set_entry(message, token, True)
+            self._waiting_count -= 1
             self._ready_count += 1
             heapq.heappush(self._ready, (arrival, token, message))
 
