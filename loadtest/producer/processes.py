@@ -11,6 +11,9 @@ for all processes on a host) and end-to-end latency stays measured from it.
 A child is handed the schedule and the positions of its share (a ``Part``), not the
 messages themselves, and reads each message as it sends it.
 
+A child ends at once when the harness is gone (killed, with no clean-up of its own),
+whatever it is doing.
+
 The children stream what they sent (``SentMessage`` records, in batches) back over a
 pipe; this module appends them to the run's history and counts them, so the history
 holds every message the backend took, exactly as with one producer. Resends planned
@@ -26,6 +29,8 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.connection
 import multiprocessing.synchronize
+import os
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -58,6 +63,7 @@ def _child(
     planned: Sequence[PlannedMessage],
 ) -> None:
     """A producer process: open a client, say ready, wait for the start time, send."""
+    _exit_with_parent()
 
     async def main() -> None:
         async with aws.clients(target, pool=16) as (sqs, _):
@@ -102,6 +108,23 @@ def _child(
                 tg.start_soon(send)
 
     anyio.run(main)
+
+
+def _exit_with_parent() -> None:
+    """End this process at once when the harness that started it is gone, whatever it is
+    doing: a killed harness (SIGKILL: no clean-up of its own) leaves no producer sending to,
+    or retrying against, a backend that is gone too. A daemon thread waits on the parent's
+    sentinel (``multiprocessing.parent_process``: ready once the parent has ended)."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+    sentinel = parent.sentinel
+
+    def watch() -> None:
+        multiprocessing.connection.wait([sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="loadtest-producer-parent", daemon=True).start()
 
 
 def share(scheduled: Part, k: int, processes: int) -> Part:

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from loadtest.cli import app
@@ -75,3 +83,89 @@ def test_max_backlog_stops_producer_processes_and_everything_sent_is_judged(
     counts = run["counts"]
     assert 50 < counts["messages_sent"] < 20000
     assert counts["acked"] == counts["messages_sent"]  # every message the backend took was judged
+
+
+_PARENT = """
+import sys, anyio
+from loadtest.aws.target import BackendKind, Target
+from loadtest.model.history.log import History
+from loadtest.model.workload.schedule import PlannedMessage
+from loadtest.producer.processes import producing
+
+async def main():
+    endpoint = sys.argv[1]
+    target = Target.resolve(BackendKind.ENDPOINT, endpoint)
+    planned = [PlannedMessage(i, f"id-{i}", "{}", 0) for i in range(4)]
+    async with producing(2, target, f"{endpoint}/000000000000/q", planned) as send:
+        print("ready", flush=True)
+        await send(None, History(), 0, print, print, lambda: 0, anyio.Event())
+
+anyio.run(main)
+"""
+
+
+def _children_of(pid: int) -> list[int]:
+    """The live (not zombie) children of ``pid``, from ``/proc/*/stat``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == pid and stat[0] not in (b"Z", b"X"):
+                found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in (b"Z", b"X")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_producer_processes_end_at_once_when_their_harness_is_killed_mid_send(
+    tmp_path: Path,
+) -> None:
+    """Both producers are mid-send to an endpoint that takes the connection and never
+    answers (a hung backend): a SIGKILLed harness still takes them, and multiprocessing's
+    resource tracker, with it within two seconds."""
+    hung = socket.create_server(("127.0.0.1", 0), backlog=64)
+    hung.settimeout(30)
+    endpoint = f"http://127.0.0.1:{hung.getsockname()[1]}"
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _PARENT, endpoint],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=tmp_path,
+    )
+    children: list[int] = []
+    accepted: list[socket.socket] = []
+    try:
+        assert parent.stdout is not None
+        assert parent.stdout.readline().strip() == b"ready"
+        children = _children_of(parent.pid)
+        assert len(children) >= 2, children  # two producers (and the resource tracker)
+        while len(accepted) < 2:  # each producer has a request on the wire
+            accepted.append(hung.accept()[0])
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 2.0
+        while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [pid for pid in children if _alive(pid)], "outlived the killed harness"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for conn in accepted:
+            conn.close()
+        hung.close()
+        if parent.stdout is not None:
+            parent.stdout.close()
