@@ -95,6 +95,21 @@ def test_a_resend_that_completes_a_live_deliverys_claim_is_a_duplicate_write() -
     result = check(history, end)
     assert result.counts.duplicate_writes == 1
     assert result.verdict.value == "fail"
+    # It finished an order no delivery had stored yet: it changed no stored outcome.
+    assert result.counts.conflicting_writes == 0
+    assert any(n.startswith("1 of the duplicate writes took over a claim") for n in result.notes)
+
+
+def test_a_redelivery_that_claims_again_over_a_crashed_claim_takes_it_over() -> None:
+    # An unconditional claim: the redelivery puts its own claim over the crashed one's,
+    # then completes it.
+    history, end = _history(InvocationOutcome.CRASH, "m-1")
+    completion = history.invocations[1]
+    reclaim = write(claim("dedup-order"), before=claim("dedup-order"), started_ns=4_000_000)
+    object.__setattr__(completion, "writes", (reclaim, *completion.writes))
+    result = check(history, end)
+    assert result.counts.duplicate_writes == 0, result.reasons
+    assert result.verdict.value == "pass", result.reasons
 
 
 def test_a_completion_over_a_crashed_deliverys_finished_outcome_is_a_duplicate_write() -> None:

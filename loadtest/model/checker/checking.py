@@ -34,7 +34,7 @@ from loadtest.model.checker.reasons import (
     effect_reasons,
     inconclusive_reasons,
 )
-from loadtest.model.checker.roles import Takeover, unattributed_reason
+from loadtest.model.checker.roles import Takeover, over_live_claims_note, unattributed_reason
 from loadtest.model.checker.runtime_errors import sentences as runtime_error_sentences
 from loadtest.model.checker.sent import ACKED, DEAD_LETTERED, POISON, Messages
 from loadtest.model.checker.shared import overwritten
@@ -413,6 +413,8 @@ def check(
         note, unjudged = judged_without_details(outcome_key, by_names)
         notes.extend([note] if note else [])
         inconclusive.extend([unjudged] if unjudged else [])
+    if judged.over_live_claims:
+        notes.append(over_live_claims_note(judged.over_live_claims))
     if passed.unknown_after:
         notes.append(
             f"{passed.unknown_after} accepted write(s) left an item the observer could not "

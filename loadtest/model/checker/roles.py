@@ -177,6 +177,18 @@ def unattributed_reason(writes: int) -> str:
     )
 
 
+def over_live_claims_note(writes: int) -> str:
+    """What a run whose duplicate writes include takeovers of a live claim
+    (``Judged.over_live_claims``) is told about them."""
+    return (
+        f"{writes} of the duplicate writes took over a claim (an outcome not finished yet) "
+        "from a delivery that had not failed: a second delivery did the work between the "
+        "claim and the completion while the first still held it. Taking a claim over is no "
+        "duplicate only when every delivery that wrote it failed (raised, crashed or timed "
+        "out)"
+    )
+
+
 @dataclass(frozen=True)
 class Takeover:
     """What tells a delivery that finishes a failed delivery's half-written outcome (a
@@ -187,7 +199,11 @@ class Takeover:
     lacked what a complete one holds, ``completeness.lacks_complete``) and every
     delivery that wrote it before failed (its invocation failed, crashed or timed out, or
     reported its record failed). A racy second write over a live delivery's claim, or
-    over a finished outcome whose image the observer could not read, stays a duplicate.
+    over a finished outcome whose image the observer could not read, stays a duplicate:
+    a claim exists so that one delivery does what lies between it and the completion, and
+    a second delivery that took a live one's claim over did that work again, whether or
+    not the table shows it (``Judged.over_live_claims``). It changed no finished outcome,
+    so it is no conflicting write.
 
         delivery A (crashes)           delivery B (the redelivery)
         PutItem {id, PENDING} ─► claim
@@ -224,6 +240,9 @@ class Judged:
     duplicate: int = 0
     conflicting: int = 0
     noop: int = 0
+    over_live_claims: int = 0
+    """Duplicate writes over an unfinished outcome (a claim) whose deliveries had not all
+    failed: a delivery took over a claim another delivery still held."""
     unattributed: int = 0
     """Writes judged a step of a delivery of an id that several records of one batch
     carried, that no trusted mark tied to a record: another record's write, for all the
@@ -325,6 +344,15 @@ def judge_outcome(
             w.role = Role.AGAIN
             units.append(unit)
             judged.duplicate += 1
+            over_claim = (
+                takeover is not None
+                and not copies
+                and existed
+                and before_known
+                and before is not None
+                and takeover.unfinished(before, details)
+            )
+            judged.over_live_claims += over_claim
             if copies:
                 # Each copy is its own item: it conflicts when it holds other
                 # details than the first copy.
@@ -332,7 +360,7 @@ def judge_outcome(
                 if write.after_known and first is not None and not carries(write.item_after, first):
                     judged.conflicting += 1
             elif write.after_known and (
-                (existed and before_known and changed)
+                (existed and before_known and changed and not over_claim)
                 or (
                     not existed and removed is not None and not same_item(removed, write.item_after)
                 )

@@ -47,3 +47,27 @@ def test_a_redelivery_that_takes_a_pending_claim_over_passes(backend_url: str) -
     assert report.exit_code == 0, explore
     assert explore["schedules_failed"] == 0 and explore["schedules_inconclusive"] == 0
     assert explore["exhaustive"] is True
+
+
+def test_a_copy_that_takes_a_live_claim_over_after_a_timeout_is_a_duplicate(
+    backend_url: str,
+) -> None:
+    # Both copies time out once; their redeliveries run side by side. One claims, the other
+    # finds the claim PENDING at its second receive and takes it over as if the holder had
+    # crashed: it completes the order, the holder's completion is refused. The table holds
+    # one complete order, but the work between claim and completion was done twice.
+    report = loadtest.explore(
+        "seed-lab",
+        handler=f"{CONSUMERS}/claim_takeover.py:handler",
+        faults="crash,timeout",
+        schedule="2:1=2,2=1t,7=2.2",
+        endpoint_url=backend_url,
+    )
+    assert report.exit_code == 1
+    [run] = report.runs
+    assert run.counts.duplicate_writes == 1
+    assert run.counts.conflicting_writes == 0 and run.counts.lost_outcomes == 0
+    [explored] = report.to_dict()["runs"]
+    assert any(
+        n.startswith("1 of the duplicate writes took over a claim") for n in explored["notes"]
+    )

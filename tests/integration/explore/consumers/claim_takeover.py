@@ -1,9 +1,11 @@
-"""Claim, then complete, done right: a redelivery that finds a PENDING claim takes it over.
+"""Claim, then complete, right after a crash: a redelivery that finds a PENDING claim takes it over.
 
 The claim is a conditional put of ``{id, status: PENDING}``; the completion an update
 conditional on the claim still being PENDING, so exactly one delivery completes the
 order. A first receive that finds the claim PENDING leaves the message to come back;
-a redelivery that finds it PENDING takes the claim of a crashed holder over.
+a redelivery that finds it PENDING takes the claim of a crashed holder over. Its own
+receive count says nothing of the holder, though: after a timeout, another copy's
+redelivery may hold the claim and still be running, and then both do the work.
 """
 
 from __future__ import annotations
