@@ -104,6 +104,23 @@ def test_partial_batch_responses_ignored_or_whole_batch_retried_fail() -> None:
     assert result.details["others_redelivered"] == 2
 
 
+def test_records_whose_batch_outlasted_the_visibility_timeout_are_not_judged() -> None:
+    # A busy endpoint: the batch holding a and b ran 6 s, past the queue's 5 s visibility
+    # timeout, so both came back whatever the response said, as on SQS.
+    sent = _sent("a", "b", "c", failing="b")
+    slow = _invocation(0, 0, 6, ("a", 1), ("b", 1))
+    quick = _invocation(1, 0, 1, ("c", 1))
+    again = _invocation(2, 6, 7, ("a", 2), ("b", 2))
+    result = judge_partial_batch(History(sent=sent, invocations=[slow, quick, again]))
+    assert result.ok, result.summary
+    assert result.details["others_not_judged"] == 1 and result.details["other_records"] == 1
+    assert "1 other(s) not judged" in result.summary
+    # With every other record's batch too slow, nothing was seen either way: it fails so.
+    alone = _sent("a", "b", failing="b")
+    result = judge_partial_batch(History(sent=alone, invocations=[slow, again]))
+    assert not result.ok and "the endpoint was too slow for this check" in result.summary
+
+
 def test_a_fifo_group_out_of_order_or_overlapping_fails() -> None:
     sent = _sent("f0", "f1", "f2")
     in_order = [_invocation(n, n, n + 1, (f"f{n}", 1)) for n in range(3)]
