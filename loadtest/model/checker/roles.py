@@ -202,8 +202,8 @@ class Takeover:
     over a finished outcome whose image the observer could not read, stays a duplicate:
     a claim exists so that one delivery does what lies between it and the completion, and
     a second delivery that took a live one's claim over did that work again, whether or
-    not the table shows it (``Judged.over_live_claims``). It changed no finished outcome,
-    so it is no conflicting write.
+    not the table shows it (``Judged.over_live_claims``). Over a claim that carries none of
+    the messages' details it changed no stored details, so it is no conflicting write.
 
         delivery A (crashes)           delivery B (the redelivery)
         PutItem {id, PENDING} ─► claim
@@ -241,8 +241,9 @@ class Judged:
     conflicting: int = 0
     noop: int = 0
     over_live_claims: int = 0
-    """Duplicate writes over an unfinished outcome (a claim) whose deliveries had not all
-    failed: a delivery took over a claim another delivery still held."""
+    """Duplicate writes over an unfinished outcome that carries none of the messages' details
+    (a claim) whose deliveries had not all failed: a delivery took over a claim another
+    delivery still held."""
     unattributed: int = 0
     """Writes judged a step of a delivery of an id that several records of one batch
     carried, that no trusted mark tied to a record: another record's write, for all the
@@ -351,6 +352,7 @@ def judge_outcome(
                 and before_known
                 and before is not None
                 and takeover.unfinished(before, details)
+                and not any(carries(before, d) for d in details)
             )
             judged.over_live_claims += over_claim
             if copies:
