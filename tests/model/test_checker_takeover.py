@@ -112,6 +112,19 @@ def test_a_redelivery_that_claims_again_over_a_crashed_claim_takes_it_over() -> 
     assert result.verdict.value == "pass", result.reasons
 
 
+def test_a_new_claim_over_a_crashed_claim_is_not_said_to_take_a_live_claim_over() -> None:
+    # The redelivery's claim carries a token of its own: a write over the claim that is no
+    # completion, so a duplicate as before, but its holder had crashed: no live takeover.
+    history, end = _history(InvocationOutcome.CRASH, "m-1")
+    completion = history.invocations[1]
+    token = claim("dedup-order", token={"S": "t-2"})
+    reclaim = write(token, before=claim("dedup-order"), started_ns=4_000_000)
+    object.__setattr__(completion, "writes", (reclaim,))
+    result = check(history, end)
+    assert result.counts.duplicate_writes == 1
+    assert not any("took over a claim" in n for n in result.notes), result.notes
+
+
 def test_a_completion_over_a_crashed_deliverys_finished_outcome_is_a_duplicate_write() -> None:
     # The crash came after the outcome was complete: nothing was left to take over.
     history, end = _history(InvocationOutcome.CRASH, "m-1", claimed=done("dedup-order", 4))

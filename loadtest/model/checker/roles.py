@@ -343,6 +343,7 @@ def judge_outcome(
             units[:] = [unit]
         else:
             w.role = Role.AGAIN
+            earlier = [owners[u] for u in units]
             units.append(unit)
             judged.duplicate += 1
             over_claim = (
@@ -351,8 +352,9 @@ def judge_outcome(
                 and existed
                 and before_known
                 and before is not None
-                and takeover.unfinished(before, details)
                 and not any(carries(before, d) for d in details)
+                and takeover.unfinished(before, details)
+                and not takeover.took_over(before, details, earlier)
             )
             judged.over_live_claims += over_claim
             if copies:
