@@ -28,6 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
+from loadtest.backend import versions
 from loadtest.backend.errors import BackendError
 from loadtest.backend.http.app import RequestCounter, SerialisedDynamoDB, build_app
 from loadtest.backend.http.server import (
@@ -151,6 +152,9 @@ class EmbeddedBackend:
         self._stop()
 
     def _start(self) -> None:
+        if self.patched:
+            # Refused here, in one line, rather than as the child's traceback.
+            versions.check_versions()
         command = [
             sys.executable,
             "-m",

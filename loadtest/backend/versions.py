@@ -34,7 +34,7 @@ class Supported:
 
 
 SUPPORTED: dict[str, Supported] = {
-    "moto": Supported((5, 2, 5), (5, 3)),
+    "moto": Supported((5, 2, 5), (5, 2, 6)),
     "werkzeug": Supported((3, 1), (3, 2)),
     "flask": Supported((3, 1), (3, 2)),
     "py-partiql-parser": Supported((0, 6, 3), (0, 7)),

@@ -33,7 +33,13 @@ def test_the_installed_versions_are_supported() -> None:
 
 @pytest.mark.parametrize(
     ("package", "version"),
-    [("werkzeug", "3.2.0"), ("flask", "3.0.3"), ("py-partiql-parser", "0.7.0"), ("moto", "5.3.0")],
+    [
+        ("werkzeug", "3.2.0"),
+        ("flask", "3.0.3"),
+        ("py-partiql-parser", "0.7.0"),
+        ("moto", "5.3.0"),
+        ("moto", "5.2.6"),
+    ],
 )
 def test_an_unknown_version_is_refused_by_name_with_the_range(package: str, version: str) -> None:
     installed = {
@@ -79,3 +85,15 @@ print(patches.is_applied(), before == after)
     refusal, state = done.stdout.splitlines()
     assert "patches py-partiql-parser >=0.6.3,<0.7, but py-partiql-parser 0.7.1" in refusal
     assert state == "False True"
+
+
+def test_the_embedded_backend_is_refused_in_one_line_before_its_child_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from loadtest.backend.embedded import EmbeddedBackend
+
+    monkeypatch.setitem(versions.SUPPORTED, "moto", versions.Supported((9,), (10,)))
+    backend = EmbeddedBackend()
+    with pytest.raises(UnsupportedMotoVersion, match=r"^loadtest's embedded backend patches moto "):
+        backend.__enter__()
+    assert backend.pid is None

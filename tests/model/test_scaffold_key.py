@@ -121,3 +121,11 @@ def test_a_failed_dry_run_keeps_the_guess_and_says_why() -> None:
     raw = _scenario("the handler wrote nothing to the run's table (KeyError: 'x')")
     assert raw["outcome"] == {"key": {"orderId": "{id}"}} and "table" not in raw
     assert "# A dry run could not show the key the handler writes: the handler wrote" in raw["text"]
+
+
+def test_a_reason_that_spans_lines_stays_a_comment() -> None:
+    # A dry run's reason may quote an error of several lines (a backend's log).
+    reason = "the dry run could not run: backend exited; end of its log:\nTraceback:\n  x = [1"
+    raw = _scenario(reason)
+    assert raw["outcome"] == {"key": {"orderId": "{id}"}}
+    assert "\n#   x = [1.\n" in raw["text"]

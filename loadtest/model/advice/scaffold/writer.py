@@ -103,8 +103,9 @@ def scenario_text(
         origin = (
             f"From the sample message {sample_name}" if sample_name else "From the sample message"
         )
-        out.append(f"# {origin}: {{id}} is the business id ({sample.id_path}).")
-        out += [f"# {note}." for note in sample.notes]
+        out += _comment(f"{origin}: {{id}} is the business id ({sample.id_path}).")
+        for note in sample.notes:
+            out += _comment(f"{note}.")
         out += [f"{_key(k)} = {toml_value(v)}" for k, v in sample.template.items()]
     stored = (
         f"The handler's source stores {sample.id_key} as {stored_as}"
@@ -162,10 +163,16 @@ def _outcome_block(
         '# creates). Change it if the handler keys its items otherwise, e.g. { pk = "ORDER#{id}" }.',
     ]
     if stored is not None:
-        out.append(f"# {stored}.")
+        out += _comment(f"{stored}.")
     if isinstance(table_key, str):
-        out.append(f"# A dry run could not show the key the handler writes: {table_key}.")
+        out += _comment(f"A dry run could not show the key the handler writes: {table_key}.")
     return [*out, guess]
+
+
+def _comment(text: str) -> list[str]:
+    """``text`` as TOML comment lines, one per line of it: a reason quoted from an error
+    may span lines, and an uncommented one would leave the scenario unreadable."""
+    return [f"# {line}".rstrip() for line in text.splitlines() or [""]]
 
 
 def _is_sink(value: str | None) -> bool:
