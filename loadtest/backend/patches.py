@@ -1,9 +1,10 @@
-"""Narrow monkeypatches that make moto 5.2.x's server fast enough, its SQS thread-safe and
+"""Narrow monkeypatches that make moto 5.2.5's server fast enough, its SQS thread-safe and
 FIFO-faithful, and its PartiQL writes and update operands behave like DynamoDB's.
 
 Owns what is installed and when: ``apply()`` installs every replacement once per process
-(it is idempotent) and refuses any moto outside the 5.2 series, whose ``moto/sqs/models.py``,
-``moto/dynamodb/models/__init__.py`` and ``moto/moto_server`` this mirrors. The
+(it is idempotent) and refuses any moto but the release whose ``moto/sqs/models.py``,
+``moto/dynamodb/models/__init__.py`` and ``moto/moto_server`` this mirrors
+(``versions.SUPPORTED``: moto's patch releases change the internals copied here). The
 replacements live beside it, by service as moto lays them out: the indexed store in
 ``sqs.store``, the SQS functions that use it in ``sqs.patches``, FIFO deduplication and
 long polls in ``sqs.fifo``, PartiQL writes in ``dynamodb.partiql``, update operands in
@@ -194,17 +195,12 @@ from loadtest.backend.sqs.store import IndexedMessages as IndexedMessages
 from loadtest.backend.sqs.store import RecentHandles as RecentHandles
 
 __all__ = [
-    "SUPPORTED_MOTO_SERIES",
     "DuplicateItemException",
     "IndexedMessages",
     "apply",
     "check_moto_version",
     "is_applied",
 ]
-
-SUPPORTED_MOTO_SERIES = (5, 2)
-"""The (major, minor) moto series whose ``moto/sqs/models.py`` these patches mirror (the
-exact range of every patched library is ``versions.SUPPORTED``)."""
 
 _MARKER = "_loadtest_patched"
 _APPLY_LOCK = threading.Lock()
