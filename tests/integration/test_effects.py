@@ -277,6 +277,34 @@ def test_the_outbox_relays_what_a_crash_left_pending(backend_url: str, tmp_path:
     assert {row["status"]["S"] for row in rows.values()} == {"sent"}
 
 
+# --- two events per order on one topic -------------------------------------------------
+
+
+def test_two_events_per_order_are_the_consumers_design_not_duplicates(
+    backend_url: str, tmp_path: Path
+) -> None:
+    run = _run(backend_url, _scenario(tmp_path, TOPIC), _user("order_events.py"))
+    assert run.verdict == "pass", run.reasons
+    # Each order's storing delivery published OrderPlaced and StockReserved; its copies
+    # were acknowledged without publishing.
+    assert _effects(run) == _expect(2 * IDS, 2 * IDS)
+
+
+def test_a_failure_between_two_events_loses_the_second(backend_url: str, tmp_path: Path) -> None:
+    environment = {**TOPIC, "STOCK_TIMES_OUT": "1"}
+    path = _scenario(tmp_path, environment, copies=1, visibility_timeout_s=1, function_timeout_s=1)
+    (run,) = run_variants(load_scenario(str(path)), backend_url, _user("order_events.py")).runs
+    ids = {m.business_id for m in run.history.sent}
+    timed_out = {b for b in ids if b is not None and int(b[-1]) % 2 == 0}
+    assert timed_out and timed_out != ids
+    assert run.check.verdict == "fail"
+    assert run.check.counts.lost_outcomes == 0
+    sent = 2 * IDS - len(timed_out)
+    assert _effect_counts(run) == _expect(sent, sent, lost=len(timed_out))
+    (sink,) = run.check.effects
+    assert {w.business_id for w in sink.witnesses if w.anomaly == "lost"} == timed_out
+
+
 # --- sinks that deduplicate by themselves --------------------------------------------
 
 

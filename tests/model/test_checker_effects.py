@@ -184,6 +184,161 @@ def test_publish_before_the_guard_publishes_on_every_delivery() -> None:
     assert [d.message_id for d in witness.deliveries] == ["m-1", "m-4"]
 
 
+def event(order_id: str, kind: str) -> str:
+    return json.dumps({"type": kind, "orderId": order_id, "quantity": 1})
+
+
+def two_events(order_id: str) -> list[EffectRecord]:
+    return [effect(event(order_id, "OrderPlaced")), effect(event(order_id, "InventoryReserved"))]
+
+
+def test_two_events_one_delivery_sends_per_order_are_not_duplicates() -> None:
+    # One topic, two different events per stored order; the copy of o-1 is acknowledged
+    # without publishing.
+    messages = [*three_orders(), sent(3, "o-1", "m-4")]
+    invocations = [
+        delivery(
+            f"r-{n}", f"m-{n}", f"o-{n}", [write(order_item(f"o-{n}", 1))], two_events(f"o-{n}")
+        )
+        for n in (1, 2, 3)
+    ]
+    invocations.append(delivery("r-4", "m-4", "o-1", [rejected("o-1", started_ns=10)], []))
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3", "m-4"])
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    held = [e.payload for n in (1, 2, 3) for e in two_events(f"o-{n}")]
+    result = check(history, with_sinks(end_state(items), topic(*held)))
+    assert effect_counts(result) == {
+        "sent": 6,
+        "delivered": 6,
+        "duplicate": 0,
+        "conflicting": 0,
+        "lost": 0,
+    }
+    assert result.verdict is Verdict.PASS
+
+
+def test_a_copy_that_announces_both_events_again_duplicates_both() -> None:
+    messages = [*three_orders(), sent(3, "o-1", "m-4")]
+    invocations = [
+        delivery(
+            f"r-{n}", f"m-{n}", f"o-{n}", [write(order_item(f"o-{n}", 1))], two_events(f"o-{n}")
+        )
+        for n in (1, 2, 3)
+    ]
+    invocations.append(
+        delivery("r-4", "m-4", "o-1", [rejected("o-1", started_ns=10)], two_events("o-1"))
+    )
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3", "m-4"])
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    held = [e.payload for o in ("o-1", "o-2", "o-3", "o-1") for e in two_events(o)]
+    result = check(history, with_sinks(end_state(items), topic(*held)))
+    assert effect_counts(result)["duplicate"] == 2
+    assert result.verdict is Verdict.FAIL
+    assert (
+        "2 duplicate effect(s): o-1 published 4 times to orders (one delivery of it sends 2)"
+        in result.reasons
+    )
+
+
+def test_one_delivery_publishing_the_same_event_twice_is_a_duplicate() -> None:
+    messages = three_orders()
+    invocations = [
+        delivery(
+            f"r-{n}",
+            f"m-{n}",
+            f"o-{n}",
+            [write(order_item(f"o-{n}", 1))],
+            [effect(payload(f"o-{n}"))],
+        )
+        for n in (2, 3)
+    ]
+    same = [effect(payload("o-1")), effect(payload("o-1"))]
+    invocations.insert(0, delivery("r-1", "m-1", "o-1", [write(order_item("o-1", 1))], same))
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    held = [payload(o) for o in ("o-1", "o-1", "o-2", "o-3")]
+    result = check(history, with_sinks(end_state(items), topic(*held)))
+    assert effect_counts(result)["duplicate"] == 1
+
+
+def test_copies_in_one_batch_are_two_deliveries_whatever_record_a_call_is_marked_on() -> None:
+    # Both copies of o-1 in one invocation, each publishing (before its guard); the calls
+    # are both marked on the batch's last record, as a handler that reads every body first
+    # leaves them.
+    messages = [sent(0, "o-1", "m-1"), sent(1, "o-1", "m-2")]
+    inv = invocation(
+        "r-1",
+        [record("m-1", "o-1", 1), record("m-2", "o-1", 1)],
+        [write(order_item("o-1", 1)), rejected("o-1", started_ns=10)],
+    )
+    marked = [effect(payload("o-1"), record_id="m-2"), effect(payload("o-1"), record_id="m-2")]
+    history = history_of(
+        messages, [dataclasses.replace(inv, effects=tuple(marked))], ["m-1", "m-2"]
+    )
+    end = with_sinks(end_state([order_item("o-1", 1)]), topic(payload("o-1"), payload("o-1")))
+    assert effect_counts(check(history, end))["duplicate"] == 1
+
+
+def test_an_order_that_reached_the_topic_with_one_of_its_two_events_lost_one() -> None:
+    # o-1's delivery published OrderPlaced, then failed before InventoryReserved; its
+    # redelivery found the order stored and returned without publishing.
+    messages = three_orders()
+    invocations = [
+        delivery(
+            "r-1",
+            "m-1",
+            "o-1",
+            [write(order_item("o-1", 1))],
+            two_events("o-1")[:1],
+            outcome=InvocationOutcome.ERROR,
+        ),
+        *(
+            delivery(
+                f"r-{n}", f"m-{n}", f"o-{n}", [write(order_item(f"o-{n}", 1))], two_events(f"o-{n}")
+            )
+            for n in (2, 3)
+        ),
+        delivery("r-4", "m-1", "o-1", [rejected("o-1", started_ns=10)], [], receive_count=2),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    held = [event("o-1", "OrderPlaced")] + [e.payload for n in (2, 3) for e in two_events(f"o-{n}")]
+    result = check(history, with_sinks(end_state(items), topic(*held)))
+    assert effect_counts(result) == {
+        "sent": 5,
+        "delivered": 5,
+        "duplicate": 0,
+        "conflicting": 0,
+        "lost": 1,
+    }
+    assert (
+        "1 lost effect(s): o-1 published to orders 1 of the 2 entries one delivery sends "
+        "(message m-1 acknowledged)" in result.reasons
+    )
+
+
+def test_orders_whose_deliveries_send_different_numbers_of_events_lose_none_by_count() -> None:
+    # One event per line item: o-2 has two, o-3 three; o-1's one is all it sent.
+    messages = three_orders()
+    invocations = [
+        delivery(
+            f"r-{n}",
+            f"m-{n}",
+            f"o-{n}",
+            [write(order_item(f"o-{n}", 1))],
+            [effect(json.dumps({"orderId": f"o-{n}", "line": line})) for line in range(n)],
+        )
+        for n in (1, 2, 3)
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    held = [json.dumps({"orderId": f"o-{n}", "line": line}) for n in (1, 2, 3) for line in range(n)]
+    result = check(history, with_sinks(end_state(items), topic(*held)))
+    assert effect_counts(result)["lost"] == 0
+    assert effect_counts(result)["duplicate"] == 0
+    assert result.verdict is Verdict.PASS
+
+
 def test_a_crash_between_the_put_and_the_publish_loses_the_effect() -> None:
     messages = three_orders()
     invocations = [
@@ -518,3 +673,24 @@ def test_a_sink_holding_more_than_was_seen_sent_says_so_and_is_judged_by_its_con
     assert (result.counts.effects_sent, result.counts.effects_delivered) == (0, 2)
     assert result.counts.duplicate_effects == 1
     assert any("the observer saw 0 accepted send(s)" in n for n in result.notes)
+
+
+def test_a_copy_announcing_other_details_with_both_events_conflicts_twice() -> None:
+    messages = [*three_orders(), sent(3, "o-1", "m-4", quantity=2)]
+    invocations = [
+        delivery(
+            f"r-{n}", f"m-{n}", f"o-{n}", [write(order_item(f"o-{n}", 1))], two_events(f"o-{n}")
+        )
+        for n in (1, 2, 3)
+    ]
+    other = [
+        effect(json.dumps({"type": kind, "orderId": "o-1", "quantity": 2}))
+        for kind in ("OrderPlaced", "InventoryReserved")
+    ]
+    invocations.append(delivery("r-4", "m-4", "o-1", [rejected("o-1", started_ns=10)], other))
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3", "m-4"])
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    held = [e.payload for o in ("o-1", "o-2", "o-3") for e in two_events(o)]
+    result = check(history, with_sinks(end_state(items), topic(*held, *(e.payload for e in other))))
+    assert effect_counts(result)["duplicate"] == 2
+    assert effect_counts(result)["conflicting"] == 2

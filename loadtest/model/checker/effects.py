@@ -15,15 +15,23 @@ really held, read back) and the scenario's ``[[effects]]`` entries:
    where its ``[[effects]]`` entry says (``id``, ``id_pattern``). An entry with no business id
    leaves the run inconclusive, naming the sink and what to declare: never a guess.
 3. **Duplicates** are counted from what the sink held when read: per business id, entries
-   beyond the first (for a bucket, objects beyond the first: one key rewritten is one object).
-   On an ``at-least-once`` sink they are reported, not failed.
+   beyond those one delivery sends (for a bucket, objects beyond them: one key rewritten is
+   one object). What one delivery sends for an id is its most distinct entries (payloads;
+   for a bucket, keys) sent by an invocation that held one record of that id, at least one:
+   a consumer that publishes two events per order sends two, and a copy announced again
+   is a duplicate of them. On an ``at-least-once`` sink they are reported, not failed.
 4. **Conflicts**: per business id, an entry whose content differs from the first's (the
-   leaves named as the messages' details, else the whole payload); for a bucket, every
-   accepted write is compared, as an overwrite leaves only the last.
+   leaves named as the messages' details, else the whole payload); where one delivery
+   sends several, an entry whose content is none of those the delivery that sent the most
+   said. For a bucket, every accepted write is compared, as an overwrite leaves only the
+   last.
 5. **Lost**: an acknowledged, non-poison message whose business id never reached a required
    sink. A sink is required when declared (``required = true``) or learned: every clean
    business id (each of its messages acknowledged after one delivery that succeeded) reached
-   it, and one did. A sink that was not read to the end counts nothing lost.
+   it, and one did. When one delivery of every clean id sent the same number of distinct
+   entries there (two or more), an acknowledged message whose id holds fewer distinct
+   entries lost an effect too: the crash between a consumer's two publishes. A sink that
+   was not read to the end counts nothing lost.
 6. **Deduplicated**: on a sink that deduplicates by itself (a FIFO deduplication id, an S3
    key, an execution name), accepted sends minus what it delivered.
 
@@ -160,6 +168,11 @@ def _groups(sinks: Sequence[SinkContents]) -> tuple[list[_Group], Any]:
     return groups, group_of
 
 
+def _distinct(entries: Sequence[tuple[str, str]], keyed: bool) -> int:
+    """How many different entries ``(payload, key)`` are (for a bucket, different keys)."""
+    return len({key if keyed else payload for payload, key in entries})
+
+
 def _times(n: int) -> str:
     return "twice" if n == 2 else f"{n} times"
 
@@ -183,11 +196,22 @@ def judge_effects(
     details (``Messages.details_for``), whose leaf names say what content is compared by.
     """
     groups, group_of = _groups(sinks)
+    sent = list(sent)
+    business_of = {m.message_id: m.business_id for m in sent if m.message_id is not None}
     deliveries: dict[str, list[Delivering]] = defaultdict(list)
     dirty: set[str] = set()
+    # (request id, business id) of each invocation that held one record of that id: all it
+    # sent for the id is what one delivery of it sends, whichever record a call is marked on.
+    single: set[tuple[str, str]] = set()
     for inv in invocations:
         failed = set(inv.failed_message_ids)
         outcome = inv.outcome.value
+        held_ids: dict[str, int] = defaultdict(int)
+        for r in inv.records:
+            business_id = business_of.get(r.message_id)
+            if business_id is not None:
+                held_ids[business_id] += 1
+        single.update((inv.request_id, b) for b, n in held_ids.items() if n == 1)
         for r in inv.records:
             deliveries[r.message_id].append(
                 Delivering(
@@ -258,7 +282,7 @@ def judge_effects(
     notes: list[str] = []
     for g in groups:
         rule = rule_of.get(g.name)
-        one = _judge_sink(g, rule, ids, clean, expected, deliveries, detail_names)
+        one = _judge_sink(g, rule, ids, clean, expected, deliveries, detail_names, single)
         judged.append(one)
         verb = VERBS[g.kind]
         if one.unidentified:
@@ -341,11 +365,17 @@ def _judge_sink(
     expected: Sequence[SentMessage],
     deliveries: Mapping[str, Sequence[Delivering]],
     detail_names: Mapping[str, frozenset[str]],
+    single: set[tuple[str, str]],
 ) -> SinkEffects:
     verb = VERBS[g.kind]
     accepted = [(e, d) for e, d in g.effects if e.accepted]
     read = g.contents is not None
+    keyed = g.kind is EffectKind.BUCKET
     unidentified = 0
+    # Per business id, per invocation holding one record of it: the distinct entries sent,
+    # and what they say.
+    one_delivery: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    one_says: dict[str, dict[str, set[Any]]] = defaultdict(lambda: defaultdict(set))
     senders: dict[str, list[Delivering]] = defaultdict(list)
     sends: dict[str, list[tuple[str, str]]] = defaultdict(list)
     sent_content: dict[str, list[Any]] = defaultdict(list)
@@ -356,9 +386,11 @@ def _judge_sink(
             continue
         senders[business_id].append(d)
         sends[business_id].append((e.payload, e.key))
-        sent_content[business_id].append(
-            _content(e.payload, detail_names.get(business_id, frozenset()))
-        )
+        says = _content(e.payload, detail_names.get(business_id, frozenset()))
+        sent_content[business_id].append(says)
+        if (d.request_id, business_id) in single:
+            one_delivery[business_id][d.request_id].add(e.key if keyed else e.payload)
+            one_says[business_id][d.request_id].add(says)
     # What the sink holds per business id: its entries (payload, key) in the order read.
     held: dict[str, list[tuple[str, str]]] = defaultdict(list)
     if read and g.contents is not None:
@@ -373,19 +405,32 @@ def _judge_sink(
         held.update(sends)
         delivered = len(accepted)
 
+    def sends_once(business_id: str) -> int:
+        """The entries one delivery of ``business_id`` sends here (at least one)."""
+        return max((len(e) for e in one_delivery.get(business_id, {}).values()), default=1)
+
+    def says_once(business_id: str) -> set[Any]:
+        """What the first delivery that sent the most entries for ``business_id`` said."""
+        sets = one_delivery[business_id]
+        most = max(sets, key=lambda request_id: len(sets[request_id]))
+        return one_says[business_id][most]
+
     witnesses: list[EffectWitness] = []
     duplicate = conflicting = 0
-    keyed = g.kind is EffectKind.BUCKET
     for business_id in sorted(held):
         entries = held[business_id]
         copies = len({key for _, key in entries}) if keyed else len(entries)
-        if copies > 1:
-            duplicate += copies - 1
+        once = sends_once(business_id)
+        if copies > once:
+            duplicate += copies - once
+            text = f"{business_id} {verb} {_times(copies)} to {g.name}"
+            if once > 1:
+                text += f" (one delivery of it sends {once})"
             witnesses.append(
                 EffectWitness(
                     "duplicate",
                     business_id,
-                    f"{business_id} {verb} {_times(copies)} to {g.name}",
+                    text,
                     tuple(senders.get(business_id, ())),
                     tuple(_short(key or payload) for payload, key in entries),
                 )
@@ -395,7 +440,13 @@ def _judge_sink(
             contents = sent_content.get(business_id, [])
         else:
             contents = [_content(payload, names) for payload, _ in entries]
-        other = sum(1 for c in contents[1:] if c != contents[0]) if contents else 0
+        if once > 1:
+            # Several entries make one delivery's effect: an entry conflicts when it says
+            # what none of them says.
+            said = says_once(business_id)
+            other = sum(1 for c in contents if c not in said)
+        else:
+            other = sum(1 for c in contents[1:] if c != contents[0]) if contents else 0
         if other:
             conflicting += other
             witnesses.append(
@@ -414,13 +465,18 @@ def _judge_sink(
     declared = rule is not None and rule.required
     learned = not declared and bool(clean) and clean <= reached
     required = "declared" if declared else "learned" if learned else "optional"
+    # What one delivery of every clean id sends here, when they all agree.
+    complete_sets = {sends_once(b) for b in clean if b in one_delivery}
+    whole = (
+        next(iter(complete_sets)) if len(complete_sets) == 1 and clean <= set(one_delivery) else 1
+    )
     lost = 0
     if required != "optional" and complete and not unidentified:
         # Counted per message; one witness per business id, naming its messages.
         missing: dict[str, list[str]] = defaultdict(list)
         for m in expected:
             business_id, message_id = m.business_id or "", m.message_id or ""
-            if business_id not in reached:
+            if business_id not in reached or _distinct(held[business_id], keyed) < whole:
                 lost += 1
                 missing[business_id].append(message_id)
         for business_id, message_ids in missing.items():
@@ -429,11 +485,18 @@ def _judge_sink(
                 if len(message_ids) == 1
                 else f"messages {', '.join(message_ids)} acknowledged"
             )
+            if business_id in reached:
+                text = (
+                    f"{business_id} {verb} to {g.name} {_distinct(held[business_id], keyed)} "
+                    f"of the {whole} entries one delivery sends ({which})"
+                )
+            else:
+                text = f"{business_id} never {verb} to {g.name} ({which})"
             witnesses.append(
                 EffectWitness(
                     "lost",
                     business_id,
-                    f"{business_id} never {verb} to {g.name} ({which})",
+                    text,
                     tuple(d for m in message_ids for d in deliveries.get(m, ())),
                 )
             )
