@@ -43,6 +43,7 @@ from loadtest.emulation.explore.runs import Execution, ExploreSettings
 from loadtest.engine.results import function_environment
 from loadtest.errors import BackendError, HandlerRefError
 from loadtest.model.checker import Check, check
+from loadtest.model.checker.effects import SinkLearned
 from loadtest.model.checker.passes import Model
 from loadtest.model.explore.points import Chooser
 from loadtest.model.history.log import EndState, History, SentMessage, key_string
@@ -223,6 +224,8 @@ class Session:
         self.complete: dict[str, frozenset[str]] = {}
         """What a complete outcome holds, by where outcomes live: the attribute names every
         outcome where nothing failed held in the schedules that passed (``run``)."""
+        self.effects_complete: dict[str, SinkLearned] = {}
+        """By sink, what the clean ids of the schedules that passed showed of it, merged."""
         self._client: Any = None
         self._items: ItemReader | None = None
 
@@ -407,6 +410,7 @@ class Session:
                 body=self.body,
                 effects=self.effects,
                 learned_before=self.complete,
+                effects_before=self.effects_complete,
             ),
         )
         learned = judged.check.complete
@@ -415,6 +419,11 @@ class Session:
             # schedule's outcomes are judged by it.
             kind = judged.check.outcome
             self.complete[kind] = self.complete.get(kind, learned) & learned
+        if judged.verdict == "pass":
+            # ... and what a complete delivery sends to each sink.
+            for sink, shown in judged.check.effects_learned.items():
+                prior = self.effects_complete.get(sink)
+                self.effects_complete[sink] = shown if prior is None else prior.merged(shown)
         if (
             not self.outcome.declared
             and judged.check.counts.writes_accepted

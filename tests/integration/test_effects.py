@@ -519,6 +519,29 @@ def test_explore_finds_copies_announced_before_the_guard(backend_url: str, tmp_p
     assert published == ["publish to topic orders.fifo"] * 2
 
 
+def test_explore_learns_from_the_schedules_that_passed_what_a_delivery_publishes(
+    backend_url: str, tmp_path: Path
+) -> None:
+    # No [[effects]] entry: the schedules without a crash show that a delivery publishes
+    # two events; a crash after the put loses both, a crash between them the second.
+    path = tmp_path / "two-events.toml"
+    path.write_text(
+        EXPLORED.split("# One business id")[0].replace("{topic:orders.fifo}", "{topic:orders}"),
+        encoding="utf-8",
+    )
+    report = loadtest.explore(
+        path, handler=_user("order_events.py"), endpoint_url=backend_url, faults="crash"
+    )
+    bugs = report.to_dict()["explore"]["bugs"]
+    reasons = sorted(reason for bug in bugs for reason in bug["reasons"])
+    assert reasons == [
+        "1 lost effect(s): dedup-order never published to orders (message message-1 acknowledged)",
+        "1 lost effect(s): dedup-order published to orders 1 of the 2 entries one delivery "
+        "sends (message message-1 acknowledged)",
+    ]
+    assert all(bug["counts"]["duplicate_effects"] == 0 for bug in bugs)
+
+
 def test_explore_the_outbox_survives_every_crash(backend_url: str, tmp_path: Path) -> None:
     explore = _explore(backend_url, tmp_path, "outbox", copies=1, faults="crash")
     assert explore["exhaustive"] is True and explore["schedules_failed"] == 0

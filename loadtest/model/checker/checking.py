@@ -23,7 +23,7 @@ from loadtest.model.checker.details import (
     carries_id,
     varies_per_delivery,
 )
-from loadtest.model.checker.effects import EffectsJudged, judge_effects
+from loadtest.model.checker.effects import EffectsJudged, SinkLearned, judge_effects
 from loadtest.model.checker.exposure import exposure_reason
 from loadtest.model.checker.harness import no_business_outcome, not_judged
 from loadtest.model.checker.parts import Parts, carried_bits, judge_parts
@@ -181,6 +181,7 @@ def check(
     expect_overlap: bool = False,
     learned_before: Mapping[str, frozenset[str]] | None = None,
     effects: Sequence[EffectRule] = (),
+    effects_before: Mapping[str, SinkLearned] | None = None,
 ) -> Check:
     """Judge one variant run: its counts, decisions and verdict.
 
@@ -202,7 +203,9 @@ def check(
     failed (``completeness``).
 
     ``effects``: the scenario's ``[[effects]]`` entries; what the consumer sent beyond the
-    table is judged (``effects``) when the run has sinks or sent effects.
+    table is judged (``effects``) when the run has sinks or sent effects. ``effects_before``:
+    by sink, what the clean ids of runs judged before showed (``Check.effects_learned`` of
+    each that passed, merged), for a run with no clean id of its own.
     """
     outcome_key = outcome_key or OutcomeKey()
     messages = Messages(history.sent, body)
@@ -327,7 +330,9 @@ def check(
     outcomes = passed.outcome_writes
     judged = parts.judged
     exposure = read.overlaps.exposure()
-    effected = _judged_effects(history, end, messages, effects, read.effects, cut_short)
+    effected = _judged_effects(
+        history, end, messages, effects, read.effects, cut_short, effects_before
+    )
     counts = Counts(
         messages_sent=messages.count,
         distinct_ids=len(business_ids),
@@ -449,6 +454,7 @@ def check(
         notes=tuple(notes),
         complete=own,
         effects=() if effected is None else effected.sinks,
+        effects_learned={} if effected is None else effected.learned,
     )
 
 
@@ -459,6 +465,7 @@ def _judged_effects(
     rules: Sequence[EffectRule],
     observed: int,
     cut_short: bool,
+    before: Mapping[str, SinkLearned] | None = None,
 ) -> EffectsJudged | None:
     """The effects judged, for a run with sinks or effects (else None: nothing is read)."""
     if not end.sinks and not observed:
@@ -471,4 +478,5 @@ def _judged_effects(
         rules,
         {b: messages.details_for(b) for b in messages.business_ids},
         cut_short=cut_short,
+        learned_before=before,
     )

@@ -48,7 +48,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loadtest.model.checker.details import leaf_name, leaves_of, named_id, plain
-from loadtest.model.checker.verdict import Delivering, EffectsJudged, EffectWitness, SinkEffects
+from loadtest.model.checker.verdict import (
+    Delivering,
+    EffectsJudged,
+    EffectWitness,
+    SinkEffects,
+    SinkLearned,
+)
 from loadtest.model.history.records import (
     EffectKind,
     EffectRecord,
@@ -189,11 +195,15 @@ def judge_effects(
     details: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
     *,
     cut_short: bool = False,
+    learned_before: Mapping[str, SinkLearned] | None = None,
 ) -> EffectsJudged | None:
     """Every sink's effects judged, or None for a run without sinks and without effects.
 
     ``acked``: the message ids acknowledged; ``details``: each business id's distinct
     details (``Messages.details_for``), whose leaf names say what content is compared by.
+    ``learned_before``: by sink name, what the clean ids of runs judged before this one
+    showed (explore's schedules that passed, merged): a run with no clean id of its own
+    learns whether a sink is required, and what one delivery sends there, from it.
     """
     groups, group_of = _groups(sinks)
     sent = list(sent)
@@ -278,11 +288,17 @@ def judge_effects(
     rule_of = {r.sink: r for r in rules}
 
     judged: list[SinkEffects] = []
+    learned: dict[str, SinkLearned] = {}
     inconclusive: list[str] = []
     notes: list[str] = []
     for g in groups:
         rule = rule_of.get(g.name)
-        one = _judge_sink(g, rule, ids, clean, expected, deliveries, detail_names, single)
+        before = (learned_before or {}).get(g.name)
+        one, shown = _judge_sink(
+            g, rule, ids, clean, expected, deliveries, detail_names, single, before
+        )
+        if shown is not None:
+            learned[g.name] = shown
         judged.append(one)
         verb = VERBS[g.kind]
         if one.unidentified:
@@ -331,9 +347,14 @@ def judge_effects(
                 f"sink {g.name!r} deduplicated {one.deduplicated} of {one.sent} accepted "
                 f"send(s) itself ({one.deduplicated_by})"
             )
-        if one.required == "learned":
+        if one.required == "learned" and clean:
             notes.append(
                 f"sink {g.name!r} is required, learned from the run: every clean message reached it"
+            )
+        elif one.required == "learned":
+            notes.append(
+                f"sink {g.name!r} is required, learned from the runs judged before: every "
+                "clean message there reached it"
             )
         if rule is not None and rule.required and not one.read:
             notes.append(
@@ -354,6 +375,7 @@ def judge_effects(
         lost=lost,
         inconclusive=tuple(inconclusive),
         notes=tuple(notes),
+        learned=learned,
     )
 
 
@@ -366,7 +388,9 @@ def _judge_sink(
     deliveries: Mapping[str, Sequence[Delivering]],
     detail_names: Mapping[str, frozenset[str]],
     single: set[tuple[str, str]],
-) -> SinkEffects:
+    before: SinkLearned | None = None,
+) -> tuple[SinkEffects, SinkLearned | None]:
+    """The sink judged, and what its clean ids showed (None when it has none)."""
     verb = VERBS[g.kind]
     accepted = [(e, d) for e, d in g.effects if e.accepted]
     read = g.contents is not None
@@ -463,13 +487,16 @@ def _judge_sink(
     reached = set(held)
     complete = g.contents.complete if g.contents is not None else True
     declared = rule is not None and rule.required
-    learned = not declared and bool(clean) and clean <= reached
-    required = "declared" if declared else "learned" if learned else "optional"
-    # What one delivery of every clean id sends here, when they all agree.
+    # What one delivery of every clean id sends here, when they all agree (0: unknown).
     complete_sets = {sends_once(b) for b in clean if b in one_delivery}
-    whole = (
-        next(iter(complete_sets)) if len(complete_sets) == 1 and clean <= set(one_delivery) else 1
+    agreed = (
+        next(iter(complete_sets)) if len(complete_sets) == 1 and clean <= set(one_delivery) else 0
     )
+    shown = SinkLearned(clean <= reached, agreed) if clean else None
+    shown_or_before = before if shown is None else shown
+    learned = not declared and shown_or_before is not None and shown_or_before.reached
+    required = "declared" if declared else "learned" if learned else "optional"
+    whole = max(1, shown_or_before.entries) if shown_or_before is not None else 1
     lost = 0
     if required != "optional" and complete and not unidentified:
         # Counted per message; one witness per business id, naming its messages.
@@ -510,7 +537,7 @@ def _judge_sink(
         if kept[w.anomaly] < WITNESS_LIMIT:
             kept[w.anomaly] += 1
             chosen.append(w)
-    return SinkEffects(
+    judged = SinkEffects(
         sink=g.name,
         kind=g.kind,
         address=g.address,
@@ -528,6 +555,7 @@ def _judge_sink(
         unidentified=unidentified,
         witnesses=tuple(chosen),
     )
+    return judged, shown
 
 
 __all__ = [
@@ -538,5 +566,6 @@ __all__ = [
     "EffectWitness",
     "EffectsJudged",
     "SinkEffects",
+    "SinkLearned",
     "judge_effects",
 ]

@@ -410,6 +410,23 @@ class SinkEffects:
 
 
 @dataclass(frozen=True)
+class SinkLearned:
+    """What the clean business ids of a judged run (each message delivered once, and that
+    succeeded) showed of one sink: whether all of them reached it, and how many different
+    entries one delivery of each sent there (0 when they differ)."""
+
+    reached: bool
+    entries: int
+
+    def merged(self, other: SinkLearned) -> SinkLearned:
+        """What two runs showed together: reached by both, the entries if they agree."""
+        return SinkLearned(
+            self.reached and other.reached,
+            self.entries if self.entries == other.entries else 0,
+        )
+
+
+@dataclass(frozen=True)
 class EffectsJudged:
     """Every sink's effects, and what they add to the run's counts and reasons."""
 
@@ -422,6 +439,8 @@ class EffectsJudged:
     lost: int
     inconclusive: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    learned: Mapping[str, SinkLearned] = field(default_factory=dict)
+    """By sink name, what this run's clean business ids showed (sinks with none left out)."""
 
     def witnesses(self, anomaly: str, *, failing_only: bool = True) -> list[EffectWitness]:
         return [
@@ -456,6 +475,8 @@ class Check:
     nothing failed held (``completeness.learned``); None when there was none."""
     effects: tuple[SinkEffects, ...] = ()
     """Each sink's effects, judged (empty for a run without sinks and without effects)."""
+    effects_learned: Mapping[str, SinkLearned] = field(default_factory=dict)
+    """By sink name, what the run's clean business ids showed of it (``EffectsJudged``)."""
 
 
 def verdict_of(

@@ -43,6 +43,4 @@ def handler(event, context):
             raise
         sns.publish(TopicArn=topic, Message=json.dumps({"type": "OrderPlaced", "id": body["id"]}))
         reserve_stock(body["id"], int(record["attributes"]["ApproximateReceiveCount"]))
-        sns.publish(
-            TopicArn=topic, Message=json.dumps({"type": "StockReserved", "id": body["id"]})
-        )
+        sns.publish(TopicArn=topic, Message=json.dumps({"type": "StockReserved", "id": body["id"]}))
