@@ -694,3 +694,42 @@ def test_a_copy_announcing_other_details_with_both_events_conflicts_twice() -> N
     result = check(history, with_sinks(end_state(items), topic(*held, *(e.payload for e in other))))
     assert effect_counts(result)["duplicate"] == 2
     assert effect_counts(result)["conflicting"] == 2
+
+
+def test_copies_announced_with_an_event_id_each_are_duplicates_not_conflicts() -> None:
+    messages = [sent(0, "o-1", "m-1"), sent(1, "o-1", "m-2"), sent(2, "o-1", "m-3")]
+
+    def announced(n: int) -> str:
+        return json.dumps({"eventId": f"e-{n}", "at": 1700000000 + n, "order": {"id": "o-1"}})
+
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [write(order_item("o-1", 1))], [effect(announced(1))]),
+        *(
+            delivery(
+                f"r-{n}", f"m-{n}", "o-1", [rejected("o-1", started_ns=n)], [effect(announced(n))]
+            )
+            for n in (2, 3)
+        ),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
+    end = with_sinks(end_state([order_item("o-1", 1)]), topic(*(announced(n) for n in (1, 2, 3))))
+    counts = effect_counts(check(history, end))
+    assert (counts["duplicate"], counts["conflicting"]) == (2, 0)
+
+
+def test_copies_with_other_details_announced_under_other_names_conflict() -> None:
+    # The event names the quantity "qty", not as the message does: compared whole, and the
+    # copies did differ.
+    messages = [sent(0, "o-1", "m-1", quantity=1), sent(1, "o-1", "m-2", quantity=5)]
+
+    def announced(qty: int) -> str:
+        return json.dumps({"order": "o-1", "qty": qty})
+
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [write(order_item("o-1", 1))], [effect(announced(1))]),
+        delivery("r-2", "m-2", "o-1", [rejected("o-1", started_ns=5)], [effect(announced(5))]),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2"])
+    end = with_sinks(end_state([order_item("o-1", 1)]), topic(announced(1), announced(5)))
+    counts = effect_counts(check(history, end))
+    assert (counts["duplicate"], counts["conflicting"]) == (1, 1)
