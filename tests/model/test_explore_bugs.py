@@ -131,3 +131,12 @@ def test_one_bug_shares_its_departure_and_a_failing_count() -> None:
     assert not within(empty, twice)
     key = bug_key(schedule(same(opt(1, Point.START))), {"lost_outcomes": 1}, ["lost_outcomes"], [])
     assert key == BugKey(("lost_outcomes",), (), Departure("none"))
+
+
+def test_an_effect_call_is_named_by_what_it_does() -> None:
+    calls = (
+        ("write", ("table:orders",)),
+        ("write", ("topic:arn:aws:sns:us-east-1:000000000000:orders",)),
+        ("write", ("queue:http://localhost/q", "bucket:receipts")),
+    )
+    assert Departure("crash", calls).text == "a crash after the delivery's write, publish, write"

@@ -56,12 +56,31 @@ class Departure:
 
     @property
     def text(self) -> str:
-        """In words: ``a crash after the delivery's read, write``."""
-        ran = ", ".join(kind for kind, _ in self.calls) or "no call"
+        """In words: ``a crash after the delivery's read, write`` (an effect call by what
+        it does: ``write, publish``)."""
+        ran = ", ".join(_call_word(kind, keys) for kind, keys in self.calls) or "no call"
         if self.kind == "none":
             return "the default schedule"
         what = "another delivery going first" if self.kind == "switch" else f"a {self.kind}"
         return f"{what} after the delivery's {ran}" if self.calls else f"{what} before any call"
+
+
+_EFFECT_WORDS = {
+    "topic": "publish",
+    "queue": "send",
+    "bus": "event put",
+    "bucket": "object write",
+    "state_machine": "execution start",
+    "function": "invoke",
+}
+"""What an effect call does, by the kind of sink its keys name (``topic:ARN``)."""
+
+
+def _call_word(kind: str, keys: tuple[str, ...]) -> str:
+    words = {_EFFECT_WORDS.get(key.partition(":")[0]) for key in keys}
+    if len(words) == 1 and None not in words:
+        return str(next(iter(words)))
+    return kind
 
 
 def departure(
