@@ -414,13 +414,12 @@ class Session:
             ),
         )
         learned = judged.check.complete
-        if judged.verdict == "pass" and learned is not None:
-            # A schedule that passed shows what a complete outcome holds; a failing
-            # schedule's outcomes are judged by it.
-            kind = judged.check.outcome
-            self.complete[kind] = self.complete.get(kind, learned) & learned
         if judged.verdict == "pass":
-            # ... and what a complete delivery sends to each sink.
+            # A schedule that passed shows what a complete outcome holds, and what a
+            # complete delivery sends to each sink; a failing schedule is judged by them.
+            if learned is not None:
+                kind = judged.check.outcome
+                self.complete[kind] = self.complete.get(kind, learned) & learned
             for sink, shown in judged.check.effects_learned.items():
                 prior = self.effects_complete.get(sink)
                 self.effects_complete[sink] = shown if prior is None else prior.merged(shown)

@@ -137,16 +137,19 @@ def effect_counts(result: Check) -> dict[str, int | None]:
     }
 
 
+def stored(n: int, effects: list[EffectRecord]) -> Invocation:
+    """Order o-N's first delivery (request r-N, message m-N): it stores the order and sends
+    ``effects``."""
+    return delivery(f"r-{n}", f"m-{n}", f"o-{n}", [write(order_item(f"o-{n}", 1))], effects)
+
+
 def three_orders() -> list[SentMessage]:
     return [sent(0, "o-1", "m-1"), sent(1, "o-2", "m-2"), sent(2, "o-3", "m-3")]
 
 
 def test_a_run_without_sinks_or_effects_has_no_effect_counts() -> None:
     messages = three_orders()
-    invocations = [
-        delivery(f"r-{n}", f"m-{n}", f"o-{n}", [write(order_item(f"o-{n}", 1))], [])
-        for n in (1, 2, 3)
-    ]
+    invocations = [stored(n, []) for n in (1, 2, 3)]
     history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
     result = check(history, end_state([order_item(f"o-{n}", 1) for n in (1, 2, 3)]))
     assert result.verdict is Verdict.PASS
@@ -196,12 +199,7 @@ def test_two_events_one_delivery_sends_per_order_are_not_duplicates() -> None:
     # One topic, two different events per stored order; the copy of o-1 is acknowledged
     # without publishing.
     messages = [*three_orders(), sent(3, "o-1", "m-4")]
-    invocations = [
-        delivery(
-            f"r-{n}", f"m-{n}", f"o-{n}", [write(order_item(f"o-{n}", 1))], two_events(f"o-{n}")
-        )
-        for n in (1, 2, 3)
-    ]
+    invocations = [stored(n, two_events(f"o-{n}")) for n in (1, 2, 3)]
     invocations.append(delivery("r-4", "m-4", "o-1", [rejected("o-1", started_ns=10)], []))
     history = history_of(messages, invocations, ["m-1", "m-2", "m-3", "m-4"])
     items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
@@ -219,12 +217,7 @@ def test_two_events_one_delivery_sends_per_order_are_not_duplicates() -> None:
 
 def test_a_copy_that_announces_both_events_again_duplicates_both() -> None:
     messages = [*three_orders(), sent(3, "o-1", "m-4")]
-    invocations = [
-        delivery(
-            f"r-{n}", f"m-{n}", f"o-{n}", [write(order_item(f"o-{n}", 1))], two_events(f"o-{n}")
-        )
-        for n in (1, 2, 3)
-    ]
+    invocations = [stored(n, two_events(f"o-{n}")) for n in (1, 2, 3)]
     invocations.append(
         delivery("r-4", "m-4", "o-1", [rejected("o-1", started_ns=10)], two_events("o-1"))
     )
@@ -243,11 +236,8 @@ def test_a_copy_that_announces_both_events_again_duplicates_both() -> None:
 def test_one_delivery_publishing_the_same_event_twice_is_a_duplicate() -> None:
     messages = three_orders()
     invocations = [
-        delivery(
-            f"r-{n}",
-            f"m-{n}",
-            f"o-{n}",
-            [write(order_item(f"o-{n}", 1))],
+        stored(
+            n,
             [effect(payload(f"o-{n}"))],
         )
         for n in (2, 3)
@@ -292,12 +282,7 @@ def test_an_order_that_reached_the_topic_with_one_of_its_two_events_lost_one() -
             two_events("o-1")[:1],
             outcome=InvocationOutcome.ERROR,
         ),
-        *(
-            delivery(
-                f"r-{n}", f"m-{n}", f"o-{n}", [write(order_item(f"o-{n}", 1))], two_events(f"o-{n}")
-            )
-            for n in (2, 3)
-        ),
+        *(stored(n, two_events(f"o-{n}")) for n in (2, 3)),
         delivery("r-4", "m-1", "o-1", [rejected("o-1", started_ns=10)], [], receive_count=2),
     ]
     history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
@@ -321,11 +306,8 @@ def test_orders_whose_deliveries_send_different_numbers_of_events_lose_none_by_c
     # One event per line item: o-2 has two, o-3 three; o-1's one is all it sent.
     messages = three_orders()
     invocations = [
-        delivery(
-            f"r-{n}",
-            f"m-{n}",
-            f"o-{n}",
-            [write(order_item(f"o-{n}", 1))],
+        stored(
+            n,
             [effect(json.dumps({"orderId": f"o-{n}", "line": line})) for line in range(n)],
         )
         for n in (1, 2, 3)
@@ -677,12 +659,7 @@ def test_a_sink_holding_more_than_was_seen_sent_says_so_and_is_judged_by_its_con
 
 def test_a_copy_announcing_other_details_with_both_events_conflicts_twice() -> None:
     messages = [*three_orders(), sent(3, "o-1", "m-4", quantity=2)]
-    invocations = [
-        delivery(
-            f"r-{n}", f"m-{n}", f"o-{n}", [write(order_item(f"o-{n}", 1))], two_events(f"o-{n}")
-        )
-        for n in (1, 2, 3)
-    ]
+    invocations = [stored(n, two_events(f"o-{n}")) for n in (1, 2, 3)]
     other = [
         effect(json.dumps({"type": kind, "orderId": "o-1", "quantity": 2}))
         for kind in ("OrderPlaced", "InventoryReserved")

@@ -118,23 +118,17 @@ class _Ids:
 # --- content: what a duplicate or a conflict is compared by -------------------------------
 
 
-def _content(payload: str, names: frozenset[str]) -> Any:
+def _content(payload: str, names: frozenset[str]) -> tuple[Any, bool]:
     """What an entry says: the leaves named as its messages' details (``names``), when it
-    holds any, else its whole payload, parsed."""
+    holds any, else its whole payload, parsed; and whether it was the details' leaves."""
     parsed = _parsed(payload)
     if parsed is None:
-        return payload
+        return payload, False
     leaves = leaves_of(plain(parsed))
     chosen = sorted(((leaf_name(p), repr(v)) for p, v in leaves if leaf_name(p) in names))
     if chosen:
-        return tuple(chosen)
-    return tuple(sorted((p, repr(v)) for p, v in leaves))
-
-
-def _holds(payload: str, names: frozenset[str]) -> bool:
-    """Whether an entry holds a leaf named as one of its messages' details."""
-    parsed = _parsed(payload)
-    return parsed is not None and any(leaf_name(p) in names for p, _ in leaves_of(plain(parsed)))
+        return tuple(chosen), True
+    return tuple(sorted((p, repr(v)) for p, v in leaves)), False
 
 
 def _short(text: str, limit: int = 60) -> str:
@@ -230,8 +224,6 @@ def judge_effects(
             business_id = business_of.get(r.message_id)
             if business_id is not None:
                 held_ids[business_id] += 1
-        single.update((inv.request_id, b) for b, n in held_ids.items() if n == 1)
-        for r in inv.records:
             deliveries[r.message_id].append(
                 Delivering(
                     inv.request_id,
@@ -249,6 +241,7 @@ def judge_effects(
                 or r.receive_count > 1
             ):
                 dirty.add(r.message_id)
+        single.update((inv.request_id, b) for b, n in held_ids.items() if n == 1)
         receive = {r.message_id: r.receive_count for r in inv.records}
         for effect in inv.effects:
             if effect.operation in _NOT_SENT:
@@ -399,8 +392,8 @@ def _judge_sink(
     deliveries: Mapping[str, Sequence[Delivering]],
     detail_names: Mapping[str, frozenset[str]],
     single: set[tuple[str, str]],
-    before: SinkLearned | None = None,
-    varied: set[str] | None = None,
+    before: SinkLearned | None,
+    varied: set[str],
 ) -> tuple[SinkEffects, SinkLearned | None]:
     """The sink judged, and what its clean ids showed (None when it has none)."""
     verb = VERBS[g.kind]
@@ -414,7 +407,7 @@ def _judge_sink(
     one_says: dict[str, dict[str, set[Any]]] = defaultdict(lambda: defaultdict(set))
     senders: dict[str, list[Delivering]] = defaultdict(list)
     sends: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    sent_content: dict[str, list[Any]] = defaultdict(list)
+    sent_content: dict[str, list[tuple[Any, bool]]] = defaultdict(list)
     for e, d in accepted:
         business_id = ids.of(e.payload, e.key, rule)
         if business_id is None:
@@ -422,11 +415,11 @@ def _judge_sink(
             continue
         senders[business_id].append(d)
         sends[business_id].append((e.payload, e.key))
-        says = _content(e.payload, detail_names.get(business_id, frozenset()))
-        sent_content[business_id].append(says)
+        content = _content(e.payload, detail_names.get(business_id, frozenset()))
+        sent_content[business_id].append(content)
         if (d.request_id, business_id) in single:
             one_delivery[business_id][d.request_id].add(e.key if keyed else e.payload)
-            one_says[business_id][d.request_id].add(says)
+            one_says[business_id][d.request_id].add(content[0])
     # What the sink holds per business id: its entries (payload, key) in the order read.
     held: dict[str, list[tuple[str, str]]] = defaultdict(list)
     if read and g.contents is not None:
@@ -473,14 +466,15 @@ def _judge_sink(
             )
         names = detail_names.get(business_id, frozenset())
         if keyed or not read:
-            contents = sent_content.get(business_id, [])
+            said = sent_content.get(business_id, [])
         else:
-            contents = [_content(payload, names) for payload, _ in entries]
+            said = [_content(payload, names) for payload, _ in entries]
+        contents = [content for content, _ in said]
         if (
             not keyed
             and len(contents) > 1
-            and business_id not in (varied or ())
-            and not any(_holds(payload, names) for payload, _ in entries)
+            and business_id not in varied
+            and not any(by_details for _, by_details in said)
         ):
             # Compared by whole payloads, but the copies said the same: what differs (an
             # event id, a timestamp) is the consumer's own per send, not another outcome.
@@ -488,8 +482,8 @@ def _judge_sink(
         if once > 1:
             # Several entries make one delivery's effect: an entry conflicts when it says
             # what none of them says.
-            said = says_once(business_id)
-            other = sum(1 for c in contents if c not in said)
+            delivery_said = says_once(business_id)
+            other = sum(1 for c in contents if c not in delivery_said)
         else:
             other = sum(1 for c in contents[1:] if c != contents[0]) if contents else 0
         if other:
