@@ -258,6 +258,11 @@ def parse_token(token: str) -> Schedule:
         delivery = Delivery(int(copy), int(receive) if receive else 1)
         if delivery.copy < 1 or delivery.receive < 1:
             raise InputError(f"schedule {token!r}: entry {part!r} names no delivery")
+        if any(d == int(decision) for d, _ in entries):
+            raise InputError(
+                f"schedule {token!r}: entry {part!r} names decision {decision} again "
+                "(a decision takes one option)"
+            )
         entries.append(
             (int(decision), Choice(delivery, _LETTER_FAULTS[letter] if letter else None))
         )

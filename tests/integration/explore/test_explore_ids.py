@@ -1,0 +1,26 @@
+"""explore over several business ids at once: orders that share an item, and their tokens."""
+
+from __future__ import annotations
+
+import loadtest
+
+HERE = "tests/integration/explore"
+ORDERS = f"{HERE}/customer-orders.toml"
+
+
+def test_a_lost_update_between_two_orders_replays_with_both_orders(backend_url: str) -> None:
+    options = {"copies": 1, "distinct_ids": 2, "endpoint_url": backend_url}
+    handler = f"{HERE}/consumers/customer_total_listed.py:handler"
+    report = loadtest.explore(ORDERS, handler=handler, **options)  # type: ignore[arg-type]
+    assert report.exit_code == 1
+    example = report.to_dict()["explore"]["counterexample"]
+    assert example["counts"]["lost_outcomes"] == 1
+    assert example["counts"]["duplicate_writes"] == 0
+
+    # The token's deliveries are the search's first two messages: one of each order,
+    # not two copies of the first.
+    again = loadtest.explore(ORDERS, handler=handler, schedule=example["schedule"], **options)  # type: ignore[arg-type]
+    replayed = again.to_dict()["explore"]
+    assert again.exit_code == 1, replayed
+    assert replayed["bound"]["ids"] == ["order-a", "order-b"]
+    assert replayed["counterexample"]["counts"] == example["counts"]
