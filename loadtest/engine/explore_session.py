@@ -400,7 +400,46 @@ class Session:
         end_state = self._end_state(
             execution, sent, len(execution.acks) + len(execution.dead_letters)
         )
+        self._forget_shared(execution, sent)
         return Ran(execution, history, end_state)
+
+    def _forget_shared(self, execution: Execution, sent: Sequence[SentMessage]) -> None:
+        """Delete what this schedule left that the next one would find: every item it
+        touched whose key does not carry one of its (fresh) business ids (a running total per
+        customer, a counter, a lock by another key), and everything in the extra tables it
+        wrote. Each schedule then starts from what the first one found, so a token replays
+        what its search ran, and workers' schedules see the same tables."""
+        ids = [_token(str(m.business_id)) for m in sent if m.business_id is not None]
+        shared = [
+            key for name, key in execution.keys.items() if not any(i.search(name) for i in ids)
+        ]
+        written = {
+            side.table.rpartition("/")[2]
+            for invocation in execution.invocations
+            for side in invocation.side_writes
+        }
+        try:
+            for key in shared:
+                self._client.delete_item(TableName=self.table, Key=key)
+            for extra in self.extra_tables:
+                name = extra_table_name(self.names.prefix, extra)
+                if name in written:
+                    self._empty(name, tuple(n for n, _ in extra.key))
+        except (BotoCoreError, ClientError) as exc:
+            raise BackendError(
+                f"explore could not clear the table after a schedule: {exc}"
+            ) from exc
+
+    def _empty(self, table: str, key_names: tuple[str, ...]) -> None:
+        pages = self._client.get_paginator("scan").paginate(
+            TableName=table,
+            ProjectionExpression=", ".join(f"#k{i}" for i in range(len(key_names))),
+            ExpressionAttributeNames={f"#k{i}": n for i, n in enumerate(key_names)},
+            ConsistentRead=True,
+        )
+        for page in pages:
+            for key in page.get("Items", []):
+                self._client.delete_item(TableName=table, Key=key)
 
     def judge(self, ran: Ran) -> Judged:
         """Judge a schedule as run (in this process or in a worker of the same exploration), and
