@@ -45,6 +45,7 @@ from loadtest.errors import BackendError, HandlerRefError
 from loadtest.model.checker import Check, check
 from loadtest.model.checker.effects import SinkLearned
 from loadtest.model.checker.passes import Model
+from loadtest.model.checker.verdict import Complete
 from loadtest.model.explore.points import Chooser
 from loadtest.model.history.log import EndState, History, SentMessage, key_string
 from loadtest.model.scenario.body import FLAT, BodyShape, body_shape
@@ -221,9 +222,9 @@ class Session:
         self.body = body_shape(scenario.workload)
         self.effects = scenario.effects
         """Where the messages carry their business id and details."""
-        self.complete: dict[str, frozenset[str]] = {}
-        """What a complete outcome holds, by where outcomes live: the attribute names every
-        outcome where nothing failed held in the schedules that passed (``run``)."""
+        self.complete: dict[str, Complete] = {}
+        """What a complete outcome holds, by where outcomes live: what every outcome where
+        nothing failed held in the schedules that passed (``run``)."""
         self.effects_complete: dict[str, SinkLearned] = {}
         """By sink, what the clean ids of the schedules that passed showed of it, merged."""
         self._client: Any = None
@@ -465,7 +466,8 @@ class Session:
             # complete delivery sends to each sink; a failing schedule is judged by them.
             if learned is not None:
                 kind = judged.check.outcome
-                self.complete[kind] = self.complete.get(kind, learned) & learned
+                known = self.complete.get(kind)
+                self.complete[kind] = learned if known is None else known.merged(learned)
             for sink, shown in judged.check.effects_learned.items():
                 prior = self.effects_complete.get(sink)
                 self.effects_complete[sink] = shown if prior is None else prior.merged(shown)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from loadtest.model.checker import check
 from loadtest.model.checker.passes import Model
+from loadtest.model.checker.verdict import Complete
 from loadtest.model.history.log import (
     Ack,
     EndState,
@@ -137,7 +138,8 @@ def test_what_a_claim_lacks_is_learned_from_the_outcomes_where_nothing_failed() 
     partial = claim("dedup-order", quantity={"N": "4"})
     learned = check(*_history(InvocationOutcome.CRASH, "m-1", claimed=partial))
     assert learned.counts.duplicate_writes == 0
-    assert learned.complete == frozenset({"status", "quantity", "total_cents"})
+    assert learned.complete is not None
+    assert learned.complete.names == frozenset({"status", "quantity", "total_cents"})
     alone = check(*_history(InvocationOutcome.CRASH, "m-1", claimed=partial, clean_other=False))
     assert alone.complete is None
     assert alone.counts.duplicate_writes == 1
@@ -175,7 +177,7 @@ def test_an_acknowledged_claim_is_lost_by_what_earlier_runs_learned() -> None:
     history.acks = [Ack(message_id="m-1", acked_ns=20_000_000)]
     end = end_state([pending])
     assert check(history, end).verdict.value == "inconclusive"
-    before = {Model.key(OutcomeKey()).description: frozenset({"status", "quantity"})}
+    before = {Model.key(OutcomeKey()).description: Complete(frozenset({"status", "quantity"}))}
     judged = check(history, end, learned_before=before)
     assert judged.counts.lost_outcomes == 1
     assert judged.verdict.value == "fail"

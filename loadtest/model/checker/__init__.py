@@ -42,8 +42,9 @@ How a run is judged, in the order the code does it:
    conflicting write.
 4. **Per message.** An acknowledged message whose own details were never
    stored, or whose outcome is gone or lacks a field the scenario says a
-   complete outcome holds (``[outcome] fields``, else the attribute names every
-   outcome where nothing failed holds), is a lost outcome (for an
+   complete outcome holds (``[outcome] fields``, else what every outcome where
+   nothing failed holds: its names, its details, the values it ends with rather than
+   those it passes through), is a lost outcome (for an
    aggregate: no change made for it, or an item that listed it no longer does,
    its change overwritten by another id's); when no
    outcome holds any message's details and no fields are declared, the table

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
 from loadtest.model.checker.completeness import (
-    complete_names,
+    complete_with,
     incomplete,
     judged_without_details,
     lacking,
@@ -41,6 +41,7 @@ from loadtest.model.checker.shared import overwritten
 from loadtest.model.checker.survey import survey
 from loadtest.model.checker.verdict import (
     Check,
+    Complete,
     Counts,
     Decisions,
     verdict_of,
@@ -179,7 +180,7 @@ def check(
     cut_short: bool = False,
     body: BodyShape | None = None,
     expect_overlap: bool = False,
-    learned_before: Mapping[str, frozenset[str]] | None = None,
+    learned_before: Mapping[str, Complete] | None = None,
     effects: Sequence[EffectRule] = (),
     effects_before: Mapping[str, SinkLearned] | None = None,
 ) -> Check:
@@ -225,6 +226,7 @@ def check(
             stored_outcomes,
             Parts(read.accepted, history.frames),
             history.frames,
+            read.failed_ids,
         )
         judging.run(history)
         return judging
@@ -240,16 +242,16 @@ def check(
     # What a complete outcome holds, learned from the outcomes where nothing failed (and
     # the runs judged before): it judges the outcomes where something failed, and tells a
     # delivery that finished a failed one's half-written outcome from a duplicate write.
-    own: frozenset[str] | None = None
-    names: frozenset[str] | None = None
+    own: Complete | None = None
+    complete: Complete | None = None
     clean: set[str] = set()
     if not outcome_key.fields and model.kind in ("key", "copies"):
         clean = set(final) - read.failed_ids
-        own = learned(final, clean, outcome_key.key_names)
-        names = complete_names(own, (learned_before or {}).get(model.description))
+        own = learned(final, clean, outcome_key.key_names, messages.details_for, passed.on_the_way)
+        complete = complete_with(own, (learned_before or {}).get(model.description))
     takeover = Takeover(
         frozenset(read.failed_deliveries),
-        lambda item, details: lacks_complete(item, outcome_key, names, details),
+        lambda item, details: lacks_complete(item, outcome_key, complete, details),
     )
     parts = judge_parts(
         passed.parts,
@@ -276,11 +278,11 @@ def check(
         )
     details_stored = any(carried.values())
     unfinished = incomplete(final, outcome_key)
-    by_names: frozenset[str] | None = None
-    """The learned names that judged an outcome where something failed, if any did."""
-    if names and len(clean) < len(final):
-        by_names = names
-        unfinished |= lacking(final, names, clean)
+    by_learned: Complete | None = None
+    """What was learned, when it judged an outcome where something failed."""
+    if complete is not None and len(clean) < len(final):
+        by_learned = complete
+        unfinished |= lacking(final, complete, clean, messages.details_for)
 
     def _lost(business_id: str, position: int) -> bool:
         """Whether an acknowledged message's outcome is gone or incomplete, or its own
@@ -415,7 +417,7 @@ def check(
     if not details_stored and accepted_outcomes and model.kind not in ("ambiguous", "shared"):
         # An item that holds only its key would pass: the table cannot tell a finished
         # outcome from a half-written one, unless the scenario says what one holds.
-        note, unjudged = judged_without_details(outcome_key, by_names)
+        note, unjudged = judged_without_details(outcome_key, by_learned)
         notes.extend([note] if note else [])
         inconclusive.extend([unjudged] if unjudged else [])
     if judged.over_live_claims:

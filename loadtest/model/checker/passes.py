@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from loadtest.model.checker.completeness import OnTheWay
 from loadtest.model.checker.details import carries, carries_id, key_template
 from loadtest.model.checker.parts import Parts
 from loadtest.model.checker.roles import Write, marked_record, message_id, side_business_id
@@ -26,6 +27,7 @@ from loadtest.model.history.log import (
     History,
     InvocationRef,
     OutcomeKey,
+    TypedItem,
     WriteOutcome,
     WriteRecord,
 )
@@ -84,7 +86,14 @@ class Judging:
     """The end state's keys of outcome items (``unexplained`` is those no write stored)."""
     parts: Parts
     frames: FrameStores
+    failed_ids: set[str] = field(default_factory=set)
+    """The business ids something failed for (``Survey.failed_ids``)."""
     evidence: Evidence = field(default_factory=Evidence)
+    on_the_way: OnTheWay = field(default_factory=OnTheWay)
+    """The items the other business ids' outcomes held between two accepted writes of one
+    delivery (a claim, then its completion): ``completeness``'s values on the way."""
+    _held: dict[str, TypedItem] = field(default_factory=dict)
+    """This invocation's last accepted write of each such outcome, until it writes again."""
     early: DecisionLog = field(init=False)
     """The decisions made as the writes are read: side writes, and outcome writes that
     were not accepted."""
@@ -114,6 +123,7 @@ class Judging:
             if not inv.writes:
                 continue
             ref = InvocationRef.of(inv)
+            self._held.clear()
             for record in inv.writes:
                 canon = canonical(record.key)
                 on_key = self.outcome_keys.get(canon)
@@ -215,6 +225,11 @@ class Judging:
         if record.outcome is WriteOutcome.ACCEPTED:
             self.unknown_after += not record.after_known
             self.parts.add(position, Write(record, ref, template, business_id))
+            if record.after_known and record.item_after and business_id not in self.failed_ids:
+                held = self._held.get(canon)
+                if held is not None:
+                    self.on_the_way.add(held)
+                self._held[canon] = record.item_after
             return
         role = _ROLE_OF_OUTCOME[record.outcome]
         self._early(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import loadtest
 
 CONSUMERS = "tests/integration/explore/consumers"
@@ -33,6 +35,28 @@ def test_a_pending_claim_skipped_by_the_redelivery_is_a_lost_outcome(backend_url
     )
     assert again.exit_code == 1
     assert again.to_dict()["explore"]["counterexample"]["counts"]["lost_outcomes"] >= 1
+
+
+@pytest.mark.parametrize(
+    "consumer",
+    [
+        # The details go in a map the claim holds empty.
+        "claim_nested_details.py",
+        # The claim holds every detail; only its status (PROCESSING, never DONE) tells.
+        "claim_status_flip.py",
+    ],
+)
+def test_a_half_written_order_however_it_is_written_is_a_lost_outcome(
+    backend_url: str, consumer: str
+) -> None:
+    handler = f"{CONSUMERS}/{consumer}:handler"
+    report = loadtest.explore("seed-lab", handler=handler, faults="crash", endpoint_url=backend_url)
+    explore = report.to_dict()["explore"]
+    assert report.exit_code == 1, explore["bound"]["sentence"]
+    [bug] = explore["bugs"]
+    assert bug["counts"]["lost_outcomes"] == 1 and bug["faults"] == 1
+    assert bug["counts"]["duplicate_writes"] == 0
+    assert explore["exhaustive"] is True and explore["schedules_inconclusive"] == 0
 
 
 def test_a_redelivery_that_takes_a_pending_claim_over_passes(backend_url: str) -> None:
