@@ -73,6 +73,23 @@ def test_a_redelivery_that_takes_a_pending_claim_over_passes(backend_url: str) -
     assert explore["exhaustive"] is True
 
 
+def test_a_redelivery_that_claims_an_expired_claim_with_its_own_token_passes(
+    backend_url: str,
+) -> None:
+    # Crashed or timed out after its claim, the first receive leaves it to expire; the
+    # third receive claims it with its own token, then completes: a takeover, in two writes.
+    report = loadtest.explore(
+        "seed-lab",
+        handler=f"{CONSUMERS}/claim_fenced_takeover.py:handler",
+        faults="crash,timeout",
+        copies=1,
+        endpoint_url=backend_url,
+    )
+    explore = report.to_dict()["explore"]
+    assert report.exit_code == 0, explore["bugs"]
+    assert explore["exhaustive"] is True and explore["schedules_run"] > 1
+
+
 def test_a_copy_that_takes_a_live_claim_over_after_a_timeout_is_a_duplicate(
     backend_url: str,
 ) -> None:
