@@ -6,9 +6,17 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 
+import anyio
 import pytest
 
-from loadtest.aws.kept_http import ConnectFailed, ConnectionBroken, KeptConnection
+from loadtest.aws.kept_http import (
+    Answer,
+    AnswerReader,
+    AsyncKeptConnection,
+    ConnectFailed,
+    ConnectionBroken,
+    KeptConnection,
+)
 
 Script = Callable[[socket.socket, int], bool]
 """What the server does with its ``n``th request on a connection (the request head has
@@ -201,3 +209,66 @@ def test_no_answer_within_the_read_timeout_is_a_timeout(
             connection.exchange("GET", "/", [], b"")
     finally:
         answered.set()
+
+
+ANSWERS = (
+    b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+    b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nz\r\n0\r\nT: 1\r\n\r\n",
+    b"HTTP/1.1 204 No Content\r\n\r\n",
+)
+
+
+@pytest.mark.parametrize("wire", ANSWERS)
+def test_an_answer_read_a_byte_at_a_time_is_the_answer_read_whole(wire: bytes) -> None:
+    whole = AnswerReader("GET")
+    whole.feed(wire + b"NEXT")
+    pieces = AnswerReader("GET")
+    unanswered = []
+    for i in range(len(wire)):
+        unanswered.append(pieces.answer is None)
+        pieces.feed(wire[i : i + 1])
+    assert all(unanswered)  # no answer before its last byte
+    assert pieces.answer == whole.answer is not None
+    assert (pieces.keep, whole.keep, whole.rest) == (True, True, b"NEXT")
+
+
+def test_an_answer_without_a_length_runs_to_the_end_and_is_not_kept() -> None:
+    reader = AnswerReader("GET")
+    reader.feed(b"HTTP/1.0 200 OK\r\n\r\nall of ")
+    reader.feed(b"it")
+    before_the_end = reader.answer
+    reader.ended()
+    assert before_the_end is None
+    assert reader.answer == Answer(200, {}, b"all of it")
+    assert not reader.keep
+
+
+def test_the_async_connection_keeps_reopens_and_closes_when_cancelled(
+    scripted: Callable[[Script], tuple[int, list[bytes], list[int]]],
+) -> None:
+    given_up = threading.Event()
+
+    def script(conn: socket.socket, n: int) -> bool:
+        if n == 3:
+            given_up.wait(5)  # no answer: the client gives up (cancelled) before one comes
+            return False
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n" + str(n).encode())
+        return True
+
+    port, requests, connections = scripted(script)
+
+    async def main() -> list[bytes]:
+        connection = AsyncKeptConnection("127.0.0.1", port)
+        bodies = [(await connection.exchange("GET", "/", [], b"")).body for _ in range(2)]
+        with anyio.move_on_after(0.2):
+            await connection.exchange("GET", "/", [], b"")
+        given_up.set()
+        bodies.append((await connection.exchange("GET", "/", [], b"")).body)
+        await connection.aclose()
+        return bodies
+
+    assert anyio.run(main, backend="asyncio") == [b"1", b"2", b"1"]
+    assert connections == [1, 2]
+    assert len(requests) == 4
