@@ -26,6 +26,7 @@ from loadtest.model.checker.details import (
 from loadtest.model.checker.effects import EffectsJudged, SinkLearned, judge_effects
 from loadtest.model.checker.exposure import exposure_reason
 from loadtest.model.checker.harness import no_business_outcome, not_judged
+from loadtest.model.checker.lost_updates import lost_updates, lost_updates_reason
 from loadtest.model.checker.parts import Parts, carried_bits, judge_parts
 from loadtest.model.checker.passes import Evidence, Judging, Model
 from loadtest.model.checker.reasons import (
@@ -284,10 +285,19 @@ def check(
         by_learned = complete
         unfinished |= lacking(final, complete, clean, messages.details_for)
 
+    replaced = lost_updates(history.invocations)
+    """Changes of messages a write computed from a stale read replaced (any item)."""
+    replaced_ids = {r.lost for r in replaced}
+    replaced_counted: set[str] = set()
+
     def _lost(business_id: str, position: int) -> bool:
         """Whether an acknowledged message's outcome is gone or incomplete, or its own
         details (at ``position`` among its id's, -1: none) were never stored while
-        others' were."""
+        others' were, or its change to an item was replaced by another message's write
+        computed from a read made before it (a lost update)."""
+        if business_id in replaced_ids:
+            replaced_counted.add(business_id)
+            return True
         if shared:
             # An aggregate holds no message's details: its outcome is a change made for it.
             # Its change is gone when an item that listed it no longer does at the end.
@@ -375,6 +385,8 @@ def check(
     accepted_outcomes = outcomes[WriteOutcome.ACCEPTED] > 0
     nothing_stored = expected_outcomes and not accepted_outcomes and not final and not untied
     reasons = default_reasons(counts, timed_out=history.timed_out, cut_short=cut_short)
+    if replaced_counted:
+        reasons.append(lost_updates_reason([r for r in replaced if r.lost in replaced_counted]))
     reasons.extend(runtime_error_sentences(read.runtime_errors, failing=True))
     inconclusive = inconclusive_reasons(counts, history)
     if nothing_stored and model.kind != "ambiguous":

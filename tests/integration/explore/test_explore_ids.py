@@ -26,3 +26,20 @@ def test_a_lost_update_between_two_orders_replays_with_both_orders(backend_url: 
     assert replayed["bound"]["ids"] == ["order-a", "order-b"]
     assert replayed["counterexample"]["steps"] == example["steps"]
     assert replayed["counterexample"]["counts"] == example["counts"]
+
+
+def test_a_lost_update_of_a_total_that_lists_no_order_is_a_lost_outcome(backend_url: str) -> None:
+    # The total names no order: only the put's old image, against what its delivery read,
+    # shows it replaced the other order's change.
+    options = {"copies": 1, "distinct_ids": 2, "endpoint_url": backend_url}
+    handler = f"{HERE}/consumers/customer_total.py:handler"
+    report = loadtest.explore(ORDERS, handler=handler, **options)  # type: ignore[arg-type]
+    explore = report.to_dict()["explore"]
+    assert report.exit_code == 1, explore["bound"]["sentence"]
+    [bug] = explore["bugs"]
+    assert bug["counts"]["lost_outcomes"] == 1
+    assert bug["counts"]["duplicate_writes"] == 0 and bug["counts"]["conflicting_writes"] == 0
+    assert any(r.startswith("1 lost update(s)") for r in bug["reasons"]), bug["reasons"]
+    again = loadtest.explore(ORDERS, handler=handler, schedule=bug["schedule"], **options)  # type: ignore[arg-type]
+    assert again.exit_code == 1
+    assert again.to_dict()["explore"]["counterexample"]["counts"] == bug["counts"]
