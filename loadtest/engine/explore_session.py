@@ -35,9 +35,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from loadtest.aws import clients as aws
 from loadtest.aws.item_reads import ItemReader, ItemReadError
-from loadtest.emulation.environment.child_host import FunctionIdentity, load_handler
+from loadtest.emulation.environment.child_host import FunctionIdentity
 from loadtest.emulation.environment.handlers import HandlerRef, tables_for
 from loadtest.emulation.explore import virtual_clock, wire
+from loadtest.emulation.explore.environments import EnvironmentHandlers
 from loadtest.emulation.explore.explorer import Explorer
 from loadtest.emulation.explore.runs import Execution, ExploreSettings
 from loadtest.engine.results import function_environment
@@ -341,11 +342,12 @@ class Session:
                 if self.ref.module is not None:
                     _forget_package(self.ref.module)
                 try:
-                    explorer.handler = load_handler(self.ref.ref)
+                    handlers = EnvironmentHandlers(self.ref.ref, self.ref.module, self.ref.path)
                 except Exception as exc:
                     raise HandlerRefError(
                         f"handler {self.ref.ref!r} could not be imported: {type(exc).__name__}: {exc}"
                     ) from exc
+                explorer.handler, explorer.handler_of = handlers.first, handlers
                 self.explorer = explorer
                 # On loadtest's own backend the handler's requests go out on kept
                 # connections spoken by hand (time is virtual here: only the rate changes).
@@ -354,8 +356,11 @@ class Session:
                     if self._items.by_hand and self.target.endpoint_url
                     else contextlib.nullcontext()
                 )
-                with kept, explorer.capturing():
-                    yield self
+                try:
+                    with kept, explorer.capturing():
+                        yield self
+                finally:
+                    handlers.close()
             finally:
                 explorer.close()
                 virtual_clock.uninstall()
