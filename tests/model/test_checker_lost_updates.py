@@ -123,3 +123,26 @@ def test_a_copy_of_the_same_order_writing_again_is_a_duplicate_not_a_lost_update
     history.acks = [Ack("m-1", 80_000_000), Ack("m-2", 80_000_000)]
     judged = check(history, end_state([_total(2)]))
     assert not any("lost update" in r for r in judged.reasons), judged.reasons
+
+
+def test_a_repeat_replaced_after_its_order_was_read_loses_nothing_of_the_order() -> None:
+    # b read the total with a's change in it; a's copy then added it again, and b's put
+    # replaced only that repeat: a's order is still in the total.
+    history = History(started_ns=0, ended_ns=90_000_000)
+    history.sent = [
+        sent(0, "order-a", "m-1", 2),
+        sent(1, "order-a", "m-2", 2),
+        sent(2, "order-b", "m-3", 3),
+    ]
+    history.invocations = [
+        _delivery("r-1", "m-1", "order-a", None, [_put(_total(2), None, 1_000)], 10),
+        _delivery(
+            "r-3", "m-3", "order-b", _total(2), [_put(_total(5), _total(4), 3_000_000)], 1_000_000
+        ),
+        _delivery(
+            "r-2", "m-2", "order-a", _total(2), [_put(_total(4), _total(2), 2_000_000)], 1_100_000
+        ),
+    ]
+    history.acks = [Ack(m.message_id or "", 80_000_000) for m in history.sent]
+    judged = check(history, end_state([_total(5)]))
+    assert not any("lost update" in r for r in judged.reasons), judged.reasons

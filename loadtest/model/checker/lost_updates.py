@@ -18,9 +18,11 @@ from what its delivery read of the item, and the writes that lead from the read'
 to the old image are found by their images, back from the old image. A write is
 replacing only when what it stores comes from its request alone (``WriteRecord.replaces``:
 a put, ``SET p = :v``); an ``ADD``, ``SET p = p + :q``, or a write conditioned on what was
-read (rejected when it changed) loses nothing. A message whose change was replaced, and
-whose deliveries did not change the item again after, lost its change. A change of a
-delivery of the same message is not counted here: writing an order again is a duplicate.
+read (rejected when it changed) loses nothing. A message whose change was replaced lost
+it, unless what the stale write was computed from held a change of it already (a copy of
+the order changed the item before the read, and again after: only the repeat was
+replaced) or its deliveries changed the item again after. A change of a delivery of the
+same message is not counted here: writing an order again is a duplicate.
 
 Pure.
 """
@@ -110,7 +112,9 @@ def lost_updates(invocations: Iterable[Invocation]) -> list[LostUpdate]:
             lost, by = change.business_id, one.change.business_id
             if lost is None or by is None or lost == by:
                 continue
-            if _changed_again(lost, one.change.write, changes[item]):
+            if _seen_by(one.read, lost, changes[item]) or _changed_again(
+                lost, one.change.write, changes[item]
+            ):
                 continue
             update = LostUpdate(item, lost, by)
             if update not in found:
@@ -130,8 +134,9 @@ def _read_before(reads: Iterable[ReadRecord], write: WriteRecord) -> ReadRecord 
 
 def _between(one: _Stale, changes: list[_Change]) -> list[_Change]:
     """The writes of other deliveries that led from what ``one`` read to the item it wrote
-    over, found back from its old image by their images; [] when the chain breaks (an image
-    the observer could not see: nothing is claimed)."""
+    over, found back from its old image by their images, one write at each step; [] when
+    a step has no such write, or several (writes that overlapped, each leaving the same
+    image), or an image the observer could not see: nothing is claimed."""
     state = one.change.write.item_before
     used: set[int] = set()
     chain: list[_Change] = []
@@ -142,12 +147,11 @@ def _between(one: _Stale, changes: list[_Change]) -> list[_Change]:
             if id(c) not in used
             and c.write is not one.change.write
             and c.write.after_known
-            and c.write.ended_ns <= one.change.write.ended_ns
             and same_item(c.write.item_after, state)
         ]
-        if not earlier:
+        if len(earlier) != 1:
             return []
-        change = max(earlier, key=lambda c: c.write.ended_ns)
+        [change] = earlier
         if change.request_id == one.change.request_id or not change.write.before_known:
             return []  # its own write, or an image not seen: nothing is claimed
         used.add(id(change))
@@ -156,14 +160,49 @@ def _between(one: _Stale, changes: list[_Change]) -> list[_Change]:
     return chain
 
 
+def _seen_by(read: ReadRecord, business_id: str, changes: list[_Change]) -> bool:
+    """Whether what ``read`` answered already held a change of ``business_id``: a write of
+    it is among those that lead to the read's image, back from it by their images (every
+    write that may have, where several left one image). Then the stale write was computed
+    from that change, and only a repeat of it (a copy of the order) was replaced."""
+    states = [read.found]
+    used: set[int] = set()
+    while states:
+        state = states.pop()
+        if state is None:
+            continue
+        for c in changes:
+            if id(c) in used or not c.write.after_known or not same_item(c.write.item_after, state):
+                continue
+            if c.business_id == business_id:
+                return True
+            used.add(id(c))
+            if c.write.before_known:
+                states.append(c.write.item_before)
+    return False
+
+
 def _changed_again(business_id: str, after: WriteRecord, changes: list[_Change]) -> bool:
-    """Whether a delivery of ``business_id`` changed the item again after ``after``."""
-    return any(
-        c.business_id == business_id
-        and c.write.ended_ns > after.ended_ns
-        and not (c.write.after_known and same_item(c.write.item_before, c.write.item_after))
-        for c in changes
-    )
+    """Whether a delivery of ``business_id`` changed the item again after ``after``: a write
+    of it is among those that lead on from ``after``'s image, by their images (every write
+    that may have, where several found one image)."""
+    states = [after.item_after] if after.after_known else []
+    used: set[int] = set()
+    while states:
+        state = states.pop()
+        for c in changes:
+            if id(c) in used or not c.write.before_known:
+                continue
+            if not same_item(c.write.item_before, state):
+                continue
+            if c.business_id == business_id and not (
+                c.write.after_known and same_item(c.write.item_before, c.write.item_after)
+            ):
+                return True
+            used.add(id(c))
+            if c.write.after_known:
+                states.append(c.write.item_after)
+    return False
 
 
 def lost_updates_reason(updates: list[LostUpdate]) -> str:
