@@ -14,6 +14,7 @@ from loadtest.model.history.log import (
     InvocationOutcome,
     TypedItem,
     WriteOutcome,
+    WriteRecord,
 )
 from tests.model.builders import end_state, invocation, record, sent, write
 
@@ -153,3 +154,59 @@ def test_the_redelivery_that_finishes_an_order_left_processing_takes_it_over() -
     assert judged.counts.duplicate_writes == 0, judged.reasons
     assert judged.counts.lost_outcomes == 0
     assert judged.verdict.value == "pass", judged.reasons
+
+
+def _with_total(outcome: TypedItem, customer_total: TypedItem | None) -> list[WriteRecord]:
+    writes = [write(outcome, before_known=True, started_ns=1_000_000)]
+    if customer_total is not None:
+        writes.append(
+            write(customer_total, before_known=True, condition=None, started_ns=2_000_000)
+        )
+    return writes
+
+
+def test_a_message_acknowledged_without_the_change_complete_deliveries_make_beside_is_lost() -> (
+    None
+):
+    # Where nothing failed each order is stored and its customer's total changed; here the
+    # order was stored, the environment crashed, and the redelivery found the order and
+    # skipped it: the total never got the order.
+    total = {"id": _s("customer#c-1"), "total": _n(1)}
+    clean = History(started_ns=0, ended_ns=90_000_000)
+    clean.sent = [sent(0, "other-order", "m-1", 1)]
+    other = _order("other-order", quantity=_n(1), total_cents=_n(350))
+    clean.invocations = [
+        invocation("r-1", [record("m-1", "other-order")], _with_total(other, total))
+    ]
+    clean.acks = [Ack(message_id="m-1", acked_ns=80_000_000)]
+    passed = check(clean, end_state([other, total]))
+    assert passed.complete is not None
+    assert passed.complete.beside == frozenset({"id=customer#c-1"})
+
+    def crashed(total_before_crash: TypedItem | None) -> Check:
+        order = _order("dedup-order", quantity=_n(4), total_cents=_n(1100))
+        history = History(started_ns=0, ended_ns=90_000_000)
+        history.sent = [sent(0, "dedup-order", "m-2", 4)]
+        history.invocations = [
+            invocation(
+                "r-2",
+                [record("m-2", "dedup-order")],
+                _with_total(order, total_before_crash),
+                outcome=InvocationOutcome.CRASH,
+            ),
+            invocation(
+                "r-3",
+                [record("m-2", "dedup-order", 2)],
+                [write(order, outcome=WriteOutcome.REJECTED, before=order, before_known=True)],
+                started_ns=50_000_000,
+            ),
+        ]
+        history.acks = [Ack(message_id="m-2", acked_ns=80_000_000)]
+        return check(history, end_state([order]), learned_before={passed.outcome: passed.complete})
+
+    gap = crashed(None)
+    assert gap.counts.lost_outcomes == 1, gap.reasons
+    assert any("no write of id=customer#c-1" in r for r in gap.reasons), gap.reasons
+    # The crash came after the total's change: nothing is missing.
+    after = crashed({"id": _s("customer#c-1"), "total": _n(5)})
+    assert after.counts.lost_outcomes == 0, after.reasons

@@ -17,6 +17,7 @@ from loadtest.model.checker.completeness import (
     lacking,
     lacks_complete,
     learned,
+    missing_beside,
 )
 from loadtest.model.checker.details import (
     carries,
@@ -248,7 +249,14 @@ def check(
     clean: set[str] = set()
     if not outcome_key.fields and model.kind in ("key", "copies"):
         clean = set(final) - read.failed_ids
-        own = learned(final, clean, outcome_key.key_names, messages.details_for, passed.on_the_way)
+        own = learned(
+            final,
+            clean,
+            outcome_key.key_names,
+            messages.details_for,
+            passed.on_the_way,
+            passed.beside,
+        )
         complete = complete_with(own, (learned_before or {}).get(model.description))
     takeover = Takeover(
         frozenset(read.failed_deliveries),
@@ -289,6 +297,9 @@ def check(
     """Changes of messages a write computed from a stale read replaced (any item)."""
     replaced_ids = {r.lost for r in replaced}
     replaced_counted: set[str] = set()
+    without: dict[str, frozenset[str]] = {}
+    """Business ids acknowledged without a change every complete delivery makes beside its
+    outcome, and those changes."""
 
     def _lost(business_id: str, position: int) -> bool:
         """Whether an acknowledged message's outcome is gone or incomplete, or its own
@@ -297,6 +308,10 @@ def check(
         computed from a read made before it (a lost update)."""
         if business_id in replaced_ids:
             replaced_counted.add(business_id)
+            return True
+        missing = missing_beside(complete, clean, business_id, passed.beside)
+        if missing:
+            without.setdefault(business_id, missing)
             return True
         if shared:
             # An aggregate holds no message's details: its outcome is a change made for it.
@@ -387,6 +402,13 @@ def check(
     reasons = default_reasons(counts, timed_out=history.timed_out, cut_short=cut_short)
     if replaced_counted:
         reasons.append(lost_updates_reason([r for r in replaced if r.lost in replaced_counted]))
+    if without:
+        first, missing = next(iter(without.items()))
+        reasons.append(
+            f"{len(without)} business id(s) acknowledged without a change every delivery "
+            "where nothing failed made beside its outcome (e.g. "
+            f"{first}: no write of {', '.join(sorted(missing))})"
+        )
     reasons.extend(runtime_error_sentences(read.runtime_errors, failing=True))
     inconclusive = inconclusive_reasons(counts, history)
     if nothing_stored and model.kind != "ambiguous":

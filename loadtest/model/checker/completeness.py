@@ -20,8 +20,13 @@ the same model (``loadtest explore``'s schedules that did not fail):
   delivery left half-way. A value that no outcome held on the way (a receive count, a
   version a takeover bumped, a total a duplicate increment doubled) judges nothing.
 
-What was learned is ``verdict.Complete``; the values on the way are gathered by
-``passes.Judging`` (``OnTheWay``).
+And, beside the outcome, the items every such business id's deliveries changed (a
+running total per customer, an outbox entry, an audit row), by the shape of their keys: a
+message acknowledged where something failed whose deliveries changed none of one was
+acknowledged without part of what a complete delivery does (``missing_beside``).
+
+What was learned is ``verdict.Complete``; the values on the way and the items changed
+beside the outcome are gathered by ``passes.Judging`` (``OnTheWay``, ``Beside``).
 
 An outcome of a business id where something failed that lacks one of the names, lacks
 its message's details where every such outcome carried them, or holds a value outcomes
@@ -82,6 +87,30 @@ def state_value(item: TypedItem, name: str) -> Any:
     return _state(stored_leaves(item).get(name, ()))
 
 
+class Beside:
+    """Which items beside its outcome each business id's deliveries changed: by the shape of
+    their keys (``details.key_template``, with the message's details named too:
+    ``id=customer#{customer}``), as bits of ``templates``. ``Judging`` adds each accepted
+    side write that changed its item."""
+
+    def __init__(self) -> None:
+        self.templates: list[str] = []
+        self._index: dict[str, int] = {}
+        self._changed: dict[str, int] = {}
+
+    def add(self, business_id: str, template: str) -> None:
+        bit = self._index.get(template)
+        if bit is None:
+            bit = self._index[template] = len(self.templates)
+            self.templates.append(template)
+        self._changed[business_id] = self._changed.get(business_id, 0) | 1 << bit
+
+    def of(self, business_id: str) -> frozenset[str]:
+        """The templates of the items ``business_id``'s deliveries changed."""
+        bits = self._changed.get(business_id, 0)
+        return frozenset(t for i, t in enumerate(self.templates) if bits >> i & 1)
+
+
 class OnTheWay:
     """The values each name took in the items outcomes where nothing failed held between
     two writes of one delivery (``Judging`` adds each), at most ``MOST_VALUES_ON_THE_WAY``."""
@@ -113,14 +142,19 @@ def learned(
     key_names: Iterable[str],
     details_for: Callable[[str], Sequence[Mapping[str, Any]]],
     on_the_way: OnTheWay | None = None,
+    beside: Beside | None = None,
 ) -> Complete | None:
     """What every stored outcome item of the ``clean`` business ids (nothing failed for
-    them) holds (``on_the_way``: the values their writes left on the way); None when none
-    is stored."""
+    them) holds (``on_the_way``: the values their writes left on the way), and which items
+    beside it every one's deliveries changed (``beside``); None when none is stored."""
     names: set[str] | None = None
     carried = True
     ends: dict[str, Any] | None = None
+    besides: frozenset[str] | None = None
     for business_id in clean:
+        if business_id in final and beside is not None:
+            changed = beside.of(business_id)
+            besides = changed if besides is None else besides & changed
         details = details_for(business_id)
         for item in final.get(business_id, ()):
             leaves = stored_leaves(item)
@@ -140,6 +174,7 @@ def learned(
         frozenset(names - key),
         carried,
         {n: (v, way.values(n) - {v}) for n, v in ends.items() if n not in key},
+        besides or frozenset(),
     )
 
 
@@ -183,6 +218,16 @@ def lacking(
         if business_id not in clean
         and all(lacks(complete, item, details_for(business_id)) for item in items)
     }
+
+
+def missing_beside(
+    complete: Complete | None, clean: set[str], business_id: str, beside: Beside
+) -> frozenset[str]:
+    """The items beside its outcome that every complete delivery changed and no delivery
+    of ``business_id`` (something failed for it) did: what it was acknowledged without."""
+    if complete is None or not complete.beside or business_id in clean:
+        return frozenset()
+    return complete.beside - beside.of(business_id)
 
 
 def lacks_complete(

@@ -466,10 +466,15 @@ class Complete:
     ends: Mapping[str, tuple[Any, frozenset[Any]]] = field(default_factory=dict)
     """By name: the value every one ended with there, and the other values such outcomes
     held there on the way (empty when none did)."""
+    beside: frozenset[str] = frozenset()
+    """The shapes of the keys of the items beside the outcome every such business id's
+    deliveries changed (``id=customer#{customer}``)."""
 
     @property
     def says_anything(self) -> bool:
-        return bool(self.names or self.details or any(way for _, way in self.ends.values()))
+        return bool(
+            self.names or self.details or self.beside or any(way for _, way in self.ends.values())
+        )
 
     def merged(self, other: Complete) -> Complete:
         """What both learned: names both hold, details both carried, ends both agree on
@@ -479,7 +484,12 @@ class Complete:
             for name, (end, way) in self.ends.items()
             if name in other.ends and other.ends[name][0] == end
         }
-        return Complete(self.names & other.names, self.details and other.details, ends)
+        return Complete(
+            self.names & other.names,
+            self.details and other.details,
+            ends,
+            self.beside & other.beside,
+        )
 
     def describe(self) -> str:
         """What was learned, for a note: the names, and the values outcomes end with."""

@@ -43,3 +43,20 @@ def test_a_lost_update_of_a_total_that_lists_no_order_is_a_lost_outcome(backend_
     again = loadtest.explore(ORDERS, handler=handler, schedule=bug["schedule"], **options)  # type: ignore[arg-type]
     assert again.exit_code == 1
     assert again.to_dict()["explore"]["counterexample"]["counts"] == bug["counts"]
+
+
+def test_an_order_recorded_without_its_change_to_the_customers_total_is_a_lost_outcome(
+    backend_url: str,
+) -> None:
+    # The ADDs never lose each other's quantity; a crash after the order's put does: every
+    # schedule that passed changed the customer's total, this one never did.
+    handler = f"{HERE}/consumers/customer_total_added.py:handler"
+    options = {"distinct_ids": 2, "copies": 1, "endpoint_url": backend_url}
+    report = loadtest.explore(ORDERS, handler=handler, **options)  # type: ignore[arg-type]
+    assert report.exit_code == 0
+    report = loadtest.explore(ORDERS, handler=handler, faults="crash", **options)  # type: ignore[arg-type]
+    explore = report.to_dict()["explore"]
+    assert report.exit_code == 1, explore["bound"]["sentence"]
+    [bug] = explore["bugs"]
+    assert bug["counts"]["lost_outcomes"] == 1 and bug["faults"] == 1
+    assert any("no write of id=customer#{customer}" in r for r in bug["reasons"]), bug["reasons"]
