@@ -288,9 +288,21 @@ def explore(
             options.time_budget_s,
         )
 
+    opened = contextlib.ExitStack()
+
+    def open_session() -> None:
+        """This process's own session, opened before it first runs a schedule: with workers
+        searching, only to shrink what they found (a search that found nothing never
+        needs it, nor pays for it while the workers start)."""
+        if session.explorer is None:
+            opened.enter_context(session.open())
+            # Each sink as the scenario names it (its resource exists from here on).
+            named.update({made.name: made.sink.name for made in session.sinks if made.name})
+
     def run(chooser: Replay | object, chosen: Sequence[SentMessage]) -> Judged:
         nonlocal counter
         halt_if_interrupted()
+        open_session()
         judged = session.run(chooser, chosen, counter)  # type: ignore[arg-type]
         counter += 1
         return judged
@@ -344,9 +356,9 @@ def explore(
         if searched_by > 1
         else contextlib.nullcontext()
     )
-    with workers, session.open():
-        # Each sink as the scenario names it (its resource exists from here on).
-        named.update({made.name: made.sink.name for made in session.sinks if made.name})
+    with workers, opened:
+        if not isinstance(workers, Workers):
+            open_session()  # a bad handler or backend is named before anything runs
         if options.schedule is not None:
             # The default schedule first (not counted): it shows where outcomes live, as the
             # search's first schedule showed it when the token was found.
