@@ -305,6 +305,53 @@ def test_a_failure_between_two_events_loses_the_second(backend_url: str, tmp_pat
     assert {w.business_id for w in sink.witnesses if w.anomaly == "lost"} == timed_out
 
 
+# --- an entry the sink refused -----------------------------------------------------------
+
+
+UNCHECKED = """
+seed = 3
+
+[expect]
+overlap = false
+
+[[workload.messages]]
+body = { id = "n-1", quantity = 1, note = "fragile" }
+copies = 2
+
+[[workload.messages]]
+body = { id = "n-2", quantity = 2, note = 'say "hi"' }
+copies = 2
+
+[[workload.messages]]
+body = { id = "n-3", quantity = 3, note = "" }
+copies = 2
+
+[consumer]
+batch_size = 1
+concurrency = 1
+environment = { ORDER_EVENTS_BUS = "{bus:order-events}" }
+
+[run]
+deadline_s = 60
+"""
+
+
+def test_an_entry_the_bus_refused_is_lost_though_the_handler_succeeded(
+    backend_url: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "unchecked.toml"
+    path.write_text(UNCHECKED, encoding="utf-8")
+    run = _run(backend_url, path, _user("eventbridge_unchecked_entries.py"))
+    counts = run.raw["counts"]
+    assert run.verdict == "fail"
+    assert (counts["acked"], counts["handler_errors"], counts["lost_outcomes"]) == (6, 0, 0)
+    # Two events per stored order, but n-2's shipment request was malformed and refused:
+    # both its messages were acknowledged with one of the two events on the bus.
+    assert _effects(run) == _expect(5, 5, lost=2)
+    (sink,) = run.raw["effects"]
+    assert [w["business_id"] for w in sink["witnesses"]] == ["n-2"]
+
+
 # --- sinks that deduplicate by themselves --------------------------------------------
 
 

@@ -48,6 +48,8 @@ def effect(
         EffectKind.TOPIC: "SNS.Publish",
         EffectKind.BUCKET: "S3.PutObject",
         EffectKind.FUNCTION: "Lambda.Invoke",
+        EffectKind.STATE_MACHINE: "StepFunctions.StartExecution",
+        EffectKind.BUS: "EventBridge.PutEvents",
     }[kind]
     return EffectRecord(
         operation=operation,
@@ -360,6 +362,100 @@ def test_a_crash_between_the_put_and_the_publish_loses_the_effect() -> None:
         ("r-1", "crash"),
         ("r-4", "success"),
     ]
+
+
+def test_an_entry_the_sink_refused_is_lost_though_its_delivery_succeeded() -> None:
+    # o-2's only event was refused by the sink (a PutEvents entry with an ErrorCode, a
+    # PublishBatch Failed entry); the handler never read the answer and was acknowledged.
+    messages = three_orders()
+    invocations = [
+        stored(1, [effect(payload("o-1"))]),
+        stored(2, [effect(payload("o-2"), accepted=False)]),
+        stored(3, [effect(payload("o-3"))]),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    result = check(history, with_sinks(end_state(items), topic(payload("o-1"), payload("o-3"))))
+    assert effect_counts(result) == {
+        "sent": 2,
+        "delivered": 2,
+        "duplicate": 0,
+        "conflicting": 0,
+        "lost": 1,
+    }
+    assert the_sink(result).required == "learned"
+    assert (
+        "1 lost effect(s): o-2 never published to orders (message m-2 acknowledged)"
+        in result.reasons
+    )
+
+
+def test_one_of_two_entries_refused_loses_that_entry() -> None:
+    messages = three_orders()
+    placed, reserved = two_events("o-2")
+    invocations = [
+        stored(1, two_events("o-1")),
+        stored(2, [placed, dataclasses.replace(reserved, accepted=False)]),
+        stored(3, two_events("o-3")),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    held = [e.payload for o in ("o-1", "o-3") for e in two_events(o)] + [placed.payload]
+    result = check(history, with_sinks(end_state(items), topic(*held)))
+    assert effect_counts(result)["lost"] == 1
+    assert (
+        "1 lost effect(s): o-2 published to orders 1 of the 2 entries one delivery sends "
+        "(message m-2 acknowledged)" in result.reasons
+    )
+
+
+def test_a_refused_start_of_an_execution_the_sink_keeps_is_no_failure() -> None:
+    # Each order's copy starts the execution named by the order again and is refused
+    # (ExecutionAlreadyExists): the sink keeps it, so both orders still teach that a
+    # delivery starts one; o-3's delivery crashed before starting and its redelivery
+    # found the order stored.
+    machine = "arn:aws:states:us-east-1:000000000000:stateMachine:fulfilment"
+
+    def start(order_id: str, *, accepted: bool = True) -> EffectRecord:
+        return effect(
+            payload(order_id),
+            kind=EffectKind.STATE_MACHINE,
+            sink=machine,
+            key=order_id,
+            accepted=accepted,
+        )
+
+    messages = [
+        sent(0, "o-1", "m-1"),
+        sent(1, "o-1", "m-2"),
+        sent(2, "o-2", "m-3"),
+        sent(3, "o-2", "m-4"),
+        sent(4, "o-3", "m-5"),
+    ]
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [write(order_item("o-1", 1))], [start("o-1")]),
+        delivery("r-2", "m-2", "o-1", [rejected("o-1")], [start("o-1", accepted=False)]),
+        delivery("r-3", "m-3", "o-2", [write(order_item("o-2", 1))], [start("o-2")]),
+        delivery("r-4", "m-4", "o-2", [rejected("o-2")], [start("o-2", accepted=False)]),
+        delivery(
+            "r-5", "m-5", "o-3", [write(order_item("o-3", 1))], [], outcome=InvocationOutcome.CRASH
+        ),
+        delivery("r-6", "m-5", "o-3", [rejected("o-3")], [], receive_count=2),
+    ]
+    history = history_of(messages, invocations, [f"m-{n}" for n in range(1, 6)])
+    executions = SinkContents(
+        name="fulfilment",
+        kind=EffectKind.STATE_MACHINE,
+        address=machine,
+        messages=tuple(SinkMessage(payload(o), o) for o in ("o-1", "o-2")),
+        deduplicated="execution names are unique",
+    )
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    result = check(history, with_sinks(end_state(items), executions))
+    counts = effect_counts(result)
+    assert (counts["sent"], counts["delivered"], counts["duplicate"]) == (2, 2, 0)
+    assert counts["lost"] == 1
+    assert the_sink(result, "fulfilment").required == "learned"
 
 
 def test_a_cut_short_run_leaves_a_lost_effect_unjudged() -> None:

@@ -30,8 +30,8 @@ really held, read back) and the scenario's ``[[effects]]`` entries:
    last.
 5. **Lost**: an acknowledged, non-poison message whose business id never reached a required
    sink. A sink is required when declared (``required = true``) or learned: every clean
-   business id (each of its messages acknowledged after one delivery that succeeded) reached
-   it, and one did. When one delivery of every clean id sent the same number of distinct
+   business id (each of its messages acknowledged after one delivery that succeeded, none of
+   whose entries a sink refused without holding it) reached it, and one did. When one delivery of every clean id sent the same number of distinct
    entries there (two or more), an acknowledged message whose id holds fewer distinct
    entries lost an effect too: the crash between a consumer's two publishes. A sink that
    was not read to the end counts nothing lost.
@@ -186,6 +186,32 @@ def _times(n: int) -> str:
     return "twice" if n == 2 else f"{n} times"
 
 
+def _refused(groups: Sequence[_Group], records_of: Mapping[str, Sequence[str]]) -> set[str]:
+    """The messages whose delivery had an entry refused (a ``Failed`` entry of a batch call,
+    an error answer, no answer) that the sink does not hold: such a delivery did not send
+    all it meant to, whatever the invocation answered, so it teaches nothing about what a
+    complete delivery sends. A refusal of what the sink already holds (a start of an
+    execution name it keeps) is the sink's own deduplication, not a failure. An entry
+    marked on no record (a batch the observer could not tell apart) marks its whole
+    invocation."""
+    out: set[str] = set()
+    for g in groups:
+        refused = [(e, d) for e, d in g.effects if not e.accepted]
+        if not refused:
+            continue
+        keyed = g.kind in KEYED_KINDS
+        holds = (
+            {m.key if keyed else m.payload for m in g.contents.messages}
+            if g.contents is not None
+            else set()
+        )
+        for e, d in refused:
+            if (e.key if keyed else e.payload) in holds:
+                continue
+            out.update([d.message_id] if d.message_id else records_of.get(d.request_id, ()))
+    return out
+
+
 # --- the judge ---------------------------------------------------------------------------
 
 
@@ -216,9 +242,11 @@ def judge_effects(
     # (request id, business id) of each invocation that held one record of that id: all it
     # sent for the id is what one delivery of it sends, whichever record a call is marked on.
     single: set[tuple[str, str]] = set()
+    records_of: dict[str, tuple[str, ...]] = {}
     for inv in invocations:
         failed = set(inv.failed_message_ids)
         outcome = inv.outcome.value
+        records_of[inv.request_id] = tuple(r.message_id for r in inv.records)
         held_ids: dict[str, int] = defaultdict(int)
         for r in inv.records:
             business_id = business_of.get(r.message_id)
@@ -266,6 +294,7 @@ def judge_effects(
             )
     if not groups:
         return None
+    dirty |= _refused(groups, records_of)
 
     acked_ids = set(acked)
     messages = [m for m in sent if m.message_id is not None]
