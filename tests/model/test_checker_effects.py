@@ -566,6 +566,59 @@ def test_an_object_keyed_by_business_id_rewritten_with_other_bytes_conflicts() -
     )
 
 
+def _stamped_receipts(keys: tuple[str, ...]) -> Check:
+    """o-1 sent three times, the same quantity; each delivery writes a receipt that names
+    the amount (not as the message names its details) and its own processed_at."""
+    messages = [sent(n, "o-1", f"m-{n + 1}") for n in range(3)]
+
+    def receipt(n: int) -> str:
+        return json.dumps({"order": "o-1", "amount_cents": 350, "processed_at": 1700 + n})
+
+    puts = [
+        effect(receipt(n), kind=EffectKind.BUCKET, sink=BUCKET, key=key)
+        for n, key in enumerate(keys)
+    ]
+    invocations = [
+        delivery(
+            f"r-{n + 1}",
+            f"m-{n + 1}",
+            "o-1",
+            [write(order_item("o-1", 1)) if n == 0 else rejected("o-1", started_ns=n)],
+            [put],
+            started_ns=n * 10_000_000,
+        )
+        for n, put in enumerate(puts)
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
+    objects = {put.key: put.payload for put in puts}
+    bucket = SinkContents(
+        name="receipts",
+        kind=EffectKind.BUCKET,
+        address=BUCKET,
+        messages=tuple(SinkMessage(text, key) for key, text in objects.items()),
+        deduplicated=S3_WORDS,
+    )
+    return check(history, with_sinks(end_state([order_item("o-1", 1)]), bucket))
+
+
+def test_a_receipt_rewritten_with_its_own_timestamp_does_not_conflict() -> None:
+    result = _stamped_receipts(("receipts/o-1.json",) * 3)
+    assert effect_counts(result) == {
+        "sent": 3,
+        "delivered": 1,
+        "duplicate": 0,
+        "conflicting": 0,
+        "lost": 0,
+    }
+    assert result.verdict is Verdict.PASS
+
+
+def test_receipts_keyed_by_message_id_with_their_own_timestamps_are_duplicates_only() -> None:
+    result = _stamped_receipts(("receipts/m-1.json", "receipts/m-2.json", "receipts/m-3.json"))
+    counts = effect_counts(result)
+    assert (counts["delivered"], counts["duplicate"], counts["conflicting"]) == (3, 2, 0)
+
+
 def test_objects_keyed_by_message_id_are_duplicates() -> None:
     result = _bucket_run(("orders/m-1.json", "orders/m-2.json"), (1, 1))
     assert effect_counts(result) == {

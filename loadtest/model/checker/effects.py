@@ -27,7 +27,7 @@ really held, read back) and the scenario's ``[[effects]]`` entries:
    not conflict); where one delivery
    sends several, an entry whose content is none of those the delivery that sent the most
    said. For a bucket, every accepted write is compared, as an overwrite leaves only the
-   last.
+   last (by the same rule: an object rewritten with its own timestamp does not conflict).
 5. **Lost**: an acknowledged, non-poison message whose business id never reached a required
    sink. A sink is required when declared (``required = true``) or learned: every clean
    business id (each of its messages acknowledged after one delivery that succeeded, none of
@@ -500,13 +500,13 @@ def _judge_sink(
             said = [_content(payload, names) for payload, _ in entries]
         contents = [content for content, _ in said]
         if (
-            not keyed
-            and len(contents) > 1
+            len(contents) > 1
             and business_id not in varied
             and not any(by_details for _, by_details in said)
         ):
             # Compared by whole payloads, but the copies said the same: what differs (an
-            # event id, a timestamp) is the consumer's own per send, not another outcome.
+            # event id, a timestamp; an object rewritten with its own processed_at) is the
+            # consumer's own per send, not another outcome.
             contents = contents[:1]
         if once > 1:
             # Several entries make one delivery's effect: an entry conflicts when it says
