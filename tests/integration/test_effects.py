@@ -597,6 +597,34 @@ def test_explore_the_outbox_survives_every_crash(backend_url: str, tmp_path: Pat
     assert explore["schedules_run"] >= 4
 
 
+def test_explore_an_execution_named_by_the_order_id_survives_every_crash(
+    backend_url: str, tmp_path: Path
+) -> None:
+    # Each schedule's order id is fresh, and still a name Step Functions takes for an
+    # execution: the consumer starts it on every delivery and treats
+    # ExecutionAlreadyExists as done, so a crash anywhere is repaired by the redelivery.
+    path = tmp_path / "named.toml"
+    path.write_text(
+        EXPLORED.split("# One business id")[0].replace(
+            'ORDERS_TOPIC_ARN = "{topic:orders.fifo}"',
+            'FULFILMENT_STATE_MACHINE_ARN = "{state_machine:fulfilment}"',
+        )
+        + '\n[[effects]]\nsink = "fulfilment"\nrequired = true\n',
+        encoding="utf-8",
+    )
+    report = loadtest.explore(
+        path,
+        handler=_user("fulfilment_by_name.py"),
+        endpoint_url=backend_url,
+        copies=1,
+        faults="crash",
+    )
+    explore = report.to_dict()["explore"]
+    assert explore["exhaustive"] is True
+    assert (explore["schedules_failed"], explore["counterexample"]) == (0, None)
+    assert explore["schedules_run"] >= 4
+
+
 # --- the handlers alone, with sinks made by boto3 --------------------------------------
 
 REGION = "us-east-1"
