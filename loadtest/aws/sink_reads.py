@@ -1,7 +1,9 @@
 """Reading what each of the run's sinks really holds (``loadtest.aws.sinks`` makes them).
 
 ``read_sinks`` drains the queues (a queue sink, a topic's or bus's capture queue), so an
-explored schedule's reading also resets them for the next one; it lists a bucket's
+explored schedule's reading also resets them for the next one; a topic's messages are
+unwrapped from the notification its capture queue receives (its ``Message`` and
+``MessageAttributes``), a queue's read with their message attributes; it lists a bucket's
 objects with their bytes (deleting each once read) and a state machine's executions
 with their input (each read once). The reads stop at ``deadline`` or
 ``MAX_SINK_MESSAGES`` and then say ``complete=False``. Synchronous boto3 calls on the
@@ -19,7 +21,12 @@ from typing import TYPE_CHECKING, Any
 from loadtest.aws.errors import translated
 from loadtest.aws.sinks import MadeSink, SinkClients
 from loadtest.aws.target import BackendKind, Target, is_loadtest_backend
-from loadtest.model.history.records import EffectKind, SinkContents, SinkMessage
+from loadtest.model.history.records import (
+    EffectKind,
+    SinkContents,
+    SinkMessage,
+    attribute_texts,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -90,8 +97,10 @@ def _read(
         wait_s = 0 if is_loadtest_backend(target.endpoint_url) else wait_s
     bodies, complete = _drain(clients.sqs, url, deadline, limit, wait_s)
     if kind is EffectKind.BUS:
-        return [_unwrap_event(body, attributes) for body, attributes in bodies], complete
-    return [SinkMessage(body, "", attributes) for body, attributes in bodies], complete
+        return [_unwrap_event(body, attributes) for body, attributes, _ in bodies], complete
+    if kind is EffectKind.TOPIC:
+        return [_unwrap_notification(body, attributes) for body, attributes, _ in bodies], complete
+    return [SinkMessage(body, "", attributes, sent) for body, attributes, sent in bodies], complete
 
 
 _LAST_RECEIVE_WAIT_S = {BackendKind.EMBEDDED: 0, BackendKind.ENDPOINT: 1, BackendKind.AWS: 5}
@@ -100,11 +109,16 @@ backend (and ``loadtest serve`` behind an endpoint) delivers within the call, AW
 moments."""
 
 
+Drained = tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
+"""A message received: its body, its system attributes and its message attributes."""
+
+
 def _drain(
     sqs: SQSClient, url: str, deadline: float | None, limit: int, wait_s: int
-) -> tuple[list[tuple[str, tuple[tuple[str, str], ...]]], bool]:
-    """Receive and delete until an empty receive: each body with its system attributes."""
-    out: list[tuple[str, tuple[tuple[str, str], ...]]] = []
+) -> tuple[list[Drained], bool]:
+    """Receive and delete until an empty receive: each body with its system and message
+    attributes."""
+    out: list[Drained] = []
     while True:
         if _late(deadline):
             return out, False
@@ -118,6 +132,7 @@ def _drain(
             WaitTimeSeconds=wait_s,
             VisibilityTimeout=60,
             MessageSystemAttributeNames=["All"],
+            MessageAttributeNames=["All"],
         ).get("Messages", [])
         if not got:
             return out, True
@@ -125,13 +140,31 @@ def _drain(
             attributes = tuple(
                 sorted((k, str(v)) for k, v in message.get("Attributes", {}).items())
             )
-            out.append((message["Body"], attributes))
+            sent = attribute_texts(message.get("MessageAttributes"))
+            out.append((message["Body"], attributes, sent))
         sqs.delete_message_batch(
             QueueUrl=url,
             Entries=[
                 {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(got)
             ],
         )
+
+
+def _unwrap_notification(body: str, attributes: tuple[tuple[str, str], ...]) -> SinkMessage:
+    """An SNS notification as its capture queue receives it, unwrapped to the ``Message``
+    the consumer published and the ``MessageAttributes`` it published it with."""
+    try:
+        notification = json.loads(body)
+    except ValueError:
+        return SinkMessage(body, "", attributes)
+    if not isinstance(notification, dict) or not isinstance(notification.get("Message"), str):
+        return SinkMessage(body, "", attributes)
+    return SinkMessage(
+        notification["Message"],
+        "",
+        attributes,
+        attribute_texts(notification.get("MessageAttributes")),
+    )
 
 
 def _unwrap_event(body: str, attributes: tuple[tuple[str, str], ...]) -> SinkMessage:

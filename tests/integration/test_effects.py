@@ -305,6 +305,37 @@ def test_a_failure_between_two_events_loses_the_second(backend_url: str, tmp_pat
     assert {w.business_id for w in sink.witnesses if w.anomaly == "lost"} == timed_out
 
 
+# --- the order id only in the message attributes -------------------------------------
+
+
+def test_an_order_id_only_in_the_message_attributes_is_found_there(
+    backend_url: str, tmp_path: Path
+) -> None:
+    run = _run(backend_url, _scenario(tmp_path, TOPIC), _user("announce_by_attribute.py"))
+    assert run.verdict == "fail"
+    assert run.raw["counts"]["duplicate_writes"] == 0
+    sent = IDS * COPIES
+    assert _effects(run) == _expect(sent, sent, duplicate=IDS * (COPIES - 1))
+    (sink,) = run.raw["effects"]
+    assert sink["unidentified"] == 0
+
+
+def test_a_declared_id_attribute_judges_a_required_queue(backend_url: str, tmp_path: Path) -> None:
+    # Ref holds "ORDER#<id>" and names the order as a token too: the declared attribute,
+    # with its pattern, says which one is the id.
+    extra = (
+        '\n[[effects]]\nsink = "shipping"\nid_attribute = "Ref"\n'
+        'id_pattern = "ORDER#(.+)"\nrequired = true\n'
+    )
+    environment = {"SHIPPING_QUEUE_URL": "{queue_url:shipping}"}
+    path = _scenario(tmp_path, environment, extra=extra)
+    run = _run(backend_url, path, _user("label_request_by_attribute.py"))
+    assert run.verdict == "pass", run.reasons
+    assert _effects(run) == _expect(IDS, IDS)
+    (sink,) = run.raw["effects"]
+    assert (sink["required"], sink["unidentified"]) == ("declared", 0)
+
+
 # --- an entry the sink refused -----------------------------------------------------------
 
 

@@ -43,6 +43,7 @@ def effect(
     accepted: bool = True,
     dedup_id: str = "",
     record_id: str = "",
+    message_attributes: tuple[tuple[str, str], ...] = (),
 ) -> EffectRecord:
     operation = {
         EffectKind.TOPIC: "SNS.Publish",
@@ -62,6 +63,7 @@ def effect(
         key=key,
         dedup_id=dedup_id,
         record_id=record_id,
+        message_attributes=message_attributes,
     )
 
 
@@ -676,6 +678,74 @@ def test_payloads_without_a_business_id_leave_the_run_inconclusive() -> None:
         history, with_sinks(end_state([order_item("o-1", 1)]), topic(done)), effects=[rule]
     )
     assert the_sink(declared).unidentified == 0
+
+
+def _announced_by_attribute(
+    rules: list[EffectRule], *, body_names: str = ""
+) -> tuple[Check, Check]:
+    """o-1 and o-2, each sent twice and announced on every delivery with the order id only
+    in a message attribute (the message: "order placed", or naming ``body_names``); the
+    check of the run, and of the same run whose topic holds what was announced."""
+    messages = [sent(0, "o-1", "m-1"), sent(1, "o-1", "m-2"), sent(2, "o-2", "m-3")]
+    messages.append(sent(3, "o-2", "m-4"))
+    text = json.dumps({"order": body_names}) if body_names else "order placed"
+
+    def announced(order_id: str) -> EffectRecord:
+        return effect(text, message_attributes=(("eventType", "Placed"), ("orderId", order_id)))
+
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [write(order_item("o-1", 1))], [announced("o-1")]),
+        delivery("r-2", "m-2", "o-1", [rejected("o-1", started_ns=1)], [announced("o-1")]),
+        delivery("r-3", "m-3", "o-2", [write(order_item("o-2", 1))], [announced("o-2")]),
+        delivery("r-4", "m-4", "o-2", [rejected("o-2", started_ns=1)], [announced("o-2")]),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3", "m-4"])
+    held = dataclasses.replace(
+        topic(),
+        messages=tuple(
+            SinkMessage(e.payload, "", (), e.message_attributes)
+            for inv in invocations
+            for e in inv.effects
+        ),
+    )
+    end = end_state([order_item("o-1", 1), order_item("o-2", 1)])
+    return check(history, end, effects=rules), check(history, with_sinks(end, held), effects=rules)
+
+
+def test_an_id_only_in_a_message_attribute_names_the_entry() -> None:
+    # As the observer saw it sent, and as the topic held it.
+    for result in _announced_by_attribute([]):
+        assert effect_counts(result) == {
+            "sent": 4,
+            "delivered": 4,
+            "duplicate": 2,
+            "conflicting": 0,
+            "lost": 0,
+        }
+        (sink,) = result.effects
+        assert sink.unidentified == 0
+        assert (
+            "2 duplicate effect(s): o-1 published twice to orders; o-2 published twice to orders"
+            in result.reasons[-1].replace(TOPIC, "orders")
+        )
+
+
+def test_a_declared_id_attribute_names_the_entry() -> None:
+    rule = EffectRule("orders", EffectKind.TOPIC, id_attribute="orderId", required=True)
+    # The message names another sent order: only the declared attribute says whose it is.
+    _, read = _announced_by_attribute([rule], body_names="o-2")
+    assert effect_counts(read)["duplicate"] == 2
+    assert the_sink(read).unidentified == 0
+
+
+def test_a_body_and_an_attribute_naming_two_orders_name_none() -> None:
+    # o-1's entries name o-2 in their message and o-1 in an attribute: whose, is not said.
+    _, read = _announced_by_attribute([], body_names="o-2")
+    assert the_sink(read).unidentified == 2
+    assert any(
+        'id = "PATH" (a dotted path into the payload), or id_attribute = "NAME"' in r
+        for r in read.inconclusive
+    )
 
 
 def test_a_sink_only_some_clean_messages_reach_is_optional() -> None:

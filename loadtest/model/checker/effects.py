@@ -10,9 +10,10 @@ really held, read back) and the scenario's ``[[effects]]`` entries:
    none of the run's sinks (another function's ``Invoke``) is a sink of its own, named by its
    address, that nothing reads back: what it delivered is what it accepted.
 2. **Whose effect.** The business id of an effect or of what a sink holds is found in its
-   payload as it is in stored items (any leaf, inside nested maps and JSON strings, naming
-   exactly one id that was sent), else in its key (an S3 object's, an execution's name), or
-   where its ``[[effects]]`` entry says (``id``, ``id_pattern``). An entry with no business id
+   payload and its message attributes as it is in stored items (any leaf, inside nested
+   maps and JSON strings, naming exactly one id that was sent), else in its key (an S3
+   object's, an execution's name), or where its ``[[effects]]`` entry says (``id``,
+   ``id_attribute``, ``id_pattern``). An entry with no business id
    leaves the run inconclusive, naming the sink and what to declare: never a guess.
 3. **Duplicates** are counted from what the sink held when read: per business id, entries
    beyond those one delivery sends (for a bucket, objects beyond them: one key rewritten is
@@ -66,7 +67,7 @@ from loadtest.model.history.records import (
     SentMessage,
     SinkContents,
 )
-from loadtest.model.scenario.effects import KEYED_KINDS, Delivery, EffectRule
+from loadtest.model.scenario.effects import ATTRIBUTE_KINDS, KEYED_KINDS, Delivery, EffectRule
 
 WITNESS_LIMIT = 5
 """Witnesses kept per sink and anomaly (the first, by business id)."""
@@ -106,13 +107,22 @@ class _Ids:
         self.known = set(known)
         self.longest = max(map(len, self.known), default=0)
 
-    def of(self, payload: str, key: str, rule: EffectRule | None) -> str | None:
+    def of(
+        self,
+        payload: str,
+        key: str,
+        rule: EffectRule | None,
+        message_attributes: tuple[tuple[str, str], ...] = (),
+    ) -> str | None:
         parsed = _parsed(payload)
         if rule is not None and rule.declares_id:
-            return rule.id_of(parsed, payload, key)
-        return named_id(
-            plain(parsed) if parsed is not None else payload, key, self.known, self.longest
-        )
+            return rule.id_of(parsed, payload, key, message_attributes)
+        value = plain(parsed) if parsed is not None else payload
+        if message_attributes:
+            # What a message carries beside its body is searched as its body is: an id
+            # only in an attribute (orderId) names it, two different ids name none.
+            value = [value, dict(message_attributes)]
+        return named_id(value, key, self.known, self.longest)
 
 
 # --- content: what a duplicate or a conflict is compared by -------------------------------
@@ -338,7 +348,11 @@ def judge_effects(
             if rule is not None and rule.declares_id:
                 declared = ", ".join(
                     f"{k} = {v!r}"
-                    for k, v in (("id", rule.id), ("id_pattern", rule.id_pattern))
+                    for k, v in (
+                        ("id", rule.id),
+                        ("id_attribute", rule.id_attribute),
+                        ("id_pattern", rule.id_pattern),
+                    )
                     if v
                 )
                 inconclusive.append(
@@ -352,7 +366,11 @@ def judge_effects(
                     "no business id that was sent: whose effects they are is not known, so "
                     "nothing is counted lost there; declare where the id is: "
                     f'[[effects]] sink = "{g.name}", id = "PATH" (a dotted path into the '
-                    'payload, or "key")'
+                    + (
+                        'payload), or id_attribute = "NAME" (a message attribute)'
+                        if g.kind in ATTRIBUTE_KINDS
+                        else 'payload, or "key")'
+                    )
                 )
         if not one.complete:
             notes.append(
@@ -438,7 +456,7 @@ def _judge_sink(
     sends: dict[str, list[tuple[str, str]]] = defaultdict(list)
     sent_content: dict[str, list[tuple[Any, bool]]] = defaultdict(list)
     for e, d in accepted:
-        business_id = ids.of(e.payload, e.key, rule)
+        business_id = ids.of(e.payload, e.key, rule, e.message_attributes)
         if business_id is None:
             unidentified += 0 if read else 1
             continue
@@ -453,7 +471,7 @@ def _judge_sink(
     held: dict[str, list[tuple[str, str]]] = defaultdict(list)
     if read and g.contents is not None:
         for message in g.contents.messages:
-            business_id = ids.of(message.payload, message.key, rule)
+            business_id = ids.of(message.payload, message.key, rule, message.message_attributes)
             if business_id is None:
                 unidentified += 1
                 continue

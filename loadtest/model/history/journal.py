@@ -214,7 +214,12 @@ def encode_end_state(end: EndState) -> dict[str, Any]:
                 s.name,
                 s.kind.value,
                 s.address,
-                tuple((m.payload, m.key, m.attributes) for m in s.messages),
+                tuple(
+                    (m.payload, m.key, m.attributes, m.message_attributes)
+                    if m.message_attributes
+                    else (m.payload, m.key, m.attributes)
+                    for m in s.messages
+                ),
                 s.complete,
                 s.fifo,
                 s.deduplicated,
@@ -222,6 +227,19 @@ def encode_end_state(end: EndState) -> dict[str, Any]:
             for s in end.sinks
         ),
     }
+
+
+def _sink_message(
+    payload: str, key: str, attributes: Any, message_attributes: Any = ()
+) -> SinkMessage:
+    """A sink's message as ``encode_end_state`` kept it (its message attributes only when
+    it had some)."""
+    return SinkMessage(
+        payload,
+        key,
+        tuple(tuple(a) for a in attributes),
+        tuple(tuple(a) for a in message_attributes),
+    )
 
 
 def decode_end_state(data: Mapping[str, Any]) -> EndState:
@@ -236,9 +254,7 @@ def decode_end_state(data: Mapping[str, Any]) -> EndState:
                 name,
                 EffectKind(kind),
                 address,
-                tuple(
-                    SinkMessage(p, k, tuple(tuple(a) for a in attrs)) for p, k, attrs in messages
-                ),
+                tuple(_sink_message(*m) for m in messages),
                 complete,
                 fifo,
                 deduplicated,
