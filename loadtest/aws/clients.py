@@ -95,8 +95,8 @@ async def clients(
 
 def sink_clients(target: Target) -> SinkClients:
     """boto3 clients for the run's sinks (SQS, SNS, EventBridge, S3, Step Functions, Lambda
-    and IAM), used
-    from a worker thread (``loadtest.aws.sinks`` is synchronous)."""
+    and IAM, each made when first used), used from a worker thread (``loadtest.aws.sinks``
+    is synchronous)."""
     import boto3
     from botocore.config import Config
 
@@ -116,15 +116,7 @@ def sink_clients(target: Target) -> SinkClients:
     kwargs: dict[str, Any] = {"endpoint_url": target.endpoint_url, "config": config}
     if plain_http:
         kwargs["verify"] = False
-    return SinkClients(
-        sqs=session.client("sqs", **kwargs),
-        sns=session.client("sns", **kwargs),
-        events=session.client("events", **kwargs),
-        s3=session.client("s3", **kwargs),
-        stepfunctions=session.client("stepfunctions", **kwargs),
-        lambda_=session.client("lambda", **kwargs),
-        iam=session.client("iam", **kwargs),
-    )
+    return SinkClients(lambda service: session.client(service, **kwargs))  # type: ignore[call-overload]
 
 
 async def served_sqs_requests(target: Target) -> int | None:

@@ -40,7 +40,7 @@ from loadtest.aws import clients as aws
 from loadtest.aws.item_reads import ItemReader, ItemReadError
 from loadtest.emulation.environment.child_host import FunctionIdentity, load_handler
 from loadtest.emulation.environment.handlers import HandlerRef, tables_for
-from loadtest.emulation.explore import virtual_clock
+from loadtest.emulation.explore import virtual_clock, wire
 from loadtest.emulation.explore.explorer import Explorer
 from loadtest.emulation.explore.runs import Execution, ExploreSettings
 from loadtest.engine.results import function_environment
@@ -350,7 +350,14 @@ class Session:
                         f"handler {self.ref.ref!r} could not be imported: {type(exc).__name__}: {exc}"
                     ) from exc
                 self.explorer = explorer
-                with explorer.capturing():
+                # On loadtest's own backend the handler's requests go out on kept
+                # connections spoken by hand (time is virtual here: only the rate changes).
+                kept = (
+                    wire.installed(self.target.endpoint_url)
+                    if self._items.by_hand and self.target.endpoint_url
+                    else contextlib.nullcontext()
+                )
+                with kept, explorer.capturing():
                     yield self
             finally:
                 explorer.close()

@@ -4,7 +4,6 @@ and deleted leaving nothing behind and touching nothing the run did not make."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 import uuid
@@ -310,7 +309,7 @@ class _RefusingQueues:
 def test_a_sink_made_halfway_is_deleted_as_far_as_it_exists(backend_url: str, prefix: str) -> None:
     target = aws.Target.resolve(aws.BackendKind.EMBEDDED, backend_url)
     clients = aws.sink_clients(target)
-    refusing = dataclasses.replace(clients, sqs=_RefusingQueues(clients.sqs))  # type: ignore[arg-type]
+    refusing = clients.replace(sqs=_RefusingQueues(clients.sqs))
     made: list[aws.MadeSink] = []
     # The topic is made, then its capture queue is refused.
     with pytest.raises(BackendError, match="create the run's topic sink"):
@@ -347,7 +346,7 @@ def test_a_function_sink_made_halfway_leaves_neither_its_role_nor_its_queue(
 ) -> None:
     target = aws.Target.resolve(aws.BackendKind.EMBEDDED, backend_url)
     clients = aws.sink_clients(target)
-    refusing = dataclasses.replace(clients, lambda_=_RefusingFunctions(clients.lambda_))  # type: ignore[arg-type]
+    refusing = clients.replace(lambda_=_RefusingFunctions(clients.lambda_))
     made: list[aws.MadeSink] = []
     with pytest.raises(BackendError, match="create the run's function sink"):
         aws.create_sinks(
