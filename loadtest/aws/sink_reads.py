@@ -5,8 +5,10 @@ explored schedule's reading also resets them for the next one; a topic's message
 unwrapped from the notification its capture queue receives (its ``Message`` and
 ``MessageAttributes``), a queue's read with their message attributes; it lists a bucket's
 objects with their bytes (deleting each once read) and a state machine's executions
-with their input (each read once). The reads stop at ``deadline`` or
-``MAX_SINK_MESSAGES`` and then say ``complete=False``. Synchronous boto3 calls on the
+with their input (each read once). A queue sink holding messages sent with
+``DelaySeconds`` is waited for until they show, up to ``deadline`` (a read without one
+does not wait); those still delayed then are counted (``SinkContents.delayed``). The
+reads stop at ``deadline`` or ``MAX_SINK_MESSAGES`` and then say ``complete=False``. Synchronous boto3 calls on the
 clients passed in; every failure goes through ``loadtest.aws.errors``.
 """
 
@@ -57,7 +59,7 @@ def read_sinks(
         if not one.address:
             continue
         with translated(f"read what the {one.sink.kind.value} sink {one.name} holds", target):
-            messages, complete = _read(clients, one, target, deadline, limit)
+            messages, complete, delayed = _read(clients, one, target, deadline, limit)
         out.append(
             SinkContents(
                 name=one.sink.name,
@@ -67,6 +69,7 @@ def read_sinks(
                 complete=complete,
                 fifo=one.sink.fifo,
                 deduplicated=one.sink.deduplicated,
+                delayed=delayed,
             )
         )
     return tuple(out)
@@ -82,12 +85,14 @@ def _read(
     target: Target,
     deadline: float | None,
     limit: int,
-) -> tuple[list[SinkMessage], bool]:
+) -> tuple[list[SinkMessage], bool, int]:
+    """What one sink holds: its entries, whether they are all, and how many a queue still
+    held back (delayed)."""
     kind = made.sink.kind
     if kind is EffectKind.BUCKET:
-        return _read_bucket(clients.s3, made.name, deadline, limit)
+        return (*_read_bucket(clients.s3, made.name, deadline, limit), 0)
     if kind is EffectKind.STATE_MACHINE:
-        return _read_executions(clients.stepfunctions, made, deadline, limit)
+        return (*_read_executions(clients.stepfunctions, made, deadline, limit), 0)
     url = made.address if kind is EffectKind.QUEUE else made.capture_url
     # AWS delivers a topic's or bus's messages a moment after the call, and a short poll
     # may miss a few: the last, empty receive waits there (and a second on an endpoint).
@@ -95,12 +100,17 @@ def _read(
     if wait_s and target.kind is BackendKind.ENDPOINT and target.endpoint_url:
         # loadtest's own backend behind an endpoint delivers within the call, as embedded.
         wait_s = 0 if is_loadtest_backend(target.endpoint_url) else wait_s
-    bodies, complete = _drain(clients.sqs, url, deadline, limit, wait_s)
+    # Only a queue sink's sender chooses a delay: a capture queue's messages are never held.
+    bodies, complete, delayed = _drain(
+        clients.sqs, url, deadline, limit, wait_s, delays=kind is EffectKind.QUEUE
+    )
     if kind is EffectKind.BUS:
-        return [_unwrap_event(body, attributes) for body, attributes, _ in bodies], complete
-    if kind is EffectKind.TOPIC:
-        return [_unwrap_notification(body, attributes) for body, attributes, _ in bodies], complete
-    return [SinkMessage(body, "", attributes, sent) for body, attributes, sent in bodies], complete
+        messages = [_unwrap_event(body, attributes) for body, attributes, _ in bodies]
+    elif kind is EffectKind.TOPIC:
+        messages = [_unwrap_notification(body, attributes) for body, attributes, _ in bodies]
+    else:
+        messages = [SinkMessage(body, "", attributes, sent) for body, attributes, sent in bodies]
+    return messages, complete, delayed
 
 
 _LAST_RECEIVE_WAIT_S = {BackendKind.EMBEDDED: 0, BackendKind.ENDPOINT: 1, BackendKind.AWS: 5}
@@ -113,29 +123,61 @@ Drained = tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
 """A message received: its body, its system attributes and its message attributes."""
 
 
+LONGEST_WAIT_S = 20
+"""The longest long poll SQS takes (``WaitTimeSeconds``)."""
+
+
+def _delayed(sqs: SQSClient, url: str) -> int:
+    """How many messages the queue holds back for their ``DelaySeconds`` (SQS's count)."""
+    answer = sqs.get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+    )
+    return int(answer.get("Attributes", {}).get("ApproximateNumberOfMessagesDelayed", 0))
+
+
 def _drain(
-    sqs: SQSClient, url: str, deadline: float | None, limit: int, wait_s: int
-) -> tuple[list[Drained], bool]:
+    sqs: SQSClient,
+    url: str,
+    deadline: float | None,
+    limit: int,
+    wait_s: int,
+    *,
+    delays: bool = False,
+) -> tuple[list[Drained], bool, int]:
     """Receive and delete until an empty receive: each body with its system and message
-    attributes."""
+    attributes. With ``delays``, an empty receive while the queue still holds delayed
+    messages waits for them (long polls) until ``deadline``; the last value is how many
+    were still delayed when the read gave up (then it is not complete)."""
     out: list[Drained] = []
+    poll_s = wait_s
     while True:
         if _late(deadline):
-            return out, False
+            return out, False, _delayed(sqs, url) if delays else 0
         if len(out) >= limit:
             # Left where it is (visible again at once): only whether there is more counts.
             more = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1, VisibilityTimeout=0)
-            return out, not more.get("Messages")
+            return out, not more.get("Messages"), 0
         got = sqs.receive_message(
             QueueUrl=url,
             MaxNumberOfMessages=min(10, limit - len(out)),
-            WaitTimeSeconds=wait_s,
+            WaitTimeSeconds=poll_s,
             VisibilityTimeout=60,
             MessageSystemAttributeNames=["All"],
             MessageAttributeNames=["All"],
         ).get("Messages", [])
         if not got:
-            return out, True
+            held = _delayed(sqs, url) if delays else 0
+            if not held:
+                return out, True, 0
+            if deadline is None:
+                return out, False, held
+            left_s = deadline - time.monotonic()
+            if left_s <= 0:
+                return out, False, held
+            # A long poll answers as soon as the first of them shows.
+            poll_s = max(1, min(LONGEST_WAIT_S, int(left_s)))
+            continue
+        poll_s = wait_s
         for message in got:
             attributes = tuple(
                 sorted((k, str(v)) for k, v in message.get("Attributes", {}).items())

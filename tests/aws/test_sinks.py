@@ -192,6 +192,23 @@ def test_a_topic_and_a_queue_hold_each_message_with_its_message_attributes(
     assert (shipped.payload, shipped.message_attributes) == ("ship", (("orderId", "o-1"),))
 
 
+def test_a_queue_s_delayed_messages_are_waited_for_until_the_deadline(
+    backend_url: str, made: tuple[aws.SinkClients, list[aws.MadeSink]]
+) -> None:
+    clients, sinks = made
+    target = aws.Target.resolve(aws.BackendKind.EMBEDDED, backend_url)
+    [outbox] = [m for m in sinks if m.sink == Sink(EffectKind.QUEUE, "outbox")]
+    clients.sqs.send_message(QueueUrl=outbox.address, MessageBody="soon", DelaySeconds=2)
+    clients.sqs.send_message(QueueUrl=outbox.address, MessageBody="later", DelaySeconds=60)
+    # Without a deadline nothing is waited for: both are counted as held back.
+    (now,) = aws.read_sinks(clients, [outbox], target)
+    assert (now.messages, now.complete, now.delayed) == ((), False, 2)
+    # With one, the read waits: the first shows within it, the second does not.
+    (waited,) = aws.read_sinks(clients, [outbox], target, deadline=time.monotonic() + 5)
+    assert [m.payload for m in waited.messages] == ["soon"]
+    assert (waited.complete, waited.delayed) == (False, 1)
+
+
 def test_a_fifo_sink_refuses_a_message_without_a_deduplication_id(
     made: tuple[aws.SinkClients, list[aws.MadeSink]],
 ) -> None:

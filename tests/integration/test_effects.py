@@ -396,6 +396,37 @@ def test_a_fifo_send_keyed_by_the_business_id_is_deduplicated_by_the_queue(
     assert _effects(run) == _expect(IDS * COPIES, IDS)
 
 
+def test_a_queue_s_delayed_requests_are_read_once_they_show(
+    backend_url: str, tmp_path: Path
+) -> None:
+    environment = {"SHIPPING_QUEUE_URL": "{queue_url:shipping}", "COOLING_OFF_S": "3"}
+    run = _run(
+        backend_url, _scenario(tmp_path, environment), _user("shipping_after_cooling_off.py")
+    )
+    assert run.verdict == "pass", (run.reasons, run.inconclusive)
+    assert _effects(run) == _expect(IDS, IDS)
+    (sink,) = run.raw["effects"]
+    assert (sink["complete"], sink["required"]) == (True, "learned")
+
+
+def test_a_queue_still_holding_delayed_requests_is_not_judged(
+    backend_url: str, tmp_path: Path
+) -> None:
+    environment = {"SHIPPING_QUEUE_URL": "{queue_url:shipping}"}  # a five-minute delay
+    path = _scenario(tmp_path, environment)
+    report = loadtest.run(
+        path,
+        endpoint_url=backend_url,
+        variants=[],
+        handler=_user("shipping_after_cooling_off.py"),
+        cleanup_timeout_s=4,  # what the end state may take: the read waits that long
+    )
+    (run,) = report.runs
+    assert run.verdict == "inconclusive"
+    assert _effects(run) == _expect(IDS, 0)
+    assert any(f"({IDS} message(s) still held back" in r for r in run.inconclusive)
+
+
 def test_a_receipt_keyed_by_the_order_id_is_one_object_per_order(
     backend_url: str, tmp_path: Path
 ) -> None:

@@ -776,6 +776,22 @@ def test_an_incomplete_sink_counts_nothing_lost() -> None:
     assert complete.counts.lost_effects == 1
 
 
+def test_a_sink_still_holding_delayed_sends_leaves_the_run_inconclusive() -> None:
+    # Both copies of o-1 sent before the guard, with a delay the read outlasted: the
+    # queue held them, but what they were (two copies) was never seen.
+    history, end = _duplicated_publish()
+    held_back = dataclasses.replace(end.sinks[0], messages=(), complete=False, delayed=2)
+    result = check(history, with_sinks(end, held_back))
+    assert (result.counts.effects_sent, result.counts.effects_delivered) == (2, 0)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert result.inconclusive == (
+        "sink 'orders' (topic) was not read to the end (2 message(s) still held back by the "
+        "sender's DelaySeconds): 0 of the 2 send(s) it accepted were read, so its duplicates "
+        "are not all seen and nothing is counted lost there",
+    )
+    assert not [n for n in result.notes if "never arrived" in n]
+
+
 def test_a_function_invoked_twice_counts_its_accepted_sends() -> None:
     history, end = _duplicated_publish()
     invoke = effect(payload("o-1"), kind=EffectKind.FUNCTION, sink="billing")

@@ -93,6 +93,7 @@ def test_an_end_state_with_sinks_round_trips() -> None:
                 complete=False,
                 fifo=True,
                 deduplicated="by id",
+                delayed=3,
             ),
         ),
     )

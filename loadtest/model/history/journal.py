@@ -223,6 +223,7 @@ def encode_end_state(end: EndState) -> dict[str, Any]:
                 s.complete,
                 s.fifo,
                 s.deduplicated,
+                *((s.delayed,) if s.delayed else ()),
             )
             for s in end.sinks
         ),
@@ -242,6 +243,30 @@ def _sink_message(
     )
 
 
+def _sink_contents(
+    name: str,
+    kind: str,
+    address: str,
+    messages: Any,
+    complete: bool,
+    fifo: bool,
+    deduplicated: str,
+    delayed: int = 0,
+) -> SinkContents:
+    """A sink's contents as ``encode_end_state`` kept them (its delayed count only when
+    some were)."""
+    return SinkContents(
+        name,
+        EffectKind(kind),
+        address,
+        tuple(_sink_message(*m) for m in messages),
+        complete,
+        fifo,
+        deduplicated,
+        delayed,
+    )
+
+
 def decode_end_state(data: Mapping[str, Any]) -> EndState:
     return EndState(
         data["queue_visible"],
@@ -249,16 +274,5 @@ def decode_end_state(data: Mapping[str, Any]) -> EndState:
         data["dlq_messages"],
         dict(data["table_items"]),
         tuple(tuple(t) for t in data["side_tables"]),
-        tuple(
-            SinkContents(
-                name,
-                EffectKind(kind),
-                address,
-                tuple(_sink_message(*m) for m in messages),
-                complete,
-                fifo,
-                deduplicated,
-            )
-            for name, kind, address, messages, complete, fifo, deduplicated in data["sinks"]
-        ),
+        tuple(_sink_contents(*row) for row in data["sinks"]),
     )

@@ -283,6 +283,9 @@ class SinkContents:
     deduplicated: str = ""
     """What the sink deduplicates by itself, in words ("" when nothing): a FIFO topic's
     or queue's deduplication id within five minutes, an S3 key, an execution name."""
+    delayed: int = 0
+    """Messages a queue sink still held back when the read ended (sent with
+    ``DelaySeconds`` and not yet visible): held, but not read (``complete`` is False)."""
 
 
 @dataclass(frozen=True, slots=True)
