@@ -74,14 +74,15 @@ WITNESS_LIMIT = 5
 """Witnesses kept per sink and anomaly (the first, by business id)."""
 
 VERBS: Mapping[EffectKind, str] = {
-    EffectKind.TOPIC: "published",
-    EffectKind.QUEUE: "sent",
-    EffectKind.BUS: "put",
-    EffectKind.BUCKET: "written",
-    EffectKind.STATE_MACHINE: "started",
-    EffectKind.FUNCTION: "invoked",
+    EffectKind.TOPIC: "published to",
+    EffectKind.QUEUE: "sent to",
+    EffectKind.BUS: "put on",
+    EffectKind.BUCKET: "written to",
+    EffectKind.STATE_MACHINE: "started in",
+    EffectKind.FUNCTION: "sent to",
 }
-"""How an effect reaches each kind of sink, in words."""
+"""How an effect reaches each kind of sink, in words, before the sink's name ("o-1 put on
+orders"; a function is sent what it is invoked with)."""
 
 _NOT_SENT = frozenset({"S3.DeleteObject"})
 """Operations that remove from a sink: not an effect delivered (nor counted sent)."""
@@ -394,7 +395,7 @@ def judge_effects(
                 )
         if one.duplicate and one.delivery is Delivery.AT_LEAST_ONCE:
             notes.append(
-                f"{one.duplicate} duplicate effect(s) {verb} to {g.name!r}, declared "
+                f"{one.duplicate} duplicate effect(s) {verb} {g.name!r}, declared "
                 "at-least-once (downstream deduplicates): reported, not failed"
             )
         if one.read and one.delivered > one.sent:
@@ -514,7 +515,8 @@ def _judge_sink(
         once = sends_once(business_id)
         if copies > once:
             duplicate += copies - once
-            text = f"{business_id} {verb} {_times(copies)} to {g.name}"
+            done, to = verb.rsplit(" ", 1)
+            text = f"{business_id} {done} {_times(copies)} {to} {g.name}"
             if once > 1:
                 text += f" (one delivery of it sends {once})"
             witnesses.append(
@@ -554,7 +556,7 @@ def _judge_sink(
                 EffectWitness(
                     "conflicting",
                     business_id,
-                    f"{business_id} {verb} to {g.name} with other content than its first "
+                    f"{business_id} {verb} {g.name} with other content than its first "
                     f"({other} time(s))",
                     tuple(senders.get(business_id, ())),
                     tuple(_short(key or payload) for payload, key in entries),
@@ -591,11 +593,11 @@ def _judge_sink(
             )
             if business_id in reached:
                 text = (
-                    f"{business_id} {verb} to {g.name} {_distinct(held[business_id], keyed)} "
+                    f"{business_id} {verb} {g.name} {_distinct(held[business_id], keyed)} "
                     f"of the {whole} entries one delivery sends ({which})"
                 )
             else:
-                text = f"{business_id} never {verb} to {g.name} ({which})"
+                text = f"{business_id} never {verb} {g.name} ({which})"
             witnesses.append(
                 EffectWitness(
                     "lost",
