@@ -354,6 +354,8 @@ def test_a_crash_between_the_put_and_the_publish_loses_the_effect() -> None:
     assert result.counts.lost_outcomes == 0
     sink = the_sink(result)
     assert sink.required == "learned"
+    # Learned per kind of sink and name: a queue named "orders" is another sink.
+    assert set(result.effects_learned) == {"topic:orders"}
     assert result.verdict is Verdict.FAIL
     assert (
         "1 lost effect(s): o-1 never published to orders (message m-1 acknowledged)"

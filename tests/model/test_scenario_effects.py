@@ -111,6 +111,22 @@ def test_a_required_keyed_sink_finds_its_ids_in_the_key() -> None:
     assert rule.required
 
 
+def test_an_entry_naming_a_label_two_kinds_of_sink_share_is_refused() -> None:
+    environment = (
+        ("ORDERS_TOPIC_ARN", "{topic:orders}"),
+        ("ORDERS_QUEUE_URL", "{queue_url:orders}"),
+    )
+    # Without an entry, the two are two sinks: nothing is refused.
+    assert parse_effects(None, environment, "s.toml") == ()
+    with pytest.raises(ScenarioError) as info:
+        parse_effects([{"sink": "orders", "required": True}], environment, "s.toml")
+    assert str(info.value) == (
+        "s.toml: effects[0].sink = 'orders' names a topic and a queue in [consumer] "
+        "environment, so which one this entry is for is not said; give them different NAMEs "
+        '(e.g. "{queue_url:orders-queue}")'
+    )
+
+
 def test_one_entry_per_sink() -> None:
     with pytest.raises(ScenarioError, match="named by an earlier"):
         parse([{"sink": "orders"}, {"sink": "orders", "id": "orderId"}])

@@ -242,7 +242,7 @@ def judge_effects(
 
     ``acked``: the message ids acknowledged; ``details``: each business id's distinct
     details (``Messages.details_for``), whose leaf names say what content is compared by.
-    ``learned_before``: by sink name, what the clean ids of runs judged before this one
+    ``learned_before``: by sink (``KIND:NAME``, ``topic:orders``), what the clean ids of runs judged before this one
     showed (explore's schedules that passed, merged): a run with no clean id of its own
     learns whether a sink is required, and what one delivery sends there, from it.
     """
@@ -330,20 +330,22 @@ def judge_effects(
     }
     # Ids whose messages carried more than one set of details (a conflict among the copies).
     varied = {b for b, ds in (details or {}).items() if len(ds) > 1}
-    rule_of = {r.sink: r for r in rules}
+    # A label two kinds of sink share (a topic and a queue both "orders") is two sinks: an
+    # entry is for the kind its label was declared with.
+    rule_of = {(r.kind, r.sink): r for r in rules}
 
     judged: list[SinkEffects] = []
     learned: dict[str, SinkLearned] = {}
     inconclusive: list[str] = []
     notes: list[str] = []
     for g in groups:
-        rule = rule_of.get(g.name)
-        before = (learned_before or {}).get(g.name)
+        rule = rule_of.get((g.kind, g.name))
+        before = (learned_before or {}).get(f"{g.kind.value}:{g.name}")
         one, shown = _judge_sink(
             g, rule, ids, clean, expected, deliveries, detail_names, single, before, varied
         )
         if shown is not None:
-            learned[g.name] = shown
+            learned[f"{g.kind.value}:{g.name}"] = shown
         judged.append(one)
         verb = VERBS[g.kind]
         if one.unidentified:

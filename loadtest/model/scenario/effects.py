@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from loadtest.errors import ScenarioError
 from loadtest.model.history.records import EffectKind
-from loadtest.model.scenario.placeholders import sinks_in
+from loadtest.model.scenario.placeholders import SINK_PLACEHOLDERS, sinks_in
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -161,11 +161,24 @@ def _at_path(payload: Any, path: str) -> str | None:
 
 
 def sink_labels(environment: Iterable[tuple[str, str]]) -> dict[str, EffectKind]:
-    """The sinks an environment's placeholders create, by label."""
+    """The sinks an environment's placeholders create, by label (a label two kinds of
+    sink share, ``{topic:orders}`` and ``{queue_url:orders}``, by the first)."""
     found: dict[str, EffectKind] = {}
     for sink in sinks_in(template for _, template in environment):
         found.setdefault(sink.name, sink.kind)
     return found
+
+
+def _shared_labels(environment: Iterable[tuple[str, str]]) -> dict[str, list[EffectKind]]:
+    """Labels more than one kind of sink shares, with their kinds."""
+    kinds: dict[str, list[EffectKind]] = {}
+    for sink in sinks_in(template for _, template in environment):
+        kinds.setdefault(sink.name, []).append(sink.kind)
+    return {label: ks for label, ks in kinds.items() if len(ks) > 1}
+
+
+def _placeholder_of(kind: EffectKind) -> str:
+    return next(text for text, of in SINK_PLACEHOLDERS.items() if of is kind)
 
 
 def _allowed_labels(labels: Mapping[str, EffectKind]) -> str:
@@ -187,9 +200,19 @@ def parse_effects(
         raise ScenarioError(
             f'{source}: effects must be an array of tables ([[effects]] sink = "NAME"), got {raw!r}'
         )
+    environment = tuple(environment)
     labels = sink_labels(environment)
+    shared = _shared_labels(environment)
     rules: list[EffectRule] = []
     for index, entry in enumerate(raw):
+        sink = entry.get("sink")
+        if isinstance(sink, str) and sink in shared:
+            kinds = " and ".join(f"a {kind.value}" for kind in shared[sink])
+            raise ScenarioError(
+                f"{source}: effects[{index}].sink = {sink!r} names {kinds} in [consumer] "
+                "environment, so which one this entry is for is not said; give them different "
+                f'NAMEs (e.g. "{{{_placeholder_of(shared[sink][-1])}:{sink}-{shared[sink][-1].value}}}")'
+            )
         rules.append(_rule(entry, labels, source, f"effects[{index}]"))
     seen: set[str] = set()
     for index, rule in enumerate(rules):
