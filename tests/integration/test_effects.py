@@ -290,6 +290,21 @@ def test_two_events_per_order_are_the_consumers_design_not_duplicates(
     assert _effects(run) == _expect(2 * IDS, 2 * IDS)
 
 
+def test_two_events_per_order_with_its_copy_in_the_same_batch_are_not_duplicates(
+    backend_url: str, tmp_path: Path
+) -> None:
+    # Batches of ten within a second: each order arrives with its copy in one invocation;
+    # the handler's loop stores and announces the first, and skips the copy.
+    path = _scenario(tmp_path, TOPIC, copies=2)
+    text = path.read_text(encoding="utf-8").replace(
+        "batch_size = 1", "batch_size = 10\nbatching_window_s = 1"
+    )
+    path.write_text(text, encoding="utf-8")
+    run = _run(backend_url, path, _user("order_events.py"))
+    assert run.verdict == "pass", run.reasons
+    assert _effects(run) == _expect(2 * IDS, 2 * IDS)
+
+
 def test_a_failure_between_two_events_loses_the_second(backend_url: str, tmp_path: Path) -> None:
     environment = {**TOPIC, "STOCK_TIMES_OUT": "1"}
     path = _scenario(tmp_path, environment, copies=1, visibility_timeout_s=1, function_timeout_s=1)

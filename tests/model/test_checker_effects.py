@@ -237,6 +237,57 @@ def test_a_copy_that_announces_both_events_again_duplicates_both() -> None:
     )
 
 
+def _copies_in_one_batch(
+    effects: list[EffectRecord], *, marked: tuple[str, str] = ("m-1", "m-2")
+) -> Check:
+    """o-1 and its copy in one invocation, o-2 alone in another; the first record's put
+    stores o-1 and the copy's is refused (each write marked on ``marked``), then
+    ``effects``; o-2's delivery sends what o-1's first record sent."""
+    messages = [sent(0, "o-1", "m-1"), sent(1, "o-1", "m-2"), sent(2, "o-2", "m-3")]
+    stored_write = dataclasses.replace(write(order_item("o-1", 1)), record_id=marked[0])
+    refused = dataclasses.replace(rejected("o-1", started_ns=10), record_id=marked[1])
+    batch = invocation(
+        "r-1", [record("m-1", "o-1", 1), record("m-2", "o-1", 1)], [stored_write, refused]
+    )
+    batch = dataclasses.replace(batch, effects=tuple(effects))
+    other = [
+        dataclasses.replace(e, payload=e.payload.replace("o-1", "o-2"), record_id="")
+        for e in effects
+        if e.record_id == "m-1"
+    ]
+    alone = delivery("r-3", "m-3", "o-2", [write(order_item("o-2", 1))], other)
+    history = history_of(messages, [batch, alone], ["m-1", "m-2", "m-3"])
+    held = [e.payload for e in effects] + [e.payload for e in other]
+    items = [order_item("o-1", 1), order_item("o-2", 1)]
+    return check(history, with_sinks(end_state(items), topic(*held)))
+
+
+def test_copies_in_one_batch_each_judged_by_their_own_marks() -> None:
+    # The handler loops over the records: the first stores o-1 and publishes two events,
+    # the copy is refused and publishes nothing. Two events are one delivery's.
+    placed, reserved = (dataclasses.replace(e, record_id="m-1") for e in two_events("o-1"))
+    result = _copies_in_one_batch([placed, reserved])
+    assert effect_counts(result) == {
+        "sent": 4,
+        "delivered": 4,
+        "duplicate": 0,
+        "conflicting": 0,
+        "lost": 0,
+    }
+    assert result.verdict is Verdict.PASS
+
+
+def test_copies_in_one_batch_read_first_are_judged_by_their_invocation() -> None:
+    # A handler that reads both bodies first leaves every call on the last record: which
+    # copy sent what is not known, and two announcements of o-1 stay a duplicate.
+    def announced(n: int) -> EffectRecord:
+        text = json.dumps({"eventId": f"e-{n}", "order": {"id": "o-1"}})
+        return effect(text, record_id="m-2")
+
+    result = _copies_in_one_batch([announced(1), announced(2)], marked=("m-2", "m-2"))
+    assert effect_counts(result)["duplicate"] == 1
+
+
 def test_one_delivery_publishing_the_same_event_twice_is_a_duplicate() -> None:
     messages = three_orders()
     invocations = [

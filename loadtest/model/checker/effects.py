@@ -18,7 +18,9 @@ really held, read back) and the scenario's ``[[effects]]`` entries:
 3. **Duplicates** are counted from what the sink held when read: per business id, entries
    beyond those one delivery sends (for a bucket, objects beyond them: one key rewritten is
    one object). What one delivery sends for an id is its most distinct entries (payloads;
-   for a bucket, keys) sent by an invocation that held one record of that id, at least one:
+   for a bucket, keys) sent by an invocation that held one record of that id, or by one
+   record of it in an invocation that held several and whose calls were marked on more
+   than one record (a handler on each record in turn), at least one:
    a consumer that publishes two events per order sends two, and a copy announced again
    is a duplicate of them. On an ``at-least-once`` sink they are reported, not failed.
 4. **Conflicts**: per business id, an entry whose content differs from the first's (the
@@ -48,7 +50,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -254,6 +256,9 @@ def judge_effects(
     # (request id, business id) of each invocation that held one record of that id: all it
     # sent for the id is what one delivery of it sends, whichever record a call is marked on.
     single: set[tuple[str, str]] = set()
+    # Invocations holding copies of an id whose marks moved from record to record: each
+    # record's own calls are what its delivery sent (see ``one_delivery``).
+    marked: set[str] = set()
     records_of: dict[str, tuple[str, ...]] = {}
     for inv in invocations:
         failed = set(inv.failed_message_ids)
@@ -282,6 +287,12 @@ def judge_effects(
             ):
                 dirty.add(r.message_id)
         single.update((inv.request_id, b) for b, n in held_ids.items() if n == 1)
+        if any(n > 1 for n in held_ids.values()):
+            # A handler that reads every body first leaves every call marked on the last
+            # record: marks on two records or more are a handler on each record in turn.
+            marks = {w.record_id for w in inv.writes} | {e.record_id for e in inv.effects}
+            if len(marks & set(records_of[inv.request_id])) > 1:
+                marked.add(inv.request_id)
         receive = {r.message_id: r.receive_count for r in inv.records}
         for effect in inv.effects:
             if effect.operation in _NOT_SENT:
@@ -338,11 +349,22 @@ def judge_effects(
     learned: dict[str, SinkLearned] = {}
     inconclusive: list[str] = []
     notes: list[str] = []
+
+    def one_delivery(d: Delivering, business_id: str) -> str | None:
+        """What names the one delivery of ``business_id`` a call was made by, when that is
+        known: an invocation that held one record of the id, or, in one that held
+        several, the record its trusted mark names; None when it is not."""
+        if (d.request_id, business_id) in single:
+            return d.request_id
+        if d.request_id in marked and business_of.get(d.message_id) == business_id:
+            return f"{d.request_id}/{d.message_id}"
+        return None
+
     for g in groups:
         rule = rule_of.get((g.kind, g.name))
         before = (learned_before or {}).get(f"{g.kind.value}:{g.name}")
         one, shown = _judge_sink(
-            g, rule, ids, clean, expected, deliveries, detail_names, single, before, varied
+            g, rule, ids, clean, expected, deliveries, detail_names, one_delivery, before, varied
         )
         if shown is not None:
             learned[f"{g.kind.value}:{g.name}"] = shown
@@ -456,7 +478,7 @@ def _judge_sink(
     expected: Sequence[SentMessage],
     deliveries: Mapping[str, Sequence[Delivering]],
     detail_names: Mapping[str, frozenset[str]],
-    single: set[tuple[str, str]],
+    one_delivery: Callable[[Delivering, str], str | None],
     before: SinkLearned | None,
     varied: set[str],
 ) -> tuple[SinkEffects, SinkLearned | None]:
@@ -466,9 +488,9 @@ def _judge_sink(
     read = g.contents is not None
     keyed = g.kind is EffectKind.BUCKET
     unidentified = 0
-    # Per business id, per invocation holding one record of it: the distinct entries sent,
-    # and what they say.
-    one_delivery: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    # Per business id, per delivery of it that is known apart (``one_delivery``): the
+    # distinct entries sent, and what they say.
+    by_delivery: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     one_says: dict[str, dict[str, set[Any]]] = defaultdict(lambda: defaultdict(set))
     senders: dict[str, list[Delivering]] = defaultdict(list)
     sends: dict[str, list[tuple[str, str]]] = defaultdict(list)
@@ -482,9 +504,10 @@ def _judge_sink(
         sends[business_id].append((e.payload, e.key))
         content = _content(e.payload, detail_names.get(business_id, frozenset()))
         sent_content[business_id].append(content)
-        if (d.request_id, business_id) in single:
-            one_delivery[business_id][d.request_id].add(e.key if keyed else e.payload)
-            one_says[business_id][d.request_id].add(content[0])
+        delivery = one_delivery(d, business_id)
+        if delivery is not None:
+            by_delivery[business_id][delivery].add(e.key if keyed else e.payload)
+            one_says[business_id][delivery].add(content[0])
     # What the sink holds per business id: its entries (payload, key) in the order read.
     held: dict[str, list[tuple[str, str]]] = defaultdict(list)
     if read and g.contents is not None:
@@ -501,12 +524,12 @@ def _judge_sink(
 
     def sends_once(business_id: str) -> int:
         """The entries one delivery of ``business_id`` sends here (at least one)."""
-        return max((len(e) for e in one_delivery.get(business_id, {}).values()), default=1)
+        return max((len(e) for e in by_delivery.get(business_id, {}).values()), default=1)
 
     def says_once(business_id: str) -> set[Any]:
         """What the first delivery that sent the most entries for ``business_id`` said."""
-        sets = one_delivery[business_id]
-        most = max(sets, key=lambda request_id: len(sets[request_id]))
+        sets = by_delivery[business_id]
+        most = max(sets, key=lambda delivery: len(sets[delivery]))
         return one_says[business_id][most]
 
     witnesses: list[EffectWitness] = []
@@ -569,9 +592,9 @@ def _judge_sink(
     complete = g.contents.complete if g.contents is not None else True
     declared = rule is not None and rule.required
     # What one delivery of every clean id sends here, when they all agree (0: unknown).
-    complete_sets = {sends_once(b) for b in clean if b in one_delivery}
+    complete_sets = {sends_once(b) for b in clean if b in by_delivery}
     agreed = (
-        next(iter(complete_sets)) if len(complete_sets) == 1 and clean <= set(one_delivery) else 0
+        next(iter(complete_sets)) if len(complete_sets) == 1 and clean <= set(by_delivery) else 0
     )
     shown = SinkLearned(clean <= reached, agreed) if clean else None
     shown_or_before = before if shown is None else shown
