@@ -305,6 +305,21 @@ def test_two_events_per_order_with_its_copy_in_the_same_batch_are_not_duplicates
     assert _effects(run) == _expect(2 * IDS, 2 * IDS)
 
 
+def test_a_batch_forwarded_after_the_loop_duplicates_each_copy(
+    backend_url: str, tmp_path: Path
+) -> None:
+    environment = {"SHIPPING_QUEUE_URL": "{queue_url:shipping}"}
+    path = _scenario(tmp_path, environment)
+    text = path.read_text(encoding="utf-8").replace(
+        "batch_size = 1", "batch_size = 10\nbatching_window_s = 1"
+    )
+    path.write_text(text, encoding="utf-8")
+    run = _run(backend_url, path, _user("forward_batch_after_loop.py"))
+    assert run.verdict == "fail"
+    sent = IDS * COPIES
+    assert _effects(run) == _expect(sent, sent, duplicate=IDS * (COPIES - 1))
+
+
 def test_a_failure_between_two_events_loses_the_second(backend_url: str, tmp_path: Path) -> None:
     environment = {**TOPIC, "STOCK_TIMES_OUT": "1"}
     path = _scenario(tmp_path, environment, copies=1, visibility_timeout_s=1, function_timeout_s=1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 
 from loadtest.model.checker import Check, Verdict, check
@@ -32,6 +33,9 @@ S3_WORDS = "an S3 key: one object per key"
 
 def payload(order_id: str, quantity: int = 1) -> str:
     return json.dumps({"orderId": order_id, "quantity": quantity})
+
+
+_CALLS = itertools.count(1)
 
 
 def effect(
@@ -64,6 +68,7 @@ def effect(
         dedup_id=dedup_id,
         record_id=record_id,
         message_attributes=message_attributes,
+        call_id=f"c-{next(_CALLS)}",  # a call of its own, as each observed call has
     )
 
 
@@ -251,7 +256,9 @@ def _copies_in_one_batch(
     )
     batch = dataclasses.replace(batch, effects=tuple(effects))
     other = [
-        dataclasses.replace(e, payload=e.payload.replace("o-1", "o-2"), record_id="")
+        dataclasses.replace(
+            e, payload=e.payload.replace("o-1", "o-2"), record_id="", call_id=f"{e.call_id}-2"
+        )
         for e in effects
         if e.record_id == "m-1"
     ]
@@ -286,6 +293,55 @@ def test_copies_in_one_batch_read_first_are_judged_by_their_invocation() -> None
 
     result = _copies_in_one_batch([announced(1), announced(2)], marked=("m-2", "m-2"))
     assert effect_counts(result)["duplicate"] == 1
+
+
+def test_a_batch_sent_after_the_loop_is_no_one_records_delivery() -> None:
+    # Each record stored in turn (the marks moved), then one SendMessageBatch forwarding
+    # every record, its source messageId in each body: marked on the last record, o-1's
+    # copy, but made for both orders.
+    def forwarded(order_id: str, source: str) -> EffectRecord:
+        text = json.dumps({"orderId": order_id, "source": source})
+        return dataclasses.replace(effect(text, record_id="m-3"), call_id="c-batch")
+
+    messages = [sent(0, "o-2", "m-1"), sent(1, "o-1", "m-2"), sent(2, "o-1", "m-3")]
+    writes = [
+        dataclasses.replace(write(order_item("o-2", 1)), record_id="m-1"),
+        dataclasses.replace(write(order_item("o-1", 1), started_ns=5), record_id="m-2"),
+        dataclasses.replace(rejected("o-1", started_ns=10), record_id="m-3"),
+    ]
+    batch = invocation(
+        "r-1", [record("m-1", "o-2", 1), record("m-2", "o-1", 1), record("m-3", "o-1", 1)], writes
+    )
+    sends = [forwarded("o-2", "m-1"), forwarded("o-1", "m-2"), forwarded("o-1", "m-3")]
+    batch = dataclasses.replace(batch, effects=tuple(sends))
+    history = history_of(messages, [batch], ["m-1", "m-2", "m-3"])
+    items = [order_item("o-1", 1), order_item("o-2", 1)]
+    result = check(history, with_sinks(end_state(items), topic(*(e.payload for e in sends))))
+    assert effect_counts(result)["duplicate"] == 1
+    assert "1 duplicate effect(s): o-1 published twice to orders" in result.reasons
+
+
+def test_a_batch_of_copies_sent_after_the_loop_is_no_one_records_delivery() -> None:
+    # The batch holds o-1's two copies only: each stored in turn, then both forwarded in
+    # one SendMessageBatch marked on the last, each body naming its own source message.
+    messages = [sent(0, "o-1", "m-1"), sent(1, "o-1", "m-2")]
+    writes = [
+        dataclasses.replace(write(order_item("o-1", 1)), record_id="m-1"),
+        dataclasses.replace(rejected("o-1", started_ns=10), record_id="m-2"),
+    ]
+    batch = invocation("r-1", [record("m-1", "o-1", 1), record("m-2", "o-1", 1)], writes)
+    sends = [
+        dataclasses.replace(
+            effect(json.dumps({"orderId": "o-1", "source": m}), record_id="m-2"),
+            call_id="c-batch",
+        )
+        for m in ("m-1", "m-2")
+    ]
+    history = history_of(
+        messages, [dataclasses.replace(batch, effects=tuple(sends))], ["m-1", "m-2"]
+    )
+    end = with_sinks(end_state([order_item("o-1", 1)]), topic(*(e.payload for e in sends)))
+    assert effect_counts(check(history, end))["duplicate"] == 1
 
 
 def test_one_delivery_publishing_the_same_event_twice_is_a_duplicate() -> None:

@@ -19,8 +19,9 @@ really held, read back) and the scenario's ``[[effects]]`` entries:
    beyond those one delivery sends (for a bucket, objects beyond them: one key rewritten is
    one object). What one delivery sends for an id is its most distinct entries (payloads;
    for a bucket, keys) sent by an invocation that held one record of that id, or by one
-   record of it in an invocation that held several and whose calls were marked on more
-   than one record (a handler on each record in turn), at least one:
+   record of it, in calls of one entry each, in an invocation that held several and whose
+   calls were marked on more than one record (a handler on each record in turn), at
+   least one:
    a consumer that publishes two events per order sends two, and a copy announced again
    is a duplicate of them. On an ``at-least-once`` sink they are reported, not failed.
 4. **Conflicts**: per business id, an entry whose content differs from the first's (the
@@ -350,13 +351,14 @@ def judge_effects(
     inconclusive: list[str] = []
     notes: list[str] = []
 
-    def one_delivery(d: Delivering, business_id: str) -> str | None:
+    def one_delivery(d: Delivering, business_id: str, one_entry: bool) -> str | None:
         """What names the one delivery of ``business_id`` a call was made by, when that is
         known: an invocation that held one record of the id, or, in one that held
-        several, the record its trusted mark names; None when it is not."""
+        several, the record its trusted mark names, for a call of ``one_entry`` only;
+        None when it is not."""
         if (d.request_id, business_id) in single:
             return d.request_id
-        if d.request_id in marked and business_of.get(d.message_id) == business_id:
+        if one_entry and d.request_id in marked and business_of.get(d.message_id) == business_id:
             return f"{d.request_id}/{d.message_id}"
         return None
 
@@ -478,7 +480,7 @@ def _judge_sink(
     expected: Sequence[SentMessage],
     deliveries: Mapping[str, Sequence[Delivering]],
     detail_names: Mapping[str, frozenset[str]],
-    one_delivery: Callable[[Delivering, str], str | None],
+    one_delivery: Callable[[Delivering, str, bool], str | None],
     before: SinkLearned | None,
     varied: set[str],
 ) -> tuple[SinkEffects, SinkLearned | None]:
@@ -495,6 +497,12 @@ def _judge_sink(
     senders: dict[str, list[Delivering]] = defaultdict(list)
     sends: dict[str, list[tuple[str, str]]] = defaultdict(list)
     sent_content: dict[str, list[tuple[Any, bool]]] = defaultdict(list)
+    # A batch call (a PublishBatch, a SendMessageBatch sent after the handler's loop) may
+    # carry several records' entries, whichever record it is marked on: only a call of one
+    # entry is one record's.
+    entries_of_call: dict[str, int] = defaultdict(int)
+    for e, _ in g.effects:
+        entries_of_call[e.call_id] += 1
     for e, d in accepted:
         business_id = ids.of(e.payload, e.key, rule, e.message_attributes)
         if business_id is None:
@@ -504,7 +512,7 @@ def _judge_sink(
         sends[business_id].append((e.payload, e.key))
         content = _content(e.payload, detail_names.get(business_id, frozenset()))
         sent_content[business_id].append(content)
-        delivery = one_delivery(d, business_id)
+        delivery = one_delivery(d, business_id, entries_of_call[e.call_id] == 1)
         if delivery is not None:
             by_delivery[business_id][delivery].add(e.key if keyed else e.payload)
             one_says[business_id][delivery].add(content[0])
