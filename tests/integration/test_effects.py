@@ -481,6 +481,40 @@ def test_a_receipt_keyed_by_the_message_id_is_one_object_per_copy(
     assert _effects(run) == _expect(sent, sent, duplicate=IDS * (COPIES - 1))
 
 
+def test_a_receipt_stamped_on_each_write_is_one_object_and_no_conflict(
+    backend_url: str, tmp_path: Path
+) -> None:
+    environment = {"RECEIPTS_BUCKET": "{bucket:receipts}"}
+    run = _run(
+        backend_url, _scenario(tmp_path, environment), _user("receipt_stamped_by_order_id.py")
+    )
+    assert run.verdict == "pass", run.reasons
+    # Written on every delivery, each time with its own processed_at: one object per order.
+    assert _effects(run) == _expect(IDS * COPIES, IDS)
+
+
+def test_an_execution_started_under_a_fresh_name_starts_once_per_copy(
+    backend_url: str, tmp_path: Path
+) -> None:
+    environment = {"FULFILMENT_STATE_MACHINE_ARN": "{state_machine:fulfilment}"}
+    run = _run(backend_url, _scenario(tmp_path, environment), _user("fulfilment_random_name.py"))
+    assert run.verdict == "fail"
+    sent = IDS * COPIES
+    assert _effects(run) == _expect(sent, sent, duplicate=IDS * (COPIES - 1))
+
+
+def test_idempotency_around_the_whole_handler_publishes_once_per_order(
+    backend_url: str, tmp_path: Path
+) -> None:
+    extra = '\n[[tables]]\nenv = "IDEMPOTENCY_TABLE"\n'
+    path = _scenario(tmp_path, TOPIC, extra=extra)
+    run = _run(backend_url, path, _user("powertools_whole_handler.py"))
+    assert run.verdict == "pass", run.reasons
+    counts = run.raw["counts"]
+    assert (counts["writes_accepted"], counts["duplicate_writes"]) == (IDS, 0)
+    assert _effects(run) == _expect(IDS, IDS)
+
+
 def test_an_execution_named_by_the_order_id_starts_once_per_order(
     backend_url: str, tmp_path: Path
 ) -> None:
@@ -568,6 +602,54 @@ def test_a_batch_retried_whole_forwards_its_good_records_again(
     assert counts["duplicate_writes"] == 0
     # Each good record forwarded at both receives.
     assert _effects(run) == _expect(10, 10, duplicate=5)
+
+
+PARTIAL = """
+seed = 10
+
+[expect]
+overlap = false
+
+[[workload.messages]]
+body = { id = "p-1", quantity = 1 }
+
+[[workload.messages]]
+body = { id = "p-2", quantity = 2 }
+
+[[workload.messages]]
+body = { id = "p-3", quantity = 3, flaky = true }
+
+[[workload.messages]]
+body = { id = "p-4", quantity = 4 }
+
+[consumer]
+batch_size = 10
+batching_window_s = 1
+report_batch_item_failures = true
+visibility_timeout_s = 2
+function_timeout_s = 2
+max_receive_count = 5
+concurrency = 1
+environment = { ORDERS_TOPIC_ARN = "{topic:orders}" }
+
+[run]
+deadline_s = 60
+"""
+
+
+def test_a_batch_announced_whole_announces_a_failed_record_again(
+    backend_url: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "partial.toml"
+    path.write_text(PARTIAL, encoding="utf-8")
+    run = _run(backend_url, path, _user("announce_whole_batch.py"))
+    counts = run.raw["counts"]
+    assert run.verdict == "fail"
+    # One batch of four; p-3 failed at its first receive, came back alone and was stored.
+    assert (counts["deliveries"], counts["acked"], counts["lost_outcomes"]) == (5, 4, 0)
+    assert _effects(run) == _expect(5, 5, duplicate=1)
+    (sink,) = run.raw["effects"]
+    assert [w["business_id"] for w in sink["witnesses"]] == ["p-3"]
 
 
 # --- the built-in scenario -------------------------------------------------------------
