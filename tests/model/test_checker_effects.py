@@ -481,7 +481,14 @@ def test_an_entry_the_sink_refused_is_lost_though_its_delivery_succeeded() -> No
     messages = three_orders()
     invocations = [
         stored(1, [effect(payload("o-1"))]),
-        stored(2, [effect(payload("o-2"), accepted=False)]),
+        stored(
+            2,
+            [
+                dataclasses.replace(
+                    effect(payload("o-2"), accepted=False), error_code="InternalError"
+                )
+            ],
+        ),
         stored(3, [effect(payload("o-3"))]),
     ]
     history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
@@ -496,8 +503,8 @@ def test_an_entry_the_sink_refused_is_lost_though_its_delivery_succeeded() -> No
     }
     assert the_sink(result).required == "learned"
     assert (
-        "1 lost effect(s): o-2 never published to orders (message m-2 acknowledged)"
-        in result.reasons
+        "1 lost effect(s): o-2 never published to orders (message m-2 acknowledged); the "
+        "sink refused 1 of its entries (InternalError)" in result.reasons
     )
 
 
@@ -506,7 +513,10 @@ def test_one_of_two_entries_refused_loses_that_entry() -> None:
     placed, reserved = two_events("o-2")
     invocations = [
         stored(1, two_events("o-1")),
-        stored(2, [placed, dataclasses.replace(reserved, accepted=False)]),
+        stored(
+            2,
+            [placed, dataclasses.replace(reserved, accepted=False, error_code="InvalidParameter")],
+        ),
         stored(3, two_events("o-3")),
     ]
     history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
@@ -516,7 +526,8 @@ def test_one_of_two_entries_refused_loses_that_entry() -> None:
     assert effect_counts(result)["lost"] == 1
     assert (
         "1 lost effect(s): o-2 published to orders 1 of the 2 entries one delivery sends "
-        "(message m-2 acknowledged)" in result.reasons
+        "(message m-2 acknowledged); the sink refused 1 of its entries (InvalidParameter)"
+        in result.reasons
     )
 
 

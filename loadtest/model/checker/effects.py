@@ -487,6 +487,13 @@ def _judge_sink(
     """The sink judged, and what its clean ids showed (None when it has none)."""
     verb = VERBS[g.kind]
     accepted = [(e, d) for e, d in g.effects if e.accepted]
+    # What the sink refused, by whose entry it was: a lost effect says so.
+    refusals: dict[str, list[str]] = defaultdict(list)
+    for e, _ in g.effects:
+        if not e.accepted:
+            refused_id = ids.of(e.payload, e.key, rule, e.message_attributes)
+            if refused_id is not None:
+                refusals[refused_id].append(e.error_code or "refused")
     read = g.contents is not None
     keyed = g.kind is EffectKind.BUCKET
     unidentified = 0
@@ -631,6 +638,12 @@ def _judge_sink(
                 )
             else:
                 text = f"{business_id} never {verb} {g.name} ({which})"
+            codes = refusals.get(business_id)
+            if codes:
+                text += (
+                    f"; the sink refused {len(codes)} of its entries "
+                    f"({', '.join(sorted(set(codes)))})"
+                )
             witnesses.append(
                 EffectWitness(
                     "lost",
