@@ -531,6 +531,28 @@ def test_one_of_two_entries_refused_loses_that_entry() -> None:
     )
 
 
+def test_a_refused_invoke_retried_by_the_handler_is_no_failure() -> None:
+    # o-1's invoke of the audit function is throttled and retried by the handler, which
+    # then succeeds; o-2's delivery crashed before invoking and its redelivery skipped it.
+    audit = "arn:aws:lambda:us-east-1:000000000000:function:audit"
+
+    def invoked(order_id: str, *, accepted: bool = True) -> EffectRecord:
+        return effect(payload(order_id), kind=EffectKind.FUNCTION, sink=audit, accepted=accepted)
+
+    messages = [sent(0, "o-1", "m-1"), sent(1, "o-2", "m-2")]
+    invocations = [
+        stored(1, [invoked("o-1", accepted=False), invoked("o-1")]),
+        delivery(
+            "r-2", "m-2", "o-2", [write(order_item("o-2", 1))], [], outcome=InvocationOutcome.CRASH
+        ),
+        delivery("r-3", "m-2", "o-2", [rejected("o-2")], [], receive_count=2),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2"])
+    result = check(history, end_state([order_item("o-1", 1), order_item("o-2", 1)]))
+    assert effect_counts(result)["lost"] == 1
+    assert any(r.startswith("1 lost effect(s): o-2 never sent to") for r in result.reasons)
+
+
 def test_a_refused_start_of_an_execution_the_sink_keeps_is_no_failure() -> None:
     # Each order's copy starts the execution named by the order again and is refused
     # (ExecutionAlreadyExists): the sink keeps it, so both orders still teach that a

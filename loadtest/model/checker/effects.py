@@ -215,10 +215,11 @@ def _refused(groups: Sequence[_Group], records_of: Mapping[str, Sequence[str]]) 
         if not refused:
             continue
         keyed = g.kind in KEYED_KINDS
+        # What it holds: as read, or, for a sink nothing reads back, what it accepted.
         holds = (
             {m.key if keyed else m.payload for m in g.contents.messages}
             if g.contents is not None
-            else set()
+            else {e.key if keyed else e.payload for e, _ in g.effects if e.accepted}
         )
         for e, d in refused:
             if (e.key if keyed else e.payload) in holds:
