@@ -258,3 +258,11 @@ def test_rows_from_start_to_stop_cross_frames_and_the_tail(start: int, stop: int
     count = 3 * FRAME_RECORDS + 100
     log: RecordLog[int] = RecordLog(lambda n: (n,), lambda row: int(row[0]), range(count))
     assert [row[0] for row in log.rows(start, stop)] == list(range(count))[start:stop]
+
+
+def test_invocations_without_writes_are_the_invocations_with_no_write_framed_or_not() -> None:
+    originals = [_every_kind(n) for n in range(FRAME_RECORDS + 3)]
+    assert all(inv.writes for inv in originals)
+    log = InvocationLog(originals)
+    assert list(log.without_writes()) == [dataclasses.replace(i, writes=()) for i in originals]
+    assert list(log) == originals  # the log itself keeps every write

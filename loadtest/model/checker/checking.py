@@ -471,7 +471,7 @@ def _judged_effects(
     if not end.sinks and not observed:
         return None
     return judge_effects(
-        history.invocations,
+        history.invocations.without_writes(),  # the effects' judge reads no write
         end.sinks,
         history.sent,
         (ack.message_id for ack in history.acks),
