@@ -241,6 +241,7 @@ def judge_effects(
     *,
     cut_short: bool = False,
     learned_before: Mapping[str, SinkLearned] | None = None,
+    write_marks: Mapping[str, frozenset[str]] | None = None,
 ) -> EffectsJudged | None:
     """Every sink's effects judged, or None for a run without sinks and without effects.
 
@@ -249,6 +250,8 @@ def judge_effects(
     ``learned_before``: by sink (``KIND:NAME``, ``topic:orders``), what the clean ids of runs judged before this one
     showed (explore's schedules that passed, merged): a run with no clean id of its own
     learns whether a sink is required, and what one delivery sends there, from it.
+    ``write_marks``: by request id, the records an invocation's writes were marked on, for
+    invocations given without their writes (``InvocationLog.without_writes``).
     """
     groups, group_of = _groups(sinks)
     sent = list(sent)
@@ -293,6 +296,7 @@ def judge_effects(
             # A handler that reads every body first leaves every call marked on the last
             # record: marks on two records or more are a handler on each record in turn.
             marks = {w.record_id for w in inv.writes} | {e.record_id for e in inv.effects}
+            marks |= (write_marks or {}).get(inv.request_id, frozenset())
             if len(marks & set(records_of[inv.request_id])) > 1:
                 marked.add(inv.request_id)
         receive = {r.message_id: r.receive_count for r in inv.records}
