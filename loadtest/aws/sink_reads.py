@@ -8,8 +8,9 @@ objects with their bytes (deleting each once read) and a state machine's executi
 with their input (each read once). A queue sink holding messages sent with
 ``DelaySeconds`` is waited for until they show, up to ``deadline`` (a read without one
 does not wait); those still delayed then are counted (``SinkContents.delayed``). The
-reads stop at ``deadline`` or ``MAX_SINK_MESSAGES`` and then say ``complete=False``. Synchronous boto3 calls on the
-clients passed in; every failure goes through ``loadtest.aws.errors``.
+reads stop at ``deadline`` or ``MAX_SINK_MESSAGES`` and then say ``complete=False``.
+Synchronous boto3 calls on the clients passed in; every failure goes through
+``loadtest.aws.errors``.
 """
 
 from __future__ import annotations

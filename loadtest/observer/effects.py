@@ -5,8 +5,8 @@ Owns the vocabulary of an effect call (``EFFECT_APIS``, by service and operation
 queue but the ones that feed the function; EventBridge ``PutEvents``; S3 ``PutObject``,
 ``CopyObject`` and ``DeleteObject``; Step Functions ``StartExecution``; Lambda
 ``Invoke``), planning one (``EffectPlanner.plan``: an ``EffectCall`` of one ``Entry`` per
-entry sent, its payload read as text, an SNS or SQS entry's message attributes with it) and how the explorer's steps word it
-(``EffectCall.describe``). The observer's own calls (``own_calls``: its lines sent to the
+entry sent, its payload read as text, an SNS or SQS entry's message attributes with it)
+and how the explorer's steps word it (``EffectCall.describe``). The observer's own calls (``own_calls``: its lines sent to the
 observation queue) are never effects. Sending one and reading its answer is
 ``loadtest.observer.effect_calls``'.
 

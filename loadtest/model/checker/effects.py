@@ -13,8 +13,8 @@ really held, read back) and the scenario's ``[[effects]]`` entries:
    payload and its message attributes as it is in stored items (any leaf, inside nested
    maps and JSON strings, naming exactly one id that was sent), else in its key (an S3
    object's, an execution's name), or where its ``[[effects]]`` entry says (``id``,
-   ``id_attribute``, ``id_pattern``). An entry with no business id
-   leaves the run inconclusive, naming the sink and what to declare: never a guess.
+   ``id_attribute``, ``id_pattern``). An entry with no business id leaves the run
+   inconclusive, naming the sink and what to declare: never a guess.
 3. **Duplicates** are counted from what the sink held when read: per business id, entries
    beyond those one delivery sends (for a bucket, objects beyond them: one key rewritten is
    one object). What one delivery sends for an id is its most distinct entries (payloads;
@@ -35,9 +35,10 @@ really held, read back) and the scenario's ``[[effects]]`` entries:
 5. **Lost**: an acknowledged, non-poison message whose business id never reached a required
    sink. A sink is required when declared (``required = true``) or learned: every clean
    business id (each of its messages acknowledged after one delivery that succeeded, none of
-   whose entries a sink refused without holding it) reached it, and one did. When one delivery of every clean id sent the same number of distinct
-   entries there (two or more), an acknowledged message whose id holds fewer distinct
-   entries lost an effect too: the crash between a consumer's two publishes. A sink that
+   whose entries a sink refused without holding it) reached it, and one did. When one
+   delivery of every clean id sent the same number of distinct entries there (two or more),
+   an acknowledged message whose id holds fewer distinct entries lost an effect too: the
+   crash between a consumer's two publishes. A sink that
    was not read to the end (a deadline, a queue's messages still delayed) counts nothing
    lost, and leaves the run inconclusive when it accepted sends the read did not reach.
 6. **Deduplicated**: on a sink that deduplicates by itself (a FIFO deduplication id, an S3
@@ -247,9 +248,10 @@ def judge_effects(
 
     ``acked``: the message ids acknowledged; ``details``: each business id's distinct
     details (``Messages.details_for``), whose leaf names say what content is compared by.
-    ``learned_before``: by sink (``KIND:NAME``, ``topic:orders``), what the clean ids of runs judged before this one
-    showed (explore's schedules that passed, merged): a run with no clean id of its own
-    learns whether a sink is required, and what one delivery sends there, from it.
+    ``learned_before``: by sink (``KIND:NAME``, ``topic:orders``), what the clean ids of
+    runs judged before this one showed (explore's schedules that passed, merged): a run
+    with no clean id of its own learns whether a sink is required, and what one delivery
+    sends there, from it.
     ``write_marks``: by request id, the records an invocation's writes were marked on, for
     invocations given without their writes (``InvocationLog.without_writes``).
     """

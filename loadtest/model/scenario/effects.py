@@ -208,10 +208,12 @@ def parse_effects(
         sink = entry.get("sink")
         if isinstance(sink, str) and sink in shared:
             kinds = " and ".join(f"a {kind.value}" for kind in shared[sink])
+            last = shared[sink][-1]
+            renamed = f"{{{_placeholder_of(last)}:{sink}-{last.value}}}"
             raise ScenarioError(
                 f"{source}: effects[{index}].sink = {sink!r} names {kinds} in [consumer] "
                 "environment, so which one this entry is for is not said; give them different "
-                f'NAMEs (e.g. "{{{_placeholder_of(shared[sink][-1])}:{sink}-{shared[sink][-1].value}}}")'
+                f'NAMEs (e.g. "{renamed}")'
             )
         rules.append(_rule(entry, labels, source, f"effects[{index}]"))
     seen: set[str] = set()
