@@ -203,7 +203,7 @@ _NAME_CHAR = r"[A-Za-z0-9_.\-]"
 
 
 def _plainer(judged: Judged, business_ids: set[str], named: dict[str, str]) -> Callable[[str], str]:
-    """Text with each fresh business id (``id~N``) shown as the scenario's, each message id
+    """Text with each fresh business id (``id_sN``) shown as the scenario's, each message id
     as ``message-N`` (N: the copy), and the session's tables and sinks by what names them
     in the scenario (``named``: a variable, a sink's NAME): the same in every schedule and
     replay."""
@@ -618,22 +618,24 @@ def _ids(messages: Sequence[SentMessage]) -> set[str]:
 
 
 def plain_ids(result: ExploreResult) -> Callable[[str], str]:
-    """Text about the shown schedule with each fresh business id (``id~N``) shown as the
+    """Text about the shown schedule with each fresh business id (``id_sN``) shown as the
     scenario's id, as its steps show it (the identity when the ids are the scenario's)."""
     judged = result.shown
+    scenario_ids = {m.index: m.business_id for m in result.messages}
     fresh = sorted(
         {
-            str(m.business_id)
+            (str(m.business_id), str(scenario_ids[m.index]))
             for m in (judged.history.sent if judged is not None else ())
-            if m.business_id and FRESH_SEPARATOR in m.business_id
+            if m.business_id
+            and scenario_ids.get(m.index)
+            and m.business_id != scenario_ids[m.index]
         },
-        key=len,
-        reverse=True,  # "id~12" before "id~1"
+        key=lambda pair: -len(pair[0]),  # "id_s12" before "id_s1"
     )
 
     def plain(text: str) -> str:
-        for one in fresh:
-            text = text.replace(one, one.rsplit(FRESH_SEPARATOR, 1)[0])
+        for one, scenario_id in fresh:
+            text = text.replace(one, scenario_id)
         return text
 
     return plain
