@@ -217,7 +217,9 @@ class KeptConnection:
         sock = self._open()
         reader = AnswerReader(method)
         try:
-            sock.sendall(request_bytes(method, target, _host(self.host, self.port), headers, body))
+            sock.sendall(
+                request_bytes(method, target, host_header(self.host, self.port), headers, body)
+            )
             while reader.answer is None:
                 data = sock.recv(_READ_BYTES)
                 if not data:
@@ -266,7 +268,7 @@ class AsyncKeptConnection:
         reader = AnswerReader(method)
         try:
             await stream.send(
-                request_bytes(method, target, _host(self.host, self.port), headers, body)
+                request_bytes(method, target, host_header(self.host, self.port), headers, body)
             )
             while reader.answer is None:
                 try:
@@ -290,5 +292,7 @@ def _readable(sock: socket.socket) -> bool:
     return bool(select.select([sock], [], [], 0)[0])
 
 
-def _host(host: str, port: int) -> str:
-    return host if port == 80 else f"{host}:{port}"
+def host_header(host: str, port: int) -> str:
+    """The ``Host`` header of ``host:port`` (an IPv6 address in brackets)."""
+    named = f"[{host}]" if ":" in host else host
+    return named if port == 80 else f"{named}:{port}"

@@ -4,9 +4,11 @@ a consumer sends effects to, and deleting exactly what was made.
 Each sink (``loadtest.model.scenario.placeholders.Sink``) is created under the run's
 prefix, tagged ``created-by=loadtest``, and recorded in its ``MadeSink`` the moment each
 of its parts exists, so a failure halfway still lets ``delete_sinks`` remove what was
-made and nothing else. A topic gets a capture queue subscribed to it with raw delivery (a
-FIFO one for a FIFO topic), a bus a rule matching every event of the bus's account with a
-capture queue as its target, a function (``CAPTURE_CODE``, with a role of its own) a
+made and nothing else. A topic gets a capture queue subscribed to it without raw delivery
+(a FIFO one for a FIFO topic): each message arrives in its notification, with every
+message attribute it was published with (raw delivery drops a message of more than
+ten). A bus gets a rule matching every event of the bus's account with a capture queue
+as its target, a function (``CAPTURE_CODE``, with a role of its own) a
 capture queue it sends each event it is invoked with to: what they delivered is read from
 there. A state machine gets a role of its own too (``STATE_MACHINE_TRUST``, no
 permissions: its one Pass state calls nothing); a function or state machine is created
@@ -286,7 +288,6 @@ def _create(
             TopicArn=made.address,
             Protocol="sqs",
             Endpoint=made.capture_arn,
-            Attributes={"RawMessageDelivery": "true"},
             ReturnSubscriptionArn=True,
         )["SubscriptionArn"]
     elif sink.kind is EffectKind.BUS:

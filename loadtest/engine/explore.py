@@ -203,7 +203,7 @@ _NAME_CHAR = r"[A-Za-z0-9_.\-]"
 
 
 def _plainer(judged: Judged, business_ids: set[str], named: dict[str, str]) -> Callable[[str], str]:
-    """Text with each fresh business id (``id~N``) shown as the scenario's, each message id
+    """Text with each fresh business id (``id_sN``) shown as the scenario's, each message id
     as ``message-N`` (N: the copy), and the session's tables and sinks by what names them
     in the scenario (``named``: a variable, a sink's NAME): the same in every schedule and
     replay."""
@@ -291,9 +291,21 @@ def explore(
             options.time_budget_s,
         )
 
+    opened = contextlib.ExitStack()
+
+    def open_session() -> None:
+        """This process's own session, opened before it first runs a schedule: with workers
+        searching, only to shrink what they found (a search that found nothing never
+        needs it, nor pays for it while the workers start)."""
+        if session.explorer is None:
+            opened.enter_context(session.open())
+            # Each sink as the scenario names it (its resource exists from here on).
+            named.update({made.name: made.sink.name for made in session.sinks if made.name})
+
     def run(chooser: Replay | object, chosen: Sequence[SentMessage]) -> Judged:
         nonlocal counter
         halt_if_interrupted()
+        open_session()
         judged = session.run(chooser, chosen, counter)  # type: ignore[arg-type]
         counter += 1
         return judged
@@ -347,9 +359,9 @@ def explore(
         if searched_by > 1
         else contextlib.nullcontext()
     )
-    with workers, session.open():
-        # Each sink as the scenario names it (its resource exists from here on).
-        named.update({made.name: made.sink.name for made in session.sinks if made.name})
+    with workers, opened:
+        if not isinstance(workers, Workers):
+            open_session()  # a bad handler or backend is named before anything runs
         if options.schedule is not None:
             # The default schedule first (not counted): it shows where outcomes live, as the
             # search's first schedule showed it when the token was found.
@@ -608,22 +620,24 @@ def _ids(messages: Sequence[SentMessage]) -> set[str]:
 
 
 def plain_ids(result: ExploreResult) -> Callable[[str], str]:
-    """Text about the shown schedule with each fresh business id (``id~N``) shown as the
+    """Text about the shown schedule with each fresh business id (``id_sN``) shown as the
     scenario's id, as its steps show it (the identity when the ids are the scenario's)."""
     judged = result.shown
+    scenario_ids = {m.index: m.business_id for m in result.messages}
     fresh = sorted(
         {
-            str(m.business_id)
+            (str(m.business_id), str(scenario_ids[m.index]))
             for m in (judged.history.sent if judged is not None else ())
-            if m.business_id and FRESH_SEPARATOR in m.business_id
+            if m.business_id
+            and scenario_ids.get(m.index)
+            and m.business_id != scenario_ids[m.index]
         },
-        key=len,
-        reverse=True,  # "id~12" before "id~1"
+        key=lambda pair: -len(pair[0]),  # "id_s12" before "id_s1"
     )
 
     def plain(text: str) -> str:
-        for one in fresh:
-            text = text.replace(one, one.rsplit(FRESH_SEPARATOR, 1)[0])
+        for one, scenario_id in fresh:
+            text = text.replace(one, scenario_id)
         return text
 
     return plain

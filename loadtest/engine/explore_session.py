@@ -5,8 +5,11 @@ idempotency table) and the sinks the scenario names on the backend, gives this p
 configuration (``TABLE_NAME``, the endpoint, the region, fixed credentials),
 installs the gated observer and the virtual clock, imports the handler, and
 restores all of it on exit. Each schedule gets fresh message ids and a fresh
-business id (the scenario's, suffixed ``~N`` from the second schedule on), so
-schedules share the table without seeing each other's items. The sinks are read
+business id (the scenario's, suffixed ``_sN`` from the second schedule on), so
+schedules share the table without seeing each other's items. The suffix is one every sink
+takes in a name (a Step Functions execution's name refuses ``~``; a bucket's key and a FIFO
+deduplication id take ``_``), so a consumer that names an execution or an object by the
+business id runs as it does outside explore. The sinks are read
 after each schedule, and reading drains them (a queue's messages, a bucket's objects; a
 state machine's executions are read once), so each schedule's end state holds only
 what that schedule sent. Judging a schedule is the checker's, on the schedule's
@@ -54,7 +57,8 @@ from loadtest.model.scenario.function_config import extra_table_name
 from loadtest.model.scenario.loading import Scenario
 from loadtest.model.workload.schedule import plan
 
-FRESH_SEPARATOR = "~"
+FRESH_SEPARATOR = "_s"
+"""What a fresh business id adds to the scenario's, before the schedule's number."""
 
 
 def _forget_package(module: str) -> None:
@@ -93,7 +97,7 @@ def _fresh_body(body: str, business_id: str, fresh: str, shape: BodyShape) -> st
     if shape != FLAT:
         # A template may place the id in several fields, inside other text ("ORDER#{id}")
         # or inside an envelope's JSON string: each whole token of it is the id. The fresh
-        # id adds only "~N", which needs no escaping in JSON, even twice over.
+        # id adds only "_sN", which needs no escaping in JSON, even twice over.
         return _token(business_id).sub(fresh, body)
     try:
         data = json.loads(body)
@@ -113,7 +117,7 @@ def fresh_messages(
     messages: Sequence[SentMessage], schedule: int, shape: BodyShape = FLAT
 ) -> list[SentMessage]:
     """The messages of schedule ``schedule``: fresh message ids, and from the second schedule
-    on a fresh business id (``id~N``), in the body where ``shape`` says it is."""
+    on a fresh business id (``id_sN``), in the body where ``shape`` says it is."""
     out = []
     for m in messages:
         business_id = m.business_id
@@ -392,7 +396,7 @@ class Session:
                 for fresh, plain in zip(sent, messages, strict=True)
                 if fresh.business_id != plain.business_id
             },
-            key=lambda pair: -len(pair[0]),  # "id~12" before "id~1"
+            key=lambda pair: -len(pair[0]),  # "id_s12" before "id_s1"
         )
         execution = self.explorer.run(chooser, sent, schedule, aliases)
         history = History(

@@ -16,6 +16,8 @@ from loadtest.aws.kept_http import (
     ConnectFailed,
     ConnectionBroken,
     KeptConnection,
+    host_header,
+    request_bytes,
 )
 
 Script = Callable[[socket.socket, int], bool]
@@ -272,3 +274,12 @@ def test_the_async_connection_keeps_reopens_and_closes_when_cancelled(
     assert anyio.run(main, backend="asyncio") == [b"1", b"2", b"1"]
     assert connections == [1, 2]
     assert len(requests) == 4
+
+
+def test_the_host_header_names_an_ipv6_address_in_brackets() -> None:
+    assert request_bytes("GET", "/", host_header("::1", 5000), [], b"").startswith(
+        b"GET / HTTP/1.1\r\nHost: [::1]:5000\r\n"
+    )
+    assert b"Host: 127.0.0.1\r\n" in request_bytes(
+        "GET", "/", host_header("127.0.0.1", 80), [], b""
+    )

@@ -9,8 +9,10 @@ import zlib
 import pytest
 
 from loadtest.model.history.frames import (
+    decode_effect,
     encode_ack,
     encode_dead_letter,
+    encode_effect,
     encode_invocation,
     encode_sent,
 )
@@ -85,6 +87,7 @@ def _every_kind(n: int) -> Invocation:
                 call_id=f"c-{n}",
                 request_id=f"r-{n}",
                 record_id=f"m-{n}",
+                message_attributes=(("orderId", f"o-{n % 7}"),),
             ),
         ),
     )
@@ -165,6 +168,14 @@ def test_the_encoders_carry_every_field_of_every_record_kind() -> None:
     for position, kind in kinds.items():
         assert row[position], kind  # the builder fills every kind
         assert {len(part) for part in row[position]} == {len(dataclasses.fields(kind))}, kind
+
+
+def test_an_effect_without_message_attributes_keeps_the_row_it_always_had() -> None:
+    with_attributes = _every_kind(1).effects[0]
+    without = dataclasses.replace(with_attributes, message_attributes=())
+    assert len(encode_effect(without)) == len(encode_effect(with_attributes)) - 1
+    for effect in (with_attributes, without):
+        assert decode_effect(encode_effect(effect)) == effect
 
 
 def test_the_encoders_of_sent_messages_acks_and_dead_letters_carry_every_field() -> None:

@@ -358,7 +358,7 @@ def check(
     judged = parts.judged
     exposure = read.overlaps.exposure()
     effected = _judged_effects(
-        history, end, messages, effects, read.effects, cut_short, effects_before
+        history, end, messages, effects, read.effects, cut_short, effects_before, read.write_marks
     )
     counts = Counts(
         messages_sent=messages.count,
@@ -502,6 +502,7 @@ def _judged_effects(
     observed: int,
     cut_short: bool,
     before: Mapping[str, SinkLearned] | None = None,
+    write_marks: Mapping[str, frozenset[str]] | None = None,
 ) -> EffectsJudged | None:
     """The effects judged, for a run with sinks or effects (else None: nothing is read)."""
     if not end.sinks and not observed:
@@ -515,4 +516,5 @@ def _judged_effects(
         {b: messages.details_for(b) for b in messages.business_ids},
         cut_short=cut_short,
         learned_before=before,
+        write_marks=write_marks,
     )

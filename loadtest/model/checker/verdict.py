@@ -440,7 +440,8 @@ class EffectsJudged:
     inconclusive: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     learned: Mapping[str, SinkLearned] = field(default_factory=dict)
-    """By sink name, what this run's clean business ids showed (sinks with none left out)."""
+    """By sink (``KIND:NAME``, ``topic:orders``: two kinds may share a NAME), what this
+    run's clean business ids showed (sinks with none left out)."""
 
     def witnesses(self, anomaly: str, *, failing_only: bool = True) -> list[EffectWitness]:
         return [
@@ -524,7 +525,8 @@ class Check:
     effects: tuple[SinkEffects, ...] = ()
     """Each sink's effects, judged (empty for a run without sinks and without effects)."""
     effects_learned: Mapping[str, SinkLearned] = field(default_factory=dict)
-    """By sink name, what the run's clean business ids showed of it (``EffectsJudged``)."""
+    """By sink (``KIND:NAME``), what the run's clean business ids showed of it
+    (``EffectsJudged``)."""
 
 
 def verdict_of(

@@ -142,7 +142,7 @@ def kinds(
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """A failing schedule's kinds: the ``failing`` count names above zero in ``counts``, and
     its reasons with every number written ``N`` (a bug that wrote twice or three times,
-    or an id ``order~17`` fresh in each schedule, is the same)."""
+    or an id ``order_s17`` fresh in each schedule, is the same)."""
     names = tuple(sorted(name for name in failing if counts.get(name, 0) > 0))
     said = tuple(sorted({_NUMBER.sub("N", reason) for reason in reasons}))
     return names, said

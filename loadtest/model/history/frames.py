@@ -298,8 +298,9 @@ def decode_invocation(row: tuple[Any, ...], *, writes_too: bool = True) -> Invoc
 
 
 def encode_effect(e: EffectRecord) -> tuple[Any, ...]:
-    """An effect as a row of plain values (its kind as its text)."""
-    return (
+    """An effect as a row of plain values (its kind as its text; its message attributes
+    last, and only when it has some, so a row without them is what it always was)."""
+    row = (
         e.operation,
         e.kind.value,
         e.sink,
@@ -315,6 +316,7 @@ def encode_effect(e: EffectRecord) -> tuple[Any, ...]:
         e.request_id,
         e.record_id,
     )
+    return (*row, e.message_attributes) if e.message_attributes else row
 
 
 _EFFECT_KINDS: dict[str, EffectKind] = {kind.value: kind for kind in EffectKind}
