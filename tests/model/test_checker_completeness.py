@@ -180,8 +180,9 @@ def test_a_message_acknowledged_without_the_change_complete_deliveries_make_besi
     ]
     clean.acks = [Ack(message_id="m-1", acked_ns=80_000_000)]
     passed = check(clean, end_state([other, total]))
-    assert passed.complete is not None
-    assert passed.complete.beside == frozenset({"id=customer#c-1"})
+    learned = passed.complete
+    assert learned is not None
+    assert learned.beside == frozenset({"id=customer#c-1"})
 
     def crashed(total_before_crash: TypedItem | None) -> Check:
         order = _order("dedup-order", quantity=_n(4), total_cents=_n(1100))
@@ -202,7 +203,7 @@ def test_a_message_acknowledged_without_the_change_complete_deliveries_make_besi
             ),
         ]
         history.acks = [Ack(message_id="m-2", acked_ns=80_000_000)]
-        return check(history, end_state([order]), learned_before={passed.outcome: passed.complete})
+        return check(history, end_state([order]), learned_before={passed.outcome: learned})
 
     gap = crashed(None)
     assert gap.counts.lost_outcomes == 1, gap.reasons

@@ -403,11 +403,11 @@ def check(
     if replaced_counted:
         reasons.append(lost_updates_reason([r for r in replaced if r.lost in replaced_counted]))
     if without:
-        first, missing = next(iter(without.items()))
+        witness, missing = next(iter(without.items()))
         reasons.append(
             f"{len(without)} business id(s) acknowledged without a change every delivery "
             "where nothing failed made beside its outcome (e.g. "
-            f"{first}: no write of {', '.join(sorted(missing))})"
+            f"{witness}: no write of {', '.join(sorted(missing))})"
         )
     reasons.extend(runtime_error_sentences(read.runtime_errors, failing=True))
     inconclusive = inconclusive_reasons(counts, history)

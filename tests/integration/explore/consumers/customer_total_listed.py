@@ -20,7 +20,7 @@ def handler(event: dict[str, Any], context: Any) -> None:
     for record in event["Records"]:
         order = json.loads(record["body"])
         key = {"id": f"customer#{order['customer']}"}
-        current = table.get_item(Key=key, ConsistentRead=True).get("Item", {})
+        current: dict[str, Any] = table.get_item(Key=key, ConsistentRead=True).get("Item", {})
         orders = list(current.get("orders", []))
         if order["id"] in orders:
             continue
