@@ -52,7 +52,7 @@ from loadtest.model.explore.points import (
     schedule_of,
     stopped_by,
 )
-from loadtest.model.explore.shrink import shrink, size
+from loadtest.model.explore.shrink import Candidate, shrink, size
 from loadtest.model.explore.strategies import Exhaustive, Pct
 from loadtest.model.figures.metrics import latencies
 from loadtest.model.history.log import SentMessage
@@ -588,8 +588,15 @@ def _shrunk(
     copies = len(messages)
     found = schedule_of(copies, failure.execution.taken)
 
-    def still_fails(candidate: Schedule) -> tuple[Schedule, int, tuple[int, ...]] | None:
-        judged = run(Replay(candidate), messages[: candidate.copies])  # type: ignore[operator]
+    def still_fails(
+        candidate: Schedule | Candidate,
+    ) -> tuple[Schedule, int, tuple[int, ...]] | None:
+        replay = (
+            Replay(candidate.schedule, candidate.anchors)
+            if isinstance(candidate, Candidate)
+            else Replay(candidate)
+        )
+        judged = run(replay, messages[: candidate.copies])  # type: ignore[operator]
         if judged.verdict != "fail":
             return None
         if keep is not None and not within(_key(judged), keep):
