@@ -52,7 +52,7 @@ from loadtest.model.explore.points import (
     schedule_of,
     stopped_by,
 )
-from loadtest.model.explore.shrink import shrink, size
+from loadtest.model.explore.shrink import Candidate, shrink, size
 from loadtest.model.explore.strategies import Exhaustive, Pct
 from loadtest.model.figures.metrics import latencies
 from loadtest.model.history.log import SentMessage
@@ -262,9 +262,12 @@ def explore(
     while workers search); once it names a reason, the search stops there and
     KeyboardInterrupt unwinds every session, so each drops what it made."""
     options.check()
-    copies = options.schedule.copies if options.schedule is not None else options.copies
     check_fits(scenario, options)
-    messages = explored_messages(scenario, copies, options.distinct_ids)
+    # A token's deliveries are the first of the messages its search explored: the same
+    # list, built from the same options, whatever the token's count.
+    messages = explored_messages(scenario, options.copies, options.distinct_ids)
+    if options.schedule is not None:
+        messages = messages[: options.schedule.copies]
     result = ExploreResult(scenario, ref, target, options, messages)
     session = Session(scenario, ref, target, _settings(scenario, options))
     named = {session.table: "$TABLE_NAME"} | {
@@ -362,9 +365,9 @@ def explore(
         if options.schedule is not None:
             # The default schedule first (not counted): it shows where outcomes live, as the
             # search's first schedule showed it when the token was found.
-            run(Replay(Schedule(options.schedule.copies)), messages[: options.schedule.copies])
+            run(Replay(Schedule(options.schedule.copies)), messages)
             replay = Replay(options.schedule)
-            judged = run(replay, messages[: options.schedule.copies])
+            judged = run(replay, messages)
             unmatched = replay.unmatched()
             if unmatched is not None:
                 raise InputError(
@@ -447,7 +450,7 @@ def explore(
         else:
             strategy = options.strategy
         result.bound = Bound(
-            deliveries=len(messages) if options.schedule is None else options.schedule.copies,
+            deliveries=len(messages),
             ids=tuple(dict.fromkeys(str(m.business_id) for m in messages if m.business_id)),
             faults=options.faults,
             max_faults=options.max_faults,
@@ -488,8 +491,7 @@ def check_fits(scenario: Scenario, options: ExploreOptions) -> None:
     the scenario sends, a fault the scenario never lets strike (a redelivery where a message
     is received once at most), or a ``schedule`` token that does not fit the deliveries and faults
     explored. (Whether a token's entries match the handler's steps shows only once it ran.)"""
-    copies = options.schedule.copies if options.schedule is not None else options.copies
-    messages = explored_messages(scenario, copies, options.distinct_ids)
+    messages = explored_messages(scenario, options.copies, options.distinct_ids)
     if not messages:
         raise InputError(
             f"scenario {scenario.name!r} sends no message with a business id to explore"
@@ -509,7 +511,7 @@ def check_fits(scenario: Scenario, options: ExploreOptions) -> None:
     if options.schedule is not None:
         check_schedule(
             options.schedule,
-            deliveries=None if options.copies is None else options.copies * ids,
+            deliveries=len(messages),
             faults=options.faults,
             max_faults=options.max_faults,
             limits=options.limits,
@@ -586,8 +588,15 @@ def _shrunk(
     copies = len(messages)
     found = schedule_of(copies, failure.execution.taken)
 
-    def still_fails(candidate: Schedule) -> tuple[Schedule, int, tuple[int, ...]] | None:
-        judged = run(Replay(candidate), messages[: candidate.copies])  # type: ignore[operator]
+    def still_fails(
+        candidate: Schedule | Candidate,
+    ) -> tuple[Schedule, int, tuple[int, ...]] | None:
+        replay = (
+            Replay(candidate.schedule, candidate.anchors)
+            if isinstance(candidate, Candidate)
+            else Replay(candidate)
+        )
+        judged = run(replay, messages[: candidate.copies])  # type: ignore[operator]
         if judged.verdict != "fail":
             return None
         if keep is not None and not within(_key(judged), keep):

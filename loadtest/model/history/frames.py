@@ -187,6 +187,7 @@ def encode_write(w: WriteRecord) -> tuple[Any, ...]:
         w.request_id,
         w.idempotency,
         w.record_id,
+        w.replaces,
     )
 
 

@@ -116,6 +116,11 @@ class WriteRecord:
     """The messageId of the record the handler was on when it made the call (the last
     record whose body or messageId the calling thread or task read), or "" when the
     execution environment could not tell."""
+    replaces: bool = False
+    """What it stores comes from the request alone (a put; an update whose every action is
+    ``SET p = :v`` or ``REMOVE p``): whatever the item held before is replaced, not added
+    to, so a value the handler computed from an earlier read of the item undoes what
+    others wrote since (``ADD``, ``SET p = p + :q`` would not)."""
 
     @property
     def deletes(self) -> bool:
