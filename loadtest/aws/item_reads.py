@@ -18,9 +18,8 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from loadtest.aws.clients import STATS_PATH
 from loadtest.aws.kept_http import KeptConnection
-from loadtest.aws.target import BackendKind, Target
+from loadtest.aws.target import STATS_PATH, BackendKind, Target
 
 _TIMEOUT_S = 30.0
 _GET_ITEM = "DynamoDB_20120810.GetItem"
