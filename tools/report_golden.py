@@ -34,7 +34,8 @@ to a report is intended, refresh the digests (and say why in the commit)::
 and to add a case: ``capture tests/reports/golden --only NAME``, then ``digest``.
 
 A pickle names classes by module: ``_MOVED`` maps a module that moved to where it is
-now, so inputs captured before a move still load.
+now, so inputs captured before a move still load; a record pickled before a field was
+added to its class gets the field's default.
 """
 
 from __future__ import annotations
@@ -221,7 +222,39 @@ def capture(directory: Path, only: list[str]) -> None:
 def load_case(path: Path) -> Case:
     with path.open("rb") as handle:
         case: Case = _Unpickler(handle).load()
+    _fill_added_fields(case)
     return case
+
+
+def _fill_added_fields(root: Any) -> None:
+    """Give each record pickled before a field was added to its class that field's
+    default, as the code makes it: a slotted dataclass restored from fewer values than it
+    has fields keeps no value for the rest. Walks loadtest's objects and the containers
+    holding them."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, str | bytes | int | float | bool | type(None)):
+            continue
+        seen.add(id(obj))
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            for f in dataclasses.fields(obj):
+                if hasattr(obj, f.name):
+                    stack.append(getattr(obj, f.name))
+                elif f.default is not dataclasses.MISSING:
+                    object.__setattr__(obj, f.name, f.default)
+                elif f.default_factory is not dataclasses.MISSING:
+                    object.__setattr__(obj, f.name, f.default_factory())
+        elif isinstance(obj, list | tuple | set | frozenset):
+            stack.extend(obj)
+        elif isinstance(obj, dict):
+            stack.extend(obj.keys())
+            stack.extend(obj.values())
+        elif type(obj).__module__.startswith(("loadtest.", "__main__")) and hasattr(
+            obj, "__dict__"
+        ):
+            stack.extend(vars(obj).values())
 
 
 def build(case: Case, *, incomplete: str | None = None) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 Owns everything loadtest says to SQS, DynamoDB and the control plane through boto3 and
 aioboto3 (``clients``), the translation of botocore's errors (``errors``), FIFO provisioning
-(``fifo``), reading a run's end state (``endstate``) and loadtest's User-Agent (``user_agent``).
+(``fifo``), reading a run's end state (``endstate``), loadtest's User-Agent (``user_agent``) and
+the kept connections it speaks to its own backend by hand (``kept_http``).
 Knows nothing of verdicts or reports.
 """

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 from aiobotocore.config import AioConfig
@@ -28,6 +28,7 @@ from loadtest.aws.endstate import scan_items as scan_items
 from loadtest.aws.errors import ERRORS as ERRORS
 from loadtest.aws.errors import translate as translate
 from loadtest.aws.errors import translated as translated
+from loadtest.aws.hand_sqs import HandSQS, HandSQSSync
 from loadtest.aws.resources import KeySchema as KeySchema
 from loadtest.aws.resources import Provisioned as Provisioned
 from loadtest.aws.resources import ResourceNames as ResourceNames
@@ -90,13 +91,34 @@ async def clients(
     ):
         memoise_user_agent(sqs)
         memoise_user_agent(dynamodb)
-        yield sqs, dynamodb
+        if not _own_backend(target):
+            yield sqs, dynamodb
+            return
+        # loadtest's own backend: its calls per message are written by hand.
+        by_hand = HandSQS(sqs, str(target.endpoint_url), _access_key(target))
+        try:
+            yield cast("SQSClient", by_hand), dynamodb
+        finally:
+            await by_hand.aclose()
+
+
+def _own_backend(target: Target) -> bool:
+    """Whether ``target`` is loadtest's own backend (the embedded one, or ``loadtest serve``
+    behind an endpoint) over plain HTTP."""
+    url = (target.endpoint_url or "").lower()
+    if target.kind is BackendKind.AWS or not url.startswith("http:"):
+        return False
+    return target.kind is BackendKind.EMBEDDED or is_loadtest_backend(str(target.endpoint_url))
+
+
+def _access_key(target: Target) -> str:
+    return dict(target.credentials_env).get("AWS_ACCESS_KEY_ID", "testing")
 
 
 def sink_clients(target: Target) -> SinkClients:
     """boto3 clients for the run's sinks (SQS, SNS, EventBridge, S3, Step Functions, Lambda
-    and IAM), used
-    from a worker thread (``loadtest.aws.sinks`` is synchronous)."""
+    and IAM, each made when first used), used from a worker thread (``loadtest.aws.sinks``
+    is synchronous)."""
     import boto3
     from botocore.config import Config
 
@@ -116,15 +138,16 @@ def sink_clients(target: Target) -> SinkClients:
     kwargs: dict[str, Any] = {"endpoint_url": target.endpoint_url, "config": config}
     if plain_http:
         kwargs["verify"] = False
-    return SinkClients(
-        sqs=session.client("sqs", **kwargs),
-        sns=session.client("sns", **kwargs),
-        events=session.client("events", **kwargs),
-        s3=session.client("s3", **kwargs),
-        stepfunctions=session.client("stepfunctions", **kwargs),
-        lambda_=session.client("lambda", **kwargs),
-        iam=session.client("iam", **kwargs),
-    )
+    own = _own_backend(target)
+
+    def make(service: str) -> Any:
+        client = session.client(service, **kwargs)  # type: ignore[call-overload]
+        if own and service == "sqs":
+            # Reading a sink's queue back: receive and delete written by hand.
+            return HandSQSSync(client, str(target.endpoint_url), _access_key(target))
+        return client
+
+    return SinkClients(make)
 
 
 async def served_sqs_requests(target: Target) -> int | None:

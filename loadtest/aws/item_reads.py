@@ -13,13 +13,13 @@ Every other endpoint, and real AWS, is read through the boto3 client passed in.
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
 from loadtest.aws.clients import STATS_PATH
+from loadtest.aws.kept_http import KeptConnection
 from loadtest.aws.target import BackendKind, Target
 
 _TIMEOUT_S = 30.0
@@ -62,13 +62,16 @@ class ItemReader:
         self.client = client
         self.region = target.region
         self.access_key = dict(target.credentials_env).get("AWS_ACCESS_KEY_ID", "testing")
-        self._connection: http.client.HTTPConnection | None = None
+        self._connection: KeptConnection | None = None
         self._host = ""
         url = urllib.parse.urlsplit(target.endpoint_url or "")
         if target.kind is not BackendKind.AWS and url.scheme == "http" and url.hostname:
             self._host = url.netloc
-            self._connection = http.client.HTTPConnection(
-                url.hostname, url.port or 80, timeout=_TIMEOUT_S
+            self._connection = KeptConnection(
+                url.hostname,
+                url.port or 80,
+                connect_timeout_s=_TIMEOUT_S,
+                read_timeout_s=_TIMEOUT_S,
             )
             if not self._answers_stats():
                 self.close()
@@ -84,7 +87,7 @@ class ItemReader:
             stats = json.loads(body) if status == 200 else None
             # loadtest's backend counts the DynamoDB requests it served.
             return isinstance(stats, dict) and isinstance(stats.get("dynamodb"), int)
-        except (OSError, http.client.HTTPException, ValueError):
+        except (OSError, ValueError):
             return False
 
     def _request(
@@ -93,12 +96,11 @@ class ItemReader:
         assert self._connection is not None
         for attempt in (1, 2):
             try:
-                self._connection.request(method, path, body, dict(headers))
-                response = self._connection.getresponse()
-                return response.status, response.read()
-            except (ConnectionError, http.client.HTTPException):
-                # A kept-alive connection the server closed meanwhile: once more, anew.
-                self._connection.close()
+                answer = self._connection.exchange(method, path, list(headers.items()), body)
+                return answer.status, answer.body
+            except ConnectionError:
+                # A kept-alive connection the server closed meanwhile: once more, anew (a
+                # read changes nothing, so sending it twice is harmless).
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")

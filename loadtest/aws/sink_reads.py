@@ -1,11 +1,16 @@
 """Reading what each of the run's sinks really holds (``loadtest.aws.sinks`` makes them).
 
 ``read_sinks`` drains the queues (a queue sink, a topic's or bus's capture queue), so an
-explored schedule's reading also resets them for the next one; it lists a bucket's
+explored schedule's reading also resets them for the next one; a topic's messages are
+unwrapped from the notification its capture queue receives (its ``Message`` and
+``MessageAttributes``), a queue's read with their message attributes; it lists a bucket's
 objects with their bytes (deleting each once read) and a state machine's executions
-with their input (each read once). The reads stop at ``deadline`` or
-``MAX_SINK_MESSAGES`` and then say ``complete=False``. Synchronous boto3 calls on the
-clients passed in; every failure goes through ``loadtest.aws.errors``.
+with their input (each read once). A queue sink holding messages sent with
+``DelaySeconds`` is waited for until they show, up to ``deadline`` (a read without one
+does not wait); those still delayed then are counted (``SinkContents.delayed``). The
+reads stop at ``deadline`` or ``MAX_SINK_MESSAGES`` and then say ``complete=False``.
+Synchronous boto3 calls on the clients passed in; every failure goes through
+``loadtest.aws.errors``.
 """
 
 from __future__ import annotations
@@ -19,7 +24,12 @@ from typing import TYPE_CHECKING, Any
 from loadtest.aws.errors import translated
 from loadtest.aws.sinks import MadeSink, SinkClients
 from loadtest.aws.target import BackendKind, Target, is_loadtest_backend
-from loadtest.model.history.records import EffectKind, SinkContents, SinkMessage
+from loadtest.model.history.records import (
+    EffectKind,
+    SinkContents,
+    SinkMessage,
+    attribute_texts,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -50,7 +60,7 @@ def read_sinks(
         if not one.address:
             continue
         with translated(f"read what the {one.sink.kind.value} sink {one.name} holds", target):
-            messages, complete = _read(clients, one, target, deadline, limit)
+            messages, complete, delayed = _read(clients, one, target, deadline, limit)
         out.append(
             SinkContents(
                 name=one.sink.name,
@@ -60,6 +70,7 @@ def read_sinks(
                 complete=complete,
                 fifo=one.sink.fifo,
                 deduplicated=one.sink.deduplicated,
+                delayed=delayed,
             )
         )
     return tuple(out)
@@ -75,12 +86,14 @@ def _read(
     target: Target,
     deadline: float | None,
     limit: int,
-) -> tuple[list[SinkMessage], bool]:
+) -> tuple[list[SinkMessage], bool, int]:
+    """What one sink holds: its entries, whether they are all, and how many a queue still
+    held back (delayed)."""
     kind = made.sink.kind
     if kind is EffectKind.BUCKET:
-        return _read_bucket(clients.s3, made.name, deadline, limit)
+        return (*_read_bucket(clients.s3, made.name, deadline, limit), 0)
     if kind is EffectKind.STATE_MACHINE:
-        return _read_executions(clients.stepfunctions, made, deadline, limit)
+        return (*_read_executions(clients.stepfunctions, made, deadline, limit), 0)
     url = made.address if kind is EffectKind.QUEUE else made.capture_url
     # AWS delivers a topic's or bus's messages a moment after the call, and a short poll
     # may miss a few: the last, empty receive waits there (and a second on an endpoint).
@@ -88,10 +101,17 @@ def _read(
     if wait_s and target.kind is BackendKind.ENDPOINT and target.endpoint_url:
         # loadtest's own backend behind an endpoint delivers within the call, as embedded.
         wait_s = 0 if is_loadtest_backend(target.endpoint_url) else wait_s
-    bodies, complete = _drain(clients.sqs, url, deadline, limit, wait_s)
+    # Only a queue sink's sender chooses a delay: a capture queue's messages are never held.
+    bodies, complete, delayed = _drain(
+        clients.sqs, url, deadline, limit, wait_s, delays=kind is EffectKind.QUEUE
+    )
     if kind is EffectKind.BUS:
-        return [_unwrap_event(body, attributes) for body, attributes in bodies], complete
-    return [SinkMessage(body, "", attributes) for body, attributes in bodies], complete
+        messages = [_unwrap_event(body, attributes) for body, attributes, _ in bodies]
+    elif kind is EffectKind.TOPIC:
+        messages = [_unwrap_notification(body, attributes) for body, attributes, _ in bodies]
+    else:
+        messages = [SinkMessage(body, "", attributes, sent) for body, attributes, sent in bodies]
+    return messages, complete, delayed
 
 
 _LAST_RECEIVE_WAIT_S = {BackendKind.EMBEDDED: 0, BackendKind.ENDPOINT: 1, BackendKind.AWS: 5}
@@ -100,38 +120,94 @@ backend (and ``loadtest serve`` behind an endpoint) delivers within the call, AW
 moments."""
 
 
+Drained = tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
+"""A message received: its body, its system attributes and its message attributes."""
+
+
+LONGEST_WAIT_S = 20
+"""The longest long poll SQS takes (``WaitTimeSeconds``)."""
+
+
+def _delayed(sqs: SQSClient, url: str) -> int:
+    """How many messages the queue holds back for their ``DelaySeconds`` (SQS's count)."""
+    answer = sqs.get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+    )
+    return int(answer.get("Attributes", {}).get("ApproximateNumberOfMessagesDelayed", 0))
+
+
 def _drain(
-    sqs: SQSClient, url: str, deadline: float | None, limit: int, wait_s: int
-) -> tuple[list[tuple[str, tuple[tuple[str, str], ...]]], bool]:
-    """Receive and delete until an empty receive: each body with its system attributes."""
-    out: list[tuple[str, tuple[tuple[str, str], ...]]] = []
+    sqs: SQSClient,
+    url: str,
+    deadline: float | None,
+    limit: int,
+    wait_s: int,
+    *,
+    delays: bool = False,
+) -> tuple[list[Drained], bool, int]:
+    """Receive and delete until an empty receive: each body with its system and message
+    attributes. With ``delays``, an empty receive while the queue still holds delayed
+    messages waits for them (long polls) until ``deadline``; the last value is how many
+    were still delayed when the read gave up (then it is not complete)."""
+    out: list[Drained] = []
+    poll_s = wait_s
     while True:
         if _late(deadline):
-            return out, False
+            return out, False, _delayed(sqs, url) if delays else 0
         if len(out) >= limit:
             # Left where it is (visible again at once): only whether there is more counts.
             more = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1, VisibilityTimeout=0)
-            return out, not more.get("Messages")
+            return out, not more.get("Messages"), 0
         got = sqs.receive_message(
             QueueUrl=url,
             MaxNumberOfMessages=min(10, limit - len(out)),
-            WaitTimeSeconds=wait_s,
+            WaitTimeSeconds=poll_s,
             VisibilityTimeout=60,
             MessageSystemAttributeNames=["All"],
+            MessageAttributeNames=["All"],
         ).get("Messages", [])
         if not got:
-            return out, True
+            held = _delayed(sqs, url) if delays else 0
+            if not held:
+                return out, True, 0
+            if deadline is None:
+                return out, False, held
+            left_s = deadline - time.monotonic()
+            if left_s <= 0:
+                return out, False, held
+            # A long poll answers as soon as the first of them shows.
+            poll_s = max(1, min(LONGEST_WAIT_S, int(left_s)))
+            continue
+        poll_s = wait_s
         for message in got:
             attributes = tuple(
                 sorted((k, str(v)) for k, v in message.get("Attributes", {}).items())
             )
-            out.append((message["Body"], attributes))
+            sent = attribute_texts(message.get("MessageAttributes"))
+            out.append((message["Body"], attributes, sent))
         sqs.delete_message_batch(
             QueueUrl=url,
             Entries=[
                 {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(got)
             ],
         )
+
+
+def _unwrap_notification(body: str, attributes: tuple[tuple[str, str], ...]) -> SinkMessage:
+    """An SNS notification as its capture queue receives it, unwrapped to the ``Message``
+    the consumer published and the ``MessageAttributes`` it published it with."""
+    try:
+        notification = json.loads(body)
+    except ValueError:
+        return SinkMessage(body, "", attributes)
+    if not isinstance(notification, dict) or not isinstance(notification.get("Message"), str):
+        return SinkMessage(body, "", attributes)
+    return SinkMessage(
+        notification["Message"],
+        "",
+        attributes,
+        attribute_texts(notification.get("MessageAttributes")),
+    )
 
 
 def _unwrap_event(body: str, attributes: tuple[tuple[str, str], ...]) -> SinkMessage:

@@ -4,9 +4,11 @@ a consumer sends effects to, and deleting exactly what was made.
 Each sink (``loadtest.model.scenario.placeholders.Sink``) is created under the run's
 prefix, tagged ``created-by=loadtest``, and recorded in its ``MadeSink`` the moment each
 of its parts exists, so a failure halfway still lets ``delete_sinks`` remove what was
-made and nothing else. A topic gets a capture queue subscribed to it with raw delivery (a
-FIFO one for a FIFO topic), a bus a rule matching every event of the bus's account with a
-capture queue as its target, a function (``CAPTURE_CODE``, with a role of its own) a
+made and nothing else. A topic gets a capture queue subscribed to it without raw delivery
+(a FIFO one for a FIFO topic): each message arrives in its notification, with every
+message attribute it was published with (raw delivery drops a message of more than
+ten). A bus gets a rule matching every event of the bus's account with a capture queue
+as its target, a function (``CAPTURE_CODE``, with a role of its own) a
 capture queue it sends each event it is invoked with to: what they delivered is read from
 there. A state machine gets a role of its own too (``STATE_MACHINE_TRUST``, no
 permissions: its one Pass state calls nothing); a function or state machine is created
@@ -31,7 +33,7 @@ import time
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from loadtest.aws.errors import ERRORS, translated
 from loadtest.aws.role_ready import once_role_is_usable
@@ -99,29 +101,57 @@ STATE_MACHINE_TRUST = _trust("states.amazonaws.com")
 """Who may assume a state machine sink's role: Step Functions."""
 
 
-@dataclass
 class SinkClients:
-    """The boto3 clients sinks are made, read and deleted with."""
+    """The boto3 clients sinks are made, read and deleted with, each made by ``make`` (given
+    its service's name: ``"sqs"``, ``"lambda"``, ...) the first time it is used: a run whose
+    sinks are topics makes an SNS and an SQS client, not seven."""
 
-    sqs: SQSClient
-    sns: SNSClient
-    events: EventBridgeClient
-    s3: S3Client
-    stepfunctions: SFNClient
-    lambda_: LambdaClient
-    iam: IAMClient
+    def __init__(self, make: Callable[[str], Any]) -> None:
+        self._make = make
+        self._made: dict[str, Any] = {}
+
+    def _client(self, service: str) -> Any:
+        client = self._made.get(service)
+        if client is None:
+            client = self._made[service] = self._make(service)
+        return client
+
+    @property
+    def sqs(self) -> SQSClient:
+        return cast("SQSClient", self._client("sqs"))
+
+    @property
+    def sns(self) -> SNSClient:
+        return cast("SNSClient", self._client("sns"))
+
+    @property
+    def events(self) -> EventBridgeClient:
+        return cast("EventBridgeClient", self._client("events"))
+
+    @property
+    def s3(self) -> S3Client:
+        return cast("S3Client", self._client("s3"))
+
+    @property
+    def stepfunctions(self) -> SFNClient:
+        return cast("SFNClient", self._client("stepfunctions"))
+
+    @property
+    def lambda_(self) -> LambdaClient:
+        return cast("LambdaClient", self._client("lambda"))
+
+    @property
+    def iam(self) -> IAMClient:
+        return cast("IAMClient", self._client("iam"))
+
+    def replace(self, **clients: Any) -> SinkClients:
+        """These clients, but for those given by attribute name (``sqs=``, ``lambda_=``)."""
+        given = {name.rstrip("_"): client for name, client in clients.items()}
+        return SinkClients(lambda service: given.get(service) or self._client(service))
 
     def close(self) -> None:
-        """Close each client's connections."""
-        for client in (
-            self.sqs,
-            self.sns,
-            self.events,
-            self.s3,
-            self.stepfunctions,
-            self.lambda_,
-            self.iam,
-        ):
+        """Close the connections of each client made."""
+        for client in self._made.values():
             client.close()
 
 
@@ -258,7 +288,6 @@ def _create(
             TopicArn=made.address,
             Protocol="sqs",
             Endpoint=made.capture_arn,
-            Attributes={"RawMessageDelivery": "true"},
             ReturnSubscriptionArn=True,
         )["SubscriptionArn"]
     elif sink.kind is EffectKind.BUS:

@@ -13,7 +13,8 @@ types in ``dynamodb.key_types``, the legacy ConditionalOperator in
 ``dynamodb.legacy_conditions`` and the legacy AttributeUpdates actions in
 ``dynamodb.legacy_updates``; moto's core (clock, memoised answers, request ids, regions,
 model objects kept) in ``core``, IAM in ``iam``, the HTTP side in ``http``; a FIFO
-topic's deduplication in ``sns.fifo``, installed by ``http.app`` only when SNS is first used. Must not touch: the rest of DynamoDB (its races are
+topic's deduplication in ``sns.fifo`` and a subscription's one signing certificate in
+``sns.signing``, installed by ``http.app`` only when SNS is first used. Must not touch: the rest of DynamoDB (its races are
 closed by serialising requests in ``loadtest.backend.embedded``), PartiQL SELECT
 (moto's own), any other service, or anything a client can observe except speed, FIFO
 deduplication and group order (as SQS behaves), the PartiQL answers below, and an

@@ -183,22 +183,14 @@ def make_clients(endpoint_url: str | None, region: str | None = None) -> tuple[C
     def client(service: str) -> Any:
         return session.client(service, endpoint_url=endpoint_url, config=config)  # type: ignore[call-overload]
 
-    sqs, iam, lambda_ = client("sqs"), client("iam"), client("lambda")
+    shared = {"sqs": client("sqs"), "iam": client("iam"), "lambda": client("lambda")}
     return (
         Clients(
-            iam=iam,
-            lambda_=lambda_,
-            sqs=sqs,
+            iam=shared["iam"],
+            lambda_=shared["lambda"],
+            sqs=shared["sqs"],
             dynamodb=client("dynamodb"),
-            sinks=aws.SinkClients(
-                sqs=sqs,
-                sns=client("sns"),
-                events=client("events"),
-                s3=client("s3"),
-                stepfunctions=client("stepfunctions"),
-                lambda_=lambda_,
-                iam=iam,
-            ),
+            sinks=aws.SinkClients(lambda service: shared.get(service) or client(service)),
         ),
         where,
     )

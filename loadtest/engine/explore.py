@@ -52,7 +52,7 @@ from loadtest.model.explore.points import (
     schedule_of,
     stopped_by,
 )
-from loadtest.model.explore.shrink import shrink, size
+from loadtest.model.explore.shrink import Candidate, shrink, size
 from loadtest.model.explore.strategies import Exhaustive, Pct
 from loadtest.model.figures.metrics import latencies
 from loadtest.model.history.log import SentMessage
@@ -203,7 +203,7 @@ _NAME_CHAR = r"[A-Za-z0-9_.\-]"
 
 
 def _plainer(judged: Judged, business_ids: set[str], named: dict[str, str]) -> Callable[[str], str]:
-    """Text with each fresh business id (``id~N``) shown as the scenario's, each message id
+    """Text with each fresh business id (``id_sN``) shown as the scenario's, each message id
     as ``message-N`` (N: the copy), and the session's tables and sinks by what names them
     in the scenario (``named``: a variable, a sink's NAME): the same in every schedule and
     replay."""
@@ -262,9 +262,12 @@ def explore(
     while workers search); once it names a reason, the search stops there and
     KeyboardInterrupt unwinds every session, so each drops what it made."""
     options.check()
-    copies = options.schedule.copies if options.schedule is not None else options.copies
     check_fits(scenario, options)
-    messages = explored_messages(scenario, copies, options.distinct_ids)
+    # A token's deliveries are the first of the messages its search explored: the same
+    # list, built from the same options, whatever the token's count.
+    messages = explored_messages(scenario, options.copies, options.distinct_ids)
+    if options.schedule is not None:
+        messages = messages[: options.schedule.copies]
     result = ExploreResult(scenario, ref, target, options, messages)
     session = Session(scenario, ref, target, _settings(scenario, options))
     named = {session.table: "$TABLE_NAME"} | {
@@ -288,9 +291,21 @@ def explore(
             options.time_budget_s,
         )
 
+    opened = contextlib.ExitStack()
+
+    def open_session() -> None:
+        """This process's own session, opened before it first runs a schedule: with workers
+        searching, only to shrink what they found (a search that found nothing never
+        needs it, nor pays for it while the workers start)."""
+        if session.explorer is None:
+            opened.enter_context(session.open())
+            # Each sink as the scenario names it (its resource exists from here on).
+            named.update({made.name: made.sink.name for made in session.sinks if made.name})
+
     def run(chooser: Replay | object, chosen: Sequence[SentMessage]) -> Judged:
         nonlocal counter
         halt_if_interrupted()
+        open_session()
         judged = session.run(chooser, chosen, counter)  # type: ignore[arg-type]
         counter += 1
         return judged
@@ -344,15 +359,15 @@ def explore(
         if searched_by > 1
         else contextlib.nullcontext()
     )
-    with workers, session.open():
-        # Each sink as the scenario names it (its resource exists from here on).
-        named.update({made.name: made.sink.name for made in session.sinks if made.name})
+    with workers, opened:
+        if not isinstance(workers, Workers):
+            open_session()  # a bad handler or backend is named before anything runs
         if options.schedule is not None:
             # The default schedule first (not counted): it shows where outcomes live, as the
             # search's first schedule showed it when the token was found.
-            run(Replay(Schedule(options.schedule.copies)), messages[: options.schedule.copies])
+            run(Replay(Schedule(options.schedule.copies)), messages)
             replay = Replay(options.schedule)
-            judged = run(replay, messages[: options.schedule.copies])
+            judged = run(replay, messages)
             unmatched = replay.unmatched()
             if unmatched is not None:
                 raise InputError(
@@ -435,7 +450,7 @@ def explore(
         else:
             strategy = options.strategy
         result.bound = Bound(
-            deliveries=len(messages) if options.schedule is None else options.schedule.copies,
+            deliveries=len(messages),
             ids=tuple(dict.fromkeys(str(m.business_id) for m in messages if m.business_id)),
             faults=options.faults,
             max_faults=options.max_faults,
@@ -476,8 +491,7 @@ def check_fits(scenario: Scenario, options: ExploreOptions) -> None:
     the scenario sends, a fault the scenario never lets strike (a redelivery where a message
     is received once at most), or a ``schedule`` token that does not fit the deliveries and faults
     explored. (Whether a token's entries match the handler's steps shows only once it ran.)"""
-    copies = options.schedule.copies if options.schedule is not None else options.copies
-    messages = explored_messages(scenario, copies, options.distinct_ids)
+    messages = explored_messages(scenario, options.copies, options.distinct_ids)
     if not messages:
         raise InputError(
             f"scenario {scenario.name!r} sends no message with a business id to explore"
@@ -497,7 +511,7 @@ def check_fits(scenario: Scenario, options: ExploreOptions) -> None:
     if options.schedule is not None:
         check_schedule(
             options.schedule,
-            deliveries=None if options.copies is None else options.copies * ids,
+            deliveries=len(messages),
             faults=options.faults,
             max_faults=options.max_faults,
             limits=options.limits,
@@ -574,8 +588,15 @@ def _shrunk(
     copies = len(messages)
     found = schedule_of(copies, failure.execution.taken)
 
-    def still_fails(candidate: Schedule) -> tuple[Schedule, int, tuple[int, ...]] | None:
-        judged = run(Replay(candidate), messages[: candidate.copies])  # type: ignore[operator]
+    def still_fails(
+        candidate: Schedule | Candidate,
+    ) -> tuple[Schedule, int, tuple[int, ...]] | None:
+        replay = (
+            Replay(candidate.schedule, candidate.anchors)
+            if isinstance(candidate, Candidate)
+            else Replay(candidate)
+        )
+        judged = run(replay, messages[: candidate.copies])  # type: ignore[operator]
         if judged.verdict != "fail":
             return None
         if keep is not None and not within(_key(judged), keep):
@@ -606,22 +627,24 @@ def _ids(messages: Sequence[SentMessage]) -> set[str]:
 
 
 def plain_ids(result: ExploreResult) -> Callable[[str], str]:
-    """Text about the shown schedule with each fresh business id (``id~N``) shown as the
+    """Text about the shown schedule with each fresh business id (``id_sN``) shown as the
     scenario's id, as its steps show it (the identity when the ids are the scenario's)."""
     judged = result.shown
+    scenario_ids = {m.index: m.business_id for m in result.messages}
     fresh = sorted(
         {
-            str(m.business_id)
+            (str(m.business_id), str(scenario_ids[m.index]))
             for m in (judged.history.sent if judged is not None else ())
-            if m.business_id and FRESH_SEPARATOR in m.business_id
+            if m.business_id
+            and scenario_ids.get(m.index)
+            and m.business_id != scenario_ids[m.index]
         },
-        key=len,
-        reverse=True,  # "id~12" before "id~1"
+        key=lambda pair: -len(pair[0]),  # "id_s12" before "id_s1"
     )
 
     def plain(text: str) -> str:
-        for one in fresh:
-            text = text.replace(one, one.rsplit(FRESH_SEPARATOR, 1)[0])
+        for one, scenario_id in fresh:
+            text = text.replace(one, scenario_id)
         return text
 
     return plain

@@ -5,8 +5,11 @@ idempotency table) and the sinks the scenario names on the backend, gives this p
 configuration (``TABLE_NAME``, the endpoint, the region, fixed credentials),
 installs the gated observer and the virtual clock, imports the handler, and
 restores all of it on exit. Each schedule gets fresh message ids and a fresh
-business id (the scenario's, suffixed ``~N`` from the second schedule on), so
-schedules share the table without seeing each other's items. The sinks are read
+business id (the scenario's, suffixed ``_sN`` from the second schedule on), so
+schedules share the table without seeing each other's items. The suffix is one every sink
+takes in a name (a Step Functions execution's name refuses ``~``; a bucket's key and a FIFO
+deduplication id take ``_``), so a consumer that names an execution or an object by the
+business id runs as it does outside explore. The sinks are read
 after each schedule, and reading drains them (a queue's messages, a bucket's objects; a
 state machine's executions are read once), so each schedule's end state holds only
 what that schedule sent. Judging a schedule is the checker's, on the schedule's
@@ -35,9 +38,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from loadtest.aws import clients as aws
 from loadtest.aws.item_reads import ItemReader, ItemReadError
-from loadtest.emulation.environment.child_host import FunctionIdentity, load_handler
+from loadtest.emulation.environment.child_host import FunctionIdentity
 from loadtest.emulation.environment.handlers import HandlerRef, tables_for
-from loadtest.emulation.explore import virtual_clock
+from loadtest.emulation.explore import virtual_clock, wire
+from loadtest.emulation.explore.environments import EnvironmentHandlers
 from loadtest.emulation.explore.explorer import Explorer
 from loadtest.emulation.explore.runs import Execution, ExploreSettings
 from loadtest.engine.results import function_environment
@@ -45,6 +49,7 @@ from loadtest.errors import BackendError, HandlerRefError
 from loadtest.model.checker import Check, check
 from loadtest.model.checker.effects import SinkLearned
 from loadtest.model.checker.passes import Model
+from loadtest.model.checker.verdict import Complete
 from loadtest.model.explore.points import Chooser
 from loadtest.model.history.log import EndState, History, SentMessage, key_string
 from loadtest.model.scenario.body import FLAT, BodyShape, body_shape
@@ -52,7 +57,8 @@ from loadtest.model.scenario.function_config import extra_table_name
 from loadtest.model.scenario.loading import Scenario
 from loadtest.model.workload.schedule import plan
 
-FRESH_SEPARATOR = "~"
+FRESH_SEPARATOR = "_s"
+"""What a fresh business id adds to the scenario's, before the schedule's number."""
 
 
 def _forget_package(module: str) -> None:
@@ -91,7 +97,7 @@ def _fresh_body(body: str, business_id: str, fresh: str, shape: BodyShape) -> st
     if shape != FLAT:
         # A template may place the id in several fields, inside other text ("ORDER#{id}")
         # or inside an envelope's JSON string: each whole token of it is the id. The fresh
-        # id adds only "~N", which needs no escaping in JSON, even twice over.
+        # id adds only "_sN", which needs no escaping in JSON, even twice over.
         return _token(business_id).sub(fresh, body)
     try:
         data = json.loads(body)
@@ -111,7 +117,7 @@ def fresh_messages(
     messages: Sequence[SentMessage], schedule: int, shape: BodyShape = FLAT
 ) -> list[SentMessage]:
     """The messages of schedule ``schedule``: fresh message ids, and from the second schedule
-    on a fresh business id (``id~N``), in the body where ``shape`` says it is."""
+    on a fresh business id (``id_sN``), in the body where ``shape`` says it is."""
     out = []
     for m in messages:
         business_id = m.business_id
@@ -221,9 +227,9 @@ class Session:
         self.body = body_shape(scenario.workload)
         self.effects = scenario.effects
         """Where the messages carry their business id and details."""
-        self.complete: dict[str, frozenset[str]] = {}
-        """What a complete outcome holds, by where outcomes live: the attribute names every
-        outcome where nothing failed held in the schedules that passed (``run``)."""
+        self.complete: dict[str, Complete] = {}
+        """What a complete outcome holds, by where outcomes live: what every outcome where
+        nothing failed held in the schedules that passed (``run``)."""
         self.effects_complete: dict[str, SinkLearned] = {}
         """By sink, what the clean ids of the schedules that passed showed of it, merged."""
         self._client: Any = None
@@ -340,14 +346,25 @@ class Session:
                 if self.ref.module is not None:
                     _forget_package(self.ref.module)
                 try:
-                    explorer.handler = load_handler(self.ref.ref)
+                    handlers = EnvironmentHandlers(self.ref.ref, self.ref.module, self.ref.path)
                 except Exception as exc:
                     raise HandlerRefError(
                         f"handler {self.ref.ref!r} could not be imported: {type(exc).__name__}: {exc}"
                     ) from exc
+                explorer.handler, explorer.handler_of = handlers.first, handlers
                 self.explorer = explorer
-                with explorer.capturing():
-                    yield self
+                # On loadtest's own backend the handler's requests go out on kept
+                # connections spoken by hand (time is virtual here: only the rate changes).
+                kept = (
+                    wire.installed(self.target.endpoint_url)
+                    if self._items.by_hand and self.target.endpoint_url
+                    else contextlib.nullcontext()
+                )
+                try:
+                    with kept, explorer.capturing():
+                        yield self
+                finally:
+                    handlers.close()
             finally:
                 explorer.close()
                 virtual_clock.uninstall()
@@ -379,7 +396,7 @@ class Session:
                 for fresh, plain in zip(sent, messages, strict=True)
                 if fresh.business_id != plain.business_id
             },
-            key=lambda pair: -len(pair[0]),  # "id~12" before "id~1"
+            key=lambda pair: -len(pair[0]),  # "id_s12" before "id_s1"
         )
         execution = self.explorer.run(chooser, sent, schedule, aliases)
         history = History(
@@ -393,7 +410,46 @@ class Session:
         end_state = self._end_state(
             execution, sent, len(execution.acks) + len(execution.dead_letters)
         )
+        self._forget_shared(execution, sent)
         return Ran(execution, history, end_state)
+
+    def _forget_shared(self, execution: Execution, sent: Sequence[SentMessage]) -> None:
+        """Delete what this schedule left that the next one would find: every item it
+        touched whose key does not carry one of its (fresh) business ids (a running total per
+        customer, a counter, a lock by another key), and everything in the extra tables it
+        wrote. Each schedule then starts from what the first one found, so a token replays
+        what its search ran, and workers' schedules see the same tables."""
+        ids = [_token(str(m.business_id)) for m in sent if m.business_id is not None]
+        shared = [
+            key for name, key in execution.keys.items() if not any(i.search(name) for i in ids)
+        ]
+        written = {
+            side.table.rpartition("/")[2]
+            for invocation in execution.invocations
+            for side in invocation.side_writes
+        }
+        try:
+            for key in shared:
+                self._client.delete_item(TableName=self.table, Key=key)
+            for extra in self.extra_tables:
+                name = extra_table_name(self.names.prefix, extra)
+                if name in written:
+                    self._empty(name, tuple(n for n, _ in extra.key))
+        except (BotoCoreError, ClientError) as exc:
+            raise BackendError(
+                f"explore could not clear the table after a schedule: {exc}"
+            ) from exc
+
+    def _empty(self, table: str, key_names: tuple[str, ...]) -> None:
+        pages = self._client.get_paginator("scan").paginate(
+            TableName=table,
+            ProjectionExpression=", ".join(f"#k{i}" for i in range(len(key_names))),
+            ExpressionAttributeNames={f"#k{i}": n for i, n in enumerate(key_names)},
+            ConsistentRead=True,
+        )
+        for page in pages:
+            for key in page.get("Items", []):
+                self._client.delete_item(TableName=table, Key=key)
 
     def judge(self, ran: Ran) -> Judged:
         """Judge a schedule as run (in this process or in a worker of the same exploration), and
@@ -419,7 +475,8 @@ class Session:
             # complete delivery sends to each sink; a failing schedule is judged by them.
             if learned is not None:
                 kind = judged.check.outcome
-                self.complete[kind] = self.complete.get(kind, learned) & learned
+                known = self.complete.get(kind)
+                self.complete[kind] = learned if known is None else known.merged(learned)
             for sink, shown in judged.check.effects_learned.items():
                 prior = self.effects_complete.get(sink)
                 self.effects_complete[sink] = shown if prior is None else prior.merged(shown)

@@ -299,6 +299,7 @@ def _decision(
         requested=requested,
         after_known=after_known,
         noop_when_present=part.noop,
+        replaces=part.replaces,
         request_id=request_id,
         idempotency=call.idempotency,
         record_id=record_id,

@@ -18,7 +18,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from loadtest.model.dynamodb.updates import UpdateNotUnderstood, noop_when_present
+from loadtest.model.dynamodb.updates import (
+    UpdateNotUnderstood,
+    noop_when_present,
+    replaces_what_it_sets,
+)
 from loadtest.model.history.log import TypedItem
 
 READ_APIS = frozenset(
@@ -69,6 +73,9 @@ class Part:
     after_from_response: bool = False
     """The answer carries the item after (the consumer asked for ALL_NEW)."""
     noop: bool = False
+    replaces: bool = False
+    """What it stores comes from the request alone (a put, ``SET p = :v``, ``REMOVE``):
+    ``WriteRecord.replaces``."""
     added_rvoccf: bool = False
 
 
@@ -161,3 +168,12 @@ def safe_noop(expression: str, names: Mapping[str, str] | None) -> bool:
         return noop_when_present(expression, names)
     except UpdateNotUnderstood:
         return False
+
+
+def update_part(
+    part: Part, expression: str, names: Mapping[str, str] | None, values: Mapping[str, Any]
+) -> None:
+    """Give ``part`` its update expression and what the expression says of it."""
+    part.update = (expression, dict(names or {}), dict(values))
+    part.noop = safe_noop(expression, names)
+    part.replaces = replaces_what_it_sets(expression, names)

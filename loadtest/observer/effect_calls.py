@@ -192,6 +192,7 @@ def effect_records(
             call_id=call.call_id,
             request_id=request_id,
             record_id=record_id,
+            message_attributes=entry.message_attributes,
         )
         for entry, code in zip(call.entries, codes, strict=True)
     ]

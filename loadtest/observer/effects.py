@@ -5,8 +5,8 @@ Owns the vocabulary of an effect call (``EFFECT_APIS``, by service and operation
 queue but the ones that feed the function; EventBridge ``PutEvents``; S3 ``PutObject``,
 ``CopyObject`` and ``DeleteObject``; Step Functions ``StartExecution``; Lambda
 ``Invoke``), planning one (``EffectPlanner.plan``: an ``EffectCall`` of one ``Entry`` per
-entry sent, its payload read as text) and how the explorer's steps word it
-(``EffectCall.describe``). The observer's own calls (``own_calls``: its lines sent to the
+entry sent, its payload read as text, an SNS or SQS entry's message attributes with it)
+and how the explorer's steps word it (``EffectCall.describe``). The observer's own calls (``own_calls``: its lines sent to the
 observation queue) are never effects. Sending one and reading its answer is
 ``loadtest.observer.effect_calls``'.
 
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from loadtest.model.history.records import EffectKind
+from loadtest.model.history.records import EffectKind, attribute_texts
 
 _OWN: contextvars.ContextVar[bool] = contextvars.ContextVar("loadtest_own_call", default=False)
 
@@ -65,6 +65,8 @@ class Entry:
     group_id: str = ""
     entry_id: str = ""
     """A batch entry's ``Id`` (what its answer's ``Failed`` names); "" otherwise."""
+    message_attributes: tuple[tuple[str, str], ...] = ()
+    """Its SNS or SQS ``MessageAttributes`` (``attribute_texts``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +189,7 @@ def _publish(params: dict[str, Any]) -> Planned:
         _text(params.get("Message")),
         dedup_id=_text(params.get("MessageDeduplicationId")),
         group_id=_text(params.get("MessageGroupId")),
+        message_attributes=attribute_texts(params.get("MessageAttributes")),
     )
     return params, "SNS.Publish", EffectKind.TOPIC, (entry,), ""
 
@@ -200,6 +203,7 @@ def _publish_batch(params: dict[str, Any]) -> Planned:
             dedup_id=_text(e.get("MessageDeduplicationId")),
             group_id=_text(e.get("MessageGroupId")),
             entry_id=_text(e.get("Id")),
+            message_attributes=attribute_texts(e.get("MessageAttributes")),
         )
         for e in params.get("PublishBatchRequestEntries") or []
     )
@@ -212,6 +216,7 @@ def _send(params: dict[str, Any]) -> Planned:
         _text(params.get("MessageBody")),
         dedup_id=_text(params.get("MessageDeduplicationId")),
         group_id=_text(params.get("MessageGroupId")),
+        message_attributes=attribute_texts(params.get("MessageAttributes")),
     )
     return params, "SQS.SendMessage", EffectKind.QUEUE, (entry,), ""
 
@@ -225,6 +230,7 @@ def _send_batch(params: dict[str, Any]) -> Planned:
             dedup_id=_text(e.get("MessageDeduplicationId")),
             group_id=_text(e.get("MessageGroupId")),
             entry_id=_text(e.get("Id")),
+            message_attributes=attribute_texts(e.get("MessageAttributes")),
         )
         for e in params.get("Entries") or []
     )

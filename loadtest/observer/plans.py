@@ -35,7 +35,7 @@ from loadtest.observer.calls import Call as Call
 from loadtest.observer.calls import Part as Part
 from loadtest.observer.calls import Planned as Planned
 from loadtest.observer.calls import Unobserved as Unobserved
-from loadtest.observer.calls import idempotency
+from loadtest.observer.calls import idempotency, update_part
 from loadtest.observer.calls import key_condition_absent as key_condition_absent
 from loadtest.observer.calls import legacy_update as legacy_update
 from loadtest.observer.calls import readable_condition as readable_condition
@@ -145,14 +145,13 @@ class CallPlanner:
         before_known = params["ReturnValues"] == "ALL_OLD"
         if operation == "PutItem":
             item = dict(params.get("Item") or {})
-            part = Part(operation, self._key_of(item), condition, requested=item)
+            part = Part(operation, self._key_of(item), condition, requested=item, replaces=True)
         elif operation == "DeleteItem":
             part = Part(operation, dict(params.get("Key") or {}), condition, deletes=True)
         else:
             part = Part(operation, dict(params.get("Key") or {}), condition)
             if expression:
-                part.update = (str(expression), dict(names or {}), dict(values or {}))
-                part.noop = safe_noop(str(expression), names)
+                update_part(part, str(expression), names, values or {})
             part.after_from_response = params["ReturnValues"] == "ALL_NEW"
         part.before_from_response = before_known
         part.absent_before = key_condition_absent(condition, self.key_names)
@@ -178,7 +177,15 @@ class CallPlanner:
         for request in requests:
             if "PutRequest" in request:
                 item = dict(request["PutRequest"].get("Item") or {})
-                parts.append(Part("BatchWriteItem.Put", self._key_of(item), None, requested=item))
+                parts.append(
+                    Part(
+                        "BatchWriteItem.Put",
+                        self._key_of(item),
+                        None,
+                        requested=item,
+                        replaces=True,
+                    )
+                )
             else:
                 key = dict(request.get("DeleteRequest", {}).get("Key") or {})
                 parts.append(Part("BatchWriteItem.Delete", key, None, deletes=True))
@@ -210,19 +217,18 @@ class CallPlanner:
             operation = f"TransactWriteItems.{kind}"
             if kind == "Put":
                 item = dict(body.get("Item") or {})
-                part = Part(operation, self._key_of(item), condition, requested=item)
+                part = Part(operation, self._key_of(item), condition, requested=item, replaces=True)
             else:
                 part = Part(
                     operation, dict(body.get("Key") or {}), condition, deletes=kind == "Delete"
                 )
                 if kind == "Update" and body.get("UpdateExpression"):
-                    expression = str(body["UpdateExpression"])
-                    part.update = (
-                        expression,
-                        dict(names or {}),
-                        dict(body.get("ExpressionAttributeValues") or {}),
+                    update_part(
+                        part,
+                        str(body["UpdateExpression"]),
+                        names,
+                        body.get("ExpressionAttributeValues") or {},
                     )
-                    part.noop = safe_noop(expression, names)
             part.absent_before = key_condition_absent(condition, self.key_names)
             part.added_rvoccf = added
             parts[index] = part
@@ -253,8 +259,7 @@ class CallPlanner:
         if dml.kind == "UPDATE":
             part = Part(operation, dml.key, dml.condition)
             if dml.update_expression:
-                part.update = (dml.update_expression, dict(dml.names), dict(dml.values))
-                part.noop = safe_noop(dml.update_expression, dml.names)
+                update_part(part, dml.update_expression, dml.names, dml.values)
             return part
         return None
 

@@ -102,7 +102,7 @@ def explore_report(
         command=command,
     )
     # The shown schedule's run names its business ids as the scenario does (its steps
-    # already do), never the schedule's fresh ``id~N``.
+    # already do), never the schedule's fresh ``id_sN``.
     plain = plain_ids(result)
     report = dataclasses.replace(
         report,

@@ -4,11 +4,11 @@ and deleted leaving nothing behind and touching nothing the run did not make."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
@@ -127,7 +127,7 @@ def test_each_sink_holds_what_it_really_received_and_says_what_it_deduplicates(
         "bucket:receipts": "one object per key",
         "state_machine:ship": "execution names are unique",
     }
-    assert read["topic:orders"].messages[0].payload == '{"id":"o-1"}'  # raw delivery
+    assert read["topic:orders"].messages[0].payload == '{"id":"o-1"}'  # the Message published
     fifo = dict(read["topic:orders.fifo"].messages[0].attributes)
     assert (fifo["MessageDeduplicationId"], fifo["MessageGroupId"]) == ("o-1", "o-1")
     assert dict(read["queue:outbox.fifo"].messages[0].attributes)["MessageDeduplicationId"] == "o-1"
@@ -148,6 +148,65 @@ def test_each_sink_holds_what_it_really_received_and_says_what_it_deduplicates(
     # Reading drained them: a second reading shows only what came after the first.
     again = _by_name(aws.read_sinks(clients, sinks, target))
     assert {name: len(c.messages) for name, c in again.items()} == dict.fromkeys(counts, 0)
+
+
+def test_a_topic_and_a_queue_hold_each_message_with_its_message_attributes(
+    backend_url: str, made: tuple[aws.SinkClients, list[aws.MadeSink]]
+) -> None:
+    clients, sinks = made
+    target = aws.Target.resolve(aws.BackendKind.EMBEDDED, backend_url)
+    address = {f"{m.sink.kind.value}:{m.sink.name}": m.address for m in sinks}
+    # Eleven attributes: more than raw delivery passes on to a queue (ten, on AWS).
+    attributes: dict[str, Any] = {
+        f"tag{n:02}": {"DataType": "String", "StringValue": f"t{n}"} for n in range(9)
+    }
+    attributes["orderId"] = {"DataType": "String", "StringValue": "o-1"}
+    attributes["digest"] = {"DataType": "Binary", "BinaryValue": b"\x00\xff"}
+    clients.sns.publish(
+        TopicArn=address["topic:orders"], Message="order placed", MessageAttributes=attributes
+    )
+    clients.sns.publish(
+        TopicArn=address["topic:orders.fifo"],
+        Message="order placed",
+        MessageGroupId="o-1",
+        MessageDeduplicationId="o-1",
+        MessageAttributes={"orderId": attributes["orderId"]},
+    )
+    clients.sqs.send_message(
+        QueueUrl=address["queue:outbox"],
+        MessageBody="ship",
+        MessageAttributes={"orderId": attributes["orderId"]},
+    )
+    read = _by_name(aws.read_sinks(clients, sinks, target))
+    [published] = read["topic:orders"].messages
+    assert published.payload == "order placed"
+    assert dict(published.message_attributes) == {
+        **{f"tag{n:02}": f"t{n}" for n in range(9)},
+        "orderId": "o-1",
+        "digest": "base64:AP8=",
+    }
+    [fifo] = read["topic:orders.fifo"].messages
+    assert (fifo.payload, fifo.message_attributes) == ("order placed", (("orderId", "o-1"),))
+    assert dict(fifo.attributes)["MessageDeduplicationId"] == "o-1"
+    [shipped] = read["queue:outbox"].messages
+    assert (shipped.payload, shipped.message_attributes) == ("ship", (("orderId", "o-1"),))
+
+
+def test_a_queue_s_delayed_messages_are_waited_for_until_the_deadline(
+    backend_url: str, made: tuple[aws.SinkClients, list[aws.MadeSink]]
+) -> None:
+    clients, sinks = made
+    target = aws.Target.resolve(aws.BackendKind.EMBEDDED, backend_url)
+    [outbox] = [m for m in sinks if m.sink == Sink(EffectKind.QUEUE, "outbox")]
+    clients.sqs.send_message(QueueUrl=outbox.address, MessageBody="soon", DelaySeconds=2)
+    clients.sqs.send_message(QueueUrl=outbox.address, MessageBody="later", DelaySeconds=60)
+    # Without a deadline nothing is waited for: both are counted as held back.
+    (now,) = aws.read_sinks(clients, [outbox], target)
+    assert (now.messages, now.complete, now.delayed) == ((), False, 2)
+    # With one, the read waits: the first shows within it, the second does not.
+    (waited,) = aws.read_sinks(clients, [outbox], target, deadline=time.monotonic() + 5)
+    assert [m.payload for m in waited.messages] == ["soon"]
+    assert (waited.complete, waited.delayed) == (False, 1)
 
 
 def test_a_fifo_sink_refuses_a_message_without_a_deduplication_id(
@@ -267,7 +326,7 @@ class _RefusingQueues:
 def test_a_sink_made_halfway_is_deleted_as_far_as_it_exists(backend_url: str, prefix: str) -> None:
     target = aws.Target.resolve(aws.BackendKind.EMBEDDED, backend_url)
     clients = aws.sink_clients(target)
-    refusing = dataclasses.replace(clients, sqs=_RefusingQueues(clients.sqs))  # type: ignore[arg-type]
+    refusing = clients.replace(sqs=_RefusingQueues(clients.sqs))
     made: list[aws.MadeSink] = []
     # The topic is made, then its capture queue is refused.
     with pytest.raises(BackendError, match="create the run's topic sink"):
@@ -304,7 +363,7 @@ def test_a_function_sink_made_halfway_leaves_neither_its_role_nor_its_queue(
 ) -> None:
     target = aws.Target.resolve(aws.BackendKind.EMBEDDED, backend_url)
     clients = aws.sink_clients(target)
-    refusing = dataclasses.replace(clients, lambda_=_RefusingFunctions(clients.lambda_))  # type: ignore[arg-type]
+    refusing = clients.replace(lambda_=_RefusingFunctions(clients.lambda_))
     made: list[aws.MadeSink] = []
     with pytest.raises(BackendError, match="create the run's function sink"):
         aws.create_sinks(

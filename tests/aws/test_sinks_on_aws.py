@@ -145,7 +145,7 @@ class _NotYetAssumable:
 def test_a_new_role_not_yet_assumable_is_waited_for(sinks: lt.SinkClients) -> None:
     machines = _NotYetAssumable(sinks.stepfunctions, "create_state_machine", SFN_NOT_YET, 3)
     functions = _NotYetAssumable(sinks.lambda_, "create_function", LAMBDA_NOT_YET, 2)
-    slow = dataclasses.replace(sinks, stepfunctions=machines, lambda_=functions)  # type: ignore[arg-type]
+    slow = sinks.replace(stepfunctions=machines, lambda_=functions)
     slept: list[float] = []
     made: list[lt.MadeSink] = []
     lt.create_sinks(slow, [MACHINE, FUNCTION], PREFIX, into=made, target=ON_AWS, sleep=slept.append)
@@ -158,7 +158,7 @@ def test_a_new_role_not_yet_assumable_is_waited_for(sinks: lt.SinkClients) -> No
 def test_an_interrupt_while_waiting_for_the_role_still_deletes_it(sinks: lt.SinkClients) -> None:
     before = _everything(sinks)
     never = _NotYetAssumable(sinks.stepfunctions, "create_state_machine", SFN_NOT_YET, 10**6)
-    slow = dataclasses.replace(sinks, stepfunctions=never)  # type: ignore[arg-type]
+    slow = sinks.replace(stepfunctions=never)
     slept: list[float] = []
 
     def sleep(seconds: float) -> None:

@@ -1,10 +1,17 @@
-"""SNS on the embedded backend: a topic's SQS subscriptions deliver, raw and wrapped;
-PublishBatch reports an entry it refuses; a FIFO topic delivers a repeated deduplication id once."""
+"""SNS on the embedded backend: a topic's SQS subscriptions deliver, raw and wrapped, a
+wrapped notification signed with its subscription's one certificate; PublishBatch reports an
+entry it refuses; a FIFO topic delivers a repeated deduplication id once."""
 
 from __future__ import annotations
 
+import base64
 import json
 
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+from loadtest.backend.sns import signing
 from tests.backend.aws_clients import queue, queue_arn, sns, sqs, unique
 
 
@@ -152,3 +159,47 @@ def test_a_fifo_topic_with_content_based_deduplication_delivers_the_same_message
             assert _receive_all(backend_url, standard) == ["same", "other"]
         finally:
             client.delete_topic(TopicArn=topic)
+
+
+def test_a_subscriptions_notifications_share_one_signing_certificate(backend_url: str) -> None:
+    client = sns(backend_url)
+    topic = client.create_topic(Name=unique("backend-test"))["TopicArn"]
+    with queue(backend_url) as wrapped:
+        client.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn(backend_url, wrapped))
+        for n in range(3):
+            client.publish(TopicArn=topic, Message=f"order-{n} shipped")
+        notifications = [json.loads(body) for body in _receive_all(backend_url, wrapped)]
+    client.delete_topic(TopicArn=topic)
+    assert [n["Message"] for n in notifications] == [f"order-{n} shipped" for n in range(3)]
+    # One certificate, as SNS signs with one for a long time (moto made one per message).
+    assert len({n["SigningCertURL"] for n in notifications}) == 1
+
+
+def test_each_notification_verifies_with_the_certificate_it_names() -> None:
+    from moto import mock_aws
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+    from moto.sns.models import Subscription, sns_backends
+    from moto.sqs.models import sqs_backends
+
+    post_data = signing.signed(Subscription.get_post_data)
+    with mock_aws():
+        sqs_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].create_queue("signed")
+        backend = sns_backends[DEFAULT_ACCOUNT_ID]["us-east-1"]
+        topic = backend.create_topic("signed")
+        subscription = backend.subscribe(
+            topic.arn, f"arn:aws:sqs:us-east-1:{DEFAULT_ACCOUNT_ID}:signed", "sqs"
+        )
+        notifications = [post_data(subscription, f"m-{n}", f"id-{n}", None) for n in range(2)]
+        [url] = {n["SigningCertURL"] for n in notifications}
+        pem = backend._message_public_keys[url.rsplit("/", 1)[-1]]
+        assert len(backend._message_public_keys) == 1
+    public_key = x509.load_pem_x509_certificate(pem).public_key()
+    assert isinstance(public_key, rsa.RSAPublicKey)
+    for n in notifications:
+        signed = "".join(
+            f"{name}\n{n[name]}\n"
+            for name in ("Message", "MessageId", "Timestamp", "TopicArn", "Type")
+        )
+        public_key.verify(
+            base64.b64decode(n["Signature"]), signed.encode(), padding.PKCS1v15(), hashes.SHA256()
+        )

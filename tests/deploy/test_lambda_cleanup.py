@@ -194,14 +194,9 @@ def test_cleanup_finds_and_deletes_a_runs_sinks_by_their_tag_and_nothing_else(
     from loadtest.model.history.records import EffectKind
     from loadtest.model.scenario.placeholders import Sink
 
+    shared = {"sqs": aws.sqs, "lambda": aws.lambda_, "iam": aws.iam}
     sinks = adapter.SinkClients(
-        sqs=aws.sqs,
-        sns=boto3.client("sns", region_name=REGION),
-        events=boto3.client("events", region_name=REGION),
-        s3=boto3.client("s3", region_name=REGION),
-        stepfunctions=boto3.client("stepfunctions", region_name=REGION),
-        lambda_=aws.lambda_,
-        iam=aws.iam,
+        lambda service: shared.get(service) or boto3.client(service, region_name=REGION)  # type: ignore[call-overload]
     )
     clients = dataclasses.replace(aws, sinks=sinks)
     target = adapter.Target(adapter.BackendKind.EMBEDDED, None, REGION)

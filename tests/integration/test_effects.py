@@ -290,6 +290,36 @@ def test_two_events_per_order_are_the_consumers_design_not_duplicates(
     assert _effects(run) == _expect(2 * IDS, 2 * IDS)
 
 
+def test_two_events_per_order_with_its_copy_in_the_same_batch_are_not_duplicates(
+    backend_url: str, tmp_path: Path
+) -> None:
+    # Batches of ten within a second: each order arrives with its copy in one invocation;
+    # the handler's loop stores and announces the first, and skips the copy.
+    path = _scenario(tmp_path, TOPIC, copies=2)
+    text = path.read_text(encoding="utf-8").replace(
+        "batch_size = 1", "batch_size = 10\nbatching_window_s = 1"
+    )
+    path.write_text(text, encoding="utf-8")
+    run = _run(backend_url, path, _user("order_events.py"))
+    assert run.verdict == "pass", run.reasons
+    assert _effects(run) == _expect(2 * IDS, 2 * IDS)
+
+
+def test_a_batch_forwarded_after_the_loop_duplicates_each_copy(
+    backend_url: str, tmp_path: Path
+) -> None:
+    environment = {"SHIPPING_QUEUE_URL": "{queue_url:shipping}"}
+    path = _scenario(tmp_path, environment)
+    text = path.read_text(encoding="utf-8").replace(
+        "batch_size = 1", "batch_size = 10\nbatching_window_s = 1"
+    )
+    path.write_text(text, encoding="utf-8")
+    run = _run(backend_url, path, _user("forward_batch_after_loop.py"))
+    assert run.verdict == "fail"
+    sent = IDS * COPIES
+    assert _effects(run) == _expect(sent, sent, duplicate=IDS * (COPIES - 1))
+
+
 def test_a_failure_between_two_events_loses_the_second(backend_url: str, tmp_path: Path) -> None:
     environment = {**TOPIC, "STOCK_TIMES_OUT": "1"}
     path = _scenario(tmp_path, environment, copies=1, visibility_timeout_s=1, function_timeout_s=1)
@@ -305,6 +335,86 @@ def test_a_failure_between_two_events_loses_the_second(backend_url: str, tmp_pat
     assert {w.business_id for w in sink.witnesses if w.anomaly == "lost"} == timed_out
 
 
+# --- the order id only in the message attributes -------------------------------------
+
+
+def test_an_order_id_only_in_the_message_attributes_is_found_there(
+    backend_url: str, tmp_path: Path
+) -> None:
+    run = _run(backend_url, _scenario(tmp_path, TOPIC), _user("announce_by_attribute.py"))
+    assert run.verdict == "fail"
+    assert run.raw["counts"]["duplicate_writes"] == 0
+    sent = IDS * COPIES
+    assert _effects(run) == _expect(sent, sent, duplicate=IDS * (COPIES - 1))
+    (sink,) = run.raw["effects"]
+    assert sink["unidentified"] == 0
+
+
+def test_a_declared_id_attribute_judges_a_required_queue(backend_url: str, tmp_path: Path) -> None:
+    # Ref holds "ORDER#<id>" and names the order as a token too: the declared attribute,
+    # with its pattern, says which one is the id.
+    extra = (
+        '\n[[effects]]\nsink = "shipping"\nid_attribute = "Ref"\n'
+        'id_pattern = "ORDER#(.+)"\nrequired = true\n'
+    )
+    environment = {"SHIPPING_QUEUE_URL": "{queue_url:shipping}"}
+    path = _scenario(tmp_path, environment, extra=extra)
+    run = _run(backend_url, path, _user("label_request_by_attribute.py"))
+    assert run.verdict == "pass", run.reasons
+    assert _effects(run) == _expect(IDS, IDS)
+    (sink,) = run.raw["effects"]
+    assert (sink["required"], sink["unidentified"]) == ("declared", 0)
+
+
+# --- an entry the sink refused -----------------------------------------------------------
+
+
+UNCHECKED = """
+seed = 3
+
+[expect]
+overlap = false
+
+[[workload.messages]]
+body = { id = "n-1", quantity = 1, note = "fragile" }
+copies = 2
+
+[[workload.messages]]
+body = { id = "n-2", quantity = 2, note = 'say "hi"' }
+copies = 2
+
+[[workload.messages]]
+body = { id = "n-3", quantity = 3, note = "" }
+copies = 2
+
+[consumer]
+batch_size = 1
+concurrency = 1
+environment = { ORDER_EVENTS_BUS = "{bus:order-events}" }
+
+[run]
+deadline_s = 60
+"""
+
+
+def test_an_entry_the_bus_refused_is_lost_though_the_handler_succeeded(
+    backend_url: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "unchecked.toml"
+    path.write_text(UNCHECKED, encoding="utf-8")
+    run = _run(backend_url, path, _user("eventbridge_unchecked_entries.py"))
+    counts = run.raw["counts"]
+    assert run.verdict == "fail"
+    assert (counts["acked"], counts["handler_errors"], counts["lost_outcomes"]) == (6, 0, 0)
+    # Two events per stored order, but n-2's shipment request was malformed and refused:
+    # both its messages were acknowledged with one of the two events on the bus.
+    assert _effects(run) == _expect(5, 5, lost=2)
+    (sink,) = run.raw["effects"]
+    (witness,) = sink["witnesses"]
+    assert witness["business_id"] == "n-2"
+    assert witness["text"].endswith("; the sink refused 1 of its entries (MalformedDetail)")
+
+
 # --- sinks that deduplicate by themselves --------------------------------------------
 
 
@@ -316,6 +426,37 @@ def test_a_fifo_send_keyed_by_the_business_id_is_deduplicated_by_the_queue(
     assert run.verdict == "pass", run.reasons
     # Sent on every delivery; the queue kept the first of each order.
     assert _effects(run) == _expect(IDS * COPIES, IDS)
+
+
+def test_a_queue_s_delayed_requests_are_read_once_they_show(
+    backend_url: str, tmp_path: Path
+) -> None:
+    environment = {"SHIPPING_QUEUE_URL": "{queue_url:shipping}", "COOLING_OFF_S": "3"}
+    run = _run(
+        backend_url, _scenario(tmp_path, environment), _user("shipping_after_cooling_off.py")
+    )
+    assert run.verdict == "pass", (run.reasons, run.inconclusive)
+    assert _effects(run) == _expect(IDS, IDS)
+    (sink,) = run.raw["effects"]
+    assert (sink["complete"], sink["required"]) == (True, "learned")
+
+
+def test_a_queue_still_holding_delayed_requests_is_not_judged(
+    backend_url: str, tmp_path: Path
+) -> None:
+    environment = {"SHIPPING_QUEUE_URL": "{queue_url:shipping}"}  # a five-minute delay
+    path = _scenario(tmp_path, environment)
+    report = loadtest.run(
+        path,
+        endpoint_url=backend_url,
+        variants=[],
+        handler=_user("shipping_after_cooling_off.py"),
+        cleanup_timeout_s=4,  # what the end state may take: the read waits that long
+    )
+    (run,) = report.runs
+    assert run.verdict == "inconclusive"
+    assert _effects(run) == _expect(IDS, 0)
+    assert any(f"({IDS} message(s) still held back" in r for r in run.inconclusive)
 
 
 def test_a_receipt_keyed_by_the_order_id_is_one_object_per_order(
@@ -340,6 +481,40 @@ def test_a_receipt_keyed_by_the_message_id_is_one_object_per_copy(
     assert run.raw["counts"]["duplicate_writes"] == 0
     sent = IDS * COPIES
     assert _effects(run) == _expect(sent, sent, duplicate=IDS * (COPIES - 1))
+
+
+def test_a_receipt_stamped_on_each_write_is_one_object_and_no_conflict(
+    backend_url: str, tmp_path: Path
+) -> None:
+    environment = {"RECEIPTS_BUCKET": "{bucket:receipts}"}
+    run = _run(
+        backend_url, _scenario(tmp_path, environment), _user("receipt_stamped_by_order_id.py")
+    )
+    assert run.verdict == "pass", run.reasons
+    # Written on every delivery, each time with its own processed_at: one object per order.
+    assert _effects(run) == _expect(IDS * COPIES, IDS)
+
+
+def test_an_execution_started_under_a_fresh_name_starts_once_per_copy(
+    backend_url: str, tmp_path: Path
+) -> None:
+    environment = {"FULFILMENT_STATE_MACHINE_ARN": "{state_machine:fulfilment}"}
+    run = _run(backend_url, _scenario(tmp_path, environment), _user("fulfilment_random_name.py"))
+    assert run.verdict == "fail"
+    sent = IDS * COPIES
+    assert _effects(run) == _expect(sent, sent, duplicate=IDS * (COPIES - 1))
+
+
+def test_idempotency_around_the_whole_handler_publishes_once_per_order(
+    backend_url: str, tmp_path: Path
+) -> None:
+    extra = '\n[[tables]]\nenv = "IDEMPOTENCY_TABLE"\n'
+    path = _scenario(tmp_path, TOPIC, extra=extra)
+    run = _run(backend_url, path, _user("powertools_whole_handler.py"))
+    assert run.verdict == "pass", run.reasons
+    counts = run.raw["counts"]
+    assert (counts["writes_accepted"], counts["duplicate_writes"]) == (IDS, 0)
+    assert _effects(run) == _expect(IDS, IDS)
 
 
 def test_an_execution_named_by_the_order_id_starts_once_per_order(
@@ -429,6 +604,54 @@ def test_a_batch_retried_whole_forwards_its_good_records_again(
     assert counts["duplicate_writes"] == 0
     # Each good record forwarded at both receives.
     assert _effects(run) == _expect(10, 10, duplicate=5)
+
+
+PARTIAL = """
+seed = 10
+
+[expect]
+overlap = false
+
+[[workload.messages]]
+body = { id = "p-1", quantity = 1 }
+
+[[workload.messages]]
+body = { id = "p-2", quantity = 2 }
+
+[[workload.messages]]
+body = { id = "p-3", quantity = 3, flaky = true }
+
+[[workload.messages]]
+body = { id = "p-4", quantity = 4 }
+
+[consumer]
+batch_size = 10
+batching_window_s = 1
+report_batch_item_failures = true
+visibility_timeout_s = 2
+function_timeout_s = 2
+max_receive_count = 5
+concurrency = 1
+environment = { ORDERS_TOPIC_ARN = "{topic:orders}" }
+
+[run]
+deadline_s = 60
+"""
+
+
+def test_a_batch_announced_whole_announces_a_failed_record_again(
+    backend_url: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "partial.toml"
+    path.write_text(PARTIAL, encoding="utf-8")
+    run = _run(backend_url, path, _user("announce_whole_batch.py"))
+    counts = run.raw["counts"]
+    assert run.verdict == "fail"
+    # One batch of four; p-3 failed at its first receive, came back alone and was stored.
+    assert (counts["deliveries"], counts["acked"], counts["lost_outcomes"]) == (5, 4, 0)
+    assert _effects(run) == _expect(5, 5, duplicate=1)
+    (sink,) = run.raw["effects"]
+    assert [w["business_id"] for w in sink["witnesses"]] == ["p-3"]
 
 
 # --- the built-in scenario -------------------------------------------------------------
@@ -547,6 +770,34 @@ def test_explore_the_outbox_survives_every_crash(backend_url: str, tmp_path: Pat
     assert explore["exhaustive"] is True and explore["schedules_failed"] == 0
     # A crash at each of the delivery's points: after the transaction, the read of the
     # row, the publish and the mark, each schedule redelivered and judged.
+    assert explore["schedules_run"] >= 4
+
+
+def test_explore_an_execution_named_by_the_order_id_survives_every_crash(
+    backend_url: str, tmp_path: Path
+) -> None:
+    # Each schedule's order id is fresh, and still a name Step Functions takes for an
+    # execution: the consumer starts it on every delivery and treats
+    # ExecutionAlreadyExists as done, so a crash anywhere is repaired by the redelivery.
+    path = tmp_path / "named.toml"
+    path.write_text(
+        EXPLORED.split("# One business id")[0].replace(
+            'ORDERS_TOPIC_ARN = "{topic:orders.fifo}"',
+            'FULFILMENT_STATE_MACHINE_ARN = "{state_machine:fulfilment}"',
+        )
+        + '\n[[effects]]\nsink = "fulfilment"\nrequired = true\n',
+        encoding="utf-8",
+    )
+    report = loadtest.explore(
+        path,
+        handler=_user("fulfilment_by_name.py"),
+        endpoint_url=backend_url,
+        copies=1,
+        faults="crash",
+    )
+    explore = report.to_dict()["explore"]
+    assert explore["exhaustive"] is True
+    assert (explore["schedules_failed"], explore["counterexample"]) == (0, None)
     assert explore["schedules_run"] >= 4
 
 

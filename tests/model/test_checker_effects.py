@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 
 from loadtest.model.checker import Check, Verdict, check
@@ -34,6 +35,9 @@ def payload(order_id: str, quantity: int = 1) -> str:
     return json.dumps({"orderId": order_id, "quantity": quantity})
 
 
+_CALLS = itertools.count(1)
+
+
 def effect(
     text: str,
     *,
@@ -43,11 +47,14 @@ def effect(
     accepted: bool = True,
     dedup_id: str = "",
     record_id: str = "",
+    message_attributes: tuple[tuple[str, str], ...] = (),
 ) -> EffectRecord:
     operation = {
         EffectKind.TOPIC: "SNS.Publish",
         EffectKind.BUCKET: "S3.PutObject",
         EffectKind.FUNCTION: "Lambda.Invoke",
+        EffectKind.STATE_MACHINE: "StepFunctions.StartExecution",
+        EffectKind.BUS: "EventBridge.PutEvents",
     }[kind]
     return EffectRecord(
         operation=operation,
@@ -60,6 +67,8 @@ def effect(
         key=key,
         dedup_id=dedup_id,
         record_id=record_id,
+        message_attributes=message_attributes,
+        call_id=f"c-{next(_CALLS)}",  # a call of its own, as each observed call has
     )
 
 
@@ -233,6 +242,108 @@ def test_a_copy_that_announces_both_events_again_duplicates_both() -> None:
     )
 
 
+def _copies_in_one_batch(
+    effects: list[EffectRecord], *, marked: tuple[str, str] = ("m-1", "m-2")
+) -> Check:
+    """o-1 and its copy in one invocation, o-2 alone in another; the first record's put
+    stores o-1 and the copy's is refused (each write marked on ``marked``), then
+    ``effects``; o-2's delivery sends what o-1's first record sent."""
+    messages = [sent(0, "o-1", "m-1"), sent(1, "o-1", "m-2"), sent(2, "o-2", "m-3")]
+    stored_write = dataclasses.replace(write(order_item("o-1", 1)), record_id=marked[0])
+    refused = dataclasses.replace(rejected("o-1", started_ns=10), record_id=marked[1])
+    batch = invocation(
+        "r-1", [record("m-1", "o-1", 1), record("m-2", "o-1", 1)], [stored_write, refused]
+    )
+    batch = dataclasses.replace(batch, effects=tuple(effects))
+    other = [
+        dataclasses.replace(
+            e, payload=e.payload.replace("o-1", "o-2"), record_id="", call_id=f"{e.call_id}-2"
+        )
+        for e in effects
+        if e.record_id == "m-1"
+    ]
+    alone = delivery("r-3", "m-3", "o-2", [write(order_item("o-2", 1))], other)
+    history = history_of(messages, [batch, alone], ["m-1", "m-2", "m-3"])
+    held = [e.payload for e in effects] + [e.payload for e in other]
+    items = [order_item("o-1", 1), order_item("o-2", 1)]
+    return check(history, with_sinks(end_state(items), topic(*held)))
+
+
+def test_copies_in_one_batch_each_judged_by_their_own_marks() -> None:
+    # The handler loops over the records: the first stores o-1 and publishes two events,
+    # the copy is refused and publishes nothing. Two events are one delivery's.
+    placed, reserved = (dataclasses.replace(e, record_id="m-1") for e in two_events("o-1"))
+    result = _copies_in_one_batch([placed, reserved])
+    assert effect_counts(result) == {
+        "sent": 4,
+        "delivered": 4,
+        "duplicate": 0,
+        "conflicting": 0,
+        "lost": 0,
+    }
+    assert result.verdict is Verdict.PASS
+
+
+def test_copies_in_one_batch_read_first_are_judged_by_their_invocation() -> None:
+    # A handler that reads both bodies first leaves every call on the last record: which
+    # copy sent what is not known, and two announcements of o-1 stay a duplicate.
+    def announced(n: int) -> EffectRecord:
+        text = json.dumps({"eventId": f"e-{n}", "order": {"id": "o-1"}})
+        return effect(text, record_id="m-2")
+
+    result = _copies_in_one_batch([announced(1), announced(2)], marked=("m-2", "m-2"))
+    assert effect_counts(result)["duplicate"] == 1
+
+
+def test_a_batch_sent_after_the_loop_is_no_one_records_delivery() -> None:
+    # Each record stored in turn (the marks moved), then one SendMessageBatch forwarding
+    # every record, its source messageId in each body: marked on the last record, o-1's
+    # copy, but made for both orders.
+    def forwarded(order_id: str, source: str) -> EffectRecord:
+        text = json.dumps({"orderId": order_id, "source": source})
+        return dataclasses.replace(effect(text, record_id="m-3"), call_id="c-batch")
+
+    messages = [sent(0, "o-2", "m-1"), sent(1, "o-1", "m-2"), sent(2, "o-1", "m-3")]
+    writes = [
+        dataclasses.replace(write(order_item("o-2", 1)), record_id="m-1"),
+        dataclasses.replace(write(order_item("o-1", 1), started_ns=5), record_id="m-2"),
+        dataclasses.replace(rejected("o-1", started_ns=10), record_id="m-3"),
+    ]
+    batch = invocation(
+        "r-1", [record("m-1", "o-2", 1), record("m-2", "o-1", 1), record("m-3", "o-1", 1)], writes
+    )
+    sends = [forwarded("o-2", "m-1"), forwarded("o-1", "m-2"), forwarded("o-1", "m-3")]
+    batch = dataclasses.replace(batch, effects=tuple(sends))
+    history = history_of(messages, [batch], ["m-1", "m-2", "m-3"])
+    items = [order_item("o-1", 1), order_item("o-2", 1)]
+    result = check(history, with_sinks(end_state(items), topic(*(e.payload for e in sends))))
+    assert effect_counts(result)["duplicate"] == 1
+    assert "1 duplicate effect(s): o-1 published twice to orders" in result.reasons
+
+
+def test_a_batch_of_copies_sent_after_the_loop_is_no_one_records_delivery() -> None:
+    # The batch holds o-1's two copies only: each stored in turn, then both forwarded in
+    # one SendMessageBatch marked on the last, each body naming its own source message.
+    messages = [sent(0, "o-1", "m-1"), sent(1, "o-1", "m-2")]
+    writes = [
+        dataclasses.replace(write(order_item("o-1", 1)), record_id="m-1"),
+        dataclasses.replace(rejected("o-1", started_ns=10), record_id="m-2"),
+    ]
+    batch = invocation("r-1", [record("m-1", "o-1", 1), record("m-2", "o-1", 1)], writes)
+    sends = [
+        dataclasses.replace(
+            effect(json.dumps({"orderId": "o-1", "source": m}), record_id="m-2"),
+            call_id="c-batch",
+        )
+        for m in ("m-1", "m-2")
+    ]
+    history = history_of(
+        messages, [dataclasses.replace(batch, effects=tuple(sends))], ["m-1", "m-2"]
+    )
+    end = with_sinks(end_state([order_item("o-1", 1)]), topic(*(e.payload for e in sends)))
+    assert effect_counts(check(history, end))["duplicate"] == 1
+
+
 def test_one_delivery_publishing_the_same_event_twice_is_a_duplicate() -> None:
     messages = three_orders()
     invocations = [
@@ -350,6 +461,8 @@ def test_a_crash_between_the_put_and_the_publish_loses_the_effect() -> None:
     assert result.counts.lost_outcomes == 0
     sink = the_sink(result)
     assert sink.required == "learned"
+    # Learned per kind of sink and name: a queue named "orders" is another sink.
+    assert set(result.effects_learned) == {"topic:orders"}
     assert result.verdict is Verdict.FAIL
     assert (
         "1 lost effect(s): o-1 never published to orders (message m-1 acknowledged)"
@@ -360,6 +473,133 @@ def test_a_crash_between_the_put_and_the_publish_loses_the_effect() -> None:
         ("r-1", "crash"),
         ("r-4", "success"),
     ]
+
+
+def test_an_entry_the_sink_refused_is_lost_though_its_delivery_succeeded() -> None:
+    # o-2's only event was refused by the sink (a PutEvents entry with an ErrorCode, a
+    # PublishBatch Failed entry); the handler never read the answer and was acknowledged.
+    messages = three_orders()
+    invocations = [
+        stored(1, [effect(payload("o-1"))]),
+        stored(
+            2,
+            [
+                dataclasses.replace(
+                    effect(payload("o-2"), accepted=False), error_code="InternalError"
+                )
+            ],
+        ),
+        stored(3, [effect(payload("o-3"))]),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    result = check(history, with_sinks(end_state(items), topic(payload("o-1"), payload("o-3"))))
+    assert effect_counts(result) == {
+        "sent": 2,
+        "delivered": 2,
+        "duplicate": 0,
+        "conflicting": 0,
+        "lost": 1,
+    }
+    assert the_sink(result).required == "learned"
+    assert (
+        "1 lost effect(s): o-2 never published to orders (message m-2 acknowledged); the "
+        "sink refused 1 of its entries (InternalError)" in result.reasons
+    )
+
+
+def test_one_of_two_entries_refused_loses_that_entry() -> None:
+    messages = three_orders()
+    placed, reserved = two_events("o-2")
+    invocations = [
+        stored(1, two_events("o-1")),
+        stored(
+            2,
+            [placed, dataclasses.replace(reserved, accepted=False, error_code="InvalidParameter")],
+        ),
+        stored(3, two_events("o-3")),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    held = [e.payload for o in ("o-1", "o-3") for e in two_events(o)] + [placed.payload]
+    result = check(history, with_sinks(end_state(items), topic(*held)))
+    assert effect_counts(result)["lost"] == 1
+    assert (
+        "1 lost effect(s): o-2 published to orders 1 of the 2 entries one delivery sends "
+        "(message m-2 acknowledged); the sink refused 1 of its entries (InvalidParameter)"
+        in result.reasons
+    )
+
+
+def test_a_refused_invoke_retried_by_the_handler_is_no_failure() -> None:
+    # o-1's invoke of the audit function is throttled and retried by the handler, which
+    # then succeeds; o-2's delivery crashed before invoking and its redelivery skipped it.
+    audit = "arn:aws:lambda:us-east-1:000000000000:function:audit"
+
+    def invoked(order_id: str, *, accepted: bool = True) -> EffectRecord:
+        return effect(payload(order_id), kind=EffectKind.FUNCTION, sink=audit, accepted=accepted)
+
+    messages = [sent(0, "o-1", "m-1"), sent(1, "o-2", "m-2")]
+    invocations = [
+        stored(1, [invoked("o-1", accepted=False), invoked("o-1")]),
+        delivery(
+            "r-2", "m-2", "o-2", [write(order_item("o-2", 1))], [], outcome=InvocationOutcome.CRASH
+        ),
+        delivery("r-3", "m-2", "o-2", [rejected("o-2")], [], receive_count=2),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2"])
+    result = check(history, end_state([order_item("o-1", 1), order_item("o-2", 1)]))
+    assert effect_counts(result)["lost"] == 1
+    assert any(r.startswith("1 lost effect(s): o-2 never sent to") for r in result.reasons)
+
+
+def test_a_refused_start_of_an_execution_the_sink_keeps_is_no_failure() -> None:
+    # Each order's copy starts the execution named by the order again and is refused
+    # (ExecutionAlreadyExists): the sink keeps it, so both orders still teach that a
+    # delivery starts one; o-3's delivery crashed before starting and its redelivery
+    # found the order stored.
+    machine = "arn:aws:states:us-east-1:000000000000:stateMachine:fulfilment"
+
+    def start(order_id: str, *, accepted: bool = True) -> EffectRecord:
+        return effect(
+            payload(order_id),
+            kind=EffectKind.STATE_MACHINE,
+            sink=machine,
+            key=order_id,
+            accepted=accepted,
+        )
+
+    messages = [
+        sent(0, "o-1", "m-1"),
+        sent(1, "o-1", "m-2"),
+        sent(2, "o-2", "m-3"),
+        sent(3, "o-2", "m-4"),
+        sent(4, "o-3", "m-5"),
+    ]
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [write(order_item("o-1", 1))], [start("o-1")]),
+        delivery("r-2", "m-2", "o-1", [rejected("o-1")], [start("o-1", accepted=False)]),
+        delivery("r-3", "m-3", "o-2", [write(order_item("o-2", 1))], [start("o-2")]),
+        delivery("r-4", "m-4", "o-2", [rejected("o-2")], [start("o-2", accepted=False)]),
+        delivery(
+            "r-5", "m-5", "o-3", [write(order_item("o-3", 1))], [], outcome=InvocationOutcome.CRASH
+        ),
+        delivery("r-6", "m-5", "o-3", [rejected("o-3")], [], receive_count=2),
+    ]
+    history = history_of(messages, invocations, [f"m-{n}" for n in range(1, 6)])
+    executions = SinkContents(
+        name="fulfilment",
+        kind=EffectKind.STATE_MACHINE,
+        address=machine,
+        messages=tuple(SinkMessage(payload(o), o) for o in ("o-1", "o-2")),
+        deduplicated="execution names are unique",
+    )
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    result = check(history, with_sinks(end_state(items), executions))
+    counts = effect_counts(result)
+    assert (counts["sent"], counts["delivered"], counts["duplicate"]) == (2, 2, 0)
+    assert counts["lost"] == 1
+    assert the_sink(result, "fulfilment").required == "learned"
 
 
 def test_a_cut_short_run_leaves_a_lost_effect_unjudged() -> None:
@@ -470,6 +710,59 @@ def test_an_object_keyed_by_business_id_rewritten_with_other_bytes_conflicts() -
     )
 
 
+def _stamped_receipts(keys: tuple[str, ...]) -> Check:
+    """o-1 sent three times, the same quantity; each delivery writes a receipt that names
+    the amount (not as the message names its details) and its own processed_at."""
+    messages = [sent(n, "o-1", f"m-{n + 1}") for n in range(3)]
+
+    def receipt(n: int) -> str:
+        return json.dumps({"order": "o-1", "amount_cents": 350, "processed_at": 1700 + n})
+
+    puts = [
+        effect(receipt(n), kind=EffectKind.BUCKET, sink=BUCKET, key=key)
+        for n, key in enumerate(keys)
+    ]
+    invocations = [
+        delivery(
+            f"r-{n + 1}",
+            f"m-{n + 1}",
+            "o-1",
+            [write(order_item("o-1", 1)) if n == 0 else rejected("o-1", started_ns=n)],
+            [put],
+            started_ns=n * 10_000_000,
+        )
+        for n, put in enumerate(puts)
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
+    objects = {put.key: put.payload for put in puts}
+    bucket = SinkContents(
+        name="receipts",
+        kind=EffectKind.BUCKET,
+        address=BUCKET,
+        messages=tuple(SinkMessage(text, key) for key, text in objects.items()),
+        deduplicated=S3_WORDS,
+    )
+    return check(history, with_sinks(end_state([order_item("o-1", 1)]), bucket))
+
+
+def test_a_receipt_rewritten_with_its_own_timestamp_does_not_conflict() -> None:
+    result = _stamped_receipts(("receipts/o-1.json",) * 3)
+    assert effect_counts(result) == {
+        "sent": 3,
+        "delivered": 1,
+        "duplicate": 0,
+        "conflicting": 0,
+        "lost": 0,
+    }
+    assert result.verdict is Verdict.PASS
+
+
+def test_receipts_keyed_by_message_id_with_their_own_timestamps_are_duplicates_only() -> None:
+    result = _stamped_receipts(("receipts/m-1.json", "receipts/m-2.json", "receipts/m-3.json"))
+    counts = effect_counts(result)
+    assert (counts["delivered"], counts["duplicate"], counts["conflicting"]) == (3, 2, 0)
+
+
 def test_objects_keyed_by_message_id_are_duplicates() -> None:
     result = _bucket_run(("orders/m-1.json", "orders/m-2.json"), (1, 1))
     assert effect_counts(result) == {
@@ -529,6 +822,74 @@ def test_payloads_without_a_business_id_leave_the_run_inconclusive() -> None:
     assert the_sink(declared).unidentified == 0
 
 
+def _announced_by_attribute(
+    rules: list[EffectRule], *, body_names: str = ""
+) -> tuple[Check, Check]:
+    """o-1 and o-2, each sent twice and announced on every delivery with the order id only
+    in a message attribute (the message: "order placed", or naming ``body_names``); the
+    check of the run, and of the same run whose topic holds what was announced."""
+    messages = [sent(0, "o-1", "m-1"), sent(1, "o-1", "m-2"), sent(2, "o-2", "m-3")]
+    messages.append(sent(3, "o-2", "m-4"))
+    text = json.dumps({"order": body_names}) if body_names else "order placed"
+
+    def announced(order_id: str) -> EffectRecord:
+        return effect(text, message_attributes=(("eventType", "Placed"), ("orderId", order_id)))
+
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [write(order_item("o-1", 1))], [announced("o-1")]),
+        delivery("r-2", "m-2", "o-1", [rejected("o-1", started_ns=1)], [announced("o-1")]),
+        delivery("r-3", "m-3", "o-2", [write(order_item("o-2", 1))], [announced("o-2")]),
+        delivery("r-4", "m-4", "o-2", [rejected("o-2", started_ns=1)], [announced("o-2")]),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3", "m-4"])
+    held = dataclasses.replace(
+        topic(),
+        messages=tuple(
+            SinkMessage(e.payload, "", (), e.message_attributes)
+            for inv in invocations
+            for e in inv.effects
+        ),
+    )
+    end = end_state([order_item("o-1", 1), order_item("o-2", 1)])
+    return check(history, end, effects=rules), check(history, with_sinks(end, held), effects=rules)
+
+
+def test_an_id_only_in_a_message_attribute_names_the_entry() -> None:
+    # As the observer saw it sent, and as the topic held it.
+    for result in _announced_by_attribute([]):
+        assert effect_counts(result) == {
+            "sent": 4,
+            "delivered": 4,
+            "duplicate": 2,
+            "conflicting": 0,
+            "lost": 0,
+        }
+        (sink,) = result.effects
+        assert sink.unidentified == 0
+        assert (
+            "2 duplicate effect(s): o-1 published twice to orders; o-2 published twice to orders"
+            in result.reasons[-1].replace(TOPIC, "orders")
+        )
+
+
+def test_a_declared_id_attribute_names_the_entry() -> None:
+    rule = EffectRule("orders", EffectKind.TOPIC, id_attribute="orderId", required=True)
+    # The message names another sent order: only the declared attribute says whose it is.
+    _, read = _announced_by_attribute([rule], body_names="o-2")
+    assert effect_counts(read)["duplicate"] == 2
+    assert the_sink(read).unidentified == 0
+
+
+def test_a_body_and_an_attribute_naming_two_orders_name_none() -> None:
+    # o-1's entries name o-2 in their message and o-1 in an attribute: whose, is not said.
+    _, read = _announced_by_attribute([], body_names="o-2")
+    assert the_sink(read).unidentified == 2
+    assert any(
+        'id = "PATH" (a dotted path into the payload), or id_attribute = "NAME"' in r
+        for r in read.inconclusive
+    )
+
+
 def test_a_sink_only_some_clean_messages_reach_is_optional() -> None:
     messages = [sent(0, "o-1", "m-1"), sent(1, "o-2", "m-2")]
     invocations = [
@@ -555,6 +916,22 @@ def test_an_incomplete_sink_counts_nothing_lost() -> None:
     assert any("was not read to the end" in n for n in result.notes)
     complete = check(history, end, effects=declared)
     assert complete.counts.lost_effects == 1
+
+
+def test_a_sink_still_holding_delayed_sends_leaves_the_run_inconclusive() -> None:
+    # Both copies of o-1 sent before the guard, with a delay the read outlasted: the
+    # queue held them, but what they were (two copies) was never seen.
+    history, end = _duplicated_publish()
+    held_back = dataclasses.replace(end.sinks[0], messages=(), complete=False, delayed=2)
+    result = check(history, with_sinks(end, held_back))
+    assert (result.counts.effects_sent, result.counts.effects_delivered) == (2, 0)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert result.inconclusive == (
+        "sink 'orders' (topic) was not read to the end (2 message(s) still held back by the "
+        "sender's DelaySeconds): 0 of the 2 send(s) it accepted were read, so its duplicates "
+        "are not all seen and nothing is counted lost there",
+    )
+    assert not [n for n in result.notes if "never arrived" in n]
 
 
 def test_a_function_invoked_twice_counts_its_accepted_sends() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from loadtest.model.checker import check
 from loadtest.model.checker.passes import Model
+from loadtest.model.checker.verdict import Complete
 from loadtest.model.history.log import (
     Ack,
     EndState,
@@ -112,17 +113,32 @@ def test_a_redelivery_that_claims_again_over_a_crashed_claim_takes_it_over() -> 
     assert result.verdict.value == "pass", result.reasons
 
 
-def test_a_new_claim_over_a_crashed_claim_is_not_said_to_take_a_live_claim_over() -> None:
-    # The redelivery's claim carries a token of its own: a write over the claim that is no
-    # completion, so a duplicate as before, but its holder had crashed: no live takeover.
+def test_a_redelivery_that_claims_with_a_token_of_its_own_then_completes_takes_it_over() -> None:
+    # A claim with a token: the redelivery puts its own token over the crashed holder's
+    # (fencing it out), then completes the order on its token.
     history, end = _history(InvocationOutcome.CRASH, "m-1")
     completion = history.invocations[1]
     token = claim("dedup-order", token={"S": "t-2"})
-    reclaim = write(token, before=claim("dedup-order"), started_ns=4_000_000)
-    object.__setattr__(completion, "writes", (reclaim,))
+    reclaim = write(token, before=claim("dedup-order"), before_known=True, started_ns=4_000_000)
+    [finish] = completion.writes
+    object.__setattr__(finish, "item_before", token)
+    object.__setattr__(completion, "writes", (reclaim, finish))
     result = check(history, end)
-    assert result.counts.duplicate_writes == 1
+    assert result.counts.duplicate_writes == 0, result.reasons
+    assert result.verdict.value == "pass", result.reasons
     assert not any("took over a claim" in n for n in result.notes), result.notes
+
+
+def test_a_redelivery_that_claims_again_and_stops_leaves_the_order_lost_not_written_twice() -> None:
+    history, _ = _history(InvocationOutcome.CRASH, "m-1")
+    completion = history.invocations[1]
+    token = claim("dedup-order", token={"S": "t-2"})
+    reclaim = write(token, before=claim("dedup-order"), before_known=True, started_ns=4_000_000)
+    object.__setattr__(completion, "writes", (reclaim,))
+    result = check(history, end_state([token, done("other-order", 1)]))
+    assert result.counts.duplicate_writes == 0, result.reasons
+    # Both messages of the order were acknowledged; neither got it done.
+    assert result.counts.lost_outcomes == 2
 
 
 def test_a_completion_over_a_crashed_deliverys_finished_outcome_is_a_duplicate_write() -> None:
@@ -137,7 +153,8 @@ def test_what_a_claim_lacks_is_learned_from_the_outcomes_where_nothing_failed() 
     partial = claim("dedup-order", quantity={"N": "4"})
     learned = check(*_history(InvocationOutcome.CRASH, "m-1", claimed=partial))
     assert learned.counts.duplicate_writes == 0
-    assert learned.complete == frozenset({"status", "quantity", "total_cents"})
+    assert learned.complete is not None
+    assert learned.complete.names == frozenset({"status", "quantity", "total_cents"})
     alone = check(*_history(InvocationOutcome.CRASH, "m-1", claimed=partial, clean_other=False))
     assert alone.complete is None
     assert alone.counts.duplicate_writes == 1
@@ -175,7 +192,7 @@ def test_an_acknowledged_claim_is_lost_by_what_earlier_runs_learned() -> None:
     history.acks = [Ack(message_id="m-1", acked_ns=20_000_000)]
     end = end_state([pending])
     assert check(history, end).verdict.value == "inconclusive"
-    before = {Model.key(OutcomeKey()).description: frozenset({"status", "quantity"})}
+    before = {Model.key(OutcomeKey()).description: Complete(frozenset({"status", "quantity"}))}
     judged = check(history, end, learned_before=before)
     assert judged.counts.lost_outcomes == 1
     assert judged.verdict.value == "fail"

@@ -25,7 +25,7 @@ from loadtest.model.explore.points import (
     parse_token,
     schedule_of,
 )
-from loadtest.model.explore.shrink import candidates, shrink
+from loadtest.model.explore.shrink import Candidate, candidates, shrink
 from loadtest.model.explore.strategies import Exhaustive, Pct
 
 
@@ -37,7 +37,9 @@ def test_token_round_trip() -> None:
     assert schedule.faults == 1
 
 
-@pytest.mark.parametrize("token", ["", "x", "0:", "2:1", "2:1=x", "2:1=2z", "2:a=1"])
+@pytest.mark.parametrize(
+    "token", ["", "x", "0:", "2:1", "2:1=x", "2:1=2z", "2:a=1", "2:1=2,1=1", "3:4=2,2=3,4=1"]
+)
 def test_bad_tokens_are_input_errors(token: str) -> None:
     with pytest.raises(InputError, match="schedule"):
         parse_token(token)
@@ -164,8 +166,9 @@ def test_shrink_drops_copies_faults_and_choices_while_it_still_fails() -> None:
         candidates(big)
     )
 
-    def fails(candidate: Schedule) -> tuple[Schedule, int, tuple[int, ...]] | None:
+    def fails(candidate: Schedule | Candidate) -> tuple[Schedule, int, tuple[int, ...]] | None:
         # Fails while delivery 2 (renumbered or not) preempts at decision 1.
+        assert isinstance(candidate, Schedule)  # no trace: no faults placed by their turn
         wanted = (1, Choice(Delivery(candidate.copies)))
         ok = candidate.copies >= 2 and wanted in candidate.entries
         return (candidate, 10, ()) if ok else None
@@ -182,3 +185,44 @@ def test_dropping_a_copy_takes_its_decisions_out_of_the_numbering() -> None:
     assert without_first == Schedule(
         1, ((0, Choice(Delivery(1))), (2, Choice(Delivery(1), Fault.CRASH)))
     )
+
+
+def _turns(replay: Replay, decisions: int) -> list[Choice]:
+    """What ``replay`` takes at each decision where copies 1 and 2 can both go, each plainly
+    or crashed."""
+    taken: list[Choice] = []
+    last: Delivery | None = None
+    for decision in range(decisions):
+        options = [
+            Option(Delivery(copy), Point.CALL, LOCAL, fault)
+            for copy in (1, 2)
+            for fault in (None, Fault.CRASH)
+        ]
+        option = replay.choose(decision, options, last)
+        assert option is not None
+        taken.append(option.choice)
+        last = option.delivery
+    return taken
+
+
+def test_a_fault_anchored_to_a_copys_turn_strikes_there_whatever_the_decision() -> None:
+    # Copy 1 goes at decisions 0-2 by default; with copy 2 switched in at decision 1, its
+    # third turn is decision 3. Either way the crash strikes copy 1's third turn.
+    crash = {(1, 2): Fault.CRASH}
+    alone = _turns(Replay(Schedule(2), crash), 4)
+    assert alone[2] == Choice(Delivery(1), Fault.CRASH)
+    switched = _turns(
+        Replay(Schedule(2, ((1, Choice(Delivery(2))), (2, Choice(Delivery(1))))), crash), 4
+    )
+    assert switched[3] == Choice(Delivery(1), Fault.CRASH)
+    assert all(c.fault is None for c in switched[:3])
+
+
+def test_a_switch_removed_before_a_fault_keeps_the_fault_at_its_copys_turn() -> None:
+    # Copy 2 went at decision 1, copy 1 again at 2, crashed at its third turn (decision 3).
+    schedule = Schedule(
+        2,
+        ((1, Choice(Delivery(2))), (2, Choice(Delivery(1))), (3, Choice(Delivery(1), Fault.CRASH))),
+    )
+    anchored = [c for c in candidates(schedule, (1, 2, 1, 1)) if isinstance(c, Candidate)]
+    assert Candidate(Schedule(2, ((2, Choice(Delivery(1))),)), {(1, 2): Fault.CRASH}) in anchored

@@ -73,6 +73,28 @@ def test_a_crash_at_a_writes_answer_and_before_the_next_write_are_one_gap() -> N
     assert departure(before_write) != gap
 
 
+def test_a_crash_after_a_read_that_follows_the_last_write_is_the_crash_after_the_write() -> None:
+    other = Access("read", frozenset({'{"id":"customer#c-1"}'}))
+    prefix = [same(opt(1, Point.START)), same(opt(1, Point.CALL, WRITE))]
+    after_write = schedule(*prefix, (opt(1, Point.ANSWER, fault=Fault.CRASH), opt(1, Point.ANSWER)))
+    after_read = schedule(
+        *prefix,
+        same(opt(1, Point.ANSWER)),
+        same(opt(1, Point.CALL, other)),
+        (opt(1, Point.ANSWER, fault=Fault.CRASH), opt(1, Point.ANSWER)),
+    )
+    assert departure(after_read) == departure(after_write)
+    assert departure(after_read).text == "a crash after the delivery's write"
+    # Another delivery going first after the read still names it: the read is the race.
+    switched = schedule(
+        *prefix,
+        same(opt(1, Point.ANSWER)),
+        same(opt(1, Point.CALL, other)),
+        (opt(2, Point.START), opt(1, Point.ANSWER)),
+    )
+    assert departure(switched).calls[-1][0] == "read"
+
+
 def test_a_switch_before_the_delivery_ran_a_call_only_reorders_starts() -> None:
     reordered = schedule(
         same(opt(1, Point.START)),

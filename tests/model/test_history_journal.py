@@ -86,10 +86,14 @@ def test_an_end_state_with_sinks_round_trips() -> None:
                 "orders",
                 EffectKind.TOPIC,
                 "arn:aws:sns:us-east-1:1:orders",
-                (SinkMessage("hello", "", (("MessageGroupId", "g"),)),),
+                (
+                    SinkMessage("hello", "", (("MessageGroupId", "g"),)),
+                    SinkMessage("placed", "", (), (("orderId", "o-1"),)),
+                ),
                 complete=False,
                 fifo=True,
                 deduplicated="by id",
+                delayed=3,
             ),
         ),
     )

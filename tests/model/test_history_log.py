@@ -9,8 +9,10 @@ import zlib
 import pytest
 
 from loadtest.model.history.frames import (
+    decode_effect,
     encode_ack,
     encode_dead_letter,
+    encode_effect,
     encode_invocation,
     encode_sent,
 )
@@ -85,6 +87,7 @@ def _every_kind(n: int) -> Invocation:
                 call_id=f"c-{n}",
                 request_id=f"r-{n}",
                 record_id=f"m-{n}",
+                message_attributes=(("orderId", f"o-{n % 7}"),),
             ),
         ),
     )
@@ -167,6 +170,14 @@ def test_the_encoders_carry_every_field_of_every_record_kind() -> None:
         assert {len(part) for part in row[position]} == {len(dataclasses.fields(kind))}, kind
 
 
+def test_an_effect_without_message_attributes_keeps_the_row_it_always_had() -> None:
+    with_attributes = _every_kind(1).effects[0]
+    without = dataclasses.replace(with_attributes, message_attributes=())
+    assert len(encode_effect(without)) == len(encode_effect(with_attributes)) - 1
+    for effect in (with_attributes, without):
+        assert decode_effect(encode_effect(effect)) == effect
+
+
 def test_the_encoders_of_sent_messages_acks_and_dead_letters_carry_every_field() -> None:
     message = sent(3, "o-1", "m-3", poison=True)
     assert len(encode_sent(message)) == len(dataclasses.fields(SentMessage))
@@ -247,3 +258,11 @@ def test_rows_from_start_to_stop_cross_frames_and_the_tail(start: int, stop: int
     count = 3 * FRAME_RECORDS + 100
     log: RecordLog[int] = RecordLog(lambda n: (n,), lambda row: int(row[0]), range(count))
     assert [row[0] for row in log.rows(start, stop)] == list(range(count))[start:stop]
+
+
+def test_invocations_without_writes_are_the_invocations_with_no_write_framed_or_not() -> None:
+    originals = [_every_kind(n) for n in range(FRAME_RECORDS + 3)]
+    assert all(inv.writes for inv in originals)
+    log = InvocationLog(originals)
+    assert list(log.without_writes()) == [dataclasses.replace(i, writes=()) for i in originals]
+    assert list(log) == originals  # the log itself keeps every write

@@ -196,6 +196,13 @@ NAMED = "the run names it loadtest-<run>-<variant>-NAME"
             f"{NAMED}",
         ),
         (
+            "arn:{queue_url}:{queue_arn:outbox",
+            "s.toml: consumer.environment.V = 'arn:{queue_url}:{queue_arn:outbox': the "
+            "placeholder at '{queue_arn:outbox' has no closing '}'; allowed: {table}, "
+            "{queue_url}, {queue_arn}, {dlq_url}, {region}, {topic:NAME}, {queue_url:NAME}, "
+            "{queue_arn:NAME}, {bus:NAME}, {bucket:NAME}, {state_machine:NAME}, {function:NAME}",
+        ),
+        (
             "{topics:orders}",
             "s.toml: consumer.environment.V = '{topics:orders}': unknown placeholder "
             "{topics:orders}; allowed: {table}, {queue_url}, {queue_arn}, {dlq_url}, {region}, "

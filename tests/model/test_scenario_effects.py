@@ -80,8 +80,8 @@ def test_unknown_keys_are_refused_listing_the_allowed() -> None:
     with pytest.raises(ScenarioError) as info:
         parse([{"sink": "orders", "idempotent": True}])
     assert str(info.value) == (
-        "s.toml: unknown key effects[0].idempotent; allowed: delivery, id, id_pattern, "
-        "required, sink"
+        "s.toml: unknown key effects[0].idempotent; allowed: delivery, id, id_attribute, "
+        "id_pattern, required, sink"
     )
 
 
@@ -95,6 +95,9 @@ def test_unknown_keys_are_refused_listing_the_allowed() -> None:
         ({"sink": "orders", "delivery": "twice"}, "allowed: exactly-once, at-least-once"),
         ({"sink": "orders", "required": "yes"}, "required must be true or false"),
         ({"sink": 3}, "must name a sink by its label"),
+        ({"sink": "receipts", "id_attribute": "orderId"}, "is a bucket, whose entries carry no"),
+        ({"sink": "orders", "id": "orderId", "id_attribute": "orderId"}, "give one"),
+        ({"sink": "orders", "id_attribute": 3}, "id_attribute must be a string"),
     ],
 )
 def test_invalid_entries_are_refused(entry: dict[str, Any], words: str) -> None:
@@ -106,6 +109,22 @@ def test_invalid_entries_are_refused(entry: dict[str, Any], words: str) -> None:
 def test_a_required_keyed_sink_finds_its_ids_in_the_key() -> None:
     (rule,) = parse([{"sink": "receipts", "required": True}])
     assert rule.required
+
+
+def test_an_entry_naming_a_label_two_kinds_of_sink_share_is_refused() -> None:
+    environment = (
+        ("ORDERS_TOPIC_ARN", "{topic:orders}"),
+        ("ORDERS_QUEUE_URL", "{queue_url:orders}"),
+    )
+    # Without an entry, the two are two sinks: nothing is refused.
+    assert parse_effects(None, environment, "s.toml") == ()
+    with pytest.raises(ScenarioError) as info:
+        parse_effects([{"sink": "orders", "required": True}], environment, "s.toml")
+    assert str(info.value) == (
+        "s.toml: effects[0].sink = 'orders' names a topic and a queue in [consumer] "
+        "environment, so which one this entry is for is not said; give them different NAMEs "
+        '(e.g. "{queue_url:orders-queue}")'
+    )
 
 
 def test_one_entry_per_sink() -> None:
@@ -128,6 +147,18 @@ def test_an_entry_finds_the_id_by_path_key_or_pattern() -> None:
     assert by_key.id_of(None, "bytes", "other/o-7") is None
     in_text = EffectRule("outbox", EffectKind.QUEUE, id_pattern=r"order (\S+) done")
     assert in_text.id_of(None, "order o-3 done", "") == "o-3"
+
+
+def test_an_entry_finds_the_id_in_a_message_attribute() -> None:
+    (rule,) = parse([{"sink": "orders", "id_attribute": "orderId", "required": True}])
+    attributes = (("eventType", "OrderPlaced"), ("orderId", "o-4"))
+    assert rule.id_of(None, "order placed", "", attributes) == "o-4"
+    assert rule.id_of(None, "order placed", "", ()) is None
+    by_pattern = EffectRule(
+        "orders", EffectKind.TOPIC, id_attribute="ref", id_pattern=r"ORDER#(.+)"
+    )
+    assert by_pattern.id_of(None, "", "", (("ref", "ORDER#o-5"),)) == "o-5"
+    assert rule.to_raw() == {"sink": "orders", "id_attribute": "orderId", "required": True}
 
 
 def test_to_raw_carries_the_entries_only_when_declared() -> None:

@@ -15,6 +15,7 @@ from loadtest.model.dynamodb.updates import (
     UpdateNotUnderstood,
     apply_update,
     noop_when_present,
+    replaces_what_it_sets,
     same_item,
 )
 from tests.backend import aws_clients
@@ -284,6 +285,17 @@ def test_noop_when_present_only_for_if_not_exists_on_its_own_path() -> None:
     assert not noop_when_present("ADD a :v")
     with pytest.raises(UpdateNotUnderstood):
         noop_when_present("SET #a = if_not_exists(#a, :v)")
+
+
+def test_an_update_replaces_what_it_sets_only_with_the_requests_values_alone() -> None:
+    assert replaces_what_it_sets("SET #s = :done, total = :t REMOVE claim", {"#s": "status"})
+    assert replaces_what_it_sets("SET tags = list_append(:a, :b)")
+    assert not replaces_what_it_sets("SET total = total + :q")
+    assert not replaces_what_it_sets("SET total = :q, n = if_not_exists(n, :z)")
+    assert not replaces_what_it_sets("SET orders = list_append(orders, :o)")
+    assert not replaces_what_it_sets("ADD total :q")
+    assert not replaces_what_it_sets("DELETE tags :t")
+    assert not replaces_what_it_sets("SET = nonsense")
 
 
 def test_noop_when_present_means_no_change_on_an_item_with_the_paths() -> None:

@@ -374,6 +374,38 @@ def test_entries_a_sink_refuses_are_recorded_as_refused(sinks: Sinks) -> None:
     assert _queue_bodies(url, sinks.queue) == ["on time"]
 
 
+def test_each_entry_keeps_its_message_attributes(sinks: Sinks) -> None:
+    url = sinks.url
+    sns, sqs = _client("sns", url), _client("sqs", url)
+    attributes: dict[str, Any] = {
+        "orderId": {"DataType": "String", "StringValue": "o-1"},
+        "quantity": {"DataType": "Number", "StringValue": "3"},
+        "digest": {"DataType": "Binary", "BinaryValue": b"\x00\xff"},
+    }
+    with observing() as (_, recorder):
+        sns.publish(TopicArn=sinks.topic, Message="order placed", MessageAttributes=attributes)
+        sns.publish_batch(
+            TopicArn=sinks.topic,
+            PublishBatchRequestEntries=[
+                {"Id": "a", "Message": "A", "MessageAttributes": attributes},
+                {"Id": "b", "Message": "B"},
+            ],
+        )
+        sqs.send_message(QueueUrl=sinks.queue, MessageBody="ship", MessageAttributes=attributes)
+        sqs.send_message_batch(
+            QueueUrl=sinks.queue,
+            Entries=[{"Id": "1", "MessageBody": "one", "MessageAttributes": attributes}],
+        )
+    texts = (("digest", "base64:AP8="), ("orderId", "o-1"), ("quantity", "3"))
+    assert [(r.payload, r.message_attributes) for r in recorder.effects()] == [
+        ("order placed", texts),
+        ("A", texts),
+        ("B", ()),
+        ("ship", texts),
+        ("one", texts),
+    ]
+
+
 def test_a_send_to_the_queue_that_feeds_the_function_is_not_an_effect(sinks: Sinks) -> None:
     sqs = _client("sqs", sinks.url)
     with observing((sinks.source,)) as (observer, recorder):

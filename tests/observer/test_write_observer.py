@@ -282,6 +282,10 @@ def test_every_write_api_is_recorded_with_its_images(backend_url: str, table: st
     assert by_index[14].item_after == {"id": {"S": "p"}, "quantity": {"N": "8"}}
     # Transaction parts share their call.
     assert by_index[9].call_id == by_index[10].call_id != by_index[11].call_id
+    # A put replaces what the item held; if_not_exists, an increment or a delete do not
+    # store the request's values alone.
+    assert [by_index[i].replaces for i in (0, 2, 7, 9)] == [True] * 4
+    assert [by_index[i].replaces for i in (4, 8, 14, 15)] == [False] * 4
     reads = [o for o in recorder.observations() if isinstance(o, ReadRecord)]
     assert [r.key for r in reads] == [{"id": {"S": "p"}}, {"id": {"S": "a"}}]
     assert all(w.outcome is not WriteOutcome.INDETERMINATE for w in writes)

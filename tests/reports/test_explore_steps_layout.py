@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from loadtest.reports.html.steps import ROW_PX, TEXT_CHAR_PX, TEXT_HEIGHT_PX, explore_timeline
+from loadtest.reports.html.charts import TEXT_CHAR_PX, TEXT_HEIGHT_PX
+from loadtest.reports.html.steps import ROW_PX, explore_timeline
 
 Box = tuple[float, float, float, float]
 """left, top, right, bottom (in pixels)."""

@@ -282,12 +282,24 @@ def test_a_sweep_table_shows_the_effect_counts_only_when_runs_have_them() -> Non
     assert "effects" not in table(False)
 
 
-def test_a_passing_runs_notes_are_not_shown_as_failures() -> None:
+def _why(page: str) -> str:
+    """The Summary's "why" cell of the page's one run."""
+    import re
+
+    row = re.search(r"<tr><td>why</td><td>(.*?)</td></tr>", page, re.S)
+    assert row is not None
+    return row.group(1)
+
+
+def test_a_runs_notes_are_not_shown_as_failures_whatever_its_verdict() -> None:
     report = report_of(False)
     (run,) = report["runs"]
-    muted = '<ul class="reasons" style="color: var(--muted)"'
-    run["verdict"], run["reasons"] = "pass", ["sink 'orders' deduplicated 1 of 2 accepted send(s)"]
-    assert muted in render_html(report)
-    run["verdict"] = "fail"
-    page = render_html(report)
-    assert muted not in page and '<ul class="reasons">' in page
+    note = "sink orders.fifo deduplicated 1 of 2 accepted send(s) itself"
+    notes = f'<ul class="reasons notes" title="notes: they do not fail the run"><li>{note}</li>'
+    run["verdict"], run["notes"] = "pass", [note]
+    assert notes in _why(render_html(report))
+    run["verdict"], run["reasons"] = "fail", ["1 duplicate write(s): an outcome was written again"]
+    why = _why(render_html(report))
+    # The failure in the failures' list, the note only in its own muted one.
+    assert '<ul class="reasons"><li>1 duplicate write(s)' in why and notes in why
+    assert why.count(note) == 1

@@ -4,8 +4,9 @@ off (``untracked``), JSON-protocol DynamoDB and SQS requests taken the short way
 response classes (``fastpath``), DynamoDB serialised by ``SerialisedDynamoDB`` and every request
 counted by ``RequestCounter`` (``/_loadtest/stats``). Every other service moto ships (SNS,
 EventBridge, S3, Step Functions among them) takes moto's full path, its app built by the
-dispatcher on the service's first request; SNS's FIFO deduplication
-(``loadtest.backend.sns.fifo``) is installed just before SNS's app is built, Lambda without
+dispatcher on the service's first request; SNS's FIFO deduplication and signing
+(``loadtest.backend.sns.fifo``, ``.signing``) are installed just before SNS's app is built,
+Lambda without
 Docker (``loadtest.backend.awslambda.capture``) just before Lambda's.
 
 Owns the app and its two wrappers; must not bind sockets or start processes (``server``
@@ -117,14 +118,16 @@ def _buffer_request_body(environ: WSGIEnvironment) -> None:
 
 def _with_service_patches(create: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """moto's ``create_backend_app``, installing a service's patches just before its app is
-    built (SNS: ``loadtest.backend.sns.fifo``, Lambda: ``loadtest.backend.awslambda.capture``):
+    built (SNS: ``loadtest.backend.sns.fifo`` and ``.signing``, Lambda:
+    ``loadtest.backend.awslambda.capture``):
     a service never requested is never imported."""
 
     def create_backend_app(service: Any) -> Any:
         if service == "sns":
-            from loadtest.backend.sns import fifo
+            from loadtest.backend.sns import fifo, signing
 
             fifo.install()
+            signing.install()
         elif service == "awslambda":
             from loadtest.backend.awslambda import capture
 

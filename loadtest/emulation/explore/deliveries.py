@@ -1,7 +1,9 @@
 """The explorer's deliveries: one thread each, parked at every point until the scheduler lets it go.
 
 Each delivery (one receive of one copy of the message) runs the handler in a
-thread of this process, against the real table of the backend. A delivery
+thread of this process, against the real table of the backend, with its execution
+environment's copy of the handler (``environments``; imported there the first time, as
+Lambda's init: not a point). A delivery
 runs only when the scheduler lets it go, and stops at the next **point**:
 invocation start, before each DynamoDB call or effect call and after its answer (the
 ``GatedObserver`` calls ``before_call`` and ``after_call``), in a sleep (the
@@ -95,6 +97,9 @@ class Deliveries:
         source_queues: tuple[str, ...] = (),
     ) -> None:
         self.handler = handler
+        self.handler_of: Callable[[int], Callable[[Any, Any], Any]] = lambda _: self.handler
+        """Each execution environment's handler, by its number
+        (``environments.EnvironmentHandlers``; by default ``handler`` in every one)."""
         self.settings = settings
         self.function = function
         self.clock = VirtualClock(self._sleep)
@@ -122,7 +127,9 @@ class Deliveries:
     # --- the gate (called in delivery threads) -----------------------------------
 
     def in_delivery(self) -> bool:
-        return getattr(self._local, "run", None) is not None
+        """Whether this thread is a delivery's, running the handler (not importing it)."""
+        local = self._local
+        return getattr(local, "run", None) is not None and not getattr(local, "cold", False)
 
     def _stamp(self) -> int:
         self._seq += 1
@@ -185,7 +192,7 @@ class Deliveries:
         The explorer's own calls, between schedules, are not noted.
         """
         run = self._running
-        if not self._scheduling or run is None:
+        if not self._scheduling or run is None or getattr(self._local, "cold", False):
             return
         self._unscheduled += 1
         run.observations.append(
@@ -221,7 +228,7 @@ class Deliveries:
             event = record_marks.tracked({"Records": [sqs_record(run)]})
             # Made in this thread: its deadline and remaining time follow the virtual clock.
             context = LambdaContext(run.request_id, self._timeout_ns // 1_000_000, self.function)
-            result = self.handler(event, context)
+            result = self._cold_start(run.environment)(event, context)
             json.dumps(result)  # what Lambda's runtime would marshal (raises if it cannot)
             run.result = result
             failures = result.get("batchItemFailures") if isinstance(result, dict) else None
@@ -250,6 +257,15 @@ class Deliveries:
             run.done = True
             run.point = None
             run.report.release()
+
+    def _cold_start(self, environment: int) -> Callable[[Any, Any], Any]:
+        """The environment's handler, imported the first time one runs there: as Lambda's
+        init, before the invocation, so its calls are no points and no unscheduled calls."""
+        self._local.cold = True
+        try:
+            return self.handler_of(environment)
+        finally:
+            self._local.cold = False
 
     # --- handing deliveries over (the scheduler's thread) ------------------------------
 

@@ -42,10 +42,13 @@ How a run is judged, in the order the code does it:
    conflicting write.
 4. **Per message.** An acknowledged message whose own details were never
    stored, or whose outcome is gone or lacks a field the scenario says a
-   complete outcome holds (``[outcome] fields``, else the attribute names every
-   outcome where nothing failed holds), is a lost outcome (for an
+   complete outcome holds (``[outcome] fields``, else what every outcome where
+   nothing failed holds: its names, its details, the values it ends with rather than
+   those it passes through), is a lost outcome (for an
    aggregate: no change made for it, or an item that listed it no longer does,
-   its change overwritten by another id's); when no
+   its change overwritten by another id's), and so is one whose change to any item
+   another message's write replaced, computed from a read made before it
+   (``lost_updates``); when no
    outcome holds any message's details and no fields are declared, the table
    cannot tell a finished outcome from a half-written one: inconclusive; a
    dead-lettered message that was neither a planted poison record nor a
@@ -64,7 +67,8 @@ package's other modules, and the names callers use are importable from here:
 ``verdict`` (the counts, roles, ``Check`` and the fail/inconclusive/pass rule),
 ``reasons`` (the reasons in words), ``details`` (what a message said and whether an
 item carries it), ``completeness`` (whether a stored outcome is complete, and when the
-table cannot tell), ``sent`` (what was sent and how each message was settled),
+table cannot tell), ``lost_updates`` (a change another message's stale write replaced),
+``sent`` (what was sent and how each message was settled),
 ``roles`` (real order, delivery units, duplicate and conflicting writes, and
 ``LiveDuplicates``), ``effects`` (step 5), ``shared`` (the same for aggregates), ``survey`` (the first pass over the invocations), ``passes`` (the
 pass that gives each write its business id and role), ``parts`` (an outcome's
@@ -73,7 +77,8 @@ report shows).
 
 A check's memory grows with the run's business ids and a few bytes per
 message, not with its writes: the writes are streamed from the history, the
-decisions kept where the history keeps its logs.
+decisions kept where the history keeps its logs (``lost_updates`` holds the writes of
+the items a stale write replaced, only).
 """
 
 from __future__ import annotations

@@ -11,12 +11,13 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
 from loadtest.model.checker.completeness import (
-    complete_names,
+    complete_with,
     incomplete,
     judged_without_details,
     lacking,
     lacks_complete,
     learned,
+    missing_beside,
 )
 from loadtest.model.checker.details import (
     carries,
@@ -26,6 +27,7 @@ from loadtest.model.checker.details import (
 from loadtest.model.checker.effects import EffectsJudged, SinkLearned, judge_effects
 from loadtest.model.checker.exposure import exposure_reason
 from loadtest.model.checker.harness import no_business_outcome, not_judged
+from loadtest.model.checker.lost_updates import lost_updates, lost_updates_reason
 from loadtest.model.checker.parts import Parts, carried_bits, judge_parts
 from loadtest.model.checker.passes import Evidence, Judging, Model
 from loadtest.model.checker.reasons import (
@@ -41,6 +43,7 @@ from loadtest.model.checker.shared import overwritten
 from loadtest.model.checker.survey import survey
 from loadtest.model.checker.verdict import (
     Check,
+    Complete,
     Counts,
     Decisions,
     verdict_of,
@@ -179,7 +182,7 @@ def check(
     cut_short: bool = False,
     body: BodyShape | None = None,
     expect_overlap: bool = False,
-    learned_before: Mapping[str, frozenset[str]] | None = None,
+    learned_before: Mapping[str, Complete] | None = None,
     effects: Sequence[EffectRule] = (),
     effects_before: Mapping[str, SinkLearned] | None = None,
 ) -> Check:
@@ -225,6 +228,7 @@ def check(
             stored_outcomes,
             Parts(read.accepted, history.frames),
             history.frames,
+            read.failed_ids,
         )
         judging.run(history)
         return judging
@@ -240,16 +244,23 @@ def check(
     # What a complete outcome holds, learned from the outcomes where nothing failed (and
     # the runs judged before): it judges the outcomes where something failed, and tells a
     # delivery that finished a failed one's half-written outcome from a duplicate write.
-    own: frozenset[str] | None = None
-    names: frozenset[str] | None = None
+    own: Complete | None = None
+    complete: Complete | None = None
     clean: set[str] = set()
     if not outcome_key.fields and model.kind in ("key", "copies"):
         clean = set(final) - read.failed_ids
-        own = learned(final, clean, outcome_key.key_names)
-        names = complete_names(own, (learned_before or {}).get(model.description))
+        own = learned(
+            final,
+            clean,
+            outcome_key.key_names,
+            messages.details_for,
+            passed.on_the_way,
+            passed.beside,
+        )
+        complete = complete_with(own, (learned_before or {}).get(model.description))
     takeover = Takeover(
         frozenset(read.failed_deliveries),
-        lambda item, details: lacks_complete(item, outcome_key, names, details),
+        lambda item, details: lacks_complete(item, outcome_key, complete, details),
     )
     parts = judge_parts(
         passed.parts,
@@ -276,16 +287,32 @@ def check(
         )
     details_stored = any(carried.values())
     unfinished = incomplete(final, outcome_key)
-    by_names: frozenset[str] | None = None
-    """The learned names that judged an outcome where something failed, if any did."""
-    if names and len(clean) < len(final):
-        by_names = names
-        unfinished |= lacking(final, names, clean)
+    by_learned: Complete | None = None
+    """What was learned, when it judged an outcome where something failed."""
+    if complete is not None and len(clean) < len(final):
+        by_learned = complete
+        unfinished |= lacking(final, complete, clean, messages.details_for)
+
+    replaced = lost_updates(history.invocations)
+    """Changes of messages a write computed from a stale read replaced (any item)."""
+    replaced_ids = {r.lost for r in replaced}
+    replaced_counted: set[str] = set()
+    without: dict[str, frozenset[str]] = {}
+    """Business ids acknowledged without a change every complete delivery makes beside its
+    outcome, and those changes."""
 
     def _lost(business_id: str, position: int) -> bool:
         """Whether an acknowledged message's outcome is gone or incomplete, or its own
         details (at ``position`` among its id's, -1: none) were never stored while
-        others' were."""
+        others' were, or its change to an item was replaced by another message's write
+        computed from a read made before it (a lost update)."""
+        if business_id in replaced_ids:
+            replaced_counted.add(business_id)
+            return True
+        missing = missing_beside(complete, clean, business_id, passed.beside)
+        if missing:
+            without.setdefault(business_id, missing)
+            return True
         if shared:
             # An aggregate holds no message's details: its outcome is a change made for it.
             # Its change is gone when an item that listed it no longer does at the end.
@@ -331,7 +358,7 @@ def check(
     judged = parts.judged
     exposure = read.overlaps.exposure()
     effected = _judged_effects(
-        history, end, messages, effects, read.effects, cut_short, effects_before
+        history, end, messages, effects, read.effects, cut_short, effects_before, read.write_marks
     )
     counts = Counts(
         messages_sent=messages.count,
@@ -373,6 +400,15 @@ def check(
     accepted_outcomes = outcomes[WriteOutcome.ACCEPTED] > 0
     nothing_stored = expected_outcomes and not accepted_outcomes and not final and not untied
     reasons = default_reasons(counts, timed_out=history.timed_out, cut_short=cut_short)
+    if replaced_counted:
+        reasons.append(lost_updates_reason([r for r in replaced if r.lost in replaced_counted]))
+    if without:
+        witness, missing = next(iter(without.items()))
+        reasons.append(
+            f"{len(without)} business id(s) acknowledged without a change every delivery "
+            "where nothing failed made beside its outcome (e.g. "
+            f"{witness}: no write of {', '.join(sorted(missing))})"
+        )
     reasons.extend(runtime_error_sentences(read.runtime_errors, failing=True))
     inconclusive = inconclusive_reasons(counts, history)
     if nothing_stored and model.kind != "ambiguous":
@@ -415,7 +451,7 @@ def check(
     if not details_stored and accepted_outcomes and model.kind not in ("ambiguous", "shared"):
         # An item that holds only its key would pass: the table cannot tell a finished
         # outcome from a half-written one, unless the scenario says what one holds.
-        note, unjudged = judged_without_details(outcome_key, by_names)
+        note, unjudged = judged_without_details(outcome_key, by_learned)
         notes.extend([note] if note else [])
         inconclusive.extend([unjudged] if unjudged else [])
     if judged.over_live_claims:
@@ -466,12 +502,13 @@ def _judged_effects(
     observed: int,
     cut_short: bool,
     before: Mapping[str, SinkLearned] | None = None,
+    write_marks: Mapping[str, frozenset[str]] | None = None,
 ) -> EffectsJudged | None:
     """The effects judged, for a run with sinks or effects (else None: nothing is read)."""
     if not end.sinks and not observed:
         return None
     return judge_effects(
-        history.invocations,
+        history.invocations.without_writes(),  # the effects' judge reads no write
         end.sinks,
         history.sent,
         (ack.message_id for ack in history.acks),
@@ -479,4 +516,5 @@ def _judged_effects(
         {b: messages.details_for(b) for b in messages.business_ids},
         cut_short=cut_short,
         learned_before=before,
+        write_marks=write_marks,
     )

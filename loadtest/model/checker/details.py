@@ -25,7 +25,7 @@ from loadtest.model.scenario.body import BodyShape
 _FLAT = BodyShape()
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterator, Mapping
+    from collections.abc import Collection, Iterator, Mapping, Sequence
 
     from loadtest.model.history.log import Invocation, InvocationRef, Record, TypedItem
 
@@ -327,6 +327,17 @@ def key_template(key: TypedItem, invocation: Invocation | InvocationRef) -> str:
         text = _DIGITS.sub("{n}", text)
         parts.append(f"{name}={text}")
     return ", ".join(parts)
+
+
+def details_named(template: str, details: Sequence[Mapping[str, Any]]) -> str:
+    """A key template (``key_template``) with the message's text details named where they
+    stand whole in it (``id=customer#cust-1``: ``id=customer#{customer}``), so the items
+    of one kind (a customer's total) share one shape whatever the message said."""
+    for detail in details[:1]:
+        for path, value in sorted(detail.items(), key=lambda pv: -len(str(pv[1]))):
+            if isinstance(value, str) and len(value) > 1 and value in template:
+                template = _token(value).sub("{" + leaf_name(path) + "}", template)
+    return template
 
 
 def varies_per_delivery(template: str) -> bool:

@@ -10,14 +10,18 @@ really held, read back) and the scenario's ``[[effects]]`` entries:
    none of the run's sinks (another function's ``Invoke``) is a sink of its own, named by its
    address, that nothing reads back: what it delivered is what it accepted.
 2. **Whose effect.** The business id of an effect or of what a sink holds is found in its
-   payload as it is in stored items (any leaf, inside nested maps and JSON strings, naming
-   exactly one id that was sent), else in its key (an S3 object's, an execution's name), or
-   where its ``[[effects]]`` entry says (``id``, ``id_pattern``). An entry with no business id
-   leaves the run inconclusive, naming the sink and what to declare: never a guess.
+   payload and its message attributes as it is in stored items (any leaf, inside nested
+   maps and JSON strings, naming exactly one id that was sent), else in its key (an S3
+   object's, an execution's name), or where its ``[[effects]]`` entry says (``id``,
+   ``id_attribute``, ``id_pattern``). An entry with no business id leaves the run
+   inconclusive, naming the sink and what to declare: never a guess.
 3. **Duplicates** are counted from what the sink held when read: per business id, entries
    beyond those one delivery sends (for a bucket, objects beyond them: one key rewritten is
    one object). What one delivery sends for an id is its most distinct entries (payloads;
-   for a bucket, keys) sent by an invocation that held one record of that id, at least one:
+   for a bucket, keys) sent by an invocation that held one record of that id, or by one
+   record of it, in calls of one entry each, in an invocation that held several and whose
+   calls were marked on more than one record (a handler on each record in turn), at
+   least one:
    a consumer that publishes two events per order sends two, and a copy announced again
    is a duplicate of them. On an ``at-least-once`` sink they are reported, not failed.
 4. **Conflicts**: per business id, an entry whose content differs from the first's (the
@@ -27,14 +31,16 @@ really held, read back) and the scenario's ``[[effects]]`` entries:
    not conflict); where one delivery
    sends several, an entry whose content is none of those the delivery that sent the most
    said. For a bucket, every accepted write is compared, as an overwrite leaves only the
-   last.
+   last (by the same rule: an object rewritten with its own timestamp does not conflict).
 5. **Lost**: an acknowledged, non-poison message whose business id never reached a required
    sink. A sink is required when declared (``required = true``) or learned: every clean
-   business id (each of its messages acknowledged after one delivery that succeeded) reached
-   it, and one did. When one delivery of every clean id sent the same number of distinct
-   entries there (two or more), an acknowledged message whose id holds fewer distinct
-   entries lost an effect too: the crash between a consumer's two publishes. A sink that
-   was not read to the end counts nothing lost.
+   business id (each of its messages acknowledged after one delivery that succeeded, none of
+   whose entries a sink refused without holding it) reached it, and one did. When one
+   delivery of every clean id sent the same number of distinct entries there (two or more),
+   an acknowledged message whose id holds fewer distinct entries lost an effect too: the
+   crash between a consumer's two publishes. A sink that
+   was not read to the end (a deadline, a queue's messages still delayed) counts nothing
+   lost, and leaves the run inconclusive when it accepted sends the read did not reach.
 6. **Deduplicated**: on a sink that deduplicates by itself (a FIFO deduplication id, an S3
    key, an execution name), accepted sends minus what it delivered.
 
@@ -46,7 +52,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,20 +72,21 @@ from loadtest.model.history.records import (
     SentMessage,
     SinkContents,
 )
-from loadtest.model.scenario.effects import KEYED_KINDS, Delivery, EffectRule
+from loadtest.model.scenario.effects import ATTRIBUTE_KINDS, KEYED_KINDS, Delivery, EffectRule
 
 WITNESS_LIMIT = 5
 """Witnesses kept per sink and anomaly (the first, by business id)."""
 
 VERBS: Mapping[EffectKind, str] = {
-    EffectKind.TOPIC: "published",
-    EffectKind.QUEUE: "sent",
-    EffectKind.BUS: "put",
-    EffectKind.BUCKET: "written",
-    EffectKind.STATE_MACHINE: "started",
-    EffectKind.FUNCTION: "invoked",
+    EffectKind.TOPIC: "published to",
+    EffectKind.QUEUE: "sent to",
+    EffectKind.BUS: "put on",
+    EffectKind.BUCKET: "written to",
+    EffectKind.STATE_MACHINE: "started in",
+    EffectKind.FUNCTION: "sent to",
 }
-"""How an effect reaches each kind of sink, in words."""
+"""How an effect reaches each kind of sink, in words, before the sink's name ("o-1 put on
+orders"; a function is sent what it is invoked with)."""
 
 _NOT_SENT = frozenset({"S3.DeleteObject"})
 """Operations that remove from a sink: not an effect delivered (nor counted sent)."""
@@ -106,13 +113,22 @@ class _Ids:
         self.known = set(known)
         self.longest = max(map(len, self.known), default=0)
 
-    def of(self, payload: str, key: str, rule: EffectRule | None) -> str | None:
+    def of(
+        self,
+        payload: str,
+        key: str,
+        rule: EffectRule | None,
+        message_attributes: tuple[tuple[str, str], ...] = (),
+    ) -> str | None:
         parsed = _parsed(payload)
         if rule is not None and rule.declares_id:
-            return rule.id_of(parsed, payload, key)
-        return named_id(
-            plain(parsed) if parsed is not None else payload, key, self.known, self.longest
-        )
+            return rule.id_of(parsed, payload, key, message_attributes)
+        value = plain(parsed) if parsed is not None else payload
+        if message_attributes:
+            # What a message carries beside its body is searched as its body is: an id
+            # only in an attribute (orderId) names it, two different ids name none.
+            value = [value, dict(message_attributes)]
+        return named_id(value, key, self.known, self.longest)
 
 
 # --- content: what a duplicate or a conflict is compared by -------------------------------
@@ -186,6 +202,33 @@ def _times(n: int) -> str:
     return "twice" if n == 2 else f"{n} times"
 
 
+def _refused(groups: Sequence[_Group], records_of: Mapping[str, Sequence[str]]) -> set[str]:
+    """The messages whose delivery had an entry refused (a ``Failed`` entry of a batch call,
+    an error answer, no answer) that the sink does not hold: such a delivery did not send
+    all it meant to, whatever the invocation answered, so it teaches nothing about what a
+    complete delivery sends. A refusal of what the sink already holds (a start of an
+    execution name it keeps) is the sink's own deduplication, not a failure. An entry
+    marked on no record (a batch the observer could not tell apart) marks its whole
+    invocation."""
+    out: set[str] = set()
+    for g in groups:
+        refused = [(e, d) for e, d in g.effects if not e.accepted]
+        if not refused:
+            continue
+        keyed = g.kind in KEYED_KINDS
+        # What it holds: as read, or, for a sink nothing reads back, what it accepted.
+        holds = (
+            {m.key if keyed else m.payload for m in g.contents.messages}
+            if g.contents is not None
+            else {e.key if keyed else e.payload for e, _ in g.effects if e.accepted}
+        )
+        for e, d in refused:
+            if (e.key if keyed else e.payload) in holds:
+                continue
+            out.update([d.message_id] if d.message_id else records_of.get(d.request_id, ()))
+    return out
+
+
 # --- the judge ---------------------------------------------------------------------------
 
 
@@ -199,14 +242,18 @@ def judge_effects(
     *,
     cut_short: bool = False,
     learned_before: Mapping[str, SinkLearned] | None = None,
+    write_marks: Mapping[str, frozenset[str]] | None = None,
 ) -> EffectsJudged | None:
     """Every sink's effects judged, or None for a run without sinks and without effects.
 
     ``acked``: the message ids acknowledged; ``details``: each business id's distinct
     details (``Messages.details_for``), whose leaf names say what content is compared by.
-    ``learned_before``: by sink name, what the clean ids of runs judged before this one
-    showed (explore's schedules that passed, merged): a run with no clean id of its own
-    learns whether a sink is required, and what one delivery sends there, from it.
+    ``learned_before``: by sink (``KIND:NAME``, ``topic:orders``), what the clean ids of
+    runs judged before this one showed (explore's schedules that passed, merged): a run
+    with no clean id of its own learns whether a sink is required, and what one delivery
+    sends there, from it.
+    ``write_marks``: by request id, the records an invocation's writes were marked on, for
+    invocations given without their writes (``InvocationLog.without_writes``).
     """
     groups, group_of = _groups(sinks)
     sent = list(sent)
@@ -216,9 +263,14 @@ def judge_effects(
     # (request id, business id) of each invocation that held one record of that id: all it
     # sent for the id is what one delivery of it sends, whichever record a call is marked on.
     single: set[tuple[str, str]] = set()
+    # Invocations holding copies of an id whose marks moved from record to record: each
+    # record's own calls are what its delivery sent (see ``one_delivery``).
+    marked: set[str] = set()
+    records_of: dict[str, tuple[str, ...]] = {}
     for inv in invocations:
         failed = set(inv.failed_message_ids)
         outcome = inv.outcome.value
+        records_of[inv.request_id] = tuple(r.message_id for r in inv.records)
         held_ids: dict[str, int] = defaultdict(int)
         for r in inv.records:
             business_id = business_of.get(r.message_id)
@@ -242,6 +294,13 @@ def judge_effects(
             ):
                 dirty.add(r.message_id)
         single.update((inv.request_id, b) for b, n in held_ids.items() if n == 1)
+        if any(n > 1 for n in held_ids.values()):
+            # A handler that reads every body first leaves every call marked on the last
+            # record: marks on two records or more are a handler on each record in turn.
+            marks = {w.record_id for w in inv.writes} | {e.record_id for e in inv.effects}
+            marks |= (write_marks or {}).get(inv.request_id, frozenset())
+            if len(marks & set(records_of[inv.request_id])) > 1:
+                marked.add(inv.request_id)
         receive = {r.message_id: r.receive_count for r in inv.records}
         for effect in inv.effects:
             if effect.operation in _NOT_SENT:
@@ -266,6 +325,7 @@ def judge_effects(
             )
     if not groups:
         return None
+    dirty |= _refused(groups, records_of)
 
     acked_ids = set(acked)
     messages = [m for m in sent if m.message_id is not None]
@@ -289,27 +349,45 @@ def judge_effects(
     }
     # Ids whose messages carried more than one set of details (a conflict among the copies).
     varied = {b for b, ds in (details or {}).items() if len(ds) > 1}
-    rule_of = {r.sink: r for r in rules}
+    # A label two kinds of sink share (a topic and a queue both "orders") is two sinks: an
+    # entry is for the kind its label was declared with.
+    rule_of = {(r.kind, r.sink): r for r in rules}
 
     judged: list[SinkEffects] = []
     learned: dict[str, SinkLearned] = {}
     inconclusive: list[str] = []
     notes: list[str] = []
+
+    def one_delivery(d: Delivering, business_id: str, one_entry: bool) -> str | None:
+        """What names the one delivery of ``business_id`` a call was made by, when that is
+        known: an invocation that held one record of the id, or, in one that held
+        several, the record its trusted mark names, for a call of ``one_entry`` only;
+        None when it is not."""
+        if (d.request_id, business_id) in single:
+            return d.request_id
+        if one_entry and d.request_id in marked and business_of.get(d.message_id) == business_id:
+            return f"{d.request_id}/{d.message_id}"
+        return None
+
     for g in groups:
-        rule = rule_of.get(g.name)
-        before = (learned_before or {}).get(g.name)
+        rule = rule_of.get((g.kind, g.name))
+        before = (learned_before or {}).get(f"{g.kind.value}:{g.name}")
         one, shown = _judge_sink(
-            g, rule, ids, clean, expected, deliveries, detail_names, single, before, varied
+            g, rule, ids, clean, expected, deliveries, detail_names, one_delivery, before, varied
         )
         if shown is not None:
-            learned[g.name] = shown
+            learned[f"{g.kind.value}:{g.name}"] = shown
         judged.append(one)
         verb = VERBS[g.kind]
         if one.unidentified:
             if rule is not None and rule.declares_id:
                 declared = ", ".join(
                     f"{k} = {v!r}"
-                    for k, v in (("id", rule.id), ("id_pattern", rule.id_pattern))
+                    for k, v in (
+                        ("id", rule.id),
+                        ("id_attribute", rule.id_attribute),
+                        ("id_pattern", rule.id_pattern),
+                    )
                     if v
                 )
                 inconclusive.append(
@@ -323,16 +401,34 @@ def judge_effects(
                     "no business id that was sent: whose effects they are is not known, so "
                     "nothing is counted lost there; declare where the id is: "
                     f'[[effects]] sink = "{g.name}", id = "PATH" (a dotted path into the '
-                    'payload, or "key")'
+                    + (
+                        'payload), or id_attribute = "NAME" (a message attribute)'
+                        if g.kind in ATTRIBUTE_KINDS
+                        else 'payload, or "key")'
+                    )
                 )
         if not one.complete:
-            notes.append(
-                f"sink {g.name!r} ({g.kind.value}) was not read to the end: nothing is counted "
-                "lost there"
+            delayed = g.contents.delayed if g.contents is not None else 0
+            why = (
+                f" ({delayed} message(s) still held back by the sender's DelaySeconds)"
+                if delayed
+                else ""
             )
+            if one.sent > one.delivered:
+                # Sends the read never reached may be copies: what it holds is not known.
+                inconclusive.append(
+                    f"sink {g.name!r} ({g.kind.value}) was not read to the end{why}: "
+                    f"{one.delivered} of the {one.sent} send(s) it accepted were read, so its "
+                    "duplicates are not all seen and nothing is counted lost there"
+                )
+            else:
+                notes.append(
+                    f"sink {g.name!r} ({g.kind.value}) was not read to the end{why}: nothing "
+                    "is counted lost there"
+                )
         if one.duplicate and one.delivery is Delivery.AT_LEAST_ONCE:
             notes.append(
-                f"{one.duplicate} duplicate effect(s) {verb} to {g.name!r}, declared "
+                f"{one.duplicate} duplicate effect(s) {verb} {g.name!r}, declared "
                 "at-least-once (downstream deduplicates): reported, not failed"
             )
         if one.read and one.delivered > one.sent:
@@ -341,7 +437,7 @@ def judge_effects(
                 f"{one.sent} accepted send(s) to it: the rest went through a client it does "
                 "not hook; its counts are read from what the sink holds"
             )
-        if one.read and not one.deduplicated_by and one.delivered < one.sent:
+        if one.read and one.complete and not one.deduplicated_by and one.delivered < one.sent:
             notes.append(
                 f"sink {g.name!r} holds {one.delivered} of the {one.sent} send(s) it accepted "
                 "and says it deduplicates nothing: the rest never arrived where it was read"
@@ -391,25 +487,38 @@ def _judge_sink(
     expected: Sequence[SentMessage],
     deliveries: Mapping[str, Sequence[Delivering]],
     detail_names: Mapping[str, frozenset[str]],
-    single: set[tuple[str, str]],
+    one_delivery: Callable[[Delivering, str, bool], str | None],
     before: SinkLearned | None,
     varied: set[str],
 ) -> tuple[SinkEffects, SinkLearned | None]:
     """The sink judged, and what its clean ids showed (None when it has none)."""
     verb = VERBS[g.kind]
     accepted = [(e, d) for e, d in g.effects if e.accepted]
+    # What the sink refused, by whose entry it was: a lost effect says so.
+    refusals: dict[str, list[str]] = defaultdict(list)
+    for e, _ in g.effects:
+        if not e.accepted:
+            refused_id = ids.of(e.payload, e.key, rule, e.message_attributes)
+            if refused_id is not None:
+                refusals[refused_id].append(e.error_code or "refused")
     read = g.contents is not None
     keyed = g.kind is EffectKind.BUCKET
     unidentified = 0
-    # Per business id, per invocation holding one record of it: the distinct entries sent,
-    # and what they say.
-    one_delivery: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    # Per business id, per delivery of it that is known apart (``one_delivery``): the
+    # distinct entries sent, and what they say.
+    by_delivery: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     one_says: dict[str, dict[str, set[Any]]] = defaultdict(lambda: defaultdict(set))
     senders: dict[str, list[Delivering]] = defaultdict(list)
     sends: dict[str, list[tuple[str, str]]] = defaultdict(list)
     sent_content: dict[str, list[tuple[Any, bool]]] = defaultdict(list)
+    # A batch call (a PublishBatch, a SendMessageBatch sent after the handler's loop) may
+    # carry several records' entries, whichever record it is marked on: only a call of one
+    # entry is one record's.
+    entries_of_call: dict[str, int] = defaultdict(int)
+    for e, _ in g.effects:
+        entries_of_call[e.call_id] += 1
     for e, d in accepted:
-        business_id = ids.of(e.payload, e.key, rule)
+        business_id = ids.of(e.payload, e.key, rule, e.message_attributes)
         if business_id is None:
             unidentified += 0 if read else 1
             continue
@@ -417,14 +526,15 @@ def _judge_sink(
         sends[business_id].append((e.payload, e.key))
         content = _content(e.payload, detail_names.get(business_id, frozenset()))
         sent_content[business_id].append(content)
-        if (d.request_id, business_id) in single:
-            one_delivery[business_id][d.request_id].add(e.key if keyed else e.payload)
-            one_says[business_id][d.request_id].add(content[0])
+        delivery = one_delivery(d, business_id, entries_of_call[e.call_id] == 1)
+        if delivery is not None:
+            by_delivery[business_id][delivery].add(e.key if keyed else e.payload)
+            one_says[business_id][delivery].add(content[0])
     # What the sink holds per business id: its entries (payload, key) in the order read.
     held: dict[str, list[tuple[str, str]]] = defaultdict(list)
     if read and g.contents is not None:
         for message in g.contents.messages:
-            business_id = ids.of(message.payload, message.key, rule)
+            business_id = ids.of(message.payload, message.key, rule, message.message_attributes)
             if business_id is None:
                 unidentified += 1
                 continue
@@ -436,12 +546,12 @@ def _judge_sink(
 
     def sends_once(business_id: str) -> int:
         """The entries one delivery of ``business_id`` sends here (at least one)."""
-        return max((len(e) for e in one_delivery.get(business_id, {}).values()), default=1)
+        return max((len(e) for e in by_delivery.get(business_id, {}).values()), default=1)
 
     def says_once(business_id: str) -> set[Any]:
         """What the first delivery that sent the most entries for ``business_id`` said."""
-        sets = one_delivery[business_id]
-        most = max(sets, key=lambda request_id: len(sets[request_id]))
+        sets = by_delivery[business_id]
+        most = max(sets, key=lambda delivery: len(sets[delivery]))
         return one_says[business_id][most]
 
     witnesses: list[EffectWitness] = []
@@ -452,7 +562,8 @@ def _judge_sink(
         once = sends_once(business_id)
         if copies > once:
             duplicate += copies - once
-            text = f"{business_id} {verb} {_times(copies)} to {g.name}"
+            done, to = verb.rsplit(" ", 1)
+            text = f"{business_id} {done} {_times(copies)} {to} {g.name}"
             if once > 1:
                 text += f" (one delivery of it sends {once})"
             witnesses.append(
@@ -471,13 +582,13 @@ def _judge_sink(
             said = [_content(payload, names) for payload, _ in entries]
         contents = [content for content, _ in said]
         if (
-            not keyed
-            and len(contents) > 1
+            len(contents) > 1
             and business_id not in varied
             and not any(by_details for _, by_details in said)
         ):
             # Compared by whole payloads, but the copies said the same: what differs (an
-            # event id, a timestamp) is the consumer's own per send, not another outcome.
+            # event id, a timestamp; an object rewritten with its own processed_at) is the
+            # consumer's own per send, not another outcome.
             contents = contents[:1]
         if once > 1:
             # Several entries make one delivery's effect: an entry conflicts when it says
@@ -492,7 +603,7 @@ def _judge_sink(
                 EffectWitness(
                     "conflicting",
                     business_id,
-                    f"{business_id} {verb} to {g.name} with other content than its first "
+                    f"{business_id} {verb} {g.name} with other content than its first "
                     f"({other} time(s))",
                     tuple(senders.get(business_id, ())),
                     tuple(_short(key or payload) for payload, key in entries),
@@ -503,9 +614,9 @@ def _judge_sink(
     complete = g.contents.complete if g.contents is not None else True
     declared = rule is not None and rule.required
     # What one delivery of every clean id sends here, when they all agree (0: unknown).
-    complete_sets = {sends_once(b) for b in clean if b in one_delivery}
+    complete_sets = {sends_once(b) for b in clean if b in by_delivery}
     agreed = (
-        next(iter(complete_sets)) if len(complete_sets) == 1 and clean <= set(one_delivery) else 0
+        next(iter(complete_sets)) if len(complete_sets) == 1 and clean <= set(by_delivery) else 0
     )
     shown = SinkLearned(clean <= reached, agreed) if clean else None
     shown_or_before = before if shown is None else shown
@@ -529,11 +640,17 @@ def _judge_sink(
             )
             if business_id in reached:
                 text = (
-                    f"{business_id} {verb} to {g.name} {_distinct(held[business_id], keyed)} "
+                    f"{business_id} {verb} {g.name} {_distinct(held[business_id], keyed)} "
                     f"of the {whole} entries one delivery sends ({which})"
                 )
             else:
-                text = f"{business_id} never {verb} to {g.name} ({which})"
+                text = f"{business_id} never {verb} {g.name} ({which})"
+            codes = refusals.get(business_id)
+            if codes:
+                text += (
+                    f"; the sink refused {len(codes)} of its entries "
+                    f"({', '.join(sorted(set(codes)))})"
+                )
             witnesses.append(
                 EffectWitness(
                     "lost",

@@ -15,17 +15,20 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from loadtest.model.checker.details import carries, carries_id, key_template
+from loadtest.model.checker.completeness import Beside, OnTheWay
+from loadtest.model.checker.details import carries, carries_id, details_named, key_template
 from loadtest.model.checker.parts import Parts
 from loadtest.model.checker.roles import Write, marked_record, message_id, side_business_id
 from loadtest.model.checker.sent import Messages
 from loadtest.model.checker.shared import SharedEvidence, tied_record
 from loadtest.model.checker.verdict import Decision, DecisionLog, Role
+from loadtest.model.dynamodb.updates import same_item
 from loadtest.model.history.log import (
     FrameStores,
     History,
     InvocationRef,
     OutcomeKey,
+    TypedItem,
     WriteOutcome,
     WriteRecord,
 )
@@ -84,7 +87,17 @@ class Judging:
     """The end state's keys of outcome items (``unexplained`` is those no write stored)."""
     parts: Parts
     frames: FrameStores
+    failed_ids: set[str] = field(default_factory=set)
+    """The business ids something failed for (``Survey.failed_ids``)."""
     evidence: Evidence = field(default_factory=Evidence)
+    on_the_way: OnTheWay = field(default_factory=OnTheWay)
+    """The items the other business ids' outcomes held between two accepted writes of one
+    delivery (a claim, then its completion): ``completeness``'s values on the way."""
+    beside: Beside = field(default_factory=Beside)
+    """The items beside its outcome each business id's deliveries changed
+    (``completeness``: what a complete delivery writes beside its outcome)."""
+    _held: dict[str, TypedItem] = field(default_factory=dict)
+    """This invocation's last accepted write of each such outcome, until it writes again."""
     early: DecisionLog = field(init=False)
     """The decisions made as the writes are read: side writes, and outcome writes that
     were not accepted."""
@@ -114,6 +127,7 @@ class Judging:
             if not inv.writes:
                 continue
             ref = InvocationRef.of(inv)
+            self._held.clear()
             for record in inv.writes:
                 canon = canonical(record.key)
                 on_key = self.outcome_keys.get(canon)
@@ -210,16 +224,36 @@ class Judging:
             owner = side_business_id(record, ref)
             made_for = marked_record(record, ref, owner) or message_id(ref, owner, 0)
             self._early(Decision(record, ref, owner, made_for, Role.SIDE), position)
+            self._note_beside(record, ref, template)
             return
         self.outcome_writes[record.outcome] += 1
         if record.outcome is WriteOutcome.ACCEPTED:
             self.unknown_after += not record.after_known
             self.parts.add(position, Write(record, ref, template, business_id))
+            if record.after_known and record.item_after and business_id not in self.failed_ids:
+                held = self._held.get(canon)
+                if held is not None:
+                    self.on_the_way.add(held)
+                self._held[canon] = record.item_after
             return
         role = _ROLE_OF_OUTCOME[record.outcome]
         self._early(
             Decision(record, ref, business_id, message_id(ref, business_id, 0), role), position
         )
+
+    def _note_beside(self, record: WriteRecord, ref: InvocationRef, template: str) -> None:
+        """A side write that changed its item, for the business id it was made for."""
+        if record.outcome is not WriteOutcome.ACCEPTED or (
+            record.before_known
+            and record.after_known
+            and same_item(record.item_before, record.item_after)
+        ):
+            return
+        tied = tied_record(record, ref)
+        if tied is None or tied.business_id is None:
+            return
+        details = self.messages.details_for(tied.business_id)
+        self.beside.add(tied.business_id, details_named(template, details))
 
     def _early(self, decision: Decision, position: int) -> None:
         self.early.append(decision)

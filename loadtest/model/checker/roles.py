@@ -209,6 +209,10 @@ class Takeover:
         PutItem {id, PENDING} ─► claim
         ✗ crash
                                        UpdateItem SET status = DONE, details ─► takeover
+
+    The taking write may finish the outcome, or claim it again first (its own token, so
+    a holder that comes back cannot complete it): every write of B is a step of the one
+    delivery that now holds it.
     """
 
     failed: frozenset[tuple[str, str]]
@@ -333,12 +337,13 @@ def judge_outcome(
             and before_known
             and before is not None
             and write.after_known
-            and any(carries(write.item_after, d) for d in details)
             and takeover.took_over(before, details, [owners[u] for u in units])
         ):
             # Every delivery that wrote the outcome before failed and left it unfinished
-            # (a claim): this one takes it over and finishes it. From now on the earlier
-            # deliveries' writes are another delivery's.
+            # (a claim): this one takes it over, at once or by a claim of its own first
+            # (a token that fences the failed holder out), and finishes it or leaves it
+            # unfinished, lost. From now on the earlier deliveries' writes are another
+            # delivery's.
             w.role = Role.STEP
             units[:] = [unit]
         else:

@@ -3,9 +3,9 @@
 Owns the ``survey``: deliveries and redeliveries, failed invocations (and the runtime
 errors ``runtime_errors`` explains), calls the observer could not interpret, side
 items, the harness's gaps, each business id's handler executions (for the race
-exposure) and the attribute names accepted writes stored (which details the
-messages' bodies carry that a table can hold). It streams the invocation log once
-and keeps no write.
+exposure), the attribute names accepted writes stored (which details the
+messages' bodies carry that a table can hold) and the records a batch's writes were
+marked on. It streams the invocation log once and keeps no write.
 """
 
 from __future__ import annotations
@@ -54,6 +54,10 @@ class Survey:
     failed (``roles.Takeover``: only such a delivery's half-written outcome is taken over)."""
     effects: int = 0
     """Effects the invocations sent beyond the table (entries observed, accepted or not)."""
+    write_marks: dict[str, frozenset[str]] = field(default_factory=dict)
+    """By request id, the records the writes of each invocation that held several records
+    and sent effects were marked on (the effects' judge reads no write:
+    ``effects.judge_effects``)."""
 
 
 def survey(history: History, business_index: Mapping[str, int]) -> Survey:
@@ -86,4 +90,6 @@ def survey(history: History, business_index: Mapping[str, int]) -> Survey:
                 found.accepted += 1
                 if record.item_after:
                     found.stored_names |= stored_names(record.item_after)
+        if inv.effects and len(inv.records) > 1:
+            found.write_marks[inv.request_id] = frozenset(w.record_id for w in inv.writes)
     return found

@@ -440,7 +440,8 @@ class EffectsJudged:
     inconclusive: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     learned: Mapping[str, SinkLearned] = field(default_factory=dict)
-    """By sink name, what this run's clean business ids showed (sinks with none left out)."""
+    """By sink (``KIND:NAME``, ``topic:orders``: two kinds may share a NAME), what this
+    run's clean business ids showed (sinks with none left out)."""
 
     def witnesses(self, anomaly: str, *, failing_only: bool = True) -> list[EffectWitness]:
         return [
@@ -452,6 +453,54 @@ class EffectsJudged:
             for w in s.witnesses
             if w.anomaly == anomaly
         ]
+
+
+@dataclass(frozen=True)
+class Complete:
+    """What a complete outcome holds, learned from the outcomes where nothing failed."""
+
+    names: frozenset[str] = frozenset()
+    """The names (``details.stored_names``), besides the key's, every one stored values
+    under."""
+    details: bool = False
+    """Every one carried its own message's details."""
+    ends: Mapping[str, tuple[Any, frozenset[Any]]] = field(default_factory=dict)
+    """By name: the value every one ended with there, and the other values such outcomes
+    held there on the way (empty when none did)."""
+    beside: frozenset[str] = frozenset()
+    """The shapes of the keys of the items beside the outcome every such business id's
+    deliveries changed (``id=customer#{customer}``)."""
+
+    @property
+    def says_anything(self) -> bool:
+        return bool(
+            self.names or self.details or self.beside or any(way for _, way in self.ends.values())
+        )
+
+    def merged(self, other: Complete) -> Complete:
+        """What both learned: names both hold, details both carried, ends both agree on
+        (with the values either saw on the way)."""
+        ends = {
+            name: (end, way | other.ends[name][1])
+            for name, (end, way) in self.ends.items()
+            if name in other.ends and other.ends[name][0] == end
+        }
+        return Complete(
+            self.names & other.names,
+            self.details and other.details,
+            ends,
+            self.beside & other.beside,
+        )
+
+    def describe(self) -> str:
+        """What was learned, for a note: the names, and the values outcomes end with."""
+        parts = sorted(self.names)
+        parts += [
+            f"{name} = {end}" for name, (end, way) in sorted(self.ends.items(), key=str) if way
+        ]
+        if self.details:
+            parts.append("the message's details")
+        return ", ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -470,13 +519,14 @@ class Check:
     templates: Mapping[str, Mapping[str, int | str]] = field(default_factory=dict)
     """Key templates seen: ``{template: {"role": ..., "writes": n}}``."""
     notes: tuple[str, ...] = ()
-    complete: frozenset[str] | None = None
-    """The attribute names, besides the key's, every stored outcome of a business id where
-    nothing failed held (``completeness.learned``); None when there was none."""
+    complete: Complete | None = None
+    """What every stored outcome of a business id where nothing failed held
+    (``completeness.learned``); None when there was none."""
     effects: tuple[SinkEffects, ...] = ()
     """Each sink's effects, judged (empty for a run without sinks and without effects)."""
     effects_learned: Mapping[str, SinkLearned] = field(default_factory=dict)
-    """By sink name, what the run's clean business ids showed of it (``EffectsJudged``)."""
+    """By sink (``KIND:NAME``), what the run's clean business ids showed of it
+    (``EffectsJudged``)."""
 
 
 def verdict_of(

@@ -5,7 +5,8 @@ The write observer knows the item before an UpdateItem (its atomic
 request stores, ``apply_update(before, key, expression, names, values)``, so
 no second read has to race the writes being observed. It also answers whether
 an update is a no-op by construction on an existing item
-(:func:`noop_when_present`) and compares items as DynamoDB does
+(:func:`noop_when_present`), whether it replaces what it changes rather than adding to
+it (:func:`replaces_what_it_sets`), and compares items as DynamoDB does
 (:func:`same_item`).
 
 It owns the UpdateExpression grammar (SET, REMOVE, ADD, DELETE; document paths
@@ -48,6 +49,7 @@ from loadtest.model.dynamodb.attribute_values import (
 )
 from loadtest.model.dynamodb.update_expressions import (
     Action,
+    Arithmetic,
     Call,
     Clause,
     Operand,
@@ -64,6 +66,7 @@ __all__ = [
     "UpdateNotUnderstood",
     "apply_update",
     "noop_when_present",
+    "replaces_what_it_sets",
     "same_item",
 ]
 
@@ -343,3 +346,29 @@ def noop_when_present(expression: str, names: Mapping[str, str] | None = None) -
         and action.value.args[0].parts == action.path.parts
         for action in actions
     )
+
+
+def replaces_what_it_sets(expression: str, names: Mapping[str, str] | None = None) -> bool:
+    """True when every action is ``SET p = v`` with ``v`` made of the request's values alone
+    (no path of the item: not ``p + :q``, ``if_not_exists`` or ``list_append(p, ...)``) or
+    ``REMOVE p``: what the item held at each path it changes is replaced, whoever wrote it,
+    never added to. False for anything else, or an expression that does not parse."""
+    try:
+        actions = parse_update_expression(expression, names)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError):
+        return False
+    return all(
+        action.clause is Clause.REMOVE
+        or (action.clause is Clause.SET and not _reads_the_item(action.value))
+        for action in actions
+    )
+
+
+def _reads_the_item(value: Value | None) -> bool:
+    if isinstance(value, Path):
+        return True
+    if isinstance(value, Call):
+        return any(_reads_the_item(arg) for arg in value.args)
+    if isinstance(value, Arithmetic):
+        return _reads_the_item(value.left) or _reads_the_item(value.right)
+    return False

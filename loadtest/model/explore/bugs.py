@@ -18,7 +18,9 @@ bug, read off the schedule and its judgement, never off decision numbers:
 So a read-then-write race (a switch after the delivery's read) and a crash between two
 writes (a crash after a read and a write) are two bugs even when both lose an outcome,
 while the race found with delivery 2 or delivery 3 switched in is one. A crash at a
-write's answer and one before the next write's call meet the same calls run: one bug.
+write's answer and one before the next write's call meet the same calls run: one bug; so
+do a crash before a read that follows the write and one after it (a crash or a timeout
+leaves out the reads after the delivery's last write).
 The search keys each failing schedule by where it left the search's first schedule (its
 schedules share that one's prefix, not the default's); the engine shrinks one schedule
 of each key (to schedules ``within`` it, failing in a way in common: a schedule showing
@@ -36,7 +38,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from loadtest.model.explore.points import Option, Point
+from loadtest.model.explore.points import Fault, Option, Point
 
 Call = tuple[str, tuple[str, ...]]
 """A call a delivery ran: its access kind (``read`` or ``write``) and the items it touched."""
@@ -83,6 +85,10 @@ def _call_word(kind: str, keys: tuple[str, ...]) -> str:
     return kind
 
 
+_STOPS = frozenset({Fault.CRASH.value, Fault.TIMEOUT.value})
+"""Faults that end the delivery where they strike."""
+
+
 def departure(
     taken: Sequence[tuple[int, Option, Option]],
     reference: Sequence[tuple[int, Option, Option]] | None = None,
@@ -95,7 +101,9 @@ def departure(
 
     A switch away from a delivery that has run no call yet is passed over: it only lets
     the deliveries start in another order (the copies of a message are alike), and the
-    bug lies where the schedule departs next."""
+    bug lies where the schedule departs next. A crash or a timeout after the delivery's
+    last writes and a read is the crash after those writes: the reads after its last
+    write are left out."""
     diverged = reference is None
     for position, (_, option, default) in enumerate(taken):
         if not diverged:
@@ -120,6 +128,11 @@ def departure(
         )
         if kind == "switch" and not calls:
             continue
+        if kind in _STOPS:
+            # A delivery stopped after a read is stopped as just before it: a read changes
+            # nothing, so the gap it leaves is where its last write left it.
+            while calls and calls[-1][0] == "read":
+                calls = calls[:-1]
         return Departure(kind, calls)
     return Departure("none")
 
@@ -129,7 +142,7 @@ def kinds(
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """A failing schedule's kinds: the ``failing`` count names above zero in ``counts``, and
     its reasons with every number written ``N`` (a bug that wrote twice or three times,
-    or an id ``order~17`` fresh in each schedule, is the same)."""
+    or an id ``order_s17`` fresh in each schedule, is the same)."""
     names = tuple(sorted(name for name in failing if counts.get(name, 0) > 0))
     said = tuple(sorted({_NUMBER.sub("N", reason) for reason in reasons}))
     return names, said

@@ -25,7 +25,7 @@ Pure: no clock, no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -258,6 +258,11 @@ def parse_token(token: str) -> Schedule:
         delivery = Delivery(int(copy), int(receive) if receive else 1)
         if delivery.copy < 1 or delivery.receive < 1:
             raise InputError(f"schedule {token!r}: entry {part!r} names no delivery")
+        if any(d == int(decision) for d, _ in entries):
+            raise InputError(
+                f"schedule {token!r}: entry {part!r} names decision {decision} again "
+                "(a decision takes one option)"
+            )
         entries.append(
             (int(decision), Choice(delivery, _LETTER_FAULTS[letter] if letter else None))
         )
@@ -280,8 +285,15 @@ class Replay:
     candidate's replay is just another schedule.
     """
 
-    def __init__(self, schedule: Schedule) -> None:
+    def __init__(
+        self, schedule: Schedule, anchors: Mapping[tuple[int, int], Fault] | None = None
+    ) -> None:
         self.entries = dict(schedule.entries)
+        self.anchors = dict(anchors or {})
+        """Faults placed by where they strike, not by decision: (copy, n) strikes the
+        copy's deliveries at the n-th decision that lets one of them go (a shrinking
+        candidate whose earlier switches were removed keeps its faults in place)."""
+        self._went: dict[int, int] = {}
         self.reached = -1
         """The last decision the execution reached."""
         self.missed: list[tuple[int, Choice, tuple[Choice, ...]]] = []
@@ -291,13 +303,26 @@ class Replay:
         self, decision: int, options: Sequence[Option], last: Delivery | None
     ) -> Option | None:
         self.reached = max(self.reached, decision)
+        chosen = self._entry(decision, options) or default_option(options, last)
+        if self.anchors:
+            copy = chosen.delivery.copy
+            went = self._went.get(copy, 0)
+            self._went[copy] = went + 1
+            fault = self.anchors.get((copy, went))
+            struck = [o for o in options if o.delivery == chosen.delivery and o.fault == fault]
+            if fault is not None and struck:
+                return struck[0]
+        return chosen
+
+    def _entry(self, decision: int, options: Sequence[Option]) -> Option | None:
         wanted = self.entries.get(decision)
-        if wanted is not None:
-            for option in options:
-                if option.choice == wanted:
-                    return option
-            self.missed.append((decision, wanted, tuple(o.choice for o in options)))
-        return default_option(options, last)
+        if wanted is None:
+            return None
+        for option in options:
+            if option.choice == wanted:
+                return option
+        self.missed.append((decision, wanted, tuple(o.choice for o in options)))
+        return None
 
     def unmatched(self) -> str | None:
         """Why the execution was not the schedule's (an entry named no option on offer, or

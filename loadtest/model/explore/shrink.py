@@ -9,16 +9,21 @@ normalised) and its number of steps, or None when the candidate passed.
 Candidates, smallest first: one copy of the message fewer (each copy in turn:
 its entries dropped, the later copies' renumbered), each fault removed, each non-default choice
 removed (later decisions then take the default: fewer preemptions), and, for a schedule
-that still switches deliveries more than once, each single switch instead.
+that still switches deliveries more than once, each single switch instead. A switch
+removed from before a fault shifts the decisions after it, so it is also tried with the
+faults after it kept where they struck (``Candidate.anchors``: the same copy's same
+turn to go), not at their old decision numbers: a crash that needs no switch before it
+shrinks to the crash alone.
 
 Pure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 
-from loadtest.model.explore.points import Choice, Delivery, Schedule
+from loadtest.model.explore.points import Choice, Delivery, Fault, Schedule
 
 Trace = tuple[int, ...]
 """The copy let go at each decision of a replay (decision index -> copy)."""
@@ -27,12 +32,24 @@ Replayed = tuple[Schedule, int, Trace]
 """A candidate that still fails: the schedule its replay took, its steps and its trace."""
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """A schedule to try, with faults placed by where they strike (``Replay``'s anchors)."""
+
+    schedule: Schedule
+    anchors: Mapping[tuple[int, int], Fault] = field(default_factory=dict)
+
+    @property
+    def copies(self) -> int:
+        return self.schedule.copies
+
+
 def size(schedule: Schedule, steps: int) -> tuple[int, int, int, int]:
     """What "smaller" means, in order: copies, faults, steps, non-default choices."""
     return (schedule.copies, schedule.faults, steps, len(schedule.entries))
 
 
-def candidates(schedule: Schedule, trace: Trace = ()) -> Iterator[Schedule]:
+def candidates(schedule: Schedule, trace: Trace = ()) -> Iterator[Schedule | Candidate]:
     for dropped in range(schedule.copies, 0, -1):
         if schedule.copies > 1:
             if trace:
@@ -44,6 +61,10 @@ def candidates(schedule: Schedule, trace: Trace = ()) -> Iterator[Schedule]:
     for i, (_, choice) in enumerate(schedule.entries):
         if choice.fault is None:
             yield Schedule(schedule.copies, schedule.entries[:i] + schedule.entries[i + 1 :])
+    if trace:
+        for i, (_, choice) in enumerate(schedule.entries):
+            if choice.fault is None and any(c.fault for _, c in schedule.entries[i + 1 :]):
+                yield _anchored_without(schedule, i, trace)
     faults = tuple(e for e in schedule.entries if e[1].fault is not None)
     if len(schedule.entries) - len(faults) >= 2:
         # Several switches that fail together may fail as one switch elsewhere: try each
@@ -54,6 +75,22 @@ def candidates(schedule: Schedule, trace: Trace = ()) -> Iterator[Schedule]:
                 yield Schedule(
                     schedule.copies, tuple(sorted((*faults, switch), key=lambda e: e[0]))
                 )
+
+
+def _anchored_without(schedule: Schedule, removed: int, trace: Trace) -> Candidate:
+    """The schedule without its ``removed`` switch, the faults after it kept at the turn of
+    their copy they struck at (in the ``trace`` of its replay)."""
+    kept: list[tuple[int, Choice]] = []
+    anchors: dict[tuple[int, int], Fault] = {}
+    for i, (decision, choice) in enumerate(schedule.entries):
+        if i == removed:
+            continue
+        if i > removed and choice.fault is not None and decision < len(trace):
+            copy = choice.delivery.copy
+            anchors[(copy, trace[:decision].count(copy))] = choice.fault
+        else:
+            kept.append((decision, choice))
+    return Candidate(Schedule(schedule.copies, tuple(kept)), anchors)
 
 
 def _without_copy(schedule: Schedule, dropped: int, trace: Trace) -> Schedule:
@@ -81,7 +118,7 @@ def shrink(
     schedule: Schedule,
     steps: int,
     trace: Trace,
-    still_fails: Callable[[Schedule], Replayed | None],
+    still_fails: Callable[[Schedule | Candidate], Replayed | None],
     *,
     max_tries: int = 500,
 ) -> tuple[Schedule, int, int]:

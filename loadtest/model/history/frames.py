@@ -187,6 +187,7 @@ def encode_write(w: WriteRecord) -> tuple[Any, ...]:
         w.request_id,
         w.idempotency,
         w.record_id,
+        w.replaces,
     )
 
 
@@ -252,7 +253,9 @@ def encode_invocation(inv: Invocation) -> tuple[Any, ...]:
     )
 
 
-def decode_invocation(row: tuple[Any, ...]) -> Invocation:
+def decode_invocation(row: tuple[Any, ...], *, writes_too: bool = True) -> Invocation:
+    """An invocation kept as ``encode_invocation``'s tuple; with ``writes_too=False``, its
+    writes left out (``writes`` empty), for a reader of the rest."""
     (
         request_id,
         environment,
@@ -282,7 +285,7 @@ def decode_invocation(row: tuple[Any, ...]) -> Invocation:
         ended_ns,
         _INVOCATION_OUTCOMES[outcome],
         error,
-        tuple([decode_write(w) for w in writes]),
+        tuple([decode_write(w) for w in writes]) if writes_too else (),
         failed,
         result,
         log_tail,
@@ -295,8 +298,9 @@ def decode_invocation(row: tuple[Any, ...]) -> Invocation:
 
 
 def encode_effect(e: EffectRecord) -> tuple[Any, ...]:
-    """An effect as a row of plain values (its kind as its text)."""
-    return (
+    """An effect as a row of plain values (its kind as its text; its message attributes
+    last, and only when it has some, so a row without them is what it always was)."""
+    row = (
         e.operation,
         e.kind.value,
         e.sink,
@@ -312,6 +316,7 @@ def encode_effect(e: EffectRecord) -> tuple[Any, ...]:
         e.request_id,
         e.record_id,
     )
+    return (*row, e.message_attributes) if e.message_attributes else row
 
 
 _EFFECT_KINDS: dict[str, EffectKind] = {kind.value: kind for kind in EffectKind}
@@ -330,6 +335,14 @@ class InvocationLog(RecordLog[Invocation]):
 
     def __init__(self, invocations: Iterable[Invocation] = (), frames: FrameStores = list) -> None:
         super().__init__(encode_invocation, decode_invocation, invocations, frames)
+
+    def without_writes(self) -> Iterator[Invocation]:
+        """The invocations with their writes left out (``writes`` empty): for a reader of
+        what they received, sent and answered, without decoding every write again."""
+        for row in self.rows(0, len(self._frames) * FRAME_RECORDS):
+            yield decode_invocation(row, writes_too=False)
+        for invocation in list(self._tail):
+            yield dataclasses.replace(invocation, writes=())
 
 
 def _plain_fields(cls: type[_T]) -> Callable[[_T], tuple[Any, ...]]:

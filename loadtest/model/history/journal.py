@@ -214,14 +214,57 @@ def encode_end_state(end: EndState) -> dict[str, Any]:
                 s.name,
                 s.kind.value,
                 s.address,
-                tuple((m.payload, m.key, m.attributes) for m in s.messages),
+                tuple(
+                    (m.payload, m.key, m.attributes, m.message_attributes)
+                    if m.message_attributes
+                    else (m.payload, m.key, m.attributes)
+                    for m in s.messages
+                ),
                 s.complete,
                 s.fifo,
                 s.deduplicated,
+                *((s.delayed,) if s.delayed else ()),
             )
             for s in end.sinks
         ),
     }
+
+
+def _sink_message(
+    payload: str, key: str, attributes: Any, message_attributes: Any = ()
+) -> SinkMessage:
+    """A sink's message as ``encode_end_state`` kept it (its message attributes only when
+    it had some)."""
+    return SinkMessage(
+        payload,
+        key,
+        tuple(tuple(a) for a in attributes),
+        tuple(tuple(a) for a in message_attributes),
+    )
+
+
+def _sink_contents(
+    name: str,
+    kind: str,
+    address: str,
+    messages: Any,
+    complete: bool,
+    fifo: bool,
+    deduplicated: str,
+    delayed: int = 0,
+) -> SinkContents:
+    """A sink's contents as ``encode_end_state`` kept them (its delayed count only when
+    some were)."""
+    return SinkContents(
+        name,
+        EffectKind(kind),
+        address,
+        tuple(_sink_message(*m) for m in messages),
+        complete,
+        fifo,
+        deduplicated,
+        delayed,
+    )
 
 
 def decode_end_state(data: Mapping[str, Any]) -> EndState:
@@ -231,18 +274,5 @@ def decode_end_state(data: Mapping[str, Any]) -> EndState:
         data["dlq_messages"],
         dict(data["table_items"]),
         tuple(tuple(t) for t in data["side_tables"]),
-        tuple(
-            SinkContents(
-                name,
-                EffectKind(kind),
-                address,
-                tuple(
-                    SinkMessage(p, k, tuple(tuple(a) for a in attrs)) for p, k, attrs in messages
-                ),
-                complete,
-                fifo,
-                deduplicated,
-            )
-            for name, kind, address, messages, complete, fifo, deduplicated in data["sinks"]
-        ),
+        tuple(_sink_contents(*row) for row in data["sinks"]),
     )

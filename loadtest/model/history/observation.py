@@ -194,6 +194,10 @@ def decode(
         return SideWrite(**body)
     if tag == "effect":
         body["kind"] = EffectKind(body["kind"])
+        if body.get("message_attributes"):
+            body["message_attributes"] = tuple(tuple(a) for a in body["message_attributes"])
+        else:
+            body.pop("message_attributes", None)
         return EffectRecord(**body)
     raise ValueError(f"unknown observation tag {tag!r}")
 

@@ -1,7 +1,9 @@
 """The records of a run's history: plain frozen values of what was sent, delivered and written.
 
 Pure data, produced by the producer, the runner and the execution
-environments, and consumed by the checker and the report. Timestamps are
+environments, and consumed by the checker and the report; and the one text form of
+an SNS or SQS message's attributes (``attribute_texts``), which the observer's records
+and the sinks' reads share. Timestamps are
 ``time.monotonic_ns()`` readings (system-wide on Linux and macOS, so the
 parent and the execution-environment processes share one timeline); they are
 passed in, never read here. How the records are kept while a run goes on is
@@ -10,6 +12,7 @@ passed in, never read here. How the records are kept while a run goes on is
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -113,6 +116,11 @@ class WriteRecord:
     """The messageId of the record the handler was on when it made the call (the last
     record whose body or messageId the calling thread or task read), or "" when the
     execution environment could not tell."""
+    replaces: bool = False
+    """What it stores comes from the request alone (a put; an update whose every action is
+    ``SET p = :v`` or ``REMOVE p``): whatever the item held before is replaced, not added
+    to, so a value the handler computed from an earlier read of the item undoes what
+    others wrote since (``ADD``, ``SET p = p + :q`` would not)."""
 
     @property
     def deletes(self) -> bool:
@@ -208,6 +216,9 @@ class EffectRecord:
     record_id: str = ""
     """The messageId of the record the handler was on when it made the call (as for a
     ``WriteRecord``), or "" when the execution environment could not tell."""
+    message_attributes: tuple[tuple[str, str], ...] = ()
+    """The entry's SNS or SQS ``MessageAttributes``, by name, as ``attribute_texts`` gives
+    them (() when it carried none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +234,40 @@ class SinkMessage:
     attributes: tuple[tuple[str, str], ...] = ()
     """What the sink says of it: ``MessageDeduplicationId``, ``MessageGroupId``,
     ``ETag``, an execution's ``status``, ..."""
+    message_attributes: tuple[tuple[str, str], ...] = ()
+    """The message attributes it was delivered with (a topic's from the notification's
+    ``MessageAttributes``, a queue's from the message's), as ``attribute_texts`` gives
+    them."""
+
+
+def attribute_texts(attributes: Any) -> tuple[tuple[str, str], ...]:
+    """SNS or SQS message attributes as ``EffectRecord.message_attributes`` and
+    ``SinkMessage.message_attributes`` keep them: ``(name, value)`` sorted by name, each
+    value as text, a binary one as ``base64:`` and its base64. Takes the form a call sends
+    and SQS delivers (``{"DataType", "StringValue" | "BinaryValue"}``) and the form an SNS
+    notification carries (``{"Type", "Value"}``, a binary value already in base64);
+    anything else, or a value of neither form, is left out."""
+    if not isinstance(attributes, dict) or not attributes:
+        return ()
+    out = []
+    for name, value in attributes.items():
+        if not isinstance(value, dict):
+            continue
+        kind = str(value.get("DataType") or value.get("Type") or "")
+        if "StringValue" in value:
+            text = str(value["StringValue"])
+        elif "BinaryValue" in value:
+            data = value["BinaryValue"]
+            raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+            text = "base64:" + base64.b64encode(raw).decode("ascii")
+        elif "Value" in value:
+            text = str(value["Value"])
+            if kind.startswith("Binary"):
+                text = "base64:" + text
+        else:
+            continue
+        out.append((str(name), text))
+    return tuple(sorted(out))
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +288,9 @@ class SinkContents:
     deduplicated: str = ""
     """What the sink deduplicates by itself, in words ("" when nothing): a FIFO topic's
     or queue's deduplication id within five minutes, an S3 key, an execution name."""
+    delayed: int = 0
+    """Messages a queue sink still held back when the read ended (sent with
+    ``DelaySeconds`` and not yet visible): held, but not read (``complete`` is False)."""
 
 
 @dataclass(frozen=True, slots=True)

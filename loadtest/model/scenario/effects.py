@@ -15,6 +15,8 @@ File format (each entry names one sink by its label)::
                                     # payload (through JSON strings), or "key" (an S3
                                     # object's key, an execution's name)
     id_pattern = "orders/(?P<id>[^/]+)[.]json"   # optional: the id inside that value
+    id_attribute = "orderId"        # instead of id: the SNS or SQS message attribute that
+                                    # holds it (a topic's or queue's messages)
     required = true                 # every acknowledged message must reach it
     delivery = "at-least-once"      # downstream deduplicates: duplicates are reported,
                                     # not failed (default "exactly-once")
@@ -31,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from loadtest.errors import ScenarioError
 from loadtest.model.history.records import EffectKind
-from loadtest.model.scenario.placeholders import sinks_in
+from loadtest.model.scenario.placeholders import SINK_PLACEHOLDERS, sinks_in
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -42,7 +44,10 @@ KEYED_KINDS = frozenset({EffectKind.BUCKET, EffectKind.STATE_MACHINE})
 BY_KEY = "key"
 """``id = "key"``: the business id is (in) the entry's key."""
 
-_ALLOWED_KEYS = frozenset({"sink", "id", "id_pattern", "required", "delivery"})
+ATTRIBUTE_KINDS = frozenset({EffectKind.TOPIC, EffectKind.QUEUE})
+"""Sinks whose messages carry message attributes (``id_attribute``)."""
+
+_ALLOWED_KEYS = frozenset({"sink", "id", "id_pattern", "id_attribute", "required", "delivery"})
 
 
 class Delivery(StrEnum):
@@ -68,6 +73,9 @@ class EffectRule:
     """A regular expression applied to that value (without ``id``: to the key of a keyed
     sink, else to the payload text): its group ``id``, else its first group, else its
     match is the business id."""
+    id_attribute: str = ""
+    """The message attribute (SNS, SQS ``MessageAttributes``) whose value is the business id
+    (or holds it, with ``id_pattern``); "" when the id is not in an attribute."""
     required: bool = False
     """Every acknowledged, non-poison message must reach it (else it is required only when
     learned from the run: every clean message reached it)."""
@@ -75,13 +83,22 @@ class EffectRule:
 
     @property
     def declares_id(self) -> bool:
-        return bool(self.id or self.id_pattern)
+        return bool(self.id or self.id_pattern or self.id_attribute)
 
-    def id_of(self, payload: Any, text: str, key: str) -> str | None:
+    def id_of(
+        self,
+        payload: Any,
+        text: str,
+        key: str,
+        message_attributes: Iterable[tuple[str, str]] = (),
+    ) -> str | None:
         """The business id this entry finds in an entry: ``payload`` parsed (None when not
-        JSON), its ``text`` and its ``key``; None when it is not there."""
-        if self.id == BY_KEY or (not self.id and self.kind in KEYED_KINDS):
-            value: str | None = key or None
+        JSON), its ``text``, its ``key`` and its message attributes; None when it is not
+        there."""
+        if self.id_attribute:
+            value: str | None = dict(message_attributes).get(self.id_attribute)
+        elif self.id == BY_KEY or (not self.id and self.kind in KEYED_KINDS):
+            value = key or None
         elif self.id:
             value = _at_path(payload, self.id)
         else:
@@ -101,6 +118,8 @@ class EffectRule:
             raw["id"] = self.id
         if self.id_pattern:
             raw["id_pattern"] = self.id_pattern
+        if self.id_attribute:
+            raw["id_attribute"] = self.id_attribute
         if self.required:
             raw["required"] = True
         if self.delivery is not Delivery.EXACTLY_ONCE:
@@ -142,11 +161,24 @@ def _at_path(payload: Any, path: str) -> str | None:
 
 
 def sink_labels(environment: Iterable[tuple[str, str]]) -> dict[str, EffectKind]:
-    """The sinks an environment's placeholders create, by label."""
+    """The sinks an environment's placeholders create, by label (a label two kinds of
+    sink share, ``{topic:orders}`` and ``{queue_url:orders}``, by the first)."""
     found: dict[str, EffectKind] = {}
     for sink in sinks_in(template for _, template in environment):
         found.setdefault(sink.name, sink.kind)
     return found
+
+
+def _shared_labels(environment: Iterable[tuple[str, str]]) -> dict[str, list[EffectKind]]:
+    """Labels more than one kind of sink shares, with their kinds."""
+    kinds: dict[str, list[EffectKind]] = {}
+    for sink in sinks_in(template for _, template in environment):
+        kinds.setdefault(sink.name, []).append(sink.kind)
+    return {label: ks for label, ks in kinds.items() if len(ks) > 1}
+
+
+def _placeholder_of(kind: EffectKind) -> str:
+    return next(text for text, of in SINK_PLACEHOLDERS.items() if of is kind)
 
 
 def _allowed_labels(labels: Mapping[str, EffectKind]) -> str:
@@ -168,9 +200,21 @@ def parse_effects(
         raise ScenarioError(
             f'{source}: effects must be an array of tables ([[effects]] sink = "NAME"), got {raw!r}'
         )
+    environment = tuple(environment)
     labels = sink_labels(environment)
+    shared = _shared_labels(environment)
     rules: list[EffectRule] = []
     for index, entry in enumerate(raw):
+        sink = entry.get("sink")
+        if isinstance(sink, str) and sink in shared:
+            kinds = " and ".join(f"a {kind.value}" for kind in shared[sink])
+            last = shared[sink][-1]
+            renamed = f"{{{_placeholder_of(last)}:{sink}-{last.value}}}"
+            raise ScenarioError(
+                f"{source}: effects[{index}].sink = {sink!r} names {kinds} in [consumer] "
+                "environment, so which one this entry is for is not said; give them different "
+                f'NAMEs (e.g. "{renamed}")'
+            )
         rules.append(_rule(entry, labels, source, f"effects[{index}]"))
     seen: set[str] = set()
     for index, rule in enumerate(rules):
@@ -204,12 +248,24 @@ def _rule(
         )
     kind = labels[sink]
     strings = {}
-    for name in ("id", "id_pattern"):
+    for name in ("id", "id_pattern", "id_attribute"):
         value = entry.get(name, "")
         if not isinstance(value, str):
             raise ScenarioError(f"{source}: {where}.{name} must be a string, got {value!r}")
         strings[name] = value
-    id_path, pattern = strings["id"], strings["id_pattern"]
+    id_path, pattern, attribute = strings["id"], strings["id_pattern"], strings["id_attribute"]
+    if attribute and kind not in ATTRIBUTE_KINDS:
+        raise ScenarioError(
+            f"{source}: {where}.id_attribute = {attribute!r}, but {sink!r} is a "
+            f"{kind.value}, whose entries carry no message attributes; id_attribute is for "
+            "topics and queues. Give id = a dotted path into the payload"
+            + (' or "key"' if kind in KEYED_KINDS else "")
+        )
+    if attribute and id_path:
+        raise ScenarioError(
+            f"{source}: {where} gives both id = {id_path!r} and id_attribute = "
+            f"{attribute!r}; give one: where the business id is"
+        )
     if id_path == BY_KEY and kind not in KEYED_KINDS:
         raise ScenarioError(
             f'{source}: {where}.id = "key", but {sink!r} is a {kind.value}, whose messages '
@@ -231,11 +287,12 @@ def _rule(
     required = entry.get("required", False)
     if not isinstance(required, bool):
         raise ScenarioError(f"{source}: {where}.required must be true or false, got {required!r}")
-    if required and not id_path and not pattern and kind not in KEYED_KINDS:
+    if required and not id_path and not pattern and not attribute and kind not in KEYED_KINDS:
         raise ScenarioError(
             f"{source}: {where}: sink {sink!r} is required but says no way to find a business "
             'id in what reaches it; give id = "PATH" (a dotted path into the payload, e.g. '
-            'id = "orderId") or id_pattern = "REGEX"'
+            'id = "orderId"), id_pattern = "REGEX"'
+            + (' or id_attribute = "NAME" (a message attribute)' if kind in ATTRIBUTE_KINDS else "")
         )
     delivery = entry.get("delivery", Delivery.EXACTLY_ONCE.value)
     try:
@@ -245,4 +302,4 @@ def _rule(
             f"{source}: {where}.delivery = {delivery!r}; allowed: "
             f"{', '.join(d.value for d in Delivery)}"
         ) from None
-    return EffectRule(sink, kind, id_path, pattern, required, delivery)
+    return EffectRule(sink, kind, id_path, pattern, attribute, required, delivery)

@@ -27,7 +27,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loadtest.errors import ScenarioError
-from loadtest.model.scenario.placeholders import Sink, sink_forms, sink_of, sinks_in
+from loadtest.model.scenario.placeholders import (
+    SINK_PLACEHOLDERS,
+    Sink,
+    sink_forms,
+    sink_of,
+    sinks_in,
+)
 
 PLACEHOLDERS: tuple[str, ...] = ("table", "queue_url", "queue_arn", "dlq_url", "region")
 """The run's resources an environment value may name (plus ``{table:LABEL}``)."""
@@ -39,6 +45,19 @@ _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TABLE_NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}")
 _ATTRIBUTE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,255}")
+_UNCLOSED = re.compile(
+    r"\{\s*("
+    + "|".join(
+        re.escape(word)
+        for word in sorted(
+            {*PLACEHOLDERS, *SINK_PLACEHOLDERS},
+            key=len,
+            reverse=True,
+        )
+    )
+    + r")\b"
+)
+"""A placeholder's opening left without its closing brace (``{queue_url:orders``)."""
 _RESERVED_ENV = frozenset(
     {"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_LAMBDA_FUNCTION_NAME", "AWS_ENDPOINT_URL"}
 )
@@ -247,6 +266,14 @@ def _environment(
         if not isinstance(value, str):
             raise ScenarioError(
                 f'{_field(where, name)} must be a string, got {value!r}; e.g. {name} = "{{table}}"'
+            )
+        rest = _PLACEHOLDER.sub("", value)
+        unclosed = _UNCLOSED.search(rest)
+        if unclosed:
+            raise ScenarioError(
+                f"{_field(where, name)} = {value!r}: the placeholder at "
+                f"{rest[unclosed.start() :]!r} has no closing '}}'; allowed: "
+                f"{allowed_placeholders(tables)}"
             )
         for inner in _PLACEHOLDER.findall(value):
             try:

@@ -2,7 +2,10 @@
 
 Owns the percentile plot (latency against a log ``1/(1-p)`` axis, from an
 encoded HdrHistogram), the step charts of a run over time, axis ticks and the
-SVG path builder, and how a value reads on the page (``format_value``, ``format_item``). Every text placed in an SVG is escaped here (``esc``).
+SVG path builder, how a value reads on the page (``format_value``, ``format_item``),
+and the room a text takes in an SVG: the advance the drawings lay each text class out
+with (``TEXT_CHAR_PX``) and a text cut to a width (``fit``). Every text placed in an SVG
+is escaped here (``esc``).
 """
 
 from __future__ import annotations
@@ -81,6 +84,31 @@ def format_item(item: Any, *, skip: str | None = None) -> str:
 
 def shorten(text: str, limit: int = 34) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --------------------------------------------------------------------------- text in SVG
+
+TEXT_CHAR_PX: dict[str, float] = {
+    "event-label": 7.5,
+    "lane-label": 8.5,
+    "axis-label": 7.5,
+    "plot-title": 8.5,
+}
+"""The advance (in pixels) the layout allows each character of a text class: above the
+average of the page's sans-serif at that class's size and weight (11 px labels, bold for
+faults; 12 px bold lane names; 13 px bold title)."""
+TEXT_HEIGHT_PX: dict[str, float] = {
+    "event-label": 11,
+    "lane-label": 12,
+    "axis-label": 11,
+    "plot-title": 13,
+}
+"""Font size (in pixels) of each text class."""
+
+
+def fit(text: str, css: str, width_px: float) -> str:
+    """``text`` cut (with an ellipsis) to what ``width_px`` holds in text class ``css``."""
+    return shorten(text, max(1, math.floor(width_px / TEXT_CHAR_PX[css])))
 
 
 # --------------------------------------------------------------------------- axes

@@ -260,11 +260,8 @@ def render_html(report: ReportModel | Mapping[str, Any]) -> str:
                 "color": color,
                 "known": {k: run.known(k, "–") for k in ("cold_starts", "handler", "faults")},
                 "verdict": run.verdict,
-                "reasons": [
-                    *run.reasons,
-                    *(f"inconclusive: {r}" for r in run.inconclusive),
-                    *run.notes,
-                ],
+                "reasons": [*run.reasons, *(f"inconclusive: {r}" for r in run.inconclusive)],
+                "notes": list(run.notes),
                 "relaxed": list(run.relaxed_reasons or ()),
                 "thresholds": _thresholds(run),
                 "write_rows": rows,

@@ -5,10 +5,10 @@ to bottom, one row per step; a column on the left holds the step labels and one
 column per execution environment (and delivery) holds the bars. Every label sits in
 a row of its own, inside its own column, cut to the column's width with the whole
 text in its tooltip: no two labels overlap, whatever the number of steps, of
-deliveries or the labels' lengths. ``TEXT_CHAR_PX`` is the advance the layout assumes a
-character of each text class takes (the page's stylesheet sets those fonts) to cut a
-label with an ellipsis; each text is also clipped to its column, so a label of wider
-glyphs than assumed still ends at its column's edge.
+deliveries or the labels' lengths. A label is cut with an ellipsis to its column by the
+advance ``loadtest.reports.html.charts.TEXT_CHAR_PX`` assumes a character of each text
+class takes; each text is also clipped to its column, so a label of wider glyphs than
+assumed still ends at its column's edge.
 """
 
 from __future__ import annotations
@@ -20,26 +20,10 @@ from typing import Any
 
 from markupsafe import Markup
 
-from loadtest.reports.html.charts import esc, format_item, num, shorten
+from loadtest.reports.html.charts import esc, fit, format_item, num
 
 ROW_PX = 22
 """Height of one step's row (in pixels): above the 11 px label font, so rows never touch."""
-TEXT_CHAR_PX: dict[str, float] = {
-    "event-label": 7.5,
-    "lane-label": 8.5,
-    "axis-label": 7.5,
-    "plot-title": 8.5,
-}
-"""The advance (in pixels) the layout allows each character of a text class: above the
-average of the page's sans-serif at that class's size and weight (11 px labels, bold for
-faults; 12 px bold lane names; 13 px bold title)."""
-TEXT_HEIGHT_PX: dict[str, float] = {
-    "event-label": 11,
-    "lane-label": 12,
-    "axis-label": 11,
-    "plot-title": 13,
-}
-"""Font size (in pixels) of each text class."""
 _PAD = 8
 _MIN_LANE_PX = 130
 _TOP = 30
@@ -61,11 +45,6 @@ def _step_css(step: Mapping[str, Any]) -> tuple[str, str]:
     if answer and answer != "answered":
         return "write", "w-error"
     return "step", "step"
-
-
-def fit(text: str, css: str, width_px: float) -> str:
-    """``text`` cut (with an ellipsis) to what ``width_px`` holds in text class ``css``."""
-    return shorten(text, max(1, math.floor(width_px / TEXT_CHAR_PX[css])))
 
 
 def explore_timeline(

@@ -1,12 +1,18 @@
 """The HTML report's race timeline: which deliveries raced on one business id, in the backend's order.
 
 Owns reading a run's write decisions back into timeline events and drawing
-them as an SVG: the reads that saw "absent", then the writes they made. An explored
-schedule's steps are drawn by ``loadtest.reports.html.steps``.
+them as an SVG: the reads that saw "absent", then the writes they made, each mark at
+its true time in its execution environment's lane. Marks may sit a pixel apart; their
+labels never overlap: a lane's labels are packed into as many rows as they need, by
+the room ``loadtest.reports.html.charts.TEXT_CHAR_PX`` gives a character, and the lane
+grows to hold them. An explored schedule's steps are drawn by
+``loadtest.reports.html.steps``.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -15,8 +21,11 @@ from typing import Any
 from markupsafe import Markup
 
 from loadtest.reports.html.charts import (
+    TEXT_CHAR_PX,
+    TEXT_HEIGHT_PX,
     _tick_label,
     esc,
+    fit,
     format_item,
     nice_ticks,
     num,
@@ -177,6 +186,60 @@ def _timeline_summary(events: Sequence[TimelineEvent], business_id: str) -> str:
     return "; ".join(parts) + "." if parts else "No reads or writes were recorded for this id."
 
 
+LABEL_ROW_PX = 14
+"""Pitch of the rows a lane's labels are packed into (in pixels): above the 11 px label
+font with its descenders, so labels of neighbouring rows never touch."""
+LABEL_GAP_PX = 8
+"""Room kept between two labels of one row (in pixels)."""
+_BAR_PX = 14
+_DESCENT_PX = TEXT_HEIGHT_PX["event-label"] / 4
+
+
+@dataclass(frozen=True)
+class _Label:
+    """Where one mark's label goes: its text as drawn and its box on the x axis (in pixels)."""
+
+    text: str
+    anchor: str
+    """``start`` (from the bar's left edge) or ``end`` (to its right edge)."""
+    left: float
+    right: float
+    above: bool
+
+
+def _label_for(e: TimelineEvent, x0: float, x1: float, plot: tuple[float, float]) -> _Label:
+    """``e``'s label beside its bar (``x0``..``x1``) in the plot (left and right edge):
+    from the bar's start to the right, or to its end when only that side has room, cut
+    to the wider side's room when neither holds it."""
+    above = e.kind == "read" if e.above is None else e.above
+    char_px = TEXT_CHAR_PX["event-label"]
+    room_right, room_left = plot[1] - x0, x1 - plot[0]
+    text = e.label
+    if len(text) * char_px > max(room_right, room_left):
+        text = fit(text, "event-label", max(room_right, room_left))
+    width = len(text) * char_px
+    if width <= room_right:
+        return _Label(text, "start", x0, x0 + width, above)
+    return _Label(text, "end", x1 - width, x1, above)
+
+
+def _pack_rows(spans: Sequence[tuple[float, float]], gap: float = LABEL_GAP_PX) -> list[int]:
+    """The row of each span (left, right): taken by left edge, each goes to the first row
+    whose last span ends ``gap`` before it starts. As few rows as the most spans that
+    meet at one point (widened by ``gap``) need."""
+    rows: list[float] = []  # the right edge of each row's last span
+    out = [0] * len(spans)
+    for i in sorted(range(len(spans)), key=lambda i: (spans[i][0], i)):
+        left, right = spans[i]
+        row = next((r for r, end in enumerate(rows) if end + gap <= left), len(rows))
+        if row == len(rows):
+            rows.append(right)
+        else:
+            rows[row] = right
+        out[i] = row
+    return out
+
+
 def svg_timeline(
     events: Sequence[TimelineEvent],
     *,
@@ -185,12 +248,20 @@ def svg_timeline(
     axis_label: str = "ms since the run started",
 ) -> Markup:
     """One lane per execution environment; bars for reads and writes on a shared axis
-    (milliseconds, or an explored schedule's steps)."""
-    lanes = list(dict.fromkeys(e.environment for e in sorted(events, key=lambda e: e.start_ms)))
-    lane_h, right, top, bottom = 58, 20, 30, 36
-    # Room for the longest lane label ("env 2 · delivery 3"), about 7 px a character.
-    left = max(70, 16 + 7 * max((len(f"env {lane}") for lane in lanes), default=0))
-    height = top + bottom + lane_h * max(len(lanes), 1)
+    (milliseconds, or an explored schedule's steps), each at its true time.
+
+    Reads (and effects) are labelled above their bar, writes below. The labels of one
+    lane on one side are packed into rows by the room :data:`TEXT_CHAR_PX` gives them, a
+    lane as tall as its rows need, so no two overlap however close the marks; a label in
+    a row away from its bar has a leader line to it. A label wider than the plot is cut
+    to the room it has and keeps its whole text in its tooltip, and each is clipped to
+    its box, so wider glyphs than assumed still end there."""
+    ordered = sorted(events, key=lambda e: (e.start_ms, e.kind))
+    lanes = list(dict.fromkeys(e.environment for e in ordered))
+    right, top, bottom = 20, 30, 36
+    # Room for the longest lane label ("env 12").
+    longest = max((len(f"env {lane}") for lane in lanes), default=0)
+    left = max(70, 16 + math.ceil(TEXT_CHAR_PX["lane-label"] * longest))
     pw = width - left - right
     t0 = min((e.start_ms for e in events), default=0.0)
     t1 = max((e.end_ms for e in events), default=1.0)
@@ -200,6 +271,34 @@ def svg_timeline(
 
     def sx(ms: float) -> float:
         return left + pw * (ms - lo) / (hi - lo)
+
+    bars = [(sx(e.start_ms), max(sx(e.end_ms), sx(e.start_ms) + 3)) for e in ordered]
+    labels = [
+        _label_for(e, x0, x1, (left, left + pw)) for e, (x0, x1) in zip(ordered, bars, strict=True)
+    ]
+    rows = [0] * len(ordered)
+    above_rows, below_rows = [1] * len(lanes), [1] * len(lanes)
+    for i, lane in enumerate(lanes):
+        for above, counts in ((True, above_rows), (False, below_rows)):
+            members = [
+                n
+                for n, e in enumerate(ordered)
+                if e.environment == lane and labels[n].above == above
+            ]
+            packed = _pack_rows([(labels[n].left, labels[n].right) for n in members])
+            for n, row in zip(members, packed, strict=True):
+                rows[n] = row
+            counts[i] = max([1, *(row + 1 for row in packed)])
+    # A lane, top to bottom: 8 px, its rows of labels above (one at least), its bars, its
+    # rows below (one at least), 8 px.
+    lane_h = [
+        8 + LABEL_ROW_PX * a + _BAR_PX + LABEL_ROW_PX * b + 8
+        for a, b in zip(above_rows, below_rows, strict=True)
+    ]
+    lane_y = [top + sum(lane_h[:i]) for i in range(len(lanes))]
+    height = top + bottom + (sum(lane_h) if lanes else 58)
+    # Ids unique to this drawing (a page draws several), the same for the same events.
+    uid = "race-" + hashlib.sha1(f"{title}{list(ordered)!r}".encode()).hexdigest()[:10]
 
     out = [
         f'<svg class="plot timeline" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
@@ -218,28 +317,52 @@ def svg_timeline(
         f"{esc(axis_label)}</text>"
     )
     for i, lane in enumerate(lanes):
-        y = top + i * lane_h
+        y = lane_y[i]
         out.append(
-            f'<rect class="lane{" odd" if i % 2 else ""}" x="{left}" y="{y}" width="{pw}" height="{lane_h}"/>'
-            f'<text class="lane-label" x="{left - 8}" y="{y + lane_h / 2 + 4}" text-anchor="end">'
-            f"env {esc(lane)}</text>"
+            f'<rect class="lane{" odd" if i % 2 else ""}" x="{left}" y="{y}" width="{pw}" '
+            f'height="{lane_h[i]}"/>'
+            f'<text class="lane-label" x="{left - 8}" y="{y + lane_h[i] / 2 + 4}" '
+            f'text-anchor="end">env {esc(lane)}</text>'
         )
-    for e in sorted(events, key=lambda e: (e.start_ms, e.kind)):
-        y = top + lanes.index(e.environment) * lane_h
-        x0, x1 = sx(e.start_ms), max(sx(e.end_ms), sx(e.start_ms) + 3)
-        bar_y = y + 22
-        # Reads label above their bar, writes below: in one lane a read is followed by its write.
-        above = e.kind == "read" if e.above is None else e.above
-        text_y = bar_y - 5 if above else bar_y + 27
-        anchor, tx = "start", x0
-        if x0 + 6.2 * len(e.label) > left + pw:
-            anchor, tx = "end", x1
-        out.append(
-            f'<g class="event {e.kind} {e.css}"><title>{esc(e.detail)}</title>'
-            f'<rect class="bar" x="{num(x0)}" y="{bar_y}" width="{num(x1 - x0)}" height="14" rx="3"/>'
-            f'<text class="event-label" x="{num(tx)}" y="{text_y}" text-anchor="{anchor}">'
-            f"{esc(e.label)}</text></g>"
+    clips: list[str] = []
+    leaders: list[str] = []
+    marks: list[list[str]] = [[] for _ in lanes]
+    for n, e in enumerate(ordered):
+        i = lanes.index(e.environment)
+        bar_y = lane_y[i] + 8 + LABEL_ROW_PX * above_rows[i]
+        x0, x1 = bars[n]
+        label, row = labels[n], rows[n]
+        if label.above:
+            text_y = bar_y - 5 - LABEL_ROW_PX * row
+        else:
+            text_y = bar_y + _BAR_PX + 13 + LABEL_ROW_PX * row
+        tx = x0 if label.anchor == "start" else x1
+        if row:
+            # From the bar's edge to the foot (or the top) of the label's first (or last) glyph.
+            y1, y2 = float(bar_y), float(text_y)
+            if not label.above:
+                y1, y2 = y1 + _BAR_PX, y2 - TEXT_HEIGHT_PX["event-label"]
+            leaders.append(
+                f'<line class="leader" x1="{num(tx)}" x2="{num(tx)}" y1="{num(y1)}" y2="{num(y2)}"/>'
+            )
+        clip_top = text_y + _DESCENT_PX - LABEL_ROW_PX
+        clips.append(
+            f'<clipPath id="{uid}-{n}"><rect x="{num(label.left)}" y="{num(clip_top)}" '
+            f'width="{num(label.right - label.left)}" height="{LABEL_ROW_PX}"/></clipPath>'
         )
+        title_text = e.detail if label.text == e.label else f"{e.label}\n{e.detail}"
+        marks[i].append(
+            f'<g class="event {e.kind} {e.css}"><title>{esc(title_text)}</title>'
+            f'<rect class="bar" x="{num(x0)}" y="{bar_y}" width="{num(x1 - x0)}" height="{_BAR_PX}" rx="3"/>'
+            f'<text class="event-label" x="{num(tx)}" y="{num(text_y)}" text-anchor="{label.anchor}" '
+            f'clip-path="url(#{uid}-{n})">{esc(label.text)}</text></g>'
+        )
+    if clips:
+        out.append(f"<defs>{''.join(clips)}</defs>")
+    # The leaders go under every label, whose halo (the lane's colour) keeps them off its glyphs.
+    out.extend(leaders)
+    for i, lane_marks in enumerate(marks):
+        out.append(f'<g class="lane-marks{" odd" if i % 2 else ""}">{"".join(lane_marks)}</g>')
     out.append("</svg>")
     return Markup("".join(out))
 

@@ -46,8 +46,13 @@ def _steps(explore: dict[str, Any]) -> list[tuple[str, str, str | None]]:
 
 @pytest.mark.parametrize(
     "consumer",
-    [ADVERSARIAL / "aio_racy", CONSUMERS / "aio_resource_read_then_write"],
-    ids=["client", "resource"],
+    [
+        ADVERSARIAL / "aio_racy",
+        CONSUMERS / "aio_resource_read_then_write",
+        # One event loop for the container: each environment runs its own.
+        CONSUMERS / "aio_loop_kept",
+    ],
+    ids=["client", "resource", "loop-kept"],
 )
 def test_aioboto3_read_then_write_race_is_found_and_replayed(
     backend_url: str, consumer: Path, tmp_path: Path

@@ -31,10 +31,10 @@ def test_each_schedule_sends_a_fresh_business_id_where_the_template_put_it() -> 
     shape = body_shape(SNS.workload)
     sent = [SentMessage(m.index, m.business_id, m.body, 0, 0, None) for m in plan(SNS.workload, 1)]
     for m in fresh_messages(sent, 3, shape):
-        assert m.business_id == "order-00001~3"
-        assert shape.business_id(m.body) == "order-00001~3"
+        assert m.business_id == "order-00001_s3"
+        assert shape.business_id(m.body) == "order-00001_s3"
         order = json.loads(json.loads(m.body)["Message"])
-        assert order["ref"] == "ORDER#order-00001~3"
+        assert order["ref"] == "ORDER#order-00001_s3"
 
 
 def _explore(scenario: Scenario, consumer: str, backend_url: str) -> loadtest.Report:

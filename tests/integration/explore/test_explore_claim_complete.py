@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import loadtest
 
 CONSUMERS = "tests/integration/explore/consumers"
@@ -35,6 +37,28 @@ def test_a_pending_claim_skipped_by_the_redelivery_is_a_lost_outcome(backend_url
     assert again.to_dict()["explore"]["counterexample"]["counts"]["lost_outcomes"] >= 1
 
 
+@pytest.mark.parametrize(
+    "consumer",
+    [
+        # The details go in a map the claim holds empty.
+        "claim_nested_details.py",
+        # The claim holds every detail; only its status (PROCESSING, never DONE) tells.
+        "claim_status_flip.py",
+    ],
+)
+def test_a_half_written_order_however_it_is_written_is_a_lost_outcome(
+    backend_url: str, consumer: str
+) -> None:
+    handler = f"{CONSUMERS}/{consumer}:handler"
+    report = loadtest.explore("seed-lab", handler=handler, faults="crash", endpoint_url=backend_url)
+    explore = report.to_dict()["explore"]
+    assert report.exit_code == 1, explore["bound"]["sentence"]
+    [bug] = explore["bugs"]
+    assert bug["counts"]["lost_outcomes"] == 1 and bug["faults"] == 1
+    assert bug["counts"]["duplicate_writes"] == 0
+    assert explore["exhaustive"] is True and explore["schedules_inconclusive"] == 0
+
+
 def test_a_redelivery_that_takes_a_pending_claim_over_passes(backend_url: str) -> None:
     report = loadtest.explore(
         "seed-lab",
@@ -47,6 +71,23 @@ def test_a_redelivery_that_takes_a_pending_claim_over_passes(backend_url: str) -
     assert report.exit_code == 0, explore
     assert explore["schedules_failed"] == 0 and explore["schedules_inconclusive"] == 0
     assert explore["exhaustive"] is True
+
+
+def test_a_redelivery_that_claims_an_expired_claim_with_its_own_token_passes(
+    backend_url: str,
+) -> None:
+    # Crashed or timed out after its claim, the first receive leaves it to expire; the
+    # third receive claims it with its own token, then completes: a takeover, in two writes.
+    report = loadtest.explore(
+        "seed-lab",
+        handler=f"{CONSUMERS}/claim_fenced_takeover.py:handler",
+        faults="crash,timeout",
+        copies=1,
+        endpoint_url=backend_url,
+    )
+    explore = report.to_dict()["explore"]
+    assert report.exit_code == 0, explore["bugs"]
+    assert explore["exhaustive"] is True and explore["schedules_run"] > 1
 
 
 def test_a_copy_that_takes_a_live_claim_over_after_a_timeout_is_a_duplicate(

@@ -55,8 +55,8 @@ def delete_consumer_topic(url: str) -> None:
 
 
 def _lines(judged: Judged) -> list[Line]:
-    """The steps, each schedule's fresh business id (``dedup-order~N``) shown as the scenario's."""
-    return [(s.delivery, re.sub(r"~\d+", "", s.what), s.answer) for s in judged.execution.steps]
+    """The steps, each schedule's fresh business id (``dedup-order_sN``) shown as the scenario's."""
+    return [(s.delivery, re.sub(r"_s\d+", "", s.what), s.answer) for s in judged.execution.steps]
 
 
 def _published(judged: Judged) -> list[tuple[str, bool, str | None]]:

@@ -1,0 +1,114 @@
+"""Each execution environment of an explored schedule with its own copy of the handler's code.
+
+On Lambda every execution environment is a process of its own: it imports the handler
+(its cold start) and keeps what the handler's modules hold (an event loop, a client, a
+set of order ids it has seen) for the invocations it runs, and for no other environment.
+The explorer runs every delivery as a thread of one process, so each environment is
+given its own copy of the consumer's own modules instead: those the handler's file sits
+beside (a file reference: its folder, as in a deployment zip) or its top-level package (a
+module reference) holds. Libraries (boto3, Powertools) and loadtest are shared, as they
+hold no consumer state.
+
+Environment 1 is the handler as the session first imported it; any other is imported
+again, once per session, the first time a delivery runs in it, and kept for the
+environments of that number in later schedules (warm, as Lambda keeps an environment
+between invocations). The copy is made with the consumer's modules taken out of
+``sys.modules`` and put back after, so each copy's modules see each other, and
+``sys.modules`` holds environment 1's.
+
+Owns the copies and ending them with the session (``close``); when one is imported
+(outside the schedule's points) is ``loadtest.emulation.explore.deliveries``'.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from loadtest.emulation.environment.child_host import load_handler
+
+Handler = Callable[[Any, Any], Any]
+
+
+class EnvironmentHandlers:
+    """The handler of each execution environment, by its number (1, 2, ...)."""
+
+    def __init__(self, ref: str, module: str | None, path: str | None) -> None:
+        self._ref = ref
+        self._home = _home(module, path)
+        before = dict(sys.modules)
+        self.first: Handler = load_handler(ref)
+        """Environment 1's handler: the import the session checked."""
+        self._own = [
+            name
+            for name, found in list(sys.modules.items())
+            if before.get(name) is not found and self._holds(found)
+        ]
+        """The consumer's modules this import made (libraries and modules imported
+        before it are shared)."""
+        self._by_number: dict[int, Handler] = {1: self.first}
+        self._modules: list[ModuleType] = [sys.modules[name] for name in self._own]
+        """Every environment's modules of the consumer, environment 1's first."""
+
+    def __call__(self, environment: int) -> Handler:
+        handler = self._by_number.get(environment)
+        if handler is None:
+            handler = self._by_number[environment] = self._copy()
+        return handler
+
+    def _holds(self, module: ModuleType | None) -> bool:
+        if module is None or module.__name__.split(".")[0] == "loadtest":
+            return False
+        where = getattr(module, "__file__", None)
+        return bool(where) and _within(str(where), self._home)
+
+    def _copy(self) -> Handler:
+        kept = {name: sys.modules.pop(name) for name in self._own if name in sys.modules}
+        try:
+            return load_handler(self._ref)
+        finally:
+            for name in self._own:
+                copied = sys.modules.pop(name, None)
+                if copied is not None:
+                    self._modules.append(copied)
+            sys.modules.update(kept)
+
+    def close(self) -> None:
+        """End the environments as their processes end: an event loop a module kept
+        (``loop = asyncio.new_event_loop()``) is closed, not left to warn when collected."""
+        for module in self._modules:
+            for value in list(vars(module).values()):
+                if (
+                    isinstance(value, asyncio.AbstractEventLoop)
+                    and not value.is_running()
+                    and not value.is_closed()
+                ):
+                    value.close()
+        self._modules.clear()
+
+
+def _home(module: str | None, path: str | None) -> str:
+    """The folder the consumer's own modules live in."""
+    if path is not None:
+        return os.path.dirname(os.path.abspath(path))
+    top = str(module).split(".")[0]
+    found = sys.modules.get(top)
+    where = getattr(found, "__file__", None) if found is not None else None
+    if where is None:
+        import importlib.util
+
+        spec = importlib.util.find_spec(top)
+        where = spec.origin if spec is not None else None
+    if where is None:
+        return os.path.abspath(top)
+    # A package's folder, or a lone module's own file.
+    return os.path.dirname(where) if os.path.basename(where) == "__init__.py" else where
+
+
+def _within(where: str, home: str) -> bool:
+    where = os.path.abspath(where)
+    return where == home or where.startswith(home.rstrip(os.sep) + os.sep)

@@ -1,0 +1,39 @@
+"""explore runs each execution environment with its own copy of the consumer's modules, as
+Lambda runs each in a process of its own: what a module holds (a set of ids seen, an event
+loop) is one environment's, never another's."""
+
+from __future__ import annotations
+
+import loadtest
+
+CONSUMERS = "tests/integration/explore/consumers"
+
+
+def test_a_set_of_ids_kept_in_memory_does_not_deduplicate_across_environments(
+    backend_url: str,
+) -> None:
+    report = loadtest.explore(
+        "seed-lab", handler=f"{CONSUMERS}/dedup_in_memory.py:handler", endpoint_url=backend_url
+    )
+    explore = report.to_dict()["explore"]
+    assert report.exit_code == 1, explore["bound"]["sentence"]
+    [bug] = explore["bugs"]
+    assert bug["counts"]["duplicate_writes"] == 1
+    # Two copies, one after the other, each in an environment of its own.
+    assert bug["schedule"] == "2:" and bug["faults"] == 0
+
+
+def test_the_environment_that_replaces_a_crashed_one_starts_with_an_empty_set(
+    backend_url: str,
+) -> None:
+    report = loadtest.explore(
+        "seed-lab",
+        handler=f"{CONSUMERS}/dedup_in_memory.py:handler",
+        copies=1,
+        faults="crash",
+        endpoint_url=backend_url,
+    )
+    explore = report.to_dict()["explore"]
+    assert report.exit_code == 1
+    [bug] = explore["bugs"]
+    assert bug["counts"]["duplicate_writes"] == 1 and bug["faults"] == 1
