@@ -3,9 +3,10 @@
 nox -s tests        the whole test suite (what CI runs), spread over 4 worker processes
                     (pytest-xdist, --dist loadgroup: tests that share a module-scoped
                     fixture, or carry one @pytest.mark.xdist_group, run in one worker;
-                    the tests marked slow are handed out first); `nox -s tests -- -n 0`
-                    runs it in one process. tests/ mirrors the package (tests/model,
-                    tests/engine, tests/backend, ...) with tests/integration for whole runs
+                    the tests marked slow are handed out first, the pure ones last);
+                    `nox -s tests -- -n 0` runs it in one process. tests/ mirrors the
+                    package (tests/model, tests/engine, tests/backend, ...) with
+                    tests/integration for whole runs
 nox -s quick        the pure tests only (the inner loop, well under a minute): the tests
                     tests/conftest.py marks `pure` -- those under its PURE_PATHS
                     (tests/model, tests/reports, tests/tools, tests/consumer and the pure
