@@ -3,9 +3,10 @@
 nox -s tests        the whole test suite (what CI runs), spread over 4 worker processes
                     (pytest-xdist, --dist loadgroup: tests that share a module-scoped
                     fixture, or carry one @pytest.mark.xdist_group, run in one worker;
-                    the tests marked slow are handed out first); `nox -s tests -- -n 0`
-                    runs it in one process. tests/ mirrors the package (tests/model,
-                    tests/engine, tests/backend, ...) with tests/integration for whole runs
+                    the tests marked slow are handed out first, the pure ones last);
+                    `nox -s tests -- -n 0` runs it in one process. tests/ mirrors the
+                    package (tests/model, tests/engine, tests/backend, ...) with
+                    tests/integration for whole runs
 nox -s quick        the pure tests only (the inner loop, well under a minute): the tests
                     tests/conftest.py marks `pure` -- those under its PURE_PATHS
                     (tests/model, tests/reports, tests/tools, tests/consumer and the pure
@@ -62,6 +63,11 @@ def _ministack(session: nox.Session) -> str:
     return str(binary.resolve())
 
 
+WRITE_BYTECODE = {"PYTHONDONTWRITEBYTECODE": ""}
+"""Bytecode caches written even where the environment turns them off: the suite starts
+hundreds of interpreters (CLI subprocesses, servers, workers), and without a cache each
+compiled loadtest's modules and pytest rewrote the test modules anew (~0.3 s CPU each)."""
+
 XDIST = ("-n", "4", "--dist", "loadgroup", "--durations=30")
 """How ``nox -s tests`` spreads the suite (a later ``-n``/``--dist`` in posargs wins), and
 the 30 slowest tests it names at the end (where the suite's time goes)."""
@@ -78,7 +84,7 @@ def tests(session: nox.Session) -> None:
         "pytest",
         *XDIST,
         *session.posargs,
-        env={"LOADTEST_MINISTACK": ministack},
+        env={"LOADTEST_MINISTACK": ministack, **WRITE_BYTECODE},
     )
 
 
@@ -86,7 +92,7 @@ def tests(session: nox.Session) -> None:
 def quick(session: nox.Session) -> None:
     """The pure tests: no backend, no child process (see tests/conftest.py)."""
     _install(session, "test")
-    session.run("pytest", "-m", "pure", *session.posargs)
+    session.run("pytest", "-m", "pure", *session.posargs, env=WRITE_BYTECODE)
 
 
 @nox.session(python="3.11")

@@ -8,8 +8,8 @@ process itself (``subprocess``, a zygote, ``loadtest serve``): it then runs only
 ``nox -s tests``.
 
 Under ``nox -s tests`` (pytest-xdist, ``--dist loadgroup``) the tests that share a
-module-scoped fixture run in one worker, so its value is made once, and the tests marked
-``slow`` are handed out first (see ``pytest_collection_modifyitems``).
+module-scoped fixture run in one worker, so its value is made once, the tests marked
+``slow`` are handed out first and the pure ones last (see ``pytest_collection_modifyitems``).
 """
 
 from __future__ import annotations
@@ -166,9 +166,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if getattr(config.option, "loadgroup", False):  # a pytest-xdist worker under loadgroup
         for item in items:
             _suffix_group(item)
-        # The long tests first, so that no worker starts one when the others are done
+        # The long tests first, so that no worker starts one when the others are done, and
+        # the pure ones (a fraction of a second each) last, to even out the workers' ends
         # (the scheduler hands out the groups first, then single tests in this order).
-        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+        items.sort(key=_hand_out_order)
+
+
+def _hand_out_order(item: pytest.Item) -> tuple[bool, bool]:
+    """Slow tests first, then those with a backend or a process, then the pure ones."""
+    return item.get_closest_marker("slow") is None, item.get_closest_marker("pure") is not None
 
 
 def _suffix_group(item: pytest.Item) -> None:

@@ -198,8 +198,10 @@ def test_diff_of_repeated_runs_finds_a_slower_handler_by_significance(
 ) -> None:
     def repeat(name: str, *extra: str) -> Path:
         path = tmp_path / name
+        # Two environments: what is compared is the runs' figures, not their parallelism.
         args = ["run", "race-burst", "--variant", "conditional", "--distinct-ids", "5"]
-        args += ["--repeat", "6", "--endpoint-url", backend_url, "--json", str(path), "--quiet"]
+        args += ["--concurrency", "2", "--repeat", "6", "--endpoint-url", backend_url]
+        args += ["--json", str(path), "--quiet"]
         result = runner.invoke(app, [*args, *extra])
         assert result.exit_code == 0, result.output
         return path

@@ -30,6 +30,9 @@ from tests.integration.helpers import client, loadtest_resources
 
 HERE = Path(__file__).parent
 
+# Each case waits on real processes, signals and timeouts (20-30 s on a busy machine).
+pytestmark = pytest.mark.slow
+
 
 @dataclass
 class Served:
@@ -286,7 +289,6 @@ def _finish_blocked(case: Case) -> tuple[int, float]:
     return code, blocked_s
 
 
-@pytest.mark.slow
 def test_stopped_backend_is_bounded_and_named(tmp_path: Path, served: Served) -> None:
     case = Case(tmp_path, _run_args(served.url, tmp_path / "out", "--deadline", "4"))
     _wait_for_table(served.url, case)

@@ -45,8 +45,10 @@ def test_shrink_ends_at_one_id_with_its_copies_and_the_command_fails_again(
     ran = runner.invoke(
         app,
         [
-            *("run", "race-burst", "--handler", handler, "--distinct-ids", "8"),
-            *("--endpoint-url", backend_url, "--json", str(report), "--quiet"),
+            # Four ids and four environments: enough to shrink on every dimension it has.
+            *("run", "race-burst", "--handler", handler, "--distinct-ids", "4"),
+            *("--concurrency", "4", "--endpoint-url", backend_url),
+            *("--json", str(report), "--quiet"),
         ],
     )
     assert ran.exit_code == 1, ran.output

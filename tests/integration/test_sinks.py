@@ -118,7 +118,9 @@ def test_an_interrupted_run_deletes_its_sinks(backend_url: str, tmp_path: Path) 
     process = subprocess.Popen(
         [
             *(sys.executable, "-m", "loadtest", "run", "race-burst", "--variant", "conditional"),
-            *("--distinct-ids", "400", "--concurrency", "2", "--endpoint-url", backend_url),
+            # 200 messages of 0.1 s on two environments: still running at the Ctrl-C.
+            *("--distinct-ids", "50", "--handler-duration", "100", "--concurrency", "2"),
+            *("--endpoint-url", backend_url),
             *("--env", "T={topic:orders.fifo}", "--env", "B={bucket:receipts}"),
             *("--env", "E={bus:events}", "--env", "S={state_machine:ship}"),
             *("--env", "F={function:notify}"),

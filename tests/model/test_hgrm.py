@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import io
 import random
 
 from hdrh.histogram import HdrHistogram
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from loadtest.model.figures.metrics import HGRM_SCALE, Latency, decode, hgrm
+from loadtest.model.figures.metrics import (
+    HGRM_SCALE,
+    HIGHEST_US,
+    Latency,
+    decode,
+    hgrm,
+)
 from loadtest.reports.text.formats import hgrm_files
 
 
@@ -81,3 +90,33 @@ def test_hgrm_files_name_each_run_and_latency_with_samples() -> None:
         "01-path_to_app.py_handler-batch_size10-handler.hgrm",
     ]
     assert files["00-conditional-end_to_end.hgrm"] == hgrm(latency.histogram)
+
+
+def _hdrh_hgrm(histogram: HdrHistogram) -> str:
+    buffer = io.BytesIO()
+    histogram.output_percentile_distribution(buffer, HGRM_SCALE)
+    return buffer.getvalue().decode("ascii")
+
+
+# On a range of 0.1 s at 2 significant figures (ten buckets of 128 values) the reference,
+# hdrh's walk over every bucket of the range, stays short; the one-hour range at 3
+# significant figures of a run's histograms is the test below.
+@settings(max_examples=25)
+@given(
+    st.lists(st.tuples(st.integers(1, 100_000), st.integers(1, 1000)), max_size=40),
+    st.booleans(),
+)
+def test_hgrm_is_the_text_hdrh_writes(values: list[tuple[int, int]], decoded: bool) -> None:
+    histogram = HdrHistogram(1, 100_000, 2)
+    for value_us, count in values:
+        histogram.record_value(value_us, count)
+    if decoded:
+        histogram = HdrHistogram.decode(histogram.encode())
+    assert hgrm(histogram) == _hdrh_hgrm(histogram)
+
+
+def test_hgrm_is_the_text_hdrh_writes_up_to_the_end_of_the_range() -> None:
+    latency = _latency()
+    latency.histogram.record_value(HIGHEST_US)
+    latency.histogram.record_value(1, 30)
+    assert hgrm(latency.histogram) == _hdrh_hgrm(latency.histogram)

@@ -56,7 +56,7 @@ def safe_handler(event, context):
 SCENARIO = """
 name = "orders-resent"
 [workload]
-distinct_ids = 20
+distinct_ids = 5
 copies = 4
 copy_spacing = "at-once"
 [consumer]

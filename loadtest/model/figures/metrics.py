@@ -9,8 +9,9 @@ vanishes from p99.9.
 from __future__ import annotations
 
 import io
+import math
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import compress
 from typing import Any
@@ -259,8 +260,88 @@ def decode(encoded: str) -> HdrHistogram:
     return histogram
 
 
+HGRM_TICKS_PER_HALF_DISTANCE = 5
+"""The ``.hgrm`` rows per halving of the distance to 100% (hdrh's default)."""
+
+
 def hgrm(histogram: HdrHistogram) -> str:
-    """HdrHistogram's percentile distribution text (the ``.hgrm`` format), in milliseconds."""
-    buffer = io.BytesIO()
-    histogram.output_percentile_distribution(buffer, HGRM_SCALE)
-    return buffer.getvalue().decode("ascii")
+    """HdrHistogram's percentile distribution text (the ``.hgrm`` format), in milliseconds.
+
+    The bytes of ``histogram.output_percentile_distribution(buffer, HGRM_SCALE)``, from
+    the filled buckets: hdrh's percentile iterator and its mean and standard deviation
+    step through every bucket up to the largest value in Python, about 0.1 s per file
+    on a one-hour range. A bucket left empty never ends a step of its iterator, so
+    visiting the filled ones alone, in order, yields its rows.
+    """
+    buckets = filled_buckets(histogram)
+    total_count = int(histogram.get_total_count())
+    if not total_count or sum(count for _, count in buckets) != total_count:
+        buffer = io.BytesIO()  # nothing recorded, or counts hdrh itself would trip on
+        histogram.output_percentile_distribution(buffer, HGRM_SCALE)
+        return buffer.getvalue().decode("ascii")
+    figures = histogram.significant_figures
+    lines = [
+        b"%12s %14s %10s %14s\n\n" % (b"Value", b"Percentile", b"TotalCount", b"1/(1-Percentile)")
+    ]
+    row = f"%12.{figures}f %2.12f %10d %14.2f\n".encode()
+    last_row = f"%12.{figures}f %2.12f %10d\n".encode()
+    for value, percentile, count in _percentile_steps(histogram, buckets, total_count):
+        if percentile != 100:
+            other = 1 / (1 - percentile / 100)
+            lines.append(row % (value / HGRM_SCALE, percentile / 100, count, other))
+        else:
+            lines.append(last_row % (value / HGRM_SCALE, percentile / 100, count))
+    mean = mean_value(histogram, buckets)
+    deviations = 0.0
+    for index, count in buckets:
+        deviation = histogram._hdr_median_equiv_value(histogram.get_value_from_index(index)) * 1.0
+        deviation -= mean
+        deviations += (deviation * deviation) * count
+    stddev = math.sqrt(deviations / total_count)
+    lines.append(
+        f"#[Mean    = %12.{figures}f, StdDeviation   = %12.{figures}f]\n".encode()
+        % (mean / HGRM_SCALE, stddev)
+    )
+    lines.append(
+        f"#[Max     = %12.{figures}f, TotalCount     = %12.{figures}f]\n".encode()
+        % (histogram.get_max_value() / HGRM_SCALE, total_count)
+    )
+    lines.append(
+        b"#[Buckets = %12d, SubBuckets     = %12d]\n"
+        % (histogram.bucket_count, histogram.sub_bucket_count)
+    )
+    return b"".join(lines).decode("ascii")
+
+
+def _percentile_steps(
+    histogram: HdrHistogram, buckets: list[tuple[int, int]], total_count: int
+) -> Iterator[tuple[int, float, int]]:
+    """hdrh's ``PercentileIterator`` over the filled ``buckets``: (value iterated to,
+    percentile level iterated to, count up to it) per step, in its order.
+
+    Its steps, from 0% on, each end at the first filled bucket whose running count
+    reaches the level (several levels may end in one bucket); each next level is closer
+    to 100% by ``100 / (ticks * 2 ** (log2(100 / gap) + 1))``, and once every count is
+    taken, one last step ends at 100%.
+    """
+    level: float = 0
+    last_taken = False
+    position, fresh, running = 0, True, 0
+    while True:
+        # Its has_next() comes before the bucket's count is added.
+        if running >= total_count:
+            if last_taken:
+                return
+            level, last_taken = 100.0, True
+        index, count = buckets[position]
+        if fresh:
+            running, fresh = running + count, False
+        if (100.0 * running) / total_count >= level:
+            value = histogram.get_highest_equivalent_value(histogram.get_value_from_index(index))
+            yield value, level, running
+            gap = 100.0 - level
+            if gap:
+                half_distance = math.pow(2, (math.log(100 / gap) / math.log(2)) + 1)
+                level += 100.0 / (HGRM_TICKS_PER_HALF_DISTANCE * half_distance)
+        else:
+            position, fresh = position + 1, True
