@@ -76,6 +76,7 @@ class EnvironmentHandlers:
                 if copied is not None:
                     self._modules.append(copied)
             sys.modules.update(kept)
+            _rebind(kept)
 
     def close(self) -> None:
         """End the environments as their processes end: an event loop a module kept
@@ -89,6 +90,17 @@ class EnvironmentHandlers:
                 ):
                     value.close()
         self._modules.clear()
+
+
+def _rebind(modules: dict[str, ModuleType]) -> None:
+    """Point each package's attribute back at environment 1's submodule: importing a copy
+    sets ``package.submodule`` to the copy on a package shared with it, so that
+    ``import package.submodule`` and ``sys.modules`` would otherwise name two modules."""
+    for name, module in modules.items():
+        parent, _, child = name.rpartition(".")
+        package = sys.modules.get(parent) if parent else None
+        if package is not None:
+            setattr(package, child, module)
 
 
 def _home(module: str | None, path: str | None) -> str:
