@@ -7,6 +7,7 @@ import importlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,7 +50,8 @@ def test_a_package_imported_before_points_at_environment_one_after_a_copy(
         for child in ("app", "_clients"):
             assert getattr(shared, child) is sys.modules[f"{package}.{child}"]
         # What a later ``import package.module`` sees is what the first environment runs.
-        importlib.import_module(f"{package}._clients").client = "patched"
+        clients: Any = importlib.import_module(f"{package}._clients")
+        clients.client = "patched"
         assert handlers(1).__globals__["_clients"].client == "patched"
     finally:
         handlers.close()
