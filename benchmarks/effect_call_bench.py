@@ -5,8 +5,9 @@ On one embedded backend, one synchronous boto3 client at a time (nothing else ru
 read from /proc) and of the client (this process):
 
 * a conditional ``PutItem`` (``attribute_not_exists(id)``), the guarded write;
-* an SNS ``Publish`` to a topic with an SQS subscription (the backend delivers it to the
-  queue within the call), a consumer's effect;
+* an SNS ``Publish`` to a topic with an SQS subscription without raw delivery, as a run's
+  capture queue is subscribed (the backend wraps it in SNS's signed envelope and delivers
+  it to the queue within the call), a consumer's effect;
 * reading the queue back as a run reads a topic's capture queue (``ReceiveMessage`` of 10
   with every attribute, ``DeleteMessageBatch``), per message read.
 
@@ -65,8 +66,7 @@ def main() -> None:
             TopicArn=topic,
             Protocol="sqs",
             Endpoint=arn["Attributes"]["QueueArn"],
-            Attributes={"RawMessageDelivery": "true"},
-        )
+        )  # without raw delivery, as a run subscribes a topic's capture queue
         dynamodb.create_table(
             TableName="bench-orders",
             AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],

@@ -1,8 +1,9 @@
 """One exhaustive search of ``explore`` run by several processes at once.
 
 Owns the worker processes of an exploration. Each is forked before the caller opens its
-own session (which it does only to shrink what they found), opens a session of its own (``Session``: its own table and sinks on the same
-backend, the handler imported in it) and searches the branches of the space it is handed
+own session (which it does only to shrink what they found), opens a session of its own
+(``Session``: its own table and sinks on the same backend, the handler imported in it)
+and searches the branches of the space it is handed
 (``Exhaustive.subtree``), the first worker the whole space. When a worker runs out of
 branches, another one splits off the first untried branch of its shallowest decision
 (``Exhaustive.split``) for it. Each schedule goes back as run (``Ran``), with its place
