@@ -1087,3 +1087,54 @@ def test_copies_with_other_details_announced_under_other_names_conflict() -> Non
     end = with_sinks(end_state([order_item("o-1", 1)]), topic(announced(1), announced(5)))
     counts = effect_counts(check(history, end))
     assert (counts["duplicate"], counts["conflicting"]) == (1, 1)
+
+
+def test_an_entry_refused_in_a_batch_sent_after_the_loop_is_lost_for_its_own_order() -> None:
+    # One invocation holds the three orders, stores each, then sends the three requests in
+    # one SendMessageBatch after its loop: every entry is marked on the last record (m-3).
+    # o-2's entry is refused (a delay SQS does not take) and the answer is never read.
+    messages = three_orders()
+    queue = "https://sqs.us-east-1.amazonaws.com/000000000000/shipping"
+
+    def request(order_id: str, *, accepted: bool = True) -> EffectRecord:
+        sent_entry = effect(payload(order_id), sink=queue, accepted=accepted, record_id="m-3")
+        return dataclasses.replace(
+            sent_entry,
+            operation="SQS.SendMessageBatch",
+            kind=EffectKind.QUEUE,
+            call_id="batch-1",
+            error_code=None if accepted else "InvalidParameterValue",
+        )
+
+    batch = invocation(
+        "r-1",
+        [record(f"m-{n}", f"o-{n}") for n in (1, 2, 3)],
+        [write(order_item(f"o-{n}", 1)) for n in (1, 2, 3)],
+    )
+    batch = dataclasses.replace(
+        batch,
+        effects=(request("o-1"), request("o-2", accepted=False), request("o-3")),
+    )
+    history = history_of(messages, [batch], ["m-1", "m-2", "m-3"])
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    shipping = SinkContents(
+        name="shipping",
+        kind=EffectKind.QUEUE,
+        address=queue,
+        messages=(SinkMessage(payload("o-1")), SinkMessage(payload("o-3"))),
+    )
+    result = check(history, with_sinks(end_state(items), shipping))
+    # o-1 and o-3 went through cleanly and reached the queue: it is required, and o-2,
+    # acknowledged, never got there.
+    assert the_sink(result, "shipping").required == "learned"
+    assert effect_counts(result) == {
+        "sent": 2,
+        "delivered": 2,
+        "duplicate": 0,
+        "conflicting": 0,
+        "lost": 1,
+    }
+    assert (
+        "1 lost effect(s): o-2 never sent to shipping (message m-2 acknowledged); the sink "
+        "refused 1 of its entries (InvalidParameterValue)" in result.reasons
+    )

@@ -202,13 +202,23 @@ def _times(n: int) -> str:
     return "twice" if n == 2 else f"{n} times"
 
 
-def _refused(groups: Sequence[_Group], records_of: Mapping[str, Sequence[str]]) -> set[str]:
+def _refused(
+    groups: Sequence[_Group],
+    records_of: Mapping[str, Sequence[str]],
+    whose: Callable[[_Group, EffectRecord], str | None],
+    business_of: Mapping[str, str | None],
+) -> set[str]:
     """The messages whose delivery had an entry refused (a ``Failed`` entry of a batch call,
     an error answer, no answer) that the sink does not hold: such a delivery did not send
     all it meant to, whatever the invocation answered, so it teaches nothing about what a
     complete delivery sends. A refusal of what the sink already holds (a start of an
-    execution name it keeps) is the sink's own deduplication, not a failure. An entry
-    marked on no record (a batch the observer could not tell apart) marks its whole
+    execution name it keeps) is the sink's own deduplication, not a failure.
+
+    Whose delivery it was is read from the entry first (``whose``: the business id it
+    names): the messages of that id its invocation held. A batch call sent after the
+    handler's loop is marked on whichever record came last, so its mark names the
+    delivery only for an entry that names no id its invocation held; an entry marked on
+    no record either (a batch the observer could not tell apart) marks its whole
     invocation."""
     out: set[str] = set()
     for g in groups:
@@ -225,7 +235,10 @@ def _refused(groups: Sequence[_Group], records_of: Mapping[str, Sequence[str]]) 
         for e, d in refused:
             if (e.key if keyed else e.payload) in holds:
                 continue
-            out.update([d.message_id] if d.message_id else records_of.get(d.request_id, ()))
+            records = records_of.get(d.request_id, ())
+            business_id = whose(g, e)
+            own = [m for m in records if business_id and business_of.get(m) == business_id]
+            out.update(own or ([d.message_id] if d.message_id else records))
     return out
 
 
@@ -325,12 +338,19 @@ def judge_effects(
             )
     if not groups:
         return None
-    dirty |= _refused(groups, records_of)
-
-    acked_ids = set(acked)
     messages = [m for m in sent if m.message_id is not None]
     # A poison message's id is an id too: an effect sent for it is its, never unknown.
     ids = _Ids(m.business_id for m in messages if m.business_id is not None)
+    # A label two kinds of sink share (a topic and a queue both "orders") is two sinks: an
+    # entry is for the kind its label was declared with.
+    rule_of = {(r.kind, r.sink): r for r in rules}
+
+    def whose(g: _Group, e: EffectRecord) -> str | None:
+        return ids.of(e.payload, e.key, rule_of.get((g.kind, g.name)), e.message_attributes)
+
+    dirty |= _refused(groups, records_of, whose, business_of)
+
+    acked_ids = set(acked)
     expected = [m for m in messages if m.message_id in acked_ids and not m.poison and m.business_id]
     by_id: dict[str, list[SentMessage]] = defaultdict(list)
     for m in messages:
@@ -349,9 +369,6 @@ def judge_effects(
     }
     # Ids whose messages carried more than one set of details (a conflict among the copies).
     varied = {b for b, ds in (details or {}).items() if len(ds) > 1}
-    # A label two kinds of sink share (a topic and a queue both "orders") is two sinks: an
-    # entry is for the kind its label was declared with.
-    rule_of = {(r.kind, r.sink): r for r in rules}
 
     judged: list[SinkEffects] = []
     learned: dict[str, SinkLearned] = {}
