@@ -291,6 +291,33 @@ def test_an_effect_that_names_no_order_leaves_the_run_inconclusive(
     ]
 
 
+SUBJECT_DECLARED = r"""
+[[effects]]
+sink = "ops"
+id_pattern = "Order (\\S+) placed"   # over the Message's text, then over the Subject
+required = true
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "required"),
+    [("", "learned"), (SUBJECT_DECLARED, "declared")],
+    ids=["found", "declared"],
+)
+def test_an_order_id_only_in_the_sns_subject_is_found_there(
+    backend_url: str, tmp_path: Path, extra: str, required: str
+) -> None:
+    path = _scenario(tmp_path, {"OPS_TOPIC_ARN": "{topic:ops}"}, extra=extra)
+    run = _run(backend_url, path, _user("notify_by_subject.py"))
+    assert run.verdict == "fail"
+    assert run.raw["counts"]["duplicate_writes"] == 0
+    # Every copy notified again, the same Message each time: the Subject says whose it is.
+    sent = IDS * COPIES
+    assert _effects(run) == _expect(sent, sent, duplicate=IDS * (COPIES - 1))
+    (sink,) = run.raw["effects"]
+    assert (sink["unidentified"], sink["required"]) == (0, required)
+
+
 def test_a_resend_announced_with_its_own_details_conflicts(
     backend_url: str, tmp_path: Path
 ) -> None:

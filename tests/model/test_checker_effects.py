@@ -1138,3 +1138,49 @@ def test_an_entry_refused_in_a_batch_sent_after_the_loop_is_lost_for_its_own_ord
         "1 lost effect(s): o-2 never sent to shipping (message m-2 acknowledged); the sink "
         "refused 1 of its entries (InvalidParameterValue)" in result.reasons
     )
+
+
+def _announced_by_subject(rules: list[EffectRule]) -> tuple[Check, Check]:
+    """o-1 and o-2, each sent twice and announced on every delivery with the order id only
+    in the SNS Subject ("Order o-N placed"; the Message the same text for every order); the
+    check of the run, and of the same run whose topic holds what was announced."""
+    messages = [sent(0, "o-1", "m-1"), sent(1, "o-1", "m-2"), sent(2, "o-2", "m-3")]
+    messages.append(sent(3, "o-2", "m-4"))
+
+    def announced(order_id: str) -> EffectRecord:
+        return dataclasses.replace(effect("order placed"), subject=f"Order {order_id} placed")
+
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [write(order_item("o-1", 1))], [announced("o-1")]),
+        delivery("r-2", "m-2", "o-1", [rejected("o-1", started_ns=1)], [announced("o-1")]),
+        delivery("r-3", "m-3", "o-2", [write(order_item("o-2", 1))], [announced("o-2")]),
+        delivery("r-4", "m-4", "o-2", [rejected("o-2", started_ns=1)], [announced("o-2")]),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3", "m-4"])
+    held = dataclasses.replace(
+        topic(),
+        messages=tuple(
+            SinkMessage(e.payload, "", (), (), e.subject)
+            for inv in invocations
+            for e in inv.effects
+        ),
+    )
+    end = end_state([order_item("o-1", 1), order_item("o-2", 1)])
+    return check(history, end, effects=rules), check(history, with_sinks(end, held), effects=rules)
+
+
+def test_an_id_only_in_the_subject_names_the_entry() -> None:
+    # As the observer saw it sent, as the topic held it, and where a pattern declares it.
+    declared = EffectRule("orders", EffectKind.TOPIC, id_pattern=r"Order (\S+) placed")
+    for rules in ([], [declared]):
+        for result in _announced_by_subject(rules):
+            assert effect_counts(result) == {
+                "sent": 4,
+                "delivered": 4,
+                "duplicate": 2,
+                "conflicting": 0,
+                "lost": 0,
+            }
+            (sink,) = result.effects
+            assert sink.unidentified == 0
+            assert result.verdict is Verdict.FAIL

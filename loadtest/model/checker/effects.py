@@ -10,9 +10,9 @@ really held, read back) and the scenario's ``[[effects]]`` entries:
    none of the run's sinks (another function's ``Invoke``) is a sink of its own, named by its
    address, that nothing reads back: what it delivered is what it accepted.
 2. **Whose effect.** The business id of an effect or of what a sink holds is found in its
-   payload and its message attributes as it is in stored items (any leaf, inside nested
-   maps and JSON strings, naming exactly one id that was sent), else in its key (an S3
-   object's, an execution's name), or where its ``[[effects]]`` entry says (``id``,
+   payload, its message attributes and its SNS Subject as it is in stored items (any leaf,
+   inside nested maps and JSON strings, naming exactly one id that was sent), else in its
+   key (an S3 object's, an execution's name), or where its ``[[effects]]`` entry says (``id``,
    ``id_attribute``, ``id_pattern``). An entry with no business id leaves the run
    inconclusive, naming the sink and what to declare: never a guess.
 3. **Duplicates** are counted from what the sink held when read: per business id, entries
@@ -119,15 +119,17 @@ class _Ids:
         key: str,
         rule: EffectRule | None,
         message_attributes: tuple[tuple[str, str], ...] = (),
+        subject: str = "",
     ) -> str | None:
         parsed = _parsed(payload)
         if rule is not None and rule.declares_id:
-            return rule.id_of(parsed, payload, key, message_attributes)
+            return rule.id_of(parsed, payload, key, message_attributes, subject)
         value = plain(parsed) if parsed is not None else payload
-        if message_attributes:
+        if message_attributes or subject:
             # What a message carries beside its body is searched as its body is: an id
-            # only in an attribute (orderId) names it, two different ids name none.
-            value = [value, dict(message_attributes)]
+            # only in an attribute (orderId) or in an SNS Subject ("Order o-1 placed")
+            # names it, two different ids name none.
+            value = [value, dict(message_attributes), subject]
         return named_id(value, key, self.known, self.longest)
 
 
@@ -346,7 +348,8 @@ def judge_effects(
     rule_of = {(r.kind, r.sink): r for r in rules}
 
     def whose(g: _Group, e: EffectRecord) -> str | None:
-        return ids.of(e.payload, e.key, rule_of.get((g.kind, g.name)), e.message_attributes)
+        rule = rule_of.get((g.kind, g.name))
+        return ids.of(e.payload, e.key, rule, e.message_attributes, e.subject)
 
     dirty |= _refused(groups, records_of, whose, business_of)
 
@@ -515,7 +518,7 @@ def _judge_sink(
     refusals: dict[str, list[str]] = defaultdict(list)
     for e, _ in g.effects:
         if not e.accepted:
-            refused_id = ids.of(e.payload, e.key, rule, e.message_attributes)
+            refused_id = ids.of(e.payload, e.key, rule, e.message_attributes, e.subject)
             if refused_id is not None:
                 refusals[refused_id].append(e.error_code or "refused")
     read = g.contents is not None
@@ -535,7 +538,7 @@ def _judge_sink(
     for e, _ in g.effects:
         entries_of_call[e.call_id] += 1
     for e, d in accepted:
-        business_id = ids.of(e.payload, e.key, rule, e.message_attributes)
+        business_id = ids.of(e.payload, e.key, rule, e.message_attributes, e.subject)
         if business_id is None:
             unidentified += 0 if read else 1
             continue
@@ -551,7 +554,9 @@ def _judge_sink(
     held: dict[str, list[tuple[str, str]]] = defaultdict(list)
     if read and g.contents is not None:
         for message in g.contents.messages:
-            business_id = ids.of(message.payload, message.key, rule, message.message_attributes)
+            business_id = ids.of(
+                message.payload, message.key, rule, message.message_attributes, message.subject
+            )
             if business_id is None:
                 unidentified += 1
                 continue
