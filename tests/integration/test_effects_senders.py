@@ -449,3 +449,43 @@ def test_explore_finds_the_invoke_a_crash_after_the_guard_loses(
     assert bug["reasons"] == [
         "1 lost effect(s): dedup-order never sent to loyalty (message message-1 acknowledged)"
     ]
+
+
+# --- a bucket written through a staging key ----------------------------------------------
+
+
+RECEIPTS = {"RECEIPTS_BUCKET": "{bucket:receipts}"}
+
+
+def test_a_receipt_staged_copied_and_unstaged_is_one_object_per_order(
+    backend_url: str, tmp_path: Path
+) -> None:
+    run = _run(backend_url, _scenario(tmp_path, RECEIPTS), _user("receipt_staged_then_copied.py"))
+    assert run.verdict == "pass", run.reasons
+    # Each delivery put its staging object and copied it: two writes accepted each. The
+    # staging objects were deleted by their writer; the copies left one receipt per order.
+    deliveries = IDS * COPIES
+    assert _effects(run) == _expect(2 * deliveries, IDS)
+    (sink,) = run.raw["effects"]
+    assert (sink["required"], sink["unstaged"], sink["deduplicated"]) == (
+        "learned",
+        deliveries,
+        deliveries - IDS,
+    )
+
+
+def test_explore_a_receipt_staged_copied_and_unstaged_survives_every_crash(
+    backend_url: str, tmp_path: Path
+) -> None:
+    environment = 'RECEIPTS_BUCKET = "{bucket:receipts}"'
+    explore = _explored(
+        backend_url,
+        tmp_path,
+        "receipt_staged_then_copied.py",
+        environment,
+        "receipts",
+        copies=1,
+        faults="crash",
+    )
+    assert explore["exhaustive"] is True
+    assert (explore["schedules_failed"], explore["counterexample"]) == (0, None)

@@ -1184,3 +1184,59 @@ def test_an_id_only_in_the_subject_names_the_entry() -> None:
             (sink,) = result.effects
             assert sink.unidentified == 0
             assert result.verdict is Verdict.FAIL
+
+
+def test_a_receipt_staged_copied_and_unstaged_is_one_object_per_order() -> None:
+    # Each delivery writes staging/<message id>.json, copies it to receipts/<order id>.json
+    # and deletes the staging object: the bucket holds the final receipts only. o-1 is sent
+    # twice; every delivery stages and copies.
+    messages = [*three_orders(), sent(3, "o-1", "m-4")]
+
+    def staged(order_id: str, message_id: str) -> list[EffectRecord]:
+        stage = f"staging/{message_id}.json"
+        put = effect(payload(order_id), kind=EffectKind.BUCKET, sink=BUCKET, key=stage)
+        copy = dataclasses.replace(
+            effect(f"{BUCKET}/{stage}", kind=EffectKind.BUCKET, sink=BUCKET),
+            operation="S3.CopyObject",
+            key=f"receipts/{order_id}.json",
+            started_ns=1,
+            ended_ns=2,
+        )
+        delete = dataclasses.replace(
+            effect("", kind=EffectKind.BUCKET, sink=BUCKET, key=stage),
+            operation="S3.DeleteObject",
+            started_ns=3,
+            ended_ns=4,
+        )
+        return [put, copy, delete]
+
+    invocations = [stored(n, staged(f"o-{n}", f"m-{n}")) for n in (1, 2, 3)]
+    invocations.append(
+        delivery("r-4", "m-4", "o-1", [rejected("o-1", started_ns=10)], staged("o-1", "m-4"))
+    )
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3", "m-4"])
+    receipts = SinkContents(
+        name=BUCKET,
+        kind=EffectKind.BUCKET,
+        address=BUCKET,
+        messages=tuple(SinkMessage(payload(f"o-{n}"), f"receipts/o-{n}.json") for n in (1, 2, 3)),
+        deduplicated=S3_WORDS,
+    )
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    result = check(history, with_sinks(end_state(items), receipts))
+    assert result.verdict is Verdict.PASS, result.reasons
+    # Eight writes accepted: four staging objects, deleted by the delivery that wrote each,
+    # and four copies to three keys, one rewritten with the same bytes.
+    assert effect_counts(result) == {
+        "sent": 8,
+        "delivered": 3,
+        "duplicate": 0,
+        "conflicting": 0,
+        "lost": 0,
+    }
+    sink = the_sink(result, BUCKET)
+    assert (sink.required, sink.deduplicated, sink.unstaged) == ("learned", 1, 4)
+    assert (
+        "4 object(s) written to 'receipts' were deleted again by the invocation that wrote them "
+        "(staging objects): neither delivered nor duplicates" in result.notes
+    )

@@ -32,6 +32,9 @@ really held, read back) and the scenario's ``[[effects]]`` entries:
    sends several, an entry whose content is none of those the delivery that sent the most
    said. For a bucket, every accepted write is compared, as an overwrite leaves only the
    last (by the same rule: an object rewritten with its own timestamp does not conflict).
+   A bucket's copy within the bucket says what it copied (``_bucket_writes``), and a write
+   its own invocation deleted again (a staging object) is left out of rules 3 to 5: no
+   reader of the bucket is left with it (it is counted ``unstaged``).
 5. **Lost**: an acknowledged, non-poison message whose business id never reached a required
    sink. A sink is required when declared (``required = true``) or learned: every clean
    business id (each of its messages acknowledged after one delivery that succeeded, none of
@@ -171,6 +174,11 @@ class _Group:
     address: str
     contents: SinkContents | None = None
     effects: list[tuple[EffectRecord, Delivering]] = field(default_factory=list)
+    positions: dict[str, int] = field(default_factory=dict)
+    """Each call's place among its invocation's effect calls, by call id."""
+    removed: dict[tuple[str, str], int] = field(default_factory=dict)
+    """A bucket's keys an invocation deleted (accepted ``DeleteObject``), by (request id,
+    key): the place of the last such call among the invocation's effect calls."""
 
 
 def _groups(sinks: Sequence[SinkContents]) -> tuple[list[_Group], Any]:
@@ -180,12 +188,12 @@ def _groups(sinks: Sequence[SinkContents]) -> tuple[list[_Group], Any]:
     for g in groups:
         tails[(g.kind, _tail(g.address))].append(g)
 
-    def group_of(effect: EffectRecord) -> _Group:
+    def group_of(effect: EffectRecord, create: bool = True) -> _Group | None:
         found = exact.get((effect.kind, effect.sink))
         if found is None:
             near = tails.get((effect.kind, _tail(effect.sink)), [])
             found = near[0] if len(near) == 1 else None
-        if found is None:
+        if found is None and create:
             found = exact[(effect.kind, effect.sink)] = _Group(
                 effect.sink, effect.kind, effect.sink
             )
@@ -244,6 +252,44 @@ def _refused(
     return out
 
 
+def _bucket_writes(g: _Group) -> tuple[dict[str, str], set[str]]:
+    """A bucket's accepted writes as its readers see them.
+
+    The first value gives, by call id, the bytes a ``CopyObject`` within the bucket copied:
+    its own invocation's last write of the source key before it, else the bytes every
+    ``PutObject`` of that key in the run wrote (when they all wrote the same); a copy whose
+    source is not known keeps its source's name. The second holds the call ids of writes
+    their own invocation deleted after making them (a staging object copied to its final
+    key): what no reader of the bucket is left with, so it is neither what one delivery
+    leaves nor a copy of an outcome.
+    """
+    writes = [(e, d) for e, d in g.effects if e.accepted]
+    puts: dict[str, set[str]] = defaultdict(set)
+    for e, _ in writes:
+        if e.operation != "S3.CopyObject":
+            puts[e.key].add(e.payload)
+    copied: dict[str, str] = {}
+    own: dict[tuple[str, str], str] = {}
+    in_order = sorted(writes, key=lambda w: (w[1].request_id, g.positions.get(w[0].call_id, 0)))
+    for e, d in in_order:
+        content = e.payload
+        prefix = f"{e.sink}/"
+        if e.operation == "S3.CopyObject" and e.payload.startswith(prefix):
+            source = e.payload.removeprefix(prefix).partition("?versionId=")[0]
+            found = own.get((d.request_id, source))
+            if found is None and len(puts.get(source, ())) == 1:
+                found = next(iter(puts[source]))
+            if found is not None:
+                content = copied[e.call_id] = found
+        own[(d.request_id, e.key)] = content
+    unstaged = {
+        e.call_id
+        for e, d in writes
+        if g.removed.get((d.request_id, e.key), -1) > g.positions.get(e.call_id, 0)
+    }
+    return copied, unstaged
+
+
 # --- the judge ---------------------------------------------------------------------------
 
 
@@ -282,6 +328,8 @@ def judge_effects(
     # record's own calls are what its delivery sent (see ``one_delivery``).
     marked: set[str] = set()
     records_of: dict[str, tuple[str, ...]] = {}
+    # Accepted deletes (a bucket's DeleteObject): (the call, its invocation, its place there).
+    removals: list[tuple[EffectRecord, str, int]] = []
     for inv in invocations:
         failed = set(inv.failed_message_ids)
         outcome = inv.outcome.value
@@ -317,13 +365,17 @@ def judge_effects(
             if len(marks & set(records_of[inv.request_id])) > 1:
                 marked.add(inv.request_id)
         receive = {r.message_id: r.receive_count for r in inv.records}
-        for effect in inv.effects:
+        for position, effect in enumerate(inv.effects):
             if effect.operation in _NOT_SENT:
+                if effect.accepted:
+                    removals.append((effect, inv.request_id, position))
                 continue
             record_id = effect.record_id or (
                 inv.records[0].message_id if len(inv.records) == 1 else ""
             )
-            group_of(effect).effects.append(
+            group = group_of(effect)
+            group.positions[effect.call_id] = position
+            group.effects.append(
                 (
                     effect,
                     Delivering(
@@ -340,6 +392,11 @@ def judge_effects(
             )
     if not groups:
         return None
+    for effect, request_id, position in removals:
+        # A delete from a bucket nothing was written to is no sink of the run's.
+        removed_from = group_of(effect, create=False)
+        if removed_from is not None:
+            removed_from.removed[(request_id, effect.key)] = position
     messages = [m for m in sent if m.message_id is not None]
     # A poison message's id is an id too: an effect sent for it is its, never unknown.
     ids = _Ids(m.business_id for m in messages if m.business_id is not None)
@@ -462,6 +519,11 @@ def judge_effects(
                 f"sink {g.name!r} holds {one.delivered} of the {one.sent} send(s) it accepted "
                 "and says it deduplicates nothing: the rest never arrived where it was read"
             )
+        if one.unstaged:
+            notes.append(
+                f"{one.unstaged} object(s) written to {g.name!r} were deleted again by the "
+                "invocation that wrote them (staging objects): neither delivered nor duplicates"
+            )
         if one.deduplicated:
             notes.append(
                 f"sink {g.name!r} deduplicated {one.deduplicated} of {one.sent} accepted "
@@ -537,14 +599,19 @@ def _judge_sink(
     entries_of_call: dict[str, int] = defaultdict(int)
     for e, _ in g.effects:
         entries_of_call[e.call_id] += 1
+    # A bucket's copies by what they copied; the staging objects their writer deleted, left out.
+    copied, unstaged = _bucket_writes(g) if keyed else ({}, set())
     for e, d in accepted:
-        business_id = ids.of(e.payload, e.key, rule, e.message_attributes, e.subject)
+        if e.call_id in unstaged:
+            continue
+        payload = copied.get(e.call_id, e.payload)
+        business_id = ids.of(payload, e.key, rule, e.message_attributes, e.subject)
         if business_id is None:
             unidentified += 0 if read else 1
             continue
         senders[business_id].append(d)
-        sends[business_id].append((e.payload, e.key))
-        content = _content(e.payload, detail_names.get(business_id, frozenset()))
+        sends[business_id].append((payload, e.key))
+        content = _content(payload, detail_names.get(business_id, frozenset()))
         sent_content[business_id].append(content)
         delivery = one_delivery(d, business_id, entries_of_call[e.call_id] == 1)
         if delivery is not None:
@@ -684,7 +751,7 @@ def _judge_sink(
     deduplicated = 0
     dedup_words = g.contents.deduplicated if g.contents is not None else ""
     if read and dedup_words:
-        deduplicated = max(0, len(accepted) - delivered)
+        deduplicated = max(0, len(accepted) - len(unstaged) - delivered)
     kept: dict[str, int] = defaultdict(int)
     chosen = []
     for w in witnesses:
@@ -708,6 +775,7 @@ def _judge_sink(
         complete=complete,
         unidentified=unidentified,
         witnesses=tuple(chosen),
+        unstaged=len(unstaged),
     )
     return judged, shown
 
