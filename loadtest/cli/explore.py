@@ -18,6 +18,7 @@ from rich.text import Text
 from loadtest.cli.console import Exit, fail, out, raise_mapped
 from loadtest.cli.options import (
     EndpointOpt,
+    EnvOpt,
     HtmlOpt,
     JsonOpt,
     OutOpt,
@@ -133,6 +134,7 @@ def explore(
             help="Seconds a clock fault moves time (default: the function timeout minus 1 s).",
         ),
     ] = None,
+    env: EnvOpt = [],  # noqa: B006 - typer needs a literal default
     stop_at_first: Annotated[
         bool,
         typer.Option(
@@ -201,6 +203,7 @@ def explore(
                 schedule=schedule,
                 seed=seed,
                 clock_jump_s=clock_jump,
+                env=env,
                 stop_at_first=stop_at_first,
                 workers=workers,
                 endpoint_url=endpoint_url,
