@@ -489,3 +489,48 @@ def test_explore_a_receipt_staged_copied_and_unstaged_survives_every_crash(
     )
     assert explore["exhaustive"] is True
     assert (explore["schedules_failed"], explore["counterexample"]) == (0, None)
+
+
+REMOVED = """
+seed = 3
+
+[expect]
+overlap = false
+
+[[workload.messages]]
+body = { id = "r-1", quantity = 1 }
+copies = 2
+
+[[workload.messages]]
+body = { id = "r-2", quantity = 2 }
+
+[[workload.messages]]
+body = { id = "r-3", quantity = 3 }
+copies = 2
+
+[consumer]
+batch_size = 1
+concurrency = 1
+environment = { RECEIPTS_BUCKET = "{bucket:receipts}" }
+
+[run]
+deadline_s = 60
+"""
+
+
+def test_a_receipt_its_copy_deletes_is_lost_for_both_messages(
+    backend_url: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "removed.toml"
+    path.write_text(REMOVED, encoding="utf-8")
+    run = _run(backend_url, path, _user("receipt_draft_removed_on_duplicate.py"))
+    counts = run.raw["counts"]
+    assert run.verdict == "fail"
+    assert (counts["acked"], counts["lost_outcomes"], counts["duplicate_writes"]) == (5, 0, 0)
+    # Every delivery wrote the receipt; each copy deleted it after its put was refused:
+    # r-1 and r-3 end with none, and all four of their messages were acknowledged.
+    assert _effects(run) == _expect(5, 1, lost=4)
+    (sink,) = run.raw["effects"]
+    assert (sink["required"], sink["unstaged"]) == ("learned", 2)
+    assert [w["business_id"] for w in sink["witnesses"]] == ["r-1", "r-3"]
+    assert all("but no longer there when read" in w["text"] for w in sink["witnesses"])

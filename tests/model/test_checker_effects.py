@@ -1237,6 +1237,64 @@ def test_a_receipt_staged_copied_and_unstaged_is_one_object_per_order() -> None:
     sink = the_sink(result, BUCKET)
     assert (sink.required, sink.deduplicated, sink.unstaged) == ("learned", 1, 4)
     assert (
-        "4 object(s) written to 'receipts' were deleted again by the invocation that wrote them "
-        "(staging objects): neither delivered nor duplicates" in result.notes
+        "4 object(s) written to 'receipts' were deleted again by the invocation that wrote them"
+        ": neither delivered nor duplicates" in result.notes
+    )
+
+
+def test_a_receipt_its_copy_deleted_is_lost_for_every_message_of_its_order() -> None:
+    # Each delivery writes receipts/<order id>.json before its conditional put; a copy that
+    # finds the order stored deletes that key, the original's receipt with it. o-2 is sent
+    # once and keeps its receipt; o-1 and o-3 are sent twice and end with none.
+    messages = [
+        sent(0, "o-1", "m-1"),
+        sent(1, "o-1", "m-2"),
+        sent(2, "o-2", "m-3"),
+        sent(3, "o-3", "m-4"),
+        sent(4, "o-3", "m-5"),
+    ]
+
+    def receipt(order_id: str) -> EffectRecord:
+        return effect(
+            payload(order_id), kind=EffectKind.BUCKET, sink=BUCKET, key=f"receipts/{order_id}.json"
+        )
+
+    def removed(order_id: str) -> EffectRecord:
+        return dataclasses.replace(receipt(order_id), operation="S3.DeleteObject", payload="")
+
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [write(order_item("o-1", 1))], [receipt("o-1")]),
+        delivery(
+            "r-2", "m-2", "o-1", [rejected("o-1", started_ns=5)], [receipt("o-1"), removed("o-1")]
+        ),
+        delivery("r-3", "m-3", "o-2", [write(order_item("o-2", 1))], [receipt("o-2")]),
+        delivery("r-4", "m-4", "o-3", [write(order_item("o-3", 1))], [receipt("o-3")]),
+        delivery(
+            "r-5", "m-5", "o-3", [rejected("o-3", started_ns=5)], [receipt("o-3"), removed("o-3")]
+        ),
+    ]
+    history = history_of(messages, invocations, [f"m-{n}" for n in range(1, 6)])
+    receipts = SinkContents(
+        name=BUCKET,
+        kind=EffectKind.BUCKET,
+        address=BUCKET,
+        messages=(SinkMessage(payload("o-2"), "receipts/o-2.json"),),
+        deduplicated=S3_WORDS,
+    )
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    result = check(history, with_sinks(end_state(items), receipts))
+    # Every order's first delivery wrote its receipt: the bucket is where complete deliveries
+    # go, whatever the copies took away.
+    assert the_sink(result, BUCKET).required == "learned"
+    assert effect_counts(result) == {
+        "sent": 5,
+        "delivered": 1,
+        "duplicate": 0,
+        "conflicting": 0,
+        "lost": 4,
+    }
+    assert (
+        "4 lost effect(s): o-1 written to receipts, but no longer there when read (messages "
+        "m-1, m-2 acknowledged); o-3 written to receipts, but no longer there when read "
+        "(messages m-4, m-5 acknowledged)" in result.reasons
     )

@@ -38,7 +38,8 @@ really held, read back) and the scenario's ``[[effects]]`` entries:
 5. **Lost**: an acknowledged, non-poison message whose business id never reached a required
    sink. A sink is required when declared (``required = true``) or learned: every clean
    business id (each of its messages acknowledged after one delivery that succeeded, none of
-   whose entries a sink refused without holding it) reached it, and one did. When one
+   whose entries a sink refused without holding it) reached it (the sink holds it, or its
+   deliveries sent it there and it was taken away again), and one did. When one
    delivery of every clean id sent the same number of distinct entries there (two or more),
    an acknowledged message whose id holds fewer distinct entries lost an effect too: the
    crash between a consumer's two publishes. A sink that
@@ -522,7 +523,7 @@ def judge_effects(
         if one.unstaged:
             notes.append(
                 f"{one.unstaged} object(s) written to {g.name!r} were deleted again by the "
-                "invocation that wrote them (staging objects): neither delivered nor duplicates"
+                "invocation that wrote them: neither delivered nor duplicates"
             )
         if one.deduplicated:
             notes.append(
@@ -707,7 +708,10 @@ def _judge_sink(
     agreed = (
         next(iter(complete_sets)) if len(complete_sets) == 1 and clean <= set(by_delivery) else 0
     )
-    shown = SinkLearned(clean <= reached, agreed) if clean else None
+    # A clean id's deliveries reached the sink when it holds the id, or when they sent it
+    # there and something took it away again (a copy deleting the receipt its original
+    # wrote): either way the consumer's complete deliveries go there.
+    shown = SinkLearned(clean <= reached | set(senders), agreed) if clean else None
     shown_or_before = before if shown is None else shown
     learned = not declared and shown_or_before is not None and shown_or_before.reached
     required = "declared" if declared else "learned" if learned else "optional"
@@ -732,6 +736,8 @@ def _judge_sink(
                     f"{business_id} {verb} {g.name} {_distinct(held[business_id], keyed)} "
                     f"of the {whole} entries one delivery sends ({which})"
                 )
+            elif business_id in senders:
+                text = f"{business_id} {verb} {g.name}, but no longer there when read ({which})"
             else:
                 text = f"{business_id} never {verb} {g.name} ({which})"
             codes = refusals.get(business_id)
