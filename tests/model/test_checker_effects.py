@@ -1298,3 +1298,20 @@ def test_a_receipt_its_copy_deleted_is_lost_for_every_message_of_its_order() -> 
         "m-1, m-2 acknowledged); o-3 written to receipts, but no longer there when read "
         "(messages m-4, m-5 acknowledged)" in result.reasons
     )
+
+
+def test_a_sink_holding_more_than_was_seen_sent_says_why_it_may_be() -> None:
+    # The publishes were left to a thread: their answers were never read in an invocation,
+    # so no effect was recorded, but the topic holds two of them.
+    messages = three_orders()
+    invocations = [stored(n, []) for n in (1, 2, 3)]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    result = check(history, with_sinks(end_state(items), topic(payload("o-1"), payload("o-2"))))
+    assert (effect_counts(result)["sent"], effect_counts(result)["delivered"]) == (0, 2)
+    assert (
+        "sink 'orders' holds 2 entr(ies) but the observer saw 0 accepted send(s) to it: the "
+        "rest went through a client it does not hook, or were sent by calls whose answer it "
+        "never read (left to a thread that ran on while the environment was frozen or "
+        "retired); its counts are read from what the sink holds" in result.notes
+    )

@@ -513,7 +513,9 @@ def judge_effects(
             notes.append(
                 f"sink {g.name!r} holds {one.delivered} entr(ies) but the observer saw "
                 f"{one.sent} accepted send(s) to it: the rest went through a client it does "
-                "not hook; its counts are read from what the sink holds"
+                "not hook, or were sent by calls whose answer it never read (left to a thread "
+                "that ran on while the environment was frozen or retired); its counts are "
+                "read from what the sink holds"
             )
         if one.read and one.complete and not one.deduplicated_by and one.delivered < one.sent:
             notes.append(
