@@ -534,3 +534,39 @@ def test_a_receipt_its_copy_deletes_is_lost_for_both_messages(
     assert (sink["required"], sink["unstaged"]) == ("learned", 2)
     assert [w["business_id"] for w in sink["witnesses"]] == ["r-1", "r-3"]
     assert all("but no longer there when read" in w["text"] for w in sink["witnesses"])
+
+
+# --- boto3's managed transfer: the object put from s3transfer's threads -------------------
+
+
+def test_a_receipt_uploaded_by_a_managed_transfer_is_one_object_per_order(
+    backend_url: str, tmp_path: Path
+) -> None:
+    path = _scenario(tmp_path, RECEIPTS)
+    run = _run(backend_url, path, _user("receipt_uploaded_after_guard.py"))
+    assert run.verdict == "pass", run.reasons
+    assert _effects(run) == _expect(IDS, IDS)
+
+
+def test_explore_finds_the_receipt_a_managed_transfer_loses_to_a_crash(
+    backend_url: str, tmp_path: Path
+) -> None:
+    # upload_fileobj puts the object from a worker thread; explore runs the transfer on
+    # the delivery's thread, so its PutObject is a point like any other call.
+    environment = 'RECEIPTS_BUCKET = "{bucket:receipts}"'
+    explore = _explored(
+        backend_url,
+        tmp_path,
+        "receipt_uploaded_after_guard.py",
+        environment,
+        "receipts",
+        copies=1,
+        faults="crash",
+    )
+    assert explore["exhaustive"] is True
+    (bug,) = explore["bugs"]
+    assert bug["reasons"] == [
+        "1 lost effect(s): dedup-order never written to receipts (message message-1 acknowledged)"
+    ]
+    # A crash at the invocation's start, at the put's call and answer, and at the upload's.
+    assert explore["schedules_run"] == 5
