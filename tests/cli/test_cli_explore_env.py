@@ -55,7 +55,7 @@ def test_a_sink_named_by_env_is_explored_and_replayed_with_it(
         "--endpoint-url",
         backend_url,
     ]
-    result = runner.invoke(app, [*args, "--json", str(report)])
+    result = runner.invoke(app, [*args, "--json", str(report), "--out", str(tmp_path)])
     assert result.exit_code == 1, result.output
     explore = json.loads(report.read_text(encoding="utf-8"))["explore"]
     (bug,) = explore["bugs"]
@@ -66,7 +66,10 @@ def test_a_sink_named_by_env_is_explored_and_replayed_with_it(
     assert replay[replay.index("--env") + 1] == "ORDERS_TOPIC_ARN={topic:orders}"
     # The replay line reruns the schedule with the variable, exactly.
     again = tmp_path / "again.json"
-    result = runner.invoke(app, [*replay[1:], "--endpoint-url", backend_url, "--json", str(again)])
+    result = runner.invoke(
+        app,
+        [*replay[1:], "--endpoint-url", backend_url, "--json", str(again), "--out", str(tmp_path)],
+    )
     assert result.exit_code == 1, result.output
     replayed = json.loads(again.read_text(encoding="utf-8"))["explore"]
     assert replayed["counterexample"]["reasons"] == bug["reasons"]
@@ -94,6 +97,8 @@ def test_an_env_pair_that_does_not_fit_exits_2(
             pair,
             "--endpoint-url",
             backend_url,
+            "--out",
+            str(tmp_path),
         ],
     )
     assert result.exit_code == 2, result.output
