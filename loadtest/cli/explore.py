@@ -27,7 +27,7 @@ from loadtest.cli.options import (
     TargetChoice,
     TargetOpt,
 )
-from loadtest.cli.outputs import Outputs, plan_outputs, write_reports
+from loadtest.cli.outputs import Outputs, drop_unwritten, plan_outputs, write_reports
 from loadtest.emulation.environment.handlers import BUILTIN_VARIANTS
 from loadtest.errors import find_error
 from loadtest.interrupts import Stop
@@ -185,9 +185,13 @@ def explore(
     stop = Stop()
     # SIGTERM and SIGHUP take Ctrl-C's path: the sessions unwind and drop what they made.
     with stop.installed(), stop.deferred():
+        claimed: list[Path | None] = []
         try:
             resolved = resolve_scenario(scenario)
             json_file, outputs = plan_outputs(resolved, json_path, out_dir, Outputs(html=html))
+            if json_path is None:
+                # Fresh names, made as empty files: dropped again if no report is written.
+                claimed = [json_file, outputs.html if html is None else None]
             report = explore_api(
                 scenario,
                 variant=variant,
@@ -213,6 +217,7 @@ def explore(
             )
             written = write_reports(report, json_file, outputs)
         except BaseException as exc:
+            drop_unwritten(claimed)
             if find_error(exc, KeyboardInterrupt) is not None:
                 fail(Exit.INTERRUPTED, f"interrupted by {stop.reason or 'SIGINT'}")
             raise_mapped(exc)
