@@ -413,6 +413,7 @@ def explore(
     schedule: str | None = None,
     seed: int | None = None,
     clock_jump_s: float | None = None,
+    env: Sequence[str] = (),
     stop_at_first: bool = False,
     workers: int | None = None,
     endpoint_url: str | None = None,
@@ -436,7 +437,8 @@ def explore(
     the failing schedules into distinct bugs, each shrunk (the report's
     ``explore.bugs``, smallest first; ``explore.counterexample`` is the smallest);
     ``stop_at_first`` stops it at the first failing schedule instead, and shrinks
-    that one. ``workers`` processes run an exhaustive search's schedules (default:
+    that one. ``env``: ``NAME=VALUE`` variables for the function, as ``run``'s (they win
+    over ``[consumer] environment``; each replay line carries them). ``workers`` processes run an exhaustive search's schedules (default:
     ``LOADTEST_EXPLORE_WORKERS``, else one per core, at most 4, on Linux and 1 elsewhere;
     1: this process alone): the report is the same as one process gives but for its
     timings. ``interrupted`` is asked
@@ -485,7 +487,7 @@ def explore(
         distinct_ids = spec.ids if spec.ids is not None else distinct_ids
         ids = 1 if distinct_ids is None else distinct_ids
         copies = spec.copies(ids)
-    resolved = resolve_scenario(scenario)
+    resolved = resolve_scenario(scenario).with_environment(env)
     refs = resolve_variants(resolved, [variant] if variant else [], [handler] if handler else [])
     options = ExploreOptions(
         strategy=strategy,
@@ -500,6 +502,7 @@ def explore(
         copies=copies,
         distinct_ids=1 if distinct_ids is None else distinct_ids,
         clock_jump_s=clock_jump_s,
+        env=tuple(env),
         stop_at_first=stop_at_first,
         workers=workers,
         limits=spec.limits if spec is not None else (),

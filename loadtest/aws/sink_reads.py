@@ -2,8 +2,8 @@
 
 ``read_sinks`` drains the queues (a queue sink, a topic's or bus's capture queue), so an
 explored schedule's reading also resets them for the next one; a topic's messages are
-unwrapped from the notification its capture queue receives (its ``Message`` and
-``MessageAttributes``), a queue's read with their message attributes; it lists a bucket's
+unwrapped from the notification its capture queue receives (its ``Message``,
+``MessageAttributes`` and ``Subject``), a queue's read with their message attributes; it lists a bucket's
 objects with their bytes (deleting each once read) and a state machine's executions
 with their input (each read once). A queue sink holding messages sent with
 ``DelaySeconds`` is waited for until they show, up to ``deadline`` (a read without one
@@ -195,18 +195,21 @@ def _drain(
 
 def _unwrap_notification(body: str, attributes: tuple[tuple[str, str], ...]) -> SinkMessage:
     """An SNS notification as its capture queue receives it, unwrapped to the ``Message``
-    the consumer published and the ``MessageAttributes`` it published it with."""
+    the consumer published and the ``MessageAttributes`` and ``Subject`` it published it
+    with."""
     try:
         notification = json.loads(body)
     except ValueError:
         return SinkMessage(body, "", attributes)
     if not isinstance(notification, dict) or not isinstance(notification.get("Message"), str):
         return SinkMessage(body, "", attributes)
+    subject = notification.get("Subject")
     return SinkMessage(
         notification["Message"],
         "",
         attributes,
         attribute_texts(notification.get("MessageAttributes")),
+        subject if isinstance(subject, str) else "",
     )
 
 

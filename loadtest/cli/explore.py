@@ -18,6 +18,7 @@ from rich.text import Text
 from loadtest.cli.console import Exit, fail, out, raise_mapped
 from loadtest.cli.options import (
     EndpointOpt,
+    EnvOpt,
     HtmlOpt,
     JsonOpt,
     OutOpt,
@@ -26,7 +27,7 @@ from loadtest.cli.options import (
     TargetChoice,
     TargetOpt,
 )
-from loadtest.cli.outputs import Outputs, plan_outputs, write_reports
+from loadtest.cli.outputs import Outputs, drop_unwritten, plan_outputs, write_reports
 from loadtest.emulation.environment.handlers import BUILTIN_VARIANTS
 from loadtest.errors import find_error
 from loadtest.interrupts import Stop
@@ -133,6 +134,7 @@ def explore(
             help="Seconds a clock fault moves time (default: the function timeout minus 1 s).",
         ),
     ] = None,
+    env: EnvOpt = [],  # noqa: B006 - typer needs a literal default
     stop_at_first: Annotated[
         bool,
         typer.Option(
@@ -183,9 +185,13 @@ def explore(
     stop = Stop()
     # SIGTERM and SIGHUP take Ctrl-C's path: the sessions unwind and drop what they made.
     with stop.installed(), stop.deferred():
+        claimed: list[Path | None] = []
         try:
             resolved = resolve_scenario(scenario)
             json_file, outputs = plan_outputs(resolved, json_path, out_dir, Outputs(html=html))
+            if json_path is None:
+                # Fresh names, made as empty files: dropped again if no report is written.
+                claimed = [json_file, outputs.html if html is None else None]
             report = explore_api(
                 scenario,
                 variant=variant,
@@ -201,6 +207,7 @@ def explore(
                 schedule=schedule,
                 seed=seed,
                 clock_jump_s=clock_jump,
+                env=env,
                 stop_at_first=stop_at_first,
                 workers=workers,
                 endpoint_url=endpoint_url,
@@ -210,6 +217,7 @@ def explore(
             )
             written = write_reports(report, json_file, outputs)
         except BaseException as exc:
+            drop_unwritten(claimed)
             if find_error(exc, KeyboardInterrupt) is not None:
                 fail(Exit.INTERRUPTED, f"interrupted by {stop.reason or 'SIGINT'}")
             raise_mapped(exc)

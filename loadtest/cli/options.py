@@ -184,7 +184,7 @@ _Command = Callable[..., None]
 
 ENV_OPTION = "env"
 """The override that carries ``--env NAME=VALUE`` pairs (the function's variables)."""
-_EnvOpt = Annotated[
+EnvOpt = Annotated[
     list[str],
     typer.Option(
         "--env",
@@ -243,7 +243,7 @@ def override_options(*, sweep: bool = False) -> Callable[[_Command], _Command]:
         ]
         options.append(
             inspect.Parameter(
-                ENV_OPTION, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=[], annotation=_EnvOpt
+                ENV_OPTION, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=[], annotation=EnvOpt
             )
         )
         options.append(

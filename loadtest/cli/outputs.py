@@ -7,7 +7,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,14 @@ def claim(folder: Path, stem: str, suffixes: tuple[str, ...]) -> Path:
         except OSError as exc:
             raise InputError(f"cannot write report in {str(folder)!r}: {exc}") from exc
         return base
+
+
+def drop_unwritten(paths: Iterable[Path | None]) -> None:
+    """Remove the report files ``claim`` made that were never written (still empty): a
+    command that failed before its report leaves no empty file behind."""
+    for path in paths:
+        if path is not None and path.is_file() and path.stat().st_size == 0:
+            path.unlink(missing_ok=True)
 
 
 def write_json(path: Path, report: dict[str, Any]) -> None:

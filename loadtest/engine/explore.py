@@ -86,6 +86,9 @@ class ExploreOptions:
     distinct_ids: int = 1
     clock_jump_s: float | None = None
     """How far a ``clock`` fault moves time; default the function timeout minus one second."""
+    env: tuple[str, ...] = ()
+    """The ``--env NAME=VALUE`` pairs given: already in the scenario explored; its replay
+    line carries them."""
     stop_at_first: bool = False
     """Stop the search at the first failing schedule (a quick gate) instead of running it
     to its budget and reporting every distinct bug."""

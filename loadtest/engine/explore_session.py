@@ -40,7 +40,7 @@ from loadtest.aws import clients as aws
 from loadtest.aws.item_reads import ItemReader, ItemReadError
 from loadtest.emulation.environment.child_host import FunctionIdentity
 from loadtest.emulation.environment.handlers import HandlerRef, tables_for
-from loadtest.emulation.explore import virtual_clock, wire
+from loadtest.emulation.explore import transfers, virtual_clock, wire
 from loadtest.emulation.explore.environments import EnvironmentHandlers
 from loadtest.emulation.explore.explorer import Explorer
 from loadtest.emulation.explore.runs import Execution, ExploreSettings
@@ -361,7 +361,9 @@ class Session:
                     else contextlib.nullcontext()
                 )
                 try:
-                    with kept, explorer.capturing():
+                    # boto3's managed S3 transfers put their objects from worker threads:
+                    # on the delivery's own thread, each of their calls is a point.
+                    with kept, transfers.installed(), explorer.capturing():
                         yield self
                 finally:
                     handlers.close()

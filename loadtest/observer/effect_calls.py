@@ -193,6 +193,7 @@ def effect_records(
             request_id=request_id,
             record_id=record_id,
             message_attributes=entry.message_attributes,
+            subject=entry.subject,
         )
         for entry, code in zip(call.entries, codes, strict=True)
     ]

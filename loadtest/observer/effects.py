@@ -5,7 +5,8 @@ Owns the vocabulary of an effect call (``EFFECT_APIS``, by service and operation
 queue but the ones that feed the function; EventBridge ``PutEvents``; S3 ``PutObject``,
 ``CopyObject`` and ``DeleteObject``; Step Functions ``StartExecution``; Lambda
 ``Invoke``), planning one (``EffectPlanner.plan``: an ``EffectCall`` of one ``Entry`` per
-entry sent, its payload read as text, an SNS or SQS entry's message attributes with it)
+entry sent, its payload read as text, an SNS or SQS entry's message attributes and an SNS
+entry's Subject with it)
 and how the explorer's steps word it (``EffectCall.describe``). The observer's own calls (``own_calls``: its lines sent to the
 observation queue) are never effects. Sending one and reading its answer is
 ``loadtest.observer.effect_calls``'.
@@ -67,6 +68,8 @@ class Entry:
     """A batch entry's ``Id`` (what its answer's ``Failed`` names); "" otherwise."""
     message_attributes: tuple[tuple[str, str], ...] = ()
     """Its SNS or SQS ``MessageAttributes`` (``attribute_texts``)."""
+    subject: str = ""
+    """Its SNS ``Subject``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +193,7 @@ def _publish(params: dict[str, Any]) -> Planned:
         dedup_id=_text(params.get("MessageDeduplicationId")),
         group_id=_text(params.get("MessageGroupId")),
         message_attributes=attribute_texts(params.get("MessageAttributes")),
+        subject=_text(params.get("Subject")),
     )
     return params, "SNS.Publish", EffectKind.TOPIC, (entry,), ""
 
@@ -204,6 +208,7 @@ def _publish_batch(params: dict[str, Any]) -> Planned:
             group_id=_text(e.get("MessageGroupId")),
             entry_id=_text(e.get("Id")),
             message_attributes=attribute_texts(e.get("MessageAttributes")),
+            subject=_text(e.get("Subject")),
         )
         for e in params.get("PublishBatchRequestEntries") or []
     )

@@ -60,7 +60,7 @@ def replay_command(result: ExploreResult, token: str, scenario_ref: str) -> str:
     Carries every option that changes what a schedule does: the scenario, the handler,
     the copies and business ids explored, the faults offered at each point and how many
     one schedule may take (the token's choices index the options they make), the clock
-    fault's jump and a seed other than the scenario's. Options that only steer the search
+    fault's jump, the function's ``--env`` variables and a seed other than the scenario's. Options that only steer the search
     (strategy, budget) and the outputs are left out: a replay does not search."""
     options = result.options
     args = ["loadtest", "explore", scenario_ref]
@@ -84,6 +84,8 @@ def replay_command(result: ExploreResult, token: str, scenario_ref: str) -> str:
                 args += ["--max-faults", str(options.max_faults)]
     if options.clock_jump_s is not None:
         args += ["--clock-jump", f"{options.clock_jump_s:g}"]
+    for pair in options.env:
+        args += ["--env", pair]
     if options.seed != result.scenario.seed:
         args += ["--seed", str(options.seed)]
     args += ["--schedule", token]

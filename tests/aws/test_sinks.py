@@ -150,7 +150,7 @@ def test_each_sink_holds_what_it_really_received_and_says_what_it_deduplicates(
     assert {name: len(c.messages) for name, c in again.items()} == dict.fromkeys(counts, 0)
 
 
-def test_a_topic_and_a_queue_hold_each_message_with_its_message_attributes(
+def test_a_topic_and_a_queue_hold_each_message_with_its_message_attributes_and_subject(
     backend_url: str, made: tuple[aws.SinkClients, list[aws.MadeSink]]
 ) -> None:
     clients, sinks = made
@@ -168,6 +168,7 @@ def test_a_topic_and_a_queue_hold_each_message_with_its_message_attributes(
     clients.sns.publish(
         TopicArn=address["topic:orders.fifo"],
         Message="order placed",
+        Subject="Order o-1 placed",
         MessageGroupId="o-1",
         MessageDeduplicationId="o-1",
         MessageAttributes={"orderId": attributes["orderId"]},
@@ -179,7 +180,7 @@ def test_a_topic_and_a_queue_hold_each_message_with_its_message_attributes(
     )
     read = _by_name(aws.read_sinks(clients, sinks, target))
     [published] = read["topic:orders"].messages
-    assert published.payload == "order placed"
+    assert (published.payload, published.subject) == ("order placed", "")
     assert dict(published.message_attributes) == {
         **{f"tag{n:02}": f"t{n}" for n in range(9)},
         "orderId": "o-1",
@@ -187,6 +188,7 @@ def test_a_topic_and_a_queue_hold_each_message_with_its_message_attributes(
     }
     [fifo] = read["topic:orders.fifo"].messages
     assert (fifo.payload, fifo.message_attributes) == ("order placed", (("orderId", "o-1"),))
+    assert fifo.subject == "Order o-1 placed"  # from the notification, beside the Message
     assert dict(fifo.attributes)["MessageDeduplicationId"] == "o-1"
     [shipped] = read["queue:outbox"].messages
     assert (shipped.payload, shipped.message_attributes) == ("ship", (("orderId", "o-1"),))

@@ -1087,3 +1087,231 @@ def test_copies_with_other_details_announced_under_other_names_conflict() -> Non
     end = with_sinks(end_state([order_item("o-1", 1)]), topic(announced(1), announced(5)))
     counts = effect_counts(check(history, end))
     assert (counts["duplicate"], counts["conflicting"]) == (1, 1)
+
+
+def test_an_entry_refused_in_a_batch_sent_after_the_loop_is_lost_for_its_own_order() -> None:
+    # One invocation holds the three orders, stores each, then sends the three requests in
+    # one SendMessageBatch after its loop: every entry is marked on the last record (m-3).
+    # o-2's entry is refused (a delay SQS does not take) and the answer is never read.
+    messages = three_orders()
+    queue = "https://sqs.us-east-1.amazonaws.com/000000000000/shipping"
+
+    def request(order_id: str, *, accepted: bool = True) -> EffectRecord:
+        sent_entry = effect(payload(order_id), sink=queue, accepted=accepted, record_id="m-3")
+        return dataclasses.replace(
+            sent_entry,
+            operation="SQS.SendMessageBatch",
+            kind=EffectKind.QUEUE,
+            call_id="batch-1",
+            error_code=None if accepted else "InvalidParameterValue",
+        )
+
+    batch = invocation(
+        "r-1",
+        [record(f"m-{n}", f"o-{n}") for n in (1, 2, 3)],
+        [write(order_item(f"o-{n}", 1)) for n in (1, 2, 3)],
+    )
+    batch = dataclasses.replace(
+        batch,
+        effects=(request("o-1"), request("o-2", accepted=False), request("o-3")),
+    )
+    history = history_of(messages, [batch], ["m-1", "m-2", "m-3"])
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    shipping = SinkContents(
+        name="shipping",
+        kind=EffectKind.QUEUE,
+        address=queue,
+        messages=(SinkMessage(payload("o-1")), SinkMessage(payload("o-3"))),
+    )
+    result = check(history, with_sinks(end_state(items), shipping))
+    # o-1 and o-3 went through cleanly and reached the queue: it is required, and o-2,
+    # acknowledged, never got there.
+    assert the_sink(result, "shipping").required == "learned"
+    assert effect_counts(result) == {
+        "sent": 2,
+        "delivered": 2,
+        "duplicate": 0,
+        "conflicting": 0,
+        "lost": 1,
+    }
+    assert (
+        "1 lost effect(s): o-2 never sent to shipping (message m-2 acknowledged); the sink "
+        "refused 1 of its entries (InvalidParameterValue)" in result.reasons
+    )
+
+
+def _announced_by_subject(rules: list[EffectRule]) -> tuple[Check, Check]:
+    """o-1 and o-2, each sent twice and announced on every delivery with the order id only
+    in the SNS Subject ("Order o-N placed"; the Message the same text for every order); the
+    check of the run, and of the same run whose topic holds what was announced."""
+    messages = [sent(0, "o-1", "m-1"), sent(1, "o-1", "m-2"), sent(2, "o-2", "m-3")]
+    messages.append(sent(3, "o-2", "m-4"))
+
+    def announced(order_id: str) -> EffectRecord:
+        return dataclasses.replace(effect("order placed"), subject=f"Order {order_id} placed")
+
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [write(order_item("o-1", 1))], [announced("o-1")]),
+        delivery("r-2", "m-2", "o-1", [rejected("o-1", started_ns=1)], [announced("o-1")]),
+        delivery("r-3", "m-3", "o-2", [write(order_item("o-2", 1))], [announced("o-2")]),
+        delivery("r-4", "m-4", "o-2", [rejected("o-2", started_ns=1)], [announced("o-2")]),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3", "m-4"])
+    held = dataclasses.replace(
+        topic(),
+        messages=tuple(
+            SinkMessage(e.payload, "", (), (), e.subject)
+            for inv in invocations
+            for e in inv.effects
+        ),
+    )
+    end = end_state([order_item("o-1", 1), order_item("o-2", 1)])
+    return check(history, end, effects=rules), check(history, with_sinks(end, held), effects=rules)
+
+
+def test_an_id_only_in_the_subject_names_the_entry() -> None:
+    # As the observer saw it sent, as the topic held it, and where a pattern declares it.
+    declared = EffectRule("orders", EffectKind.TOPIC, id_pattern=r"Order (\S+) placed")
+    for rules in ([], [declared]):
+        for result in _announced_by_subject(rules):
+            assert effect_counts(result) == {
+                "sent": 4,
+                "delivered": 4,
+                "duplicate": 2,
+                "conflicting": 0,
+                "lost": 0,
+            }
+            (sink,) = result.effects
+            assert sink.unidentified == 0
+            assert result.verdict is Verdict.FAIL
+
+
+def test_a_receipt_staged_copied_and_unstaged_is_one_object_per_order() -> None:
+    # Each delivery writes staging/<message id>.json, copies it to receipts/<order id>.json
+    # and deletes the staging object: the bucket holds the final receipts only. o-1 is sent
+    # twice; every delivery stages and copies.
+    messages = [*three_orders(), sent(3, "o-1", "m-4")]
+
+    def staged(order_id: str, message_id: str) -> list[EffectRecord]:
+        stage = f"staging/{message_id}.json"
+        put = effect(payload(order_id), kind=EffectKind.BUCKET, sink=BUCKET, key=stage)
+        copy = dataclasses.replace(
+            effect(f"{BUCKET}/{stage}", kind=EffectKind.BUCKET, sink=BUCKET),
+            operation="S3.CopyObject",
+            key=f"receipts/{order_id}.json",
+            started_ns=1,
+            ended_ns=2,
+        )
+        delete = dataclasses.replace(
+            effect("", kind=EffectKind.BUCKET, sink=BUCKET, key=stage),
+            operation="S3.DeleteObject",
+            started_ns=3,
+            ended_ns=4,
+        )
+        return [put, copy, delete]
+
+    invocations = [stored(n, staged(f"o-{n}", f"m-{n}")) for n in (1, 2, 3)]
+    invocations.append(
+        delivery("r-4", "m-4", "o-1", [rejected("o-1", started_ns=10)], staged("o-1", "m-4"))
+    )
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3", "m-4"])
+    receipts = SinkContents(
+        name=BUCKET,
+        kind=EffectKind.BUCKET,
+        address=BUCKET,
+        messages=tuple(SinkMessage(payload(f"o-{n}"), f"receipts/o-{n}.json") for n in (1, 2, 3)),
+        deduplicated=S3_WORDS,
+    )
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    result = check(history, with_sinks(end_state(items), receipts))
+    assert result.verdict is Verdict.PASS, result.reasons
+    # Eight writes accepted: four staging objects, deleted by the delivery that wrote each,
+    # and four copies to three keys, one rewritten with the same bytes.
+    assert effect_counts(result) == {
+        "sent": 8,
+        "delivered": 3,
+        "duplicate": 0,
+        "conflicting": 0,
+        "lost": 0,
+    }
+    sink = the_sink(result, BUCKET)
+    assert (sink.required, sink.deduplicated, sink.unstaged) == ("learned", 1, 4)
+    assert (
+        "4 object(s) written to 'receipts' were deleted again by the invocation that wrote them"
+        ": neither delivered nor duplicates" in result.notes
+    )
+
+
+def test_a_receipt_its_copy_deleted_is_lost_for_every_message_of_its_order() -> None:
+    # Each delivery writes receipts/<order id>.json before its conditional put; a copy that
+    # finds the order stored deletes that key, the original's receipt with it. o-2 is sent
+    # once and keeps its receipt; o-1 and o-3 are sent twice and end with none.
+    messages = [
+        sent(0, "o-1", "m-1"),
+        sent(1, "o-1", "m-2"),
+        sent(2, "o-2", "m-3"),
+        sent(3, "o-3", "m-4"),
+        sent(4, "o-3", "m-5"),
+    ]
+
+    def receipt(order_id: str) -> EffectRecord:
+        return effect(
+            payload(order_id), kind=EffectKind.BUCKET, sink=BUCKET, key=f"receipts/{order_id}.json"
+        )
+
+    def removed(order_id: str) -> EffectRecord:
+        return dataclasses.replace(receipt(order_id), operation="S3.DeleteObject", payload="")
+
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [write(order_item("o-1", 1))], [receipt("o-1")]),
+        delivery(
+            "r-2", "m-2", "o-1", [rejected("o-1", started_ns=5)], [receipt("o-1"), removed("o-1")]
+        ),
+        delivery("r-3", "m-3", "o-2", [write(order_item("o-2", 1))], [receipt("o-2")]),
+        delivery("r-4", "m-4", "o-3", [write(order_item("o-3", 1))], [receipt("o-3")]),
+        delivery(
+            "r-5", "m-5", "o-3", [rejected("o-3", started_ns=5)], [receipt("o-3"), removed("o-3")]
+        ),
+    ]
+    history = history_of(messages, invocations, [f"m-{n}" for n in range(1, 6)])
+    receipts = SinkContents(
+        name=BUCKET,
+        kind=EffectKind.BUCKET,
+        address=BUCKET,
+        messages=(SinkMessage(payload("o-2"), "receipts/o-2.json"),),
+        deduplicated=S3_WORDS,
+    )
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    result = check(history, with_sinks(end_state(items), receipts))
+    # Every order's first delivery wrote its receipt: the bucket is where complete deliveries
+    # go, whatever the copies took away.
+    assert the_sink(result, BUCKET).required == "learned"
+    assert effect_counts(result) == {
+        "sent": 5,
+        "delivered": 1,
+        "duplicate": 0,
+        "conflicting": 0,
+        "lost": 4,
+    }
+    assert (
+        "4 lost effect(s): o-1 written to receipts, but no longer there when read (messages "
+        "m-1, m-2 acknowledged); o-3 written to receipts, but no longer there when read "
+        "(messages m-4, m-5 acknowledged)" in result.reasons
+    )
+
+
+def test_a_sink_holding_more_than_was_seen_sent_says_why_it_may_be() -> None:
+    # The publishes were left to a thread: their answers were never read in an invocation,
+    # so no effect was recorded, but the topic holds two of them.
+    messages = three_orders()
+    invocations = [stored(n, []) for n in (1, 2, 3)]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    result = check(history, with_sinks(end_state(items), topic(payload("o-1"), payload("o-2"))))
+    assert (effect_counts(result)["sent"], effect_counts(result)["delivered"]) == (0, 2)
+    assert (
+        "sink 'orders' holds 2 entr(ies) but the observer saw 0 accepted send(s) to it: the "
+        "rest went through a client it does not hook, or were sent by calls whose answer it "
+        "never read (left to a thread that ran on while the environment was frozen or "
+        "retired); its counts are read from what the sink holds" in result.notes
+    )

@@ -89,6 +89,7 @@ def test_an_end_state_with_sinks_round_trips() -> None:
                 (
                     SinkMessage("hello", "", (("MessageGroupId", "g"),)),
                     SinkMessage("placed", "", (), (("orderId", "o-1"),)),
+                    SinkMessage("placed", "", (), (), "Order o-2 placed"),
                 ),
                 complete=False,
                 fifo=True,

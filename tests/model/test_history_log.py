@@ -88,6 +88,7 @@ def _every_kind(n: int) -> Invocation:
                 request_id=f"r-{n}",
                 record_id=f"m-{n}",
                 message_attributes=(("orderId", f"o-{n % 7}"),),
+                subject=f"Order o-{n % 7} placed",
             ),
         ),
     )
@@ -170,11 +171,14 @@ def test_the_encoders_carry_every_field_of_every_record_kind() -> None:
         assert {len(part) for part in row[position]} == {len(dataclasses.fields(kind))}, kind
 
 
-def test_an_effect_without_message_attributes_keeps_the_row_it_always_had() -> None:
-    with_attributes = _every_kind(1).effects[0]
-    without = dataclasses.replace(with_attributes, message_attributes=())
-    assert len(encode_effect(without)) == len(encode_effect(with_attributes)) - 1
-    for effect in (with_attributes, without):
+def test_an_effect_without_message_attributes_or_subject_keeps_the_row_it_always_had() -> None:
+    every = _every_kind(1).effects[0]
+    attributes_only = dataclasses.replace(every, subject="")
+    subject_only = dataclasses.replace(every, message_attributes=())
+    neither = dataclasses.replace(every, message_attributes=(), subject="")
+    assert len(encode_effect(neither)) == len(encode_effect(attributes_only)) - 1
+    assert len(encode_effect(subject_only)) == len(encode_effect(every))
+    for effect in (every, attributes_only, subject_only, neither):
         assert decode_effect(encode_effect(effect)) == effect
 
 

@@ -406,6 +406,24 @@ def test_each_entry_keeps_its_message_attributes(sinks: Sinks) -> None:
     ]
 
 
+def test_each_sns_entry_keeps_its_subject(sinks: Sinks) -> None:
+    sns = _client("sns", sinks.url)
+    with observing() as (_, recorder):
+        sns.publish(TopicArn=sinks.topic, Subject="Order o-1 placed", Message="placed")
+        sns.publish_batch(
+            TopicArn=sinks.topic,
+            PublishBatchRequestEntries=[
+                {"Id": "a", "Message": "A", "Subject": "Order o-2 placed"},
+                {"Id": "b", "Message": "B"},
+            ],
+        )
+    assert [(r.payload, r.subject) for r in recorder.effects()] == [
+        ("placed", "Order o-1 placed"),
+        ("A", "Order o-2 placed"),
+        ("B", ""),
+    ]
+
+
 def test_a_send_to_the_queue_that_feeds_the_function_is_not_an_effect(sinks: Sinks) -> None:
     sqs = _client("sqs", sinks.url)
     with observing((sinks.source,)) as (observer, recorder):

@@ -10,9 +10,9 @@ really held, read back) and the scenario's ``[[effects]]`` entries:
    none of the run's sinks (another function's ``Invoke``) is a sink of its own, named by its
    address, that nothing reads back: what it delivered is what it accepted.
 2. **Whose effect.** The business id of an effect or of what a sink holds is found in its
-   payload and its message attributes as it is in stored items (any leaf, inside nested
-   maps and JSON strings, naming exactly one id that was sent), else in its key (an S3
-   object's, an execution's name), or where its ``[[effects]]`` entry says (``id``,
+   payload, its message attributes and its SNS Subject as it is in stored items (any leaf,
+   inside nested maps and JSON strings, naming exactly one id that was sent), else in its
+   key (an S3 object's, an execution's name), or where its ``[[effects]]`` entry says (``id``,
    ``id_attribute``, ``id_pattern``). An entry with no business id leaves the run
    inconclusive, naming the sink and what to declare: never a guess.
 3. **Duplicates** are counted from what the sink held when read: per business id, entries
@@ -32,10 +32,14 @@ really held, read back) and the scenario's ``[[effects]]`` entries:
    sends several, an entry whose content is none of those the delivery that sent the most
    said. For a bucket, every accepted write is compared, as an overwrite leaves only the
    last (by the same rule: an object rewritten with its own timestamp does not conflict).
+   A bucket's copy within the bucket says what it copied (``_bucket_writes``), and a write
+   its own invocation deleted again (a staging object) is left out of rules 3 to 5: no
+   reader of the bucket is left with it (it is counted ``unstaged``).
 5. **Lost**: an acknowledged, non-poison message whose business id never reached a required
    sink. A sink is required when declared (``required = true``) or learned: every clean
    business id (each of its messages acknowledged after one delivery that succeeded, none of
-   whose entries a sink refused without holding it) reached it, and one did. When one
+   whose entries a sink refused without holding it) reached it (the sink holds it, or its
+   deliveries sent it there and it was taken away again), and one did. When one
    delivery of every clean id sent the same number of distinct entries there (two or more),
    an acknowledged message whose id holds fewer distinct entries lost an effect too: the
    crash between a consumer's two publishes. A sink that
@@ -119,15 +123,17 @@ class _Ids:
         key: str,
         rule: EffectRule | None,
         message_attributes: tuple[tuple[str, str], ...] = (),
+        subject: str = "",
     ) -> str | None:
         parsed = _parsed(payload)
         if rule is not None and rule.declares_id:
-            return rule.id_of(parsed, payload, key, message_attributes)
+            return rule.id_of(parsed, payload, key, message_attributes, subject)
         value = plain(parsed) if parsed is not None else payload
-        if message_attributes:
+        if message_attributes or subject:
             # What a message carries beside its body is searched as its body is: an id
-            # only in an attribute (orderId) names it, two different ids name none.
-            value = [value, dict(message_attributes)]
+            # only in an attribute (orderId) or in an SNS Subject ("Order o-1 placed")
+            # names it, two different ids name none.
+            value = [value, dict(message_attributes), subject]
         return named_id(value, key, self.known, self.longest)
 
 
@@ -169,6 +175,11 @@ class _Group:
     address: str
     contents: SinkContents | None = None
     effects: list[tuple[EffectRecord, Delivering]] = field(default_factory=list)
+    positions: dict[str, int] = field(default_factory=dict)
+    """Each call's place among its invocation's effect calls, by call id."""
+    removed: dict[tuple[str, str], int] = field(default_factory=dict)
+    """A bucket's keys an invocation deleted (accepted ``DeleteObject``), by (request id,
+    key): the place of the last such call among the invocation's effect calls."""
 
 
 def _groups(sinks: Sequence[SinkContents]) -> tuple[list[_Group], Any]:
@@ -178,12 +189,12 @@ def _groups(sinks: Sequence[SinkContents]) -> tuple[list[_Group], Any]:
     for g in groups:
         tails[(g.kind, _tail(g.address))].append(g)
 
-    def group_of(effect: EffectRecord) -> _Group:
+    def group_of(effect: EffectRecord, create: bool = True) -> _Group | None:
         found = exact.get((effect.kind, effect.sink))
         if found is None:
             near = tails.get((effect.kind, _tail(effect.sink)), [])
             found = near[0] if len(near) == 1 else None
-        if found is None:
+        if found is None and create:
             found = exact[(effect.kind, effect.sink)] = _Group(
                 effect.sink, effect.kind, effect.sink
             )
@@ -202,13 +213,23 @@ def _times(n: int) -> str:
     return "twice" if n == 2 else f"{n} times"
 
 
-def _refused(groups: Sequence[_Group], records_of: Mapping[str, Sequence[str]]) -> set[str]:
+def _refused(
+    groups: Sequence[_Group],
+    records_of: Mapping[str, Sequence[str]],
+    whose: Callable[[_Group, EffectRecord], str | None],
+    business_of: Mapping[str, str | None],
+) -> set[str]:
     """The messages whose delivery had an entry refused (a ``Failed`` entry of a batch call,
     an error answer, no answer) that the sink does not hold: such a delivery did not send
     all it meant to, whatever the invocation answered, so it teaches nothing about what a
     complete delivery sends. A refusal of what the sink already holds (a start of an
-    execution name it keeps) is the sink's own deduplication, not a failure. An entry
-    marked on no record (a batch the observer could not tell apart) marks its whole
+    execution name it keeps) is the sink's own deduplication, not a failure.
+
+    Whose delivery it was is read from the entry first (``whose``: the business id it
+    names): the messages of that id its invocation held. A batch call sent after the
+    handler's loop is marked on whichever record came last, so its mark names the
+    delivery only for an entry that names no id its invocation held; an entry marked on
+    no record either (a batch the observer could not tell apart) marks its whole
     invocation."""
     out: set[str] = set()
     for g in groups:
@@ -225,8 +246,49 @@ def _refused(groups: Sequence[_Group], records_of: Mapping[str, Sequence[str]]) 
         for e, d in refused:
             if (e.key if keyed else e.payload) in holds:
                 continue
-            out.update([d.message_id] if d.message_id else records_of.get(d.request_id, ()))
+            records = records_of.get(d.request_id, ())
+            business_id = whose(g, e)
+            own = [m for m in records if business_id and business_of.get(m) == business_id]
+            out.update(own or ([d.message_id] if d.message_id else records))
     return out
+
+
+def _bucket_writes(g: _Group) -> tuple[dict[str, str], set[str]]:
+    """A bucket's accepted writes as its readers see them.
+
+    The first value gives, by call id, the bytes a ``CopyObject`` within the bucket copied:
+    its own invocation's last write of the source key before it, else the bytes every
+    ``PutObject`` of that key in the run wrote (when they all wrote the same); a copy whose
+    source is not known keeps its source's name. The second holds the call ids of writes
+    their own invocation deleted after making them (a staging object copied to its final
+    key): what no reader of the bucket is left with, so it is neither what one delivery
+    leaves nor a copy of an outcome.
+    """
+    writes = [(e, d) for e, d in g.effects if e.accepted]
+    puts: dict[str, set[str]] = defaultdict(set)
+    for e, _ in writes:
+        if e.operation != "S3.CopyObject":
+            puts[e.key].add(e.payload)
+    copied: dict[str, str] = {}
+    own: dict[tuple[str, str], str] = {}
+    in_order = sorted(writes, key=lambda w: (w[1].request_id, g.positions.get(w[0].call_id, 0)))
+    for e, d in in_order:
+        content = e.payload
+        prefix = f"{e.sink}/"
+        if e.operation == "S3.CopyObject" and e.payload.startswith(prefix):
+            source = e.payload.removeprefix(prefix).partition("?versionId=")[0]
+            found = own.get((d.request_id, source))
+            if found is None and len(puts.get(source, ())) == 1:
+                found = next(iter(puts[source]))
+            if found is not None:
+                content = copied[e.call_id] = found
+        own[(d.request_id, e.key)] = content
+    unstaged = {
+        e.call_id
+        for e, d in writes
+        if g.removed.get((d.request_id, e.key), -1) > g.positions.get(e.call_id, 0)
+    }
+    return copied, unstaged
 
 
 # --- the judge ---------------------------------------------------------------------------
@@ -267,6 +329,8 @@ def judge_effects(
     # record's own calls are what its delivery sent (see ``one_delivery``).
     marked: set[str] = set()
     records_of: dict[str, tuple[str, ...]] = {}
+    # Accepted deletes (a bucket's DeleteObject): (the call, its invocation, its place there).
+    removals: list[tuple[EffectRecord, str, int]] = []
     for inv in invocations:
         failed = set(inv.failed_message_ids)
         outcome = inv.outcome.value
@@ -302,13 +366,17 @@ def judge_effects(
             if len(marks & set(records_of[inv.request_id])) > 1:
                 marked.add(inv.request_id)
         receive = {r.message_id: r.receive_count for r in inv.records}
-        for effect in inv.effects:
+        for position, effect in enumerate(inv.effects):
             if effect.operation in _NOT_SENT:
+                if effect.accepted:
+                    removals.append((effect, inv.request_id, position))
                 continue
             record_id = effect.record_id or (
                 inv.records[0].message_id if len(inv.records) == 1 else ""
             )
-            group_of(effect).effects.append(
+            group = group_of(effect)
+            group.positions[effect.call_id] = position
+            group.effects.append(
                 (
                     effect,
                     Delivering(
@@ -325,12 +393,25 @@ def judge_effects(
             )
     if not groups:
         return None
-    dirty |= _refused(groups, records_of)
-
-    acked_ids = set(acked)
+    for effect, request_id, position in removals:
+        # A delete from a bucket nothing was written to is no sink of the run's.
+        removed_from = group_of(effect, create=False)
+        if removed_from is not None:
+            removed_from.removed[(request_id, effect.key)] = position
     messages = [m for m in sent if m.message_id is not None]
     # A poison message's id is an id too: an effect sent for it is its, never unknown.
     ids = _Ids(m.business_id for m in messages if m.business_id is not None)
+    # A label two kinds of sink share (a topic and a queue both "orders") is two sinks: an
+    # entry is for the kind its label was declared with.
+    rule_of = {(r.kind, r.sink): r for r in rules}
+
+    def whose(g: _Group, e: EffectRecord) -> str | None:
+        rule = rule_of.get((g.kind, g.name))
+        return ids.of(e.payload, e.key, rule, e.message_attributes, e.subject)
+
+    dirty |= _refused(groups, records_of, whose, business_of)
+
+    acked_ids = set(acked)
     expected = [m for m in messages if m.message_id in acked_ids and not m.poison and m.business_id]
     by_id: dict[str, list[SentMessage]] = defaultdict(list)
     for m in messages:
@@ -349,9 +430,6 @@ def judge_effects(
     }
     # Ids whose messages carried more than one set of details (a conflict among the copies).
     varied = {b for b, ds in (details or {}).items() if len(ds) > 1}
-    # A label two kinds of sink share (a topic and a queue both "orders") is two sinks: an
-    # entry is for the kind its label was declared with.
-    rule_of = {(r.kind, r.sink): r for r in rules}
 
     judged: list[SinkEffects] = []
     learned: dict[str, SinkLearned] = {}
@@ -435,12 +513,19 @@ def judge_effects(
             notes.append(
                 f"sink {g.name!r} holds {one.delivered} entr(ies) but the observer saw "
                 f"{one.sent} accepted send(s) to it: the rest went through a client it does "
-                "not hook; its counts are read from what the sink holds"
+                "not hook, or were sent by calls whose answer it never read (left to a thread "
+                "that ran on while the environment was frozen or retired); its counts are "
+                "read from what the sink holds"
             )
         if one.read and one.complete and not one.deduplicated_by and one.delivered < one.sent:
             notes.append(
                 f"sink {g.name!r} holds {one.delivered} of the {one.sent} send(s) it accepted "
                 "and says it deduplicates nothing: the rest never arrived where it was read"
+            )
+        if one.unstaged:
+            notes.append(
+                f"{one.unstaged} object(s) written to {g.name!r} were deleted again by the "
+                "invocation that wrote them: neither delivered nor duplicates"
             )
         if one.deduplicated:
             notes.append(
@@ -498,7 +583,7 @@ def _judge_sink(
     refusals: dict[str, list[str]] = defaultdict(list)
     for e, _ in g.effects:
         if not e.accepted:
-            refused_id = ids.of(e.payload, e.key, rule, e.message_attributes)
+            refused_id = ids.of(e.payload, e.key, rule, e.message_attributes, e.subject)
             if refused_id is not None:
                 refusals[refused_id].append(e.error_code or "refused")
     read = g.contents is not None
@@ -517,14 +602,19 @@ def _judge_sink(
     entries_of_call: dict[str, int] = defaultdict(int)
     for e, _ in g.effects:
         entries_of_call[e.call_id] += 1
+    # A bucket's copies by what they copied; the staging objects their writer deleted, left out.
+    copied, unstaged = _bucket_writes(g) if keyed else ({}, set())
     for e, d in accepted:
-        business_id = ids.of(e.payload, e.key, rule, e.message_attributes)
+        if e.call_id in unstaged:
+            continue
+        payload = copied.get(e.call_id, e.payload)
+        business_id = ids.of(payload, e.key, rule, e.message_attributes, e.subject)
         if business_id is None:
             unidentified += 0 if read else 1
             continue
         senders[business_id].append(d)
-        sends[business_id].append((e.payload, e.key))
-        content = _content(e.payload, detail_names.get(business_id, frozenset()))
+        sends[business_id].append((payload, e.key))
+        content = _content(payload, detail_names.get(business_id, frozenset()))
         sent_content[business_id].append(content)
         delivery = one_delivery(d, business_id, entries_of_call[e.call_id] == 1)
         if delivery is not None:
@@ -534,7 +624,9 @@ def _judge_sink(
     held: dict[str, list[tuple[str, str]]] = defaultdict(list)
     if read and g.contents is not None:
         for message in g.contents.messages:
-            business_id = ids.of(message.payload, message.key, rule, message.message_attributes)
+            business_id = ids.of(
+                message.payload, message.key, rule, message.message_attributes, message.subject
+            )
             if business_id is None:
                 unidentified += 1
                 continue
@@ -618,7 +710,10 @@ def _judge_sink(
     agreed = (
         next(iter(complete_sets)) if len(complete_sets) == 1 and clean <= set(by_delivery) else 0
     )
-    shown = SinkLearned(clean <= reached, agreed) if clean else None
+    # A clean id's deliveries reached the sink when it holds the id, or when they sent it
+    # there and something took it away again (a copy deleting the receipt its original
+    # wrote): either way the consumer's complete deliveries go there.
+    shown = SinkLearned(clean <= reached | set(senders), agreed) if clean else None
     shown_or_before = before if shown is None else shown
     learned = not declared and shown_or_before is not None and shown_or_before.reached
     required = "declared" if declared else "learned" if learned else "optional"
@@ -643,6 +738,8 @@ def _judge_sink(
                     f"{business_id} {verb} {g.name} {_distinct(held[business_id], keyed)} "
                     f"of the {whole} entries one delivery sends ({which})"
                 )
+            elif business_id in senders:
+                text = f"{business_id} {verb} {g.name}, but no longer there when read ({which})"
             else:
                 text = f"{business_id} never {verb} {g.name} ({which})"
             codes = refusals.get(business_id)
@@ -662,7 +759,7 @@ def _judge_sink(
     deduplicated = 0
     dedup_words = g.contents.deduplicated if g.contents is not None else ""
     if read and dedup_words:
-        deduplicated = max(0, len(accepted) - delivered)
+        deduplicated = max(0, len(accepted) - len(unstaged) - delivered)
     kept: dict[str, int] = defaultdict(int)
     chosen = []
     for w in witnesses:
@@ -686,6 +783,7 @@ def _judge_sink(
         complete=complete,
         unidentified=unidentified,
         witnesses=tuple(chosen),
+        unstaged=len(unstaged),
     )
     return judged, shown
 

@@ -385,6 +385,10 @@ class SinkEffects:
     unidentified: int = 0
     """Entries in which no business id was found."""
     witnesses: tuple[EffectWitness, ...] = ()
+    unstaged: int = 0
+    """A bucket's accepted writes that the invocation which made them deleted again (a
+    staging object copied to its final key): in ``sent``, neither delivered nor
+    deduplicated."""
 
     def to_json(self, start_ns: int = 0) -> dict[str, Any]:
         """As the report lists it (``start_ns``: the run's start, its witnesses' times'
@@ -405,6 +409,7 @@ class SinkEffects:
             "read": self.read,
             "complete": self.complete,
             "unidentified": self.unidentified,
+            "unstaged": self.unstaged,
             "witnesses": [w.to_json(start_ns) for w in self.witnesses],
         }
 

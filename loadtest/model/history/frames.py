@@ -298,8 +298,9 @@ def decode_invocation(row: tuple[Any, ...], *, writes_too: bool = True) -> Invoc
 
 
 def encode_effect(e: EffectRecord) -> tuple[Any, ...]:
-    """An effect as a row of plain values (its kind as its text; its message attributes
-    last, and only when it has some, so a row without them is what it always was)."""
+    """An effect as a row of plain values (its kind as its text; its message attributes,
+    then its subject, last, and only when it has them, so a row without them is what it
+    always was)."""
     row = (
         e.operation,
         e.kind.value,
@@ -316,6 +317,8 @@ def encode_effect(e: EffectRecord) -> tuple[Any, ...]:
         e.request_id,
         e.record_id,
     )
+    if e.subject:
+        return (*row, e.message_attributes, e.subject)
     return (*row, e.message_attributes) if e.message_attributes else row
 
 

@@ -215,7 +215,9 @@ def encode_end_state(end: EndState) -> dict[str, Any]:
                 s.kind.value,
                 s.address,
                 tuple(
-                    (m.payload, m.key, m.attributes, m.message_attributes)
+                    (m.payload, m.key, m.attributes, m.message_attributes, m.subject)
+                    if m.subject
+                    else (m.payload, m.key, m.attributes, m.message_attributes)
                     if m.message_attributes
                     else (m.payload, m.key, m.attributes)
                     for m in s.messages
@@ -231,15 +233,16 @@ def encode_end_state(end: EndState) -> dict[str, Any]:
 
 
 def _sink_message(
-    payload: str, key: str, attributes: Any, message_attributes: Any = ()
+    payload: str, key: str, attributes: Any, message_attributes: Any = (), subject: str = ""
 ) -> SinkMessage:
-    """A sink's message as ``encode_end_state`` kept it (its message attributes only when
-    it had some)."""
+    """A sink's message as ``encode_end_state`` kept it (its message attributes, then its
+    subject, only when it had them)."""
     return SinkMessage(
         payload,
         key,
         tuple(tuple(a) for a in attributes),
         tuple(tuple(a) for a in message_attributes),
+        subject,
     )
 
 

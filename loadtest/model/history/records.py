@@ -219,6 +219,8 @@ class EffectRecord:
     message_attributes: tuple[tuple[str, str], ...] = ()
     """The entry's SNS or SQS ``MessageAttributes``, by name, as ``attribute_texts`` gives
     them (() when it carried none)."""
+    subject: str = ""
+    """An SNS entry's ``Subject`` ("" when it gave none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +240,8 @@ class SinkMessage:
     """The message attributes it was delivered with (a topic's from the notification's
     ``MessageAttributes``, a queue's from the message's), as ``attribute_texts`` gives
     them."""
+    subject: str = ""
+    """A topic's message's ``Subject``, from its notification ("" when it had none)."""
 
 
 def attribute_texts(attributes: Any) -> tuple[tuple[str, str], ...]:

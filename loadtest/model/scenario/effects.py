@@ -15,6 +15,8 @@ File format (each entry names one sink by its label)::
                                     # payload (through JSON strings), or "key" (an S3
                                     # object's key, an execution's name)
     id_pattern = "orders/(?P<id>[^/]+)[.]json"   # optional: the id inside that value
+                                    # (alone: inside the payload's text, then an SNS
+                                    # message's Subject)
     id_attribute = "orderId"        # instead of id: the SNS or SQS message attribute that
                                     # holds it (a topic's or queue's messages)
     required = true                 # every acknowledged message must reach it
@@ -71,8 +73,8 @@ class EffectRule:
     ``items[0].id``), ``key``, or "" (found as in stored items: any leaf naming a sent id)."""
     id_pattern: str = ""
     """A regular expression applied to that value (without ``id``: to the key of a keyed
-    sink, else to the payload text): its group ``id``, else its first group, else its
-    match is the business id."""
+    sink, else to the payload text, then to an SNS message's Subject): its group ``id``,
+    else its first group, else its match is the business id."""
     id_attribute: str = ""
     """The message attribute (SNS, SQS ``MessageAttributes``) whose value is the business id
     (or holds it, with ``id_pattern``); "" when the id is not in an attribute."""
@@ -91,18 +93,23 @@ class EffectRule:
         text: str,
         key: str,
         message_attributes: Iterable[tuple[str, str]] = (),
+        subject: str = "",
     ) -> str | None:
         """The business id this entry finds in an entry: ``payload`` parsed (None when not
-        JSON), its ``text``, its ``key`` and its message attributes; None when it is not
-        there."""
+        JSON), its ``text``, its ``key``, its message attributes and its SNS ``subject``;
+        None when it is not there."""
         if self.id_attribute:
-            value: str | None = dict(message_attributes).get(self.id_attribute)
-        elif self.id == BY_KEY or (not self.id and self.kind in KEYED_KINDS):
-            value = key or None
-        elif self.id:
-            value = _at_path(payload, self.id)
-        else:
-            value = text
+            return self._matched(dict(message_attributes).get(self.id_attribute))
+        if self.id == BY_KEY or (not self.id and self.kind in KEYED_KINDS):
+            return self._matched(key or None)
+        if self.id:
+            return self._matched(_at_path(payload, self.id))
+        # A pattern alone: over the payload's text, then over a Subject sent beside it.
+        found = self._matched(text)
+        return found if found is not None or not subject else self._matched(subject)
+
+    def _matched(self, value: str | None) -> str | None:
+        """The business id in ``value``, by ``id_pattern`` when there is one."""
         if value is None or not self.id_pattern:
             return value
         match = re.search(self.id_pattern, value)
