@@ -207,7 +207,8 @@ _NAME_CHAR = r"[A-Za-z0-9_.\-]"
 
 def _plainer(judged: Judged, business_ids: set[str], named: dict[str, str]) -> Callable[[str], str]:
     """Text with each fresh business id (``id_sN``) shown as the scenario's, each message id
-    as ``message-N`` (N: the copy), and the session's tables and sinks by what names them
+    as ``message-N`` (N: the copy), each request id as ``request-D`` (D: the delivery), and
+    the session's tables and sinks by what names them
     in the scenario (``named``: a variable, a sink's NAME): the same in every schedule and
     replay."""
     pattern = re.compile(
@@ -218,8 +219,16 @@ def _plainer(judged: Judged, business_ids: set[str], named: dict[str, str]) -> C
         + r"\d+"
     )
     message_ids = {m.message_id: f"message-{i + 1}" for i, m in enumerate(judged.history.sent)}
+    # A request id is the schedule's and the delivery's (``s12-1.2``): shown as the
+    # delivery's alone, as a handler that stores its own (a claim's owner) is replayed.
+    request_ids = {
+        i.request_id: f"request-{i.request_id.partition('-')[2]}"
+        for i in judged.history.invocations
+    }
     aliases = dict(
-        (fresh, alias) for fresh, alias in [*message_ids.items(), *named.items()] if fresh
+        (fresh, alias)
+        for fresh, alias in [*message_ids.items(), *request_ids.items(), *named.items()]
+        if fresh
     )
     # Whole names only: a topic named PREFIX-orders.fifo is not the table PREFIX-orders.
     names = (

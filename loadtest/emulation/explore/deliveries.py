@@ -204,6 +204,27 @@ class Deliveries:
             )
         )
 
+    def unordered(self, operation: str, target: str, other: str) -> None:
+        """A call made while ``other``, a call of the same invocation that it does not
+        commute with, was in flight (``asyncio.gather``).
+
+        The observer runs the two one at a time, in the order they were made; the
+        service might have run them the other way round, and no schedule covers that
+        order: it is noted as unobserved, which leaves the schedule inconclusive,
+        naming both.
+        """
+        run: Run = self._local.run
+        self._unscheduled += 1
+        run.observations.append(
+            UnobservedCall(
+                operation,
+                f"made while {other} of the same invocation was in flight ({target}): "
+                "explore runs them one at a time in the order they were made, so no "
+                "schedule covers the other order",
+                run.request_id,
+            )
+        )
+
     def after_call(self, answer: str | None = None) -> None:
         run: Run = self._local.run
         self._log.answered(run.delivery, answer)

@@ -16,7 +16,8 @@ between invocations). The copy is made with the consumer's modules taken out of
 ``sys.modules`` and put back after, so each copy's modules see each other, and
 ``sys.modules`` holds environment 1's.
 
-Owns the copies and ending them with the session (``close``); when one is imported
+Owns the copies and ending them with the session (``close``: environment 1's modules
+leave ``sys.modules`` too); when one is imported
 (outside the schedule's points) is ``loadtest.emulation.explore.deliveries``'.
 """
 
@@ -80,7 +81,13 @@ class EnvironmentHandlers:
 
     def close(self) -> None:
         """End the environments as their processes end: an event loop a module kept
-        (``loop = asyncio.new_event_loop()``) is closed, not left to warn when collected."""
+        (``loop = asyncio.new_event_loop()``) is closed, not left to warn when collected,
+        and environment 1's modules leave ``sys.modules``, so that a later exploration in
+        this process imports the consumer afresh (its cold start, under its own variables)
+        instead of finding a sibling module bound to this one's table."""
+        for name, module in zip(self._own, self._modules, strict=False):
+            if sys.modules.get(name) is module:
+                del sys.modules[name]
         for module in self._modules:
             for value in list(vars(module).values()):
                 if (

@@ -9,7 +9,8 @@ decisions and runs the same way every time it is replayed.
 The queue is modelled here, as Lambda's SQS event source mapping behaves: a
 delivery whose invocation fails (the handler raised, the environment crashed
 or timed out) or whose acknowledgement is lost leaves the message to come back
-once its visibility timeout has passed since it was received, with its receive
+once its visibility timeout has passed since it was received (when its invocation
+started, if the clock jumped past the moment it became visible), with its receive
 count one higher, until ``max_receive_count``, after which it is
 dead-lettered. Time is virtual and moves only when no delivery can go (to the
 earliest sleep's end or message's return), or when a ``clock`` or
@@ -79,7 +80,11 @@ class Explorer(Deliveries):
             dead.append(DeadLetter(message.message_id, message.receives, now))
             self._log.note(run.delivery, "message dead-lettered")
             return
-        back = run.received_ns + int(self.settings.visibility_timeout_s * NS_PER_S)
+        # A poller invokes what it receives at once: a delivery that started later than it
+        # was made visible (the clock jumped past that moment while others ran) was
+        # received when it started, and its visibility timeout counts from there.
+        received = max(run.received_ns, run.started_ns) if run.started else run.received_ns
+        back = received + int(self.settings.visibility_timeout_s * NS_PER_S)
         self._receive(message, max(back, now), schedule)
 
     def _options(self, used_faults: int) -> list[Option]:

@@ -26,14 +26,17 @@ of the delivery may run while it is parked.
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Awaitable, Callable
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any, ClassVar, Protocol
 
 from botocore.client import BaseClient
 
 from loadtest.aws.user_agent import memoise_user_agent
-from loadtest.model.explore.points import Access
+from loadtest.model.explore.points import Access, dependent
 from loadtest.model.history.log import EffectKind, EffectRecord, key_string
 from loadtest.observer.calls import Call
 from loadtest.observer.effect_calls import take_effect
@@ -58,6 +61,8 @@ class Gate(Protocol):
     def after_call(self, answer: str | None = None) -> None: ...
 
     def unscheduled(self, operation: str, target: str) -> None: ...
+
+    def unordered(self, operation: str, target: str, other: str) -> None: ...
 
 
 class _Throttled:
@@ -137,6 +142,11 @@ class GatedObserver(WriteObserver):
         self._local = threading.local()
         super().__init__(table_name, key_names, sink=sink, clock=clock, source_queues=source_queues)
         self.gate = gate
+        # Per event loop (a delivery's): the lock its calls take turns on, and those started.
+        self._in_flight: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[asyncio.Lock, list[tuple[str, Access]]]
+        ] = weakref.WeakKeyDictionary()
+        self._in_flight_guard = threading.Lock()
 
     @property
     def request_id(self) -> str:
@@ -217,21 +227,41 @@ class GatedObserver(WriteObserver):
         if point is None:
             return await super()._send_other_async(request_context, send)
         name, access, table = point
-        effect = take_effect(request_context)
-        if effect is None:
-            if self.gate.before_call(name, access, f"table {table}") == THROTTLED:
-                answer = _throttled()
+        async with self._one_at_a_time(name, access, f"table {table}" if table else ""):
+            effect = take_effect(request_context)
+            if effect is None:
+                if self.gate.before_call(name, access, f"table {table}") == THROTTLED:
+                    answer = _throttled()
+                else:
+                    answer = await send()
+                self.gate.after_call(_answer_text(answer))
+                return answer
+            code = _EFFECT_THROTTLING[effect.kind]
+            if self.gate.before_call(name, access, "", code) == THROTTLED:
+                answer, records = self._throttle_effect(effect, code)
             else:
-                answer = await send()
-            self.gate.after_call(_answer_text(answer))
+                answer, records = await self._send_effect_async(effect, send)
+            self.gate.after_call(_effect_answer_text(records))
             return answer
-        code = _EFFECT_THROTTLING[effect.kind]
-        if self.gate.before_call(name, access, "", code) == THROTTLED:
-            answer, records = self._throttle_effect(effect, code)
-        else:
-            answer, records = await self._send_effect_async(effect, send)
-        self.gate.after_call(_effect_answer_text(records))
-        return answer
+
+    @asynccontextmanager
+    async def _one_at_a_time(self, name: str, access: Access, target: str) -> AsyncIterator[None]:
+        """Hold the delivery's event loop to this call from its call point to its answer
+        point; a call made meanwhile waits, and is noted when the two do not commute."""
+        loop = asyncio.get_running_loop()
+        with self._in_flight_guard:
+            lock, started = self._in_flight.setdefault(loop, (asyncio.Lock(), []))
+        for other, other_access in started:
+            if dependent(other_access, access):
+                self.gate.unordered(name, target, other)
+                break
+        mine = (f"{name} {target}".strip(), access)
+        started.append(mine)
+        try:
+            async with lock:
+                yield
+        finally:
+            started.remove(mine)
 
     def _throttle_effect(self, effect: EffectCall, code: str) -> tuple[Any, list[EffectRecord]]:
         """The throttling answer given instead of sending ``effect`` (its entries recorded
@@ -273,9 +303,10 @@ class GatedObserver(WriteObserver):
         if not self.gate.in_delivery():
             return await super()._send_async(call, send)
         access, target = self._point(call)
-        if self.gate.before_call(call.operation, access, target) == THROTTLED:
-            answer = self._throttle(call)
-        else:
-            answer = await super()._send_async(call, send)
-        self.gate.after_call()
-        return answer
+        async with self._one_at_a_time(call.operation, access, target):
+            if self.gate.before_call(call.operation, access, target) == THROTTLED:
+                answer = self._throttle(call)
+            else:
+                answer = await super()._send_async(call, send)
+            self.gate.after_call()
+            return answer

@@ -106,3 +106,73 @@ def test_a_call_made_outside_the_delivery_thread_is_inconclusive_naming_it(
     reasons = json.dumps(data)
     assert "PutItem call(s) not understood: made outside the delivery's thread" in reasons
     assert "explore cannot schedule it" in reasons
+
+
+def test_calls_in_flight_together_take_turns_and_replay_exactly(backend_url: str) -> None:
+    # asyncio.gather of two reads, then the put: the race is found, each read is one step
+    # with its own answer, and the token replays the same steps every time.
+    report = _explore(backend_url, CONSUMERS / "aio_gather_reads", copies=2)
+    assert report.exit_code == 1
+    explore = report.to_dict()["explore"]
+    assert explore["exhaustive"] is True and explore["schedules_inconclusive"] == 0
+    [bug] = explore["bugs"]
+    assert bug["counts"]["duplicate_writes"] == 1
+    reads = [(d, what, answer) for d, what, answer in _steps(explore) if "GetItem" in what]
+    assert sorted(reads) == [
+        (d, f"GetItem id={key}", "absent")
+        for d in ("1", "2")
+        for key in ("customer#default", "dedup-order")
+    ]
+    for _ in range(2):
+        again = _explore(
+            backend_url, CONSUMERS / "aio_gather_reads", copies=2, schedule=bug["schedule"]
+        )
+        assert again.exit_code == 1
+        assert again.to_dict()["explore"]["counterexample"]["steps"] == bug["steps"]
+
+
+def test_a_guarded_put_and_an_audit_row_in_flight_together_pass(backend_url: str) -> None:
+    # The two writes touch different items: one order of them covers both.
+    report = _explore(backend_url, CONSUMERS / "aio_gather_guarded", copies=2)
+    assert report.exit_code == 0
+    explore = report.to_dict()["explore"]
+    assert explore["exhaustive"] is True and explore["schedules_inconclusive"] == 0
+    # The two conditional puts of dedup-order in their 2 orders.
+    assert explore["schedules_run"] == 2
+
+
+def test_two_writes_to_one_item_in_flight_together_are_inconclusive_naming_both(
+    backend_url: str,
+) -> None:
+    # The put and the stamp of one order at once: DynamoDB may apply them in either order,
+    # and the stamp first would refuse the put. Explore runs them in the order they were
+    # made and says the other order is not covered.
+    report = _explore(backend_url, CONSUMERS / "aio_gather_same_item", copies=1)
+    assert report.exit_code == 4
+    data = report.to_dict()
+    explore = data["explore"]
+    assert explore["exhaustive"] is False
+    assert explore["bound"]["stopped_by"] == "unscheduled_call"
+    assert (
+        "1 UpdateItem call(s) not understood: made while PutItem id=dedup-order of the same "
+        "invocation was in flight"
+    ) in json.dumps(data)
+
+
+def test_writes_in_flight_together_each_get_their_own_answer(backend_url: str) -> None:
+    # Two copies: the copy's stamp writes the order again (a duplicate), and each write's
+    # step carries its own answer, the copy's put refused and its stamp accepted.
+    report = _explore(backend_url, CONSUMERS / "aio_gather_same_item", copies=2)
+    assert report.exit_code == 1
+    explore = report.to_dict()["explore"]
+    assert explore["counterexample"]["counts"]["duplicate_writes"] == 1
+    assert _steps(explore) == [
+        ("1", "invocation starts", None),
+        ("1", "PutItem id=dedup-order", "accepted"),
+        ("1", "UpdateItem id=dedup-order", "accepted"),
+        ("1", "acknowledged", None),
+        ("2", "invocation starts", None),
+        ("2", "PutItem id=dedup-order", "rejected (ConditionalCheckFailedException)"),
+        ("2", "UpdateItem id=dedup-order", "accepted"),
+        ("2", "acknowledged", None),
+    ]

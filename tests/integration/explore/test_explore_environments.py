@@ -37,3 +37,18 @@ def test_the_environment_that_replaces_a_crashed_one_starts_with_an_empty_set(
     assert report.exit_code == 1
     [bug] = explore["bugs"]
     assert bug["counts"]["duplicate_writes"] == 1 and bug["faults"] == 1
+
+
+def test_a_later_exploration_in_the_process_imports_the_consumers_siblings_afresh(
+    backend_url: str,
+) -> None:
+    # The handler imports a sibling that binds its table when imported. Each exploration
+    # makes a table of its own: the second must find the sibling imported again under its
+    # own variables, not the first's copy still bound to a table since dropped.
+    options = {"copies": 1, "distinct_ids": 2, "endpoint_url": backend_url}
+    orders = "tests/integration/explore/customer-orders.toml"
+    handler = f"{CONSUMERS}/customer_versioned_overwrite.py:handler"
+    first = loadtest.explore(orders, handler=handler, **options)  # type: ignore[arg-type]
+    second = loadtest.explore(orders, handler=handler, **options)  # type: ignore[arg-type]
+    assert first.exit_code == second.exit_code == 1, second.to_dict()["runs"][0]["reasons"]
+    assert second.to_dict()["explore"]["bugs"] == first.to_dict()["explore"]["bugs"]
