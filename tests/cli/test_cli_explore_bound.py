@@ -134,7 +134,7 @@ def test_a_bound_sets_the_space_and_the_report_states_it(backend_url: str, tmp_p
 
 
 def test_a_bounds_replay_line_carries_the_bound_and_reruns_the_schedule(
-    backend_url: str,
+    backend_url: str, tmp_path: Path
 ) -> None:
     handler = "tests/integration/explore/consumers/claim_trusting.py:handler"
     found = runner.invoke(
@@ -148,6 +148,8 @@ def test_a_bounds_replay_line_carries_the_bound_and_reruns_the_schedule(
             "deliveries=1,crash=1",
             "--endpoint-url",
             backend_url,
+            "--out",
+            str(tmp_path),
         ],
     )
     assert found.exit_code == 1, found.output
@@ -155,5 +157,5 @@ def test_a_bounds_replay_line_carries_the_bound_and_reruns_the_schedule(
     args = line.removeprefix("replay: loadtest ").split()
     assert args[args.index("--bound") + 1] == "deliveries=1,crash=1"
     assert "--copies" not in args and "--faults" not in args
-    again = runner.invoke(app, [*args, "--endpoint-url", backend_url])
+    again = runner.invoke(app, [*args, "--endpoint-url", backend_url, "--out", str(tmp_path)])
     assert again.exit_code == 1, again.output

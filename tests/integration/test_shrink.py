@@ -71,7 +71,9 @@ def test_shrink_ends_at_one_id_with_its_copies_and_the_command_fails_again(
     [command] = [line for line in shrunk.output.splitlines() if line.startswith("Reproduce: ")]
     args = shlex.split(command.removeprefix("Reproduce: "))
     assert args[:3] == ["loadtest", "run", str(minimal)]
-    again = runner.invoke(app, [*args[1:], "--endpoint-url", backend_url, "--quiet"])
+    again = runner.invoke(
+        app, [*args[1:], "--endpoint-url", backend_url, "--quiet", "--out", str(tmp_path)]
+    )
     assert again.exit_code == 1, again.output
     # The hand-off: the minimal workload is small enough to explore every interleaving.
     assert f"Explore its interleavings: loadtest explore {minimal} --variant {variant}" in (
