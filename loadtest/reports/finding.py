@@ -96,6 +96,8 @@ def sink_line(entry: Mapping[str, Any]) -> str:
         extra.append(f"deduplicated {entry['deduplicated']:,} by the sink")
     if entry.get("delivery") == "at-least-once":
         extra.append("at-least-once")
+    elif entry.get("delivery") == "any":
+        extra.append("counted, not judged per order")
     if entry.get("required") in ("declared", "learned"):
         extra.append(f"required ({entry['required']})")
     if not entry.get("read", True):

@@ -291,6 +291,27 @@ def test_an_effect_that_names_no_order_leaves_the_run_inconclusive(
     ]
 
 
+AUDIT_COUNTED = """
+[[effects]]
+sink = "audit"
+delivery = "any"   # an audit log: no order's outcome
+"""
+
+
+def test_an_audit_sink_declared_any_is_counted_and_the_run_judged(
+    backend_url: str, tmp_path: Path
+) -> None:
+    path = _scenario(tmp_path, {"AUDIT_QUEUE_URL": "{queue_url:audit}"}, extra=AUDIT_COUNTED)
+    report = loadtest.run(
+        path, endpoint_url=backend_url, variants=[], handler=_user("audit_without_order.py")
+    )
+    (run,) = report.runs
+    assert (report.exit_code, run.verdict) == (0, "pass"), run.inconclusive
+    assert _effects(run) == _expect(IDS * COPIES, IDS * COPIES)
+    (audit,) = run.raw["effects"]
+    assert audit["delivery"] == "any" and audit["unidentified"] == 0
+
+
 SUBJECT_DECLARED = r"""
 [[effects]]
 sink = "ops"

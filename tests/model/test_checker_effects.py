@@ -822,6 +822,34 @@ def test_payloads_without_a_business_id_leave_the_run_inconclusive() -> None:
     assert the_sink(declared).unidentified == 0
 
 
+def test_a_sink_declared_any_is_counted_and_never_judged_per_order() -> None:
+    # An audit line per batch, naming both orders and refused once: no one order's effect.
+    messages = [sent(0, "o-1", "m-1"), sent(1, "o-2", "m-2"), sent(2, "o-1", "m-3")]
+    audit = json.dumps({"event": "batch-done", "orders": ["o-1", "o-2"]})
+    invocations = [
+        delivery("r-1", "m-1", "o-1", [write(order_item("o-1", 1))], [effect(audit)]),
+        delivery("r-2", "m-2", "o-2", [write(order_item("o-2", 1))], [effect(audit)]),
+        delivery("r-3", "m-3", "o-1", [rejected("o-1")], [effect(audit, accepted=False)]),
+    ]
+    history = history_of(messages, invocations, ["m-1", "m-2", "m-3"])
+    end = with_sinks(end_state([order_item("o-1", 1), order_item("o-2", 1)]), topic(audit, audit))
+    judged = check(history, end)
+    assert judged.verdict is Verdict.INCONCLUSIVE  # whose entries they are is not known
+    rule = EffectRule("orders", EffectKind.TOPIC, delivery=Delivery.ANY)
+    counted = check(history, end, effects=[rule])
+    assert counted.verdict is Verdict.PASS, counted.reasons + counted.inconclusive
+    assert effect_counts(counted) == {
+        "sent": 2,
+        "delivered": 2,
+        "duplicate": 0,
+        "conflicting": 0,
+        "lost": 0,
+    }
+    sink = the_sink(counted)
+    assert (sink.delivery, sink.unidentified, sink.witnesses) == (Delivery.ANY, 0, ())
+    assert any('declared delivery = "any"' in n for n in counted.notes)
+
+
 def _announced_by_attribute(
     rules: list[EffectRule], *, body_names: str = ""
 ) -> tuple[Check, Check]:

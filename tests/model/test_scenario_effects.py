@@ -92,7 +92,11 @@ def test_unknown_keys_are_refused_listing_the_allowed() -> None:
         ({"sink": "orders", "id": "key"}, "id = \"key\", but 'orders' is a topic"),
         ({"sink": "orders", "id": "a..b"}, "is not a dotted path"),
         ({"sink": "orders", "id_pattern": "("}, "is not a regular expression"),
-        ({"sink": "orders", "delivery": "twice"}, "allowed: exactly-once, at-least-once"),
+        ({"sink": "orders", "delivery": "twice"}, "allowed: exactly-once, at-least-once, any"),
+        (
+            {"sink": "orders", "id": "orderId", "required": True, "delivery": "any"},
+            'required but delivery = "any" judges none',
+        ),
         ({"sink": "orders", "required": "yes"}, "required must be true or false"),
         ({"sink": 3}, "must name a sink by its label"),
         ({"sink": "receipts", "id_attribute": "orderId"}, "is a bucket, whose entries carry no"),

@@ -47,6 +47,10 @@ really held, read back) and the scenario's ``[[effects]]`` entries:
    lost, and leaves the run inconclusive when it accepted sends the read did not reach.
 6. **Deduplicated**: on a sink that deduplicates by itself (a FIFO deduplication id, an S3
    key, an execution name), accepted sends minus what it delivered.
+7. **Counted only**: a sink declared ``delivery = "any"`` holds no order's outcome (an
+   audit log, a summary per batch): its entries are counted (sent, delivered,
+   deduplicated) and nothing else; no business id is looked for, and what it refused
+   leaves an order's delivery clean.
 
 Pure; it reads the invocations once and holds a few values per message and per effect.
 """
@@ -409,7 +413,10 @@ def judge_effects(
         rule = rule_of.get((g.kind, g.name))
         return ids.of(e.payload, e.key, rule, e.message_attributes, e.subject)
 
-    dirty |= _refused(groups, records_of, whose, business_of)
+    # What a sink that holds no order's outcome refused says nothing of an order's delivery.
+    counted_only = {key for key, rule in rule_of.items() if rule.delivery is Delivery.ANY}
+    judged_groups = [g for g in groups if (g.kind, g.name) not in counted_only]
+    dirty |= _refused(judged_groups, records_of, whose, business_of)
 
     acked_ids = set(acked)
     expected = [m for m in messages if m.message_id in acked_ids and not m.poison and m.business_id]
@@ -449,6 +456,14 @@ def judge_effects(
 
     for g in groups:
         rule = rule_of.get((g.kind, g.name))
+        if rule is not None and rule.delivery is Delivery.ANY:
+            counted = _counted(g)
+            judged.append(counted)
+            notes.append(
+                f'sink {g.name!r} ({g.kind.value}) is declared delivery = "any": its '
+                f"{counted.delivered} entr(ies) are counted, not judged per business id"
+            )
+            continue
         before = (learned_before or {}).get(f"{g.kind.value}:{g.name}")
         one, shown = _judge_sink(
             g, rule, ids, clean, expected, deliveries, detail_names, one_delivery, before, varied
@@ -561,6 +576,30 @@ def judge_effects(
         inconclusive=tuple(inconclusive),
         notes=tuple(notes),
         learned=learned,
+    )
+
+
+def _counted(g: _Group) -> SinkEffects:
+    """A sink declared ``delivery = "any"``: what was sent, held and deduplicated, measured
+    as for any sink; no entry is anyone's, so none is a duplicate, a conflict or lost."""
+    accepted = sum(1 for e, _ in g.effects if e.accepted)
+    contents = g.contents
+    delivered = len(contents.messages) if contents is not None else accepted
+    dedup_words = contents.deduplicated if contents is not None else ""
+    return SinkEffects(
+        sink=g.name,
+        kind=g.kind,
+        address=g.address,
+        sent=accepted,
+        delivered=delivered,
+        duplicate=0,
+        conflicting=0,
+        lost=0,
+        deduplicated=max(0, accepted - delivered) if dedup_words else 0,
+        deduplicated_by=dedup_words,
+        delivery=Delivery.ANY,
+        read=contents is not None,
+        complete=contents.complete if contents is not None else True,
     )
 
 

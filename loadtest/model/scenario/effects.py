@@ -21,7 +21,9 @@ File format (each entry names one sink by its label)::
                                     # holds it (a topic's or queue's messages)
     required = true                 # every acknowledged message must reach it
     delivery = "at-least-once"      # downstream deduplicates: duplicates are reported,
-                                    # not failed (default "exactly-once")
+                                    # not failed (default "exactly-once"); "any": the
+                                    # sink holds no order's outcome (an audit log): its
+                                    # entries are counted, never judged per business id
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ class Delivery(StrEnum):
     """Each business id reaches it once: a duplicate fails the run."""
     AT_LEAST_ONCE = "at-least-once"
     """Downstream deduplicates by itself: a duplicate is reported, never failed."""
+    ANY = "any"
+    """The sink holds no order's outcome (an audit log, a summary per batch naming several
+    orders): its entries are counted, never judged per business id, and none is needed."""
 
 
 @dataclass(frozen=True)
@@ -309,4 +314,9 @@ def _rule(
             f"{source}: {where}.delivery = {delivery!r}; allowed: "
             f"{', '.join(d.value for d in Delivery)}"
         ) from None
+    if delivery is Delivery.ANY and required:
+        raise ScenarioError(
+            f'{source}: {where}: sink {sink!r} is required but delivery = "any" judges none '
+            "of its entries per business id; drop one of the two"
+        )
     return EffectRule(sink, kind, id_path, pattern, attribute, required, delivery)

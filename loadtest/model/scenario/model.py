@@ -92,6 +92,7 @@ File format (every table and key optional)::
     id = "orderId"                      # where the business id is (see loadtest.model.scenario.effects)
     required = true                     # an acknowledged message must reach it
     delivery = "exactly-once"           # | "at-least-once": duplicates reported, not failed
+                                        # | "any": counted, never judged per order (a log)
 """
 
 from __future__ import annotations
