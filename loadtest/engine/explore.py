@@ -314,11 +314,11 @@ def explore(
             # Each sink as the scenario names it (its resource exists from here on).
             named.update({made.name: made.sink.name for made in session.sinks if made.name})
 
-    def run(chooser: Replay | object, chosen: Sequence[SentMessage]) -> Judged:
+    def run(chooser: Replay | object, chosen: Sequence[SentMessage], cold: bool = False) -> Judged:
         nonlocal counter
         halt_if_interrupted()
         open_session()
-        judged = session.run(chooser, chosen, counter)  # type: ignore[arg-type]
+        judged = session.run(chooser, chosen, counter, cold=cold)  # type: ignore[arg-type]
         counter += 1
         return judged
 
@@ -620,7 +620,22 @@ def _shrunk(
         found, len(failure.execution.taken), _trace(failure.execution.taken), still_fails
     )
     result.shrink_tries += tries
-    final: Judged = run(Replay(best), messages[: best.copies])  # type: ignore[operator]
+    # The steps shown are those of a run from cold environments, as its token replays in a
+    # process of its own: a schedule that failed only in an environment warm from earlier
+    # schedules (a client a module kept from an ended invocation) is not passed off as it.
+    final: Judged = run(Replay(best), messages[: best.copies], True)  # type: ignore[operator]
+    if not _fails_as(final, keep):
+        best = found
+        final = run(Replay(found), messages, True)  # type: ignore[operator]
+    if not _fails_as(final, keep):
+        final = failure
+        reasons = [
+            *_plain_reasons(final, _ids(messages), named),
+            WARM_ONLY,
+        ]
+        return Counterexample(
+            best, _plain(final, _ids(messages), named), final, _key(final), reasons=reasons
+        )
     return Counterexample(
         best,
         _plain(final, _ids(messages), named),
@@ -628,6 +643,18 @@ def _shrunk(
         _key(final),
         reasons=_plain_reasons(final, _ids(messages), named),
     )
+
+
+WARM_ONLY = (
+    "it failed only in an execution environment kept warm by earlier schedules (what its "
+    "modules kept from an ended invocation): its token does not replay it, for a replay "
+    "starts from cold environments; `loadtest run` runs invocations in warm environments"
+)
+
+
+def _fails_as(judged: Judged, keep: BugKey | None) -> bool:
+    """Whether ``judged`` failed (within the bug ``keep``, when one is given)."""
+    return judged.verdict == "fail" and (keep is None or within(_key(judged), keep))
 
 
 def _trace(taken: Sequence[tuple[int, Option, Option]]) -> tuple[int, ...]:

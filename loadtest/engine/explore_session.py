@@ -221,6 +221,7 @@ class Session:
         """The sinks made so far (``loadtest.aws.sinks``), deleted on exit."""
         self._sink_clients: aws.SinkClients | None = None
         self.explorer: Explorer | None = None
+        self._handlers: EnvironmentHandlers | None = None
         self.outcome = scenario.outcome
         """Where outcomes live: the scenario's key, taken as declared once a schedule stored
         an outcome there (``run``)."""
@@ -352,6 +353,7 @@ class Session:
                         f"handler {self.ref.ref!r} could not be imported: {type(exc).__name__}: {exc}"
                     ) from exc
                 explorer.handler, explorer.handler_of = handlers.first, handlers
+                self._handlers = handlers
                 self.explorer = explorer
                 # On loadtest's own backend the handler's requests go out on kept
                 # connections spoken by hand (time is virtual here: only the rate changes).
@@ -367,6 +369,7 @@ class Session:
                         yield self
                 finally:
                     handlers.close()
+                    self._handlers = None
             finally:
                 explorer.close()
                 virtual_clock.uninstall()
@@ -381,13 +384,34 @@ class Session:
             with contextlib.suppress(BotoCoreError, ClientError):
                 self._client.delete_table(TableName=name)
 
-    def run(self, chooser: Chooser, messages: Sequence[SentMessage], schedule: int) -> Judged:
-        """Run and judge one schedule."""
-        return self.judge(self.execute(chooser, messages, schedule))
+    def run(
+        self,
+        chooser: Chooser,
+        messages: Sequence[SentMessage],
+        schedule: int,
+        *,
+        cold: bool = False,
+    ) -> Judged:
+        """Run and judge one schedule (``cold``: as ``execute``)."""
+        return self.judge(self.execute(chooser, messages, schedule, cold=cold))
 
-    def execute(self, chooser: Chooser, messages: Sequence[SentMessage], schedule: int) -> Ran:
-        """Run one schedule and read back what it left; not judged (``judge``)."""
+    def execute(
+        self,
+        chooser: Chooser,
+        messages: Sequence[SentMessage],
+        schedule: int,
+        *,
+        cold: bool = False,
+    ) -> Ran:
+        """Run one schedule and read back what it left; not judged (``judge``).
+
+        Environments stay warm from one schedule to the next (their imports are kept);
+        ``cold`` first imports afresh every environment whose modules changed since
+        their import, so the schedule runs as it does first in a process of its own (a
+        replay of its token)."""
         assert self.explorer is not None, "open the session first"
+        if cold and self._handlers is not None:
+            self._handlers.settle()
         sent = fresh_messages(messages, schedule, self.body)
         aliases = [
             (str(fresh.message_id), f"message-{plain.index + 1}")

@@ -68,7 +68,7 @@ def workers_for(requested: int | None = None, scenario: Scenario | None = None) 
     cannot fork, and for a scenario whose consumer hard-codes a table's name (``[table]
     name``, a ``[[tables]]`` name): every session would make and drop that one table."""
     if requested is None and (env := os.environ.get(WORKERS_ENV, "").strip()):
-        if not env.isdigit() or int(env) < 1:
+        if not (env.isascii() and env.isdigit()) or int(env) < 1:
             raise InputError(
                 f"{WORKERS_ENV}={env!r}: expected a number of processes, 1 or more "
                 "(1: search in the explore process alone)"

@@ -38,7 +38,8 @@ def test_token_round_trip() -> None:
 
 
 @pytest.mark.parametrize(
-    "token", ["", "x", "0:", "2:1", "2:1=x", "2:1=2z", "2:a=1", "2:1=2,1=1", "3:4=2,2=3,4=1"]
+    "token",
+    ["", "x", "0:", "²:", "2:1", "2:1=x", "2:1=2z", "2:a=1", "2:1=2,1=1", "3:4=2,2=3,4=1"],
 )
 def test_bad_tokens_are_input_errors(token: str) -> None:
     with pytest.raises(InputError, match="schedule"):

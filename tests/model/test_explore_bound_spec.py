@@ -44,6 +44,8 @@ def test_a_spec_sets_the_deliveries_the_ids_and_each_faults_limit() -> None:
         ("deliveries=3,explode=1", "key 'explode' is not known"),
         ("crash", "'crash' is not KEY=N"),
         ("crash=one", "'crash=one' is not KEY=N"),
+        # A digit that is not a decimal one (a superscript): not a count.
+        ("crash=²", "'crash=²' is not KEY=N"),
         ("crash=1,crash=2", "crash is given twice"),
         ("", "sets nothing"),
         ("deliveries=9", "deliveries=9 must be 1 to 8"),

@@ -85,7 +85,7 @@ def parse_bound(text: str) -> BoundSpec:
         if not part:
             continue
         key, sep, value = (s.strip() for s in part.partition("="))
-        if not sep or not value.isdigit():
+        if not sep or not (value.isascii() and value.isdigit()):
             raise InputError(f"bound {text!r}: {part!r} is not KEY=N: {usage}")
         if key not in _SIZES and key not in {f.value for f in Fault}:
             raise InputError(f"bound {text!r}: key {key!r} is not known; {usage}")

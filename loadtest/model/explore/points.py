@@ -247,7 +247,7 @@ def parse_token(token: str) -> Schedule:
     text = token.strip()
     head, sep, body = text.partition(":")
     usage = "a schedule token is COPIES:DECISION=DELIVERY[FAULT],... as `explore` prints it"
-    if not sep or not head.isdigit() or int(head) < 1:
+    if not sep or not (head.isascii() and head.isdigit()) or int(head) < 1:
         raise InputError(f"schedule {token!r} is not valid: {usage}")
     entries: list[tuple[int, Choice]] = []
     for part in filter(None, body.split(",")):

@@ -92,7 +92,7 @@ def test_a_worker_whose_handler_ends_its_process_is_no_verdict_and_leaves_nothin
     assert tables() == before
 
 
-@pytest.mark.parametrize("value", ["two", "0", "-1", "1.5"])
+@pytest.mark.parametrize("value", ["two", "0", "-1", "1.5", "²"])
 def test_a_bad_workers_variable_is_bad_input_naming_it(
     value: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,6 +5,11 @@ The lease lasts the function timeout and 5 s more, so no holder that is still ru
 loses it, and its holder deletes it once the order is stored (a copy that waits for it
 need not wait for it to expire); the order is put only if absent, so even a holder whose
 lease was taken over cannot write it twice.
+
+A lease that outlives the visibility timeout has its price: a holder that timed out
+keeps it 5 s past the message's return, so that receive is refused too, and with the
+lab's three receives one more fault dead-letters a valid copy. With five receives
+(``lab-five-receives.toml``, AWS's advice) no stall or timeout does.
 """
 
 from __future__ import annotations
