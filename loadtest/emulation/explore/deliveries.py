@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import threading
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 from loadtest.emulation.environment.child_host import FunctionIdentity, LambdaContext
@@ -80,6 +82,20 @@ class _Worker:
                 return
             threading.current_thread().name = f"delivery-{run.delivery.label}"
             self._body(run, self)
+
+
+def _in_event_loop(label: str) -> bool:
+    """Whether delivery ``label``'s thread is inside an asyncio event loop's wait."""
+    threads = {t.ident for t in threading.enumerate() if t.name == f"delivery-{label}"}
+    for ident, frame in sys._current_frames().items():
+        if ident not in threads:
+            continue
+        at: FrameType | None = frame
+        while at is not None:
+            if at.f_code.co_name == "_run_once" and "asyncio" in at.f_code.co_filename:
+                return True
+            at = at.f_back
+    return False
 
 
 class Deliveries:
@@ -318,11 +334,17 @@ class Deliveries:
             self._pending.pop()
         if self._pending:
             running = [r.delivery.label for r in self._runs if not r.done and r.point is None]
+            where = (
+                "it waits in asyncio's event loop: an `await asyncio.sleep` (or an asyncio "
+                "timeout), whose time is virtual here and passes only at points, or a "
+                "network call outside DynamoDB"
+                if any(_in_event_loop(label) for label in running)
+                else "it blocks on something explore does not schedule (a lock, a queue, a "
+                "thread of its own, a network call outside DynamoDB)"
+            )
             raise ExploreError(
                 f"delivery {', '.join(running)} ran {STEP_LIMIT_S:g} s of real time without "
-                "reaching a point (a DynamoDB call, a sleep, its end): it blocks on something "
-                "explore does not schedule (a lock, a queue, a thread of its own, a network "
-                "call outside DynamoDB)"
+                f"reaching a point (a DynamoDB call, a sleep, its end): {where}"
             )
 
     def _release(self, run: Run, instruction: str | None = None) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -176,3 +178,30 @@ def test_writes_in_flight_together_each_get_their_own_answer(backend_url: str) -
         ("2", "UpdateItem id=dedup-order", "accepted"),
         ("2", "acknowledged", None),
     ]
+
+
+def test_an_asyncio_sleep_that_never_ends_names_the_event_loop(
+    backend_url: str, tmp_path: Path
+) -> None:
+    # A throttled put retried after `await asyncio.sleep`: the loop's time is virtual and
+    # its sleeps are no points, so the delivery waits for good; explore gives up on it
+    # without a verdict and says where it waits. (In a process of its own, with a short
+    # step limit: the stuck delivery's thread lives as long as its process.)
+    program = (
+        "import sys; import loadtest.emulation.explore.deliveries as d; d.STEP_LIMIT_S = 3; "
+        "from loadtest.cli import app; sys.argv[0] = 'loadtest'; app()"
+    )
+    done = subprocess.run(
+        [
+            *(sys.executable, "-c", program, "explore", "seed-lab"),
+            *("--handler", f"{CONSUMERS / 'aio_retry_sleep'}.py:handler", "--copies", "1"),
+            *("--faults", "throttle", "--workers", "1", "--endpoint-url", backend_url),
+            *("--json", str(tmp_path / "stuck.json"), "--quiet"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 4, done.stderr
+    assert "delivery 1 ran 3 s of real time without reaching a point" in done.stderr
+    assert "it waits in asyncio's event loop: an `await asyncio.sleep`" in done.stderr
