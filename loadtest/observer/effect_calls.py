@@ -7,7 +7,8 @@ call that is not to the watched table (``_send_other``: an effect call is record
 its answer is parsed, refused, ``NoAnswer``, when it raised instead) and is told the
 queues that feed the function (``add_source_queues``); and reading an answer
 (``effect_records``: a batch's ``Failed`` entry, an entry with an ``ErrorCode``, an error
-answer or no answer at all is not accepted). What an effect call is, and what each entry
+answer or no answer at all is not accepted; a send to the source queue keeps the message
+id the queue answered). What an effect call is, and what each entry
 carries, is ``loadtest.observer.effects``'. Touches no botocore. Ships in the observer
 layer.
 """
@@ -18,7 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from loadtest.model.history.observation import Observation
-from loadtest.model.history.records import EffectRecord
+from loadtest.model.history.records import EffectKind, EffectRecord
 from loadtest.observer.effects import EFFECTS, NO_ANSWER, EffectCall, EffectPlanner
 from loadtest.observer.record_marks import current_record
 
@@ -176,6 +177,9 @@ def effect_records(
             ]
         else:
             codes = [None] * len(call.entries)
+    keys = [e.key for e in call.entries]
+    if call.kind is EffectKind.SOURCE and answer is not None:
+        keys = _sent_message_ids(call, answer[1])
     return [
         EffectRecord(
             operation=call.operation,
@@ -185,7 +189,7 @@ def effect_records(
             accepted=code is None,
             started_ns=started_ns,
             ended_ns=ended_ns,
-            key=entry.key,
+            key=key,
             dedup_id=entry.dedup_id,
             group_id=entry.group_id,
             error_code=code,
@@ -195,5 +199,20 @@ def effect_records(
             message_attributes=entry.message_attributes,
             subject=entry.subject,
         )
-        for entry, code in zip(call.entries, codes, strict=True)
+        for entry, code, key in zip(call.entries, codes, keys, strict=True)
     ]
+
+
+def _sent_message_ids(call: EffectCall, parsed: Any) -> list[str]:
+    """The message id the queue gave each entry of a send (``MessageId``, or a batch's
+    ``Successful[].MessageId`` by entry id); "" for an entry it did not take."""
+    if not isinstance(parsed, dict):
+        return [""] * len(call.entries)
+    if not call.batch:
+        return [str(parsed.get("MessageId") or "")] * len(call.entries)
+    taken = {
+        str(s.get("Id")): str(s.get("MessageId") or "")
+        for s in parsed.get("Successful") or []
+        if isinstance(s, dict)
+    }
+    return [taken.get(e.entry_id, "") for e in call.entries]

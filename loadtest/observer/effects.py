@@ -337,11 +337,14 @@ class EffectPlanner:
         self, service: str, operation: str, params: dict[str, Any]
     ) -> tuple[dict[str, Any], EffectCall] | None:
         """The effect call ``operation`` of ``service`` makes with ``params``, and the
-        parameters to send; None when it is not one (or a send to a source queue)."""
+        parameters to send; None when it is not one. A send to a source queue is planned
+        as ``EffectKind.SOURCE``: recorded, not an effect."""
         planner = EFFECT_APIS.get((service, operation))
         if planner is None or _OWN.get():
             return None
-        if service == "sqs" and self.is_source(_text(params.get("QueueUrl"))):
-            return None
         params, name, kind, entries, batch = planner(params)
+        if service == "sqs" and self.is_source(_text(params.get("QueueUrl"))):
+            # Work sent back to the function's own queue: recorded (the run waits for it
+            # to be delivered), never judged as an effect.
+            kind = EffectKind.SOURCE
         return params, EffectCall(name, kind, entries, f"{self._prefix}{next(self._ids)}", batch)

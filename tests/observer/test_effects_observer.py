@@ -424,17 +424,29 @@ def test_each_sns_entry_keeps_its_subject(sinks: Sinks) -> None:
     ]
 
 
-def test_a_send_to_the_queue_that_feeds_the_function_is_not_an_effect(sinks: Sinks) -> None:
+def test_a_send_to_the_queue_that_feeds_the_function_is_recorded_as_its_own_not_an_effect(
+    sinks: Sinks,
+) -> None:
     sqs = _client("sqs", sinks.url)
     with observing((sinks.source,)) as (observer, recorder):
-        sqs.send_message(QueueUrl=sinks.source, MessageBody="again")
-        sqs.send_message_batch(QueueUrl=sinks.source, Entries=[{"Id": "1", "MessageBody": "x"}])
+        one = sqs.send_message(QueueUrl=sinks.source, MessageBody="again")
+        batch = sqs.send_message_batch(
+            QueueUrl=sinks.source, Entries=[{"Id": "1", "MessageBody": "x"}]
+        )
         got = sqs.receive_message(QueueUrl=sinks.source, MaxNumberOfMessages=10)
         for message in got["Messages"]:
             sqs.delete_message(QueueUrl=sinks.source, ReceiptHandle=message["ReceiptHandle"])
         sqs.send_message(QueueUrl=sinks.queue, MessageBody="onwards")
     assert len(got["Messages"]) == 2
-    assert [(r.sink, r.payload) for r in recorder.effects()] == [(sinks.queue, "onwards")]
+    # Each send back to the source queue keeps the message id the queue gave it: the run
+    # waits for those messages to be delivered. Only the other queue's send is an effect.
+    sent_ids = [one["MessageId"], batch["Successful"][0]["MessageId"]]
+    assert sorted(m["MessageId"] for m in got["Messages"]) == sorted(sent_ids)
+    assert [(r.kind, r.sink, r.payload, r.key) for r in recorder.effects()] == [
+        (EffectKind.SOURCE, sinks.source, "again", sent_ids[0]),
+        (EffectKind.SOURCE, sinks.source, "x", sent_ids[1]),
+        (EffectKind.QUEUE, sinks.queue, "onwards", ""),
+    ]
     assert recorder.lines == [line for line in recorder.lines if '"t":"effect"' in line]
 
     # Told by its ARN (as an event's eventSourceARN names it), the queue is the same.
@@ -442,7 +454,11 @@ def test_a_send_to_the_queue_that_feeds_the_function_is_not_an_effect(sinks: Sin
         sqs.send_message(QueueUrl=sinks.source, MessageBody="before")
         observer.add_source_queues([sinks.source_arn])
         sqs.send_message(QueueUrl=sinks.source, MessageBody="after")
-    assert [r.payload for r in recorder.effects()] == ["before"]
+    assert [(r.kind, r.payload) for r in recorder.effects()] == [
+        (EffectKind.QUEUE, "before"),
+        (EffectKind.SOURCE, "after"),
+    ]
+    sqs.purge_queue(QueueUrl=sinks.source)
 
 
 def test_resources_are_observed_as_their_clients(sinks: Sinks) -> None:
@@ -595,8 +611,10 @@ def test_the_entry_point_takes_each_events_source_queue_as_the_functions(sinks: 
         lambda_entry.invoke(state, event, type("Context", (), {"aws_request_id": "r-1"})())
     finally:
         state.observer.uninstall()
-    assert [(r.sink, r.payload, r.record_id) for r in recorder.effects()] == [
-        (sinks.queue, "next o-1", "m-1")
+    # The send back to the event's source queue is recorded as such, not as an effect.
+    assert [(r.kind, r.sink, r.payload, r.record_id) for r in recorder.effects()] == [
+        (EffectKind.SOURCE, sinks.source, "retry o-1", "m-1"),
+        (EffectKind.QUEUE, sinks.queue, "next o-1", "m-1"),
     ]
 
 
@@ -705,6 +723,7 @@ def test_aiobotocore_clients_effects_are_recorded_as_boto3s(sinks: Sinks) -> Non
             False,
             "InvalidParameter",
         ),
+        ("SQS.SendMessage", EffectKind.SOURCE, sinks.source, "to the source", True, None),
         ("SQS.SendMessage", EffectKind.QUEUE, sinks.queue, "aio send", True, None),
         (
             "SQS.SendMessageBatch",

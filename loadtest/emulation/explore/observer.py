@@ -102,6 +102,7 @@ _EFFECT_THROTTLING = {
     EffectKind.BUCKET: "SlowDown",
     EffectKind.STATE_MACHINE: "ThrottlingException",
     EffectKind.FUNCTION: "TooManyRequestsException",
+    EffectKind.SOURCE: "RequestThrottled",
 }
 """The error each kind of sink answers a throttled call with (its service's own code)."""
 

@@ -92,6 +92,7 @@ VERBS: Mapping[EffectKind, str] = {
     EffectKind.BUCKET: "written to",
     EffectKind.STATE_MACHINE: "started in",
     EffectKind.FUNCTION: "sent to",
+    EffectKind.SOURCE: "sent back to",
 }
 """How an effect reaches each kind of sink, in words, before the sink's name ("o-1 put on
 orders"; a function is sent what it is invoked with)."""
@@ -371,6 +372,8 @@ def judge_effects(
                 marked.add(inv.request_id)
         receive = {r.message_id: r.receive_count for r in inv.records}
         for position, effect in enumerate(inv.effects):
+            if effect.kind is EffectKind.SOURCE:
+                continue  # work sent back to the function's own queue: delivered, not an effect
             if effect.operation in _NOT_SENT:
                 if effect.accepted:
                     removals.append((effect, inv.request_id, position))

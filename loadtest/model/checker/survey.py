@@ -4,8 +4,8 @@ Owns the ``survey``: deliveries and redeliveries, failed invocations (and the ru
 errors ``runtime_errors`` explains), calls the observer could not interpret, side
 items, the harness's gaps, each business id's handler executions (for the race
 exposure), the attribute names accepted writes stored (which details the
-messages' bodies carry that a table can hold) and the records a batch's writes were
-marked on. It streams the invocation log once and keeps no write.
+messages' bodies carry that a table can hold), the records a batch's writes were
+marked on and the messages the consumer sent to its own queue. It streams the invocation log once and keeps no write.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from loadtest.model.checker.details import stored_names
 from loadtest.model.checker.exposure import Overlaps
 from loadtest.model.checker.harness import GapTally
 from loadtest.model.checker.runtime_errors import explain
-from loadtest.model.history.log import History, InvocationOutcome, WriteOutcome
+from loadtest.model.history.log import EffectKind, History, InvocationOutcome, WriteOutcome
 
 
 @dataclass
@@ -54,6 +54,9 @@ class Survey:
     failed (``roles.Takeover``: only such a delivery's half-written outcome is taken over)."""
     effects: int = 0
     """Effects the invocations sent beyond the table (entries observed, accepted or not)."""
+    resent: set[str] = field(default_factory=set)
+    """The message ids of what the invocations sent to the queue that feeds the function
+    and it took (``EffectKind.SOURCE``): messages of the run the workload did not send."""
     write_marks: dict[str, frozenset[str]] = field(default_factory=dict)
     """By request id, the records the writes of each invocation that held several records
     and sent effects were marked on (the effects' judge reads no write:
@@ -82,7 +85,11 @@ def survey(history: History, business_index: Mapping[str, int]) -> Survey:
         found.observer_errors += len(inv.observer_faults)
         if inv.side_writes:
             found.side_items += sum(w.items for w in inv.side_writes)
-        found.effects += len(inv.effects)
+        for effect in inv.effects:
+            if effect.kind is not EffectKind.SOURCE:
+                found.effects += 1
+            elif effect.accepted and effect.key:
+                found.resent.add(effect.key)
         found.gaps.add(inv)
         found.overlaps.add(inv)
         for record in inv.writes:

@@ -172,6 +172,11 @@ class EffectKind(StrEnum):
     """A Step Functions state machine (``StartExecution``)."""
     FUNCTION = "function"
     """Another Lambda function (``Invoke``)."""
+    SOURCE = "source"
+    """The queue that feeds the function itself (``SendMessage``, ``SendMessageBatch``):
+    work the consumer sends itself to do later (a retry with ``DelaySeconds``). Never an
+    effect: the run delivers it like any other message, and the entry's ``key`` is the
+    message id the queue answered, so the run knows what it still has to settle."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +207,8 @@ class EffectRecord:
     ended_ns: int
     key: str = ""
     """What names the entry inside its sink: an S3 object's key, an execution's name, a
-    copy's source (``bucket/key``) is in ``payload``; "" when the call names none."""
+    copy's source (``bucket/key``) is in ``payload``; for a send to the source queue
+    (``EffectKind.SOURCE``), the message id the queue answered; "" when there is none."""
     dedup_id: str = ""
     """A FIFO ``MessageDeduplicationId`` the call gave ("" when none)."""
     group_id: str = ""
