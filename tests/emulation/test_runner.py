@@ -148,6 +148,32 @@ def test_a_message_settled_before_its_send_is_known_counts_as_settled() -> None:
     assert settlement._early is None
 
 
+def test_a_settlement_waits_for_what_the_consumer_sent_to_its_own_queue() -> None:
+    # The handler deferred m-1's work as m-9: the run is settled once m-9 is too.
+    settlement = Settlement()
+    settlement.sent(["m-1"])
+    settlement.expect()
+    settlement.resent(["m-9"])
+    settlement.settle("m-1", "a")
+    assert not settlement.done.is_set()
+    settlement.settle("m-9", "a")
+    assert settlement.done.is_set()
+
+
+def test_a_message_sent_back_and_settled_before_its_sender_s_reply_counts_as_settled() -> None:
+    # Without a delay another environment can deliver m-9 before m-1's invocation replies.
+    settlement = Settlement()
+    settlement.sent(["m-1", "m-2"])
+    settlement.settle("m-8", "b")  # before every send is known
+    settlement.expect()
+    settlement.settle("m-9", "a")  # after
+    settlement.resent(["m-8"])
+    settlement.resent(["m-9"])
+    settlement.settle("m-1", "a")
+    settlement.settle("m-2", "b")
+    assert settlement.done.is_set()
+
+
 def test_a_fifo_resend_answered_with_a_settled_id_counts_as_settled() -> None:
     # Deduplicated by business id, the resend is answered with the first copy's id,
     # after that message was already acknowledged: it will never be delivered.

@@ -25,6 +25,7 @@ from loadtest.emulation.mapping.redaction import _lazy_fragments, _redact
 from loadtest.emulation.mapping.settlement import Progress, Settlement
 from loadtest.model.history.log import (
     Ack,
+    EffectKind,
     History,
     Invocation,
     InvocationOutcome,
@@ -187,6 +188,11 @@ class Poller:
             raise
         writes = tuple(reply.observed.writes)
         self.on_writes(writes, records)
+        self.settlement.resent(
+            e.key
+            for e in reply.observed.effects
+            if e.kind is EffectKind.SOURCE and e.accepted and e.key
+        )
 
         failed: set[str] = set()
         invalid = False

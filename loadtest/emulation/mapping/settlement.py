@@ -1,5 +1,6 @@
 """What a run has sent and settled: the live counters (``Progress``) and whether every sent
-message is settled, acknowledged or dead-lettered (``Settlement``).
+message is settled, acknowledged or dead-lettered (``Settlement``), the messages the
+consumer sent to its own queue included.
 
 Owns the in-flight bookkeeping the pollers, the DLQ watcher and the producers report to;
 must not receive, invoke or delete anything (``loadtest.emulation.mapping.poller`` does).
@@ -45,7 +46,10 @@ class Settlement:
     Holds what is in flight, not what is done, so its memory follows the backlog
     rather than the run: the message ids sent and not yet settled, and those settled
     before their send was known (a delivery can overtake the answer to its send, and
-    producer processes report what they sent in batches). A FIFO queue answers a
+    producer processes report what they sent in batches), or, once every send is known,
+    without being pending (a second delete; a message the consumer sent to its own
+    queue, delivered before its sender's reply was read: ``resent`` claims it, and
+    waits for one not yet settled). A FIFO queue answers a
     resend inside its deduplication interval with the first message's id: with
     ``remember_s`` (``FIFO_REPEAT_S``) a settled id is kept that long, so such a
     resend counts as settled, as it is. ``first_copies`` keeps the settled business
@@ -64,6 +68,9 @@ class Settlement:
         """Sent, not yet settled."""
         self._early: set[str] | None = set()
         """Settled before their send was known; None once every send is known."""
+        self._late: set[str] = set()
+        """Settled after every send was known without being pending: a second delete, or
+        a message the consumer sent itself whose sender's reply has not been read yet."""
         self._remember_ns = int(remember_s * 1e9)
         self._recent: dict[str, int] = {}
         """Settled ids (oldest first) -> when, kept ``remember_s``."""
@@ -83,10 +90,26 @@ class Settlement:
             elif message_id not in recent:
                 self._pending.add(message_id)
 
+    def resent(self, message_ids: Iterable[str]) -> None:
+        """Messages the consumer sent to the queue that feeds it (work deferred with
+        ``DelaySeconds``, a retry later): the run is not settled until they are too, as
+        Lambda would deliver them. Told before the sender's own message is settled, so
+        the run cannot end in between."""
+        early = self._early
+        for message_id in message_ids:
+            if early is not None and message_id in early:
+                early.discard(message_id)
+            elif message_id in self._late:
+                self._late.discard(message_id)
+            else:
+                self._pending.add(message_id)
+
     def settle(self, message_id: str, business_id: str | None) -> None:
         if message_id in self._pending:
             self._pending.discard(message_id)
-        elif self._early is not None and message_id not in self._recent:
+        elif self._early is None:
+            self._late.add(message_id)
+        elif message_id not in self._recent:
             self._early.add(message_id)
         if self._remember_ns:
             now_ns = self._clock()
@@ -118,7 +141,10 @@ class Settlement:
     def expect(self, message_ids: Iterable[str] = ()) -> None:
         """Sending ended: every send is known (``message_ids`` are sent too)."""
         self.sent(message_ids)
-        # What is left was settled twice (a second delete of an acknowledged message).
+        # What is left was settled twice (a second delete of an acknowledged message), or
+        # the consumer sent it to its own queue and its sender's reply is still to come.
+        if self._early:
+            self._late |= self._early
         self._early = None
         self.check()
 
