@@ -216,6 +216,10 @@ def check(
     outcome_keys = {outcome_key.canonical(outcome_key.key_for(b)): b for b in messages.business_ids}
     read = survey(history, messages.business_index)
     messages.keep_stored(read.stored_names)
+    waiting = _resent_unsettled(history, read.resent)
+    """What the consumer sent to its own queue that was neither acknowledged nor
+    dead-lettered: Lambda would still deliver it, so what it carries is not judged."""
+    cut_short = cut_short or bool(waiting)
 
     def judging(model: Model, stored_outcomes: set[str]) -> Judging:
         # The key model is the most runs' answer: its pass also gathers the evidence for
@@ -416,6 +420,13 @@ def check(
             f"nothing was stored: no write of an outcome item ({model.description}) was accepted"
             + refused_side_writes(passed.side_errors)
         )
+    if waiting:
+        deadline = " (the run's deadline passed)" if history.timed_out else ""
+        inconclusive.append(
+            f"{len(waiting)} message(s) the consumer sent to the queue that feeds it (work "
+            f"deferred, e.g. with DelaySeconds) were not processed when the run ended{deadline}: "
+            "the outcomes they carry are not judged; raise [run] deadline_s past the delay"
+        )
     if cut_short:
         inconclusive.extend(cut_short_reasons(counts))
     if model.kind == "ambiguous":
@@ -445,6 +456,12 @@ def check(
             "missing from the counts"
         )
     notes = runtime_error_sentences(read.runtime_errors, failing=False)
+    if read.resent and not waiting:
+        notes.append(
+            f"{len(read.resent)} message(s) the consumer sent to the queue that feeds it were "
+            "delivered and processed; their deliveries count toward the business ids their "
+            "bodies carry"
+        )
     if shared:
         # Never a silent guess: the report says outcomes were judged as aggregates.
         notes.append(f"outcomes judged as {model.description}")
@@ -492,6 +509,16 @@ def check(
         effects=() if effected is None else effected.sinks,
         effects_learned={} if effected is None else effected.learned,
     )
+
+
+def _resent_unsettled(history: History, resent: set[str]) -> set[str]:
+    """The messages of ``resent`` (sent by the consumer to its own queue) that were neither
+    acknowledged nor dead-lettered."""
+    if not resent:
+        return set()
+    settled = {a.message_id for a in history.acks}
+    settled.update(d.message_id for d in history.dead_letters)
+    return resent - settled
 
 
 def _judged_effects(
