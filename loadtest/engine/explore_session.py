@@ -48,6 +48,7 @@ from loadtest.engine.results import function_environment
 from loadtest.errors import BackendError, HandlerRefError
 from loadtest.model.checker import Check, check
 from loadtest.model.checker.effects import SinkLearned
+from loadtest.model.checker.harness import MODELLED_QUEUE
 from loadtest.model.checker.passes import Model
 from loadtest.model.checker.verdict import Complete
 from loadtest.model.explore.points import Chooser
@@ -259,7 +260,7 @@ class Session:
     def _source_queues(self) -> tuple[str, str]:
         """The modelled queue's URL and ARN, as the consumer is told them (no real queue)."""
         return (
-            f"modelled://{self.names.queue}",
+            f"{MODELLED_QUEUE}{self.names.queue}",
             f"arn:aws:sqs:{self.target.region}:000000000000:{self.names.queue}",
         )
 
@@ -270,7 +271,7 @@ class Session:
         made = aws.Provisioned(
             queue_url=queue_url,
             queue_arn=queue_arn,
-            dlq_url=f"modelled://{self.names.dlq}",
+            dlq_url=f"{MODELLED_QUEUE}{self.names.dlq}",
             table_name=self.table,
             sinks=self.sinks,
         )

@@ -57,6 +57,8 @@ _DENIED = re.compile(
     r"\((AccessDenied(?:Exception)?)\) when calling the (\w+) operation|is not authorized to perform"
 )
 
+MODELLED_QUEUE = "modelled://"
+"""How ``loadtest explore``'s queues are named to the consumer: they are modelled, not made."""
 _QUEUE_CODES = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
 _DENIED_CODES = ("AccessDeniedException", "AccessDenied")
 
@@ -105,6 +107,14 @@ def _refused(text: str) -> Iterable[Gap]:
     for operation, resource, code in _REFUSED.findall(text):
         if code in _DENIED_CODES:
             yield _denied_gap(operation, resource)
+        elif code in _QUEUE_CODES and resource.startswith(MODELLED_QUEUE):
+            yield Gap(
+                "queue:source",
+                f"the handler's {operation} sent work to the queue that feeds it (a retry "
+                "later, DelaySeconds): `loadtest explore` models that queue and delivers only "
+                "the scenario's own messages, so this consumer is not judged here; "
+                "`loadtest run` delivers what it sends itself",
+            )
         elif code in _QUEUE_CODES:
             yield Gap(
                 f"queue:{resource}",
