@@ -63,6 +63,17 @@ REGION = "us-east-1"
 """The region of the ``aws`` fixture's clients."""
 
 
+@pytest.fixture(autouse=True)
+def _reports_outside_the_tree(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A command a test runs in this process without ``--json`` or ``--out`` writes its
+    reports to a folder of the test's own, never into the checkout's ``reports/``."""
+    from loadtest.cli import outputs
+
+    monkeypatch.setattr(outputs, "DEFAULT_FOLDER", tmp_path_factory.mktemp("reports"))
+
+
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Clients]:
     """Control-plane clients on a fresh moto account (in-process: no Docker, no network);

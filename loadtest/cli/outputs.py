@@ -140,6 +140,11 @@ def html_text(report: ReportModel) -> str:
     return render_html(report)
 
 
+DEFAULT_FOLDER = Path("reports")
+"""Where a run's reports go when neither ``--json`` nor ``--out`` names a place (relative to
+the working directory)."""
+
+
 def plan_outputs(
     scenario: Scenario, json_path: Path | None, out_dir: Path | None, outputs: Outputs
 ) -> tuple[Path, Outputs]:
@@ -152,7 +157,7 @@ def plan_outputs(
     if json_path is None:
         # No file named: keep the JSON and a page to open, like k6's web dashboard export.
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        folder = out_dir or Path("reports")
+        folder = out_dir or DEFAULT_FOLDER
         check_writable(folder, directory=True)
         suffixes = (".json",) if outputs.html is not None else (".json", ".html")
         base = claim(folder, f"{scenario.name}-{stamp}", suffixes)
