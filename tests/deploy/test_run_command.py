@@ -110,6 +110,8 @@ def test_ctrl_c_during_a_deployed_run_deletes_what_it_made(ministack: str, tmp_p
             # interrupt arrives, however fast or loaded the machine is.
             "--handler-duration",
             "2000",
+            "--out",
+            str(tmp_path),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
