@@ -107,15 +107,16 @@ def test_an_env_pair_that_does_not_fit_exits_2(
 
 
 def test_an_explore_refused_as_bad_input_leaves_no_report_file(
-    backend_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    backend_url: str, tmp_path: Path
 ) -> None:
-    # No --json: the report's names are claimed in ./reports before the exploration, and
-    # dropped again when it is refused.
+    # No --json: the report's names are claimed in the default folder (./reports; the test's
+    # own here) before the exploration, and dropped again when it is refused.
+    from loadtest.cli import outputs
+
     scenario = _scenario(tmp_path)
-    monkeypatch.chdir(tmp_path)
     result = runner.invoke(
         app,
         ["explore", str(scenario), "--handler", f"{CONSUMER}:handler", "--env", "NO_VALUE"],
     )
     assert result.exit_code == 2, result.output
-    assert list((tmp_path / "reports").iterdir()) == []
+    assert list(outputs.DEFAULT_FOLDER.iterdir()) == []
