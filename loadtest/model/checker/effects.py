@@ -586,9 +586,10 @@ def _counted(g: _Group) -> SinkEffects:
     """A sink declared ``delivery = "any"``: what was sent, held and deduplicated, measured
     as for any sink; no entry is anyone's, so none is a duplicate, a conflict or lost."""
     accepted = sum(1 for e, _ in g.effects if e.accepted)
+    unstaged = _bucket_writes(g)[1] if g.kind is EffectKind.BUCKET else set()
     contents = g.contents
     delivered = len(contents.messages) if contents is not None else accepted
-    dedup_words = contents.deduplicated if contents is not None else ""
+    deduplicated, dedup_words = _deduplicated(g, accepted - len(unstaged), delivered)
     return SinkEffects(
         sink=g.name,
         kind=g.kind,
@@ -598,12 +599,21 @@ def _counted(g: _Group) -> SinkEffects:
         duplicate=0,
         conflicting=0,
         lost=0,
-        deduplicated=max(0, accepted - delivered) if dedup_words else 0,
+        deduplicated=deduplicated,
         deduplicated_by=dedup_words,
         delivery=Delivery.ANY,
         read=contents is not None,
         complete=contents.complete if contents is not None else True,
+        unstaged=len(unstaged),
     )
+
+
+def _deduplicated(g: _Group, kept: int, delivered: int) -> tuple[int, str]:
+    """What a sink that deduplicates by itself dropped, measured: the accepted sends it was
+    left to hold (``kept``: its writer's own staging objects left out) less what it held;
+    and what it deduplicates by, in words (0 and "" for any other sink)."""
+    words = g.contents.deduplicated if g.contents is not None else ""
+    return (max(0, kept - delivered) if words else 0), words
 
 
 def _judge_sink(
@@ -798,10 +808,7 @@ def _judge_sink(
                     tuple(d for m in message_ids for d in deliveries.get(m, ())),
                 )
             )
-    deduplicated = 0
-    dedup_words = g.contents.deduplicated if g.contents is not None else ""
-    if read and dedup_words:
-        deduplicated = max(0, len(accepted) - len(unstaged) - delivered)
+    deduplicated, dedup_words = _deduplicated(g, len(accepted) - len(unstaged), delivered)
     kept: dict[str, int] = defaultdict(int)
     chosen = []
     for w in witnesses:
