@@ -210,14 +210,11 @@ class Deliveries:
         run = self._running
         if not self._scheduling or run is None or getattr(self._local, "cold", False):
             return
-        self._unscheduled += 1
-        run.observations.append(
-            UnobservedCall(
-                operation,
-                f"made outside the delivery's thread ({target}): explore cannot "
-                "schedule it, so no schedule covers where it falls",
-                run.request_id,
-            )
+        self._not_covered(
+            run,
+            operation,
+            f"made outside the delivery's thread ({target}): explore cannot "
+            "schedule it, so no schedule covers where it falls",
         )
 
     def unordered(self, operation: str, target: str, other: str) -> None:
@@ -229,17 +226,18 @@ class Deliveries:
         order: it is noted as unobserved, which leaves the schedule inconclusive,
         naming both.
         """
-        run: Run = self._local.run
-        self._unscheduled += 1
-        run.observations.append(
-            UnobservedCall(
-                operation,
-                f"made while {other} of the same invocation was in flight ({target}): "
-                "explore runs them one at a time in the order they were made, so no "
-                "schedule covers the other order",
-                run.request_id,
-            )
+        self._not_covered(
+            self._local.run,
+            operation,
+            f"made while {other} of the same invocation was in flight ({target}): "
+            "explore runs them one at a time in the order they were made, so no "
+            "schedule covers the other order",
         )
+
+    def _not_covered(self, run: Run, operation: str, why: str) -> None:
+        """Note on ``run`` a call no schedule covers: the schedule is inconclusive."""
+        self._unscheduled += 1
+        run.observations.append(UnobservedCall(operation, why, run.request_id))
 
     def after_call(self, answer: str | None = None) -> None:
         run: Run = self._local.run
