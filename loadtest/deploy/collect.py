@@ -31,9 +31,10 @@ from loadtest.model.history.log import (
     InvocationOutcome,
     ReadRecord,
     Record,
+    WorkLeft,
     WriteRecord,
 )
-from loadtest.model.history.observation import Observation, collect, decode
+from loadtest.model.history.observation import Observation, collect, decode, left_work_of
 from loadtest.observer.lambda_entry import INVOKE_TAG, INVOKED_TAG
 
 NEVER_ENDED = "no end reported: the invocation timed out or its environment crashed"
@@ -63,6 +64,10 @@ class InvocationEnd:
     lines: int
     missing: tuple[str, ...] = ()
     """The observer's lines for calls refused for what the run does not provide."""
+    left_work: tuple[WorkLeft, ...] = ()
+    """The threads and pool calls the handler left running when it returned."""
+    ended_work: tuple[str, ...] = ()
+    """The ids of work earlier invocations left running that had finished by then."""
 
 
 Line = InvocationStart | InvocationEnd | Observation
@@ -93,6 +98,8 @@ def parse(line: str) -> Line:
             ended_ns=int(body["ended_ns"]),
             lines=int(body.get("lines", 0)),
             missing=tuple(str(m) for m in body.get("missing", [])),
+            left_work=left_work_of(body)[0],
+            ended_work=left_work_of(body)[1],
         )
     return decode(line)
 
@@ -242,6 +249,8 @@ class Collector:
                     side_writes=tuple(observed.side),
                     effects=tuple(observed.effects),
                     log_tail="".join(f"{m}\n" for m in end.missing) if end is not None else "",
+                    left_work=end.left_work if end is not None else (),
+                    ended_work=end.ended_work if end is not None else (),
                 )
             )
         history.acks.extend(Ack(m, ns) for m, ns in sorted(self.acked.items(), key=_by_time))

@@ -40,10 +40,10 @@ import secrets
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from loadtest.observer import point_faults, record_marks, runtime_marshal
+from loadtest.observer import left_work, point_faults, record_marks, runtime_marshal
 from loadtest.observer.effects import own_calls
 from loadtest.observer.layer_environment import (
     CRASH_MID_HANDLER_ENV,
@@ -127,6 +127,10 @@ class _State:
     """Whether each invocation sends its start and end lines."""
     points: point_faults.PointFaults | None = None
     """The point faults drawn in this environment, when any is on."""
+    work: left_work.LeftWork | None = None
+    """The threads and pool calls its invocations start, until they finish."""
+    left: list[list[str]] = field(default_factory=list)
+    """The work the last invocation left running when it returned (``LeftWork.returned``)."""
 
 
 _state: _State | None = None
@@ -171,6 +175,8 @@ def start(
         observer.before_call = points.before_call
         observer.after_call = points.after_call
     observer.install()
+    left_work.install()
+    environment = secrets.token_hex(6)
     original = load() if load is not None else load_original(env[ORIGINAL_HANDLER_ENV])
     return _State(
         observer=observer,
@@ -180,9 +186,10 @@ def start(
         rng=rng,
         points=points,
         sink=counting,
-        environment=secrets.token_hex(6),
+        environment=environment,
         clock=clock,
         invocation_lines=invocation_lines,
+        work=left_work.LeftWork(environment),
     )
 
 
@@ -328,11 +335,26 @@ def invoke(state: _State, event: Any, context: Any) -> Any:
         # end: the collector then sees an invocation that never ended.
         if "outcome" in end:
             end |= {"ended_ns": state.clock(), "lines": state.sink.sent}
+            end |= left_lines(state)
             missing = state.observer.take_missing()
             if missing:
                 # Calls refused for what the run does not provide: the harness's gaps.
                 end["missing"] = missing
             state.sink.sink(_line(end))
+
+
+def left_lines(state: _State) -> dict[str, Any]:
+    """What a reply or end line says of work left running (``loadtest.observer.left_work``):
+    ``left``, what this invocation left unfinished, and ``ended``, what earlier ones left
+    that has finished since; nothing when there is neither."""
+    out: dict[str, Any] = {}
+    if state.left:
+        out["left"] = state.left
+        state.left = []
+    ended = state.work.take_ended() if state.work is not None else []
+    if ended:
+        out["ended"] = ended
+    return out
 
 
 def _answer(result: Any, event: Any) -> dict[str, Any]:
@@ -357,9 +379,12 @@ def _observed(state: _State, event: Any, context: Any) -> Any:
     state.observer.add_source_queues(_event_sources(event))
     if state.points is not None:
         state.points.begin(event)
+    tracking = state.work.begin() if state.work is not None else None
     try:
         # Each record marks itself when the handler reads it, so each write can be tied
         # to the record it was made for.
         return state.original(record_marks.tracked(event), context)
     finally:
         state.observer.disarm()
+        if state.work is not None and tracking is not None:
+            state.left = state.work.returned(tracking)

@@ -34,6 +34,17 @@ def current_record() -> str:
     return _current.get()
 
 
+def mark(message_id: str) -> contextvars.Token[str]:
+    """Mark ``message_id`` as the record the calling thread or task is on (work the handler
+    started carries the mark of the code that started it); ``unmark`` takes it back."""
+    return _current.set(message_id)
+
+
+def unmark(token: contextvars.Token[str]) -> None:
+    """Put back the mark ``mark`` replaced."""
+    _current.reset(token)
+
+
 def clear() -> None:
     """Forget the mark (between invocations)."""
     _current.set("")

@@ -591,3 +591,57 @@ def test_explore_finds_the_receipt_a_managed_transfer_loses_to_a_crash(
     ]
     # A crash at the invocation's start, at the put's call and answer, and at the upload's.
     assert explore["schedules_run"] == 5
+
+
+# --- work the handler leaves running when it returns ---------------------------------
+
+
+ORDERS_REQUIRED = """
+[[effects]]
+sink = "orders"
+id = "id"
+required = true
+"""
+
+ON_A_TIMER = {**TOPIC, "ANNOUNCE_AFTER_S": "30"}
+"""Each order's announcement waits on a timer far longer than the run."""
+
+
+def test_an_announcement_left_to_a_timer_never_passes(backend_url: str, tmp_path: Path) -> None:
+    report = loadtest.run(
+        _scenario(tmp_path, ON_A_TIMER),
+        endpoint_url=backend_url,
+        variants=[],
+        handler=_user("announce_on_timer.py"),
+    )
+    (run,) = report.runs
+    assert (report.exit_code, run.verdict) == (4, "inconclusive"), run.reasons
+    assert _effects(run) == _expect(0, 0)
+    (why,) = run.inconclusive
+    assert "sink 'orders' (topic) is not known to be required" in why
+    assert f"{IDS} thread(s) or pool call(s) the handler left running never finished" in why
+    assert "thread 'Thread-" in why and "required = true" in why
+    assert any(f"{IDS} of the {IDS} thread(s)" in note for note in run.raw["notes"])
+
+
+def test_an_announcement_left_to_a_timer_is_lost_for_a_required_topic(
+    backend_url: str, tmp_path: Path
+) -> None:
+    report = loadtest.run(
+        _scenario(tmp_path, ON_A_TIMER, extra=ORDERS_REQUIRED),
+        endpoint_url=backend_url,
+        variants=[],
+        handler=_user("announce_on_timer.py"),
+    )
+    (run,) = report.runs
+    assert (report.exit_code, run.verdict) == (1, "fail"), run.inconclusive
+    assert _effects(run) == _expect(0, 0, lost=IDS * COPIES)
+
+
+def test_announcements_a_handler_waits_for_on_its_pool_pass_each_tied_to_its_record(
+    backend_url: str, tmp_path: Path
+) -> None:
+    run = _run(backend_url, _scenario(tmp_path, TOPIC), _user("announce_through_pool.py"))
+    assert run.verdict == "pass", (run.reasons, run.inconclusive)
+    assert _effects(run) == _expect(IDS, IDS)
+    assert not any("left running" in note for note in run.raw["notes"])

@@ -19,6 +19,7 @@ from loadtest.model.history.log import (
     SentMessage,
     SinkContents,
     SinkMessage,
+    WorkLeft,
     WriteOutcome,
     WriteRecord,
 )
@@ -1343,3 +1344,62 @@ def test_a_sink_holding_more_than_was_seen_sent_says_why_it_may_be() -> None:
         "never read (left to a thread that ran on while the environment was frozen or "
         "retired); its counts are read from what the sink holds" in result.notes
     )
+
+
+# --- work the handler left running when it returned ------------------------------------
+
+
+def _announced_later(n: int) -> Invocation:
+    """Order o-N stored by r-N, whose publish it left to a thread (work w-N)."""
+    return dataclasses.replace(
+        stored(n, []), left_work=(WorkLeft(f"w-{n}", f"m-{n}", "thread 'announcer'"),)
+    )
+
+
+def _thread_history(ended: set[int]) -> tuple[History, EndState]:
+    invocations = [_announced_later(n) for n in (1, 2, 3)]
+    # The threads that finished did so while a later invocation ran: their publish and
+    # their end are on that one's record, the publish marked on the record they were for.
+    later = dataclasses.replace(
+        invocation("r-9", [], []),
+        effects=tuple(effect(payload(f"o-{n}"), record_id=f"m-{n}") for n in sorted(ended)),
+        ended_work=tuple(f"w-{n}" for n in sorted(ended)),
+    )
+    history = history_of(three_orders(), [*invocations, later], ["m-1", "m-2", "m-3"])
+    items = [order_item(f"o-{n}", 1) for n in (1, 2, 3)]
+    return history, with_sinks(end_state(items), topic(*(payload(f"o-{n}") for n in ended)))
+
+
+def test_an_order_whose_announcing_thread_never_finished_lost_its_effect() -> None:
+    history, end = _thread_history({1, 2})
+    result = check(history, end)
+    assert effect_counts(result) == {
+        "sent": 2,
+        "delivered": 2,
+        "duplicate": 0,
+        "conflicting": 0,
+        "lost": 1,
+    }
+    assert result.verdict is Verdict.FAIL
+    assert the_sink(result).required == "learned"
+    assert any(
+        n.startswith("1 of the 3 thread(s) or pool call(s) the handler left running")
+        and "thread 'announcer', started for message m-3" in n
+        for n in result.notes
+    )
+
+
+def test_threads_that_all_finished_leave_the_run_judged_as_without_them() -> None:
+    history, end = _thread_history({1, 2, 3})
+    result = check(history, end)
+    assert result.verdict is Verdict.PASS, (result.reasons, result.inconclusive)
+    assert effect_counts(result)["lost"] == 0
+    assert not any("left running" in n for n in result.notes)
+
+
+def test_a_sink_no_finished_delivery_shows_required_is_inconclusive_with_work_unfinished() -> None:
+    history, end = _thread_history(set())
+    result = check(history, end)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    (why,) = result.inconclusive
+    assert why.startswith("sink 'orders' (topic) is not known to be required, and 3 thread(s)")

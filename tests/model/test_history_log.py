@@ -33,6 +33,7 @@ from loadtest.model.history.log import (
     SentMessage,
     SideWrite,
     UnobservedCall,
+    WorkLeft,
     WriteOutcome,
     WriteRecord,
 )
@@ -91,6 +92,8 @@ def _every_kind(n: int) -> Invocation:
                 subject=f"Order o-{n % 7} placed",
             ),
         ),
+        left_work=(WorkLeft(f"e-{n}", f"m-{n}", "thread 'announcer'"),),
+        ended_work=(f"e-{n - 1}",),
     )
 
 
@@ -165,6 +168,7 @@ def test_the_encoders_carry_every_field_of_every_record_kind() -> None:
         14: ObserverFault,
         15: SideWrite,
         16: EffectRecord,
+        17: WorkLeft,
     }
     for position, kind in kinds.items():
         assert row[position], kind  # the builder fills every kind
@@ -180,6 +184,17 @@ def test_an_effect_without_message_attributes_or_subject_keeps_the_row_it_always
     assert len(encode_effect(subject_only)) == len(encode_effect(every))
     for effect in (every, attributes_only, subject_only, neither):
         assert decode_effect(encode_effect(effect)) == effect
+
+
+def test_an_invocation_that_left_no_work_keeps_the_row_it_always_had() -> None:
+    every = _every_kind(1)
+    none_left = dataclasses.replace(every, left_work=(), ended_work=())
+    nothing_sent = dataclasses.replace(every, effects=())
+    assert len(encode_invocation(none_left)) == len(encode_invocation(every)) - 2
+    assert len(encode_invocation(dataclasses.replace(none_left, effects=()))) == 16
+    for inv in (every, none_left, nothing_sent):
+        (back,) = InvocationLog([inv])
+        assert back == inv
 
 
 def test_the_encoders_of_sent_messages_acks_and_dead_letters_carry_every_field() -> None:

@@ -309,6 +309,9 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
             # long traceback never pushes them out.
             "log_tail": "".join(f"{line}\n" for line in state.observer.take_missing())
             + capture.getvalue()[-LOG_TAIL_CHARS:],
+            # Threads and pool calls the handler left running, and those left before that
+            # have finished: the run judges work that never finished as cut short.
+            **lambda_entry.left_lines(state),
         }
         data = (json.dumps(reply, separators=(",", ":")) + "\n").encode("utf-8")
         if freeze is not None and not reply["crashed"]:

@@ -67,6 +67,7 @@ from loadtest.model.history.observation import (
     WriteBegun,
     collect,
     decode,
+    left_work_of,
 )
 from loadtest.observer import layer
 from loadtest.observer.layer_environment import FAULT_SEED_ENV
@@ -277,6 +278,7 @@ class ExecutionEnvironment:
             )
         crashed = bool(reply.get("crashed"))
         ack_lost = bool(reply.get("ack_lost"))
+        left, ended = left_work_of(reply)
         if crashed:
             await self.aclose()  # it exits on purpose; reap it before the next invocation
         else:
@@ -293,6 +295,8 @@ class ExecutionEnvironment:
             log_tail=str(reply.get("log_tail", "")),
             ack_lost=ack_lost,
             response_json=bool(reply.get("response_json", True)),
+            left_work=left,
+            ended_work=ended,
         )
 
     async def _thaw(self) -> None:

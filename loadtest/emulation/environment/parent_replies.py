@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadtest.model.history.observation import Observed
+from loadtest.model.history.records import WorkLeft
 from loadtest.observer.lambda_entry import CRASH_MID_HANDLER_EXIT, CRASH_MID_HANDLER_MESSAGE
 from loadtest.observer.point_faults import (
     POINT_CRASH_EXIT,
@@ -46,6 +47,10 @@ class Reply:
     """The handler succeeded and the ``ack-lost`` point fault lost its acknowledgement."""
     response_json: bool = True
     """Whether the response's body is strict JSON (``runtime_marshal.response_value``)."""
+    left_work: tuple[WorkLeft, ...] = ()
+    """The threads and pool calls the handler left running when it returned."""
+    ended_work: tuple[str, ...] = ()
+    """The ids of work earlier invocations left running that has finished since."""
 
 
 def keep_result(result: Any) -> Any:

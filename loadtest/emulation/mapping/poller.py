@@ -264,6 +264,8 @@ class Poller:
                 observer_faults=tuple(observed.faults),
                 side_writes=tuple(observed.side),
                 effects=tuple(observed.effects),
+                left_work=reply.left_work,
+                ended_work=reply.ended_work,
             )
         )
 

@@ -27,6 +27,7 @@ from loadtest.model.checker.details import (
 from loadtest.model.checker.effects import EffectsJudged, SinkLearned, judge_effects
 from loadtest.model.checker.exposure import exposure_reason
 from loadtest.model.checker.harness import no_business_outcome, not_judged
+from loadtest.model.checker.left_work import Cut, unfinished_note
 from loadtest.model.checker.lost_updates import lost_updates, lost_updates_reason
 from loadtest.model.checker.parts import Parts, carried_bits, judge_parts
 from loadtest.model.checker.passes import Evidence, Judging, Model
@@ -361,8 +362,17 @@ def check(
     outcomes = passed.outcome_writes
     judged = parts.judged
     exposure = read.overlaps.exposure()
+    cut_work = read.unfinished.cut()
     effected = _judged_effects(
-        history, end, messages, effects, read.effects, cut_short, effects_before, read.write_marks
+        history,
+        end,
+        messages,
+        effects,
+        read.effects,
+        cut_short,
+        effects_before,
+        read.write_marks,
+        cut_work,
     )
     counts = Counts(
         messages_sent=messages.count,
@@ -456,6 +466,8 @@ def check(
             "missing from the counts"
         )
     notes = runtime_error_sentences(read.runtime_errors, failing=False)
+    if cut_work:
+        notes.append(unfinished_note(cut_work, read.unfinished.left))
     if read.resent and not waiting:
         notes.append(
             f"{len(read.resent)} message(s) the consumer sent to the queue that feeds it were "
@@ -530,6 +542,7 @@ def _judged_effects(
     cut_short: bool,
     before: Mapping[str, SinkLearned] | None = None,
     write_marks: Mapping[str, frozenset[str]] | None = None,
+    cut_work: Sequence[Cut] = (),
 ) -> EffectsJudged | None:
     """The effects judged, for a run with sinks or effects (else None: nothing is read)."""
     if not end.sinks and not observed:
@@ -544,4 +557,5 @@ def _judged_effects(
         cut_short=cut_short,
         learned_before=before,
         write_marks=write_marks,
+        cut_work=cut_work,
     )

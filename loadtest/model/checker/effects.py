@@ -65,6 +65,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loadtest.model.checker.details import leaf_name, leaves_of, named_id, plain
+from loadtest.model.checker.left_work import Cut, unjudged_sink
 from loadtest.model.checker.verdict import (
     Delivering,
     EffectsJudged,
@@ -310,6 +311,7 @@ def judge_effects(
     cut_short: bool = False,
     learned_before: Mapping[str, SinkLearned] | None = None,
     write_marks: Mapping[str, frozenset[str]] | None = None,
+    cut_work: Sequence[Cut] = (),
 ) -> EffectsJudged | None:
     """Every sink's effects judged, or None for a run without sinks and without effects.
 
@@ -321,6 +323,9 @@ def judge_effects(
     sends there, from it.
     ``write_marks``: by request id, the records an invocation's writes were marked on, for
     invocations given without their writes (``InvocationLog.without_writes``).
+    ``cut_work``: the work the handler left running that never finished
+    (``left_work.Unfinished.cut``): the messages it was started for are not clean, and a
+    sink not known to be required says nothing of it (inconclusive).
     """
     groups, group_of = _groups(sinks)
     sent = list(sent)
@@ -400,6 +405,8 @@ def judge_effects(
             )
     if not groups:
         return None
+    # A delivery whose work never finished did not complete: nothing is learned from it.
+    dirty.update(m for c in cut_work for m, _ in c.deliveries)
     for effect, request_id, position in removals:
         # A delete from a bucket nothing was written to is no sink of the run's.
         removed_from = group_of(effect, create=False)
@@ -564,6 +571,8 @@ def judge_effects(
                 f"sink {g.name!r} is declared required but was not read back: what reached "
                 "it is what the consumer sent"
             )
+        if cut_work and one.required == "optional":
+            inconclusive.append(unjudged_sink(g.name, g.kind.value, list(cut_work)))
         if cut_short and one.lost:
             inconclusive.append(
                 f"{one.lost} lost effect(s) on {g.name!r}, but the run was cut short: not judged"

@@ -5,7 +5,8 @@ errors ``runtime_errors`` explains), calls the observer could not interpret, sid
 items, the harness's gaps, each business id's handler executions (for the race
 exposure), the attribute names accepted writes stored (which details the
 messages' bodies carry that a table can hold), the records a batch's writes were
-marked on and the messages the consumer sent to its own queue. It streams the invocation log once and keeps no write.
+marked on, the messages the consumer sent to its own queue and the work it left running that
+never finished (``left_work``). It streams the invocation log once and keeps no write.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from loadtest.model.checker.details import stored_names
 from loadtest.model.checker.exposure import Overlaps
 from loadtest.model.checker.harness import GapTally
+from loadtest.model.checker.left_work import Unfinished
 from loadtest.model.checker.runtime_errors import explain
 from loadtest.model.history.log import EffectKind, History, InvocationOutcome, WriteOutcome
 
@@ -61,6 +63,9 @@ class Survey:
     """By request id, the records the writes of each invocation that held several records
     and sent effects were marked on (the effects' judge reads no write:
     ``effects.judge_effects``)."""
+    unfinished: Unfinished = field(default_factory=Unfinished)
+    """The threads and pool calls the handler left running, and which never finished: a
+    delivery whose work never finished is a failed one (``failed_deliveries``)."""
 
 
 def survey(history: History, business_index: Mapping[str, int]) -> Survey:
@@ -99,4 +104,11 @@ def survey(history: History, business_index: Mapping[str, int]) -> Survey:
                     found.stored_names |= stored_names(record.item_after)
         if inv.effects and len(inv.records) > 1:
             found.write_marks[inv.request_id] = frozenset(w.record_id for w in inv.writes)
+        if inv.left_work or inv.ended_work:
+            found.unfinished.add(inv)
+    for cut in found.unfinished.cut():
+        for message_id, business_id in cut.deliveries:
+            found.failed_deliveries.add((cut.request_id, message_id))
+            if business_id is not None:
+                found.failed_ids.add(business_id)
     return found

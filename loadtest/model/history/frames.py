@@ -32,6 +32,7 @@ from loadtest.model.history.records import (
     SentMessage,
     SideWrite,
     UnobservedCall,
+    WorkLeft,
     WriteOutcome,
     WriteRecord,
 )
@@ -249,8 +250,18 @@ def encode_invocation(inv: Invocation) -> tuple[Any, ...]:
         tuple([(w.operation, w.table, w.items, w.request_id) for w in inv.side_writes])
         if inv.side_writes
         else (),
-        *((tuple([encode_effect(e) for e in inv.effects]),) if inv.effects else ()),
+        *_encode_tail(inv),
     )
+
+
+def _encode_tail(inv: Invocation) -> tuple[Any, ...]:
+    """The optional last fields of an invocation's row, left off when empty: its effects,
+    then the work it left running and the work it saw end."""
+    effects = tuple([encode_effect(e) for e in inv.effects])
+    if not inv.left_work and not inv.ended_work:
+        return (effects,) if effects else ()
+    left = tuple([(w.work_id, w.record_id, w.what) for w in inv.left_work])
+    return (effects, left, inv.ended_work)
 
 
 def decode_invocation(row: tuple[Any, ...], *, writes_too: bool = True) -> Invocation:
@@ -273,7 +284,7 @@ def decode_invocation(row: tuple[Any, ...], *, writes_too: bool = True) -> Invoc
         unobserved,
         faults,
         side,
-        *effects,
+        *tail,
     ) = row
     # Most invocations read nothing and meet no unobserved call: no generator for those.
     return Invocation(
@@ -293,7 +304,9 @@ def decode_invocation(row: tuple[Any, ...], *, writes_too: bool = True) -> Invoc
         tuple([UnobservedCall(*u) for u in unobserved]) if unobserved else (),
         tuple([ObserverFault(*f) for f in faults]) if faults else (),
         tuple([SideWrite(*w) for w in side]) if side else (),
-        tuple([decode_effect(e) for e in effects[0]]) if effects else (),
+        tuple([decode_effect(e) for e in tail[0]]) if tail else (),
+        tuple([WorkLeft(*w) for w in tail[1]]) if len(tail) > 1 else (),
+        tuple(tail[2]) if len(tail) > 2 else (),
     )
 
 

@@ -53,6 +53,7 @@ from loadtest.model.history.records import (
     SinkMessage,
     TypedItem,
     UnobservedCall,
+    WorkLeft,
     WriteOutcome,
     WriteRecord,
 )
@@ -83,6 +84,7 @@ __all__ = [
     "SinkMessage",
     "TypedItem",
     "UnobservedCall",
+    "WorkLeft",
     "WriteOutcome",
     "WriteRecord",
     "decode_effect",

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,7 @@ from loadtest.model.history.log import (
     SideWrite,
     TypedItem,
     UnobservedCall,
+    WorkLeft,
     WriteOutcome,
     WriteRecord,
 )
@@ -259,3 +260,15 @@ def collect(observations: Iterable[Observation], *, ended_ns: int) -> Observed:
                 )
             )
     return out
+
+
+def left_work_of(body: Mapping[str, Any]) -> tuple[tuple[WorkLeft, ...], tuple[str, ...]]:
+    """A local environment's reply's or a function's end line's ``left`` and ``ended``
+    (``loadtest.observer.lambda_entry.left_lines``): the work the invocation left running,
+    and the ids of work left before that had finished by its return."""
+    left = tuple(
+        WorkLeft(str(row[0]), str(row[1]), str(row[2]))
+        for row in body.get("left") or ()
+        if isinstance(row, list) and len(row) == 3
+    )
+    return left, tuple(str(w) for w in body.get("ended") or ())

@@ -317,6 +317,22 @@ class ReadRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkLeft:
+    """Work the handler started and left running when its invocation returned: a thread it
+    started, or a call it handed to a thread pool, not finished yet
+    (``loadtest.observer.left_work``). Lambda freezes it with the execution environment: it
+    runs on only while the environment is invoked again, and ends unfinished when the
+    environment is retired."""
+
+    work_id: str
+    """Names it within the run (``Invocation.ended_work`` names it again once finished)."""
+    record_id: str
+    """The messageId of the record the handler was on when it started it, or ""."""
+    what: str
+    """``thread 'NAME'``, or the function handed to a pool."""
+
+
+@dataclass(frozen=True, slots=True)
 class Record:
     """One SQS record of an invocation: a delivery of one message."""
 
@@ -350,6 +366,11 @@ class Invocation:
     """Accepted writes to the consumer's extra tables."""
     effects: tuple[EffectRecord, ...] = ()
     """What it sent beyond the table (published, sent, put, started, invoked)."""
+    left_work: tuple[WorkLeft, ...] = ()
+    """The work it started and left running when it returned."""
+    ended_work: tuple[str, ...] = ()
+    """The ``work_id`` of work earlier invocations of its environment left running that
+    had finished by the time it returned."""
 
 
 @dataclass(frozen=True, slots=True)

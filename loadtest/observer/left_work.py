@@ -1,0 +1,203 @@
+"""Work a handler leaves running when it returns: threads it started and calls it handed to
+a thread pool that had not finished when its invocation returned.
+
+Lambda freezes the whole execution environment once the handler returns: such work runs on
+only while the environment is invoked again, and ends unfinished when the environment is
+retired ("make sure that any background processes or callbacks in your code are complete
+before the code exits", the Lambda execution environment's documentation). A publish left
+to a thread is an event that may never be sent; the run has to know.
+
+Owns the two patches that see such work, installed once per environment (``install``):
+
+- ``threading.Thread.start``: a thread started by code running for an invocation (the
+  handler, or work it started) runs with the record mark of the code that started it
+  (``loadtest.observer.record_marks``), so what it writes or sends is tied to the record it
+  was started for, whenever it runs; and it is tracked until its ``run`` returns. A thread
+  pool's own worker threads are not tracked (they outlive their work by design); the calls
+  handed to the pool are.
+- ``concurrent.futures.ThreadPoolExecutor.submit``: a call submitted for an invocation runs
+  with the submitter's record mark and is tracked until its future is done.
+
+Work started outside an invocation (at import, the init phase) is neither marked nor
+tracked. Only ``loadtest.observer.record_marks``' own variable is set in the new thread:
+the consumer's context variables behave exactly as without the observer.
+
+At the end of each invocation ``LeftWork.returned`` lists the work that invocation started
+and left unfinished (``left``), and ``take_ended`` the work earlier invocations left that
+has finished since: whatever was left and never reported ended was still unfinished when
+its environment was retired (``loadtest.model.checker.left_work`` reads that). Ships in
+the observer layer: imports nothing beyond the standard library and ``record_marks``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextvars
+import itertools
+import threading
+from collections.abc import Callable
+from concurrent.futures import thread as futures_thread
+from typing import Any
+
+from loadtest.observer import record_marks
+
+
+class _Invocation:
+    """One invocation's share of the tracking: the work it started."""
+
+    __slots__ = ("started", "work")
+
+    def __init__(self, work: LeftWork) -> None:
+        self.work = work
+        self.started: list[str] = []
+
+
+_INVOCATION: contextvars.ContextVar[_Invocation | None] = contextvars.ContextVar(
+    "loadtest_invocation", default=None
+)
+"""The invocation the calling code runs for (None outside one): the handler's, and the
+work it started (their threads and pool calls are set to it)."""
+
+_WORKER = getattr(futures_thread, "_worker", None)
+"""A ``ThreadPoolExecutor``'s worker function: its threads are the pool's, not work."""
+
+_installed: dict[str, Any] = {}
+
+
+class LeftWork:
+    """The work one execution environment's invocations started, until it finishes."""
+
+    def __init__(self, environment: str) -> None:
+        self._prefix = environment
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._running: dict[str, tuple[str, str]] = {}
+        """Work started for an invocation and not finished: id -> (record mark, what)."""
+        self._left: set[str] = set()
+        """Work reported left by an invocation that has not finished yet."""
+        self._ended: list[str] = []
+        """Work reported left that finished since the last ``take_ended``."""
+
+    # --- the invocation's bounds (the entry point's) ---
+
+    def begin(self) -> contextvars.Token[_Invocation | None]:
+        """The handler is about to run (in this thread or task): what it starts from here
+        on is tracked; ``returned`` takes the token back."""
+        return _INVOCATION.set(_Invocation(self))
+
+    def returned(self, token: contextvars.Token[_Invocation | None]) -> list[list[str]]:
+        """The handler returned: the work it started and left running, as
+        ``[id, record mark, what]`` rows (the reply's ``left``)."""
+        invocation = _INVOCATION.get()
+        _INVOCATION.reset(token)
+        if invocation is None:
+            return []
+        with self._lock:
+            rows = [
+                [work_id, *self._running[work_id]]
+                for work_id in invocation.started
+                if work_id in self._running
+            ]
+            self._left.update(row[0] for row in rows)
+            invocation.started = []
+        return rows
+
+    def take_ended(self) -> list[str]:
+        """The ids of work reported left that has finished since the last call."""
+        with self._lock:
+            ended, self._ended = self._ended, []
+        return ended
+
+    # --- the work itself ---
+
+    def _start(self, invocation: _Invocation, what: str) -> tuple[str, str]:
+        work_id = f"{self._prefix}-{next(self._ids)}"
+        record = record_marks.current_record()
+        with self._lock:
+            self._running[work_id] = (record, what)
+            invocation.started.append(work_id)
+        return work_id, record
+
+    def _finish(self, work_id: str) -> None:
+        with self._lock:
+            self._running.pop(work_id, None)
+            if work_id in self._left:
+                self._left.discard(work_id)
+                self._ended.append(work_id)
+
+
+def _run_as(invocation: _Invocation, record: str, call: Callable[[], Any]) -> Any:
+    """Run ``call`` for ``invocation``, marked on ``record``; the thread's context as it
+    was afterwards (a pool's worker runs other calls next)."""
+    token = _INVOCATION.set(invocation)
+    marked = record_marks.mark(record)
+    try:
+        return call()
+    finally:
+        record_marks.unmark(marked)
+        _INVOCATION.reset(token)
+
+
+def _name(fn: Any) -> str:
+    return str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or fn)
+
+
+def install() -> None:
+    """Patch ``Thread.start`` and ``ThreadPoolExecutor.submit`` (once per process)."""
+    if _installed:
+        return
+    start = threading.Thread.start
+    submit = concurrent.futures.ThreadPoolExecutor.submit
+
+    def tracked_start(self: threading.Thread) -> None:
+        invocation = _INVOCATION.get()
+        if invocation is None or getattr(self, "_target", None) is _WORKER:
+            start(self)
+            return
+        work = invocation.work
+        work_id, record = work._start(invocation, f"thread {self.name!r}")
+        run = self.run
+
+        def run_tracked() -> None:
+            try:
+                _run_as(invocation, record, run)
+            finally:
+                work._finish(work_id)
+
+        # An instance attribute: ``Thread._bootstrap_inner`` calls ``self.run()``, a
+        # subclass's own ``run`` included.
+        self.run = run_tracked  # type: ignore[method-assign]
+        try:
+            start(self)
+        except BaseException:
+            work._finish(work_id)
+            del self.run
+            raise
+
+    def tracked_submit(
+        self: concurrent.futures.ThreadPoolExecutor, fn: Any, /, *args: Any, **kwargs: Any
+    ) -> concurrent.futures.Future[Any]:
+        invocation = _INVOCATION.get()
+        if invocation is None:
+            return submit(self, fn, *args, **kwargs)
+        work = invocation.work
+        work_id, record = work._start(invocation, f"{_name(fn)} handed to a thread pool")
+        try:
+            future = submit(self, _run_as, invocation, record, lambda: fn(*args, **kwargs))
+        except BaseException:
+            work._finish(work_id)
+            raise
+        future.add_done_callback(lambda _: work._finish(work_id))
+        return future
+
+    _installed.update(start=start, submit=submit)
+    threading.Thread.start = tracked_start  # type: ignore[method-assign]
+    concurrent.futures.ThreadPoolExecutor.submit = tracked_submit  # type: ignore[method-assign,assignment]
+
+
+def uninstall() -> None:
+    """Put ``Thread.start`` and ``ThreadPoolExecutor.submit`` back."""
+    if not _installed:
+        return
+    threading.Thread.start = _installed.pop("start")  # type: ignore[method-assign]
+    concurrent.futures.ThreadPoolExecutor.submit = _installed.pop("submit")  # type: ignore[method-assign]

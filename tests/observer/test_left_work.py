@@ -1,0 +1,111 @@
+"""Work a handler leaves running: threads and pool calls started for an invocation are
+tracked until they finish, and run marked on the record they were started for."""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from loadtest.observer import left_work, record_marks
+
+
+@pytest.fixture
+def work() -> Iterator[left_work.LeftWork]:
+    left_work.install()
+    try:
+        yield left_work.LeftWork("env")
+    finally:
+        left_work.uninstall()
+
+
+def test_a_thread_left_running_is_reported_left_then_ended(work: left_work.LeftWork) -> None:
+    release = threading.Event()
+    marks: list[str] = []
+    token = work.begin()
+    marked = record_marks.mark("message-1")
+
+    def announce() -> None:
+        release.wait(5)
+        marks.append(record_marks.current_record())
+
+    thread = threading.Thread(target=announce, name="announcer")
+    thread.start()
+    record_marks.unmark(marked)
+    assert work.returned(token) == [["env-1", "message-1", "thread 'announcer'"]]
+    assert work.take_ended() == []
+    release.set()
+    thread.join(5)
+    assert marks == ["message-1"]
+    assert work.take_ended() == ["env-1"]
+    assert work.take_ended() == []
+
+
+def test_a_thread_joined_before_the_return_is_not_left(work: left_work.LeftWork) -> None:
+    token = work.begin()
+    thread = threading.Thread(target=time.sleep, args=(0.01,))
+    thread.start()
+    thread.join()
+    assert work.returned(token) == []
+    assert work.take_ended() == []
+
+
+def test_pool_calls_are_tracked_and_the_pools_idle_threads_are_not(
+    work: left_work.LeftWork,
+) -> None:
+    pool = ThreadPoolExecutor(max_workers=2)
+    try:
+        token = work.begin()
+        marked = record_marks.mark("message-2")
+        assert pool.submit(record_marks.current_record).result(5) == "message-2"
+        record_marks.unmark(marked)
+        release = threading.Event()
+        pending = pool.submit(release.wait, 5)
+        left = work.returned(token)
+        assert [row[1:] for row in left] == [["", "Event.wait handed to a thread pool"]]
+        release.set()
+        assert pending.result(5) is True
+        assert work.take_ended() == [left[0][0]]
+        # The worker threads are idle and alive: no work of the invocation's.
+        assert all(t.is_alive() for t in pool._threads)
+    finally:
+        pool.shutdown()
+
+
+def test_work_started_outside_an_invocation_is_neither_marked_nor_tracked(
+    work: left_work.LeftWork,
+) -> None:
+    marked = record_marks.mark("message-3")
+    seen: list[str] = []
+    thread = threading.Thread(target=lambda: seen.append(record_marks.current_record()))
+    thread.start()
+    thread.join()
+    record_marks.unmark(marked)
+    assert seen == [""]
+    assert work.returned(work.begin()) == []
+
+
+def test_the_consumers_context_variables_are_not_carried_into_its_threads(
+    work: left_work.LeftWork,
+) -> None:
+    users: contextvars.ContextVar[str] = contextvars.ContextVar("users", default="unset")
+    users.set("in the handler")
+    seen: list[str] = []
+    token = work.begin()
+    thread = threading.Thread(target=lambda: seen.append(users.get()))
+    thread.start()
+    thread.join()
+    work.returned(token)
+    assert seen == ["unset"]  # as without the observer: a new thread starts empty
+
+
+def test_uninstall_puts_thread_start_back() -> None:
+    start = threading.Thread.start
+    left_work.install()
+    assert threading.Thread.start is not start
+    left_work.uninstall()
+    assert threading.Thread.start is start
