@@ -17,6 +17,10 @@ Owns the two patches that see such work, installed once per environment (``insta
   handed to the pool are.
 - ``concurrent.futures.ThreadPoolExecutor.submit``: a call submitted for an invocation runs
   with the submitter's record mark and is tracked until its future is done.
+- ``asyncio``'s ``BaseEventLoop.create_task`` (once the consumer has imported asyncio): a
+  task created for an invocation is tracked until it is done; one left pending on a loop
+  the handler keeps runs on only when that loop runs again. (A task keeps the record mark
+  of the code that created it by itself: tasks copy their context.)
 
 Work started outside an invocation (at import, the init phase) is neither marked nor
 tracked. Only ``loadtest.observer.record_marks``' own variable is set in the new thread:
@@ -34,6 +38,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextvars
 import itertools
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import thread as futures_thread
@@ -83,6 +88,8 @@ class LeftWork:
     def begin(self) -> contextvars.Token[_Invocation | None]:
         """The handler is about to run (in this thread or task): what it starts from here
         on is tracked; ``returned`` takes the token back."""
+        if _installed and "create_task" not in _installed and "asyncio" in sys.modules:
+            _patch_asyncio()
         return _INVOCATION.set(_Invocation(self))
 
     def returned(self, token: contextvars.Token[_Invocation | None]) -> list[list[str]]:
@@ -195,9 +202,38 @@ def install() -> None:
     concurrent.futures.ThreadPoolExecutor.submit = tracked_submit  # type: ignore[method-assign,assignment]
 
 
+def _patch_asyncio() -> None:
+    """Patch ``BaseEventLoop.create_task`` (once asyncio is imported: an environment whose
+    consumer never uses it does not import it): a task created for an invocation is
+    tracked until it is done. A task left pending on a loop the handler keeps runs on only
+    when the loop runs again, in a later invocation of the environment, if there is one."""
+    import asyncio.base_events
+
+    create_task = asyncio.base_events.BaseEventLoop.create_task
+
+    def tracked_create_task(self: Any, coro: Any, **kwargs: Any) -> Any:
+        task = create_task(self, coro, **kwargs)
+        invocation = _INVOCATION.get()
+        if invocation is not None:
+            work = invocation.work
+            what = (
+                f"asyncio task {task.get_name()!r} ({_name(getattr(coro, '__qualname__', coro))})"
+            )
+            work_id, _ = work._start(invocation, what)
+            task.add_done_callback(lambda _: work._finish(work_id))
+        return task
+
+    _installed["create_task"] = create_task
+    asyncio.base_events.BaseEventLoop.create_task = tracked_create_task  # type: ignore[method-assign]
+
+
 def uninstall() -> None:
-    """Put ``Thread.start`` and ``ThreadPoolExecutor.submit`` back."""
+    """Put ``Thread.start``, ``ThreadPoolExecutor.submit`` and ``create_task`` back."""
     if not _installed:
         return
+    if "create_task" in _installed:
+        import asyncio.base_events
+
+        asyncio.base_events.BaseEventLoop.create_task = _installed.pop("create_task")  # type: ignore[method-assign]
     threading.Thread.start = _installed.pop("start")  # type: ignore[method-assign]
     concurrent.futures.ThreadPoolExecutor.submit = _installed.pop("submit")  # type: ignore[method-assign]

@@ -607,31 +607,40 @@ ON_A_TIMER = {**TOPIC, "ANNOUNCE_AFTER_S": "30"}
 """Each order's announcement waits on a timer far longer than the run."""
 
 
-def test_an_announcement_left_to_a_timer_never_passes(backend_url: str, tmp_path: Path) -> None:
+LEFT_RUNNING = ["announce_on_timer.py", "aio_announce_unawaited.py"]
+"""A consumer that leaves its announcement to a timer thread, and one that leaves it to an
+asyncio task on the loop it keeps."""
+
+
+@pytest.mark.parametrize("consumer", LEFT_RUNNING)
+def test_an_announcement_left_running_never_passes(
+    backend_url: str, tmp_path: Path, consumer: str
+) -> None:
     report = loadtest.run(
         _scenario(tmp_path, ON_A_TIMER),
         endpoint_url=backend_url,
         variants=[],
-        handler=_user("announce_on_timer.py"),
+        handler=_user(consumer),
     )
     (run,) = report.runs
     assert (report.exit_code, run.verdict) == (4, "inconclusive"), run.reasons
     assert _effects(run) == _expect(0, 0)
     (why,) = run.inconclusive
     assert "sink 'orders' (topic) is not known to be required" in why
-    assert f"{IDS} thread(s) or pool call(s) the handler left running never finished" in why
-    assert "thread 'Thread-" in why and "required = true" in why
-    assert any(f"{IDS} of the {IDS} thread(s)" in note for note in run.raw["notes"])
+    assert f"{IDS} piece(s) of work (threads, pool calls, asyncio tasks) the handler" in why
+    assert ("thread 'Thread-" in why or "asyncio task 'Task-" in why) and "required = true" in why
+    assert any(f"{IDS} of the {IDS} piece(s) of work" in note for note in run.raw["notes"])
 
 
-def test_an_announcement_left_to_a_timer_is_lost_for_a_required_topic(
-    backend_url: str, tmp_path: Path
+@pytest.mark.parametrize("consumer", LEFT_RUNNING)
+def test_an_announcement_left_running_is_lost_for_a_required_topic(
+    backend_url: str, tmp_path: Path, consumer: str
 ) -> None:
     report = loadtest.run(
         _scenario(tmp_path, ON_A_TIMER, extra=ORDERS_REQUIRED),
         endpoint_url=backend_url,
         variants=[],
-        handler=_user("announce_on_timer.py"),
+        handler=_user(consumer),
     )
     (run,) = report.runs
     assert (report.exit_code, run.verdict) == (1, "fail"), run.inconclusive

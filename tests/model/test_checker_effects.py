@@ -1383,7 +1383,7 @@ def test_an_order_whose_announcing_thread_never_finished_lost_its_effect() -> No
     assert result.verdict is Verdict.FAIL
     assert the_sink(result).required == "learned"
     assert any(
-        n.startswith("1 of the 3 thread(s) or pool call(s) the handler left running")
+        n.startswith("1 of the 3 piece(s) of work (threads, pool calls, asyncio tasks) the handler")
         and "thread 'announcer', started for message m-3" in n
         for n in result.notes
     )
@@ -1402,4 +1402,4 @@ def test_a_sink_no_finished_delivery_shows_required_is_inconclusive_with_work_un
     result = check(history, end)
     assert result.verdict is Verdict.INCONCLUSIVE
     (why,) = result.inconclusive
-    assert why.startswith("sink 'orders' (topic) is not known to be required, and 3 thread(s)")
+    assert why.startswith("sink 'orders' (topic) is not known to be required, and 3 piece(s)")

@@ -3,6 +3,7 @@ tracked until they finish, and run marked on the record they were started for.""
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import threading
 import time
@@ -101,6 +102,38 @@ def test_the_consumers_context_variables_are_not_carried_into_its_threads(
     thread.join()
     work.returned(token)
     assert seen == ["unset"]  # as without the observer: a new thread starts empty
+
+
+def test_an_asyncio_task_left_pending_on_a_kept_loop_is_left_until_the_loop_runs_it(
+    work: left_work.LeftWork,
+) -> None:
+    loop = asyncio.new_event_loop()
+    release = asyncio.Event()
+
+    async def announce() -> str:
+        await release.wait()
+        return record_marks.current_record()
+
+    async def handler() -> asyncio.Task[str]:
+        record_marks.mark("message-4")
+        awaited = asyncio.ensure_future(asyncio.sleep(0))
+        await awaited  # done before the return: not left
+        return asyncio.ensure_future(announce())
+
+    try:
+        token = work.begin()
+        task = loop.run_until_complete(handler())
+        left = work.returned(token)
+        ((_, record, what),) = left
+        assert record == "message-4"
+        assert what.startswith(f"asyncio task {task.get_name()!r} (") and what.endswith(
+            ".announce)"
+        )
+        loop.call_soon(release.set)
+        assert loop.run_until_complete(task) == "message-4"
+        assert work.take_ended() == [left[0][0]]
+    finally:
+        loop.close()
 
 
 def test_uninstall_puts_thread_start_back() -> None:

@@ -1,7 +1,7 @@
 """Work a handler left running that never finished: how the checker reads it.
 
 An invocation's ``left_work`` is what the handler started (a thread, a call handed to a
-thread pool) and left unfinished when it returned; a later invocation of the same
+thread pool, an asyncio task) and left unfinished when it returned; a later invocation of the same
 environment names it in ``ended_work`` once it has finished. Lambda freezes such work with
 the environment, so it runs on only while the environment is invoked again: work that was
 left and never ended was still unfinished when its environment was retired (or died), and
@@ -71,8 +71,9 @@ def _example(cut: list[Cut]) -> str:
 def unfinished_note(cut: list[Cut], left: int) -> str:
     """The report's sentence for work the handler left running that never finished."""
     return (
-        f"{len(cut)} of the {left} thread(s) or pool call(s) the handler left running when it "
-        f"returned never finished (e.g. {_example(cut)}): Lambda freezes such work with the "
+        f"{len(cut)} of the {left} piece(s) of work (threads, pool calls, asyncio tasks) the "
+        f"handler left running when it returned never finished (e.g. {_example(cut)}): "
+        "Lambda freezes such work with the "
         "execution environment, and it ends unfinished when the environment is retired; "
         "those deliveries are judged as cut short. Wait for the work before returning"
     )
@@ -81,8 +82,9 @@ def unfinished_note(cut: list[Cut], left: int) -> str:
 def unjudged_sink(sink: str, kind: str, cut: list[Cut]) -> str:
     """Why a sink that is not required says nothing of work that never finished."""
     return (
-        f"sink {sink!r} ({kind}) is not known to be required, and {len(cut)} thread(s) or "
-        f"pool call(s) the handler left running never finished (e.g. {_example(cut)}): "
+        f"sink {sink!r} ({kind}) is not known to be required, and {len(cut)} piece(s) of "
+        "work (threads, pool calls, asyncio tasks) the handler left running never finished "
+        f"(e.g. {_example(cut)}): "
         "whether they were to reach it is not known, so nothing is counted lost there. "
         "Wait for them before the handler returns, or declare the sink required "
         f'([[effects]] sink = "{sink}", required = true)'
