@@ -13,8 +13,9 @@ Owns the two patches that see such work, installed once per environment (``insta
   handler, or work it started) runs with the record mark of the code that started it
   (``loadtest.observer.record_marks``), so what it writes or sends is tied to the record it
   was started for, whenever it runs; and it is tracked until its ``run`` returns. A thread
-  pool's own worker threads are not tracked (they outlive their work by design); the calls
-  handed to the pool are.
+  pool's own threads are not tracked (they outlive their work by design): the calls handed
+  to a ``ThreadPoolExecutor`` are; those handed to a ``multiprocessing`` ``ThreadPool`` are
+  not followed.
 - ``concurrent.futures.ThreadPoolExecutor.submit``: a call submitted for an invocation runs
   with the submitter's record mark and is tracked until its future is done.
 - ``asyncio``'s ``BaseEventLoop.create_task`` (once the consumer has imported asyncio): a
@@ -63,8 +64,16 @@ _INVOCATION: contextvars.ContextVar[_Invocation | None] = contextvars.ContextVar
 """The invocation the calling code runs for (None outside one): the handler's, and the
 work it started (their threads and pool calls are set to it)."""
 
-_WORKER = getattr(futures_thread, "_worker", None)
-"""A ``ThreadPoolExecutor``'s worker function: its threads are the pool's, not work."""
+_POOL_MODULES = frozenset({futures_thread.__name__, "multiprocessing.pool"})
+"""Where a thread pool's own threads run from (``ThreadPoolExecutor``'s workers,
+``multiprocessing.pool.ThreadPool``'s workers and handlers): such a thread is the pool's,
+idle between the calls handed to it, not work."""
+
+
+def _pool_thread(thread: threading.Thread) -> bool:
+    target = getattr(thread, "_target", None)
+    return getattr(target, "__module__", None) in _POOL_MODULES
+
 
 _installed: dict[str, Any] = {}
 
@@ -158,7 +167,7 @@ def install() -> None:
 
     def tracked_start(self: threading.Thread) -> None:
         invocation = _INVOCATION.get()
-        if invocation is None or getattr(self, "_target", None) is _WORKER:
+        if invocation is None or _pool_thread(self):
             start(self)
             return
         work = invocation.work

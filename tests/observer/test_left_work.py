@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.pool import ThreadPool
 
 import pytest
 
@@ -75,6 +76,18 @@ def test_pool_calls_are_tracked_and_the_pools_idle_threads_are_not(
         assert all(t.is_alive() for t in pool._threads)
     finally:
         pool.shutdown()
+
+
+def test_a_multiprocessing_thread_pool_left_open_is_no_work_left(
+    work: left_work.LeftWork,
+) -> None:
+    token = work.begin()
+    pool = ThreadPool(2)  # never closed: its threads stay, idle
+    try:
+        assert pool.map(abs, [-1, -2]) == [1, 2]
+        assert work.returned(token) == []
+    finally:
+        pool.terminate()
 
 
 def test_work_started_outside_an_invocation_is_neither_marked_nor_tracked(
