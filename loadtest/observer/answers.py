@@ -50,12 +50,32 @@ MISSING_PREFIX = "loadtest: the handler's "
 """How each such call is logged (``loadtest.model.checker.harness`` reads the line)."""
 
 
+_NAMING = (
+    "TableName",
+    "QueueUrl",
+    "QueueName",
+    "TopicArn",
+    "TargetArn",
+    "EventBusName",
+    "Bucket",
+    "stateMachineArn",
+    "FunctionName",
+    "StreamName",
+    "StreamARN",
+    "DeliveryStreamName",
+)
+"""The request parameters that name the resource a call is made on, in the order looked at."""
+
+
 def keep_resource(params: dict[str, Any], context: Any) -> None:
-    """Keep the table or queue a request names in its context, for ``missing_line``."""
+    """Keep the resource a request names (a table, a queue, a stream, ...) in its context,
+    for ``missing_line``."""
     if isinstance(context, dict):
-        resource = params.get("TableName") or params.get("QueueUrl") or params.get("QueueName")
-        if resource:
-            context[_RESOURCE] = resource
+        for name in _NAMING:
+            resource = params.get(name)
+            if resource:
+                context[_RESOURCE] = resource
+                return
 
 
 _SIDE = "loadtest_side"
@@ -129,15 +149,21 @@ def side_writes(operation: str, result: Any, context: Any, request_id: str) -> l
     return out
 
 
-def missing_line(operation: str, result: Any, context: Any) -> str | None:
-    """The log line for a call refused for something the run does not provide, else None."""
+def missing_line(
+    operation: str, result: Any, context: Any, service: str = "dynamodb"
+) -> str | None:
+    """The log line for a call refused for something the run does not provide, else None.
+
+    A call to a service other than DynamoDB and SQS says which (``in SERVICE``): what it
+    did not find is no table or queue."""
     parsed = result[1] if isinstance(result, tuple) and len(result) == 2 else None
     error = parsed.get("Error") if isinstance(parsed, dict) else None
     code = error.get("Code") if isinstance(error, dict) else None
     if code not in MISSING_CODES:
         return None
     resource = context.get(_RESOURCE) if isinstance(context, dict) else None
-    return f"{MISSING_PREFIX}{operation} call on {str(resource or '')!r} failed with {code}"
+    line = f"{MISSING_PREFIX}{operation} call on {str(resource or '')!r} failed with {code}"
+    return line if service in ("dynamodb", "sqs") else f"{line} in {service}"
 
 
 _REJECTIONS = frozenset({"ConditionalCheckFailedException", "DuplicateItemException"})

@@ -159,7 +159,12 @@ class WriteObserver(EffectSending):
         try:
             for side in side_writes(str(operation_model.name), result, context, self.request_id):
                 self._emit(side)
-            line = missing_line(str(operation_model.name), result, context)
+            line = missing_line(
+                str(operation_model.name),
+                result,
+                context,
+                str(operation_model.service_model.service_name),
+            )
             if line is None:
                 return
             if len(self.missing) < _MISSING_KEPT:

@@ -76,6 +76,23 @@ def test_refused_calls_are_named_by_error_code() -> None:
     assert gaps[2].sentence.startswith("the handler's GetItem on 'Secrets' was refused")
 
 
+def test_a_resource_of_another_service_is_named_with_its_service_never_as_a_table() -> None:
+    tail = (
+        "loadtest: the handler's PutRecord call on 'orders' failed with "
+        "ResourceNotFoundException in kinesis\n"
+        "loadtest: the handler's PutEvents call on 'shop' failed with AccessDeniedException "
+        "in events\n"
+    )
+    gaps = gaps_in(tail)
+    assert [g.key for g in gaps] == ["kinesis:orders", "denied:PutEvents:shop"]
+    assert gaps[0].sentence.startswith(
+        "the handler's kinesis PutRecord found no 'orders' (ResourceNotFoundException), which "
+        "the run did not create: a run makes its tables, its queues and the sinks named by "
+        "placeholders"
+    )
+    assert "table" not in gaps[0].sentence.split(":", 1)[0]
+
+
 def test_errors_met_only_in_text_are_recognised_without_the_observers_line() -> None:
     text = (
         "ClientError: An error occurred (ResourceNotFoundException) when calling the "

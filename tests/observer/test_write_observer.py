@@ -572,3 +572,19 @@ def test_writes_to_extra_tables_are_counted_as_side_writes_and_refused_calls_not
         "loadtest: the handler's PutItem call on 'never-made' failed with ResourceNotFoundException"
     ]
     assert observer.take_missing() == []
+
+
+def test_a_refused_call_to_another_service_names_its_service(backend_url: str, table: str) -> None:
+    observer = WriteObserver(table, sink=Recorder())
+    observer.install()
+    try:
+        with pytest.raises(ClientError):
+            client("kinesis", backend_url).put_record(
+                StreamName="never-made", Data=b"{}", PartitionKey="o-1"
+            )
+    finally:
+        observer.uninstall()
+    assert observer.take_missing() == [
+        "loadtest: the handler's PutRecord call on 'never-made' failed with "
+        "ResourceNotFoundException in kinesis"
+    ]

@@ -35,7 +35,7 @@ _ENVIRON = re.compile(
     r"|in __getitem__\n\s+raise KeyError\(key\) from None\n(?:\s*\^+\n)?KeyError: '([^']+)'"
 )
 _REFUSED = re.compile(
-    r"loadtest: the handler's (\w+) call on '([^']*)' failed with ([\w.]+)",
+    r"loadtest: the handler's (\w+) call on '([^']*)' failed with ([\w.]+)(?: in ([\w-]+))?",
 )
 _NO_TABLE_NAME = re.compile(
     r"Invalid (?:type|length) for parameter (?:Entries\[\d+\]\.)?"
@@ -104,8 +104,18 @@ def _environ(text: str) -> Iterable[Gap]:
 
 
 def _refused(text: str) -> Iterable[Gap]:
-    for operation, resource, code in _REFUSED.findall(text):
-        if code in _DENIED_CODES:
+    for operation, resource, code, service in _REFUSED.findall(text):
+        if service and code not in _DENIED_CODES:
+            yield Gap(
+                f"{service}:{resource}",
+                f"the handler's {service} {operation} found no {resource!r} ({code}), which "
+                "the run did not create: a run makes its tables, its queues and the sinks "
+                "named by placeholders in `[consumer] environment` ({topic:NAME}, "
+                "{queue_url:NAME}, {bus:NAME}, {bucket:NAME}, {state_machine:NAME}, "
+                "{function:NAME}); what this call sends to is none of them, so the run "
+                "cannot stand in for it",
+            )
+        elif code in _DENIED_CODES:
             yield _denied_gap(operation, resource)
         elif code in _QUEUE_CODES and resource.startswith(MODELLED_QUEUE):
             yield Gap(
