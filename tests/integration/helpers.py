@@ -18,7 +18,9 @@ def run_variants(scenario: Scenario, url: str, *variants: str) -> engine.RunResu
     return engine.run(scenario, refs, kind=BackendKind.ENDPOINT, endpoint_url=url)
 
 
-def client(service: Literal["sqs", "dynamodb"], url: str, config: Config | None = None) -> Any:
+def client(
+    service: Literal["sqs", "dynamodb", "kinesis"], url: str, config: Config | None = None
+) -> Any:
     creds = dict(EMBEDDED_CREDENTIALS)
     return boto3.client(
         service,
