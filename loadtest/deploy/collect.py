@@ -26,6 +26,8 @@ from typing import TypeVar
 from loadtest.model.history.log import (
     Ack,
     DeadLetter,
+    EffectKind,
+    EffectRecord,
     History,
     Invocation,
     InvocationOutcome,
@@ -139,6 +141,8 @@ class Collector:
     """First acknowledgement per messageId (monotonic ns)."""
     unreadable: int = 0
     """Lines on the channel that were not loadtest's (counted, never guessed at)."""
+    _resent: list[str] = field(default_factory=list)
+    """Message ids the function sent to its own queue, not yet taken (``take_resent``)."""
 
     def add(self, line: str) -> list[str]:
         """Take one line; return the messageIds it newly acknowledged."""
@@ -153,18 +157,31 @@ class Collector:
             self.ends.setdefault(parsed.request_id, parsed)
         else:
             self.observations.setdefault(parsed.request_id, []).append(parsed)
-        return self._settle()
+            if (
+                isinstance(parsed, EffectRecord)
+                and parsed.kind is EffectKind.SOURCE
+                and parsed.accepted
+                and parsed.key
+            ):
+                self._resent.append(parsed.key)
+            return []
+        return self._settle(parsed.request_id)
 
-    def _settle(self) -> list[str]:
+    def take_resent(self) -> list[str]:
+        """The ids of the messages the function sent to the queue that feeds it (work it
+        deferred) seen since the last call: the run waits for them as for its own."""
+        resent, self._resent = self._resent, []
+        return resent
+
+    def _settle(self, request_id: str) -> list[str]:
+        start, end = self.starts.get(request_id), self.ends.get(request_id)
+        if start is None or end is None:
+            return []
         newly: list[str] = []
-        for request_id, end in self.ends.items():
-            start = self.starts.get(request_id)
-            if start is None:
-                continue
-            for message_id in acked_ids(start, end, partial=self.partial):
-                if message_id not in self.acked:
-                    self.acked[message_id] = self.local_ns(end.ended_ns)
-                    newly.append(message_id)
+        for message_id in acked_ids(start, end, partial=self.partial):
+            if message_id not in self.acked:
+                self.acked[message_id] = self.local_ns(end.ended_ns)
+                newly.append(message_id)
         return newly
 
     def add_dead_letter(self, message_id: str, receive_count: int, seen_ns: int) -> bool:

@@ -221,7 +221,14 @@ async def drive(
                 if journal is not None and messages:
                     journal.lines(run, [m["Body"] for m in messages])
                 for message in messages:
-                    for message_id in collector.add(message["Body"]):
+                    newly = collector.add(message["Body"])
+                    # Work the function sent to its own queue: delivered by the mapping
+                    # like the run's messages, so waited for (told before its sender's
+                    # message is settled, when its line comes first).
+                    resent = collector.take_resent()
+                    if resent:
+                        settlement.resent(resent)
+                    for message_id in newly:
                         settlement.settle(message_id, business_of(message_id))
                 if messages:
                     await sqs.delete_message_batch(
@@ -258,6 +265,7 @@ async def drive(
             now = wall_clock()
             return (
                 settlement.done.is_set()
+                and settlement.unsettled() == 0
                 and collector.missing_lines() == 0
                 and all(
                     now - collector.starts[r].started_ns > given_up_ns

@@ -171,3 +171,28 @@ def test_calls_refused_for_what_the_run_lacks_reach_the_invocations_log() -> Non
     (inv,) = history.invocations
     assert inv.log_tail == line + "\n"
     assert inv.error is None
+
+
+def test_a_message_the_function_sent_to_its_own_queue_is_handed_over_once() -> None:
+    c = Collector(partial=False, wall_offset_ns=OFFSET)
+    effect = {
+        "t": "effect",
+        "operation": "SQS.SendMessage",
+        "kind": "source",
+        "sink": "https://q/jobs",
+        "payload": "{}",
+        "accepted": True,
+        "started_ns": OFFSET + 10,
+        "ended_ns": OFFSET + 20,
+        "key": "deferred-1",
+        "request_id": "r1",
+    }
+    # Its line may come before its invocation's start and end: the run learns of it then.
+    assert c.add(json.dumps(effect)) == []
+    assert c.take_resent() == ["deferred-1"]
+    assert c.take_resent() == []
+    assert c.add(_start("r1", ("m1", 1))) == []
+    assert c.add(_end("r1", lines=1)) == ["m1"]
+    refused = {**effect, "accepted": False, "key": "", "request_id": "r2"}
+    c.add(json.dumps(refused))
+    assert c.take_resent() == []

@@ -226,3 +226,25 @@ def test_the_crash_mid_handler_kills_the_deployed_function_between_two_writes(
     assert c.writes_accepted == 0 and c.unsettled == 0
     assert run.check.verdict == "fail"
     assert find_tagged(clients, "midcrash") == []
+
+
+def test_work_a_deployed_consumer_sends_back_to_its_own_queue_is_waited_for(
+    ministack: str,
+) -> None:
+    # Each first pass sends its order back to the function's own queue with DelaySeconds
+    # and is acknowledged; the mapping delivers the deferred message, whose pass stores it.
+    # The run waits for those messages as the local runtime does: a pass, not lost orders.
+    deferred = Path(__file__).parents[1] / "integration" / "consumers" / "deferred"
+    clients, _ = make_clients(ministack)
+    target = Target.resolve(BackendKind.ENDPOINT, ministack)
+    scenario = load_scenario(str(deferred / "retry_later.toml")).with_environment(
+        ["RETRY_DELAY_S=6"]
+    )
+    ref = parse_ref(f"{deferred / 'retry_later.py'}:handler")
+    (run,) = run_deployed(scenario, [ref], clients, target, run_id="deferred")
+    c = run.check.counts
+    assert run.incomplete is None
+    assert (c.messages_sent, c.deliveries, c.acked, c.unsettled) == (12, 24, 12, 0)
+    assert (c.writes_accepted, c.writes_rejected, c.lost_outcomes) == (4, 8, 0)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert find_tagged(clients, "deferred") == []

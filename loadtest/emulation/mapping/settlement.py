@@ -151,3 +151,8 @@ class Settlement:
     def check(self) -> None:
         if self._early is None and not self._pending:
             self.done.set()
+
+    def unsettled(self) -> int:
+        """How many messages known sent are not settled yet: after ``done``, the messages
+        the consumer sent itself that were learned of late (``resent``)."""
+        return len(self._pending)
