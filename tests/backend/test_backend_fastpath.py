@@ -15,7 +15,7 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_ba
 from werkzeug.test import Client
 
 from loadtest.backend import patches
-from loadtest.backend.http.fastpath import JsonProtocolFastPath
+from loadtest.backend.http.fastpath import JsonProtocolFastPath, ServerRequest, headers_dict
 
 _AUTH = (
     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20250101/us-east-1/{}/aws4_request, "
@@ -353,3 +353,41 @@ def test_each_host_gets_its_own_urls_as_on_the_full_path() -> None:
             )
             answers.append(json.loads(response.get_data())["QueueUrl"].replace(queue, "Q"))
         assert answers[0] == answers[1] == f"http://{host}/123456789012/Q"
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [
+        pytest.param(
+            {
+                "REQUEST_METHOD": "POST",
+                "CONTENT_TYPE": "application/x-amz-json-1.0",
+                "CONTENT_LENGTH": "12",
+                "HTTP_HOST": "localhost",
+                "HTTP_X_AMZ_TARGET": "DynamoDB_20120810.PutItem",
+                "HTTP_AUTHORIZATION": "AWS4-HMAC-SHA256 Credential=a/b/c/d/e",
+                "HTTP_X_AMZ_CRC32": "1",
+                "moto.preserved_header_names": {},
+            },
+            id="boto3",
+        ),
+        pytest.param({"CONTENT_TYPE": "", "CONTENT_LENGTH": "", "HTTP_X": "1"}, id="empty-content"),
+        pytest.param(
+            {"HTTP_CONTENT_TYPE": "a", "CONTENT_TYPE": "b", "HTTP_CONTENT_LENGTH": "3"},
+            id="http-content",
+        ),
+        pytest.param({"HTTP_X_AMZ_META_A_B": "v", "HTTP_ÉTÉ": "w", "HTTP_1A": "x"}, id="odd"),
+        pytest.param(
+            {
+                "HTTP_X_AMZ_META_MY_KEY": "v",
+                "moto.preserved_header_names": {"HTTP_X_AMZ_META_MY_KEY": "x-amz-meta-my_key"},
+            },
+            id="preserved",
+        ),
+    ],
+)
+def test_the_headers_handed_to_moto_are_moto_s(environ: dict[str, Any]) -> None:
+    expected = dict(ServerRequest(environ).headers)
+    for _ in range(2):  # the second time from what is kept
+        assert headers_dict(environ) == expected
+        assert list(headers_dict(environ)) == list(expected)
