@@ -194,7 +194,7 @@ def headers_dict(environ: WSGIEnvironment) -> dict[str, str]:
     environ with preserved header names (underscored S3 metadata) takes moto's own.
     """
     if environ.get(PRESERVED_HEADER_NAMES_ENVIRON_KEY):
-        return dict(EnvironHeaders(environ))  # type: ignore[arg-type]
+        return dict(EnvironHeaders(environ))
     headers: dict[str, str] = {}
     for key, value in environ.items():
         try:
