@@ -197,7 +197,7 @@ def serve(
 
         def _plain_environ(self) -> WSGIEnvironment | None:
             """What ``make_environ`` (werkzeug's, then moto's) makes of a plain request
-            to ``/`` over plain TCP, built from the fields ``http_head`` read, in the same
+            to ``/`` over plain TCP, built from the fields ``read_plain_head`` read, in the same
             order; None for any other request (``make_environ`` builds it).
 
             werkzeug splits and unquotes the path, and moto walks the headers twice more to
