@@ -67,8 +67,9 @@ What changes:
   in slots, no empty containers per message, and no ``SendMessageBatch`` entry id kept
   once the response is built.
 * moto's per-request method listing, action-name conversion (and the same conversion of
-  the 14 attribute names ``Queue.attributes`` reads on every ``SendMessage``) and
-  condition-expression parsing are kept once computed (``memo`` says why each is safe to
+  the 14 attribute names ``Queue.attributes`` reads on every ``SendMessage``),
+  condition-expression parsing and the response serializer's alias lookup per member
+  are kept once computed (``memo`` says why each is safe to
   keep), and a receipt handle (and every response's request id, ``random_strings``) is
   drawn in one call instead of one per letter.
 * A JSON-protocol error (every DynamoDB error) is built without the XML body moto renders
@@ -139,6 +140,7 @@ import threading
 import moto
 import moto.backends
 import moto.core.responses
+import moto.core.serialize
 import moto.core.utils
 import moto.dynamodb.comparisons
 import moto.dynamodb.models
@@ -150,6 +152,7 @@ from moto.core.authorization import ActionAuthenticatorMixin
 from moto.core.base_backend import AccountSpecificBackend
 from moto.core.exceptions import JsonRESTError
 from moto.core.responses import BaseResponse
+from moto.core.serialize import XFormedAttributePicker
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import Item
 from moto.dynamodb.responses import DynamoHandler
@@ -286,6 +289,9 @@ def _replacements() -> dict[tuple[object, str], object]:
     get_expected = legacy_conditions.honouring_operator(moto.dynamodb.comparisons.get_expected)
     for module in (moto.dynamodb.models, moto.dynamodb.models.table):
         replacements[module, "get_expected"] = get_expected
+    replacements[XFormedAttributePicker, "get_possible_keys"] = memo.memo_possible_keys(
+        XFormedAttributePicker.get_possible_keys, moto.core.serialize.DEFAULT_ALIAS_PROVIDERS
+    )
     replacements[moto.dynamodb.responses, "create_condition_expression_parser"] = (
         memo.memo_condition_parser(moto.dynamodb.comparisons.create_condition_expression_parser)
     )

@@ -15,7 +15,12 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_ba
 from werkzeug.test import Client
 
 from loadtest.backend import patches
-from loadtest.backend.http.fastpath import JsonProtocolFastPath
+from loadtest.backend.http.fastpath import (
+    JsonProtocolFastPath,
+    ServerRequest,
+    headers_dict,
+    plain_answer,
+)
 
 _AUTH = (
     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20250101/us-east-1/{}/aws4_request, "
@@ -353,3 +358,80 @@ def test_each_host_gets_its_own_urls_as_on_the_full_path() -> None:
             )
             answers.append(json.loads(response.get_data())["QueueUrl"].replace(queue, "Q"))
         assert answers[0] == answers[1] == f"http://{host}/123456789012/Q"
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [
+        pytest.param(
+            {
+                "REQUEST_METHOD": "POST",
+                "CONTENT_TYPE": "application/x-amz-json-1.0",
+                "CONTENT_LENGTH": "12",
+                "HTTP_HOST": "localhost",
+                "HTTP_X_AMZ_TARGET": "DynamoDB_20120810.PutItem",
+                "HTTP_AUTHORIZATION": "AWS4-HMAC-SHA256 Credential=a/b/c/d/e",
+                "HTTP_X_AMZ_CRC32": "1",
+                "moto.preserved_header_names": {},
+            },
+            id="boto3",
+        ),
+        pytest.param({"CONTENT_TYPE": "", "CONTENT_LENGTH": "", "HTTP_X": "1"}, id="empty-content"),
+        pytest.param(
+            {"HTTP_CONTENT_TYPE": "a", "CONTENT_TYPE": "b", "HTTP_CONTENT_LENGTH": "3"},
+            id="http-content",
+        ),
+        pytest.param({"HTTP_X_AMZ_META_A_B": "v", "HTTP_ÉTÉ": "w", "HTTP_1A": "x"}, id="odd"),
+        pytest.param(
+            {
+                "HTTP_X_AMZ_META_MY_KEY": "v",
+                "moto.preserved_header_names": {"HTTP_X_AMZ_META_MY_KEY": "x-amz-meta-my_key"},
+            },
+            id="preserved",
+        ),
+    ],
+)
+def test_the_headers_handed_to_moto_are_moto_s(environ: dict[str, Any]) -> None:
+    expected = dict(ServerRequest(environ).headers)
+    for _ in range(2):  # the second time from what is kept
+        assert headers_dict(environ) == expected
+        assert list(headers_dict(environ)) == list(expected)
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "content", "plain"),
+    [
+        (200, {"Content-Type": "application/x-amz-json-1.0", "x-amz-crc32": 123}, '{"a": 1}', True),
+        (400, {"server": "amazon.com", "status": "400"}, b'{"__type": "x"}', True),
+        (200, {}, "", True),
+        (200, {"content-TYPE": "text/xml"}, "<a>é</a>", True),
+        (500, {"X-Many": "1"}, b"", True),
+        (201, {"Location": "/a"}, b"x", False),  # Flask rewrites it: Flask's own
+        (204, {}, b"", False),
+        (299, {}, b"", False),
+        (200, {"Access-Control-Allow-Origin": ""}, b"", False),
+        (200, {"Content-Length": "3"}, b"abc", False),
+        (200, {"X-List": ["a", "b"]}, b"", False),
+        ("200", {}, b"", False),
+        (200, {}, ["a", "b"], False),
+    ],
+)
+def test_a_plain_answer_is_what_flask_sends(
+    status: Any, headers: Any, content: Any, plain: bool
+) -> None:
+    def sent(app: Any) -> tuple[str, list[tuple[str, str]], bytes]:
+        started: list[Any] = []
+        body = b"".join(app({"REQUEST_METHOD": "POST"}, lambda s, h: started.append((s, h))))
+        return started[0][0], started[0][1], body
+
+    def flask_response(environ: Any, start_response: Any) -> Any:
+        response = flask.Response(response=content, status=status, headers=dict(headers))
+        if not response.headers.get("Access-Control-Allow-Origin"):
+            response.headers["Access-Control-Allow-Origin"] = "*"
+        return response(environ, start_response)
+
+    expected = sent(flask_response)
+    answer = plain_answer(status, dict(headers), content)
+    assert (answer is not None) == plain
+    if answer is not None:
+        assert answer == expected

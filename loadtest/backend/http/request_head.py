@@ -42,6 +42,8 @@ class PlainHead:
     """The request target as sent (``/``)."""
     headers: HTTPMessage
     """The header fields, in order, duplicates kept."""
+    fields: tuple[tuple[str, str], ...]
+    """The same fields as (name, value) pairs, as ``headers.items()`` gives them."""
     length: int
     """Bytes of the header block after the request line, the empty line included."""
 
@@ -56,12 +58,17 @@ def read_plain_head(request_line: bytes, buffered: bytes) -> PlainHead | None:
     if block is None:
         return None
     headers = HTTPMessage()
-    for name, value in _HEADER.findall(block.group(1)):
-        headers[name.decode("ascii")] = value.decode("ascii")
+    fields = tuple(
+        (name.decode("ascii"), value.decode("ascii"))
+        for name, value in _HEADER.findall(block.group(1))
+    )
+    for name, value in fields:
+        headers[name] = value
     headers.set_payload("")  # what the feed parser leaves after the empty line
     return PlainHead(
         command=line.group(1).decode("ascii"),
         path=line.group(2).decode("ascii"),
         headers=headers,
+        fields=fields,
         length=block.end(),
     )
