@@ -546,8 +546,8 @@ class Session:
         items: dict[str, Any] = {}
         assert self._items is not None, "open the session first"
         try:
-            for name, key in keys.items():
-                found = self._items.get_item(self.table, key)
+            read = self._items.get_items(self.table, list(keys.values()))
+            for name, found in zip(keys, read, strict=True):
                 if found is not None:
                     items[name] = found
         except (BotoCoreError, ClientError, ItemReadError, OSError) as exc:
