@@ -28,6 +28,6 @@ def field_state(cls: T) -> T:
         for name, value in zip(names, state, strict=True):
             object.__setattr__(self, name, value)
 
-    cls.__getstate__ = __getstate__  # type: ignore[attr-defined]
-    cls.__setstate__ = __setstate__  # type: ignore[attr-defined]
+    setattr(cls, "__getstate__", __getstate__)  # noqa: B010 - mypy refuses a method assigned
+    setattr(cls, "__setstate__", __setstate__)  # noqa: B010
     return cls
