@@ -25,7 +25,7 @@ def field_state(cls: T) -> T:
         return tuple([getattr(self, name) for name in names])
 
     def __setstate__(self: Any, state: Any) -> None:
-        for name, value in zip(names, state, strict=True):
+        for name, value in zip(names, state, strict=False):  # as dataclasses reads it
             object.__setattr__(self, name, value)
 
     setattr(cls, "__getstate__", __getstate__)  # noqa: B010 - mypy refuses a method assigned
