@@ -456,6 +456,7 @@ def explore(
         check_fits,
     )
     from loadtest.engine.explore import explore as explore_schedules
+    from loadtest.engine.explore_workers import warm_in_background
     from loadtest.model.explore.bounds import parse_bound
     from loadtest.model.explore.points import parse_faults, parse_token
     from loadtest.reports.explore import explore_report
@@ -511,7 +512,10 @@ def explore(
     options.check()
     check_fits(resolved, options)
     kind = backend_kind(target, endpoint_url)
+    # The clients' models load while the embedded backend starts.
+    warming = warm_in_background()
     with backend_target(kind, endpoint_url) as resolved_target:
+        warming.join()
         result = explore_schedules(resolved, refs[0], resolved_target, options, interrupted)
     scenario_ref = resolved.name if not isinstance(scenario, str | Path) else str(scenario)
     return Report(explore_report(result, scenario_ref=scenario_ref, command=command))

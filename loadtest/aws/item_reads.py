@@ -7,7 +7,11 @@ backend (the embedded one, or ``loadtest serve`` behind ``--endpoint-url``: it a
 it serves boto3's, and only the client's work (botocore's request building, signing,
 hooks and parsing, about as much CPU as the backend's own) is saved. The backend does
 not check signatures, so the request carries a well-formed one that names the region.
-Every other endpoint, and real AWS, is read through the boto3 client passed in.
+A schedule's items are read together (``get_items``): on loadtest's backend, in one
+request to ``/_loadtest/items``, which answers what ``GetItem`` would for each key without
+moto's dispatch (``loadtest.backend.dynamodb.item_reads``), or says which keys to read
+with ``GetItem`` after all. Every other endpoint, and real AWS, is read through the boto3
+client passed in.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loadtest.aws.kept_http import KeptConnection
@@ -23,6 +27,11 @@ from loadtest.aws.target import STATS_PATH, BackendKind, Target
 
 _TIMEOUT_S = 30.0
 _GET_ITEM = "DynamoDB_20120810.GetItem"
+
+ITEMS_PATH = "/_loadtest/items"
+"""Where loadtest's backend reads several items in one request (``loadtest.backend.dynamodb.item_reads``)."""
+ITEMS_UNKNOWN = "unknown"
+"""Its answer for a key to read with ``GetItem`` instead."""
 
 
 class ItemReadError(Exception):
@@ -63,6 +72,8 @@ class ItemReader:
         self.access_key = dict(target.credentials_env).get("AWS_ACCESS_KEY_ID", "testing")
         self._connection: KeptConnection | None = None
         self._host = ""
+        self._items_path = True
+        """The backend answers ``ITEMS_PATH`` (until it shows it does not)."""
         url = urllib.parse.urlsplit(target.endpoint_url or "")
         if target.kind is not BackendKind.AWS and url.scheme == "http" and url.hostname:
             self._host = url.netloc
@@ -136,6 +147,39 @@ class ItemReader:
         if item is None:
             return None
         return {name: _blobs_decoded(v) for name, v in item.items()}
+
+    def get_items(
+        self, table: str, keys: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, Any] | None]:
+        """The item at each of ``keys`` (consistent reads), None where there is none, as
+        ``get_item`` reads them: on loadtest's backend in one request
+        (``loadtest.backend.dynamodb.item_reads``), each key it cannot vouch for, and every
+        key on a backend without it, read with ``get_item``."""
+        answers: list[Any] = [ITEMS_UNKNOWN] * len(keys)
+        if self._connection is not None and self._items_path and keys:
+            body = json.dumps(
+                {
+                    "region": self.region,
+                    "table": table,
+                    "keys": [{n: _blobs_encoded(v) for n, v in key.items()} for key in keys],
+                }
+            ).encode()
+            status, answer = self._request(
+                "POST", ITEMS_PATH, body, {"Host": self._host, "Content-Type": "application/json"}
+            )
+            read = json.loads(answer).get("items") if status == 200 and answer else None
+            if isinstance(read, list) and len(read) == len(keys):
+                answers = read
+            else:  # a backend that does not answer it (another version of loadtest's)
+                self._items_path = False
+        return [
+            self.get_item(table, key)
+            if found == ITEMS_UNKNOWN
+            else None
+            if found is None
+            else {name: _blobs_decoded(v) for name, v in found.items()}
+            for key, found in zip(keys, answers, strict=True)
+        ]
 
     def close(self) -> None:
         if self._connection is not None:

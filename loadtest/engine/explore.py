@@ -404,6 +404,7 @@ def explore(
                 result.schedules_run += 1
                 unscheduled = unscheduled or judged.execution.unscheduled > 0
                 judged_one(judged)
+            workers.close()  # they ended while these were judged
             stopped = searched.stopped_by or "space"
             # What runs here next (shrinking, replays) is numbered as after one search.
             counter = searched.executions

@@ -114,6 +114,24 @@ def _token(business_id: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![A-Za-z0-9]){re.escape(business_id)}(?![A-Za-z0-9])")
 
 
+def _word_char(text: str, at: int) -> bool:
+    return 0 <= at < len(text) and text[at].isascii() and text[at].isalnum()
+
+
+def _has_token(text: str, business_id: str) -> bool:
+    """Whether ``text`` holds ``business_id`` as a whole token, as ``_token`` matches it
+    (no ASCII letter or digit either side), without compiling a pattern for each
+    schedule's fresh id."""
+    if not business_id:
+        return _token(business_id).search(text) is not None
+    at = text.find(business_id)
+    while at >= 0:
+        if not _word_char(text, at - 1) and not _word_char(text, at + len(business_id)):
+            return True
+        at = text.find(business_id, at + 1)
+    return False
+
+
 def fresh_messages(
     messages: Sequence[SentMessage], schedule: int, shape: BodyShape = FLAT
 ) -> list[SentMessage]:
@@ -446,9 +464,9 @@ class Session:
         customer, a counter, a lock by another key), and everything in the extra tables it
         wrote. Each schedule then starts from what the first one found, so a token replays
         what its search ran, and workers' schedules see the same tables."""
-        ids = [_token(str(m.business_id)) for m in sent if m.business_id is not None]
+        ids = {str(m.business_id) for m in sent if m.business_id is not None}
         shared = [
-            key for name, key in execution.keys.items() if not any(i.search(name) for i in ids)
+            key for name, key in execution.keys.items() if not any(_has_token(name, i) for i in ids)
         ]
         written = {
             side.table.rpartition("/")[2]
@@ -528,8 +546,8 @@ class Session:
         items: dict[str, Any] = {}
         assert self._items is not None, "open the session first"
         try:
-            for name, key in keys.items():
-                found = self._items.get_item(self.table, key)
+            read = self._items.get_items(self.table, list(keys.values()))
+            for name, found in zip(keys, read, strict=True):
                 if found is not None:
                     items[name] = found
         except (BotoCoreError, ClientError, ItemReadError, OSError) as exc:

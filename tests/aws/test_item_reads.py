@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import http.server
+import json
 import threading
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -97,3 +99,64 @@ def test_loadtest_s_backend_is_told_from_another_endpoint(
     assert aws.is_loadtest_backend(backend_url) is True
     assert aws.is_loadtest_backend(other_endpoint) is False
     assert aws.is_loadtest_backend("http://127.0.0.1:9") is False  # nothing listens
+
+
+PLAIN: dict[str, Any] = {
+    "id": {"S": "order-3"},
+    "quantity": {"N": "12345678901234567890.000001"},
+    "nested": {"M": {"list": {"L": [{"S": "s"}, {"NS": ["1", "2.5"]}]}, "empty": {"M": {}}}},
+    "flag": {"BOOL": False},
+    "nothing": {"NULL": True},
+    "tags": {"SS": ["a", "b"]},
+}
+
+
+def test_items_read_in_one_request_are_what_get_item_reads(backend_url: str) -> None:
+    target = aws.Target.resolve(aws.BackendKind.EMBEDDED, backend_url)
+    client = aws_clients.dynamodb(backend_url)
+    with aws_clients.table(backend_url) as table:
+        client.put_item(TableName=table, Item=ITEM)  # binary: read with GetItem after all
+        client.put_item(TableName=table, Item=PLAIN)
+        reader = ItemReader(target, client)
+        try:
+            keys = [{"id": {"S": k}} for k in ("order-1", "order-3", "order-9")]
+            read = reader.get_items(table, keys)
+            assert read == [reader.get_item(table, key) for key in keys] == [ITEM, PLAIN, None]
+            assert list(read[1] or {}) == list(PLAIN)  # the attributes in GetItem's order
+            assert reader.get_items(table, []) == []
+            # A key GetItem refuses is refused as GetItem refuses it.
+            for bad in ({"id": {"N": "1"}}, {"id": {"S": "order-3"}, "other": {"S": "x"}}):
+                with pytest.raises(ItemReadError, match="ValidationException"):
+                    reader.get_items(table, [bad])
+            with pytest.raises(ItemReadError, match="ResourceNotFoundException"):
+                reader.get_items(f"{table}-missing", keys)
+        finally:
+            reader.close()
+
+
+def test_the_backend_answers_unknown_where_get_item_must_say(backend_url: str) -> None:
+    client = aws_clients.dynamodb(backend_url)
+    with aws_clients.table(backend_url) as table:
+        client.put_item(TableName=table, Item=ITEM)
+        client.put_item(TableName=table, Item=PLAIN)
+        keys = [
+            {"id": {"S": "order-1"}},  # holds binary values
+            {"id": {"S": "order-3"}},
+            {"id": {"S": ""}},  # empty
+            {"id": {"N": "3"}},  # not the table's type
+            {"id": {"S": "order-3"}, "x": {"S": "y"}},  # not the table's key
+            {"id": {"S": "nope"}},
+        ]
+        request = urllib.request.Request(
+            backend_url + "/_loadtest/items",
+            data=json.dumps({"region": "us-east-1", "table": table, "keys": keys}).encode(),
+            method="POST",
+        )
+        with urllib.request.urlopen(request) as answer:
+            items = json.loads(answer.read())["items"]
+        # The plain item and the absent one are answered, unless the backend's IAM is loaded
+        # (another test made a role, say): then GetItem reads every key.
+        assert items in (
+            ["unknown", PLAIN, "unknown", "unknown", "unknown", None],
+            ["unknown"] * len(keys),
+        )

@@ -1,8 +1,9 @@
 """The WSGI app the embedded backend serves: moto's ``DomainDispatcherApplication`` with
 the patches of ``loadtest.backend.patches`` applied, moto's instance tracking
 off (``untracked``), JSON-protocol DynamoDB and SQS requests taken the short way to moto's
-response classes (``fastpath``), DynamoDB serialised by ``SerialisedDynamoDB`` and every request
-counted by ``RequestCounter`` (``/_loadtest/stats``). Every other service moto ships (SNS,
+response classes (``fastpath``), DynamoDB serialised by ``SerialisedDynamoDB``, items read
+back in one request under the same lock (``loadtest.backend.dynamodb.item_reads``,
+``/_loadtest/items``) and every request counted by ``RequestCounter`` (``/_loadtest/stats``). Every other service moto ships (SNS,
 EventBridge, S3, Step Functions among them) takes moto's full path, its app built by the
 dispatcher on the service's first request; SNS's FIFO deduplication and signing
 (``loadtest.backend.sns.fifo``, ``.signing``) are installed just before SNS's app is built,
@@ -155,8 +156,10 @@ def build_app(*, patched: bool = True) -> WSGIApplication:
     app = DomainDispatcherApplication(_with_service_patches(create_backend_app))
     from loadtest.backend import patches
     from loadtest.backend.core.untracked import stop_tracking_instances
+    from loadtest.backend.dynamodb.item_reads import ItemReads
     from loadtest.backend.http.fastpath import JsonProtocolFastPath
 
     patches.apply()
     stop_tracking_instances()
-    return RequestCounter(SerialisedDynamoDB(JsonProtocolFastPath(app)))
+    serialised = SerialisedDynamoDB(JsonProtocolFastPath(app))
+    return RequestCounter(ItemReads(serialised, serialised.lock))

@@ -31,6 +31,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from loadtest.errors import InputError
+from loadtest.model.pickled import field_state
 
 
 class Fault(StrEnum):
@@ -124,6 +125,7 @@ def parse_faults(text: str | Sequence[str] | None) -> tuple[Fault, ...]:
     return tuple(faults)
 
 
+@field_state
 @dataclass(frozen=True, slots=True)
 class Access:
     """What releasing a delivery from its point touches, for deciding what commutes.
@@ -166,6 +168,7 @@ def dependent(a: Access, b: Access) -> bool:
     return not a.keys.isdisjoint(b.keys)
 
 
+@field_state
 @dataclass(frozen=True, slots=True)
 class Delivery:
     """One receive of one copy of the message: ``copy`` 1.., ``receive`` 1.. (1 = first)."""
@@ -178,6 +181,7 @@ class Delivery:
         return str(self.copy) if self.receive == 1 else f"{self.copy}.{self.receive}"
 
 
+@field_state
 @dataclass(frozen=True, slots=True)
 class Option:
     """One thing the scheduler may do at a decision: let ``delivery`` go from its point,
@@ -193,6 +197,7 @@ class Option:
         return Choice(self.delivery, self.fault)
 
 
+@field_state
 @dataclass(frozen=True, slots=True)
 class Choice:
     """The delivery and fault an option stands for, as a token keeps it."""

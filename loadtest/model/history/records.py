@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from loadtest.model.pickled import field_state
+
 TypedItem = dict[str, Any]
 """A DynamoDB item in its typed wire form: ``{"id": {"S": "x"}, ...}``."""
 
@@ -49,6 +51,7 @@ class InvocationOutcome(StrEnum):
     """The run ended (its deadline) during the invocation; the environment was stopped."""
 
 
+@field_state
 @dataclass(frozen=True, slots=True)
 class SentMessage:
     """One message the producer sent (or tried to)."""
@@ -68,6 +71,7 @@ class SentMessage:
     """A planted poison record: every consumer is expected to refuse it."""
 
 
+@field_state
 @dataclass(frozen=True, slots=True)
 class WriteRecord:
     """One DynamoDB write the consumer made to the watched table, as observed.
@@ -127,6 +131,7 @@ class WriteRecord:
         return self.operation.endswith(("DeleteItem", ".Delete", ".DELETE"))
 
 
+@field_state
 @dataclass(frozen=True, slots=True)
 class UnobservedCall:
     """A call to the watched table the observer could not interpret (evidence missing)."""
@@ -136,6 +141,7 @@ class UnobservedCall:
     request_id: str = ""
 
 
+@field_state
 @dataclass(frozen=True, slots=True)
 class SideWrite:
     """Items an accepted call wrote to one of the consumer's extra tables (``[[tables]]``):
@@ -147,6 +153,7 @@ class SideWrite:
     request_id: str = ""
 
 
+@field_state
 @dataclass(frozen=True, slots=True)
 class ObserverFault:
     """The observer itself failed on a call (loadtest's own error, not the handler's)."""
@@ -179,6 +186,7 @@ class EffectKind(StrEnum):
     message id the queue answered, so the run knows what it still has to settle."""
 
 
+@field_state
 @dataclass(frozen=True, slots=True)
 class EffectRecord:
     """One effect a consumer sent beyond the table (one entry of a batch call), as observed.
@@ -229,6 +237,7 @@ class EffectRecord:
     """An SNS entry's ``Subject`` ("" when it gave none)."""
 
 
+@field_state
 @dataclass(frozen=True, slots=True)
 class SinkMessage:
     """One thing a sink really held at the end of the run (read by the run, never assumed)."""
@@ -280,6 +289,7 @@ def attribute_texts(attributes: Any) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(out))
 
 
+@field_state
 @dataclass(frozen=True, slots=True)
 class SinkContents:
     """What one sink held at the end of the run: the messages its capture queue (or the
@@ -303,6 +313,7 @@ class SinkContents:
     ``DelaySeconds`` and not yet visible): held, but not read (``complete`` is False)."""
 
 
+@field_state
 @dataclass(frozen=True, slots=True)
 class ReadRecord:
     """One key lookup of the watched table (GetItem, a PartiQL SELECT by key), as observed."""
@@ -316,6 +327,7 @@ class ReadRecord:
     request_id: str = ""
 
 
+@field_state
 @dataclass(frozen=True, slots=True)
 class WorkLeft:
     """Work the handler started and left running when its invocation returned: a thread it
@@ -342,6 +354,7 @@ class Record:
     business_id: str | None
 
 
+@field_state
 @dataclass(frozen=True, slots=True)
 class Invocation:
     """One handler invocation in one execution environment."""
@@ -373,6 +386,7 @@ class Invocation:
     had finished by the time it returned."""
 
 
+@field_state
 @dataclass(frozen=True, slots=True)
 class InvocationRef:
     """What a judged write keeps of its invocation: who ran it, what it carried and read.
@@ -393,6 +407,7 @@ class InvocationRef:
         )
 
 
+@field_state
 @dataclass(frozen=True, slots=True)
 class Ack:
     message_id: str
@@ -401,6 +416,7 @@ class Ack:
     """When the DeleteMessageBatch call that acknowledged it started."""
 
 
+@field_state
 @dataclass(frozen=True, slots=True)
 class DeadLetter:
     message_id: str
