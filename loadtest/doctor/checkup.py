@@ -5,7 +5,8 @@ queues (and the FIFO checks' own FIFO queue, ``loadtest.doctor.fifo``), all name
 moment each exists, and deleted at the end (shielded from cancellation, also on failure).
 Must not touch any other table or queue, print, or set an exit code (the CLI does).
 
-The checks, in the order they run:
+The checks, in the order they are reported (the DynamoDB checks run first, then the
+queue and sink checks all at once, each on resources of its own):
 
 * ``conditional-put-atomic`` - many clients ``PutItem`` the same key at once under
   ``attribute_not_exists(id)``; exactly one may win, and the stored item is the winner's.
@@ -41,7 +42,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -158,40 +159,40 @@ async def run_doctor(
                         lambda: check_partiql_insert(dynamodb, resources.table, target),
                     )
                 )
-                report(
-                    await _bounded(
-                        (VISIBILITY,),
-                        VISIBILITY_CHECK_TIMEOUT_S,
-                        lambda: check_visibility(sqs, resources.visibility_queue, target),
-                    )
-                )
-                report(
-                    await _bounded(
-                        (REDELIVERY,),
-                        REDELIVERY_CHECK_TIMEOUT_S,
-                        lambda: check_redelivery(sqs, resources.redelivery_queue, target),
-                    )
-                )
-                report(
-                    await _bounded(
-                        (REDRIVE,),
-                        REDRIVE_CHECK_TIMEOUT_S,
-                        lambda: check_redrive(sqs, resources.redrive_queue, resources.dlq, target),
-                    )
-                )
-                report(
-                    await _bounded(
-                        (FIFO_DEDUP, FIFO_ORDER),
-                        FIFO_CHECK_TIMEOUT_S,
-                        lambda: check_fifo(sqs, target, made.queue_urls.append),
-                    )
-                )
-                report(
-                    await _bounded(
-                        SINK_CHECK_NAMES,
-                        SINK_CHECK_TIMEOUT_S,
-                        lambda: anyio.to_thread.run_sync(check_sinks, target),
-                    )
+                # The queue and sink checks each have resources of their own and mostly
+                # wait (on visibility timeouts and long polls): they run at once, and are
+                # reported in their order as soon as those before them are known.
+                await _at_once(
+                    report,
+                    (
+                        (
+                            (VISIBILITY,),
+                            VISIBILITY_CHECK_TIMEOUT_S,
+                            lambda: check_visibility(sqs, resources.visibility_queue, target),
+                        ),
+                        (
+                            (REDELIVERY,),
+                            REDELIVERY_CHECK_TIMEOUT_S,
+                            lambda: check_redelivery(sqs, resources.redelivery_queue, target),
+                        ),
+                        (
+                            (REDRIVE,),
+                            REDRIVE_CHECK_TIMEOUT_S,
+                            lambda: check_redrive(
+                                sqs, resources.redrive_queue, resources.dlq, target
+                            ),
+                        ),
+                        (
+                            (FIFO_DEDUP, FIFO_ORDER),
+                            FIFO_CHECK_TIMEOUT_S,
+                            lambda: check_fifo(sqs, target, made.queue_urls.append),
+                        ),
+                        (
+                            SINK_CHECK_NAMES,
+                            SINK_CHECK_TIMEOUT_S,
+                            lambda: anyio.to_thread.run_sync(check_sinks, target),
+                        ),
+                    ),
                 )
             except BaseException as exc:
                 problems = await _teardown(sqs, dynamodb, made)
@@ -300,6 +301,35 @@ async def _teardown(sqs: SQSClient, dynamodb: DynamoDBClient, made: _Made) -> li
     return await aws.delete_resources(
         sqs, dynamodb, made.queue_urls, made.tables, timeout_s=_TEARDOWN_TIMEOUT_S
     )
+
+
+_Check = tuple[tuple[str, ...], float, Callable[[], Awaitable[list[CheckResult]]]]
+"""A check's names, its time bound (in seconds) and the check itself (see ``_bounded``)."""
+
+
+async def _at_once(report: Callable[[list[CheckResult]], None], checks: Sequence[_Check]) -> None:
+    """Run ``checks`` concurrently, each ``_bounded``; ``report`` each one's results in the
+    order of ``checks``, as soon as those before it are known. An error ``_bounded`` raises
+    (a backend that cannot be reached) is raised as it is, not in an exception group."""
+    found: list[list[CheckResult] | None] = [None] * len(checks)
+    reported = 0
+
+    async def one(index: int, check: _Check) -> None:
+        nonlocal reported
+        found[index] = await _bounded(*check)
+        while reported < len(found) and (ready := found[reported]) is not None:
+            reported += 1
+            report(ready)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for index, check in enumerate(checks):
+                tg.start_soon(one, index, check)
+    except BaseExceptionGroup as group:
+        first: BaseException = group
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        raise first from first.__cause__
 
 
 async def _bounded(

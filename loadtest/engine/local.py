@@ -377,28 +377,30 @@ async def _sweep(
     run_id = aws.new_run_id()
     runs = []
     index = 0
-    for cell_index, cell in enumerate(planned_cells):
-        cell_scenario = cell.scenario
-        planned = plan(cell_scenario.workload, cell_scenario.seed)
-        for ref in refs:
-            names = aws.ResourceNames.for_run(run_id, index)
-            index += 1
-            variant_run = await run_variant(
-                cell_scenario,
-                ref,
-                target,
-                planned,
-                names,
-                on_progress=on_progress,
-                clock=clock,
-                cleanup_timeout_s=cleanup_timeout_s,
-                salvage=salvage,
-                recorder=recorder,
-                run_index=index - 1,
-                cell_index=cell_index,
-            )
-            variant_run.cell = dict(cell.overrides)
-            runs.append(variant_run)
+    # One folder and one zygote for the whole run; each variant run has a folder within it.
+    with log_directory():
+        for cell_index, cell in enumerate(planned_cells):
+            cell_scenario = cell.scenario
+            planned = plan(cell_scenario.workload, cell_scenario.seed)
+            for ref in refs:
+                names = aws.ResourceNames.for_run(run_id, index)
+                index += 1
+                variant_run = await run_variant(
+                    cell_scenario,
+                    ref,
+                    target,
+                    planned,
+                    names,
+                    on_progress=on_progress,
+                    clock=clock,
+                    cleanup_timeout_s=cleanup_timeout_s,
+                    salvage=salvage,
+                    recorder=recorder,
+                    run_index=index - 1,
+                    cell_index=cell_index,
+                )
+                variant_run.cell = dict(cell.overrides)
+                runs.append(variant_run)
     return RunResult(scenario=scenario, target=target, runs=runs)
 
 

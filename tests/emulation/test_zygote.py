@@ -190,3 +190,40 @@ def test_the_zygote_and_its_environments_end_with_the_run(handler: Path) -> None
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_the_variants_of_a_run_share_its_zygote_and_layer_in_folders_of_their_own(
+    handler: Path,
+) -> None:
+    config = _config(handler)
+
+    async def run() -> tuple[list[dict[str, Any]], list[Path], int]:
+        seen = []
+        folders = []
+        with log_directory() as run_dir:
+            for _ in range(2):
+                with log_directory() as variant_dir:
+                    folders.append(Path(variant_dir))
+                    assert Path(variant_dir).parent == Path(run_dir)
+                    seen.append(await _seen(config, variant_dir))
+                    zygote = _RUNS[variant_dir].zygote
+                    assert zygote is not None
+                    seen[-1]["zygote"] = pid = zygote.pid
+                # Its logs and observations go with it.
+                assert not await anyio.Path(variant_dir).exists()
+                assert zygote.alive()  # the run's zygote outlives each variant
+            left = sorted([p.name async for p in anyio.Path(run_dir).iterdir()])
+            assert left == ["layer", "zygote.log"]
+        return seen, folders, pid
+
+    (first, second), folders, pid = anyio.run(run)
+    assert first["forked"] and second["forked"]
+    assert first["zygote"] == second["zygote"] == pid
+    assert first["pid"] != second["pid"]  # each variant's environment is a fresh fork
+    assert first["entry"] == second["entry"]  # from the layer unpacked once for the run
+    assert first["entry"].startswith(str(folders[0].parent))
+    assert first["environ"]["LOADTEST_OBSERVATIONS"].startswith(str(folders[0]))
+    assert second["environ"]["LOADTEST_OBSERVATIONS"].startswith(str(folders[1]))
+    assert not folders[0].parent.exists()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # the run's end stops its zygote

@@ -25,7 +25,8 @@ environment stays as bare as Lambda's.
   SIGKILL: a killed harness leaves it stopped, still the parent of everything
   below it, and the guard kills every descendant, round after round until none
   is left, then the environment, then removes the run's ``loadtest-envs-*``
-  folder (the folder of ``LOADTEST_OBSERVATIONS``); several environments'
+  folder (the folder of ``LOADTEST_OBSERVATIONS``, or the one holding it for a variant's
+  ``variant-*`` folder); several environments'
   guards may all remove it. An environment that ends while the harness lives
   (a timeout, a crash, a retire) ends its guard; it is signalled and waited for
   by the harness exactly as before, and the guard never signals it while the
@@ -198,6 +199,8 @@ def _guard(environment: int, harness_fd: int) -> NoReturn:
         with contextlib.suppress(OSError):
             os.setpgid(0, 0)
         folder = os.path.dirname(os.environ.get("LOADTEST_OBSERVATIONS", ""))
+        if os.path.basename(os.path.dirname(folder)).startswith(RUN_FOLDER_PREFIX):
+            folder = os.path.dirname(folder)  # a variant's folder, within its run's
         try:
             environment_fd = os.pidfd_open(environment)
         except OSError:

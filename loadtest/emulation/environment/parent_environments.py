@@ -57,7 +57,7 @@ from loadtest.emulation.environment.parent_replies import out_of_memory_error as
 from loadtest.emulation.environment.parent_runs import _RUNS as _RUNS
 from loadtest.emulation.environment.parent_runs import log_directory as log_directory
 from loadtest.emulation.environment.parent_runs import new_log_dir as new_log_dir
-from loadtest.emulation.environment.parent_runs import zygote_for
+from loadtest.emulation.environment.parent_runs import run_folder, zygote_for
 from loadtest.errors import HandlerRefError
 from loadtest.model.checker.harness import gaps_in
 from loadtest.model.history.log import WriteRecord
@@ -137,9 +137,12 @@ class ExecutionEnvironment:
             env[FREEZE_ENV] = "1" if FREEZE else "0"
             day = time.strftime("%Y/%m/%d", time.gmtime())
             env["AWS_LAMBDA_LOG_STREAM_NAME"] = f"{day}/[$LATEST]{os.urandom(16).hex()}"
-            layer_dir = os.path.join(self._log_dir, "layer", layer.PYTHON_DIR)
+            # Once per run (its variants share it, as they share its zygote): the same
+            # bytes a deploy publishes.
+            folder = run_folder(self._log_dir)
+            layer_dir = os.path.join(folder, "layer", layer.PYTHON_DIR)
             if not os.path.isdir(layer_dir):  # noqa: ASYNC240 - a local temp folder, once per run
-                layer.unpack(self._log_dir)  # once per run: the same bytes a deploy publishes
+                layer.unpack(folder)
             zygote = await zygote_for(self._log_dir, layer_dir, env)
             if zygote is not None:
                 self._process = await zygote.spawn(env, self._log_path)
