@@ -193,6 +193,14 @@ def start(
     )
 
 
+def stop(state: _State) -> None:
+    """Take out what ``start`` installed in this process (the observer's hooks, the patches
+    that follow work left running): for code that ran the entry point in its own process
+    rather than in an execution environment of its own."""
+    state.observer.uninstall()
+    left_work.uninstall()
+
+
 def _crash_mid_handler(probability: float, rng: random.Random) -> Callable[[], None]:
     """The crash-mid-handler fault: after a write is answered, with ``probability``, the
     process ends at once, as a killed execution environment does. The write and its

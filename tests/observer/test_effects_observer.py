@@ -610,7 +610,7 @@ def test_the_entry_point_takes_each_events_source_queue_as_the_functions(sinks: 
         }
         lambda_entry.invoke(state, event, type("Context", (), {"aws_request_id": "r-1"})())
     finally:
-        state.observer.uninstall()
+        lambda_entry.stop(state)
     # The send back to the event's source queue is recorded as such, not as an effect.
     assert [(r.kind, r.sink, r.payload, r.record_id) for r in recorder.effects()] == [
         (EffectKind.SOURCE, sinks.source, "retry o-1", "m-1"),

@@ -66,7 +66,7 @@ def entry(aws: Clients, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         yield url
     finally:
         if lambda_entry._state is not None:
-            lambda_entry._state.observer.uninstall()
+            lambda_entry.stop(lambda_entry._state)
         lambda_entry._state = None
 
 

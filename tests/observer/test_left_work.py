@@ -18,11 +18,14 @@ from loadtest.observer import left_work, record_marks
 
 @pytest.fixture
 def work() -> Iterator[left_work.LeftWork]:
+    # On no record, whatever an earlier test in this process left marked.
+    unmarked = record_marks.mark("")
     left_work.install()
     try:
         yield left_work.LeftWork("env")
     finally:
         left_work.uninstall()
+        record_marks.unmark(unmarked)
 
 
 def test_a_thread_left_running_is_reported_left_then_ended(work: left_work.LeftWork) -> None:
@@ -150,6 +153,7 @@ def test_an_asyncio_task_left_pending_on_a_kept_loop_is_left_until_the_loop_runs
 
 
 def test_uninstall_puts_thread_start_back() -> None:
+    left_work.uninstall()  # as no earlier test in this process left it installed
     start = threading.Thread.start
     left_work.install()
     assert threading.Thread.start is not start
