@@ -33,7 +33,6 @@ from typing import Any
 import anyio
 from botocore.awsrequest import HeadersDict
 from botocore.parsers import ResponseParser, create_parser
-from botocore.utils import lowercase_dict
 
 from loadtest.aws.kept_http import Answer, AsyncKeptConnection, KeptConnection
 
@@ -173,12 +172,14 @@ class _Calls:
             parsed: dict[str, Any] = read(body)
         except (ValueError, TypeError, AttributeError):
             return None
-        headers = HeadersDict(answer.headers)
+        # lowercase_dict(HeadersDict(headers)), without the case-insensitive dict between:
+        # each name lowered where it first came, with its last value.
+        headers = {name.lower(): value for name, value in answer.headers.items()}
         if "x-amzn-requestid" in headers:
             parsed.setdefault("ResponseMetadata", {})["RequestId"] = headers["x-amzn-requestid"]
         metadata = parsed.get("ResponseMetadata", {})
         metadata["HTTPStatusCode"] = answer.status
-        metadata["HTTPHeaders"] = lowercase_dict(headers)
+        metadata["HTTPHeaders"] = headers
         parsed["ResponseMetadata"] = metadata
         metadata["RetryAttempts"] = 0
         return parsed

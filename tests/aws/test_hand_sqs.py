@@ -215,7 +215,11 @@ def test_an_answer_reads_as_botocore_s_parser_reads_it(operation: str) -> None:
     by_parser = HandSQSSync(client, "http://127.0.0.1:9", "a")
     assert hand._readers[operation] is not None
     by_parser._readers[operation] = None  # botocore's parser itself
-    headers = {"x-amzn-RequestId": "r-1", "Content-Type": "application/x-amz-json-1.0"}
+    headers = {
+        "x-amzn-RequestId": "r-1",
+        "Content-Type": "application/x-amz-json-1.0",
+        "X-Amzn-Requestid": "r-2",  # the same name again, another case: the last value counts
+    }
     for body in (json.dumps(_ANSWERS[operation]).encode(), b"", b"[1]", b"not json", b"\xff"):
         answer = Answer(200, dict(headers), body)
         assert _outcome(hand, operation, answer) == _outcome(by_parser, operation, answer)
