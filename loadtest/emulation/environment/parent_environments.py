@@ -245,8 +245,13 @@ class ExecutionEnvironment:
         try:
             await self._thaw()
             await self._process.stdin.send((json.dumps(request) + "\n").encode())
-            with anyio.fail_after(self.config.timeout_s):
+            # anyio.fail_after, without its two generator context managers around the scope:
+            # every invocation waits under one.
+            deadline = anyio.current_time() + self.config.timeout_s
+            with anyio.CancelScope(deadline=deadline) as waiting:
                 reply = await self._read()
+            if waiting.cancelled_caught and anyio.current_time() >= waiting.deadline:
+                raise TimeoutError
         except TimeoutError:
             await self.aclose()
             return self._failed(
