@@ -7,9 +7,10 @@ acknowledgements' ``DeleteMessageBatch``, the producer's ``SendMessageBatch``) a
 every other method. A call is the request botocore writes for SQS's JSON protocol (the
 same target, query-mode header and body, a binary value as base64 text) with a
 well-formed ``Authorization`` that names the region (loadtest's backend checks no
-signature), on a ``loadtest.aws.kept_http`` connection; its answer is parsed by botocore's
-own parser for the operation, so what the caller gets is exactly what the client would
-have returned. An answer that is not a success (an error, no connection, a cut answer)
+signature), on a ``loadtest.aws.kept_http`` connection; its answer is read as botocore's
+own parser for the operation reads it (``_reader``: the same members in the shape's order,
+each value through the parser's own handler for its type, the same ``ResponseMetadata``),
+so what the caller gets is exactly what the client would have returned. An answer that is not a success (an error, no connection, a cut answer)
 hands the call to the client, which makes it again under its own retry settings and
 raises its own exception: a refused call changed nothing, and a retry is what botocore
 itself would make of a failure to answer.
@@ -31,7 +32,7 @@ from typing import Any
 
 import anyio
 from botocore.awsrequest import HeadersDict
-from botocore.parsers import create_parser
+from botocore.parsers import ResponseParser, create_parser
 
 from loadtest.aws.kept_http import Answer, AsyncKeptConnection, KeptConnection
 
@@ -49,6 +50,58 @@ def _blob(value: object) -> str:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
+Reader = Callable[[Any], Any]
+"""Turns a value of an answer's decoded JSON into what botocore's parser makes of it."""
+
+
+class _Unread(Exception):
+    """A shape ``_reader`` leaves to botocore's parser (a document, a tagged union)."""
+
+
+def _reader(shape: Any, parser: ResponseParser) -> Reader | None:
+    """What botocore's JSON parser does with a value of ``shape``, walked once when the client
+    is made instead of for every value of every answer (``BaseJSONParser._parse_shape``);
+    None where it returns the value as it is. ``shape`` is a botocore ``Shape`` (a
+    ``StructureShape``, ``ListShape``, ``MapShape`` or a plain one)."""
+    kind = shape.type_name
+    if kind == "structure":
+        if shape.is_document_type or shape.is_tagged_union:
+            raise _Unread(shape.name)
+        members = [
+            (name, member.serialization.get("name", name), _reader(member, parser))
+            for name, member in shape.members.items()
+        ]
+
+        def structure(value: Any) -> Any:
+            if value is None:
+                return None
+            parsed = {}
+            for name, json_name, read in members:
+                raw = value.get(json_name)
+                if raw is not None:
+                    parsed[name] = raw if read is None else read(raw)
+            return parsed
+
+        return structure
+    if kind == "list":
+        read_item = _reader(shape.member, parser)
+        if read_item is None:
+            return list
+        return lambda value: [read_item(item) for item in value]
+    if kind == "map":
+        read_key = _reader(shape.key, parser)
+        read_value = _reader(shape.value, parser)
+        if read_key is None and read_value is None:
+            return dict
+        key = read_key or (lambda k: k)
+        item = read_value or (lambda v: v)
+        return lambda value: {key(k): item(v) for k, v in value.items()}
+    handler = getattr(parser, f"_handle_{kind}", None)
+    if handler is None:
+        return None
+    return lambda value: handler(shape, value)
+
+
 class _Calls:
     """What both clients share: the request written, the answer parsed."""
 
@@ -60,6 +113,15 @@ class _Calls:
         model = client.meta.service_model
         self._models = {name: model.operation_model(name) for name in HAND_WRITTEN}
         self._parser = create_parser(model.resolved_protocol)
+        self._readers: dict[str, Reader | None] = {}
+        for name, operation in self._models.items():
+            try:
+                read = None
+                if model.resolved_protocol == "json" and operation.output_shape is not None:
+                    read = _reader(operation.output_shape, self._parser)
+            except _Unread:
+                read = None
+            self._readers[name] = read
         self._headers = [
             ("Content-Type", "application/x-amz-json-1.0"),
             ("x-amzn-query-mode", "true"),
@@ -84,6 +146,11 @@ class _Calls:
         """botocore's parse of a successful answer; None for any other."""
         if not 200 <= answer.status < 300:
             return None
+        read = self._readers[operation]
+        if read is not None:
+            read_by_hand = self._read(read, answer)
+            if read_by_hand is not None:
+                return read_by_hand
         response = {
             "status_code": answer.status,
             "headers": HeadersDict(answer.headers),
@@ -92,6 +159,29 @@ class _Calls:
         }
         parsed: dict[str, Any] = self._parser.parse(response, self._models[operation].output_shape)
         parsed.setdefault("ResponseMetadata", {})["RetryAttempts"] = 0
+        return parsed
+
+    @staticmethod
+    def _read(read: Reader, answer: Answer) -> dict[str, Any] | None:
+        """What ``JSONParser.parse`` makes of a successful answer, by ``read``; None for an
+        answer it would read otherwise (not a JSON object), left to the parser itself."""
+        try:
+            body = json.loads(answer.body.decode("utf-8")) if answer.body else {}
+            if not isinstance(body, dict):
+                return None
+            parsed: dict[str, Any] = read(body)
+        except (ValueError, TypeError, AttributeError):
+            return None
+        # lowercase_dict(HeadersDict(headers)), without the case-insensitive dict between:
+        # each name lowered where it first came, with its last value.
+        headers = {name.lower(): value for name, value in answer.headers.items()}
+        if "x-amzn-requestid" in headers:
+            parsed.setdefault("ResponseMetadata", {})["RequestId"] = headers["x-amzn-requestid"]
+        metadata = parsed.get("ResponseMetadata", {})
+        metadata["HTTPStatusCode"] = answer.status
+        metadata["HTTPHeaders"] = headers
+        parsed["ResponseMetadata"] = metadata
+        metadata["RetryAttempts"] = 0
         return parsed
 
 

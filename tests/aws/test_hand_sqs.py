@@ -3,17 +3,19 @@ own errors, and the client's call when the backend does not answer."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import anyio
+import boto3
 import pytest
 from botocore.exceptions import ClientError
 
 from loadtest.aws import clients as aws
 from loadtest.aws.hand_sqs import HandSQS, HandSQSSync
-from loadtest.aws.kept_http import AsyncKeptConnection, KeptConnection
+from loadtest.aws.kept_http import Answer, AsyncKeptConnection, KeptConnection
 from tests.backend import aws_clients
 
 ENTRIES: list[Any] = [
@@ -160,3 +162,69 @@ def test_a_call_not_answered_is_the_client_s(
     assert sorted(m["Body"] for m in answer["Messages"]) == sorted(
         e["MessageBody"] for e in ENTRIES
     )
+
+
+_ANSWERS: dict[str, dict[str, Any]] = {
+    "ReceiveMessage": {
+        "Messages": [
+            {
+                "Body": "é and ü",
+                "MessageId": "m-1",
+                "ReceiptHandle": "h-1",
+                "MD5OfBody": "0" * 32,
+                "Attributes": {"ApproximateReceiveCount": "2", "SentTimestamp": "1"},
+                "MessageAttributes": {
+                    "raw": {"DataType": "Binary", "BinaryValue": "AP8="},
+                    "trace": {"StringValue": "t-1", "DataType": "String"},
+                },
+                "MD5OfMessageAttributes": "1" * 32,
+                "Unmodelled": "left out",
+            },
+            {"MessageId": "m-2", "ReceiptHandle": "h-2", "Body": "{}", "Attributes": {}},
+        ]
+    },
+    "DeleteMessageBatch": {
+        "Failed": [{"Id": "1", "SenderFault": True, "Code": "ReceiptHandleIsInvalid"}],
+        "Successful": [{"Id": "0"}],
+    },
+    "SendMessageBatch": {
+        "Successful": [{"Id": "0", "MessageId": "m-3", "MD5OfMessageBody": "2" * 32}],
+        "Failed": [],
+    },
+}
+
+
+def _outcome(hand: HandSQSSync, operation: str, answer: Any) -> str:
+    """What a call's answer reads as: its repr (values and key order), or the error raised."""
+    try:
+        return repr(hand._parsed(operation, answer))
+    except Exception as exc:  # what botocore's parser raises, whichever
+        return f"raised {type(exc).__name__}"
+
+
+@pytest.mark.parametrize("operation", sorted(_ANSWERS))
+def test_an_answer_reads_as_botocore_s_parser_reads_it(operation: str) -> None:
+    client = boto3.client(
+        "sqs",
+        region_name="us-east-1",
+        endpoint_url="http://127.0.0.1:9",
+        aws_access_key_id="a",
+        aws_secret_access_key="b",
+    )
+    hand = HandSQSSync(client, "http://127.0.0.1:9", "a")
+    by_parser = HandSQSSync(client, "http://127.0.0.1:9", "a")
+    assert hand._readers[operation] is not None
+    by_parser._readers[operation] = None  # botocore's parser itself
+    headers = {
+        "x-amzn-RequestId": "r-1",
+        "Content-Type": "application/x-amz-json-1.0",
+        "X-Amzn-Requestid": "r-2",  # the same name again, another case: the last value counts
+    }
+    for body in (json.dumps(_ANSWERS[operation]).encode(), b"", b"[1]", b"not json", b"\xff"):
+        answer = Answer(200, dict(headers), body)
+        assert _outcome(hand, operation, answer) == _outcome(by_parser, operation, answer)
+    read = _outcome(
+        hand, operation, Answer(200, dict(headers), json.dumps(_ANSWERS[operation]).encode())
+    )
+    assert "RetryAttempts" in read and "left out" not in read
+    client.close()

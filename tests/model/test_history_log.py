@@ -285,3 +285,19 @@ def test_invocations_without_writes_are_the_invocations_with_no_write_framed_or_
     log = InvocationLog(originals)
     assert list(log.without_writes()) == [dataclasses.replace(i, writes=()) for i in originals]
     assert list(log) == originals  # the log itself keeps every write
+
+
+def test_invocations_reading_and_writing_are_those_with_both_framed_or_not() -> None:
+    originals = [_every_kind(n) for n in range(FRAME_RECORDS + 3)]
+    mixed = [
+        inv
+        if n % 3 == 0
+        else dataclasses.replace(inv, reads=())
+        if n % 3 == 1
+        else dataclasses.replace(inv, writes=())
+        for n, inv in enumerate(originals)
+    ]
+    log = InvocationLog(mixed)
+    wanted = [inv for inv in mixed if inv.reads and inv.writes]
+    assert 0 < len(wanted) < len(mixed)
+    assert list(log.reading_and_writing()) == wanted

@@ -122,11 +122,14 @@ class ExecutionEnvironment:
         self._reader: BufferedByteReceiveStream | None = None
         self._frozen = False
         """The process stopped itself after its last reply (Lambda's freeze, see ``_thaw``)."""
+        self._state_fd: int | None = None
+        """The process's ``/proc`` state, read before each thaw (``freezing.open_state``)."""
         self._request_ids: set[str] = set()
         """This process's invocations so far (their late observations are re-attributed)."""
 
     async def start(self) -> None:
         """Start the process and wait for the handler import (raises HandlerRefError)."""
+        self._forget_state()  # a process that ended on its own was not closed
         # A local file opened once per cold start; not worth a thread.
         with open(self._log_path, "ab") as log:  # noqa: ASYNC230
             env = self.config.environ()
@@ -248,8 +251,13 @@ class ExecutionEnvironment:
         try:
             await self._thaw()
             await self._process.stdin.send((json.dumps(request) + "\n").encode())
-            with anyio.fail_after(self.config.timeout_s):
+            # anyio.fail_after, without its two generator context managers around the scope:
+            # every invocation waits under one.
+            deadline = anyio.current_time() + self.config.timeout_s
+            with anyio.CancelScope(deadline=deadline) as waiting:
                 reply = await self._read()
+            if waiting.cancelled_caught and anyio.current_time() >= waiting.deadline:
+                raise TimeoutError
         except TimeoutError:
             await self.aclose()
             return self._failed(
@@ -307,7 +315,15 @@ class ExecutionEnvironment:
         if not self._frozen or self._process is None:
             return
         self._frozen = False
-        await freezing.thaw(self._process)
+        if self._state_fd is None:
+            self._state_fd = freezing.open_state(self._process.pid)
+        await freezing.thaw(self._process, self._state_fd)
+
+    def _forget_state(self) -> None:
+        """Close the last process's ``/proc`` state descriptor."""
+        state_fd, self._state_fd = self._state_fd, None
+        if state_fd is not None:
+            os.close(state_fd)
 
     async def cut_off(self, request_id: str) -> Reply:
         """The invocation was cancelled (the run's deadline, or an interrupt): stop the
@@ -357,6 +373,7 @@ class ExecutionEnvironment:
     async def aclose(self) -> None:
         process, self._process = self._process, None
         frozen, self._frozen = self._frozen, False
+        self._forget_state()
         self._reader = None
         self._request_ids.clear()
         if process is None:

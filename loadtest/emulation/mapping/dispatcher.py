@@ -109,12 +109,16 @@ class _Slots:
         self.free = count
         self.waiting = 0
         """Batches received and not yet taken by an environment."""
-        self._changed = anyio.Event()
+        self._changed: anyio.Event | None = None
+        """Set at the next change; made by the first task to wait for it (most changes
+        come with no task waiting: no event for those)."""
 
     async def take(self, full: int) -> int:
         """Wait for room for ``full`` batches (one full ReceiveMessage), or for any
         room once no received batch is left waiting (an environment is idle)."""
         while not (self.free >= full or (self.free and not self.waiting)):
+            if self._changed is None:
+                self._changed = anyio.Event()
             await self._changed.wait()
         taken = min(full, self.free)
         self.free -= taken
@@ -125,8 +129,9 @@ class _Slots:
         self.changed()
 
     def changed(self) -> None:
-        self._changed.set()
-        self._changed = anyio.Event()
+        changed, self._changed = self._changed, None
+        if changed is not None:
+            changed.set()
 
 
 @dataclass(frozen=True)

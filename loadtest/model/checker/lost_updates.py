@@ -37,6 +37,7 @@ from loadtest.model.checker.shared import tied_record
 from loadtest.model.dynamodb.updates import same_item
 from loadtest.model.history.log import (
     Invocation,
+    InvocationLog,
     InvocationRef,
     ReadRecord,
     WriteOutcome,
@@ -75,7 +76,11 @@ def lost_updates(invocations: Iterable[Invocation]) -> list[LostUpdate]:
     (one per item and message). Reads ``invocations`` twice: for the stale writes, then for
     the other writes of their items only."""
     stale: list[_Stale] = []
-    for inv in invocations:
+    # A log decodes only the invocations that read and wrote (most read nothing).
+    reading = (
+        invocations.reading_and_writing() if isinstance(invocations, InvocationLog) else invocations
+    )
+    for inv in reading:
         if not (inv.writes and inv.reads):
             continue
         ref = InvocationRef.of(inv)

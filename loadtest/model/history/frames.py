@@ -360,6 +360,16 @@ class InvocationLog(RecordLog[Invocation]):
         for invocation in list(self._tail):
             yield dataclasses.replace(invocation, writes=())
 
+    def reading_and_writing(self) -> Iterator[Invocation]:
+        """The invocations that both read and wrote, the others not decoded: for a reader
+        of those alone (most invocations read nothing)."""
+        for row in self.rows(0, len(self._frames) * FRAME_RECORDS):
+            if row[8] and row[12]:  # its writes and its reads (``encode_invocation``)
+                yield decode_invocation(row)
+        for invocation in list(self._tail):
+            if invocation.writes and invocation.reads:
+                yield invocation
+
 
 def _plain_fields(cls: type[_T]) -> Callable[[_T], tuple[Any, ...]]:
     """The encoder of a record whose fields hold plain values: its fields, in their order

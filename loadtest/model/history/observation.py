@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping
+import json.encoder
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,6 +94,22 @@ def encode(observation: Observation) -> str:
     return json.dumps(body, separators=(",", ":"), default=str) + "\n"
 
 
+def _text_writer() -> Callable[[Any], str]:
+    """``json.dumps(value, separators=(",", ":"), default=str)``, the same text, without
+    building an encoder for every call: the C encoder made once (no check for circular
+    values: decoded JSON has none)."""
+    make = getattr(json.encoder, "c_make_encoder", None)  # not in the module's stubs
+    if make is None:  # an interpreter without the C accelerator
+        return lambda value: json.dumps(value, separators=(",", ":"), default=str)
+    chunks = make(
+        None, str, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
+    )
+    return lambda value: "".join(chunks(value, 0))
+
+
+_json_text = _text_writer()
+
+
 SHARED_VALUES_LIMIT = 4096
 """Distinct values a ``SharedValues`` table remembers before it starts afresh."""
 
@@ -132,11 +149,11 @@ class SharedValues:
 
     def share(self, value: Any) -> Any:
         """``value``, or the equal value seen before (None and scalars as they are)."""
-        if not isinstance(value, dict | list):
+        if not isinstance(value, (dict, list)):
             return value
         if len(self._by_hash) >= self.limit:
             self._by_hash.clear()
-        digest = hash(json.dumps(value, separators=(",", ":"), default=str))
+        digest = hash(_json_text(value))
         seen = self._by_hash.setdefault(digest, value)
         return seen if seen is value or seen == value else value
 
