@@ -67,7 +67,7 @@ class InvocationEnd:
     missing: tuple[str, ...] = ()
     """The observer's lines for calls refused for what the run does not provide."""
     left_work: tuple[WorkLeft, ...] = ()
-    """The threads and pool calls the handler left running when it returned."""
+    """The threads, pool calls and asyncio tasks the handler left running when it returned."""
     ended_work: tuple[str, ...] = ()
     """The ids of work earlier invocations left running that had finished by then."""
 
@@ -92,6 +92,7 @@ def parse(line: str) -> Line:
             started_ns=int(body["started_ns"]),
         )
     if tag == INVOKED_TAG:
+        left, ended = left_work_of(body)
         return InvocationEnd(
             request_id=str(body["request_id"]),
             outcome=str(body["outcome"]),
@@ -100,8 +101,8 @@ def parse(line: str) -> Line:
             ended_ns=int(body["ended_ns"]),
             lines=int(body.get("lines", 0)),
             missing=tuple(str(m) for m in body.get("missing", [])),
-            left_work=left_work_of(body)[0],
-            ended_work=left_work_of(body)[1],
+            left_work=left,
+            ended_work=ended,
         )
     return decode(line)
 

@@ -125,10 +125,10 @@ class _State:
     clock: Callable[[], int]
     invocation_lines: bool
     """Whether each invocation sends its start and end lines."""
+    work: left_work.LeftWork
+    """The threads, pool calls and asyncio tasks its invocations start, until they finish."""
     points: point_faults.PointFaults | None = None
     """The point faults drawn in this environment, when any is on."""
-    work: left_work.LeftWork | None = None
-    """The threads and pool calls its invocations start, until they finish."""
     left: list[list[str]] = field(default_factory=list)
     """The work the last invocation left running when it returned (``LeftWork.returned``)."""
 
@@ -359,7 +359,7 @@ def left_lines(state: _State) -> dict[str, Any]:
     if state.left:
         out["left"] = state.left
         state.left = []
-    ended = state.work.take_ended() if state.work is not None else []
+    ended = state.work.take_ended()
     if ended:
         out["ended"] = ended
     return out
@@ -387,12 +387,11 @@ def _observed(state: _State, event: Any, context: Any) -> Any:
     state.observer.add_source_queues(_event_sources(event))
     if state.points is not None:
         state.points.begin(event)
-    tracking = state.work.begin() if state.work is not None else None
+    tracking = state.work.begin()
     try:
         # Each record marks itself when the handler reads it, so each write can be tied
         # to the record it was made for.
         return state.original(record_marks.tracked(event), context)
     finally:
         state.observer.disarm()
-        if state.work is not None and tracking is not None:
-            state.left = state.work.returned(tracking)
+        state.left = state.work.returned(tracking)

@@ -62,7 +62,7 @@ _INVOCATION: contextvars.ContextVar[_Invocation | None] = contextvars.ContextVar
     "loadtest_invocation", default=None
 )
 """The invocation the calling code runs for (None outside one): the handler's, and the
-work it started (their threads and pool calls are set to it)."""
+work it started (its threads, pool calls and tasks run for it)."""
 
 _POOL_MODULES = frozenset({futures_thread.__name__, "multiprocessing.pool"})
 """Where a thread pool's own threads run from (``ThreadPoolExecutor``'s workers,

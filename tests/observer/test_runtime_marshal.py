@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from loadtest.observer import lambda_entry
+from loadtest.observer import lambda_entry, left_work
 from loadtest.observer.runtime_marshal import (
     BYTES_CONTENT_TYPE,
     MarshalError,
@@ -235,6 +235,7 @@ def test_the_wrapper_returns_the_handlers_value_unchanged() -> None:
         environment="env",
         clock=lambda: 0,
         invocation_lines=True,
+        work=left_work.LeftWork("env"),
     )
     context = type("Context", (), {"aws_request_id": "r-1"})()
     assert lambda_entry.invoke(state, _EVENT, context) is returned

@@ -48,7 +48,7 @@ class Reply:
     response_json: bool = True
     """Whether the response's body is strict JSON (``runtime_marshal.response_value``)."""
     left_work: tuple[WorkLeft, ...] = ()
-    """The threads and pool calls the handler left running when it returned."""
+    """The threads, pool calls and asyncio tasks the handler left running when it returned."""
     ended_work: tuple[str, ...] = ()
     """The ids of work earlier invocations left running that has finished since."""
 

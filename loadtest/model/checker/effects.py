@@ -572,7 +572,7 @@ def judge_effects(
                 "it is what the consumer sent"
             )
         if cut_work and one.required == "optional":
-            inconclusive.append(unjudged_sink(g.name, g.kind.value, list(cut_work)))
+            inconclusive.append(unjudged_sink(g.name, g.kind.value, cut_work))
         if cut_short and one.lost:
             inconclusive.append(
                 f"{one.lost} lost effect(s) on {g.name!r}, but the run was cut short: not judged"

@@ -17,6 +17,7 @@ it (``effects.judge_effects``). Pure.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from loadtest.model.history.records import Invocation, WorkLeft
@@ -62,13 +63,13 @@ class Unfinished:
         return len(self._left)
 
 
-def _example(cut: list[Cut]) -> str:
+def _example(cut: Sequence[Cut]) -> str:
     first = cut[0]
     message = first.deliveries[0][0] if first.deliveries else ""
     return f"{first.work.what}, started for message {message}" if message else first.work.what
 
 
-def unfinished_note(cut: list[Cut], left: int) -> str:
+def unfinished_note(cut: Sequence[Cut], left: int) -> str:
     """The report's sentence for work the handler left running that never finished."""
     return (
         f"{len(cut)} of the {left} piece(s) of work (threads, pool calls, asyncio tasks) the "
@@ -79,7 +80,7 @@ def unfinished_note(cut: list[Cut], left: int) -> str:
     )
 
 
-def unjudged_sink(sink: str, kind: str, cut: list[Cut]) -> str:
+def unjudged_sink(sink: str, kind: str, cut: Sequence[Cut]) -> str:
     """Why a sink that is not required says nothing of work that never finished."""
     return (
         f"sink {sink!r} ({kind}) is not known to be required, and {len(cut)} piece(s) of "

@@ -64,7 +64,8 @@ class Survey:
     and sent effects were marked on (the effects' judge reads no write:
     ``effects.judge_effects``)."""
     unfinished: Unfinished = field(default_factory=Unfinished)
-    """The threads and pool calls the handler left running, and which never finished: a
+    """The threads, pool calls and asyncio tasks the handler left running, and which never
+    finished: a
     delivery whose work never finished is a failed one (``failed_deliveries``)."""
 
 

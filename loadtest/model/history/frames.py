@@ -260,8 +260,7 @@ def _encode_tail(inv: Invocation) -> tuple[Any, ...]:
     effects = tuple([encode_effect(e) for e in inv.effects])
     if not inv.left_work and not inv.ended_work:
         return (effects,) if effects else ()
-    left = tuple([(w.work_id, w.record_id, w.what) for w in inv.left_work])
-    return (effects, left, inv.ended_work)
+    return (effects, tuple([_encode_work(w) for w in inv.left_work]), inv.ended_work)
 
 
 def decode_invocation(row: tuple[Any, ...], *, writes_too: bool = True) -> Invocation:
@@ -380,6 +379,7 @@ def _plain_fields(cls: type[_T]) -> Callable[[_T], tuple[Any, ...]]:
 encode_sent = _plain_fields(SentMessage)
 encode_ack = _plain_fields(Ack)
 encode_dead_letter = _plain_fields(DeadLetter)
+_encode_work = _plain_fields(WorkLeft)
 
 
 def decode_sent(row: tuple[Any, ...]) -> SentMessage:
