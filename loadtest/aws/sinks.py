@@ -177,9 +177,11 @@ class MadeSink:
     """Executions already read (a state machine keeps them: explore reads each once)."""
 
     def placeholder_values(self) -> dict[str, str]:
-        """What the sink's placeholders stand for (``RunResources.sinks``)."""
+        """What the sink's placeholders stand for (``RunResources.sinks``): a queue's ARN,
+        a topic's or queue's name, else its address."""
+        values = {"queue_arn": self.arn, "queue_name": self.name, "topic_name": self.name}
         return {
-            placeholder: self.arn if placeholder.startswith("queue_arn:") else self.address
+            placeholder: values.get(placeholder.partition(":")[0], self.address)
             for placeholder in self.sink.placeholders
         }
 

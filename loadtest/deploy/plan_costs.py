@@ -74,6 +74,7 @@ queue's sends, the consumer's table calls, and its logs. Scoped to the run's res
 
 SINK_FUNCTION_ACTIONS = (
     "sns:Publish",
+    "sns:CreateTopic",
     "events:PutEvents",
     "s3:PutObject",
     "s3:GetObject",
@@ -82,7 +83,9 @@ SINK_FUNCTION_ACTIONS = (
     "lambda:InvokeFunction",
 )
 """Added to the execution role for a scenario with sinks: what a consumer sends to them
-(a queue sink's sends are ``sqs:SendMessage`` already). Scoped to the run's sinks."""
+(a queue sink's sends are ``sqs:SendMessage`` already), and ``CreateTopic``, which answers an
+existing topic's ARN to a consumer that finds its topic by ``{topic_name:NAME}``. Scoped to
+the run's sinks."""
 
 SINK_OPERATOR_ACTIONS = (
     "sns:CreateTopic",

@@ -177,6 +177,7 @@ def variant_resources(
                 table=names.table,
                 queue_url="{queue_url}",
                 queue_arn="{queue_arn}",
+                queue_name=names.queue,
                 dlq_url="{dlq_url}",
                 region=region,
                 tables=table_names(names.prefix, tables),

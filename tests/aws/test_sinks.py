@@ -403,3 +403,20 @@ def test_an_invoke_of_a_function_that_is_no_sink_captures_nothing(
         assert read["function:notify"].messages == ()
     finally:
         clients.lambda_.delete_function(FunctionName=other)
+
+
+def test_a_made_sink_names_itself_by_address_arn_or_name_as_each_placeholder_asks() -> None:
+    queue = aws.MadeSink(Sink(EffectKind.QUEUE, "out"), name="p-q-out", address="http://q/p-q-out")
+    queue.arn = "arn:aws:sqs:us-east-1:1:p-q-out"
+    topic = aws.MadeSink(
+        Sink(EffectKind.TOPIC, "orders"), name="p-orders", address="arn:sns:p-orders"
+    )
+    assert queue.placeholder_values() == {
+        "queue_url:out": "http://q/p-q-out",
+        "queue_arn:out": "arn:aws:sqs:us-east-1:1:p-q-out",
+        "queue_name:out": "p-q-out",
+    }
+    assert topic.placeholder_values() == {
+        "topic:orders": "arn:sns:p-orders",
+        "topic_name:orders": "p-orders",
+    }

@@ -376,7 +376,8 @@ def test_the_plan_lists_each_sink_and_grants_the_function_what_it_sends_to_them(
     assert sinks[0].settings["CaptureQueue"] == "loadtest-r1-0-t-orders.fifo"
     assert sinks[0].settings["Fifo"] == "content-based deduplication off"
     assert sinks[1].purpose == (
-        "an SQS queue the consumer sends effects to ({queue_url:outbox}, {queue_arn:outbox}): "
+        "an SQS queue the consumer sends effects to ({queue_url:outbox}, {queue_arn:outbox}, "
+        "{queue_name:outbox}): "
         "read back after the run, then deleted"
     )
     # Kept as placeholders in the plan: the deploy fills them in from the sinks it made.

@@ -139,6 +139,27 @@ def test_publish_before_the_guard_announces_every_copy(
     assert _effects(run) == _expect(sent, sent, duplicate=IDS * (COPIES - 1))
 
 
+def test_sinks_named_by_their_names_are_the_runs_and_judged_each_on_its_own(
+    backend_url: str, tmp_path: Path
+) -> None:
+    """A consumer that finds its topic with CreateTopic and its queue with GetQueueUrl, by the
+    names ``{topic_name:NAME}`` and ``{queue_name:NAME}`` give it: it loads, and each sink is
+    judged (the queue it sends to before its guard holds every copy, the topic one event)."""
+    environment = {
+        "ORDERS_TOPIC_NAME": "{topic_name:orders}",
+        "AUDIT_QUEUE_NAME": "{queue_name:audit}",
+    }
+    run = _run(backend_url, _scenario(tmp_path, environment), _user("announce_by_names.py"))
+    assert run.verdict == "fail"
+    sinks = {sink["sink"]: sink for sink in run.raw["effects"]}
+    assert {
+        name: (s["kind"], s["sent"], s["delivered"], s["duplicate"]) for name, s in sinks.items()
+    } == {
+        "audit": ("queue", IDS * COPIES, IDS * COPIES, IDS * (COPIES - 1)),
+        "orders": ("topic", IDS, IDS, 0),
+    }
+
+
 # --- check, then announce: right for copies ... ---------------------------------------
 
 

@@ -49,6 +49,7 @@ def test_every_placeholder_is_filled_with_the_runs_resources() -> None:
                     "DYNAMODB_TABLE": "{table}",
                     "QUEUE": "{queue_url}",
                     "ARN": "{queue_arn}",
+                    "QUEUE_NAME": "{queue_name}",
                     "DLQ": "{dlq_url}",
                     "WHERE": "region={region}",
                     "LOCK_TABLE": "{table:Locks}",
@@ -67,6 +68,7 @@ def test_every_placeholder_is_filled_with_the_runs_resources() -> None:
         "DYNAMODB_TABLE": "loadtest-r-0-orders",
         "QUEUE": "http://q/loadtest-r-0-jobs",
         "ARN": "arn:aws:sqs:us-east-1:1:loadtest-r-0-jobs",
+        "QUEUE_NAME": "loadtest-r-0-jobs",
         "DLQ": "http://q/loadtest-r-0-dlq",
         "WHERE": "region=eu-west-1",
         "LOCK_TABLE": "Locks",
@@ -86,8 +88,8 @@ def test_the_command_line_wins_over_the_file() -> None:
 
 
 SINKS = (
-    "{topic:NAME}, {queue_url:NAME}, {queue_arn:NAME}, {bus:NAME}, {bucket:NAME}, "
-    "{state_machine:NAME}, {function:NAME}"
+    "{topic:NAME}, {topic_name:NAME}, {queue_url:NAME}, {queue_arn:NAME}, {queue_name:NAME}, "
+    "{bus:NAME}, {bucket:NAME}, {state_machine:NAME}, {function:NAME}"
 )
 
 
@@ -97,12 +99,12 @@ SINKS = (
         (
             {"consumer": {"environment": {"T": "{tabel}"}}},
             "s.toml: consumer.environment.T = '{tabel}': unknown placeholder {tabel}; allowed: "
-            "{table}, {queue_url}, {queue_arn}, {dlq_url}, {region}, " + SINKS,
+            "{table}, {queue_url}, {queue_arn}, {queue_name}, {dlq_url}, {region}, " + SINKS,
         ),
         (
             {"consumer": {"environment": {"T": "{table:Nope}"}}, "tables": [{"env": "IDEM"}]},
             "s.toml: consumer.environment.T = '{table:Nope}': unknown placeholder {table:Nope}; "
-            "allowed: {table}, {queue_url}, {queue_arn}, {dlq_url}, {region}, {table:IDEM}, "
+            "allowed: {table}, {queue_url}, {queue_arn}, {queue_name}, {dlq_url}, {region}, {table:IDEM}, "
             f"{SINKS} ({{table:LABEL}} names a [[tables]] entry by its name or env)",
         ),
         (
@@ -176,7 +178,7 @@ def test_a_bad_command_line_variable_is_refused_naming_the_option() -> None:
         scenario.with_environment(["T={nope}"])
     assert str(info.value) == (
         "--env T = '{nope}': unknown placeholder {nope}; allowed: "
-        f"{{table}}, {{queue_url}}, {{queue_arn}}, {{dlq_url}}, {{region}}, {SINKS}"
+        f"{{table}}, {{queue_url}}, {{queue_arn}}, {{queue_name}}, {{dlq_url}}, {{region}}, {SINKS}"
     )
     with pytest.raises(ScenarioError) as info:
         scenario.with_environment(["JUSTANAME"])

@@ -61,12 +61,24 @@ def test_each_sink_placeholder_renders_what_the_run_made() -> None:
         queue_arn="a",
         dlq_url="d",
         region="r",
-        sinks={"topic:orders": "arn:topic", "queue_url:x": "http://x", "queue_arn:x": "arn:x"},
+        sinks={
+            "topic:orders": "arn:topic",
+            "topic_name:orders": "topic",
+            "queue_url:x": "http://x",
+            "queue_arn:x": "arn:x",
+            "queue_name:x": "x",
+        },
     )
-    scenario = parse({"A": "{topic:orders}", "B": "{queue_url:x} {queue_arn:x}", "C": "{table}"})
+    scenario = parse(
+        {
+            "A": "{topic:orders} {topic_name:orders}",
+            "B": "{queue_url:x} {queue_arn:x} {queue_name:x}",
+            "C": "{table}",
+        }
+    )
     assert render(scenario.function, resources) == {
-        "A": "arn:topic",
-        "B": "http://x arn:x",
+        "A": "arn:topic topic",
+        "B": "http://x arn:x x",
         "C": "t",
     }
 
@@ -199,14 +211,15 @@ NAMED = "the run names it loadtest-<run>-<variant>-NAME"
             "arn:{queue_url}:{queue_arn:outbox",
             "s.toml: consumer.environment.V = 'arn:{queue_url}:{queue_arn:outbox': the "
             "placeholder at '{queue_arn:outbox' has no closing '}'; allowed: {table}, "
-            "{queue_url}, {queue_arn}, {dlq_url}, {region}, {topic:NAME}, {queue_url:NAME}, "
-            "{queue_arn:NAME}, {bus:NAME}, {bucket:NAME}, {state_machine:NAME}, {function:NAME}",
+            "{queue_url}, {queue_arn}, {queue_name}, {dlq_url}, {region}, {topic:NAME}, "
+            "{topic_name:NAME}, {queue_url:NAME}, {queue_arn:NAME}, {queue_name:NAME}, "
+            "{bus:NAME}, {bucket:NAME}, {state_machine:NAME}, {function:NAME}",
         ),
         (
             "{topics:orders}",
             "s.toml: consumer.environment.V = '{topics:orders}': unknown placeholder "
-            "{topics:orders}; allowed: {table}, {queue_url}, {queue_arn}, {dlq_url}, {region}, "
-            "{topic:NAME}, {queue_url:NAME}, {queue_arn:NAME}, {bus:NAME}, {bucket:NAME}, "
+            "{topics:orders}; allowed: {table}, {queue_url}, {queue_arn}, {queue_name}, {dlq_url}, {region}, "
+            "{topic:NAME}, {topic_name:NAME}, {queue_url:NAME}, {queue_arn:NAME}, {queue_name:NAME}, {bus:NAME}, {bucket:NAME}, "
             "{state_machine:NAME}, {function:NAME}",
         ),
     ],
@@ -237,12 +250,15 @@ def test_a_bad_command_line_sink_is_refused_naming_the_option() -> None:
         ("QUEUE_URL", "{queue_url}"),
         ("JOBS_QUEUE_URL", "{queue_url}"),
         ("SOURCE_QUEUE_ARN", "{queue_arn}"),
+        ("QUEUE_NAME", "{queue_name}"),
         ("NOTIFY_QUEUE_URL", "{queue_url:notify}"),
+        ("NOTIFY_QUEUE_NAME", "{queue_name:notify}"),
         ("OUTBOX_FIFO_QUEUE_ARN", "{queue_arn:outbox.fifo}"),
         ("DLQ_URL", "{dlq_url}"),
         ("DEADLETTER_QUEUE_URL", "{dlq_url}"),
         ("ORDERS_TOPIC_ARN", "{topic:orders}"),
         ("TOPIC_ARN", "{topic:topic}"),
+        ("ORDERS_TOPIC_NAME", "{topic_name:orders}"),
         ("EVENT_BUS_NAME", "{bus:events}"),
         ("ORDERS_EVENT_BUS", "{bus:orders}"),
         ("RECEIPTS_BUCKET", "{bucket:receipts}"),

@@ -53,6 +53,10 @@ _UNNAMED = {
 """What a parameter the handler left unnamed is, and the placeholder that names it (an S3
 ``Bucket=None`` is botocore's ``TypeError``, which names nothing; ``Bucket=""`` is read)."""
 _NOT_FOUND = re.compile(r"\((ResourceNotFoundException)\) when calling the (\w+) operation")
+_NO_QUEUE = re.compile(
+    r"\((?:AWS\.SimpleQueueService\.NonExistentQueue|QueueDoesNotExist)\) when calling the "
+    r"(\w+) operation"
+)
 _DENIED = re.compile(
     r"\((AccessDenied(?:Exception)?)\) when calling the (\w+) operation|is not authorized to perform"
 )
@@ -110,10 +114,8 @@ def _refused(text: str) -> Iterable[Gap]:
                 f"{service}:{resource}",
                 f"the handler's {service} {operation} found no {resource!r} ({code}), which "
                 "the run did not create: a run makes its tables, its queues and the sinks "
-                "named by placeholders in `[consumer] environment` ({topic:NAME}, "
-                "{queue_url:NAME}, {bus:NAME}, {bucket:NAME}, {state_machine:NAME}, "
-                "{function:NAME}); what this call sends to is none of them, so the run "
-                "cannot stand in for it",
+                f"named by placeholders in `[consumer] environment` ({placeholders.sink_forms()}); "
+                "what this call sends to is none of them, so the run cannot stand in for it",
             )
         elif code in _DENIED_CODES:
             yield _denied_gap(operation, resource)
@@ -126,12 +128,7 @@ def _refused(text: str) -> Iterable[Gap]:
                 "`loadtest run` delivers what it sends itself",
             )
         elif code in _QUEUE_CODES:
-            yield Gap(
-                f"queue:{resource}",
-                f"the handler's {operation} found no queue {resource!r}, which the run did not "
-                "create: give the handler the run's queue by the variable it reads, "
-                '`[consumer] environment = { NAME = "{queue_url}" }`',
-            )
+            yield _no_queue_gap(operation, resource)
         else:
             yield Gap(
                 f"table:{resource}",
@@ -142,6 +139,19 @@ def _refused(text: str) -> Iterable[Gap]:
                 '`[consumer] environment = { NAME = "{table}" }` or `[[tables]]` with '
                 '`env = "NAME"`',
             )
+
+
+def _no_queue_gap(operation: str, resource: str) -> Gap:
+    named = f" {resource!r}" if resource else ""
+    return Gap(
+        f"queue:{resource or operation}",
+        f"the handler's {operation} found no queue{named}, which the run did not create: "
+        "give the handler the run's queue by the variable it reads, "
+        '`[consumer] environment = { NAME = "{queue_url}" }` (or `{queue_arn}`, '
+        "`{queue_name}`) for the queue that feeds it, `{queue_url:NAME}` (or "
+        "`{queue_arn:NAME}`, `{queue_name:NAME}`) for a queue it sends to, which the run "
+        "makes",
+    )
 
 
 def _denied_gap(operation: str, resource: str) -> Gap:
@@ -167,6 +177,8 @@ def _unlogged(text: str) -> Iterable[Gap]:
             '`[consumer] environment = { VARIABLE = "{table}" }` for one it reads from a '
             "variable, `[[tables]]` for a table besides the outcome table",
         )
+    for operation in dict.fromkeys(_NO_QUEUE.findall(text)):
+        yield _no_queue_gap(operation, "")
     operations = [m.group(2) for m in _DENIED.finditer(text)]
     named = [op for op in operations if op]
     for operation in named or (["call"] if operations else []):

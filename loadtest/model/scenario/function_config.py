@@ -4,8 +4,8 @@ Owns three parts of a scenario and their validation:
 
 - ``[consumer] environment = { NAME = "VALUE" }`` (and ``--env NAME=VALUE``, which wins):
   variables the function is configured with. A value may name the run's resources with
-  placeholders: ``{table}``, ``{queue_url}``, ``{queue_arn}``, ``{dlq_url}``,
-  ``{region}``, ``{table:LABEL}`` (an extra table, by its ``name`` or ``env``), and the
+  placeholders: ``{table}``, ``{queue_url}``, ``{queue_arn}``, ``{queue_name}``,
+  ``{dlq_url}``, ``{region}``, ``{table:LABEL}`` (an extra table, by its ``name`` or ``env``), and the
   sinks of ``loadtest.model.scenario.placeholders`` (``{topic:NAME}``, ...).
 - ``[table]``: the outcome table's own ``name`` (for a consumer that hard-codes it)
   and ``key`` schema (``{ orderId = "S" }``: hash, then optional range; S, N or B).
@@ -35,7 +35,14 @@ from loadtest.model.scenario.placeholders import (
     sinks_in,
 )
 
-PLACEHOLDERS: tuple[str, ...] = ("table", "queue_url", "queue_arn", "dlq_url", "region")
+PLACEHOLDERS: tuple[str, ...] = (
+    "table",
+    "queue_url",
+    "queue_arn",
+    "queue_name",
+    "dlq_url",
+    "region",
+)
 """The run's resources an environment value may name (plus ``{table:LABEL}``)."""
 KEY_TYPES: tuple[str, ...] = ("S", "N", "B")
 DEFAULT_KEY: tuple[tuple[str, str], ...] = (("id", "S"),)
@@ -153,6 +160,8 @@ class RunResources:
     """Each extra table's name, by every label it answers to."""
     sinks: Mapping[str, str] = field(default_factory=dict)
     """What each sink placeholder stands for, by its text (``topic:orders`` -> the ARN)."""
+    queue_name: str = ""
+    """The source queue's name; "" for the last part of ``queue_url``."""
 
 
 def parse_setup(
@@ -203,6 +212,7 @@ def render(setup: FunctionSetup, resources: RunResources) -> dict[str, str]:
         "table": resources.table,
         "queue_url": resources.queue_url,
         "queue_arn": resources.queue_arn,
+        "queue_name": resources.queue_name or resources.queue_url.rstrip("/").rsplit("/", 1)[-1],
         "dlq_url": resources.dlq_url,
         "region": resources.region,
     }

@@ -7,8 +7,10 @@ function through ``[consumer] environment`` (or ``--env``):
 placeholder                what the function is told       what the run creates
 ========================== =============================== ===========================
 ``{topic:NAME}``           the SNS topic's ARN             the topic
+``{topic_name:NAME}``      that topic's name               the same topic
 ``{queue_url:NAME}``       the SQS queue's URL             a queue (not the source's)
 ``{queue_arn:NAME}``       that queue's ARN                the same queue
+``{queue_name:NAME}``      that queue's name               the same queue
 ``{bus:NAME}``             the EventBridge bus's name      the bus
 ``{bucket:NAME}``          the S3 bucket's name            the bucket
 ``{state_machine:NAME}``   the state machine's ARN         a one-``Pass``-state machine
@@ -37,14 +39,17 @@ from loadtest.model.history.records import EffectKind
 
 SINK_PLACEHOLDERS: dict[str, EffectKind] = {
     "topic": EffectKind.TOPIC,
+    "topic_name": EffectKind.TOPIC,
     "queue_url": EffectKind.QUEUE,
     "queue_arn": EffectKind.QUEUE,
+    "queue_name": EffectKind.QUEUE,
     "bus": EffectKind.BUS,
     "bucket": EffectKind.BUCKET,
     "state_machine": EffectKind.STATE_MACHINE,
     "function": EffectKind.FUNCTION,
 }
-"""Each sink placeholder's kind (``{KIND:NAME}``), in the order messages list them."""
+"""Each sink placeholder's kind (``{KIND:NAME}``), in the order messages list them (a
+kind's first is what the sink is named by where one placeholder stands for it)."""
 
 PREFIX_MAX = 25
 """The longest run prefix a sink's name starts with (``loadtest-explore-1a2b3c4d``)."""
@@ -193,7 +198,8 @@ def _name_problem(kind: EffectKind, name: str) -> str:
 
 def sinks_in(values: Iterable[str]) -> tuple[Sink, ...]:
     """The distinct sinks the values' placeholders name, in order of first mention
-    (``{queue_url:x}`` and ``{queue_arn:x}`` are one queue). The values are valid."""
+    (``{queue_url:x}``, ``{queue_arn:x}`` and ``{queue_name:x}`` are one queue). The values
+    are valid."""
     found: dict[Sink, None] = {}
     for value in values:
         for inner in re.findall(r"\{([^{}]*)\}", value):
@@ -235,8 +241,9 @@ def suggested_value(name: str) -> str | None:
 
     ``ORDERS_TABLE`` -> ``{table}``, ``IDEMPOTENCY_TABLE`` -> ``{table:idempotency}``,
     ``QUEUE_URL`` or ``JOBS_QUEUE_URL`` -> ``{queue_url}`` (the source queue),
-    ``NOTIFY_QUEUE_URL`` -> ``{queue_url:notify}``, ``ORDERS_TOPIC_ARN`` ->
-    ``{topic:orders}``, ``EVENT_BUS_NAME`` -> ``{bus:events}``, ``RECEIPTS_BUCKET`` ->
+    ``NOTIFY_QUEUE_URL`` -> ``{queue_url:notify}``, ``NOTIFY_QUEUE_NAME`` ->
+    ``{queue_name:notify}``, ``ORDERS_TOPIC_ARN`` -> ``{topic:orders}``, ``ORDERS_TOPIC_NAME``
+    -> ``{topic_name:orders}``, ``EVENT_BUS_NAME`` -> ``{bus:events}``, ``RECEIPTS_BUCKET`` ->
     ``{bucket:receipts}``, ``STATE_MACHINE_ARN`` -> ``{state_machine:workflow}``,
     ``NOTIFY_FUNCTION_NAME`` or ``NOTIFY_FUNCTION_ARN`` -> ``{function:notify}``."""
     upper = name.upper()
@@ -245,8 +252,10 @@ def suggested_value(name: str) -> str | None:
     if "DLQ" in upper or "DEAD" in upper:
         return "{dlq_url}"
     if "TOPIC" in upper or "SNS" in upper:
-        stem = _stem(upper, "_TOPIC_ARN", "_TOPIC_NAME", "_TOPIC", "_ARN", "_SNS")
-        return f"{{topic:{_label(stem.replace('TOPIC', '').replace('SNS', ''), 'topic')}}}"
+        placeholder = "topic_name" if upper.endswith("_NAME") else "topic"
+        stem = _stem(upper, "_TOPIC_ARN", "_TOPIC_NAME", "_TOPIC", "_ARN", "_NAME", "_SNS")
+        label = _label(stem.replace("TOPIC", "").replace("SNS", ""), "topic")
+        return f"{{{placeholder}:{label}}}"
     if "STATE_MACHINE" in upper or "SFN" in upper or "STEP_FUNCTION" in upper:
         stem = re.sub(r"STATE_MACHINE|STEP_FUNCTIONS?|SFN|ARN", "", upper)
         return f"{{state_machine:{_label(stem, 'workflow')}}}"
@@ -261,9 +270,12 @@ def suggested_value(name: str) -> str | None:
         return f"{{bus:{_label(stem, 'events')}}}"
     if "QUEUE" in upper or "SQS" in upper:
         arn = "ARN" in upper
-        stem = _stem(upper, "_QUEUE_URL", "_QUEUE_ARN", "_QUEUE_NAME", "_QUEUE", "_URL", "_ARN")
+        named = upper.endswith("_NAME")
+        stem = _stem(
+            upper, "_QUEUE_URL", "_QUEUE_ARN", "_QUEUE_NAME", "_QUEUE", "_URL", "_ARN", "_NAME"
+        )
         stem = re.sub(r"(^|_)(QUEUE|SQS|URL|ARN)(?=_|$)", "", stem).strip("_")
-        placeholder = "queue_arn" if arn else "queue_url"
+        placeholder = "queue_arn" if arn else "queue_name" if named else "queue_url"
         if stem in _SOURCE_QUEUE_WORDS:
             return f"{{{placeholder}}}"
         return f"{{{placeholder}:{_label(stem, 'queue')}}}"
