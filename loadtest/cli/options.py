@@ -19,8 +19,10 @@ import typer
 from loadtest.aws.clients import BackendKind
 from loadtest.cli.console import Exit, fail
 from loadtest.errors import InputError
+from loadtest.model.scenario.function_config import PLACEHOLDERS
 from loadtest.model.scenario.loading import POINT_FAULTS_OVERRIDE as POINTS_OVERRIDE
 from loadtest.model.scenario.loading import Override, override_fields
+from loadtest.model.scenario.placeholders import sink_forms
 from loadtest.model.scenario.settings import POINT_FAULTS
 
 
@@ -190,10 +192,9 @@ EnvOpt = Annotated[
         "--env",
         metavar="NAME=VALUE",
         help="A variable for the function, repeatable; wins over the scenario's "
-        "[consumer] environment. VALUE may name the run's resources: {table}, {queue_url}, "
-        "{queue_arn}, {dlq_url}, {region}, {table:LABEL}, and sinks it sends to: {topic:NAME}, "
-        "{queue_url:NAME}, {queue_arn:NAME}, {bus:NAME}, {bucket:NAME}, {state_machine:NAME}, "
-        "{function:NAME}.",
+        "[consumer] environment. VALUE may name the run's resources: "
+        f"{', '.join(f'{{{p}}}' for p in PLACEHOLDERS)}, {{table:LABEL}}, and sinks it sends "
+        f"to: {sink_forms()}.",
     ),
 ]
 
