@@ -26,7 +26,6 @@ from typing import TypeVar
 from loadtest.model.history.log import (
     Ack,
     DeadLetter,
-    EffectKind,
     EffectRecord,
     History,
     Invocation,
@@ -158,13 +157,16 @@ class Collector:
             self.ends.setdefault(parsed.request_id, parsed)
         else:
             self.observations.setdefault(parsed.request_id, []).append(parsed)
-            if (
-                isinstance(parsed, EffectRecord)
-                and parsed.kind is EffectKind.SOURCE
-                and parsed.accepted
-                and parsed.key
-            ):
-                self._resent.append(parsed.key)
+            if not isinstance(parsed, EffectRecord):
+                return []
+            if parsed.resent:
+                self._resent.append(parsed.resent)
+            deleted = parsed.deleted
+            if deleted and deleted not in self.acked:
+                # The function deleted a message it was given itself: acknowledged now,
+                # whatever its invocation does next.
+                self.acked[deleted] = self.local_ns(parsed.ended_ns)
+                return [deleted]
             return []
         return self._settle(parsed.request_id)
 

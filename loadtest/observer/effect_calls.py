@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from loadtest.model.history.observation import Observation
-from loadtest.model.history.records import EffectKind, EffectRecord
+from loadtest.model.history.records import SOURCE_SENDS, EffectKind, EffectRecord
 from loadtest.observer.effects import EFFECTS, NO_ANSWER, EffectCall, EffectPlanner
 from loadtest.observer.record_marks import current_record
 
@@ -41,6 +41,11 @@ class EffectSending:
         """Queues (URLs or ARNs) that feed the function too: sends to them are not effects
         (the entry point adds each event's ``eventSourceARN``)."""
         self._effects.add_sources(addresses)
+
+    def set_receipts(self, receipts: dict[str, str]) -> None:
+        """The invocation's message ids by receipt handle (the entry point's, per event): a
+        delete of one by the handler is recorded by its id."""
+        self._effects.set_receipts(receipts)
 
     def _planned_effect(
         self, service: str, name: str, params: dict[str, Any], context: Any
@@ -178,7 +183,7 @@ def effect_records(
         else:
             codes = [None] * len(call.entries)
     keys = [e.key for e in call.entries]
-    if call.kind is EffectKind.SOURCE and answer is not None:
+    if call.kind is EffectKind.SOURCE and call.operation in SOURCE_SENDS and answer is not None:
         keys = _sent_message_ids(call, answer[1])
     return [
         EffectRecord(

@@ -2,7 +2,9 @@
 
 Owns the vocabulary of an effect call (``EFFECT_APIS``, by service and operation: SNS
 ``Publish`` and ``PublishBatch``; SQS ``SendMessage`` and ``SendMessageBatch`` to any
-queue but the ones that feed the function; EventBridge ``PutEvents``; S3 ``PutObject``,
+queue but the ones that feed the function (to those: work sent back, recorded as
+``EffectKind.SOURCE``, as the handler's own ``DeleteMessage`` and ``DeleteMessageBatch``
+of a message it was given are); EventBridge ``PutEvents``; S3 ``PutObject``,
 ``CopyObject`` and ``DeleteObject``; Step Functions ``StartExecution``; Lambda
 ``Invoke``), planning one (``EffectPlanner.plan``: an ``EffectCall`` of one ``Entry`` per
 entry sent, its payload read as text, an SNS or SQS entry's message attributes and an SNS
@@ -29,7 +31,7 @@ import itertools
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -117,6 +119,8 @@ _WORDS = {
     "S3.DeleteObject": "delete object {key} in bucket {sink}",
     "StepFunctions.StartExecution": "start execution {key} of state machine {sink}",
     "Lambda.Invoke": "invoke function {sink}",
+    "SQS.DeleteMessage": "delete a message of queue {sink}",
+    "SQS.DeleteMessageBatch": "delete {messages} of queue {sink}",
 }
 
 
@@ -242,6 +246,23 @@ def _send_batch(params: dict[str, Any]) -> Planned:
     return params, "SQS.SendMessageBatch", EffectKind.QUEUE, entries, "failed"
 
 
+def _delete_message(params: dict[str, Any]) -> Planned:
+    # The receipt handle stands in ``key`` until ``EffectPlanner.plan`` turns it into the
+    # message's id: a handle is never recorded.
+    entry = Entry(_text(params.get("QueueUrl")), "", key=_text(params.get("ReceiptHandle")))
+    return params, "SQS.DeleteMessage", EffectKind.SOURCE, (entry,), ""
+
+
+def _delete_message_batch(params: dict[str, Any]) -> Planned:
+    sink = _text(params.get("QueueUrl"))
+    entries = tuple(
+        Entry(sink, "", key=_text(e.get("ReceiptHandle")), entry_id=_text(e.get("Id")))
+        for e in params.get("Entries") or []
+        if isinstance(e, dict)
+    )
+    return params, "SQS.DeleteMessageBatch", EffectKind.SOURCE, entries, "failed"
+
+
 def _put_events(params: dict[str, Any]) -> Planned:
     entries = tuple(
         Entry(_text(e.get("EventBusName")) or "default", _text(e.get("Detail")))
@@ -298,6 +319,8 @@ EFFECT_APIS: dict[tuple[str, str], Callable[[dict[str, Any]], Planned]] = {
     ("sns", "PublishBatch"): _publish_batch,
     ("sqs", "SendMessage"): _send,
     ("sqs", "SendMessageBatch"): _send_batch,
+    ("sqs", "DeleteMessage"): _delete_message,
+    ("sqs", "DeleteMessageBatch"): _delete_message_batch,
     ("events", "PutEvents"): _put_events,
     ("s3", "PutObject"): _put_object,
     ("s3", "CopyObject"): _copy_object,
@@ -320,6 +343,7 @@ class EffectPlanner:
     def __init__(self, source_queues: Iterable[str] = ()) -> None:
         self._sources: frozenset[str] = frozenset(queue_identity(q) for q in source_queues if q)
         self._added: set[str] = set()
+        self._receipts: dict[str, str] = {}
         self._ids = itertools.count(1)
         self._prefix = f"{os.getpid()}-{time.monotonic_ns()}-e"
 
@@ -329,6 +353,11 @@ class EffectPlanner:
             if address and address not in self._added:
                 self._added.add(address)
                 self._sources |= {queue_identity(address)}
+
+    def set_receipts(self, receipts: dict[str, str]) -> None:
+        """The invocation's messages: each record's message id by its receipt handle (what
+        a delete the handler makes itself names)."""
+        self._receipts = receipts
 
     def is_source(self, address: str) -> bool:
         return bool(self._sources) and queue_identity(address) in self._sources
@@ -343,7 +372,13 @@ class EffectPlanner:
         if planner is None or _OWN.get():
             return None
         params, name, kind, entries, batch = planner(params)
-        if service == "sqs" and self.is_source(_text(params.get("QueueUrl"))):
+        if kind is EffectKind.SOURCE:
+            # A delete: of the function's own messages, an acknowledgement by the handler
+            # (recorded by the id of the message it names); of any other queue, no effect.
+            if not self.is_source(_text(params.get("QueueUrl"))):
+                return None
+            entries = tuple(replace(e, key=self._receipts.get(e.key, "")) for e in entries)
+        elif service == "sqs" and self.is_source(_text(params.get("QueueUrl"))):
             # Work sent back to the function's own queue: recorded (the run waits for it
             # to be delivered), never judged as an effect.
             kind = EffectKind.SOURCE

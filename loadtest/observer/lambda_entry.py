@@ -251,6 +251,20 @@ def _event_sources(event: Any) -> list[str]:
     ]
 
 
+def _receipts(event: Any) -> dict[str, str]:
+    """An SQS event's message ids by receipt handle."""
+    records = event.get("Records") if isinstance(event, dict) else None
+    if not isinstance(records, list):
+        return {}
+    return {
+        r["receiptHandle"]: r["messageId"]
+        for r in records
+        if isinstance(r, dict)
+        and isinstance(r.get("receiptHandle"), str)
+        and isinstance(r.get("messageId"), str)
+    }
+
+
 INVALID_ID = ""
 """Stands for an entry Lambda cannot read (not an object, or no string identifier): no
 message has this id, so the collector treats the whole batch as failed, as Lambda does."""
@@ -385,6 +399,7 @@ def _observed(state: _State, event: Any, context: Any) -> Any:
     state.observer.arm((state.duration_ms + jitter) / 1000)
     record_marks.clear()
     state.observer.add_source_queues(_event_sources(event))
+    state.observer.set_receipts(_receipts(event))
     if state.points is not None:
         state.points.begin(event)
     tracking = state.work.begin()

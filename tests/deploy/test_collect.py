@@ -196,3 +196,27 @@ def test_a_message_the_function_sent_to_its_own_queue_is_handed_over_once() -> N
     refused = {**effect, "accepted": False, "key": "", "request_id": "r2"}
     c.add(json.dumps(refused))
     assert c.take_resent() == []
+
+
+def test_a_message_the_function_deleted_itself_is_acknowledged_by_that_delete() -> None:
+    c = Collector(partial=False, wall_offset_ns=OFFSET)
+    delete = {
+        "t": "effect",
+        "operation": "SQS.DeleteMessage",
+        "kind": "source",
+        "sink": "https://q/jobs",
+        "payload": "",
+        "accepted": True,
+        "started_ns": OFFSET + 10,
+        "ended_ns": OFFSET + 20,
+        "key": "m1",
+        "request_id": "r1",
+    }
+    assert c.add(_start("r1", ("m1", 1), ("m2", 1))) == []
+    # Acknowledged when its line comes, whatever the invocation does next: it fails, and
+    # only the message it did not delete is left to come back.
+    assert c.add(json.dumps(delete)) == ["m1"]
+    assert c.take_resent() == []
+    assert c.add(_end("r1", "exception", lines=1)) == []
+    assert c.acked == {"m1": 20}
+    assert c.add(json.dumps({**delete, "accepted": False, "key": "m2"})) == []

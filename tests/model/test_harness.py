@@ -106,6 +106,37 @@ def test_errors_met_only_in_text_are_recognised_without_the_observers_line() -> 
     assert keys(denied) == ["denied:PutItem:"]
 
 
+def test_a_queue_found_by_name_at_import_is_given_the_queue_placeholders() -> None:
+    text = (
+        "QueueDoesNotExist: An error occurred (AWS.SimpleQueueService.NonExistentQueue) when "
+        "calling the GetQueueUrl operation: The specified queue does not exist."
+    )
+    (gap,) = gaps_in(text)
+    assert gap.key == "queue:GetQueueUrl"
+    assert gap.sentence.startswith("the handler's GetQueueUrl found no queue, which the run")
+    assert "`{queue_name}`" in gap.sentence and "`{queue_name:NAME}`" in gap.sentence
+
+
+def test_explores_modelled_queue_says_what_the_handler_did_to_it() -> None:
+    def line(operation: str) -> str:
+        return (
+            f"loadtest: the handler's {operation} call on 'modelled://q' failed with "
+            "AWS.SimpleQueueService.NonExistentQueue\n"
+        )
+
+    (sent,) = gaps_in(line("SendMessage"))
+    (deleted,) = gaps_in(line("DeleteMessageBatch"))
+    assert sent.sentence.startswith(
+        "the handler's SendMessage sent work to the queue that feeds it (a retry later"
+    )
+    assert deleted.sentence.startswith(
+        "the handler's DeleteMessageBatch acted on a message of the queue that feeds it itself"
+    )
+    assert deleted.sentence.endswith(
+        "`loadtest run` takes a message the handler deletes itself as acknowledged"
+    )
+
+
 def test_an_unset_table_name_is_the_runs_gap() -> None:
     text = (
         "ParamValidationError: Parameter validation failed:\n"

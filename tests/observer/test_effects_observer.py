@@ -434,20 +434,44 @@ def test_a_send_to_the_queue_that_feeds_the_function_is_recorded_as_its_own_not_
             QueueUrl=sinks.source, Entries=[{"Id": "1", "MessageBody": "x"}]
         )
         got = sqs.receive_message(QueueUrl=sinks.source, MaxNumberOfMessages=10)
-        for message in got["Messages"]:
-            sqs.delete_message(QueueUrl=sinks.source, ReceiptHandle=message["ReceiptHandle"])
+        first, second = got["Messages"]
+        # The invocation's messages, as the entry point tells them from its event.
+        observer.set_receipts({first["ReceiptHandle"]: first["MessageId"]})
+        sqs.delete_message(QueueUrl=sinks.source, ReceiptHandle=first["ReceiptHandle"])
+        sqs.delete_message_batch(
+            QueueUrl=sinks.source, Entries=[{"Id": "0", "ReceiptHandle": second["ReceiptHandle"]}]
+        )
         sqs.send_message(QueueUrl=sinks.queue, MessageBody="onwards")
-    assert len(got["Messages"]) == 2
     # Each send back to the source queue keeps the message id the queue gave it: the run
-    # waits for those messages to be delivered. Only the other queue's send is an effect.
+    # waits for those messages to be delivered. Each delete of one of the function's own
+    # messages keeps that message's id (none for a message the invocation was not given),
+    # never its receipt handle. Only the other queue's send is an effect.
     sent_ids = [one["MessageId"], batch["Successful"][0]["MessageId"]]
-    assert sorted(m["MessageId"] for m in got["Messages"]) == sorted(sent_ids)
-    assert [(r.kind, r.sink, r.payload, r.key) for r in recorder.effects()] == [
-        (EffectKind.SOURCE, sinks.source, "again", sent_ids[0]),
-        (EffectKind.SOURCE, sinks.source, "x", sent_ids[1]),
-        (EffectKind.QUEUE, sinks.queue, "onwards", ""),
+    assert sorted([first["MessageId"], second["MessageId"]]) == sorted(sent_ids)
+    records = recorder.effects()
+    assert [(r.kind, r.operation, r.sink, r.payload, r.key) for r in records] == [
+        (EffectKind.SOURCE, "SQS.SendMessage", sinks.source, "again", sent_ids[0]),
+        (EffectKind.SOURCE, "SQS.SendMessageBatch", sinks.source, "x", sent_ids[1]),
+        (EffectKind.SOURCE, "SQS.DeleteMessage", sinks.source, "", first["MessageId"]),
+        (EffectKind.SOURCE, "SQS.DeleteMessageBatch", sinks.source, "", ""),
+        (EffectKind.QUEUE, "SQS.SendMessage", sinks.queue, "onwards", ""),
+    ]
+    assert [(r.resent, r.deleted) for r in records] == [
+        (sent_ids[0], ""),
+        (sent_ids[1], ""),
+        ("", first["MessageId"]),
+        ("", ""),
+        ("", ""),
     ]
     assert recorder.lines == [line for line in recorder.lines if '"t":"effect"' in line]
+    assert not any(m["ReceiptHandle"] in "".join(recorder.lines) for m in got["Messages"])
+
+    # A delete from a queue that does not feed the function is no record at all.
+    with observing((sinks.source,)) as (observer, recorder):
+        sqs.send_message(QueueUrl=sinks.queue, MessageBody="elsewhere")
+        (other,) = sqs.receive_message(QueueUrl=sinks.queue)["Messages"]
+        sqs.delete_message(QueueUrl=sinks.queue, ReceiptHandle=other["ReceiptHandle"])
+    assert [r.operation for r in recorder.effects()] == ["SQS.SendMessage"]
 
     # Told by its ARN (as an event's eventSourceARN names it), the queue is the same.
     with observing() as (observer, recorder):

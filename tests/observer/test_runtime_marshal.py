@@ -205,11 +205,14 @@ def test_the_wrapper_reads_a_partial_batch_response_as_the_runtime_sends_it() ->
 
 class _Observer:
     """Stands for the write observer: the wrapper only arms and disarms it, and tells it
-    the event's source queues."""
+    the event's source queues and receipt handles."""
 
     request_id = ""
 
     def add_source_queues(self, addresses: Iterable[str]) -> None:
+        pass
+
+    def set_receipts(self, receipts: dict[str, str]) -> None:
         pass
 
     def arm(self, duration_s: float) -> None:

@@ -25,7 +25,6 @@ from loadtest.emulation.mapping.redaction import _lazy_fragments, _redact
 from loadtest.emulation.mapping.settlement import Progress, Settlement
 from loadtest.model.history.log import (
     Ack,
-    EffectKind,
     History,
     Invocation,
     InvocationOutcome,
@@ -188,11 +187,9 @@ class Poller:
             raise
         writes = tuple(reply.observed.writes)
         self.on_writes(writes, records)
-        self.settlement.resent(
-            e.key
-            for e in reply.observed.effects
-            if e.kind is EffectKind.SOURCE and e.accepted and e.key
-        )
+        self.settlement.resent(e.resent for e in reply.observed.effects if e.resent)
+        given = {m["MessageId"] for m in messages}
+        deleted = {e.deleted: e for e in reply.observed.effects if e.deleted in given}
 
         failed: set[str] = set()
         invalid = False
@@ -207,12 +204,18 @@ class Poller:
         if not reply.ok:
             failed = {r.message_id for r in records}
             self.progress.handler_errors += 1
-        to_delete = [m for m in messages if m["MessageId"] not in failed]
+        to_delete = [m for m in messages if m["MessageId"] not in failed | deleted.keys()]
         if reply.ok and reply.ack_lost:
             # The handler succeeded; the acknowledgement never reached the queue (a point
             # fault): nothing is deleted, the messages come back after the visibility timeout.
             to_delete = []
         business = {r.message_id: r.business_id for r in records}
+        for message_id, effect in deleted.items():
+            # The handler deleted it itself: acknowledged by that delete, whether or not
+            # its invocation then succeeded (Lambda has nothing left to delete or retry).
+            self.history.acks.append(Ack(message_id, effect.ended_ns, effect.started_ns))
+            self.progress.acked += 1
+            self.settlement.settle(message_id, business[message_id])
         if self.acknowledge is not None:
             # Batched across invocations: the acknowledger settles them once deleted.
             self.progress.in_flight -= len(messages)
@@ -224,7 +227,7 @@ class Poller:
         self._record(request_id, records, received_ns, reply, messages, failed, invalid=invalid)
         for message_id in acked:
             self.settlement.settle(message_id, business[message_id])
-        return len(acked) == len(messages)
+        return len(acked) + len(deleted) == len(messages)
 
     def _record(
         self,

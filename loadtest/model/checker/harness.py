@@ -120,12 +120,17 @@ def _refused(text: str) -> Iterable[Gap]:
         elif code in _DENIED_CODES:
             yield _denied_gap(operation, resource)
         elif code in _QUEUE_CODES and resource.startswith(MODELLED_QUEUE):
+            if operation.startswith("Send"):
+                did = "sent work to the queue that feeds it (a retry later, DelaySeconds)"
+                run = "delivers what it sends itself"
+            else:
+                did = "acted on a message of the queue that feeds it itself"
+                run = "takes a message the handler deletes itself as acknowledged"
             yield Gap(
                 "queue:source",
-                f"the handler's {operation} sent work to the queue that feeds it (a retry "
-                "later, DelaySeconds): `loadtest explore` models that queue and delivers only "
-                "the scenario's own messages, so this consumer is not judged here; "
-                "`loadtest run` delivers what it sends itself",
+                f"the handler's {operation} {did}: `loadtest explore` models that queue and "
+                "delivers only the scenario's own messages, acknowledged by the run alone, "
+                f"so this consumer is not judged here; `loadtest run` {run}",
             )
         elif code in _QUEUE_CODES:
             yield _no_queue_gap(operation, resource)

@@ -94,8 +94,8 @@ def survey(history: History, business_index: Mapping[str, int]) -> Survey:
         for effect in inv.effects:
             if effect.kind is not EffectKind.SOURCE:
                 found.effects += 1
-            elif effect.accepted and effect.key:
-                found.resent.add(effect.key)
+            elif effect.resent:
+                found.resent.add(effect.resent)
         found.gaps.add(inv)
         found.overlaps.add(inv)
         for record in inv.writes:

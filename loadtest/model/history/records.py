@@ -183,7 +183,16 @@ class EffectKind(StrEnum):
     """The queue that feeds the function itself (``SendMessage``, ``SendMessageBatch``):
     work the consumer sends itself to do later (a retry with ``DelaySeconds``). Never an
     effect: the run delivers it like any other message, and the entry's ``key`` is the
-    message id the queue answered, so the run knows what it still has to settle."""
+    message id the queue answered, so the run knows what it still has to settle. Its
+    ``DeleteMessage`` and ``DeleteMessageBatch`` too: a message the consumer deletes
+    itself (before Lambda does, or instead of it when the invocation then fails) is
+    acknowledged by that delete; the entry's ``key`` is the deleted message's id."""
+
+
+SOURCE_SENDS = frozenset({"SQS.SendMessage", "SQS.SendMessageBatch"})
+"""The operations by which a consumer sends work to the queue that feeds it."""
+SOURCE_DELETES = frozenset({"SQS.DeleteMessage", "SQS.DeleteMessageBatch"})
+"""The operations by which a consumer deletes (acknowledges) a message it was given."""
 
 
 @field_state
@@ -235,6 +244,20 @@ class EffectRecord:
     them (() when it carried none)."""
     subject: str = ""
     """An SNS entry's ``Subject`` ("" when it gave none)."""
+
+    @property
+    def resent(self) -> str:
+        """The id of the message it sent to the queue that feeds the function and that the
+        queue took; "" for any other entry."""
+        ok = self.kind is EffectKind.SOURCE and self.accepted and self.operation in SOURCE_SENDS
+        return self.key if ok else ""
+
+    @property
+    def deleted(self) -> str:
+        """The id of the message of the function's own queue it deleted; "" for any other
+        entry."""
+        ok = self.kind is EffectKind.SOURCE and self.accepted and self.operation in SOURCE_DELETES
+        return self.key if ok else ""
 
 
 @field_state

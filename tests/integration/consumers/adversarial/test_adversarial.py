@@ -1520,6 +1520,49 @@ def test_a_partial_batch_response_naming_order_ids_fails_the_whole_batch(
     assert c.writes_rejected == 5  # the second attempt's puts find the orders
 
 
+# --- the handler deletes messages itself ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def delete_done_then_raise(backend_url: str) -> VariantRun:
+    return _run(backend_url, "poison_one_batch_manual.toml", "delete_done_then_raise.py")
+
+
+def test_deleting_the_records_done_then_raising_acknowledges_them(
+    delete_done_then_raise: VariantRun,
+) -> None:
+    # The pattern before partial batch responses: the five orders are deleted by the
+    # handler's own DeleteMessageBatch in the invocation that then fails; only the poison
+    # record comes back, and is dead-lettered. Nothing is left waiting for the deadline.
+    run = delete_done_then_raise
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.acked, c.dead_lettered, c.unexpected_dead_letters) == (5, 1, 0)
+    assert (c.writes_accepted, c.duplicate_writes, c.lost_outcomes) == (5, 0, 0)
+    assert c.handler_errors == 2  # the batch, then the poison record alone
+    assert len(run.history.acks) == 5
+
+
+@pytest.fixture(scope="module")
+def delete_on_receipt(backend_url: str) -> VariantRun:
+    return _run(backend_url, "poison_one_batch_manual.toml", "delete_on_receipt.py")
+
+
+def test_deleting_every_message_on_receipt_loses_the_orders_a_failure_stops(
+    delete_on_receipt: VariantRun,
+) -> None:
+    # Every message is deleted before any is stored; the poison record (third) stops the
+    # batch, so the three orders after it were acknowledged and never stored.
+    run = delete_on_receipt
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.dead_lettered, c.redeliveries) == (6, 0, 0)
+    assert (c.writes_accepted, c.lost_outcomes) == (2, 3)
+    assert sorted(_orders(run)) == [] and sorted(run.end_state.table_items) == ["p-1", "p-2"]
+
+
 # --- FIFO: a guard on the message's SequenceNumber ---------------------------------------------------
 
 
