@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from loadtest.model.history.records import UNJUDGED_REASON as UNJUDGED_REASON
 from loadtest.model.history.records import EffectKind, attribute_texts
 
 _OWN: contextvars.ContextVar[bool] = contextvars.ContextVar("loadtest_own_call", default=False)
@@ -335,6 +336,25 @@ EFFECT_OPERATIONS: dict[str, frozenset[str]] = {
 }
 """The effect calls' operations by service: what the observer asks of every call that is not
 DynamoDB's (a call to another service is one dict lookup, and nothing more)."""
+
+
+UNJUDGED_SENDS: dict[str, frozenset[str]] = {
+    "kinesis": frozenset({"PutRecord", "PutRecords"}),
+    "firehose": frozenset({"PutRecord", "PutRecordBatch"}),
+    "ses": frozenset({"SendEmail", "SendRawEmail", "SendTemplatedEmail", "SendBulkTemplatedEmail"}),
+    "sesv2": frozenset({"SendEmail", "SendBulkEmail"}),
+    "pinpoint": frozenset({"SendMessages", "SendUsersMessages"}),
+    "pinpoint-sms-voice-v2": frozenset({"SendTextMessage", "SendVoiceMessage"}),
+    "iot-data": frozenset({"Publish"}),
+    "scheduler": frozenset({"CreateSchedule"}),
+    "stepfunctions": frozenset({"StartSyncExecution"}),
+    "lambda": frozenset({"InvokeAsync", "InvokeWithResponseStream"}),
+    "apigatewaymanagementapi": frozenset({"PostToConnection"}),
+}
+"""Calls that deliver something downstream (a stream record, an e-mail, a message, a
+schedule) to where a run cannot read it back: each is reported as a call the observer
+could not judge, so a run that makes one is inconclusive rather than passed on its
+table alone."""
 
 
 class EffectPlanner:

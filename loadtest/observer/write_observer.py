@@ -74,7 +74,12 @@ from loadtest.observer.answers import (
     side_writes,
 )
 from loadtest.observer.effect_calls import EffectSending
-from loadtest.observer.effects import EFFECT_OPERATIONS, EffectPlanner
+from loadtest.observer.effects import (
+    EFFECT_OPERATIONS,
+    UNJUDGED_REASON,
+    UNJUDGED_SENDS,
+    EffectPlanner,
+)
 from loadtest.observer.hooks import (
     AIO_CLIENT,
     PENDING,
@@ -266,6 +271,9 @@ class WriteObserver(EffectSending):
             operations = EFFECT_OPERATIONS.get(service)
             if operations is not None and operation_model.name in operations:
                 return self._planned_effect(service, str(operation_model.name), params, context)
+            unjudged = UNJUDGED_SENDS.get(service)
+            if unjudged is not None and operation_model.name in unjudged:
+                self._unobserved(f"{service} {operation_model.name}", UNJUDGED_REASON)
             return params
         name = str(operation_model.name)
         try:

@@ -160,6 +160,24 @@ def test_sinks_named_by_their_names_are_the_runs_and_judged_each_on_its_own(
     }
 
 
+def test_a_send_to_a_stream_no_run_reads_back_leaves_the_run_inconclusive(
+    backend_url: str, tmp_path: Path
+) -> None:
+    """The table is right; the Kinesis records are beyond what loadtest reads: the verdict
+    says so instead of passing on the table alone."""
+    scenario = _scenario(tmp_path, {"ORDERS_STREAM": "orders-stream"})
+    report = loadtest.run(
+        scenario, endpoint_url=backend_url, variants=[], handler=_user("stream_after_guard.py")
+    )
+    (run,) = report.runs
+    counts = run.raw["counts"]
+    assert run.verdict == "inconclusive"
+    assert (counts["writes_accepted"], counts["duplicate_writes"]) == (IDS, 0)
+    assert counts["unobserved_calls"] == IDS  # one record per order, after its guard
+    (reason,) = run.inconclusive
+    assert reason.startswith(f"{IDS} kinesis PutRecord call(s) not judged: it sends downstream")
+
+
 # --- check, then announce: right for copies ... ---------------------------------------
 
 

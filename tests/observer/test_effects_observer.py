@@ -21,8 +21,9 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-from loadtest.model.history.log import EffectKind, EffectRecord, ObserverFault
+from loadtest.model.history.log import EffectKind, EffectRecord, ObserverFault, UnobservedCall
 from loadtest.model.history.observation import Observation, decode
+from loadtest.model.history.records import UNJUDGED_REASON
 from loadtest.observer import effects, lambda_entry, record_marks
 from loadtest.observer.write_observer import WriteObserver
 
@@ -850,3 +851,18 @@ def test_a_queue_is_the_same_by_its_url_or_its_arn() -> None:
     assert planner.is_source("http://127.0.0.1:4566/123456789012/jobs")
     assert not planner.is_source("https://sqs.us-east-1.amazonaws.com/123456789012/jobs-dlq")
     assert not planner.is_source("https://sqs.us-east-1.amazonaws.com/210987654321/jobs")
+
+
+def test_a_send_downstream_the_run_cannot_read_is_reported_as_not_judged(sinks: Sinks) -> None:
+    kinesis = _client("kinesis", sinks.url)
+    stream = f"orders-{uuid.uuid4().hex[:8]}"
+    kinesis.create_stream(StreamName=stream, ShardCount=1)
+    try:
+        with observing() as (_, recorder):
+            kinesis.put_record(StreamName=stream, PartitionKey="o-1", Data=b'{"id": "o-1"}')
+            kinesis.describe_stream_summary(StreamName=stream)
+        assert [o for o in recorder.observations() if not isinstance(o, EffectRecord)] == [
+            UnobservedCall("kinesis PutRecord", UNJUDGED_REASON, "req-1")
+        ]
+    finally:
+        kinesis.delete_stream(StreamName=stream)

@@ -14,6 +14,7 @@ from collections import Counter
 
 from loadtest.model.checker.verdict import Counts, EffectsJudged
 from loadtest.model.history.log import History
+from loadtest.model.history.records import UNJUDGED_REASON
 
 NOT_JUDGED_WHEN_CUT_SHORT: tuple[str, ...] = (
     "lost_outcomes",
@@ -140,7 +141,8 @@ def inconclusive_reasons(counts: Counts, history: History | None = None) -> list
                 by_operation[(call.operation, call.reason)] += 1
         if by_operation:
             reasons.extend(
-                f"{n} {operation} call(s) not understood: {reason}"
+                f"{n} {operation} call(s) "
+                f"{'not judged' if reason == UNJUDGED_REASON else 'not understood'}: {reason}"
                 for (operation, reason), n in by_operation.most_common(5)
             )
         else:

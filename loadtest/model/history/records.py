@@ -134,11 +134,21 @@ class WriteRecord:
 @field_state
 @dataclass(frozen=True, slots=True)
 class UnobservedCall:
-    """A call to the watched table the observer could not interpret (evidence missing)."""
+    """A call the observer could not interpret (evidence missing): to the watched table, or
+    a send downstream the run cannot read back (``UNJUDGED_REASON``)."""
 
     operation: str
     reason: str
     request_id: str = ""
+
+
+UNJUDGED_REASON = (
+    "it sends downstream, where loadtest does not read (it judges DynamoDB, SNS, SQS, "
+    "EventBridge, S3, Step Functions' StartExecution and Lambda's Invoke): whether each "
+    "order was sent there once is unknown"
+)
+"""An ``UnobservedCall``'s reason for a send the run cannot judge (a Kinesis record, an
+e-mail: ``loadtest.observer.effects.UNJUDGED_SENDS``)."""
 
 
 @field_state
