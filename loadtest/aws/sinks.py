@@ -212,18 +212,26 @@ def create_sinks(
             _create(clients, made, prefix, target, all_tags, sleep)
 
 
-def _fifo_queue_attributes(fifo: bool) -> dict[str, str]:
-    return {"FifoQueue": "true", "ContentBasedDeduplication": "false"} if fifo else {}
+def _fifo_attributes(fifo: bool, by_content: bool = False) -> dict[str, str]:
+    """A FIFO queue's or topic's attributes: content-based deduplication only when the
+    scenario says the consumer's own has it (``Sink.content_deduplication``)."""
+    return {"ContentBasedDeduplication": str(by_content).lower()} if fifo else {}
 
 
 def _queue(
-    clients: SinkClients, name: str, fifo: bool, tags: dict[str, str], sender: str = ""
+    clients: SinkClients,
+    name: str,
+    fifo: bool,
+    tags: dict[str, str],
+    sender: str = "",
+    by_content: bool = False,
 ) -> tuple[str, str]:
-    """Create a queue (FIFO for ``fifo``) that ``sender``'s service may send to; its URL and
-    ARN."""
+    """Create a queue (FIFO for ``fifo``, deduplicating by content too for ``by_content``)
+    that ``sender``'s service may send to; its URL and ARN."""
+    attributes = {"FifoQueue": "true", **_fifo_attributes(fifo, by_content)} if fifo else {}
     url = clients.sqs.create_queue(
         QueueName=name,
-        Attributes=_fifo_queue_attributes(fifo),  # type: ignore[arg-type]
+        Attributes=attributes,  # type: ignore[arg-type]
         tags=tags,
     )["QueueUrl"]
     arn = clients.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
@@ -271,10 +279,14 @@ def _create(
     sink = made.sink
     tag_list: Any = [{"Key": k, "Value": v} for k, v in tags.items()]
     if sink.kind is EffectKind.QUEUE:
-        made.address, made.arn = _queue(clients, made.name, sink.fifo, tags)
+        made.address, made.arn = _queue(
+            clients, made.name, sink.fifo, tags, by_content=sink.content_deduplication
+        )
     elif sink.kind is EffectKind.TOPIC:
         attributes = (
-            {"FifoTopic": "true", "ContentBasedDeduplication": "false"} if sink.fifo else {}
+            {"FifoTopic": "true", **_fifo_attributes(True, sink.content_deduplication)}
+            if sink.fifo
+            else {}
         )
         made.address = clients.sns.create_topic(
             Name=made.name, Attributes=attributes, Tags=tag_list

@@ -150,7 +150,7 @@ def plan_deploy(
             "by one, or let the run name its tables (leave out [table] name / [[tables]] name)"
         )
     _, _, notes = scaling(scenario)
-    sinks = scenario.function.sinks
+    sinks = scenario.sinks
     function_actions = FUNCTION_ACTIONS + (SINK_FUNCTION_ACTIONS if sinks else ())
     resources: list[Resource] = [
         Resource(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from loadtest.aws import clients as aws
@@ -338,6 +338,8 @@ def _create_sink(
         raise ValueError("a plan with sinks is deployed with Clients.sinks")
     sink = sink_of(str(resource.settings["Placeholder"]).strip("{}"))
     assert sink is not None, resource.settings
+    if resource.settings.get("Fifo") == "content-based deduplication on":
+        sink = replace(sink, content_deduplication=True)
     first = len(into.sinks)
     aws.create_sinks(
         clients.sinks,

@@ -59,7 +59,8 @@ def sink_settings(sink: Sink, prefix: str) -> dict[str, Any]:
         "Placeholder": f"{{{sink.placeholders[0]}}}",
     }
     if sink.fifo:
-        settings["Fifo"] = "content-based deduplication off"
+        on = "on" if sink.content_deduplication else "off"
+        settings["Fifo"] = f"content-based deduplication {on}"
     if sink.kind in (EffectKind.TOPIC, EffectKind.BUS, EffectKind.FUNCTION):
         settings["CaptureQueue"] = sink.capture_name(prefix)
     if sink.kind in (EffectKind.FUNCTION, EffectKind.STATE_MACHINE):
@@ -147,7 +148,7 @@ def variant_resources(
                 table.purpose,
             )
         )
-    for sink in setup.sinks:
+    for sink in scenario.sinks:
         resources.append(
             Resource(
                 Kind.SINK,

@@ -309,7 +309,7 @@ class Session:
             self._drop_sinks()
 
     def _create_sinks(self) -> None:
-        sinks = self.scenario.function.sinks
+        sinks = self.scenario.sinks
         if not sinks:
             return
         self._sink_clients = aws.sink_clients(self.target)

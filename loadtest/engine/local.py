@@ -137,7 +137,7 @@ async def run_variant(
             ):
                 salvage.live.append(made)
                 try:
-                    if setup.sinks:
+                    if scenario.sinks:
                         sinks = await anyio.to_thread.run_sync(aws.sink_clients, target)
                     await aws.provision(
                         sqs,
@@ -158,7 +158,7 @@ async def run_variant(
                             functools.partial(
                                 aws.create_sinks,
                                 sinks,
-                                setup.sinks,
+                                scenario.sinks,
                                 names.prefix,
                                 into=made.sinks,
                                 target=target,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -26,6 +27,8 @@ from loadtest.deploy.deploy_plan import (
 from loadtest.emulation.environment.handlers import parse_ref
 from loadtest.errors import InputError, ScenarioError
 from loadtest.model.figures.price_tables import default_prices, load_prices
+from loadtest.model.history.records import EffectKind
+from loadtest.model.scenario.effects import EffectRule
 from loadtest.model.scenario.loading import Scenario, load_scenario, parse_scenario
 
 runner = CliRunner()
@@ -375,6 +378,13 @@ def test_the_plan_lists_each_sink_and_grants_the_function_what_it_sends_to_them(
     ]
     assert sinks[0].settings["CaptureQueue"] == "loadtest-r1-0-t-orders.fifo"
     assert sinks[0].settings["Fifo"] == "content-based deduplication off"
+    by_content = dataclasses.replace(
+        scenario,
+        effects=(EffectRule("orders.fifo", EffectKind.TOPIC, content_based_deduplication=True),),
+    )
+    planned = plan_deploy(by_content, [parse_ref("conditional")], run_id="r1", region="eu-west-1")
+    fifo = planned.of_kind(Kind.SINK)[0]
+    assert fifo.settings["Fifo"] == "content-based deduplication on"
     assert sinks[1].purpose == (
         "an SQS queue the consumer sends effects to ({queue_url:outbox}, {queue_arn:outbox}, "
         "{queue_name:outbox}): "

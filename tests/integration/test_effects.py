@@ -178,6 +178,33 @@ def test_a_send_to_a_stream_no_run_reads_back_leaves_the_run_inconclusive(
     assert reason.startswith(f"{IDS} kinesis PutRecord call(s) not judged: it sends downstream")
 
 
+def test_a_fifo_sink_deduplicating_by_content_is_made_so_when_declared(
+    backend_url: str, tmp_path: Path
+) -> None:
+    environment = {"FULFILMENT_QUEUE_URL": "{queue_url:fulfilment.fifo}"}
+    handler = _user("forward_by_content.py")
+    # Undeclared, the run's FIFO queue deduplicates by id only, as AWS's does by default:
+    # every send is refused, and the run says which declaration would make it the
+    # consumer's queue instead of blaming the consumer for the dead letters.
+    plain = _scenario(
+        tmp_path, environment, max_receive_count=1, visibility_timeout_s=1, function_timeout_s=1
+    )
+    (refused,) = loadtest.run(plain, endpoint_url=backend_url, variants=[], handler=handler).runs
+    assert refused.verdict == "inconclusive"
+    assert any("`content_based_deduplication = true`" in r for r in refused.inconclusive)
+    declared = _scenario(
+        tmp_path,
+        environment,
+        extra='[[effects]]\nsink = "fulfilment.fifo"\ncontent_based_deduplication = true\n',
+    )
+    run = _run(backend_url, declared, handler)
+    assert run.verdict == "pass", (run.raw["reasons"], run.inconclusive)
+    sent = IDS * COPIES
+    assert _effects(run) == _expect(sent, IDS)
+    (sink,) = run.raw["effects"]
+    assert sink["deduplicated"] == sent - IDS
+
+
 # --- check, then announce: right for copies ... ---------------------------------------
 
 

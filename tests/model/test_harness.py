@@ -3,6 +3,8 @@ recognised by error type and worded with the scenario line that provides it."""
 
 from __future__ import annotations
 
+import pytest
+
 from loadtest.model.checker.harness import gaps_in, not_judged, suggested_value
 
 ENVIRON_TRACEBACK = """\
@@ -135,6 +137,30 @@ def test_explores_modelled_queue_says_what_the_handler_did_to_it() -> None:
     assert deleted.sentence.endswith(
         "`loadtest run` takes a message the handler deletes itself as acknowledged"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [
+        (
+            "ClientError: An error occurred (InvalidParameterValue) when calling the "
+            "SendMessage operation: The queue should either have ContentBasedDeduplication "
+            "enabled or MessageDeduplicationId provided explicitly",
+            "queue",
+        ),
+        (
+            "InvalidParameterException: An error occurred (InvalidParameter) when calling the "
+            "Publish operation: Invalid parameter: The topic should either have "
+            "ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly",
+            "topic",
+        ),
+    ],
+)
+def test_a_fifo_send_without_a_deduplication_id_names_the_declaration(text: str, what: str) -> None:
+    (gap,) = gaps_in(text)
+    assert gap.key == f"fifo:{what}"
+    assert f"no MessageDeduplicationId, and the run's FIFO {what}s" in gap.sentence
+    assert "`content_based_deduplication = true`" in gap.sentence
 
 
 def test_an_unset_table_name_is_the_runs_gap() -> None:

@@ -80,8 +80,8 @@ def test_unknown_keys_are_refused_listing_the_allowed() -> None:
     with pytest.raises(ScenarioError) as info:
         parse([{"sink": "orders", "idempotent": True}])
     assert str(info.value) == (
-        "s.toml: unknown key effects[0].idempotent; allowed: delivery, id, id_attribute, "
-        "id_pattern, required, sink"
+        "s.toml: unknown key effects[0].idempotent; allowed: content_based_deduplication, "
+        "delivery, id, id_attribute, id_pattern, required, sink"
     )
 
 
@@ -102,6 +102,18 @@ def test_unknown_keys_are_refused_listing_the_allowed() -> None:
         ({"sink": "receipts", "id_attribute": "orderId"}, "is a bucket, whose entries carry no"),
         ({"sink": "orders", "id": "orderId", "id_attribute": "orderId"}, "give one"),
         ({"sink": "orders", "id_attribute": 3}, "id_attribute must be a string"),
+        (
+            {"sink": "orders", "content_based_deduplication": True},
+            "'orders' is not a FIFO topic or queue",
+        ),
+        (
+            {"sink": "receipts", "content_based_deduplication": True},
+            "'receipts' is not a FIFO topic or queue",
+        ),
+        (
+            {"sink": "orders", "content_based_deduplication": "yes"},
+            "content_based_deduplication must be true or false",
+        ),
     ],
 )
 def test_invalid_entries_are_refused(entry: dict[str, Any], words: str) -> None:
@@ -170,3 +182,24 @@ def test_to_raw_carries_the_entries_only_when_declared() -> None:
 
     plain = parse_text("[workload]\ndistinct_ids = 1\n", "s.toml")
     assert "effects" not in to_raw(plain)
+
+
+def test_a_fifo_sink_declared_deduplicating_by_content_is_made_so() -> None:
+    toml = (
+        "[workload]\ndistinct_ids = 1\n"
+        '[consumer]\nenvironment = { OUT = "{queue_url:out.fifo}", '
+        'NEWS = "{topic:news.fifo}", ORDERS = "{topic:orders}" }\n'
+        '[[effects]]\nsink = "out.fifo"\ncontent_based_deduplication = true\n'
+    )
+    scenario = parse_text(toml, "s.toml")
+    (rule,) = scenario.effects
+    assert rule.content_based_deduplication
+    assert parse_effects([rule.to_raw()], scenario.function.environment, "again") == (rule,)
+    assert [(s.name, s.content_deduplication) for s in scenario.sinks] == [
+        ("out.fifo", True),
+        ("news.fifo", False),
+        ("orders", False),
+    ]
+    assert scenario.sinks[0].deduplicated == (
+        "deduplication id, or the body's SHA-256, within 5 minutes"
+    )

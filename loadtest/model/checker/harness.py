@@ -61,6 +61,11 @@ _DENIED = re.compile(
     r"\((AccessDenied(?:Exception)?)\) when calling the (\w+) operation|is not authorized to perform"
 )
 
+_NO_DEDUPLICATION_ID = re.compile(
+    r"when calling the (\w+) operation: (?:Invalid parameter: )?The (queue|topic) should "
+    r"either have ContentBasedDeduplication enabled or MessageDeduplicationId provided"
+)
+
 MODELLED_QUEUE = "modelled://"
 """How ``loadtest explore``'s queues are named to the consumer: they are modelled, not made."""
 _QUEUE_CODES = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
@@ -204,6 +209,20 @@ def _no_name(text: str) -> Iterable[Gap]:
         )
 
 
+def _no_deduplication_id(text: str) -> Iterable[Gap]:
+    match = _NO_DEDUPLICATION_ID.search(text)
+    if match:
+        operation, what = match.groups()
+        yield Gap(
+            f"fifo:{what}",
+            f"the handler's {operation} gave a FIFO {what} no MessageDeduplicationId, and the "
+            f"run's FIFO {what}s deduplicate by id only: if the consumer's own {what} has "
+            "content-based deduplication, say so, and the run makes it so: `[[effects]]` "
+            f'with `sink = "NAME.fifo"` and `content_based_deduplication = true`; '
+            "otherwise AWS refuses the send as the run did",
+        )
+
+
 _COROUTINE = "Object of type coroutine is not JSON serializable"
 
 
@@ -265,6 +284,7 @@ REASONS: tuple[ErrorReason, ...] = (
     ErrorReason("a refused call the observer logged", Effect.INCONCLUSIVE, _refused),
     ErrorReason("a missing resource or access error in the text", Effect.INCONCLUSIVE, _unlogged),
     ErrorReason("no table, queue or sink name", Effect.INCONCLUSIVE, _no_name),
+    ErrorReason("a FIFO sink sent no deduplication id", Effect.INCONCLUSIVE, _no_deduplication_id),
     ErrorReason("Runtime.MarshalError", Effect.FAILS, _runtime("Runtime.MarshalError", _marshal)),
     ErrorReason("Runtime.ExitError", Effect.NOTE, _runtime("Runtime.ExitError", _exit)),
 )

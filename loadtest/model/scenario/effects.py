@@ -24,6 +24,8 @@ File format (each entry names one sink by its label)::
                                     # not failed (default "exactly-once"); "any": the
                                     # sink holds no order's outcome (an audit log): its
                                     # entries are counted, never judged per business id
+    content_based_deduplication = true   # a FIFO topic or queue: made deduplicating by
+                                    # content too, as the consumer's own is
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from loadtest.errors import ScenarioError
 from loadtest.model.history.records import EffectKind
-from loadtest.model.scenario.placeholders import SINK_PLACEHOLDERS, sinks_in
+from loadtest.model.scenario.placeholders import FIFO_SUFFIX, SINK_PLACEHOLDERS, sinks_in
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -51,7 +53,17 @@ BY_KEY = "key"
 ATTRIBUTE_KINDS = frozenset({EffectKind.TOPIC, EffectKind.QUEUE})
 """Sinks whose messages carry message attributes (``id_attribute``)."""
 
-_ALLOWED_KEYS = frozenset({"sink", "id", "id_pattern", "id_attribute", "required", "delivery"})
+_ALLOWED_KEYS = frozenset(
+    {
+        "sink",
+        "id",
+        "id_pattern",
+        "id_attribute",
+        "required",
+        "delivery",
+        "content_based_deduplication",
+    }
+)
 
 
 class Delivery(StrEnum):
@@ -87,6 +99,9 @@ class EffectRule:
     """Every acknowledged, non-poison message must reach it (else it is required only when
     learned from the run: every clean message reached it)."""
     delivery: Delivery = Delivery.EXACTLY_ONCE
+    content_based_deduplication: bool = False
+    """A FIFO topic or queue the run makes deduplicating by content too (the consumer sends
+    no ``MessageDeduplicationId``, as its own sink's content-based deduplication allows)."""
 
     @property
     def declares_id(self) -> bool:
@@ -136,6 +151,8 @@ class EffectRule:
             raw["required"] = True
         if self.delivery is not Delivery.EXACTLY_ONCE:
             raw["delivery"] = self.delivery.value
+        if self.content_based_deduplication:
+            raw["content_based_deduplication"] = True
         return raw
 
 
@@ -319,4 +336,16 @@ def _rule(
             f'{source}: {where}: sink {sink!r} is required but delivery = "any" judges none '
             "of its entries per business id; drop one of the two"
         )
-    return EffectRule(sink, kind, id_path, pattern, attribute, required, delivery)
+    by_content = entry.get("content_based_deduplication", False)
+    if not isinstance(by_content, bool):
+        raise ScenarioError(
+            f"{source}: {where}.content_based_deduplication must be true or false, got "
+            f"{by_content!r}"
+        )
+    if by_content and not (kind in ATTRIBUTE_KINDS and sink.endswith(FIFO_SUFFIX)):
+        raise ScenarioError(
+            f"{source}: {where}.content_based_deduplication = true, but {sink!r} is not a "
+            f"FIFO topic or queue; it is for a {{topic:NAME.fifo}} or {{queue_url:NAME.fifo}} "
+            "sink whose consumer sends no MessageDeduplicationId"
+        )
+    return EffectRule(sink, kind, id_path, pattern, attribute, required, delivery, by_content)

@@ -125,6 +125,7 @@ from loadtest.model.scenario.fields import (
     safe_name,
 )
 from loadtest.model.scenario.function_config import FunctionSetup, parse_setup
+from loadtest.model.scenario.placeholders import Sink
 from loadtest.model.scenario.settings import (
     OVERRIDE,
     Arrival,
@@ -168,6 +169,16 @@ class Scenario:
     """Lint rules (``loadtest.model.scenario.lint_rules.Rule`` values) this scenario breaks on purpose."""
     source: str = "<memory>"
     """Where the scenario came from (a path or ``builtin:NAME``), for messages."""
+
+    @property
+    def sinks(self) -> tuple[Sink, ...]:
+        """The sinks the run makes (``FunctionSetup.sinks``), as ``[[effects]]`` asks them
+        made (a FIFO one deduplicating by content)."""
+        by_content = {r.sink for r in self.effects if r.content_based_deduplication}
+        return tuple(
+            dataclasses.replace(s, content_deduplication=True) if s.name in by_content else s
+            for s in self.function.sinks
+        )
 
     @property
     def table_key_names(self) -> tuple[str, ...]:

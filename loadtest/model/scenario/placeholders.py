@@ -102,6 +102,10 @@ class Sink:
 
     kind: EffectKind
     name: str
+    content_deduplication: bool = False
+    """A FIFO topic or queue that deduplicates by content too (``[[effects]]``
+    ``content_based_deduplication``): a message without a ``MessageDeduplicationId`` is
+    deduplicated by its body's SHA-256."""
 
     @property
     def fifo(self) -> bool:
@@ -151,6 +155,8 @@ class Sink:
     @property
     def deduplicated(self) -> str:
         """What the sink deduplicates by itself, in words ("" when nothing)."""
+        if self.fifo and self.content_deduplication:
+            return "deduplication id, or the body's SHA-256, within 5 minutes"
         if self.fifo:
             return "deduplication id within 5 minutes"
         if self.kind is EffectKind.BUCKET:
