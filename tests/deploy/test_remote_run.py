@@ -248,3 +248,24 @@ def test_work_a_deployed_consumer_sends_back_to_its_own_queue_is_waited_for(
     assert (c.writes_accepted, c.writes_rejected, c.lost_outcomes) == (4, 8, 0)
     assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
     assert find_tagged(clients, "deferred") == []
+
+
+def test_messages_a_deployed_function_deletes_itself_are_acknowledged_by_it(
+    ministack: str,
+) -> None:
+    # The records that succeeded are deleted by the handler, which then raises: only the
+    # poison record comes back and is dead-lettered. The run takes each delete as its
+    # message's acknowledgement, as the local runtime does, instead of waiting for the
+    # deleted messages until its deadline.
+    adversarial = Path(__file__).parents[1] / "integration" / "consumers" / "adversarial"
+    clients, _ = make_clients(ministack)
+    target = Target.resolve(BackendKind.ENDPOINT, ministack)
+    scenario = load_scenario(str(adversarial / "poison_one_batch_manual.toml"))
+    ref = parse_ref(f"{adversarial / 'delete_done_then_raise.py'}:handler")
+    (run,) = run_deployed(scenario, [ref], clients, target, run_id="selfack")
+    c = run.check.counts
+    assert run.incomplete is None
+    assert (c.messages_sent, c.acked, c.dead_lettered, c.unsettled) == (6, 5, 1, 0)
+    assert (c.writes_accepted, c.duplicate_writes, c.lost_outcomes) == (5, 0, 0)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert find_tagged(clients, "selfack") == []
