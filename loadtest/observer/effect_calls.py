@@ -47,6 +47,11 @@ class EffectSending:
         delete of one by the handler is recorded by its id."""
         self._effects.set_receipts(receipts)
 
+    def add_receipts(self, receipts: dict[str, str]) -> None:
+        """More message ids by receipt handle, kept with those known (deliveries that take
+        turns in one process, as ``explore``'s do)."""
+        self._effects.add_receipts(receipts)
+
     def _planned_effect(
         self, service: str, name: str, params: dict[str, Any], context: Any
     ) -> dict[str, Any]:

@@ -379,6 +379,10 @@ class EffectPlanner:
         a delete the handler makes itself names)."""
         self._receipts = receipts
 
+    def add_receipts(self, receipts: dict[str, str]) -> None:
+        """More messages, kept with those known (``explore``: deliveries in turn)."""
+        self._receipts = {**self._receipts, **receipts}
+
     def is_source(self, address: str) -> bool:
         return bool(self._sources) and queue_identity(address) in self._sources
 

@@ -183,7 +183,9 @@ def step_lines(steps: Sequence[dict[str, Any]]) -> list[str]:
         fault = f"  [fault: {s['fault']}]" if s.get("fault") else ""
         answer = f" -> {s['answer']}" if s.get("answer") else ""
         change = ""
-        if s.get("answer", "") and str(s["answer"]).startswith(("accepted", "rejected")):
+        # An effect's step (a publish, the delete of a message) has no item to show.
+        table_write = s.get("item_before") is not None or s.get("item_after") is not None
+        if table_write and str(s.get("answer", "")).startswith(("accepted", "rejected")):
             change = f"   before {_item(s.get('item_before'))}, after {_item(s.get('item_after'))}"
         lines.append(
             f"{s['number']:>3}  delivery {s['delivery']:<4} env {s['environment']:<2} "

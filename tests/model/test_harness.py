@@ -127,16 +127,14 @@ def test_explores_modelled_queue_says_what_the_handler_did_to_it() -> None:
         )
 
     (sent,) = gaps_in(line("SendMessage"))
-    (deleted,) = gaps_in(line("DeleteMessageBatch"))
+    (changed,) = gaps_in(line("ChangeMessageVisibility"))
     assert sent.sentence.startswith(
         "the handler's SendMessage sent work to the queue that feeds it (a retry later"
     )
-    assert deleted.sentence.startswith(
-        "the handler's DeleteMessageBatch acted on a message of the queue that feeds it itself"
+    assert changed.sentence.startswith(
+        "the handler's ChangeMessageVisibility acted on the queue that feeds it itself"
     )
-    assert deleted.sentence.endswith(
-        "`loadtest run` takes a message the handler deletes itself as acknowledged"
-    )
+    assert changed.sentence.endswith("`loadtest run` gives the handler a real queue")
 
 
 @pytest.mark.parametrize(

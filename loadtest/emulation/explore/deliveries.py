@@ -48,7 +48,7 @@ from loadtest.emulation.explore.steps import StepLog
 from loadtest.emulation.explore.virtual_clock import VirtualClock
 from loadtest.errors import ExploreError
 from loadtest.model.explore.points import LOCAL, Access, Delivery, Fault, Point
-from loadtest.model.history.log import InvocationOutcome
+from loadtest.model.history.log import Ack, InvocationOutcome
 from loadtest.model.history.observation import decode
 from loadtest.model.history.records import UnobservedCall
 from loadtest.observer import record_marks
@@ -139,6 +139,8 @@ class Deliveries:
         self._scheduling = False
         self._running: Run | None = None
         self._unscheduled = 0
+        self._acks: list[Ack] = []
+        """The schedule's acknowledgements (the explorer's list, which ``deleted`` adds to)."""
 
     # --- the gate (called in delivery threads) -----------------------------------
 
@@ -239,6 +241,15 @@ class Deliveries:
         self._unscheduled += 1
         run.observations.append(UnobservedCall(operation, why, run.request_id))
 
+    def deleted(self, message_ids: list[str]) -> None:
+        """The handler deleted these messages of the modelled queue itself: each is
+        acknowledged now, whatever its delivery does next (no redelivery after a crash)."""
+        for run in self._runs:
+            message = run.message
+            if message.message_id in message_ids and not message.acked:
+                message.acked = True
+                self._acks.append(Ack(message.message_id, self.clock.elapsed_ns))
+
     def after_call(self, answer: str | None = None) -> None:
         run: Run = self._local.run
         self._log.answered(run.delivery, answer)
@@ -260,7 +271,9 @@ class Deliveries:
             self._instruction(run)
             run.started, run.started_ns = True, self.clock.elapsed_ns
             # Records that mark themselves when read, as the observer layer hands them over.
-            event = record_marks.tracked({"Records": [sqs_record(run)]})
+            record = sqs_record(run)
+            self.observer.add_receipts({record["receiptHandle"]: record["messageId"]})
+            event = record_marks.tracked({"Records": [record]})
             # Made in this thread: its deadline and remaining time follow the virtual clock.
             context = LambdaContext(run.request_id, self._timeout_ns // 1_000_000, self.function)
             result = self._cold_start(run.environment)(event, context)

@@ -178,6 +178,7 @@ class Explorer(Deliveries):
             self._receive(message, 0, schedule)
         taken: list[tuple[int, Option, Option]] = []
         acks: list[Ack] = []
+        self._acks = acks
         dead: list[DeadLetter] = []
         last: Delivery | None = None
         faults = 0

@@ -38,6 +38,7 @@ from botocore.client import BaseClient
 from loadtest.aws.user_agent import memoise_user_agent
 from loadtest.model.explore.points import Access, dependent
 from loadtest.model.history.log import EffectKind, EffectRecord, key_string
+from loadtest.model.history.records import SOURCE_DELETES
 from loadtest.observer.calls import Call
 from loadtest.observer.effect_calls import take_effect
 from loadtest.observer.effects import EFFECTS, EffectCall
@@ -59,6 +60,8 @@ class Gate(Protocol):
     ) -> str | None: ...
 
     def after_call(self, answer: str | None = None) -> None: ...
+
+    def deleted(self, message_ids: list[str]) -> None: ...
 
     def unscheduled(self, operation: str, target: str) -> None: ...
 
@@ -84,6 +87,32 @@ def _throttled(
     }
 
 
+class _Answered:
+    status_code = 200
+    headers: ClassVar[dict[str, str]] = {}
+    content = b""
+    text = ""
+
+
+def _modelled_delete(effect: EffectCall) -> tuple[Any, dict[str, Any]]:
+    """What the modelled queue answers the handler's own delete of its messages: done for
+    each receipt handle of a message it delivered, ``ReceiptHandleIsInvalid`` otherwise."""
+    meta = {"ResponseMetadata": {"HTTPStatusCode": 200, "HTTPHeaders": {}, "RetryAttempts": 0}}
+    invalid = {"Code": "ReceiptHandleIsInvalid", "SenderFault": True}
+    if effect.batch:
+        return _Answered(), {
+            "Successful": [{"Id": e.entry_id} for e in effect.entries if e.key],
+            "Failed": [{"Id": e.entry_id, **invalid} for e in effect.entries if not e.key],
+            **meta,
+        }
+    if all(e.key for e in effect.entries):
+        return _Answered(), meta
+    return _Throttled(), {
+        "Error": {**invalid, "Message": "The input receipt handle is invalid."},
+        "ResponseMetadata": {**meta["ResponseMetadata"], "HTTPStatusCode": 400},
+    }
+
+
 def _answer_text(answer: Any) -> str:
     """A call's answer in a word: ``ok``, or the error code it was answered with."""
     try:
@@ -105,6 +134,12 @@ _EFFECT_THROTTLING = {
     EffectKind.SOURCE: "RequestThrottled",
 }
 """The error each kind of sink answers a throttled call with (its service's own code)."""
+
+
+def _deletes(effect: EffectCall) -> bool:
+    """Whether ``effect`` is the handler deleting messages of the queue that feeds it: the
+    explorer's modelled queue answers it, and acknowledges them."""
+    return effect.kind is EffectKind.SOURCE and effect.operation in SOURCE_DELETES
 
 
 def _effect_answer_text(records: list[EffectRecord]) -> str:
@@ -216,6 +251,9 @@ class GatedObserver(WriteObserver):
         code = _EFFECT_THROTTLING[effect.kind]
         if self.gate.before_call(name, access, "", code) == THROTTLED:
             answer, records = self._throttle_effect(effect, code)
+        elif _deletes(effect):
+            answer, records = self._send_effect(effect, lambda: _modelled_delete(effect))
+            self.gate.deleted([r.deleted for r in records if r.deleted])
         else:
             answer, records = self._send_effect(effect, send)
         self.gate.after_call(_effect_answer_text(records))
@@ -240,6 +278,9 @@ class GatedObserver(WriteObserver):
             code = _EFFECT_THROTTLING[effect.kind]
             if self.gate.before_call(name, access, "", code) == THROTTLED:
                 answer, records = self._throttle_effect(effect, code)
+            elif _deletes(effect):
+                answer, records = self._send_effect(effect, lambda: _modelled_delete(effect))
+                self.gate.deleted([r.deleted for r in records if r.deleted])
             else:
                 answer, records = await self._send_effect_async(effect, send)
             self.gate.after_call(_effect_answer_text(records))

@@ -129,8 +129,8 @@ def _refused(text: str) -> Iterable[Gap]:
                 did = "sent work to the queue that feeds it (a retry later, DelaySeconds)"
                 run = "delivers what it sends itself"
             else:
-                did = "acted on a message of the queue that feeds it itself"
-                run = "takes a message the handler deletes itself as acknowledged"
+                did = "acted on the queue that feeds it itself"
+                run = "gives the handler a real queue"
             yield Gap(
                 "queue:source",
                 f"the handler's {operation} {did}: `loadtest explore` models that queue and "
