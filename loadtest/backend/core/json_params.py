@@ -8,11 +8,12 @@ operation from the same shapes; any other protocol is parsed by moto's own metho
 Why: moto walks the decoded body against the operation's input shape on every request,
 and at every node looks its handler up by name (``getattr(self, f"_parse_{type_name}")``),
 reads the member's serialised name and builds a new parser (and the ``request.values`` it
-never reads for JSON): about 5% of the backend's CPU for a conditional ``PutItem``, and as
-much for the SQS calls a run makes per message, a fifth of moto's per-request setup. What
-each node does depends only on its shape, so the walk is worked out once per operation:
-a structure's members with their serialised names and plans, a list's member, a map's
-key and value, the scalars' conversions.
+never reads for JSON): a third of moto's per-request setup in a py-spy profile of a
+conditional ``PutItem``. What each node does depends only on its shape, so the walk is
+worked out once per operation: a structure's members with their serialised names and
+plans, a list's member, a map's key and value, the scalars' conversions (with the server's
+cheaper ``Transfer-Encoding`` check, 0.92x of the instructions callgrind counts per
+conditional ``PutItem``, docs/benchmarks.md).
 
 Why it answers the same: a plan runs, in the same order, the same steps as moto's
 ``JSONParser`` (``BaseJSONParser._parse_structure``, ``RequestParser._parse_list`` and
