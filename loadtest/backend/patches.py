@@ -79,6 +79,12 @@ What changes:
   session that read them is let go (``regions`` says why: ~9 MB of parsed JSON kept).
 * Until something loads moto's IAM, a request neither imports it nor looks the access
   key up in it (``lazy_iam`` says why and why the answers are the same).
+* Every answer's body is searched for the ``<RequestId>`` moto writes the request id
+  into only when it holds one (``request_id_body`` says why and why the bodies are the
+  same).
+* A JSON-protocol body (DynamoDB's and SQS's calls) is walked against its operation's
+  input shape by a plan made once per operation (``json_params`` says why and why the
+  parameters are the same).
 
 and on ``moto.sqs.models``:
 
@@ -160,7 +166,14 @@ from moto.moto_api._internal.moto_random import MotoRandom
 from moto.sqs.models import Queue, SQSBackend
 
 from loadtest.backend import versions
-from loadtest.backend.core import clock, memo, random_strings, regions
+from loadtest.backend.core import (
+    clock,
+    json_params,
+    memo,
+    random_strings,
+    regions,
+    request_id_body,
+)
 from loadtest.backend.dynamodb import (
     interning,
     key_types,
@@ -276,6 +289,14 @@ def _replacements() -> dict[tuple[object, str], object]:
             lazy_iam.authorize_when_due(
                 ActionAuthenticatorMixin._authenticate_and_authorize_normal_action
             )
+        )
+    if request_id_body.mirrors_installed_moto():
+        replacements[BaseResponse, "_enrich_response"] = staticmethod(
+            request_id_body.enrich_response
+        )
+    if json_params.mirrors_installed_moto():
+        replacements[BaseResponse, "parse_parameters"] = json_params.planned_parse_parameters(
+            BaseResponse.parse_parameters
         )
     unix_time = clock.fast_unix_time(moto.core.utils.unix_time, moto.core.utils)
     for module in (moto.core.utils, moto.sqs.models):

@@ -163,7 +163,10 @@ def serve(
             return True
 
         def run_wsgi(self) -> None:
-            if "chunked" in parse_set_header(self.headers.get("Transfer-Encoding")):
+            # Most requests carry no Transfer-Encoding: parsing its absence was ~2% of a
+            # conditional PutItem's CPU.
+            transfer_encoding = self.headers.get("Transfer-Encoding")
+            if transfer_encoding is not None and "chunked" in parse_set_header(transfer_encoding):
                 super().run_wsgi()  # werkzeug's reader for the body, then close
                 return
             if self.headers.get("Expect", "").lower().strip(" \t") == "100-continue":

@@ -117,6 +117,8 @@ class ExecutionEnvironment:
         self._log_path = os.path.join(log_dir, f"env-{number}.log")
         self._observations_path = os.path.join(log_dir, f"env-{number}.observations")
         self._observations_offset = 0
+        self._observations_fd: int | None = None
+        """The observation file, kept open and read in place (``_observation_bytes``)."""
         self._sent_ns = 0
         self._process: Process | None = None
         self._reader: BufferedByteReceiveStream | None = None
@@ -210,12 +212,7 @@ class ExecutionEnvironment:
         not known). A write whose start was read with an earlier
         invocation stays there (as a write whose answer never came).
         """
-        try:
-            with open(self._observations_path, "rb") as source:
-                source.seek(self._observations_offset)
-                data = source.read()
-        except FileNotFoundError:
-            return []
+        data = self._observation_bytes()
         complete = data[: data.rfind(b"\n") + 1]
         self._observations_offset += len(complete)
         decoded = [
@@ -319,11 +316,33 @@ class ExecutionEnvironment:
             self._state_fd = freezing.open_state(self._process.pid)
         await freezing.thaw(self._process, self._state_fd)
 
+    def _observation_bytes(self) -> bytes:
+        """What the observation file holds past ``_observations_offset`` (nothing while
+        the process has not made it).
+
+        Read after every invocation through a descriptor kept until the process is
+        retired, with one ``fstat`` and one ``pread``: opening, seeking, reading and closing
+        the file each time cost the harness about 8 µs of CPU per invocation.
+        """
+        fd = self._observations_fd
+        if fd is None:
+            try:
+                fd = self._observations_fd = os.open(self._observations_path, os.O_RDONLY)
+            except FileNotFoundError:
+                return b""
+        unread = os.fstat(fd).st_size - self._observations_offset
+        if unread <= 0:
+            return b""
+        return os.pread(fd, unread, self._observations_offset)
+
     def _forget_state(self) -> None:
-        """Close the last process's ``/proc`` state descriptor."""
+        """Close the last process's ``/proc`` state descriptor and observation file."""
         state_fd, self._state_fd = self._state_fd, None
         if state_fd is not None:
             os.close(state_fd)
+        observations_fd, self._observations_fd = self._observations_fd, None
+        if observations_fd is not None:
+            os.close(observations_fd)
 
     async def cut_off(self, request_id: str) -> Reply:
         """The invocation was cancelled (the run's deadline, or an interrupt): stop the
