@@ -89,7 +89,10 @@ class _Node:
 
 
 def _in(option: Option, options: Sequence[Option]) -> bool:
-    return any(option.choice == o.choice for o in options)
+    """Whether ``options`` holds ``option``'s choice (its delivery and fault), compared
+    field by field: a ``Choice`` made per comparison was most of a decision's cost."""
+    delivery, fault = option.delivery, option.fault
+    return any(o.fault == fault and o.delivery == delivery for o in options)
 
 
 def within_limits(
@@ -225,7 +228,7 @@ class _Run:
         if depth < len(stack):
             wanted = stack[depth].chosen
             for option in options:
-                if option.choice == wanted.choice:
+                if option.fault == wanted.fault and option.delivery == wanted.delivery:
                     return option
             # The handler did something else this time: the rest of this branch is lost.
             self.search.nondeterministic += 1
