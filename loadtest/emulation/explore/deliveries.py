@@ -62,7 +62,10 @@ class _Worker:
 
     def __init__(self, body: Callable[[Run, _Worker], None]) -> None:
         self._body = body
-        self._go = threading.Semaphore(0)
+        # Held while it waits; released once per delivery handed to it (a plain lock: a
+        # semaphore is a condition and a lock, written in Python).
+        self._go = threading.Lock()
+        self._go.acquire()
         self._run: Run | None = None
         threading.Thread(target=self._loop, daemon=True, name="delivery").start()
 
@@ -72,7 +75,8 @@ class _Worker:
 
     def stop(self) -> None:
         self._run = None
-        self._go.release()
+        with contextlib.suppress(RuntimeError):  # released already: it reads None next
+            self._go.release()
 
     def _loop(self) -> None:
         while True:
