@@ -14,10 +14,13 @@ Owns the two patches that see such work, installed once per environment (``insta
   (``loadtest.observer.record_marks``), so what it writes or sends is tied to the record it
   was started for, whenever it runs; and it is tracked until its ``run`` returns. A thread
   pool's own threads are not tracked (they outlive their work by design): the calls handed
-  to a ``ThreadPoolExecutor`` are; those handed to a ``multiprocessing`` ``ThreadPool`` are
-  not followed.
+  to the pool are.
 - ``concurrent.futures.ThreadPoolExecutor.submit``: a call submitted for an invocation runs
   with the submitter's record mark and is tracked until its future is done.
+- ``multiprocessing.pool.ThreadPool``'s ``apply_async`` (once the consumer has imported
+  ``multiprocessing.pool``): the same for a call handed to a thread pool of that kind, tracked
+  until it returns (a process pool's calls run in other processes, and are left as they
+  are).
 - ``asyncio``'s ``BaseEventLoop.create_task`` (once the consumer has imported asyncio): a
   task created for an invocation is tracked until it is done; one left pending on a loop
   the handler keeps runs on only when that loop runs again. (A task keeps the record mark
@@ -99,6 +102,8 @@ class LeftWork:
         on is tracked; ``returned`` takes the token back."""
         if _installed and "create_task" not in _installed and "asyncio" in sys.modules:
             _patch_asyncio()
+        if _installed and "apply_async" not in _installed and _POOL in sys.modules:
+            _patch_thread_pool()
         return _INVOCATION.set(_Invocation(self))
 
     def returned(self, token: contextvars.Token[_Invocation | None]) -> list[list[str]]:
@@ -236,10 +241,52 @@ def _patch_asyncio() -> None:
     asyncio.base_events.BaseEventLoop.create_task = tracked_create_task  # type: ignore[method-assign]
 
 
+_POOL = "multiprocessing.pool"
+
+
+def _patch_thread_pool() -> None:
+    """Patch ``multiprocessing.pool.Pool.apply_async`` (once the module is imported): a call
+    handed to a ``ThreadPool`` for an invocation runs with the caller's record mark and is
+    tracked until it returns."""
+    import multiprocessing.pool
+
+    apply_async = multiprocessing.pool.Pool.apply_async
+
+    def tracked_apply_async(
+        self: Any, func: Any, args: Any = (), kwds: Any = None, *more: Any, **options: Any
+    ) -> Any:
+        invocation = _INVOCATION.get()
+        if invocation is None or not isinstance(self, multiprocessing.pool.ThreadPool):
+            return apply_async(self, func, args, {} if kwds is None else kwds, *more, **options)
+        work = invocation.work
+        work_id, record = work._start(invocation, f"{_name(func)} handed to a thread pool")
+        given = {} if kwds is None else kwds
+
+        def tracked() -> Any:
+            try:
+                return _run_as(invocation, record, lambda: func(*args, **given))
+            finally:
+                work._finish(work_id)
+
+        try:
+            return apply_async(self, tracked, (), {}, *more, **options)
+        except BaseException:
+            work._finish(work_id)
+            raise
+
+    _installed["apply_async"] = apply_async
+    multiprocessing.pool.Pool.apply_async = tracked_apply_async  # type: ignore[method-assign]
+
+
 def uninstall() -> None:
-    """Put ``Thread.start``, ``ThreadPoolExecutor.submit`` and ``create_task`` back."""
+    """Put ``Thread.start``, ``ThreadPoolExecutor.submit``, ``create_task`` and
+    ``apply_async`` back."""
     if not _installed:
         return
+    if "apply_async" in _installed:
+        import multiprocessing.pool
+
+        multiprocessing.pool.Pool.apply_async = _installed.pop("apply_async")  # type: ignore[method-assign]
     if "create_task" in _installed:
         import asyncio.base_events
 

@@ -607,9 +607,13 @@ ON_A_TIMER = {**TOPIC, "ANNOUNCE_AFTER_S": "30"}
 """Each order's announcement waits on a timer far longer than the run."""
 
 
-LEFT_RUNNING = ["announce_on_timer.py", "aio_announce_unawaited.py"]
-"""A consumer that leaves its announcement to a timer thread, and one that leaves it to an
-asyncio task on the loop it keeps."""
+LEFT_RUNNING = [
+    "announce_on_timer.py",
+    "aio_announce_unawaited.py",
+    "announce_on_thread_pool_unwaited.py",
+]
+"""A consumer that leaves its announcement to a timer thread, one that leaves it to an
+asyncio task on the loop it keeps, and one that hands it to a ThreadPool it never waits for."""
 
 
 @pytest.mark.parametrize("consumer", LEFT_RUNNING)
@@ -628,7 +632,8 @@ def test_an_announcement_left_running_never_passes(
     (why,) = run.inconclusive
     assert "sink 'orders' (topic) is not known to be required" in why
     assert f"{IDS} piece(s) of work (threads, pool calls, asyncio tasks) the handler" in why
-    assert ("thread 'Thread-" in why or "asyncio task 'Task-" in why) and "required = true" in why
+    named = ("thread 'Thread-", "asyncio task 'Task-", "announce handed to a thread pool")
+    assert any(what in why for what in named) and "required = true" in why
     assert any(f"{IDS} of the {IDS} piece(s) of work" in note for note in run.raw["notes"])
 
 

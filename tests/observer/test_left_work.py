@@ -93,6 +93,33 @@ def test_a_multiprocessing_thread_pool_left_open_is_no_work_left(
         pool.terminate()
 
 
+def test_a_call_handed_to_a_multiprocessing_thread_pool_is_tracked_and_marked(
+    work: left_work.LeftWork,
+) -> None:
+    pool = ThreadPool(2)
+    try:
+        token = work.begin()  # multiprocessing.pool is imported: apply_async is followed
+        marked = record_marks.mark("message-4")
+        assert pool.apply_async(record_marks.current_record).get(5) == "message-4"
+        release = threading.Event()
+        pending = pool.apply_async(release.wait, (5,))
+        record_marks.unmark(marked)
+        left = work.returned(token)
+        assert [row[1:] for row in left] == [["message-4", "Event.wait handed to a thread pool"]]
+        release.set()
+        assert pending.get(5) is True
+        deadline = time.monotonic() + 5
+        ended: list[str] = []
+        while not ended and time.monotonic() < deadline:
+            ended = work.take_ended()
+            time.sleep(0.01)
+        assert ended == [left[0][0]]
+        # Outside an invocation, a call is handed over untouched.
+        assert pool.apply_async(record_marks.current_record).get(5) == ""
+    finally:
+        pool.terminate()
+
+
 def test_work_started_outside_an_invocation_is_neither_marked_nor_tracked(
     work: left_work.LeftWork,
 ) -> None:
@@ -154,8 +181,10 @@ def test_an_asyncio_task_left_pending_on_a_kept_loop_is_left_until_the_loop_runs
 
 def test_uninstall_puts_thread_start_back() -> None:
     left_work.uninstall()  # as no earlier test in this process left it installed
-    start = threading.Thread.start
+    start, apply_async = threading.Thread.start, ThreadPool.apply_async
     left_work.install()
-    assert threading.Thread.start is not start
+    work = left_work.LeftWork("env")
+    work.returned(work.begin())  # the pool's patch comes with an invocation
+    assert threading.Thread.start is not start and ThreadPool.apply_async is not apply_async
     left_work.uninstall()
-    assert threading.Thread.start is start
+    assert threading.Thread.start is start and ThreadPool.apply_async is apply_async
