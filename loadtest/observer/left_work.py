@@ -23,8 +23,11 @@ Owns the two patches that see such work, installed once per environment (``insta
   are).
 - ``asyncio``'s ``BaseEventLoop.create_task`` (once the consumer has imported asyncio): a
   task created for an invocation is tracked until it is done; one left pending on a loop
-  the handler keeps runs on only when that loop runs again. (A task keeps the record mark
-  of the code that created it by itself: tasks copy their context.)
+  the handler keeps runs on only when that loop runs again. One still pending when
+  ``asyncio.run`` closes its loop is cancelled there, before it finished its work (a
+  "fire and forget" task under ``asyncio.run``): it is never finished, so it is reported
+  left and never ended, saying so. (A task keeps the record mark of the code that created
+  it by itself: tasks copy their context.)
 
 Work started outside an invocation (at import, the init phase) is neither marked nor
 tracked. Only ``loadtest.observer.record_marks``' own variable is set in the new thread:
@@ -139,6 +142,14 @@ class LeftWork:
             invocation.started.append(work_id)
         return work_id, record
 
+    def _abandon(self, work_id: str, why: str) -> None:
+        """The work will never finish (its task was cancelled by its loop's closing): it
+        stays unfinished, ``why`` added to what it is."""
+        with self._lock:
+            if work_id in self._running:
+                record, what = self._running[work_id]
+                self._running[work_id] = (record, f"{what}, {why}")
+
     def _finish(self, work_id: str) -> None:
         with self._lock:
             self._running.pop(work_id, None)
@@ -222,8 +233,13 @@ def _patch_asyncio() -> None:
     tracked until it is done. A task left pending on a loop the handler keeps runs on only
     when the loop runs again, in a later invocation of the environment, if there is one."""
     import asyncio.base_events
+    import asyncio.runners
+    import weakref
 
     create_task = asyncio.base_events.BaseEventLoop.create_task
+    cancel_all = asyncio.runners._cancel_all_tasks  # type: ignore[attr-defined]
+    closing: weakref.WeakSet[Any] = weakref.WeakSet()
+    """Tasks ``asyncio.run`` cancelled as it closed their loop."""
 
     def tracked_create_task(self: Any, coro: Any, **kwargs: Any) -> Any:
         task = create_task(self, coro, **kwargs)
@@ -234,11 +250,24 @@ def _patch_asyncio() -> None:
                 f"asyncio task {task.get_name()!r} ({_name(getattr(coro, '__qualname__', coro))})"
             )
             work_id, _ = work._start(invocation, what)
-            task.add_done_callback(lambda _: work._finish(work_id))
+
+            def done(task: Any) -> None:
+                if task in closing and task.cancelled():
+                    work._abandon(work_id, "cancelled when asyncio.run closed its loop")
+                else:
+                    work._finish(work_id)
+
+            task.add_done_callback(done)
         return task
 
+    def tracked_cancel_all(loop: Any) -> Any:
+        closing.update(asyncio.all_tasks(loop))
+        return cancel_all(loop)
+
     _installed["create_task"] = create_task
+    _installed["cancel_all"] = cancel_all
     asyncio.base_events.BaseEventLoop.create_task = tracked_create_task  # type: ignore[method-assign]
+    asyncio.runners._cancel_all_tasks = tracked_cancel_all  # type: ignore[attr-defined]
 
 
 _POOL = "multiprocessing.pool"
@@ -291,5 +320,8 @@ def uninstall() -> None:
         import asyncio.base_events
 
         asyncio.base_events.BaseEventLoop.create_task = _installed.pop("create_task")  # type: ignore[method-assign]
+        import asyncio.runners
+
+        asyncio.runners._cancel_all_tasks = _installed.pop("cancel_all")  # type: ignore[attr-defined]
     threading.Thread.start = _installed.pop("start")  # type: ignore[method-assign]
     concurrent.futures.ThreadPoolExecutor.submit = _installed.pop("submit")  # type: ignore[method-assign]

@@ -611,9 +611,11 @@ LEFT_RUNNING = [
     "announce_on_timer.py",
     "aio_announce_unawaited.py",
     "announce_on_thread_pool_unwaited.py",
+    "aio_announce_under_asyncio_run.py",
 ]
 """A consumer that leaves its announcement to a timer thread, one that leaves it to an
-asyncio task on the loop it keeps, and one that hands it to a ThreadPool it never waits for."""
+asyncio task on the loop it keeps, one that hands it to a ThreadPool it never waits for,
+and one whose unawaited task asyncio.run cancels as it closes its loop."""
 
 
 @pytest.mark.parametrize("consumer", LEFT_RUNNING)

@@ -179,6 +179,28 @@ def test_an_asyncio_task_left_pending_on_a_kept_loop_is_left_until_the_loop_runs
         loop.close()
 
 
+def test_a_task_asyncio_run_cancels_as_it_closes_its_loop_never_finishes(
+    work: left_work.LeftWork,
+) -> None:
+    async def announce() -> None:
+        await asyncio.sleep(5)
+
+    async def handler() -> None:
+        asyncio.create_task(announce())  # noqa: RUF006 - the bug shown
+        await asyncio.create_task(asyncio.sleep(0))
+
+    token = work.begin()
+    marked = record_marks.mark("message-5")
+    asyncio.run(handler())
+    record_marks.unmark(marked)
+    left = work.returned(token)
+    [(_, record, what)] = left
+    assert record == "message-5"
+    assert what.startswith("asyncio task 'Task-")
+    assert what.endswith("announce), cancelled when asyncio.run closed its loop")
+    assert work.take_ended() == []
+
+
 def test_uninstall_puts_thread_start_back() -> None:
     left_work.uninstall()  # as no earlier test in this process left it installed
     start, apply_async = threading.Thread.start, ThreadPool.apply_async
