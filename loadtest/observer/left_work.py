@@ -237,7 +237,9 @@ def _patch_asyncio() -> None:
     import weakref
 
     create_task = asyncio.base_events.BaseEventLoop.create_task
-    cancel_all = asyncio.runners._cancel_all_tasks  # type: ignore[attr-defined]
+    # asyncio.run's shutdown (a private function: where a Python has none, such tasks are
+    # only done, as without the observer).
+    cancel_all = getattr(asyncio.runners, "_cancel_all_tasks", None)
     closing: weakref.WeakSet[Any] = weakref.WeakSet()
     """Tasks ``asyncio.run`` cancelled as it closed their loop."""
 
@@ -262,12 +264,14 @@ def _patch_asyncio() -> None:
 
     def tracked_cancel_all(loop: Any) -> Any:
         closing.update(asyncio.all_tasks(loop))
+        assert cancel_all is not None  # installed only where it is
         return cancel_all(loop)
 
     _installed["create_task"] = create_task
-    _installed["cancel_all"] = cancel_all
     asyncio.base_events.BaseEventLoop.create_task = tracked_create_task  # type: ignore[method-assign]
-    asyncio.runners._cancel_all_tasks = tracked_cancel_all  # type: ignore[attr-defined]
+    if cancel_all is not None:
+        _installed["cancel_all"] = cancel_all
+        asyncio.runners._cancel_all_tasks = tracked_cancel_all  # type: ignore[attr-defined]
 
 
 _POOL = "multiprocessing.pool"
@@ -320,8 +324,9 @@ def uninstall() -> None:
         import asyncio.base_events
 
         asyncio.base_events.BaseEventLoop.create_task = _installed.pop("create_task")  # type: ignore[method-assign]
-        import asyncio.runners
+        if "cancel_all" in _installed:
+            import asyncio.runners
 
-        asyncio.runners._cancel_all_tasks = _installed.pop("cancel_all")  # type: ignore[attr-defined]
+            asyncio.runners._cancel_all_tasks = _installed.pop("cancel_all")  # type: ignore[attr-defined]
     threading.Thread.start = _installed.pop("start")  # type: ignore[method-assign]
     concurrent.futures.ThreadPoolExecutor.submit = _installed.pop("submit")  # type: ignore[method-assign]
