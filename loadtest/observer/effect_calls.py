@@ -43,14 +43,10 @@ class EffectSending:
         self._effects.add_sources(addresses)
 
     def set_receipts(self, receipts: dict[str, str]) -> None:
-        """The invocation's message ids by receipt handle (the entry point's, per event): a
-        delete of one by the handler is recorded by its id."""
+        """The message ids by receipt handle of the messages being handled (the entry
+        point's, per event; ``explore``'s, one dict it fills as it delivers): a delete of one
+        by the handler is recorded by its id."""
         self._effects.set_receipts(receipts)
-
-    def add_receipts(self, receipts: dict[str, str]) -> None:
-        """More message ids by receipt handle, kept with those known (deliveries that take
-        turns in one process, as ``explore``'s do)."""
-        self._effects.add_receipts(receipts)
 
     def _planned_effect(
         self, service: str, name: str, params: dict[str, Any], context: Any

@@ -35,7 +35,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from loadtest.model.history.records import UNJUDGED_REASON as UNJUDGED_REASON
 from loadtest.model.history.records import EffectKind, attribute_texts
 
 _OWN: contextvars.ContextVar[bool] = contextvars.ContextVar("loadtest_own_call", default=False)
@@ -375,13 +374,9 @@ class EffectPlanner:
                 self._sources |= {queue_identity(address)}
 
     def set_receipts(self, receipts: dict[str, str]) -> None:
-        """The invocation's messages: each record's message id by its receipt handle (what
-        a delete the handler makes itself names)."""
+        """The messages being handled: each one's message id by its receipt handle (what a
+        delete the handler makes itself names). Read, not copied: its owner may fill it."""
         self._receipts = receipts
-
-    def add_receipts(self, receipts: dict[str, str]) -> None:
-        """More messages, kept with those known (``explore``: deliveries in turn)."""
-        self._receipts = {**self._receipts, **receipts}
 
     def is_source(self, address: str) -> bool:
         return bool(self._sources) and queue_identity(address) in self._sources

@@ -145,6 +145,10 @@ class Deliveries:
         self._unscheduled = 0
         self._acks: list[Ack] = []
         """The schedule's acknowledgements (the explorer's list, which ``deleted`` adds to)."""
+        self._receipts: dict[str, str] = {}
+        """The schedule's deliveries' message ids by receipt handle: the observer reads it
+        when the handler deletes a message itself."""
+        self.observer.set_receipts(self._receipts)
 
     # --- the gate (called in delivery threads) -----------------------------------
 
@@ -276,7 +280,7 @@ class Deliveries:
             run.started, run.started_ns = True, self.clock.elapsed_ns
             # Records that mark themselves when read, as the observer layer hands them over.
             record = sqs_record(run)
-            self.observer.add_receipts({record["receiptHandle"]: record["messageId"]})
+            self._receipts[record["receiptHandle"]] = record["messageId"]
             event = record_marks.tracked({"Records": [record]})
             # Made in this thread: its deadline and remaining time follow the virtual clock.
             context = LambdaContext(run.request_id, self._timeout_ns // 1_000_000, self.function)

@@ -169,6 +169,7 @@ class Explorer(Deliveries):
         self.clock.elapsed_ns = 0
         self._seq = 0
         self._runs = []
+        self._receipts.clear()
         self._log = StepLog()
         queue = [
             Message(i + 1, m.message_id or f"s{schedule}-m{i + 1}", m.body, m.business_id)

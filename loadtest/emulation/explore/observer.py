@@ -88,10 +88,14 @@ def _throttled(
 
 
 class _Answered:
-    status_code = 200
+    """The HTTP part of an answer the modelled queue gives itself."""
+
     headers: ClassVar[dict[str, str]] = {}
     content = b""
     text = ""
+
+    def __init__(self, status_code: int) -> None:
+        self.status_code = status_code
 
 
 def _modelled_delete(effect: EffectCall) -> tuple[Any, dict[str, Any]]:
@@ -100,14 +104,14 @@ def _modelled_delete(effect: EffectCall) -> tuple[Any, dict[str, Any]]:
     meta = {"ResponseMetadata": {"HTTPStatusCode": 200, "HTTPHeaders": {}, "RetryAttempts": 0}}
     invalid = {"Code": "ReceiptHandleIsInvalid", "SenderFault": True}
     if effect.batch:
-        return _Answered(), {
+        return _Answered(200), {
             "Successful": [{"Id": e.entry_id} for e in effect.entries if e.key],
             "Failed": [{"Id": e.entry_id, **invalid} for e in effect.entries if not e.key],
             **meta,
         }
     if all(e.key for e in effect.entries):
-        return _Answered(), meta
-    return _Throttled(), {
+        return _Answered(200), meta
+    return _Answered(400), {
         "Error": {**invalid, "Message": "The input receipt handle is invalid."},
         "ResponseMetadata": {**meta["ResponseMetadata"], "HTTPStatusCode": 400},
     }
@@ -252,8 +256,7 @@ class GatedObserver(WriteObserver):
         if self.gate.before_call(name, access, "", code) == THROTTLED:
             answer, records = self._throttle_effect(effect, code)
         elif _deletes(effect):
-            answer, records = self._send_effect(effect, lambda: _modelled_delete(effect))
-            self.gate.deleted([r.deleted for r in records if r.deleted])
+            answer, records = self._delete_modelled(effect)
         else:
             answer, records = self._send_effect(effect, send)
         self.gate.after_call(_effect_answer_text(records))
@@ -279,8 +282,7 @@ class GatedObserver(WriteObserver):
             if self.gate.before_call(name, access, "", code) == THROTTLED:
                 answer, records = self._throttle_effect(effect, code)
             elif _deletes(effect):
-                answer, records = self._send_effect(effect, lambda: _modelled_delete(effect))
-                self.gate.deleted([r.deleted for r in records if r.deleted])
+                answer, records = self._delete_modelled(effect)
             else:
                 answer, records = await self._send_effect_async(effect, send)
             self.gate.after_call(_effect_answer_text(records))
@@ -304,6 +306,13 @@ class GatedObserver(WriteObserver):
                 yield
         finally:
             started.remove(mine)
+
+    def _delete_modelled(self, effect: EffectCall) -> tuple[Any, list[EffectRecord]]:
+        """The handler's own delete of messages of the modelled queue, answered by the model
+        (its entries recorded) and each deleted message acknowledged by the gate."""
+        answer, records = self._send_effect(effect, lambda: _modelled_delete(effect))
+        self.gate.deleted([r.deleted for r in records if r.deleted])
+        return answer, records
 
     def _throttle_effect(self, effect: EffectCall, code: str) -> tuple[Any, list[EffectRecord]]:
         """The throttling answer given instead of sending ``effect`` (its entries recorded
