@@ -146,6 +146,7 @@ def function_environment(
             table=names.table,
             queue_url=made.queue_url,
             queue_arn=made.queue_arn,
+            queue_name=names.queue,
             dlq_url=made.dlq_url,
             region=region,
             tables=table_names(names.prefix, tables),

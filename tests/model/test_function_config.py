@@ -25,6 +25,7 @@ RESOURCES = RunResources(
     table="loadtest-r-0-orders",
     queue_url="http://q/loadtest-r-0-jobs",
     queue_arn="arn:aws:sqs:us-east-1:1:loadtest-r-0-jobs",
+    queue_name="loadtest-r-0-jobs",
     dlq_url="http://q/loadtest-r-0-dlq",
     region="eu-west-1",
     tables={"IDEMPOTENCY_TABLE": "loadtest-r-0-idempotency", "Locks": "Locks", "LOCKS": "Locks"},

@@ -59,6 +59,7 @@ def test_each_sink_placeholder_renders_what_the_run_made() -> None:
         table="t",
         queue_url="u",
         queue_arn="a",
+        queue_name="q",
         dlq_url="d",
         region="r",
         sinks={

@@ -154,14 +154,13 @@ class RunResources:
     table: str
     queue_url: str
     queue_arn: str
+    queue_name: str
     dlq_url: str
     region: str
     tables: Mapping[str, str] = field(default_factory=dict)
     """Each extra table's name, by every label it answers to."""
     sinks: Mapping[str, str] = field(default_factory=dict)
     """What each sink placeholder stands for, by its text (``topic:orders`` -> the ARN)."""
-    queue_name: str = ""
-    """The source queue's name; "" for the last part of ``queue_url``."""
 
 
 def parse_setup(
@@ -212,7 +211,7 @@ def render(setup: FunctionSetup, resources: RunResources) -> dict[str, str]:
         "table": resources.table,
         "queue_url": resources.queue_url,
         "queue_arn": resources.queue_arn,
-        "queue_name": resources.queue_name or resources.queue_url.rstrip("/").rsplit("/", 1)[-1],
+        "queue_name": resources.queue_name,
         "dlq_url": resources.dlq_url,
         "region": resources.region,
     }
