@@ -212,10 +212,10 @@ def create_sinks(
             _create(clients, made, prefix, target, all_tags, sleep)
 
 
-def _fifo_attributes(fifo: bool, by_content: bool = False) -> dict[str, str]:
-    """A FIFO queue's or topic's attributes: content-based deduplication only when the
-    scenario says the consumer's own has it (``Sink.content_deduplication``)."""
-    return {"ContentBasedDeduplication": str(by_content).lower()} if fifo else {}
+def _deduplication(by_content: bool) -> dict[str, str]:
+    """A FIFO queue's or topic's deduplication: by content too only when the scenario says
+    the consumer's own has it (``Sink.content_deduplication``)."""
+    return {"ContentBasedDeduplication": str(by_content).lower()}
 
 
 def _queue(
@@ -228,7 +228,7 @@ def _queue(
 ) -> tuple[str, str]:
     """Create a queue (FIFO for ``fifo``, deduplicating by content too for ``by_content``)
     that ``sender``'s service may send to; its URL and ARN."""
-    attributes = {"FifoQueue": "true", **_fifo_attributes(fifo, by_content)} if fifo else {}
+    attributes = {"FifoQueue": "true", **_deduplication(by_content)} if fifo else {}
     url = clients.sqs.create_queue(
         QueueName=name,
         Attributes=attributes,  # type: ignore[arg-type]
@@ -284,9 +284,7 @@ def _create(
         )
     elif sink.kind is EffectKind.TOPIC:
         attributes = (
-            {"FifoTopic": "true", **_fifo_attributes(True, sink.content_deduplication)}
-            if sink.fifo
-            else {}
+            {"FifoTopic": "true", **_deduplication(sink.content_deduplication)} if sink.fifo else {}
         )
         made.address = clients.sns.create_topic(
             Name=made.name, Attributes=attributes, Tags=tag_list
