@@ -66,6 +66,7 @@ from botocore.client import BaseClient
 
 from loadtest.model.history.log import ObserverFault, ReadRecord, UnobservedCall
 from loadtest.model.history.observation import Observation, WriteBegun, encode
+from loadtest.model.history.records import UNJUDGED_REASON
 from loadtest.observer.answers import (
     keep_resource,
     keep_side_writes,
@@ -76,7 +77,6 @@ from loadtest.observer.answers import (
 from loadtest.observer.effect_calls import EffectSending
 from loadtest.observer.effects import (
     EFFECT_OPERATIONS,
-    UNJUDGED_REASON,
     UNJUDGED_SENDS,
     EffectPlanner,
 )
