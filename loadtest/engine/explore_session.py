@@ -88,8 +88,10 @@ def explored_messages(
     for business_id, messages in chosen:
         count = copies if copies is not None else len(messages)
         for i in range(count):
-            body = messages[min(i, len(messages) - 1)].body
-            out.append(SentMessage(len(out), business_id, body, 0, 0, None))
+            message = messages[min(i, len(messages) - 1)]
+            out.append(
+                SentMessage(len(out), business_id, message.body, 0, 0, None, poison=message.poison)
+            )
     return out
 
 
@@ -145,7 +147,7 @@ def fresh_messages(
             business_id = f"{m.business_id}{FRESH_SEPARATOR}{schedule}"
             body = _fresh_body(m.body, str(m.business_id), business_id, shape)
         message_id = str(uuid.UUID(int=(schedule << 32) + m.index + 1))
-        out.append(SentMessage(m.index, business_id, body, 0, 0, message_id))
+        out.append(SentMessage(m.index, business_id, body, 0, 0, message_id, poison=m.poison))
     return out
 
 
