@@ -44,7 +44,11 @@ from loadtest.model.scenario.function_config import (
 from loadtest.model.scenario.loading import Scenario
 from loadtest.model.scenario.placeholders import Sink
 from loadtest.observer.fault_env import deployed_fault_environment
-from loadtest.observer.layer_environment import SIDE_TABLES_ENV, SOURCE_QUEUES_ENV
+from loadtest.observer.layer_environment import (
+    DEAD_LETTER_QUEUES_ENV,
+    SIDE_TABLES_ENV,
+    SOURCE_QUEUES_ENV,
+)
 
 QUEUE_REFS = {"{queue_url}": "url", "{queue_arn}": "arn", "{dlq_url}": "dlq-url"}
 """Placeholders a function's variables keep in the plan: the deploy fills them in from the
@@ -168,6 +172,7 @@ def variant_resources(
         KEY_NAMES_ENV: ",".join(key_names),
         OBSERVATION_QUEUE_ENV: names.observations,
         SOURCE_QUEUES_ENV: "{queue_url},{queue_arn}",
+        DEAD_LETTER_QUEUES_ENV: "{dlq_url}",
     }
     if tables:
         environment[SIDE_TABLES_ENV] = ",".join(extra_table_name(names.prefix, t) for t in tables)

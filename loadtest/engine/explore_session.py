@@ -361,6 +361,7 @@ class Session:
                 self.settings,
                 function=FunctionIdentity.from_environ(),
                 source_queues=self._source_queues(),
+                dead_letter_queues=(f"{MODELLED_QUEUE}{self.names.dlq}",),
             )
             explorer.observer.install()
             virtual_clock.install(explorer.clock)

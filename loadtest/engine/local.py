@@ -171,6 +171,7 @@ async def run_variant(
                             function_env=variables,
                             side_tables=tuple(made.extra_tables),
                             source_queues=tuple(q for q in (made.queue_url, made.queue_arn) if q),
+                            dead_letter_queues=tuple(q for q in (made.dlq_url, made.dlq_arn) if q),
                         )
                     # Cold starts once the function's resources exist, as on Lambda: a
                     # handler may read its table when imported. One that does not

@@ -4,7 +4,8 @@ Owns the vocabulary of an effect call (``EFFECT_APIS``, by service and operation
 ``Publish`` and ``PublishBatch``; SQS ``SendMessage`` and ``SendMessageBatch`` to any
 queue but the ones that feed the function (to those: work sent back, recorded as
 ``EffectKind.SOURCE``, as the handler's own ``DeleteMessage`` and ``DeleteMessageBatch``
-of a message it was given are); EventBridge ``PutEvents``; S3 ``PutObject``,
+of a message it was given are; to that queue's dead-letter queue: a record parked, recorded
+as ``EffectKind.DEAD_LETTER``); EventBridge ``PutEvents``; S3 ``PutObject``,
 ``CopyObject`` and ``DeleteObject``; Step Functions ``StartExecution``; Lambda
 ``Invoke``), planning one (``EffectPlanner.plan``: an ``EffectCall`` of one ``Entry`` per
 entry sent, its payload read as text, an SNS or SQS entry's message attributes and an SNS
@@ -357,10 +358,14 @@ table alone."""
 
 
 class EffectPlanner:
-    """Plans the effect calls of one function (fed by ``source_queues``)."""
+    """Plans the effect calls of one function (fed by ``source_queues``, whose dead letters
+    go to ``dead_letter_queues``)."""
 
-    def __init__(self, source_queues: Iterable[str] = ()) -> None:
+    def __init__(
+        self, source_queues: Iterable[str] = (), dead_letter_queues: Iterable[str] = ()
+    ) -> None:
         self._sources: frozenset[str] = frozenset(queue_identity(q) for q in source_queues if q)
+        self._dead_letters = frozenset(queue_identity(q) for q in dead_letter_queues if q)
         self._added: set[str] = set()
         self._receipts: dict[str, str] = {}
         self._ids = itertools.count(1)
@@ -401,4 +406,9 @@ class EffectPlanner:
             # Work sent back to the function's own queue: recorded (the run waits for it
             # to be delivered), never judged as an effect.
             kind = EffectKind.SOURCE
+        elif service == "sqs" and queue_identity(_text(params.get("QueueUrl"))) in (
+            self._dead_letters
+        ):
+            # A record parked on the dead-letter queue by the handler: dead-lettered.
+            kind = EffectKind.DEAD_LETTER
         return params, EffectCall(name, kind, entries, f"{self._prefix}{next(self._ids)}", batch)

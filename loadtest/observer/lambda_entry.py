@@ -47,6 +47,7 @@ from loadtest.observer import left_work, point_faults, record_marks, runtime_mar
 from loadtest.observer.effects import own_calls
 from loadtest.observer.layer_environment import (
     CRASH_MID_HANDLER_ENV,
+    DEAD_LETTER_QUEUES_ENV,
     HANDLER_DURATION_ENV,
     HANDLER_JITTER_ENV,
     RACE_WINDOW_ENV,
@@ -163,6 +164,7 @@ def start(
         clock=clock,
         side_tables=tuple(t for t in env.get(SIDE_TABLES_ENV, "").split(",") if t),
         source_queues=tuple(q for q in env.get(SOURCE_QUEUES_ENV, "").split(",") if q),
+        dead_letter_queues=tuple(q for q in env.get(DEAD_LETTER_QUEUES_ENV, "").split(",") if q),
     )
     rng = rng if rng is not None else random.Random()
     crash_p = float(env.get(CRASH_MID_HANDLER_ENV, "0"))

@@ -26,6 +26,9 @@ writes."""
 SOURCE_QUEUES_ENV = "LOADTEST_SOURCE_QUEUES"
 """The queues that feed the function (URLs or ARNs), comma-separated: a send to one of them
 is not an effect. Each event's ``eventSourceARN`` is added to them as it comes."""
+DEAD_LETTER_QUEUES_ENV = "LOADTEST_DEAD_LETTER_QUEUES"
+"""The dead-letter queue of the queue that feeds the function (its URL and ARN),
+comma-separated: a send to it parks the record the handler is on, never an effect."""
 ATTACHED_ENV = "LOADTEST_ATTACHED"
 """Attach mode's JSON note on a function: the run, its original handler and layers, the
 keys added (what ``loadtest cleanup`` restores if the run could not)."""

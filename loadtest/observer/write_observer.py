@@ -118,6 +118,7 @@ class WriteObserver(EffectSending):
         clock: Callable[[], int] = time.monotonic_ns,
         side_tables: tuple[str, ...] = (),
         source_queues: tuple[str, ...] = (),
+        dead_letter_queues: tuple[str, ...] = (),
     ) -> None:
         self.table_name = table_name
         self.side_tables = frozenset(side_tables)
@@ -142,9 +143,9 @@ class WriteObserver(EffectSending):
         self._armed_s = 0.0
         self._arm_lock = threading.Lock()
         self._planner = CallPlanner(table_name, key_names, unobserved=self._unobserved)
-        self._effects = EffectPlanner(source_queues)
+        self._effects = EffectPlanner(source_queues, dead_letter_queues)
         """The effect calls' planner; ``source_queues`` (URLs or ARNs) feed the function, so
-        a send to one of them is not an effect."""
+        a send to one of them is not an effect, nor one to ``dead_letter_queues`` (theirs)."""
         self._originals: Methods | None = None
         self._aio_originals: tuple[type, Methods] | None = None
         self._import_hook: AfterImport | None = None

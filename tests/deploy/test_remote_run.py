@@ -269,3 +269,23 @@ def test_messages_a_deployed_function_deletes_itself_are_acknowledged_by_it(
     assert (c.writes_accepted, c.duplicate_writes, c.lost_outcomes) == (5, 0, 0)
     assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
     assert find_tagged(clients, "selfack") == []
+
+
+def test_a_record_a_deployed_function_parks_on_its_dead_letter_queue_is_dead_lettered(
+    ministack: str,
+) -> None:
+    # The deployed function is told its dead-letter queue by the run: the poison record it
+    # sends there is dead-lettered by it, not an effect sent to a queue of nobody's.
+    adversarial = Path(__file__).parents[1] / "integration" / "consumers" / "adversarial"
+    clients, _ = make_clients(ministack)
+    target = Target.resolve(BackendKind.ENDPOINT, ministack)
+    scenario = load_scenario(str(adversarial / "poison_one_batch_parked.toml"))
+    ref = parse_ref(f"{adversarial / 'park_bad_records.py'}:handler")
+    (run,) = run_deployed(scenario, [ref], clients, target, run_id="parked")
+    c = run.check.counts
+    assert run.incomplete is None
+    assert (c.messages_sent, c.acked, c.dead_lettered, c.unexpected_dead_letters) == (6, 6, 1, 0)
+    assert (c.writes_accepted, c.duplicate_writes, c.lost_outcomes) == (4, 0, 0)
+    assert c.effects_sent is None
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert find_tagged(clients, "parked") == []

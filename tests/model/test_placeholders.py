@@ -109,7 +109,9 @@ def test_resource_names_come_from_the_prefix_and_never_share_a_queue_name() -> N
         topic.resource_name("x" * (PREFIX_MAX + 1))
 
 
-@pytest.mark.parametrize("kind", [k for k in EffectKind if k is not EffectKind.SOURCE])
+@pytest.mark.parametrize(
+    "kind", [k for k in EffectKind if k not in (EffectKind.SOURCE, EffectKind.DEAD_LETTER)]
+)
 def test_the_longest_name_allowed_fits_the_services_limit(kind: EffectKind) -> None:
     longest = Sink(kind, "a" * label_limit(kind))
     prefix = "p" * PREFIX_MAX

@@ -13,7 +13,12 @@ import sys
 from dataclasses import dataclass
 
 from loadtest.emulation.environment.handlers import HandlerRef
-from loadtest.observer.layer_environment import KEY_NAMES_ENV, SIDE_TABLES_ENV, SOURCE_QUEUES_ENV
+from loadtest.observer.layer_environment import (
+    DEAD_LETTER_QUEUES_ENV,
+    KEY_NAMES_ENV,
+    SIDE_TABLES_ENV,
+    SOURCE_QUEUES_ENV,
+)
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,8 @@ class FunctionConfig:
     source_queues: tuple[str, ...] = ()
     """The queue that feeds the function (its URL and ARN): the observer does not count a
     send to it as an effect."""
+    dead_letter_queues: tuple[str, ...] = ()
+    """Its dead-letter queue (URL and ARN): a send to it parks a record, not an effect."""
     function_env: tuple[tuple[str, str], ...] = ()
     """The function's own variables: the scenario's ``[consumer] environment`` and ``--env``
     with the run's resources filled in, and each extra table's variable."""
@@ -60,6 +67,7 @@ class FunctionConfig:
                 KEY_NAMES_ENV: ",".join(self.key_names),
                 SIDE_TABLES_ENV: ",".join(self.side_tables),
                 SOURCE_QUEUES_ENV: ",".join(self.source_queues),
+                DEAD_LETTER_QUEUES_ENV: ",".join(self.dead_letter_queues),
                 "PYTHONUNBUFFERED": "1",
                 "PYTHONPATH": os.pathsep.join(
                     p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p

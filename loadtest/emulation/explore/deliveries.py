@@ -115,6 +115,7 @@ class Deliveries:
         *,
         function: FunctionIdentity,
         source_queues: tuple[str, ...] = (),
+        dead_letter_queues: tuple[str, ...] = (),
     ) -> None:
         self.handler = handler
         self.handler_of: Callable[[int], Callable[[Any, Any], Any]] = lambda _: self.handler
@@ -130,6 +131,7 @@ class Deliveries:
             clock=self._stamp,
             gate=self,
             source_queues=source_queues,
+            dead_letter_queues=dead_letter_queues,
         )
         self._pending: list[Run] = []
         """Deliveries let go whose report the scheduler has not taken yet."""

@@ -10,7 +10,9 @@ table, an idempotency table) are points too, not recorded; effect calls (a
 publish, a send, an object put: ``loadtest.observer.effects``) are points and
 recorded, their steps named as a reader says them (``publish to topic
 orders``), and a throttle answers them with their own service's throttling
-error. A crash at the point after an effect's answer is the crash after a
+error. The queues are modelled: the handler's own delete of a message it was
+given, or a record it parks on the dead-letter queue, is answered by the model.
+A crash at the point after an effect's answer is the crash after a
 guarded write and its publish, before the handler goes on. Calls made by
 other threads pass straight through: the explorer's own reads, between
 schedules; one made while a schedule runs (a thread or an executor of the
@@ -27,7 +29,9 @@ of the delivery may run while it is parked.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
+import uuid
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -41,7 +45,7 @@ from loadtest.model.history.log import EffectKind, EffectRecord, key_string
 from loadtest.model.history.records import SOURCE_DELETES
 from loadtest.observer.calls import Call
 from loadtest.observer.effect_calls import take_effect
-from loadtest.observer.effects import EFFECTS, EffectCall
+from loadtest.observer.effects import EFFECTS, EffectCall, Entry
 from loadtest.observer.record_marks import current_record
 from loadtest.observer.write_observer import READ_APIS, Sink, WriteObserver
 
@@ -98,6 +102,21 @@ class _Answered:
         self.status_code = status_code
 
 
+def _modelled_park(effect: EffectCall) -> tuple[Any, dict[str, Any]]:
+    """What the modelled dead-letter queue answers a record the handler parks there: taken,
+    with a message id and its body's MD5 for each entry, as SQS answers."""
+    meta = {"ResponseMetadata": {"HTTPStatusCode": 200, "HTTPHeaders": {}, "RetryAttempts": 0}}
+
+    def taken(entry: Entry) -> dict[str, str]:
+        digest = hashlib.md5(entry.payload.encode(), usedforsecurity=False).hexdigest()
+        return {"MessageId": str(uuid.uuid4()), "MD5OfMessageBody": digest}
+
+    if effect.batch:
+        successful = [{"Id": e.entry_id, **taken(e)} for e in effect.entries]
+        return _Answered(200), {"Successful": successful, "Failed": [], **meta}
+    return _Answered(200), {**taken(effect.entries[0]), **meta}
+
+
 def _modelled_delete(effect: EffectCall) -> tuple[Any, dict[str, Any]]:
     """What the modelled queue answers the handler's own delete of its messages: done for
     each receipt handle of a message it delivered, ``ReceiptHandleIsInvalid`` otherwise."""
@@ -136,8 +155,20 @@ _EFFECT_THROTTLING = {
     EffectKind.STATE_MACHINE: "ThrottlingException",
     EffectKind.FUNCTION: "TooManyRequestsException",
     EffectKind.SOURCE: "RequestThrottled",
+    EffectKind.DEAD_LETTER: "RequestThrottled",
 }
 """The error each kind of sink answers a throttled call with (its service's own code)."""
+
+
+def _modelled(effect: EffectCall) -> Callable[[], tuple[Any, dict[str, Any]]] | None:
+    """The modelled queues' own answer to ``effect``, when it acts on them: the handler
+    deleting messages of the queue that feeds it, or parking a record on its dead-letter
+    queue; None for any other effect (it is sent)."""
+    if _deletes(effect):
+        return lambda: _modelled_delete(effect)
+    if effect.kind is EffectKind.DEAD_LETTER:
+        return lambda: _modelled_park(effect)
+    return None
 
 
 def _deletes(effect: EffectCall) -> bool:
@@ -178,9 +209,17 @@ class GatedObserver(WriteObserver):
         clock: Callable[[], int],
         gate: Gate,
         source_queues: tuple[str, ...] = (),
+        dead_letter_queues: tuple[str, ...] = (),
     ) -> None:
         self._local = threading.local()
-        super().__init__(table_name, key_names, sink=sink, clock=clock, source_queues=source_queues)
+        super().__init__(
+            table_name,
+            key_names,
+            sink=sink,
+            clock=clock,
+            source_queues=source_queues,
+            dead_letter_queues=dead_letter_queues,
+        )
         self.gate = gate
         # Per event loop (a delivery's): the lock its calls take turns on, and those started.
         self._in_flight: weakref.WeakKeyDictionary[
@@ -255,8 +294,8 @@ class GatedObserver(WriteObserver):
         code = _EFFECT_THROTTLING[effect.kind]
         if self.gate.before_call(name, access, "", code) == THROTTLED:
             answer, records = self._throttle_effect(effect, code)
-        elif _deletes(effect):
-            answer, records = self._delete_modelled(effect)
+        elif (modelled := _modelled(effect)) is not None:
+            answer, records = self._answer_modelled(effect, modelled)
         else:
             answer, records = self._send_effect(effect, send)
         self.gate.after_call(_effect_answer_text(records))
@@ -281,8 +320,8 @@ class GatedObserver(WriteObserver):
             code = _EFFECT_THROTTLING[effect.kind]
             if self.gate.before_call(name, access, "", code) == THROTTLED:
                 answer, records = self._throttle_effect(effect, code)
-            elif _deletes(effect):
-                answer, records = self._delete_modelled(effect)
+            elif (modelled := _modelled(effect)) is not None:
+                answer, records = self._answer_modelled(effect, modelled)
             else:
                 answer, records = await self._send_effect_async(effect, send)
             self.gate.after_call(_effect_answer_text(records))
@@ -307,10 +346,12 @@ class GatedObserver(WriteObserver):
         finally:
             started.remove(mine)
 
-    def _delete_modelled(self, effect: EffectCall) -> tuple[Any, list[EffectRecord]]:
-        """The handler's own delete of messages of the modelled queue, answered by the model
-        (its entries recorded) and each deleted message acknowledged by the gate."""
-        answer, records = self._send_effect(effect, lambda: _modelled_delete(effect))
+    def _answer_modelled(
+        self, effect: EffectCall, answer_of: Callable[[], tuple[Any, dict[str, Any]]]
+    ) -> tuple[Any, list[EffectRecord]]:
+        """A call to the modelled queues, answered by the model (its entries recorded); each
+        message the handler deleted of the queue that feeds it acknowledged by the gate."""
+        answer, records = self._send_effect(effect, answer_of)
         self.gate.deleted([r.deleted for r in records if r.deleted])
         return answer, records
 

@@ -213,11 +213,11 @@ def check(
     """
     outcome_key = outcome_key or OutcomeKey()
     messages = Messages(history.sent, body)
-    messages.settle(history.acks, history.dead_letters)
     outcome_keys = {outcome_key.canonical(outcome_key.key_for(b)): b for b in messages.business_ids}
     read = survey(history, messages.business_index)
+    messages.settle(history.acks, history.dead_letters, read.parked)
     messages.keep_stored(read.stored_names)
-    waiting = _resent_unsettled(history, read.resent)
+    waiting = _resent_unsettled(history, read.resent, read.parked)
     """What the consumer sent to its own queue that was neither acknowledged nor
     dead-lettered: Lambda would still deliver it, so what it carries is not judged."""
     cut_short = cut_short or bool(waiting)
@@ -350,6 +350,7 @@ def check(
         business_id = business_ids[business]
         if (
             flags & ACKED
+            and not flags & DEAD_LETTERED
             and model.kind != "ambiguous"
             and not untied
             and _lost(business_id, position)
@@ -523,14 +524,14 @@ def check(
     )
 
 
-def _resent_unsettled(history: History, resent: set[str]) -> set[str]:
+def _resent_unsettled(history: History, resent: set[str], parked: set[str]) -> set[str]:
     """The messages of ``resent`` (sent by the consumer to its own queue) that were neither
-    acknowledged nor dead-lettered."""
+    acknowledged nor dead-lettered (by the queue, or ``parked`` by the consumer)."""
     if not resent:
         return set()
     settled = {a.message_id for a in history.acks}
     settled.update(d.message_id for d in history.dead_letters)
-    return resent - settled
+    return resent - settled - parked
 
 
 def _judged_effects(

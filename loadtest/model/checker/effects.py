@@ -94,6 +94,7 @@ VERBS: Mapping[EffectKind, str] = {
     EffectKind.STATE_MACHINE: "started in",
     EffectKind.FUNCTION: "sent to",
     EffectKind.SOURCE: "sent back to",
+    EffectKind.DEAD_LETTER: "parked on",
 }
 """How an effect reaches each kind of sink, in words, before the sink's name ("o-1 put on
 orders"; a function is sent what it is invoked with)."""
@@ -377,8 +378,9 @@ def judge_effects(
                 marked.add(inv.request_id)
         receive = {r.message_id: r.receive_count for r in inv.records}
         for position, effect in enumerate(inv.effects):
-            if effect.kind is EffectKind.SOURCE:
-                continue  # work sent back to the function's own queue: delivered, not an effect
+            if effect.kind in (EffectKind.SOURCE, EffectKind.DEAD_LETTER):
+                continue  # work sent back to the function's own queue, or a record parked
+                # on its dead-letter queue: delivered, or dead-lettered; not an effect
             if effect.operation in _NOT_SENT:
                 if effect.accepted:
                     removals.append((effect, inv.request_id, position))

@@ -11,6 +11,7 @@ what they are, is ``details``' to say.
 
 from __future__ import annotations
 
+import itertools
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -87,15 +88,18 @@ class Messages:
 
     # --- settlement ------------------------------------------------------------------
 
-    def settle(self, acks: Iterable[Ack], dead_letters: Iterable[DeadLetter]) -> None:
-        """Mark each sent message acknowledged and dead-lettered, from the run's records
-        (an id the run did not send is passed over)."""
+    def settle(
+        self, acks: Iterable[Ack], dead_letters: Iterable[DeadLetter], parked: Iterable[str] = ()
+    ) -> None:
+        """Mark each sent message acknowledged and dead-lettered, from the run's records and
+        the ids of the messages the consumer ``parked`` on its dead-letter queue itself (an
+        id the run did not send is passed over)."""
         flags = self._flags
         for ack in acks:
             for index in self._ids.positions(ack.message_id):
                 flags[index] |= ACKED
-        for dead in dead_letters:
-            for index in self._ids.positions(dead.message_id):
+        for message_id in itertools.chain((d.message_id for d in dead_letters), parked):
+            for index in self._ids.positions(message_id):
                 flags[index] |= DEAD_LETTERED
 
     def each(self) -> Iterator[tuple[int, int, int]]:

@@ -5,8 +5,8 @@ errors ``runtime_errors`` explains), calls the observer could not interpret, sid
 items, the harness's gaps, each business id's handler executions (for the race
 exposure), the attribute names accepted writes stored (which details the
 messages' bodies carry that a table can hold), the records a batch's writes were
-marked on, the messages the consumer sent to its own queue and the work it left running that
-never finished (``left_work``). It streams the invocation log once and keeps no write.
+marked on, the messages the consumer sent to its own queue, the records it parked on its
+dead-letter queue itself and the work it left running that never finished (``left_work``). It streams the invocation log once and keeps no write.
 """
 
 from __future__ import annotations
@@ -20,7 +20,14 @@ from loadtest.model.checker.exposure import Overlaps
 from loadtest.model.checker.harness import GapTally
 from loadtest.model.checker.left_work import Unfinished
 from loadtest.model.checker.runtime_errors import explain
-from loadtest.model.history.log import EffectKind, History, InvocationOutcome, WriteOutcome
+from loadtest.model.history.log import (
+    EffectKind,
+    EffectRecord,
+    History,
+    Invocation,
+    InvocationOutcome,
+    WriteOutcome,
+)
 
 
 @dataclass
@@ -59,6 +66,9 @@ class Survey:
     resent: set[str] = field(default_factory=set)
     """The message ids of what the invocations sent to the queue that feeds the function
     and it took (``EffectKind.SOURCE``): messages of the run the workload did not send."""
+    parked: set[str] = field(default_factory=set)
+    """The message ids of the records the consumer parked on its dead-letter queue itself
+    (``EffectKind.DEAD_LETTER``): dead-lettered, as by the queue's redrive."""
     write_marks: dict[str, frozenset[str]] = field(default_factory=dict)
     """By request id, the records the writes of each invocation that held several records
     and sent effects were marked on (the effects' judge reads no write:
@@ -72,6 +82,7 @@ class Survey:
 def survey(history: History, business_index: Mapping[str, int]) -> Survey:
     """``business_index`` numbers the business ids sent (``Messages.business_index``)."""
     found = Survey(overlaps=Overlaps(business_index))
+    bodies = _Bodies(history)
     for inv in history.invocations:
         found.deliveries += len(inv.records)
         found.redeliveries += sum(1 for r in inv.records if r.receive_count > 1)
@@ -92,7 +103,11 @@ def survey(history: History, business_index: Mapping[str, int]) -> Survey:
         if inv.side_writes:
             found.side_items += sum(w.items for w in inv.side_writes)
         for effect in inv.effects:
-            if effect.kind is not EffectKind.SOURCE:
+            if effect.kind is EffectKind.DEAD_LETTER:
+                parked = _parked(effect, inv, bodies, found.parked) if effect.parked else ""
+                if parked:
+                    found.parked.add(parked)
+            elif effect.kind is not EffectKind.SOURCE:
                 found.effects += 1
             elif effect.resent:
                 found.resent.add(effect.resent)
@@ -113,3 +128,29 @@ def survey(history: History, business_index: Mapping[str, int]) -> Survey:
             if business_id is not None:
                 found.failed_ids.add(business_id)
     return found
+
+
+class _Bodies:
+    """The sent messages' bodies by message id, gathered the first time one is asked for."""
+
+    def __init__(self, history: History) -> None:
+        self._history = history
+        self._by_id: dict[str, str] | None = None
+
+    def of(self, message_id: str) -> str | None:
+        if self._by_id is None:
+            self._by_id = {m.message_id: m.body for m in self._history.sent if m.message_id}
+        return self._by_id.get(message_id)
+
+
+def _parked(effect: EffectRecord, inv: Invocation, bodies: _Bodies, taken: set[str]) -> str:
+    """The record of ``inv`` that ``effect`` parked on the dead-letter queue ("" when none
+    can be told): one whose body it carried (the record the handler was on, if it is one of
+    them; else the first not parked yet), else the record the handler was on, else the only
+    one. ``taken``: the records of ``inv`` already parked."""
+    carried = [r.message_id for r in inv.records if bodies.of(r.message_id) == effect.payload]
+    if effect.record_id and (not carried or effect.record_id in carried):
+        return effect.record_id
+    if carried:
+        return next((m for m in carried if m not in taken), carried[0])
+    return inv.records[0].message_id if len(inv.records) == 1 else ""

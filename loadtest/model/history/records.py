@@ -197,6 +197,10 @@ class EffectKind(StrEnum):
     ``DeleteMessage`` and ``DeleteMessageBatch`` too: a message the consumer deletes
     itself (before Lambda does, or instead of it when the invocation then fails) is
     acknowledged by that delete; the entry's ``key`` is the deleted message's id."""
+    DEAD_LETTER = "dead_letter"
+    """The dead-letter queue of the queue that feeds the function (``SendMessage``,
+    ``SendMessageBatch``): a record the consumer parks there itself, as the queue's redrive
+    would. Never an effect: the record the handler was on is dead-lettered by it."""
 
 
 SOURCE_SENDS = frozenset({"SQS.SendMessage", "SQS.SendMessageBatch"})
@@ -268,6 +272,12 @@ class EffectRecord:
         entry."""
         ok = self.kind is EffectKind.SOURCE and self.accepted and self.operation in SOURCE_DELETES
         return self.key if ok else ""
+
+    @property
+    def parked(self) -> bool:
+        """Whether it is a record the consumer put on its own dead-letter queue, and the
+        queue took it."""
+        return self.kind is EffectKind.DEAD_LETTER and self.accepted
 
 
 @field_state

@@ -1563,6 +1563,48 @@ def test_deleting_every_message_on_receipt_loses_the_orders_a_failure_stops(
     assert sorted(_orders(run)) == [] and sorted(run.end_state.table_items) == ["p-1", "p-2"]
 
 
+# --- the handler parks records on the dead-letter queue itself ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def park_bad_records(backend_url: str) -> VariantRun:
+    return _run(backend_url, "poison_one_batch_parked.toml", "park_bad_records.py")
+
+
+def test_a_record_parked_on_the_dead_letter_queue_by_the_handler_is_dead_lettered(
+    park_bad_records: VariantRun,
+) -> None:
+    # The poison record is sent to the DLQ by the handler, which goes on and succeeds: it
+    # is dead-lettered, as the queue's redrive would have, and no effect of the order's.
+    run = park_bad_records
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
+    assert (c.acked, c.dead_lettered, c.unexpected_dead_letters) == (6, 1, 0)
+    assert (c.writes_accepted, c.duplicate_writes, c.lost_outcomes) == (4, 0, 0)
+    assert c.effects_sent is None  # the parked record is no effect: none is judged
+    assert run.end_state.dlq_messages == 1
+
+
+@pytest.fixture(scope="module")
+def park_duplicates(backend_url: str) -> VariantRun:
+    return _run(backend_url, "poison_one_batch_parked.toml", "park_duplicates.py")
+
+
+def test_a_duplicate_parked_on_the_dead_letter_queue_is_an_unexpected_dead_letter(
+    park_duplicates: VariantRun,
+) -> None:
+    # One SendMessageBatch at the end of the batch parks the poison record and the second
+    # copy of p-2, a valid message: an unexpected dead letter, not a lost outcome.
+    run = park_duplicates
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.acked, c.dead_lettered, c.unexpected_dead_letters) == (6, 2, 1)
+    assert (c.writes_accepted, c.lost_outcomes, c.effects_sent) == (4, 0, None)
+    assert run.end_state.dlq_messages == 2
+
+
 # --- FIFO: a guard on the message's SequenceNumber ---------------------------------------------------
 
 
