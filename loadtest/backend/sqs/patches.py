@@ -21,6 +21,7 @@ from moto.sqs import models as sqs_models
 from moto.sqs.exceptions import InvalidParameterValue, ReceiptHandleIsInvalid
 from moto.sqs.models import Message, Queue, SQSBackend
 
+from loadtest.backend.core import random_strings
 from loadtest.backend.sqs import fifo as fifo_patches
 from loadtest.backend.sqs.store import IndexedMessages, RecentHandles, _now_ms
 
@@ -256,6 +257,6 @@ _RECEIPT_HANDLE_LENGTH = 185  # moto's, after SQS's documented maximum
 
 def _generate_receipt_handle() -> str:
     # moto draws the 185 letters one random.choice call at a time (~3% of a
-    # ReceiveMessage's CPU); one choices call draws the same kind of handle from the same
-    # (seedable) generator.
-    return "".join(mock_random.choices(string.ascii_lowercase, k=_RECEIPT_HANDLE_LENGTH))
+    # ReceiveMessage's CPU); random bytes mapped to letters draw the same kind of handle
+    # from the same (seedable) generator (``random_strings`` says how).
+    return random_strings.draw(mock_random, string.ascii_lowercase, _RECEIPT_HANDLE_LENGTH)
