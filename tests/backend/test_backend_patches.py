@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import hashlib
+import inspect
 import json
 import uuid
 from collections.abc import Callable, Iterator
@@ -355,9 +356,8 @@ def test_sending_does_not_walk_the_messages_in_flight(monkeypatch: pytest.Monkey
 def test_a_standard_queue_send_is_moto_s_without_the_queue_s_attributes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert sqs_patches._make_send_message(sqs_patches._send_message.__wrapped__) is (
-        sqs_patches._send_message
-    )  # the mirrored source is the installed one
+    moto_send_message = inspect.unwrap(SQSBackend.send_message)
+    assert sqs_patches._make_send_message(moto_send_message) is sqs_patches._send_message
     backend = _backend()
     name = backend.create_queue(_queue_name()).name
     fifo = backend.create_queue(
