@@ -306,7 +306,7 @@ def _send_message(
         validate_group_id=validate_group_id,
     )
 
-    if delay_seconds is not None:
+    if delay_seconds is not None:  # noqa: SIM108 - moto's lines, as they are
         delay_seconds = int(delay_seconds)
     else:
         delay_seconds = queue.delay_seconds  # type: ignore[attr-defined]
