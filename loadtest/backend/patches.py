@@ -71,7 +71,7 @@ What changes:
   condition-expression parsing and the response serializer's alias lookup per member
   are kept once computed (``memo`` says why each is safe to
   keep), and a receipt handle (and every response's request id, ``random_strings``) is
-  drawn in one call instead of one per letter.
+  drawn from one call's random bytes instead of one draw per letter.
 * A JSON-protocol error (every DynamoDB error) is built without the XML body moto renders
   and then replaces (``json_errors``), and the clock SQS reads several times per message
   is read without building datetimes (``clock``).
