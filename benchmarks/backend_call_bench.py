@@ -86,9 +86,6 @@ def _run(endpoint_url: str, pid: int, calls: int, rounds: int, *, callgrind: boo
     sqs_client = boto3.client("sqs", **where)
     sqs = HandSQSSync(sqs_client, endpoint_url, "testing")
     topic = sns.create_topic(Name="bench-orders")["TopicArn"]
-    capture = sqs.create_queue(QueueName="bench-capture")["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=capture, AttributeNames=["QueueArn"])
-    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn["Attributes"]["QueueArn"])
     queue = sqs.create_queue(QueueName="bench-jobs")["QueueUrl"]
     dynamodb.create_table(
         TableName="bench-orders",
@@ -99,6 +96,13 @@ def _run(endpoint_url: str, pid: int, calls: int, rounds: int, *, callgrind: boo
     figures: dict[str, list[float]] = {}
     for round_ in range(rounds):
         prefix = f"r{round_}-"
+        # Each round publishes to a fresh capture queue, the last one's unsubscribed and
+        # deleted: SQS refuses a second PurgeQueue of a queue within 60 seconds.
+        capture = sqs.create_queue(QueueName=f"bench-capture-{round_}")["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=capture, AttributeNames=["QueueArn"])
+        subscription = sns.subscribe(
+            TopicArn=topic, Protocol="sqs", Endpoint=arn["Attributes"]["QueueArn"]
+        )["SubscriptionArn"]
         received: list[list[dict[str, Any]]] = []
 
         def item(i: int, prefix: str = prefix) -> dict[str, Any]:
@@ -186,7 +190,8 @@ def _run(endpoint_url: str, pid: int, calls: int, rounds: int, *, callgrind: boo
                 subprocess.run(
                     ["callgrind_control", f"--dump={round_}-{name}", str(pid)], check=True
                 )
-        sqs_client.purge_queue(QueueUrl=capture)
+        sns.unsubscribe(SubscriptionArn=subscription)
+        sqs_client.delete_queue(QueueUrl=capture)
     for label, values in figures.items():
         print(f"{label:<34} {statistics.median(values):8.1f} us/call")
 

@@ -71,7 +71,7 @@ What changes:
   condition-expression parsing and the response serializer's alias lookup per member
   are kept once computed (``memo`` says why each is safe to
   keep), and a receipt handle (and every response's request id, ``random_strings``) is
-  drawn in one call instead of one per letter.
+  drawn from one call's random bytes instead of one draw per letter.
 * A JSON-protocol error (every DynamoDB error) is built without the XML body moto renders
   and then replaces (``json_errors``), and the clock SQS reads several times per message
   is read without building datetimes (``clock``).
@@ -97,6 +97,10 @@ and on ``moto.sqs.models``:
   ``Queue.attributes`` - and so ``SendMessage`` and ``GetQueueAttributes`` - cheap.
 * ``Queue.delete_message`` and ``SQSBackend.change_message_visibility`` find the message by
   its receipt handle in O(1).
+* ``SQSBackend.send_message`` to a standard queue skips building the queue's
+  ``attributes``, which it read only for ``ContentBasedDeduplication`` (a FIFO queue's
+  attribute): moto's code otherwise, installed only while moto's source is the one
+  mirrored (``SEND_MESSAGE_SOURCE_SHA256``).
 * ``SQSBackend.receive_message`` for standard queues pops available messages off the heap
   under the queue's lock (``Queue._messages_lock``); the long-poll wait releases that lock
   and sleeps until a send, a visibility change, the next message becoming visible again, or
@@ -202,6 +206,7 @@ from loadtest.backend.sqs.patches import (
     _make_list_of_moto_modules,
     _make_purge_queue,
     _make_receive_message,
+    _make_send_message,
     _serialised,
     _set_messages,
 )
@@ -243,7 +248,9 @@ def _replacements() -> dict[tuple[object, str], object]:
         (SQSBackend, "receive_message"): _make_receive_message(SQSBackend.receive_message),
         (SQSBackend, "change_message_visibility"): _change_message_visibility,
         (SQSBackend, "purge_queue"): _make_purge_queue(SQSBackend.purge_queue),
-        (SQSBackend, "send_message"): fifo_patches.make_send_message(SQSBackend.send_message),
+        (SQSBackend, "send_message"): fifo_patches.make_send_message(
+            _make_send_message(SQSBackend.send_message)
+        ),
         (SQSBackend, "send_message_batch"): label_batch(SQSBackend.send_message_batch),
         (moto.sqs.models, "Message"): CompactMessage,
         (moto.core.responses, "method_names_from_class"): memo.memo_method_names(

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import hashlib
+import inspect
 import json
 import uuid
 from collections.abc import Callable, Iterator
@@ -25,6 +27,7 @@ from moto.sqs.models import Message, Queue, SQSBackend, sqs_backends
 
 from loadtest.backend import patches
 from loadtest.backend.errors import BackendError, UnsupportedMotoVersion
+from loadtest.backend.sqs import patches as sqs_patches
 from loadtest.backend.sqs import store as sqs_store
 from loadtest.backend.sqs.message import CompactMessage, MotoMessage
 
@@ -336,7 +339,8 @@ def _work_per_send(in_flight: int, monkeypatch: pytest.MonkeyPatch) -> int:
         with monkeypatch.context() as patch:
             counter = WorkCounter(patch)
             for _ in range(10):
-                backend.send_message(name, "x")  # reads the queue's counts, as moto does
+                backend.send_message(name, "x")
+            backend.get_queue_attributes(name, ["All"])  # reads the queue's counts
             return counter.visits
     finally:
         backend.delete_queue(name)
@@ -347,6 +351,38 @@ def test_sending_does_not_walk_the_messages_in_flight(monkeypatch: pytest.Monkey
     many = _work_per_send(2000, monkeypatch)
     assert few > 0  # the counter does see the work
     assert many == few
+
+
+def test_a_standard_queue_send_is_moto_s_without_the_queue_s_attributes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    moto_send_message = inspect.unwrap(SQSBackend.send_message)
+    assert sqs_patches._make_send_message(moto_send_message) is sqs_patches._send_message
+    backend = _backend()
+    name = backend.create_queue(_queue_name()).name
+    fifo = backend.create_queue(
+        f"{_queue_name()}.fifo", FifoQueue="true", ContentBasedDeduplication="true"
+    ).name
+    try:
+        with monkeypatch.context() as patch:
+            read: list[Queue] = []
+            attributes = Queue.attributes
+
+            def reading(queue: Queue) -> dict[str, Any]:
+                read.append(queue)
+                return attributes.fget(queue)  # type: ignore[attr-defined, no-any-return]
+
+            patch.setattr(Queue, "attributes", property(reading))
+            sent = backend.send_message(name, "x", delay_seconds=2)
+            assert read == []
+            first = backend.send_message(fifo, "y", group_id="g")
+            assert read and all(queue.name == fifo for queue in read)
+        assert sent.body == "x" and sent.deduplication_id is None
+        assert first.deduplication_id == hashlib.sha256(b"y").hexdigest()
+        assert backend.get_queue_attributes(name, ["All"])["ApproximateNumberOfMessagesDelayed"]
+    finally:
+        backend.delete_queue(name)
+        backend.delete_queue(fifo)
 
 
 def test_apply_is_idempotent_and_installs_every_replacement() -> None:

@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from http.client import HTTPMessage
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIApplication, WSGIEnvironment
 
 from loadtest.backend.http.app import build_app
-from loadtest.backend.http.request_head import read_plain_head
+from loadtest.backend.http.request_head import PlainHead, read_plain_head
 
 READY_PREFIX = "READY "
 """The child's one line on stdout, followed by its endpoint URL, once it accepts requests."""
@@ -46,6 +47,24 @@ def _http_date_now() -> str:
         text = email.utils.formatdate(now_s, usegmt=True)
         _last_http_date = (now_s, text)
     return text
+
+
+_ENVIRON_KEYS: dict[str, str] = {}
+"""Header name -> its environ key, for the names seen (boto3 sends a dozen)."""
+
+_ENVIRON_KEYS_KEPT = 256
+"""Header names remembered; when full the memory starts over."""
+
+
+def _environ_key(name: str) -> str:
+    """The environ key werkzeug files header ``name`` under, remembered."""
+    key = name.upper().replace("-", "_")
+    if key not in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+        key = f"HTTP_{key}"
+    if len(_ENVIRON_KEYS) >= _ENVIRON_KEYS_KEPT:
+        _ENVIRON_KEYS.clear()
+    _ENVIRON_KEYS[name] = key
+    return key
 
 
 def _endpoint_url(host: str, port: int) -> str:
@@ -143,11 +162,32 @@ def serve(
         _kept = False
         _status_sent = False
         _plain_fields: tuple[tuple[str, str], ...] | None = None
+        _plain_head: PlainHead | None = None
+        _standard_headers: HTTPMessage
+        _environ_base: WSGIEnvironment | None = None
+
+        @property  # type: ignore[override]
+        def headers(self) -> HTTPMessage:
+            """The request's header fields; a plain head's are made into an
+            ``HTTPMessage`` only if something asks for them (werkzeug's own paths)."""
+            head = self._plain_head
+            return self._standard_headers if head is None else head.headers
+
+        @headers.setter
+        def headers(self, value: HTTPMessage) -> None:
+            self._plain_head = None
+            self._standard_headers = value
+
+        def _header(self, name: str) -> str | None:
+            """``self.headers.get(name)``, read from a plain head's fields directly."""
+            head = self._plain_head
+            return self.headers.get(name) if head is None else head.get(name)
 
         def parse_request(self) -> bool:
             """The standard ``parse_request``, read by ``http_head`` when the head is
             plain (with the same outcome), by the standard parser otherwise."""
             self._plain_fields = None
+            self._plain_head = None
             peek = getattr(self.rfile, "peek", None)
             head = None if peek is None else read_plain_head(self.raw_requestline, peek())
             if head is None or self.protocol_version < "HTTP/1.1":
@@ -155,21 +195,21 @@ def serve(
             self.rfile.read(head.length)
             self._plain_fields = head.fields
             self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
-            self.command, self.path, self.headers = head.command, head.path, head.headers
+            self.command, self.path, self._plain_head = head.command, head.path, head
             self.request_version = "HTTP/1.1"
-            self.close_connection = self.headers.get("Connection", "").lower() == "close"
-            if self.headers.get("Expect", "").lower() == "100-continue":
+            self.close_connection = (head.get("Connection") or "").lower() == "close"
+            if (head.get("Expect") or "").lower() == "100-continue":
                 return self.handle_expect_100()
             return True
 
         def run_wsgi(self) -> None:
             # Most requests carry no Transfer-Encoding: parsing its absence was ~2% of a
             # conditional PutItem's CPU.
-            transfer_encoding = self.headers.get("Transfer-Encoding")
+            transfer_encoding = self._header("Transfer-Encoding")
             if transfer_encoding is not None and "chunked" in parse_set_header(transfer_encoding):
                 super().run_wsgi()  # werkzeug's reader for the body, then close
                 return
-            if self.headers.get("Expect", "").lower().strip(" \t") == "100-continue":
+            if (self._header("Expect") or "").lower().strip(" \t") == "100-continue":
                 self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
                 self.wfile.flush()
             environ = self._plain_environ()
@@ -217,7 +257,28 @@ def serve(
                 or any("_" in name for name, _ in fields)
             ):
                 return None
-            environ: WSGIEnvironment = {
+            base = self._environ_base
+            if base is None:
+                base = self._environ_base = self._plain_environ_base()
+            environ: WSGIEnvironment = base.copy()
+            environ["REQUEST_METHOD"] = self.command
+            for name, value in fields:
+                try:
+                    key = _ENVIRON_KEYS[name]
+                except KeyError:
+                    key = _environ_key(name)
+                if key in environ and key.startswith("HTTP_"):
+                    value = f"{environ[key]},{value}"
+                environ[key] = value
+            environ[PRESERVED_HEADER_NAMES_ENVIRON_KEY] = {}
+            return environ
+
+        def _plain_environ_base(self) -> WSGIEnvironment:
+            """The part of a plain request's environ that is the same for every request
+            on this connection, in ``make_environ``'s order (copied per request: building
+            it afresh was ~2% of a conditional ``PutItem``'s CPU)."""
+            server = self.server
+            return {
                 "wsgi.version": (1, 0),
                 "wsgi.url_scheme": "http",
                 "wsgi.input": self.rfile,
@@ -237,17 +298,8 @@ def serve(
                 "REMOTE_PORT": self.port_integer(),
                 "SERVER_NAME": server.server_address[0],
                 "SERVER_PORT": str(server.server_address[1]),
-                "SERVER_PROTOCOL": self.request_version,
+                "SERVER_PROTOCOL": "HTTP/1.1",
             }
-            for name, value in fields:
-                key = name.upper().replace("-", "_")
-                if key not in ("CONTENT_TYPE", "CONTENT_LENGTH"):
-                    key = f"HTTP_{key}"
-                    if key in environ:
-                        value = f"{environ[key]},{value}"
-                environ[key] = value
-            environ[PRESERVED_HEADER_NAMES_ENVIRON_KEY] = {}
-            return environ
 
         def _execute(self, app: WSGIApplication, environ: WSGIEnvironment) -> None:
             """werkzeug's ``run_wsgi`` ``execute``, without the drain after the response."""
