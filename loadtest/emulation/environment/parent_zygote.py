@@ -17,6 +17,7 @@ given; must not decide anything about invocations (``environments`` does).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -115,6 +116,92 @@ class _SocketStream(ByteStream):
             anyio.notify_closing(self._sock)
             self._sock.close()
         await anyio.lowlevel.checkpoint()
+
+
+class _WatchedSocketStream(_SocketStream):
+    """A ``_SocketStream`` whose socket stays registered with the asyncio event loop while
+    it is open: what arrives is read by the loop's callback as it arrives, and a receive
+    waits on one future only when nothing has.
+
+    An environment's protocol socket answers every invocation; ``anyio.wait_readable``
+    registered it with the loop and removed it again for each answer (two ``epoll_ctl``
+    calls, a callback and a future each time). A receive cancelled while an answer arrives
+    leaves the answer buffered for the next receive, as a socket would.
+    """
+
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(sock)
+        self._loop = loop
+        self._buffer = bytearray()
+        self._ended = False
+        """Nothing more will arrive: the peer closed its end, or the socket broke."""
+        self._broken: OSError | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._watching = False
+
+    def _readable(self) -> None:
+        try:
+            data = self._sock.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            data = b""
+            self._broken = exc
+        if data:
+            self._buffer += data
+        else:
+            self._ended = True
+            self._unwatch()
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _unwatch(self) -> None:
+        if self._watching:
+            self._watching = False
+            self._loop.remove_reader(self._sock)
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        if not self._buffer and not self._ended and self._sock.fileno() >= 0:
+            if not self._watching:
+                self._loop.add_reader(self._sock, self._readable)
+                self._watching = True
+            while not self._buffer and not self._ended and self._sock.fileno() >= 0:
+                self._waiter = self._loop.create_future()
+                try:
+                    await self._waiter
+                finally:
+                    self._waiter = None
+        if self._buffer:
+            data = bytes(self._buffer[:max_bytes])
+            del self._buffer[:max_bytes]
+            return data
+        if self._sock.fileno() < 0:
+            raise anyio.ClosedResourceError
+        if self._broken is not None:
+            raise anyio.BrokenResourceError from self._broken
+        raise anyio.EndOfStream
+
+    async def aclose(self) -> None:
+        if self._sock.fileno() >= 0:
+            self._unwatch()
+            anyio.notify_closing(self._sock)
+            self._sock.close()
+            self._wake()  # a receive waiting now raises ClosedResourceError
+        await anyio.lowlevel.checkpoint()
+
+
+def _protocol_stream(sock: socket.socket) -> _SocketStream:
+    """The stream of an environment's protocol socket: watched by the event loop on
+    asyncio (``_WatchedSocketStream``), else waited for at each receive."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # another event loop than asyncio's
+        return _SocketStream(sock)
+    return _WatchedSocketStream(sock, loop)
 
 
 def available() -> bool:
@@ -247,7 +334,7 @@ class Zygote:
             proto_child.close()
             status_child.close()
         status_stream = _SocketStream(status)
-        proto_stream = _SocketStream(proto)
+        proto_stream = _protocol_stream(proto)
         try:
             try:
                 data, fds = await status_stream.receive_fds(64, 1)
