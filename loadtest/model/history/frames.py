@@ -97,6 +97,15 @@ class RecordLog(Sequence[_T]):
         self._decoded: dict[int, list[_T]] = {}
         self.extend(records)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The decoded frames are a cache of the frames: a pickled log carries its frames.
+        state = self.__dict__.copy()
+        state["_decoded"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update({"_decoded": {}, **state})
+
     def append(self, record: _T) -> None:
         self._tail.append(record)
         if len(self._tail) >= FRAME_RECORDS:
