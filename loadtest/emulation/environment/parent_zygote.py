@@ -118,7 +118,7 @@ class _SocketStream(ByteStream):
         await anyio.lowlevel.checkpoint()
 
 
-class _WatchedSocketStream(_SocketStream):
+class WatchedSocketStream(_SocketStream):
     """A ``_SocketStream`` whose socket stays registered with the asyncio event loop while
     it is open: what arrives is read by the loop's callback as it arrives, and a receive
     waits on one future only when nothing has.
@@ -138,6 +138,8 @@ class _WatchedSocketStream(_SocketStream):
         self._broken: OSError | None = None
         self._waiter: asyncio.Future[None] | None = None
         self._watching = False
+        self._time_up = False
+        """``receive_line``'s deadline has passed (its timer ran)."""
 
     def _readable(self) -> None:
         try:
@@ -152,6 +154,10 @@ class _WatchedSocketStream(_SocketStream):
         else:
             self._ended = True
             self._unwatch()
+        self._wake()
+
+    def _deadline_passed(self) -> None:
+        self._time_up = True
         self._wake()
 
     def _wake(self) -> None:
@@ -185,6 +191,48 @@ class _WatchedSocketStream(_SocketStream):
             raise anyio.BrokenResourceError from self._broken
         raise anyio.EndOfStream
 
+    async def receive_line(self, max_bytes: int, deadline: float) -> bytes | None:
+        """The next line, without its newline, as ``BufferedByteReceiveStream.receive_until``
+        reads it (``DelimiterNotFound`` past ``max_bytes``, ``IncompleteRead`` when the
+        stream ends first); None once the loop's clock (``anyio.current_time()``) reaches
+        ``deadline`` with no line. One timer instead of a cancel scope with a deadline: an
+        environment's answer is waited for this way at every invocation."""
+        buffer = self._buffer
+        offset = 0
+        timer: asyncio.TimerHandle | None = None
+        self._time_up = False
+        try:
+            while True:
+                index = buffer.find(b"\n", offset)
+                if index >= 0:
+                    line = bytes(buffer[:index])
+                    del buffer[: index + 1]
+                    return line
+                if len(buffer) >= max_bytes:
+                    raise anyio.DelimiterNotFound(max_bytes)
+                offset = len(buffer)
+                if self._sock.fileno() < 0:
+                    raise anyio.ClosedResourceError
+                if self._ended:
+                    if self._broken is not None:
+                        raise anyio.BrokenResourceError from self._broken
+                    raise anyio.IncompleteRead
+                if self._time_up or self._loop.time() >= deadline:
+                    return None
+                if not self._watching:
+                    self._loop.add_reader(self._sock, self._readable)
+                    self._watching = True
+                if timer is None:
+                    timer = self._loop.call_at(deadline, self._deadline_passed)
+                self._waiter = self._loop.create_future()
+                try:
+                    await self._waiter
+                finally:
+                    self._waiter = None
+        finally:
+            if timer is not None:
+                timer.cancel()
+
     async def aclose(self) -> None:
         if self._sock.fileno() >= 0:
             self._unwatch()
@@ -196,12 +244,12 @@ class _WatchedSocketStream(_SocketStream):
 
 def _protocol_stream(sock: socket.socket) -> _SocketStream:
     """The stream of an environment's protocol socket: watched by the event loop on
-    asyncio (``_WatchedSocketStream``), else waited for at each receive."""
+    asyncio (``WatchedSocketStream``), else waited for at each receive."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:  # another event loop than asyncio's
         return _SocketStream(sock)
-    return _WatchedSocketStream(sock, loop)
+    return WatchedSocketStream(sock, loop)
 
 
 def available() -> bool:
