@@ -309,7 +309,9 @@ class ExecutionEnvironment:
             error=memory_error(reply.get("error"), self.config.memory_mb),
             started_ns=int(reply["started_ns"]),
             ended_ns=int(reply["ended_ns"]),
-            observed=collect(self._observations(request_id), ended_ns=int(reply["ended_ns"])),
+            observed=collect(
+                self._observations(request_id), ended_ns=int(reply["ended_ns"]), shared=self._shared
+            ),
             log_tail=str(reply.get("log_tail", "")),
             ack_lost=ack_lost,
             response_json=bool(reply.get("response_json", True)),
@@ -380,7 +382,7 @@ class ExecutionEnvironment:
             error=error,
             started_ns=started_ns or ended,
             ended_ns=ended,
-            observed=collect(self._observations(request_id), ended_ns=ended),
+            observed=collect(self._observations(request_id), ended_ns=ended, shared=self._shared),
             log_tail=log_tail,
         )
 
