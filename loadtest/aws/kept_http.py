@@ -243,9 +243,12 @@ class AsyncKeptConnection:
         self.host = host
         self.port = port
         self._stream: anyio.abc.SocketStream | None = None
+        self._socket: socket.socket | None = None
+        """The stream's socket, looked up once per connection: ``stream.extra`` builds
+        every attribute of the stream (its peer's address asked of the kernel) per call."""
 
     async def aclose(self) -> None:
-        stream, self._stream = self._stream, None
+        stream, self._stream, self._socket = self._stream, None, None
         if stream is not None:
             with anyio.CancelScope(shield=True):
                 await stream.aclose()
@@ -256,7 +259,7 @@ class AsyncKeptConnection:
         """Send one request and read its answer. On any error, cancellation included, the
         connection is closed."""
         stream = self._stream
-        if stream is not None and _readable(stream.extra(anyio.abc.SocketAttribute.raw_socket)):
+        if stream is not None and self._socket is not None and _readable(self._socket):
             await self.aclose()  # the server closed the kept connection meanwhile
             stream = None
         if stream is None:
@@ -265,6 +268,7 @@ class AsyncKeptConnection:
             except OSError as exc:
                 raise ConnectFailed(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
             self._stream = stream
+            self._socket = stream.extra(anyio.abc.SocketAttribute.raw_socket)
         reader = AnswerReader(method)
         try:
             await stream.send(

@@ -301,3 +301,32 @@ def test_invocations_reading_and_writing_are_those_with_both_framed_or_not() -> 
     wanted = [inv for inv in mixed if inv.reads and inv.writes]
     assert 0 < len(wanted) < len(mixed)
     assert list(log.reading_and_writing()) == wanted
+
+
+def test_the_first_frames_of_an_invocation_log_are_decoded_once_and_the_rest_each_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(InvocationLog, "kept_frames", 1)
+    originals = [_every_kind(n) for n in range(2 * FRAME_RECORDS + 3)]
+    log = InvocationLog(originals)
+    first, second = list(log), list(log)
+    assert first == second == originals
+    assert first[0] is second[0]  # the first frame: kept decoded, shared by both passes
+    assert first[FRAME_RECORDS] is not second[FRAME_RECORDS]  # the second: decoded again
+    assert log[1] is first[1]
+
+
+def test_a_pickled_log_carries_its_frames_not_what_is_kept_decoded() -> None:
+    import pickle
+
+    originals = [_every_kind(n) for n in range(FRAME_RECORDS + 3)]
+    log = InvocationLog(originals)
+    list(log)
+    assert log._decoded
+    copy = pickle.loads(pickle.dumps(log))
+    assert copy._decoded == {}
+    assert list(copy) == originals
+    old = pickle.loads(pickle.dumps(log))
+    del old.__dict__["_decoded"]  # a log pickled before logs kept frames decoded
+    restored = pickle.loads(pickle.dumps(old))
+    assert list(restored) == originals

@@ -248,13 +248,23 @@ class ExecutionEnvironment:
         try:
             await self._thaw()
             await self._process.stdin.send((json.dumps(request) + "\n").encode())
-            # anyio.fail_after, without its two generator context managers around the scope:
-            # every invocation waits under one.
             deadline = anyio.current_time() + self.config.timeout_s
-            with anyio.CancelScope(deadline=deadline) as waiting:
-                reply = await self._read()
-            if waiting.cancelled_caught and anyio.current_time() >= waiting.deadline:
-                raise TimeoutError
+            stdout = self._process.stdout
+            assert self._reader is not None
+            if isinstance(stdout, zygotes.WatchedSocketStream) and not self._reader.buffer:
+                # A forked environment's socket, watched by the event loop: the line waited
+                # for under one timer.
+                line = await stdout.receive_line(MAX_LINE_BYTES, deadline)
+                if line is None:
+                    raise TimeoutError
+                reply = json.loads(line)
+            else:
+                # anyio.fail_after, without its two generator context managers around the
+                # scope: every invocation waits under one.
+                with anyio.CancelScope(deadline=deadline) as waiting:
+                    reply = await self._read()
+                if waiting.cancelled_caught and anyio.current_time() >= waiting.deadline:
+                    raise TimeoutError
         except TimeoutError:
             await self.aclose()
             return self._failed(
@@ -299,7 +309,9 @@ class ExecutionEnvironment:
             error=memory_error(reply.get("error"), self.config.memory_mb),
             started_ns=int(reply["started_ns"]),
             ended_ns=int(reply["ended_ns"]),
-            observed=collect(self._observations(request_id), ended_ns=int(reply["ended_ns"])),
+            observed=collect(
+                self._observations(request_id), ended_ns=int(reply["ended_ns"]), shared=self._shared
+            ),
             log_tail=str(reply.get("log_tail", "")),
             ack_lost=ack_lost,
             response_json=bool(reply.get("response_json", True)),
@@ -370,7 +382,7 @@ class ExecutionEnvironment:
             error=error,
             started_ns=started_ns or ended,
             ended_ns=ended,
-            observed=collect(self._observations(request_id), ended_ns=ended),
+            observed=collect(self._observations(request_id), ended_ns=ended, shared=self._shared),
             log_tail=log_tail,
         )
 

@@ -17,6 +17,7 @@ given; must not decide anything about invocations (``environments`` does).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -115,6 +116,140 @@ class _SocketStream(ByteStream):
             anyio.notify_closing(self._sock)
             self._sock.close()
         await anyio.lowlevel.checkpoint()
+
+
+class WatchedSocketStream(_SocketStream):
+    """A ``_SocketStream`` whose socket stays registered with the asyncio event loop while
+    it is open: what arrives is read by the loop's callback as it arrives, and a receive
+    waits on one future only when nothing has.
+
+    An environment's protocol socket answers every invocation; ``anyio.wait_readable``
+    registered it with the loop and removed it again for each answer (two ``epoll_ctl``
+    calls, a callback and a future each time). A receive cancelled while an answer arrives
+    leaves the answer buffered for the next receive, as a socket would.
+    """
+
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(sock)
+        self._loop = loop
+        self._buffer = bytearray()
+        self._ended = False
+        """Nothing more will arrive: the peer closed its end, or the socket broke."""
+        self._broken: OSError | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._watching = False
+        self._time_up = False
+        """``receive_line``'s deadline has passed (its timer ran)."""
+
+    def _readable(self) -> None:
+        try:
+            data = self._sock.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            data = b""
+            self._broken = exc
+        if data:
+            self._buffer += data
+        else:
+            self._ended = True
+            self._unwatch()
+        self._wake()
+
+    def _deadline_passed(self) -> None:
+        self._time_up = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _unwatch(self) -> None:
+        if self._watching:
+            self._watching = False
+            self._loop.remove_reader(self._sock)
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        if not self._buffer and not self._ended and self._sock.fileno() >= 0:
+            if not self._watching:
+                self._loop.add_reader(self._sock, self._readable)
+                self._watching = True
+            while not self._buffer and not self._ended and self._sock.fileno() >= 0:
+                self._waiter = self._loop.create_future()
+                try:
+                    await self._waiter
+                finally:
+                    self._waiter = None
+        if self._buffer:
+            data = bytes(self._buffer[:max_bytes])
+            del self._buffer[:max_bytes]
+            return data
+        if self._sock.fileno() < 0:
+            raise anyio.ClosedResourceError
+        if self._broken is not None:
+            raise anyio.BrokenResourceError from self._broken
+        raise anyio.EndOfStream
+
+    async def receive_line(self, max_bytes: int, deadline: float) -> bytes | None:
+        """The next line, without its newline, as ``BufferedByteReceiveStream.receive_until``
+        reads it (``DelimiterNotFound`` past ``max_bytes``, ``IncompleteRead`` when the
+        stream ends first); None once the loop's clock (``anyio.current_time()``) reaches
+        ``deadline`` with no line. One timer instead of a cancel scope with a deadline: an
+        environment's answer is waited for this way at every invocation."""
+        buffer = self._buffer
+        offset = 0
+        timer: asyncio.TimerHandle | None = None
+        self._time_up = False
+        try:
+            while True:
+                index = buffer.find(b"\n", offset)
+                if index >= 0:
+                    line = bytes(buffer[:index])
+                    del buffer[: index + 1]
+                    return line
+                if len(buffer) >= max_bytes:
+                    raise anyio.DelimiterNotFound(max_bytes)
+                offset = len(buffer)
+                if self._sock.fileno() < 0:
+                    raise anyio.ClosedResourceError
+                if self._ended:
+                    if self._broken is not None:
+                        raise anyio.BrokenResourceError from self._broken
+                    raise anyio.IncompleteRead
+                if self._time_up or self._loop.time() >= deadline:
+                    return None
+                if not self._watching:
+                    self._loop.add_reader(self._sock, self._readable)
+                    self._watching = True
+                if timer is None:
+                    timer = self._loop.call_at(deadline, self._deadline_passed)
+                self._waiter = self._loop.create_future()
+                try:
+                    await self._waiter
+                finally:
+                    self._waiter = None
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+    async def aclose(self) -> None:
+        if self._sock.fileno() >= 0:
+            self._unwatch()
+            anyio.notify_closing(self._sock)
+            self._sock.close()
+            self._wake()  # a receive waiting now raises ClosedResourceError
+        await anyio.lowlevel.checkpoint()
+
+
+def _protocol_stream(sock: socket.socket) -> _SocketStream:
+    """The stream of an environment's protocol socket: watched by the event loop on
+    asyncio (``WatchedSocketStream``), else waited for at each receive."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # another event loop than asyncio's
+        return _SocketStream(sock)
+    return WatchedSocketStream(sock, loop)
 
 
 def available() -> bool:
@@ -247,7 +382,7 @@ class Zygote:
             proto_child.close()
             status_child.close()
         status_stream = _SocketStream(status)
-        proto_stream = _SocketStream(proto)
+        proto_stream = _protocol_stream(proto)
         try:
             try:
                 data, fds = await status_stream.receive_fds(64, 1)

@@ -74,7 +74,14 @@ class RecordLog(Sequence[_T]):
     at once; records appended while an iteration runs are included. Records
     are frozen, so the decoded copies are equal to what was appended; a log
     equals any sequence of equal records in the same order.
+
+    The first ``kept_frames`` frames, once decoded, are kept decoded (0 by default): a
+    log read by several passes (a run's invocations, by the check's passes and the
+    report's) decodes them once, and what it keeps is bounded however long the run.
     """
+
+    kept_frames = 0
+    """How many of the first frames stay decoded once read (shared by every reader)."""
 
     def __init__(
         self,
@@ -87,7 +94,17 @@ class RecordLog(Sequence[_T]):
         self._decode = decode
         self._frames: FrameStore = frames()
         self._tail: list[_T] = []
+        self._decoded: dict[int, list[_T]] = {}
         self.extend(records)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The decoded frames are a cache of the frames: a pickled log carries its frames.
+        state = self.__dict__.copy()
+        state["_decoded"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update({"_decoded": {}, **state})
 
     def append(self, record: _T) -> None:
         self._tail.append(record)
@@ -104,9 +121,16 @@ class RecordLog(Sequence[_T]):
         return len(self._frames) * FRAME_RECORDS + len(self._tail)
 
     def _frame(self, index: int) -> list[_T]:
+        """Frame ``index``'s records (the caller must not change the list)."""
         if index < len(self._frames):
+            kept = self._decoded.get(index)
+            if kept is not None:
+                return kept
             decode = self._decode
-            return [decode(row) for row in marshal.loads(zlib.decompress(self._frames[index]))]
+            records = [decode(row) for row in marshal.loads(zlib.decompress(self._frames[index]))]
+            if index < self.kept_frames:
+                self._decoded[index] = records
+            return records
         return list(self._tail)
 
     def _from(self, start: int) -> Iterator[_T]:
@@ -346,7 +370,15 @@ def decode_effect(row: Sequence[Any]) -> EffectRecord:
 
 
 class InvocationLog(RecordLog[Invocation]):
-    """A run's invocations, in the order they were recorded (see ``RecordLog``)."""
+    """A run's invocations, in the order they were recorded (see ``RecordLog``).
+
+    The check's passes and the report's read them several times over: the first
+    ``kept_frames`` frames are decoded once for all of them.
+    """
+
+    kept_frames = 8
+    """4,096 invocations: a burst of a few thousand messages is decoded once; a longer run
+    keeps its first 4,096 decoded (a few MB) and decodes the rest in each pass."""
 
     def __init__(self, invocations: Iterable[Invocation] = (), frames: FrameStores = list) -> None:
         super().__init__(encode_invocation, decode_invocation, invocations, frames)

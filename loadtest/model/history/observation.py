@@ -198,11 +198,10 @@ def decode(
     if tag == "read":
         return ReadRecord(**body)
     if tag == "begin":
+        # Not shared here: most begun writes are answered, and ``collect`` shares the keys
+        # of those that are not when it makes them writes.
         body["keys"] = tuple(body.get("keys", ()))
         body["requested"] = tuple(body.get("requested", ()))
-        if shared is not None:
-            body["keys"] = tuple(shared.share(k) for k in body["keys"])
-            body["requested"] = tuple(shared.share(r) for r in body["requested"])
         return WriteBegun(**body)
     if tag == "unobserved":
         return UnobservedCall(**body)
@@ -232,8 +231,11 @@ class Observed:
     effects: list[EffectRecord] = dataclasses.field(default_factory=list)
 
 
-def collect(observations: Iterable[Observation], *, ended_ns: int) -> Observed:
-    """Sort observations; a begun write with no answer becomes an indeterminate write."""
+def collect(
+    observations: Iterable[Observation], *, ended_ns: int, shared: SharedValues | None = None
+) -> Observed:
+    """Sort observations; a begun write with no answer becomes an indeterminate write (its
+    key and requested item the ``shared`` table's copies, when given)."""
     out = Observed()
     begun: dict[str, WriteBegun] = {}
     answered: set[str] = set()
@@ -257,6 +259,8 @@ def collect(observations: Iterable[Observation], *, ended_ns: int) -> Observed:
         if call_id in answered:
             continue
         for key, requested in zip(begin.keys, begin.requested, strict=False):
+            if shared is not None:
+                key, requested = shared.share(key), shared.share(requested)
             out.writes.append(
                 WriteRecord(
                     operation=begin.operation,
