@@ -86,6 +86,10 @@ def test_failed_verdict_exits_one(backend_url: str, tmp_path: Path) -> None:
             "5",
             "--copies",
             "2",
+            # Two environments, not race-burst's eight (a cold start each): an unconditional
+            # write stores every copy again, raced or not.
+            "--concurrency",
+            "2",
             "--endpoint-url",
             backend_url,
             "--out",
@@ -109,8 +113,8 @@ def test_a_closed_stdout_keeps_the_verdicts_exit_code(
         done = subprocess.run(
             [
                 *(sys.executable, "-m", "loadtest", "run", "race-burst", "--variant", variant),
-                *("--distinct-ids", "5", "--copies", "2", "--endpoint-url", backend_url),
-                *("--out", str(tmp_path)),
+                *("--distinct-ids", "5", "--copies", "2", "--concurrency", "2"),
+                *("--endpoint-url", backend_url, "--out", str(tmp_path)),
             ],
             stdout=writer,
             stderr=subprocess.PIPE,

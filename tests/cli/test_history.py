@@ -30,7 +30,10 @@ def _run(backend_url: str, tmp_path: Path, *extra: str) -> tuple[int, str]:
         app,
         [
             *("compare", "race-burst", "--variants", "read-then-write,conditional"),
-            *("--distinct-ids", "12", "--seed", "5", "--endpoint-url", backend_url),
+            # Four environments, not race-burst's eight: each is a cold start, and four
+            # race read-then-write's copies as well (a history is what is checked here).
+            *("--distinct-ids", "12", "--concurrency", "4", "--seed", "5"),
+            *("--endpoint-url", backend_url),
             *("--out", str(tmp_path / "out"), "--quiet"),
             *extra,
         ],
@@ -80,7 +83,7 @@ def test_a_sweeps_or_repeats_history_rebuilds_its_report_byte_for_byte(
         [
             *command,
             *metric,
-            *("--distinct-ids", "6", "--endpoint-url", backend_url),
+            *("--distinct-ids", "6", "--concurrency", "2", "--endpoint-url", backend_url),
             *("--json", str(ran), "--history", str(history), "--quiet"),
         ],
     )
@@ -200,6 +203,7 @@ def test_a_disk_that_fills_mid_run_is_said_once_and_the_run_goes_on(
         [
             # 50 ids: some 45 kB of history, cut at 20 kB.
             *("run", "race-burst", "--variant", "conditional", "--distinct-ids", "50"),
+            *("--concurrency", "2"),
             *("--endpoint-url", backend_url, "--json", str(ran), "--history", str(history)),
             "--quiet",
         ],

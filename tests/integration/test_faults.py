@@ -1,4 +1,7 @@
-"""The fault suite: loadtest as a real process, against `loadtest serve`, under hostile conditions.
+"""The fault suite: loadtest as a real process, against a backend over HTTP, under hostile conditions.
+
+A case that stops or kills the backend starts a `loadtest serve` of its own; the others
+run against the worker's embedded backend (``backend_url``), which they leave empty.
 
 Each case asserts the exit code, the message, the report written (marked
 incomplete where interrupted), that no process and no ``loadtest-envs-*``
@@ -60,7 +63,9 @@ def _serve(tmp: Path) -> Served:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
-    """A `loadtest serve` of this test's own, so it may be stopped or killed."""
+    """A `loadtest serve` of this test's own, so it may be stopped or killed (the cases
+    that leave the backend running use the worker's, ``backend_url``: each leaves it as
+    it found it, which they assert)."""
     backend = _serve(tmp_path)
     yield backend
     if backend.process.poll() is None:
@@ -172,9 +177,9 @@ def _assert_running(case: Case, what: str) -> None:
         raise AssertionError(f"{what} (exit {case.process.returncode}): {case.stderr}")
 
 
-def _interrupt(tmp_path: Path, served: Served, signals: list[signal.Signals], name: str) -> None:
-    case = Case(tmp_path, _run_args(served.url, tmp_path / "out"))
-    _wait_for_table(served.url, case)
+def _interrupt(tmp_path: Path, url: str, signals: list[signal.Signals], name: str) -> None:
+    case = Case(tmp_path, _run_args(url, tmp_path / "out"))
+    _wait_for_table(url, case)
     for sig in signals:
         case.process.send_signal(sig)
         time.sleep(0.05)
@@ -187,7 +192,7 @@ def _interrupt(tmp_path: Path, served: Served, signals: list[signal.Signals], na
     assert report["runs"][0]["incomplete"] is True
     assert report["runs"][0]["counts"]["messages_sent"] > 0
     _assert_cut_short_is_not_a_failure(report["runs"][0])
-    case.assert_nothing_left(served.url)
+    case.assert_nothing_left(url)
     _assert_history_rebuilds(case)
 
 
@@ -210,19 +215,19 @@ def _assert_cut_short_is_not_a_failure(run: dict[str, Any]) -> None:
     ]
 
 
-def test_sigterm_cleans_up_and_reports_incomplete(tmp_path: Path, served: Served) -> None:
-    _interrupt(tmp_path, served, [signal.SIGTERM], "SIGTERM")
+def test_sigterm_cleans_up_and_reports_incomplete(tmp_path: Path, backend_url: str) -> None:
+    _interrupt(tmp_path, backend_url, [signal.SIGTERM], "SIGTERM")
 
 
-def test_sighup_cleans_up_and_reports_incomplete(tmp_path: Path, served: Served) -> None:
-    _interrupt(tmp_path, served, [signal.SIGHUP], "SIGHUP")
+def test_sighup_cleans_up_and_reports_incomplete(tmp_path: Path, backend_url: str) -> None:
+    _interrupt(tmp_path, backend_url, [signal.SIGHUP], "SIGHUP")
 
 
-def test_double_sigint_still_cleans_up(tmp_path: Path, served: Served) -> None:
-    _interrupt(tmp_path, served, [signal.SIGINT, signal.SIGINT], "SIGINT")
+def test_double_sigint_still_cleans_up(tmp_path: Path, backend_url: str) -> None:
+    _interrupt(tmp_path, backend_url, [signal.SIGINT, signal.SIGINT], "SIGINT")
 
 
-def test_interrupted_compare_keeps_finished_variants(tmp_path: Path, served: Served) -> None:
+def test_interrupted_compare_keeps_finished_variants(tmp_path: Path, backend_url: str) -> None:
     case = Case(
         tmp_path,
         [
@@ -233,14 +238,14 @@ def test_interrupted_compare_keeps_finished_variants(tmp_path: Path, served: Ser
             "--handler-duration",
             "1500",
             "--endpoint-url",
-            served.url,
+            backend_url,
             "--out",
             str(tmp_path / "out"),
             "--quiet",
         ],
     )
-    while len(loadtest_resources(served.url)[1]) == 0 or "-1-" not in "".join(
-        loadtest_resources(served.url)[1]
+    while len(loadtest_resources(backend_url)[1]) == 0 or "-1-" not in "".join(
+        loadtest_resources(backend_url)[1]
     ):
         _assert_running(case, "the second variant never started")
         time.sleep(0.1)
@@ -252,7 +257,7 @@ def test_interrupted_compare_keeps_finished_variants(tmp_path: Path, served: Ser
     assert report["runs"][0]["incomplete"] is False
     assert report["runs"][0]["verdict"] == "pass"
     assert report["incomplete"] is True
-    case.assert_nothing_left(served.url)
+    case.assert_nothing_left(backend_url)
     _assert_history_rebuilds(case)
 
 
@@ -325,7 +330,7 @@ def test_killed_backend_exits_three_and_leaves_nothing_local(
     _assert_history_rebuilds(case)
 
 
-def test_concurrent_runs_in_one_folder_keep_every_report(tmp_path: Path, served: Served) -> None:
+def test_concurrent_runs_in_one_folder_keep_every_report(tmp_path: Path, backend_url: str) -> None:
     for n in range(4):
         (tmp_path / str(n)).mkdir()
     cases = [
@@ -335,7 +340,7 @@ def test_concurrent_runs_in_one_folder_keep_every_report(tmp_path: Path, served:
                 "run",
                 "seed-lab",
                 "--endpoint-url",
-                served.url,
+                backend_url,
                 "--out",
                 str(tmp_path / "shared"),
                 "--quiet",
@@ -351,7 +356,7 @@ def test_concurrent_runs_in_one_folder_keep_every_report(tmp_path: Path, served:
     assert len(list((tmp_path / "shared").glob("*.html"))) == 4
     for case in cases:
         case.assert_nothing_left()
-    assert loadtest_resources(served.url) == ([], [])
+    assert loadtest_resources(backend_url) == ([], [])
 
 
 @pytest.mark.parametrize(
@@ -369,7 +374,7 @@ def test_hostile_scenario_names_are_refused(tmp_path: Path, name: str) -> None:
     case.assert_nothing_left()
 
 
-def test_oversized_reply_fails_the_invocation_not_the_run(tmp_path: Path, served: Served) -> None:
+def test_oversized_reply_fails_the_invocation_not_the_run(tmp_path: Path, backend_url: str) -> None:
     handler = tmp_path / "huge.py"
     handler.write_text(
         "def handler(event, context):\n    return {'blob': 'x' * (65 * 1024 * 1024)}\n"
@@ -394,7 +399,7 @@ def test_oversized_reply_fails_the_invocation_not_the_run(tmp_path: Path, served
             "--deadline",
             "20",
             "--endpoint-url",
-            served.url,
+            backend_url,
             "--out",
             str(tmp_path / "out"),
             "--json",
@@ -408,10 +413,10 @@ def test_oversized_reply_fails_the_invocation_not_the_run(tmp_path: Path, served
     report = json.loads((tmp_path / "out" / "r.json").read_text())
     [run] = [r for r in report["runs"] if r["variant"].endswith(":handler")]
     assert any("ResponseSizeTooLarge" in e["error"] for e in run["errors"])
-    case.assert_nothing_left(served.url)
+    case.assert_nothing_left(backend_url)
 
 
-def test_memory_mb_is_enforced(tmp_path: Path, served: Served) -> None:
+def test_memory_mb_is_enforced(tmp_path: Path, backend_url: str) -> None:
     handler = tmp_path / "hog.py"
     handler.write_text(
         "def handler(event, context):\n"
@@ -434,7 +439,7 @@ def test_memory_mb_is_enforced(tmp_path: Path, served: Served) -> None:
             "--deadline",
             "20",
             "--endpoint-url",
-            served.url,
+            backend_url,
             "--out",
             str(tmp_path / "out"),
             "--json",
@@ -446,7 +451,7 @@ def test_memory_mb_is_enforced(tmp_path: Path, served: Served) -> None:
     report = json.loads((tmp_path / "out" / "r.json").read_text())
     [run] = [r for r in report["runs"] if r["variant"].endswith(":handler")]
     assert any("Runtime.OutOfMemory" in e["error"] for e in run["errors"]), run["errors"]
-    case.assert_nothing_left(served.url)
+    case.assert_nothing_left(backend_url)
 
 
 def test_a_run_the_machine_cannot_hold_is_refused_first(tmp_path: Path) -> None:
@@ -461,21 +466,21 @@ def test_a_run_the_machine_cannot_hold_is_refused_first(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_sigterm_stops_an_exploration_and_its_workers(
-    tmp_path: Path, served: Served, workers: int
+    tmp_path: Path, backend_url: str, workers: int
 ) -> None:
     """An exploration (searched alone, or by worker processes each with its own table):
     SIGTERM stops it at its next schedule and every table is gone."""
     args = ["explore", "seed-lab", "--variant", "conditional", "--copies", "3"]
-    where = ["--workers", str(workers), "--endpoint-url", served.url]
+    where = ["--workers", str(workers), "--endpoint-url", backend_url]
     # Two faults a schedule: a search of thousands of schedules, still running when signalled.
     case = Case(tmp_path, [*args, "--faults", "crash,redeliver", "--max-faults", "2", *where])
     # The caller's own table, or each worker's (the caller makes one only to shrink a bug).
     tables = workers
-    while len(loadtest_resources(served.url)[1]) < tables:
+    while len(loadtest_resources(backend_url)[1]) < tables:
         _assert_running(case, "the exploration ended before its workers made their tables")
         time.sleep(0.1)
     time.sleep(0.5)
     case.process.send_signal(signal.SIGTERM)
     assert case.finish() == 130, case.stderr
     assert "interrupted by SIGTERM" in case.stderr and "Traceback" not in case.stderr
-    case.assert_nothing_left(served.url)
+    case.assert_nothing_left(backend_url)
