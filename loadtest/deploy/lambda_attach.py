@@ -35,6 +35,7 @@ from loadtest.deploy.deploy_plan import (
 from loadtest.deploy.lambda_ready import function_active, poll
 from loadtest.errors import BackendError, InputError
 from loadtest.observer.layer_environment import ATTACHED_ENV as ATTACHED_ENV
+from loadtest.observer.layer_environment import DEAD_LETTER_QUEUES_ENV
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda.client import LambdaClient
@@ -90,9 +91,12 @@ def observed(
     observation_queue: str,
     run_id: str,
     faults: Mapping[str, str] = MappingProxyType({}),
+    dead_letter_queue: str = "",
 ) -> FunctionSnapshot:
     """The function as it runs observed: handler redirected, layer appended, variables added
-    (``faults``: the scenario's injected faults as the layer reads them, as a deploy sets them)."""
+    (``faults``: the scenario's injected faults as the layer reads them, as a deploy sets them;
+    ``dead_letter_queue``: its queue's, where a record it parks is dead-lettered, not an
+    effect)."""
     current = dict(before.variables)
     if before.handler == WRAPPER_HANDLER or ATTACHED_ENV in current:
         raise InputError(
@@ -110,6 +114,7 @@ def observed(
         WATCH_TABLE_ENV: watch_table,
         KEY_NAMES_ENV: ",".join(key_names),
         OBSERVATION_QUEUE_ENV: observation_queue,
+        **({DEAD_LETTER_QUEUES_ENV: dead_letter_queue} if dead_letter_queue else {}),
         **faults,
     }
     clash = sorted(set(added) & set(current))
@@ -174,6 +179,7 @@ def attached(
     observation_queue: str,
     run_id: str,
     faults: Mapping[str, str] = MappingProxyType({}),
+    dead_letter_queue: str = "",
     timeout_s: float = 120,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[FunctionSnapshot]:
@@ -191,6 +197,7 @@ def attached(
         observation_queue=observation_queue,
         run_id=run_id,
         faults=faults,
+        dead_letter_queue=dead_letter_queue,
     )
     try:
         _apply(lambda_, wanted, timeout_s=timeout_s, sleep=sleep)

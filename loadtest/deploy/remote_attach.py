@@ -97,6 +97,7 @@ def run_attached(
                 observation_queue=queue_name,
                 run_id=run_id,
                 faults=deployed_fault_environment(scenario.faults),
+                dead_letter_queue=dlq_url or "",
             ),
         ):
             where = Endpoints(

@@ -197,3 +197,27 @@ def test_attach_sets_the_scenarios_faults_as_a_deploy_does_and_removes_them(
         assert env["LOADTEST_CRASH_MID_HANDLER"] == "0.25"
         assert env["LOADTEST_RACE_WINDOW_MS"] == "7"
     assert FunctionSnapshot.of(aws.lambda_, "user-fn") == before
+
+
+def test_attach_tells_the_function_its_queues_dead_letter_queue_and_removes_it(
+    aws: Clients,
+) -> None:
+    # A record the attached function parks there is dead-lettered, not an effect.
+    before = _function(aws, env={"MODE": "prod"}, layers=[])
+    dlq = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-dlq"
+    with attached(
+        aws.lambda_,
+        "user-fn",
+        layer_arn=_layer(aws, "loadtest-r8-observer"),
+        watch_table="orders",
+        key_names=("id",),
+        observation_queue="obs",
+        run_id="r8",
+        dead_letter_queue=dlq,
+        sleep=lambda s: None,
+    ):
+        env = aws.lambda_.get_function_configuration(FunctionName="user-fn")["Environment"][
+            "Variables"
+        ]
+        assert env["LOADTEST_DEAD_LETTER_QUEUES"] == dlq
+    assert FunctionSnapshot.of(aws.lambda_, "user-fn") == before
