@@ -33,7 +33,6 @@ itself (the redeliver point fault of a local run, ``loadtest.observer.point_faul
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import random
 import secrets
@@ -43,6 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from loadtest.model.history.observation import json_line_writer
 from loadtest.observer import left_work, point_faults, record_marks, runtime_marshal
 from loadtest.observer.effects import own_calls
 from loadtest.observer.layer_environment import (
@@ -312,8 +312,11 @@ def environ_note(exc: BaseException) -> str:
     return ""
 
 
+_json_text = json_line_writer()
+
+
 def _line(body: dict[str, Any]) -> str:
-    return json.dumps(body, separators=(",", ":"), default=str) + "\n"
+    return _json_text(body) + "\n"
 
 
 def handler(event: Any, context: Any) -> Any:

@@ -18,6 +18,7 @@ from loadtest.emulation.environment.parent_environments import (
     FunctionConfig,
     log_directory,
 )
+from loadtest.emulation.environment.parent_freezing import FREEZE
 
 pytestmark = pytest.mark.skipif(not zygotes.available(), reason="needs Linux pidfds")
 
@@ -227,3 +228,33 @@ def test_the_variants_of_a_run_share_its_zygote_and_layer_in_folders_of_their_ow
     assert not folders[0].parent.exists()
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # the run's end stops its zygote
+
+
+def _voluntary_switches(pid: int) -> int:
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no context switches in /proc/{pid}/status")
+
+
+@pytest.mark.skipif(not FREEZE, reason="environments are not frozen between invocations")
+def test_an_environment_frozen_and_continued_does_not_wake_the_zygote(handler: Path) -> None:
+    config = _config(handler)
+
+    async def run() -> int:
+        with log_directory() as log_dir:
+            env = ExecutionEnvironment(config, 0, log_dir)
+            try:
+                assert (await env.invoke("r-0", {})).ok
+                zygote = _RUNS[log_dir].zygote
+                assert zygote is not None
+                before = _voluntary_switches(zygote.pid)
+                for n in range(1, 21):
+                    assert (await env.invoke(f"r-{n}", {})).ok
+                return _voluntary_switches(zygote.pid) - before
+            finally:
+                await env.aclose()
+
+    # Each stop and continue of an environment would wake its zygote twice (SIGCHLD).
+    assert anyio.run(run) <= 2

@@ -62,10 +62,14 @@ from loadtest.emulation.environment.child_guard import (
     enforce_memory,
     over_memory_peak,
 )
+from loadtest.model.history.observation import json_line_writer
 from loadtest.observer import lambda_entry, runtime_marshal
 from loadtest.observer.layer_environment import CRASH_AFTER_WRITE_ENV, FAULT_SEED_ENV
 
 LOG_TAIL_CHARS = 2000
+
+_json_text = json_line_writer(None)
+"""``json.dumps(value, separators=(",", ":"))``: the protocol's lines, from one encoder."""
 
 
 @dataclass(frozen=True)
@@ -225,7 +229,7 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
     sys.stdout = sys.stderr
 
     def send(message: dict[str, Any]) -> None:
-        _write_all(protocol, (json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8"))
+        _write_all(protocol, (_json_text(message) + "\n").encode("utf-8"))
 
     faults = _Faults.from_environ()
     started = time.monotonic_ns()
@@ -313,7 +317,7 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
             # have finished: the run judges work that never finished as cut short.
             **lambda_entry.left_lines(state),
         }
-        data = (json.dumps(reply, separators=(",", ":")) + "\n").encode("utf-8")
+        data = (_json_text(reply) + "\n").encode("utf-8")
         if freeze is not None and not reply["crashed"]:
             freeze(protocol, data)
         else:

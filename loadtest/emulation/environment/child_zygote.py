@@ -87,6 +87,7 @@ def serve(environment_modules: Set[str]) -> tuple[int, int]:
     os.set_blocking(wake_w, False)
     # Both signals only wake the loop (the wake-up descriptor carries their numbers).
     signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
+    _no_stop_notices()
     signal.signal(signal.SIGTERM, lambda _signum, _frame: None)
     signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     _subreaper()
@@ -195,6 +196,44 @@ def _subreaper() -> None:
             _fail(f"cannot become a child subreaper: {os.strerror(ctypes.get_errno())}")
     except (OSError, AttributeError) as exc:
         _fail(f"cannot become a child subreaper: {exc}")
+
+
+_SA_NOCLDSTOP = 0x1
+_SA_ONSTACK = 0x08000000
+"""Linux's flags on x86, Arm and most architectures (``asm-generic/signal-defs.h``)."""
+
+
+class _SigAction(ctypes.Structure):
+    """libc's ``struct sigaction`` on Linux (glibc and musl, x86 and Arm): handler, mask, flags."""
+
+    _fields_ = (
+        ("handler", ctypes.c_void_p),
+        ("mask", ctypes.c_ulong * (1024 // (8 * ctypes.sizeof(ctypes.c_ulong)))),
+        ("flags", ctypes.c_int),
+        ("restorer", ctypes.c_void_p),
+    )
+
+
+def _no_stop_notices() -> None:
+    """Keep the SIGCHLD handler, without notices of a child stopping or continuing
+    (``SA_NOCLDSTOP``): every environment stops itself after each reply and is continued
+    with the next invocation (Lambda's freeze), and the loop only acts on an exit.
+
+    Python's ``signal.signal`` sets no such flag: it is added through libc to the action
+    Python installed, which is recognised by the ``SA_ONSTACK`` it always sets. Where the
+    structure is laid out otherwise, the action is left as it is (each stop and continue
+    then wakes the loop, which finds nothing to reap)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        action = _SigAction()
+        if libc.sigaction(signal.SIGCHLD, None, ctypes.byref(action)) != 0:
+            return
+        if not action.handler or action.flags & _SA_ONSTACK == 0:
+            return
+        action.flags |= _SA_NOCLDSTOP
+        libc.sigaction(signal.SIGCHLD, ctypes.byref(action), None)
+    except (OSError, AttributeError):
+        return
 
 
 def _reap(children: dict[int, socket.socket]) -> None:

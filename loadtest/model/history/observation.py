@@ -87,27 +87,31 @@ def encode(observation: Observation) -> str:
 
     The fields are read as they are, not copied through ``dataclasses.asdict``: its deep
     copy of every item cost the observer more than the rest of the line, and ``json.dumps``
-    reads the values when it is called either way, so the line is the same.
+    reads the values when it is called either way, so the line is the same. The text is
+    ``json.dumps``'s with these separators and ``default=str``, from an encoder made once
+    (``json_line_writer``), not one made for each line.
     """
     body = {name: getattr(observation, name) for name in _FIELDS[type(observation)]}
     body["t"] = _TAGS[type(observation)]
-    return json.dumps(body, separators=(",", ":"), default=str) + "\n"
+    return _json_text(body) + "\n"
 
 
-def _text_writer() -> Callable[[Any], str]:
-    """``json.dumps(value, separators=(",", ":"), default=str)``, the same text, without
+def json_line_writer(default: Callable[[Any], Any] | None = str) -> Callable[[Any], str]:
+    """``json.dumps(value, separators=(",", ":"), default=default)``, the same text, without
     building an encoder for every call: the C encoder made once (no check for circular
-    values: decoded JSON has none)."""
+    values: decoded JSON and DynamoDB's wire form have none). ``default=None`` refuses a
+    value JSON cannot hold as ``json.dumps`` does (its ``TypeError``)."""
+    fallback = json.JSONEncoder().default if default is None else default
     make = getattr(json.encoder, "c_make_encoder", None)  # not in the module's stubs
     if make is None:  # an interpreter without the C accelerator
-        return lambda value: json.dumps(value, separators=(",", ":"), default=str)
+        return lambda value: json.dumps(value, separators=(",", ":"), default=fallback)
     chunks = make(
-        None, str, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
+        None, fallback, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
     )
     return lambda value: "".join(chunks(value, 0))
 
 
-_json_text = _text_writer()
+_json_text = json_line_writer()
 
 
 SHARED_VALUES_LIMIT = 4096
