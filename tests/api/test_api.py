@@ -112,8 +112,12 @@ def test_to_dict_is_the_json_the_cli_writes(backend_url: str, tmp_path: Path) ->
 def test_library_verdict_is_the_cli_exit_code(name: str, backend_url: str, tmp_path: Path) -> None:
     out = tmp_path / f"{name}.json"
     # Every environment of a run is started (a cold start each) whether its messages need it
-    # or not: two are enough for a verdict, whichever it is.
-    concurrency = min(2, builtin_scenarios()[name].consumer.concurrency)
+    # or not: two are enough for a verdict, whichever it is. A scenario whose handler is
+    # made slow (seconds each) keeps one per message, or its ten messages would wait for
+    # two environments in turns.
+    scenario = builtin_scenarios()[name]
+    slow = scenario.faults.handler_duration_ms > 0
+    concurrency = min(10 if slow else 2, scenario.consumer.concurrency)
     result = runner.invoke(
         app,
         [
