@@ -144,13 +144,16 @@ def test_library_verdict_is_the_cli_exit_code(name: str, backend_url: str, tmp_p
 
 @pytest.mark.slow
 def test_repeat_keeps_every_run_and_states_each_share(backend_url: str) -> None:
-    # Four environments race read-then-write's copies in every run (3 to 12 duplicates in
-    # 20 runs of 10 ids), as race-burst's eight do, with half the cold starts.
+    # The statistics need read-then-write to race in every one of the 10 runs: four
+    # environments (half race-burst's cold starts) with a 20 ms pause after each read of the
+    # table, so that copies delivered together both read the order absent. Without the
+    # pause, four raced 3 to 12 times a run, and now and then not at all.
     report = loadtest.run(
         "race-burst",
         endpoint_url=backend_url,
         distinct_ids=10,
         concurrency=4,
+        race_window_ms=20,
         repeat=10,
         thresholds=["read-then-write: duplicate_writes.runs_with == 10"],
     )
