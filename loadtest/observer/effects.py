@@ -402,13 +402,13 @@ class EffectPlanner:
             if not self.is_source(_text(params.get("QueueUrl"))):
                 return None
             entries = tuple(replace(e, key=self._receipts.get(e.key, "")) for e in entries)
-        elif service == "sqs" and self.is_source(_text(params.get("QueueUrl"))):
-            # Work sent back to the function's own queue: recorded (the run waits for it
-            # to be delivered), never judged as an effect.
-            kind = EffectKind.SOURCE
-        elif service == "sqs" and queue_identity(_text(params.get("QueueUrl"))) in (
-            self._dead_letters
-        ):
-            # A record parked on the dead-letter queue by the handler: dead-lettered.
-            kind = EffectKind.DEAD_LETTER
+        elif service == "sqs" and (self._sources or self._dead_letters):
+            queue = queue_identity(_text(params.get("QueueUrl")))
+            if queue in self._sources:
+                # Work sent back to the function's own queue: recorded (the run waits for
+                # it to be delivered), never judged as an effect.
+                kind = EffectKind.SOURCE
+            elif queue in self._dead_letters:
+                # A record parked on the dead-letter queue by the handler: dead-lettered.
+                kind = EffectKind.DEAD_LETTER
         return params, EffectCall(name, kind, entries, f"{self._prefix}{next(self._ids)}", batch)

@@ -6,7 +6,8 @@ items, the harness's gaps, each business id's handler executions (for the race
 exposure), the attribute names accepted writes stored (which details the
 messages' bodies carry that a table can hold), the records a batch's writes were
 marked on, the messages the consumer sent to its own queue, the records it parked on its
-dead-letter queue itself and the work it left running that never finished (``left_work``). It streams the invocation log once and keeps no write.
+dead-letter queue itself and the work it left running that never finished (``left_work``).
+It streams the invocation log once and keeps no write.
 """
 
 from __future__ import annotations
