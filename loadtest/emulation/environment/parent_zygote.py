@@ -170,17 +170,21 @@ class WatchedSocketStream(_SocketStream):
             self._watching = False
             self._loop.remove_reader(self._sock)
 
+    async def _woken(self) -> None:
+        """Wait, the socket watched, until the loop's callback or the deadline's timer (or a
+        close) wakes this receive."""
+        if not self._watching:
+            self._loop.add_reader(self._sock, self._readable)
+            self._watching = True
+        self._waiter = self._loop.create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
     async def receive(self, max_bytes: int = 65536) -> bytes:
-        if not self._buffer and not self._ended and self._sock.fileno() >= 0:
-            if not self._watching:
-                self._loop.add_reader(self._sock, self._readable)
-                self._watching = True
-            while not self._buffer and not self._ended and self._sock.fileno() >= 0:
-                self._waiter = self._loop.create_future()
-                try:
-                    await self._waiter
-                finally:
-                    self._waiter = None
+        while not self._buffer and not self._ended and self._sock.fileno() >= 0:
+            await self._woken()
         if self._buffer:
             data = bytes(self._buffer[:max_bytes])
             del self._buffer[:max_bytes]
@@ -219,16 +223,9 @@ class WatchedSocketStream(_SocketStream):
                     raise anyio.IncompleteRead
                 if self._time_up or self._loop.time() >= deadline:
                     return None
-                if not self._watching:
-                    self._loop.add_reader(self._sock, self._readable)
-                    self._watching = True
                 if timer is None:
                     timer = self._loop.call_at(deadline, self._deadline_passed)
-                self._waiter = self._loop.create_future()
-                try:
-                    await self._waiter
-                finally:
-                    self._waiter = None
+                await self._woken()
         finally:
             if timer is not None:
                 timer.cancel()

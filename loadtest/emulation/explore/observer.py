@@ -102,10 +102,16 @@ class _Answered:
         self.status_code = status_code
 
 
+def _answered_meta() -> dict[str, Any]:
+    """The ``ResponseMetadata`` of an answer the modelled queue gives itself (a new dict:
+    the handler may keep or change what it is answered)."""
+    return {"ResponseMetadata": {"HTTPStatusCode": 200, "HTTPHeaders": {}, "RetryAttempts": 0}}
+
+
 def _modelled_park(effect: EffectCall) -> tuple[Any, dict[str, Any]]:
     """What the modelled dead-letter queue answers a record the handler parks there: taken,
     with a message id and its body's MD5 for each entry, as SQS answers."""
-    meta = {"ResponseMetadata": {"HTTPStatusCode": 200, "HTTPHeaders": {}, "RetryAttempts": 0}}
+    meta = _answered_meta()
 
     def taken(entry: Entry) -> dict[str, str]:
         digest = hashlib.md5(entry.payload.encode(), usedforsecurity=False).hexdigest()
@@ -120,7 +126,7 @@ def _modelled_park(effect: EffectCall) -> tuple[Any, dict[str, Any]]:
 def _modelled_delete(effect: EffectCall) -> tuple[Any, dict[str, Any]]:
     """What the modelled queue answers the handler's own delete of its messages: done for
     each receipt handle of a message it delivered, ``ReceiptHandleIsInvalid`` otherwise."""
-    meta = {"ResponseMetadata": {"HTTPStatusCode": 200, "HTTPHeaders": {}, "RetryAttempts": 0}}
+    meta = _answered_meta()
     invalid = {"Code": "ReceiptHandleIsInvalid", "SenderFault": True}
     if effect.batch:
         return _Answered(200), {
