@@ -30,8 +30,6 @@ Installs nothing itself.
 
 from __future__ import annotations
 
-import hashlib
-import inspect
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -40,6 +38,8 @@ from moto.core.parse import PROTOCOL_PARSERS, UNDEFINED, BaseJSONParser, JSONPar
 from moto.core.request import determine_request_protocol
 from moto.core.responses import BaseResponse
 from moto.core.utils import get_service_model
+
+from loadtest.backend.core.mirrors import mirrors
 
 _MIRRORED: dict[str, Callable[..., Any]] = {
     "BaseResponse.parse_parameters": BaseResponse.parse_parameters,
@@ -108,11 +108,7 @@ _Plan = Callable[[Any], Any]
 def mirrors_installed_moto() -> bool:
     """Whether the installed moto's parser and ``parse_parameters`` (behind any
     replacement installed, which names moto's as ``__wrapped__``) are the ones mirrored."""
-    return all(
-        hashlib.sha256(inspect.getsource(inspect.unwrap(function)).encode()).hexdigest()
-        == MIRRORED_SOURCES[name]
-        for name, function in _MIRRORED.items()
-    )
+    return all(mirrors(function, MIRRORED_SOURCES[name]) for name, function in _MIRRORED.items())
 
 
 def _identity(value: Any) -> Any:

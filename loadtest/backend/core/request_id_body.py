@@ -23,13 +23,14 @@ Must not touch anything else an answer holds. Installs nothing itself.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import inspect
 import re
 from typing import Any
 
 from moto.core.responses import BaseResponse
 from moto.utilities.aws_headers import gen_amzn_requestid_long
+
+from loadtest.backend.core.mirrors import mirrors
 
 MIRRORED_SOURCE = "86cd4a4051dd20e836fcc671792a66d3715be4c4f963705b2ae5f400bf0259d7"
 """SHA-256 of the source of moto 5.2.5's ``BaseResponse._enrich_response``."""
@@ -40,9 +41,8 @@ _REQUEST_ID_TAG = "<RequestId>"
 def mirrors_installed_moto() -> bool:
     """Whether the installed moto's ``_enrich_response`` (behind any replacement installed,
     which names moto's as ``__wrapped__``) is the one mirrored."""
-    function = inspect.unwrap(inspect.getattr_static(BaseResponse, "_enrich_response").__func__)
-    digest = hashlib.sha256(inspect.getsource(function).encode()).hexdigest()
-    return digest == MIRRORED_SOURCE
+    function = inspect.getattr_static(BaseResponse, "_enrich_response").__func__
+    return mirrors(function, MIRRORED_SOURCE)
 
 
 def enrich_response(headers: dict[str, str], body: Any) -> tuple[dict[str, str], Any]:

@@ -34,8 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
-import inspect
 import os
 import sys
 from collections import OrderedDict
@@ -51,6 +49,8 @@ from moto.core.responses import BaseResponse, _decode_dict
 from moto.core.utils import utcnow
 from moto.utilities.utils import get_partition
 from werkzeug.http import http_date
+
+from loadtest.backend.core.mirrors import mirrors
 
 IAM_MODELS = "moto.iam.models"
 """The module whose import means moto's IAM may hold access keys."""
@@ -79,11 +79,7 @@ def mirrors_installed_moto() -> bool:
             ActionAuthenticatorMixin._authenticate_and_authorize_action
         ),
     }
-    return all(
-        hashlib.sha256(inspect.getsource(inspect.unwrap(function)).encode()).hexdigest()
-        == MIRRORED_SOURCES[name]
-        for name, function in functions.items()
-    )
+    return all(mirrors(function, MIRRORED_SOURCES[name]) for name, function in functions.items())
 
 
 @functools.lru_cache(maxsize=256)

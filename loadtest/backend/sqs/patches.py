@@ -10,7 +10,6 @@ DynamoDB or install anything itself.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import string
 import threading
 from collections.abc import Callable, Iterable
@@ -24,6 +23,7 @@ from moto.sqs.exceptions import InvalidParameterValue, ReceiptHandleIsInvalid
 from moto.sqs.models import Message, Queue, SQSBackend
 
 from loadtest.backend.core import random_strings
+from loadtest.backend.core.mirrors import mirrors
 from loadtest.backend.sqs import fifo as fifo_patches
 from loadtest.backend.sqs.store import IndexedMessages, RecentHandles, _now_ms
 
@@ -272,8 +272,7 @@ mirrors."""
 def _make_send_message(moto_send_message: Callable[..., Message]) -> Callable[..., Message]:
     """``_send_message`` while moto's ``SQSBackend.send_message`` is the source it mirrors,
     else moto's own."""
-    source = inspect.getsource(inspect.unwrap(moto_send_message))
-    if hashlib.sha256(source.encode()).hexdigest() != SEND_MESSAGE_SOURCE_SHA256:
+    if not mirrors(moto_send_message, SEND_MESSAGE_SOURCE_SHA256):
         return moto_send_message
     _send_message.__wrapped__ = moto_send_message  # type: ignore[attr-defined]
     return _send_message
