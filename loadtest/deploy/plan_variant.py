@@ -48,6 +48,7 @@ from loadtest.observer.layer_environment import (
     DEAD_LETTER_QUEUES_ENV,
     SIDE_TABLES_ENV,
     SOURCE_QUEUES_ENV,
+    side_tables_value,
 )
 
 QUEUE_REFS = {"{queue_url}": "url", "{queue_arn}": "arn", "{dlq_url}": "dlq-url"}
@@ -175,7 +176,9 @@ def variant_resources(
         DEAD_LETTER_QUEUES_ENV: "{dlq_url}",
     }
     if tables:
-        environment[SIDE_TABLES_ENV] = ",".join(extra_table_name(names.prefix, t) for t in tables)
+        environment[SIDE_TABLES_ENV] = side_tables_value(
+            tuple((extra_table_name(names.prefix, t), t.key_names) for t in tables)
+        )
     environment.update(
         render(
             replace(setup, tables=tables),

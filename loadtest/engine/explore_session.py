@@ -362,6 +362,9 @@ class Session:
                 function=FunctionIdentity.from_environ(),
                 source_queues=self._source_queues(),
                 dead_letter_queues=(f"{MODELLED_QUEUE}{self.names.dlq}",),
+                side_tables=tuple(
+                    (extra_table_name(self.names.prefix, t), t.key_names) for t in self.extra_tables
+                ),
             )
             explorer.observer.install()
             virtual_clock.install(explorer.clock)

@@ -169,7 +169,9 @@ async def run_variant(
                         env.config = dataclasses.replace(
                             config,
                             function_env=variables,
-                            side_tables=tuple(made.extra_tables),
+                            side_tables=tuple(
+                                (extra_table_name(names.prefix, t), t.key_names) for t in tables
+                            ),
                             source_queues=tuple(q for q in (made.queue_url, made.queue_arn) if q),
                             dead_letter_queues=tuple(q for q in (made.dlq_url, made.dlq_arn) if q),
                         )

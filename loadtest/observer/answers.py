@@ -12,7 +12,10 @@ anything: the records go to ``emit``.
 Also reads any call's answer for a refusal that says the run did not provide what the
 handler asked for (``missing_line``: a table or queue the run did not create, a
 permission it did not grant), for any table or queue, watched or not; and a call's
-writes to the consumer's extra tables (``side_writes``), side writes by construction.
+writes to the consumer's extra tables (``side_writes``), side writes by construction: a
+call that writes one item there is planned as the watched table's are (its old image
+asked for, and taken out of the answer again), so its ``SideWrite`` says whether it
+changed the item.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from loadtest.model.dynamodb.attribute_values import item_digest, same_item
 from loadtest.model.dynamodb.updates import UpdateNotUnderstood, apply_update
 from loadtest.model.history.log import (
     SideWrite,
@@ -99,6 +103,21 @@ def _statement_table(statement: Any, tables: frozenset[str]) -> str | None:
     return next((t for t in tables if f'"{t}"' in statement or f" {t} " in f" {statement} "), None)
 
 
+_ONE_ITEM = frozenset({"PutItem", "UpdateItem", "DeleteItem"})
+
+
+def one_item_table(operation: str, params: dict[str, Any], tables: frozenset[str]) -> str | None:
+    """The extra table a write of one item (PutItem, UpdateItem, DeleteItem) names, if any:
+    such a call is planned as the watched table's are (``keep_side_call``)."""
+    return _named(params.get("TableName"), tables) if operation in _ONE_ITEM else None
+
+
+def keep_side_call(context: Any, table: str, call: Call) -> None:
+    """Keep in ``context`` the planned call of one item to the extra table ``table``."""
+    if isinstance(context, dict):
+        context[_SIDE] = (table, call)
+
+
 def keep_side_writes(
     operation: str, params: dict[str, Any], context: Any, tables: frozenset[str]
 ) -> None:
@@ -130,12 +149,23 @@ def keep_side_writes(
         context[_SIDE] = counts
 
 
-def side_writes(operation: str, result: Any, context: Any, request_id: str) -> list[SideWrite]:
+def side_writes(
+    operation: str, result: Any, context: Any, request_id: str, record_id: str = ""
+) -> list[SideWrite]:
     """The extra tables' writes a call's answer accepted (none when it failed)."""
-    counts = context.get(_SIDE) if isinstance(context, dict) else None
-    if not counts:
+    kept = context.get(_SIDE) if isinstance(context, dict) else None
+    if not kept:
         return []
     parsed = result[1] if isinstance(result, tuple) and len(result) == 2 else None
+    if isinstance(kept, tuple):
+        table, call = kept
+        http = result[0] if isinstance(result, tuple) and len(result) == 2 else None
+        if not isinstance(parsed, dict):
+            return []
+        return _one_item(
+            table, call, int(getattr(http, "status_code", 200)), parsed, request_id, record_id
+        )
+    counts = kept
     if not isinstance(parsed, dict) or "Error" in parsed:
         return []
     unprocessed = parsed.get("UnprocessedItems") or {}
@@ -146,6 +176,44 @@ def side_writes(operation: str, result: Any, context: Any, request_id: str) -> l
         )
         if n - left > 0:
             out.append(SideWrite(operation, table, n - left, request_id))
+    return out
+
+
+def _one_item(
+    table: str, call: Call, status: int, parsed: dict[str, Any], request_id: str, record_id: str
+) -> list[SideWrite]:
+    """The side write of a planned call of one item, if accepted; what the observer added
+    is taken out of ``parsed``."""
+    decided: list[Observation] = []
+    record_answer(
+        call, status, parsed, 0, 0, table_name=table, request_id=request_id, emit=decided.append
+    )
+    out = []
+    for write in decided:
+        # An update the observer cannot apply leaves the item after unknown; it is not
+        # reported unobserved, as a call to an extra table judges no outcome.
+        if not isinstance(write, WriteRecord) or write.outcome is not WriteOutcome.ACCEPTED:
+            continue
+        adds = write.adds
+        changed: bool | None = None
+        if write.before_known and write.after_known:
+            changed = not same_item(write.item_before, write.item_after)
+        elif adds:
+            changed = True
+        out.append(
+            SideWrite(
+                write.operation,
+                table,
+                1,
+                request_id,
+                key=write.key,
+                before=item_digest(write.item_before) if write.before_known else "",
+                after=item_digest(write.item_after) if write.after_known else "",
+                changed=changed,
+                record_id=record_id,
+                adds=adds,
+            )
+        )
     return out
 
 

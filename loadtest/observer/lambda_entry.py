@@ -53,6 +53,7 @@ from loadtest.observer.layer_environment import (
     RACE_WINDOW_ENV,
     SIDE_TABLES_ENV,
     SOURCE_QUEUES_ENV,
+    side_tables_of,
 )
 from loadtest.observer.layer_environment import KEY_NAMES_ENV as KEY_NAMES_ENV
 from loadtest.observer.layer_environment import OBSERVATION_QUEUE_ENV as OBSERVATION_QUEUE_ENV
@@ -162,7 +163,7 @@ def start(
         sink=counting,
         race_window_s=int(env.get(RACE_WINDOW_ENV, "0")) / 1000,
         clock=clock,
-        side_tables=tuple(t for t in env.get(SIDE_TABLES_ENV, "").split(",") if t),
+        side_tables=side_tables_of(env.get(SIDE_TABLES_ENV, "")),
         source_queues=tuple(q for q in env.get(SOURCE_QUEUES_ENV, "").split(",") if q),
         dead_letter_queues=tuple(q for q in env.get(DEAD_LETTER_QUEUES_ENV, "").split(",") if q),
     )

@@ -21,8 +21,9 @@ KEY_NAMES_ENV = "LOADTEST_KEY_NAMES"
 OBSERVATION_QUEUE_ENV = "LOADTEST_OBSERVATION_QUEUE"
 """The queue the observation lines are sent to."""
 SIDE_TABLES_ENV = "LOADTEST_SIDE_TABLES"
-"""The consumer's extra tables (``[[tables]]``), comma-separated: their writes are side
-writes."""
+"""The consumer's extra tables (``[[tables]]``), comma-separated, each with its key
+attributes after colons (``idem:id,stock:sku:warehouse``): their writes are side writes
+(``side_tables_value``, ``side_tables_of``)."""
 SOURCE_QUEUES_ENV = "LOADTEST_SOURCE_QUEUES"
 """The queues that feed the function (URLs or ARNs), comma-separated: a send to one of them
 is not an effect. Each event's ``eventSourceARN`` is added to them as it comes."""
@@ -49,3 +50,23 @@ POINT_FAULTS_ENV = "LOADTEST_POINT_FAULTS"
 comma-separated (``redeliver=0.05,throttle=1``)."""
 FAULT_SEED_ENV = "LOADTEST_FAULT_SEED"
 """The seed of the faults' random draws."""
+
+
+SideTables = tuple[tuple[str, tuple[str, ...]], ...]
+"""Extra tables and their key attributes (hash, then range)."""
+
+
+def side_tables_value(tables: SideTables) -> str:
+    """``SIDE_TABLES_ENV``'s value for ``tables``."""
+    return ",".join(":".join((name, *keys)) for name, keys in tables)
+
+
+def side_tables_of(value: str) -> SideTables:
+    """The tables ``SIDE_TABLES_ENV``'s ``value`` names; one given without its key is keyed
+    by ``id``."""
+    tables = []
+    for entry in value.split(","):
+        name, *keys = entry.split(":")
+        if name:
+            tables.append((name, tuple(k for k in keys if k) or ("id",)))
+    return tuple(tables)

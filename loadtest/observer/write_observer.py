@@ -69,8 +69,10 @@ from loadtest.model.history.observation import Observation, WriteBegun, encode
 from loadtest.model.history.records import UNJUDGED_REASON
 from loadtest.observer.answers import (
     keep_resource,
+    keep_side_call,
     keep_side_writes,
     missing_line,
+    one_item_table,
     record_answer,
     side_writes,
 )
@@ -89,6 +91,7 @@ from loadtest.observer.hooks import (
     wrap_async,
     wrap_sync,
 )
+from loadtest.observer.layer_environment import SideTables
 from loadtest.observer.plans import (
     READ_APIS,
     Call,
@@ -105,6 +108,10 @@ _MISSING_KEPT = 20
 """Refused calls one invocation keeps (each is also logged)."""
 
 
+def _ignored(operation: str, reason: str) -> None:
+    """An extra table's call the planner does not understand: counted, never unobserved."""
+
+
 class WriteObserver(EffectSending):
     """Observes one table's writes for the process it is installed in."""
 
@@ -116,13 +123,17 @@ class WriteObserver(EffectSending):
         sink: Sink,
         race_window_s: float = 0.0,
         clock: Callable[[], int] = time.monotonic_ns,
-        side_tables: tuple[str, ...] = (),
+        side_tables: SideTables = (),
         source_queues: tuple[str, ...] = (),
         dead_letter_queues: tuple[str, ...] = (),
     ) -> None:
         self.table_name = table_name
-        self.side_tables = frozenset(side_tables)
-        """The consumer's extra tables: their writes are counted as side writes."""
+        self._side_planners = {
+            name: CallPlanner(name, keys, unobserved=_ignored) for name, keys in side_tables
+        }
+        """The consumer's extra tables (name, then key attributes), each with its planner:
+        their writes are side writes."""
+        self._side_tables = frozenset(self._side_planners)
         self.key_names = key_names
         self.sink = sink
         self.race_window_s = race_window_s
@@ -163,7 +174,9 @@ class WriteObserver(EffectSending):
         refusal for a missing table, queue or permission, noted (and logged, as a runtime
         would): the harness's gap, never to be blamed on the consumer."""
         try:
-            for side in side_writes(str(operation_model.name), result, context, self.request_id):
+            for side in side_writes(
+                str(operation_model.name), result, context, self.request_id, current_record()
+            ):
                 self._emit(side)
             line = missing_line(
                 str(operation_model.name),
@@ -264,8 +277,8 @@ class WriteObserver(EffectSending):
         service = client.meta.service_model.service_name
         try:
             keep_resource(params, context)
-            if self.side_tables and service == "dynamodb":
-                keep_side_writes(str(operation_model.name), params, context, self.side_tables)
+            if self._side_planners and service == "dynamodb":
+                params = self._side_planned(str(operation_model.name), params, context)
         except Exception as exc:
             self._fault(str(operation_model.name), exc)
         if service != "dynamodb" or not isinstance(context, dict):
@@ -287,6 +300,20 @@ class WriteObserver(EffectSending):
         new_params, call = planned
         context[PENDING] = call
         return new_params
+
+    def _side_planned(self, operation: str, params: dict[str, Any], context: Any) -> dict[str, Any]:
+        """The parameters to send for a call to the extra tables: a write of one item is
+        planned as the watched table's are (its old image asked for); any other write's
+        items are counted."""
+        tables = self._side_tables
+        table = one_item_table(operation, params, tables)
+        planned = None if table is None else self._side_planners[table].plan(operation, params)
+        if table is not None and planned is not None:
+            new_params, call = planned
+            keep_side_call(context, table, call)
+            return new_params
+        keep_side_writes(operation, params, context, tables)
+        return params
 
     # --- sending: around the request, in the order the records must be emitted ---
 

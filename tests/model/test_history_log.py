@@ -71,7 +71,20 @@ def _every_kind(n: int) -> Invocation:
         ),
         unobserved=(UnobservedCall("ExecuteStatement", "a SELECT with OR", f"r-{n}"),),
         observer_faults=(ObserverFault("PutItem", "TypeError: boom", f"r-{n}"),),
-        side_writes=(SideWrite("PutItem", "locks", 1, f"r-{n}"),),
+        side_writes=(
+            SideWrite(
+                "UpdateItem",
+                "stock",
+                1,
+                f"r-{n}",
+                key={"sku": {"S": f"s-{n}"}},
+                before="-",
+                after="1a2b",
+                changed=True,
+                record_id=f"m-{n}",
+                adds=True,
+            ),
+        ),
         effects=(
             EffectRecord(
                 "SNS.PublishBatch",
@@ -184,6 +197,16 @@ def test_an_effect_without_message_attributes_or_subject_keeps_the_row_it_always
     assert len(encode_effect(subject_only)) == len(encode_effect(every))
     for effect in (every, attributes_only, subject_only, neither):
         assert decode_effect(encode_effect(effect)) == effect
+
+
+def test_a_side_write_counted_only_keeps_the_row_it_always_had() -> None:
+    counted = SideWrite("BatchWriteItem", "locks", 3, "r-1")
+    assert encode_invocation(dataclasses.replace(_every_kind(1), side_writes=(counted,)))[15] == (
+        ("BatchWriteItem", "locks", 3, "r-1"),
+    )
+    for inv in (_every_kind(1), dataclasses.replace(_every_kind(1), side_writes=(counted,))):
+        (back,) = InvocationLog([inv])
+        assert back == inv
 
 
 def test_an_invocation_that_left_no_work_keeps_the_row_it_always_had() -> None:

@@ -530,7 +530,7 @@ def test_writes_to_extra_tables_are_counted_as_side_writes_and_refused_calls_not
         BillingMode="PAY_PER_REQUEST",
     )
     recorder = Recorder()
-    observer = WriteObserver(table, sink=recorder, side_tables=(extra,))
+    observer = WriteObserver(table, sink=recorder, side_tables=((extra, ("id",)),))
     observer.install()
     try:
         observer.request_id = "r1"
@@ -572,6 +572,64 @@ def test_writes_to_extra_tables_are_counted_as_side_writes_and_refused_calls_not
         "loadtest: the handler's PutItem call on 'never-made' failed with ResourceNotFoundException"
     ]
     assert observer.take_missing() == []
+
+
+def test_a_write_of_one_item_to_an_extra_table_says_whether_it_changed_the_item(
+    backend_url: str, table: str
+) -> None:
+    dynamodb = client("dynamodb", backend_url)
+    extra = f"stock-{uuid.uuid4().hex[:8]}"
+    dynamodb.create_table(
+        TableName=extra,
+        AttributeDefinitions=[{"AttributeName": "sku", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "sku", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    recorder = Recorder()
+    observer = WriteObserver(table, sink=recorder, side_tables=((extra, ("sku",)),))
+    observer.install()
+    key = {"sku": {"S": "widget"}}
+    try:
+        observer.request_id = "r1"
+        answers = [
+            dynamodb.update_item(
+                TableName=extra,
+                Key=key,
+                UpdateExpression="ADD reserved :q",
+                ExpressionAttributeValues={":q": {"N": "2"}},
+            ),
+            dynamodb.update_item(
+                TableName=extra,
+                Key=key,
+                UpdateExpression="ADD reserved :q",
+                ExpressionAttributeValues={":q": {"N": "2"}},
+                ReturnValues="UPDATED_NEW",
+            ),
+            dynamodb.put_item(TableName=extra, Item={**key, "reserved": {"N": "4.0"}}),
+            dynamodb.delete_item(TableName=extra, Key=key),
+        ]
+        with pytest.raises(ClientError) as refused:
+            dynamodb.put_item(
+                TableName=extra,
+                Item={**key, "reserved": {"N": "1"}},
+                ConditionExpression="attribute_exists(sku)",
+            )
+    finally:
+        observer.uninstall()
+        dynamodb.delete_table(TableName=extra)
+    # The consumer sees the answers it asked for: no old image it did not ask for.
+    assert ["Attributes" in a for a in answers] == [False, True, False, False]
+    assert answers[1]["Attributes"] == {"reserved": {"N": "4"}}
+    assert "Item" not in refused.value.response
+    side = collect(recorder.observations(), ended_ns=0).side
+    assert [(s.operation, s.key, s.changed) for s in side] == [
+        ("UpdateItem", key, True),
+        ("UpdateItem", key, True),  # no old image asked for by the observer: ADD changes it
+        ("PutItem", key, False),  # 4.0 is the 4 it held
+        ("DeleteItem", key, True),
+    ]
+    assert side[0].before == "-" and side[0].after != "" and side[1].before == ""
+    assert side[2].before == side[2].after != "" and side[3].after == "-"
 
 
 def test_a_refused_call_to_another_service_names_its_service(backend_url: str, table: str) -> None:

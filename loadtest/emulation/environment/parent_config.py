@@ -18,6 +18,8 @@ from loadtest.observer.layer_environment import (
     KEY_NAMES_ENV,
     SIDE_TABLES_ENV,
     SOURCE_QUEUES_ENV,
+    SideTables,
+    side_tables_value,
 )
 
 
@@ -40,8 +42,9 @@ class FunctionConfig:
     """The scenario's faults, read by the environment process (``LOADTEST_*``)."""
     key_names: tuple[str, ...] = ("id",)
     """The table's key attributes (hash, then range), for the write observer."""
-    side_tables: tuple[str, ...] = ()
-    """The consumer's extra tables, whose writes the observer counts as side writes."""
+    side_tables: SideTables = ()
+    """The consumer's extra tables and their key attributes, whose writes the observer
+    counts as side writes."""
     source_queues: tuple[str, ...] = ()
     """The queue that feeds the function (its URL and ARN): the observer does not count a
     send to it as an effect."""
@@ -65,7 +68,7 @@ class FunctionConfig:
                 "LOADTEST_PARENT_PID": str(os.getpid()),
                 "LOADTEST_HANDLER": self.handler.ref,
                 KEY_NAMES_ENV: ",".join(self.key_names),
-                SIDE_TABLES_ENV: ",".join(self.side_tables),
+                SIDE_TABLES_ENV: side_tables_value(self.side_tables),
                 SOURCE_QUEUES_ENV: ",".join(self.source_queues),
                 DEAD_LETTER_QUEUES_ENV: ",".join(self.dead_letter_queues),
                 "PYTHONUNBUFFERED": "1",

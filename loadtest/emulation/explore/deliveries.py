@@ -52,6 +52,7 @@ from loadtest.model.history.log import Ack, InvocationOutcome
 from loadtest.model.history.observation import decode
 from loadtest.model.history.records import UnobservedCall
 from loadtest.observer import record_marks
+from loadtest.observer.layer_environment import SideTables
 
 STEP_LIMIT_S = 120.0
 """Real seconds a delivery may run between two points before explore gives up on it."""
@@ -116,6 +117,7 @@ class Deliveries:
         function: FunctionIdentity,
         source_queues: tuple[str, ...] = (),
         dead_letter_queues: tuple[str, ...] = (),
+        side_tables: SideTables = (),
     ) -> None:
         self.handler = handler
         self.handler_of: Callable[[int], Callable[[Any, Any], Any]] = lambda _: self.handler
@@ -132,6 +134,7 @@ class Deliveries:
             gate=self,
             source_queues=source_queues,
             dead_letter_queues=dead_letter_queues,
+            side_tables=side_tables,
         )
         self._pending: list[Run] = []
         """Deliveries let go whose report the scheduler has not taken yet."""

@@ -46,6 +46,7 @@ from loadtest.model.history.records import SOURCE_DELETES
 from loadtest.observer.calls import Call
 from loadtest.observer.effect_calls import take_effect
 from loadtest.observer.effects import EFFECTS, EffectCall, Entry
+from loadtest.observer.layer_environment import SideTables
 from loadtest.observer.record_marks import current_record
 from loadtest.observer.write_observer import READ_APIS, Sink, WriteObserver
 
@@ -216,6 +217,7 @@ class GatedObserver(WriteObserver):
         gate: Gate,
         source_queues: tuple[str, ...] = (),
         dead_letter_queues: tuple[str, ...] = (),
+        side_tables: SideTables = (),
     ) -> None:
         self._local = threading.local()
         super().__init__(
@@ -223,6 +225,7 @@ class GatedObserver(WriteObserver):
             key_names,
             sink=sink,
             clock=clock,
+            side_tables=side_tables,
             source_queues=source_queues,
             dead_letter_queues=dead_letter_queues,
         )

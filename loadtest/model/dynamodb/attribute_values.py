@@ -4,13 +4,16 @@ Owns the rules for values in the wire form (``{"N": "4"}``, ``{"SS": [...]}``)
 that both applying an update and comparing items need: a value's type tag,
 a request value DynamoDB would refuse (``check_value``), numbers read and
 written as DynamoDB does (exact arithmetic, at most 38 digits, no exponent),
-what identifies a set element, and ``same_item``, equality as DynamoDB sees
-it (numbers by value, sets unordered). It knows no expression syntax. Pure;
+what identifies a set element, ``same_item``, equality as DynamoDB sees
+it (numbers by value, sets unordered), and ``item_digest``, a short digest that is equal
+for items ``same_item`` finds equal. It knows no expression syntax. Pure;
 it runs inside the observer's Lambda layer too.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
@@ -133,6 +136,40 @@ def _same(a: Any, b: Any) -> bool:
         except UpdateNotUnderstood:
             return bool(x == y)
     return bool(x == y)
+
+
+ABSENT = "-"
+"""``item_digest`` of no item."""
+
+
+def item_digest(item: TypedItem | None) -> str:
+    """A short digest of ``item`` (``ABSENT`` for None), equal for items ``same_item`` finds
+    equal: numbers by value, sets unordered."""
+    if item is None:
+        return ABSENT
+    text = json.dumps(_canonical({"M": item}), sort_keys=True, separators=(",", ":"), default=repr)
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def _canonical(value: Any) -> Any:
+    if not (isinstance(value, dict) and len(value) == 1):
+        return value
+    tag, inner = next(iter(value.items()))
+    if tag == "N":
+        try:
+            return {"N": str(number_of(inner, "N").normalize(EXACT))}
+        except (UpdateNotUnderstood, InvalidOperation):
+            return value
+    if tag == "M" and isinstance(inner, dict):
+        return {"M": {k: _canonical(v) for k, v in inner.items()}}
+    if tag == "L" and isinstance(inner, list):
+        return {"L": [_canonical(v) for v in inner]}
+    if tag in SETS and isinstance(inner, list):
+        try:
+            return {tag: sorted({str(set_key(tag, e, tag)) for e in inner})}
+        except UpdateNotUnderstood:
+            return value
+    return value
 
 
 def _same_number(x: Any, y: Any) -> bool:

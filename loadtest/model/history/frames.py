@@ -271,10 +271,27 @@ def encode_invocation(inv: Invocation) -> tuple[Any, ...]:
         tuple([(f.operation, f.error, f.request_id) for f in inv.observer_faults])
         if inv.observer_faults
         else (),
-        tuple([(w.operation, w.table, w.items, w.request_id) for w in inv.side_writes])
-        if inv.side_writes
-        else (),
+        tuple([_encode_side(w) for w in inv.side_writes]) if inv.side_writes else (),
         *_encode_tail(inv),
+    )
+
+
+def _encode_side(write: SideWrite) -> tuple[Any, ...]:
+    """A side write's fields, the last ones left off when they hold nothing (a call counted
+    only keeps the four it always had)."""
+    if write.key is None and not write.record_id:
+        return (write.operation, write.table, write.items, write.request_id)
+    return (
+        write.operation,
+        write.table,
+        write.items,
+        write.request_id,
+        write.key,
+        write.before,
+        write.after,
+        write.changed,
+        write.record_id,
+        write.adds,
     )
 
 

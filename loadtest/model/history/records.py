@@ -130,6 +130,16 @@ class WriteRecord:
     def deletes(self) -> bool:
         return self.operation.endswith(("DeleteItem", ".Delete", ".DELETE"))
 
+    @property
+    def adds(self) -> bool:
+        """It is an update that adds to what its item held (``ADD``, ``SET p = p + :q``,
+        ``list_append``) rather than replacing it: made again, it changes the item again."""
+        return (
+            self.operation.endswith(("UpdateItem", ".Update", ".UPDATE"))
+            and not self.replaces
+            and not self.noop_when_present
+        )
+
 
 @field_state
 @dataclass(frozen=True, slots=True)
@@ -155,12 +165,32 @@ e-mail: ``loadtest.observer.effects.UNJUDGED_SENDS``)."""
 @dataclass(frozen=True, slots=True)
 class SideWrite:
     """Items an accepted call wrote to one of the consumer's extra tables (``[[tables]]``):
-    side writes by construction (idempotency records, locks), never an outcome."""
+    side writes by construction (idempotency records, locks, stock), never an outcome.
+
+    A call that writes one item (PutItem, UpdateItem, DeleteItem) says which and what it did
+    to it, as the observer reads the write's own old image: the checker's rule on repeated
+    side changes (``loadtest.model.checker.side_changes``) reads it. A call of several items
+    is counted only (``key`` None)."""
 
     operation: str
     table: str
     items: int
     request_id: str = ""
+    key: TypedItem | None = None
+    """The item's key, for a call that writes one item."""
+    before: str = ""
+    """A digest of the item before the write (``item_digest``; ``ABSENT``: there was none),
+    or "" when unknown."""
+    after: str = ""
+    """A digest of the item after it, or "" when unknown."""
+    changed: bool | None = None
+    """Whether the write changed the item: its images differ, or it adds to what the item
+    held (``adds``); None when neither tells."""
+    record_id: str = ""
+    """The messageId of the record the handler was on when it made the call, or ""."""
+    adds: bool = False
+    """It is an update that adds to what the item held (``ADD``, ``SET p = p + :q``,
+    ``list_append``) rather than replacing it: made again, it changes the item again."""
 
 
 @field_state

@@ -85,6 +85,11 @@ class ExtraTable:
     """What it is for, in the deploy plan's words."""
 
     @property
+    def key_names(self) -> tuple[str, ...]:
+        """Its key attributes' names (hash, then range)."""
+        return tuple(name for name, _ in self.key)
+
+    @property
     def labels(self) -> tuple[str, ...]:
         """What ``{table:LABEL}`` may call it: its name and its variable."""
         return tuple(label for label in (self.name, self.env) if label)
