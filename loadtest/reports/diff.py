@@ -46,8 +46,8 @@ from typing import Any
 from loadtest.errors import InputError
 from loadtest.model.checker import (
     BAD_WHEN_NONZERO,
-    EFFECT_COUNT_NAMES,
     INCONCLUSIVE_WHEN_NONZERO,
+    OPTIONAL_COUNT_NAMES,
 )
 from loadtest.model.search.confidence import mann_whitney, median
 from loadtest.reports.model import ReportModel, RunModel, as_model
@@ -60,8 +60,9 @@ CORRECTNESS_COUNTS: tuple[str, ...] = (
     "dead_lettered",
     "handler_errors",
 )
-_EFFECT_METRICS = frozenset(f"counts.{name}" for name in EFFECT_COUNT_NAMES)
-"""Counts only runs with sinks or effects have: compared where either side has them."""
+_OPTIONAL_METRICS = frozenset(f"counts.{name}" for name in OPTIONAL_COUNT_NAMES)
+"""Counts only runs with sinks or effects (or side items) have: compared where either side
+has them."""
 LATENCIES: tuple[str, ...] = ("end_to_end", "handler", "write")
 GATED_PERCENTILES: tuple[str, ...] = ("p50", "p90", "p99")
 THROUGHPUT_METRIC = "messages_per_s"
@@ -307,7 +308,7 @@ def diff_reports(
             continue
         for metric, kind in _metrics():
             base_values, new_values = _values(base_group, metric), _values(new_group, metric)
-            if metric in _EFFECT_METRICS and not base_values and not new_values:
+            if metric in _OPTIONAL_METRICS and not base_values and not new_values:
                 continue  # neither run had sinks or effects
             rows.append(_row(variant, metric, kind, base_values, new_values, max_regression, alpha))
     return DiffResult(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loadtest.model.checker import EFFECT_COUNT_NAMES, Counts
+from loadtest.model.checker import OPTIONAL_COUNT_NAMES, Counts
 from loadtest.reports.model import ReportModel, RunModel
 from loadtest.reports.report import verdict_exit_code
 
@@ -127,7 +127,7 @@ class Report:
 def _run_report(run: RunModel) -> RunReport:
     # The effect counts only where the run has them (None otherwise, as the checker gives).
     measured: dict[str, Any] = {
-        name: run.counts.get(name) if name in EFFECT_COUNT_NAMES else run.count(name)
+        name: run.counts.get(name) if name in OPTIONAL_COUNT_NAMES else run.count(name)
         for name in Counts.__dataclass_fields__
     }
     counts = Counts(**measured)

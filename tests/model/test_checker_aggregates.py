@@ -336,9 +336,11 @@ def test_stock_per_sku_is_judged_from_the_ties_alone() -> None:
     assert sorted(roles(result)) == [("a", "first"), ("b", "again"), ("b", "first")]
 
 
-def test_a_counter_beside_per_message_outcomes_stays_a_side_write() -> None:
-    # Each order's own item (guarded), and a processed-messages counter every delivery
-    # bumps: the outcomes live under the key, the counter is a side write.
+def test_a_counter_beside_per_message_outcomes_is_a_side_write_each_order_adds_to_once() -> None:
+    # Each order's own item (guarded), and a processed-orders counter: the outcomes live
+    # under the key, the counter is a side write. Bumped by every delivery, the copy of a
+    # that found its order stored counted it again: a duplicate side write, not a
+    # duplicate write. Bumped only by the delivery that stored the order: nothing repeats.
     order = {"id": {"S": "a"}, "quantity": {"N": "3"}}
     other = {"id": {"S": "b"}, "quantity": {"N": "2"}}
 
@@ -346,19 +348,29 @@ def test_a_counter_beside_per_message_outcomes_stays_a_side_write() -> None:
         return {"id": {"S": "stats"}, "processed": {"N": str(n)}}
 
     rejected = add(order, order, at_ns=3_000_000, outcome=WriteOutcome.REJECTED)
-    history = history_of(
-        [("m-1", "a", 3), ("m-2", "b", 2), ("m-3", "a", 3)],
-        [
-            deliver("r-1", "m-1", "a", add(None, order), add(None, counter(1), at_ns=1_000)),
-            deliver("r-2", "m-2", "b", add(None, other), add(counter(1), counter(2), at_ns=2_000)),
-            deliver("r-3", "m-3", "a", rejected, add(counter(2), counter(3), at_ns=3_000)),
-        ],
+    first = deliver("r-1", "m-1", "a", add(None, order), add(None, counter(1), at_ns=1_000))
+    second = deliver("r-2", "m-2", "b", add(None, other), add(counter(1), counter(2), at_ns=2_000))
+    sent = [("m-1", "a", 3), ("m-2", "b", 2), ("m-3", "a", 3)]
+
+    every = history_of(
+        sent, [first, second, deliver("r-3", "m-3", "a", rejected, add(counter(2), counter(3)))]
     )
-    result = check(history, EndState(0, 0, 0, {"a": order, "b": other, "stats": counter(3)}))
-    assert result.verdict is Verdict.PASS, (result.reasons, result.inconclusive)
+    result = check(every, EndState(0, 0, 0, {"a": order, "b": other, "stats": counter(3)}))
+    assert result.verdict is Verdict.FAIL
     assert result.outcome == "outcome items keyed id = '{id}'"
     c = result.counts
     assert (c.writes_accepted, c.writes_rejected, c.side_writes, c.duplicate_writes) == (2, 1, 3, 0)
+    assert c.duplicate_side_writes == 1
+    assert result.reasons == (
+        "1 duplicate side write(s): a delivery added to an item beside its outcome that "
+        "another delivery for the same business id had added to (a added to id=stats in the "
+        "outcome table in 2 deliveries)",
+    )
+
+    once = history_of(sent, [first, second, deliver("r-3", "m-3", "a", rejected)])
+    result = check(once, EndState(0, 0, 0, {"a": order, "b": other, "stats": counter(2)}))
+    assert result.verdict is Verdict.PASS, (result.reasons, result.inconclusive)
+    assert (result.counts.side_writes, result.counts.duplicate_side_writes) == (2, 0)
 
 
 # --- lost updates: read-modify-writes of one customer's item by different orders --------

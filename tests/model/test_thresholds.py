@@ -420,7 +420,8 @@ def test_relax_refuses_what_cannot_be_relaxed() -> None:
     assert str(info.value) == (
         "cannot relax unsettled; relaxable: duplicate_writes, conflicting_writes, "
         "lost_outcomes, unexpected_dead_letters, duplicate_effects, conflicting_effects, "
-        "lost_effects (unsettled messages and send failures always fail a run)"
+        "lost_effects, duplicate_side_writes (unsettled messages and send failures always "
+        "fail a run)"
     )
 
 

@@ -41,6 +41,7 @@ from loadtest.model.checker.roles import Takeover, over_live_claims_note, unattr
 from loadtest.model.checker.runtime_errors import sentences as runtime_error_sentences
 from loadtest.model.checker.sent import ACKED, DEAD_LETTERED, POISON, Messages
 from loadtest.model.checker.shared import overwritten
+from loadtest.model.checker.side_changes import duplicate_side_writes, repeated_reason
 from loadtest.model.checker.survey import survey
 from loadtest.model.checker.verdict import (
     Check,
@@ -375,6 +376,13 @@ def check(
         read.write_marks,
         cut_work,
     )
+    failed_deliveries = frozenset(read.failed_deliveries)
+    repeated = sorted(
+        read.side_changes.repeated(failed_deliveries)
+        + passed.side_changes.repeated(failed_deliveries),
+        key=lambda r: (r.business_id, r.table, r.key),
+    )
+    side_judged = bool(read.side_changes or passed.side_changes)
     counts = Counts(
         messages_sent=messages.count,
         distinct_ids=len(business_ids),
@@ -411,10 +419,13 @@ def check(
                 "lost_effects": effected.lost,
             }
         ),
+        duplicate_side_writes=duplicate_side_writes(repeated) if side_judged else None,
     )
     accepted_outcomes = outcomes[WriteOutcome.ACCEPTED] > 0
     nothing_stored = expected_outcomes and not accepted_outcomes and not final and not untied
     reasons = default_reasons(counts, timed_out=history.timed_out, cut_short=cut_short)
+    if repeated:
+        reasons.append(repeated_reason(repeated))
     if replaced_counted:
         reasons.append(lost_updates_reason([r for r in replaced if r.lost in replaced_counted]))
     if without:

@@ -21,6 +21,7 @@ from loadtest.model.checker.parts import Parts
 from loadtest.model.checker.roles import Write, marked_record, message_id, side_business_id
 from loadtest.model.checker.sent import Messages
 from loadtest.model.checker.shared import SharedEvidence, tied_record
+from loadtest.model.checker.side_changes import SideChanges
 from loadtest.model.checker.verdict import Decision, DecisionLog, Role
 from loadtest.model.dynamodb.updates import same_item
 from loadtest.model.history.log import (
@@ -96,6 +97,9 @@ class Judging:
     beside: Beside = field(default_factory=Beside)
     """The items beside its outcome each business id's deliveries changed
     (``completeness``: what a complete delivery writes beside its outcome)."""
+    side_changes: SideChanges = field(default_factory=SideChanges)
+    """What each delivery did to the outcome table's items that hold no outcome
+    (``side_changes``)."""
     _held: dict[str, TypedItem] = field(default_factory=dict)
     """This invocation's last accepted write of each such outcome, until it writes again."""
     early: DecisionLog = field(init=False)
@@ -225,6 +229,7 @@ class Judging:
             made_for = marked_record(record, ref, owner) or message_id(ref, owner, 0)
             self._early(Decision(record, ref, owner, made_for, Role.SIDE), position)
             self._note_beside(record, ref, template)
+            self.side_changes.add_write(record, ref, tied_record(record, ref))
             return
         self.outcome_writes[record.outcome] += 1
         if record.outcome is WriteOutcome.ACCEPTED:

@@ -99,6 +99,7 @@ _EFFECT_SENTENCES: tuple[tuple[str, str, str], ...] = (
     ("lost_effects", "lost", "lost effect(s)"),
 )
 _EFFECT_REASON = re.compile(r"\d+ (duplicate|conflicting|lost) effect\(s\)(?::|$)")
+_SIDE_REASON = re.compile(r"\d+ duplicate side write\(s\):")
 _WITNESSES_NAMED = 3
 """Witnesses an effect reason names before "and N more"."""
 
@@ -125,8 +126,11 @@ def effect_reasons(judged: EffectsJudged) -> list[str]:
 
 
 def effect_reason_count(reason: str) -> str | None:
-    """The count an effect reason (``effect_reasons``) words, or None for any other reason:
-    what ``[verdict.allow]`` drops by name."""
+    """The count an effect reason (``effect_reasons``) or the repeated side changes' reason
+    (``side_changes.repeated_reason``) words, or None for any other reason: what
+    ``[verdict.allow]`` drops by name."""
+    if _SIDE_REASON.match(reason):
+        return "duplicate_side_writes"
     match = _EFFECT_REASON.match(reason)
     return None if match is None else f"{match.group(1)}_effects"
 

@@ -1,9 +1,9 @@
 """The checker's first pass over a run's invocations: what was delivered, and what was stored.
 
 Owns the ``survey``: deliveries and redeliveries, failed invocations (and the runtime
-errors ``runtime_errors`` explains), calls the observer could not interpret, side
-items, the harness's gaps, each business id's handler executions (for the race
-exposure), the attribute names accepted writes stored (which details the
+errors ``runtime_errors`` explains), calls the observer could not interpret, the extra
+tables' items (and what each delivery did to them, ``side_changes``), the harness's gaps,
+each business id's handler executions (for the race exposure), the attribute names accepted writes stored (which details the
 messages' bodies carry that a table can hold), the records a batch's writes were
 marked on, the messages the consumer sent to its own queue, the records it parked on its
 dead-letter queue itself and the work it left running that never finished (``left_work``).
@@ -21,6 +21,7 @@ from loadtest.model.checker.exposure import Overlaps
 from loadtest.model.checker.harness import GapTally
 from loadtest.model.checker.left_work import Unfinished
 from loadtest.model.checker.runtime_errors import explain
+from loadtest.model.checker.side_changes import SideChanges
 from loadtest.model.history.log import (
     EffectKind,
     EffectRecord,
@@ -50,6 +51,8 @@ class Survey:
     the run (``runtime_errors.explain``), for the error types it explains."""
     side_items: int = 0
     """Items accepted writes stored in the consumer's extra tables (side writes)."""
+    side_changes: SideChanges = field(default_factory=SideChanges)
+    """What each delivery did to the items of the extra tables (``side_changes``)."""
     gaps: GapTally = field(default_factory=GapTally)
     """What the run did not provide that the handler expected (``harness``)."""
     overlaps: Overlaps = field(default_factory=lambda: Overlaps({}))
@@ -103,6 +106,7 @@ def survey(history: History, business_index: Mapping[str, int]) -> Survey:
         found.observer_errors += len(inv.observer_faults)
         if inv.side_writes:
             found.side_items += sum(w.items for w in inv.side_writes)
+            found.side_changes.add_side_writes(inv.records, inv.side_writes)
         for effect in inv.effects:
             if effect.kind is EffectKind.DEAD_LETTER:
                 parked = _parked(effect, inv, bodies, found.parked) if effect.parked else ""

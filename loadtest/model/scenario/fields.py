@@ -41,6 +41,7 @@ RELAXABLE: tuple[str, ...] = (
     "duplicate_effects",
     "conflicting_effects",
     "lost_effects",
+    "duplicate_side_writes",
 )
 """Default-verdict reasons a scenario may allow (``[verdict.allow]``), by count name."""
 

@@ -21,8 +21,8 @@ from typing import Any
 from loadtest.model.checker import (
     BAD_WHEN_NONZERO,
     COUNT_NAMES,
-    EFFECT_COUNT_NAMES,
     INCONCLUSIVE_WHEN_NONZERO,
+    OPTIONAL_COUNT_NAMES,
 )
 from loadtest.model.figures.metrics import LATENCY_STATS
 from loadtest.model.figures.thresholds import AGGREGATES, Threshold, evaluate_aggregate
@@ -38,6 +38,7 @@ ANOMALIES: Mapping[str, str] = {
     "duplicate_effects": "a duplicate effect",
     "conflicting_effects": "a conflicting effect",
     "lost_effects": "a lost effect",
+    "duplicate_side_writes": "a duplicate side write",
     "unobserved_calls": "a call the observer could not interpret",
     "observer_errors": "an observer error",
 }
@@ -118,8 +119,8 @@ def variant_statistics(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     anomalies = []
     for name, what in ANOMALIES.items():
         measured = [_at(run, ("counts", name)) for run in runs]
-        if name in EFFECT_COUNT_NAMES and all(v is None for v in measured):
-            continue  # runs without sinks or effects: not a count they have
+        if name in OPTIONAL_COUNT_NAMES and all(v is None for v in measured):
+            continue  # runs without sinks or effects (or side items): not a count they have
         values = [v or 0 for v in measured]
         anomalies.append(_share(name, what, sum(1 for v in values if v > 0), len(runs)))
     stats["anomalies"] = anomalies

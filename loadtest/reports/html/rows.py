@@ -79,7 +79,7 @@ def count_cells(runs: Sequence[RunModel], *, explored: bool = False) -> list[dic
             cells.append({"text": "–" if value is None else f"{value:,}", "level": level})
         if (
             name not in COUNT_ORDER
-            and name not in checker.EFFECT_COUNT_NAMES
+            and name not in checker.OPTIONAL_COUNT_NAMES
             and not any(c["level"] for c in cells)
         ):
             continue  # counts beyond COUNT_ORDER only when they have something to say

@@ -120,11 +120,20 @@ run of the report that has none)."""
 EFFECT_ROWS_AFTER = "lost outcomes"
 
 
+SIDE_ROW = _count_row("duplicate side writes", "duplicate_side_writes", missing="-")
+"""The row a report shows after ``duplicate writes`` when a run's side writes were judged."""
+SIDE_ROW_AFTER = "duplicate writes"
+
+
 def _rows(runs: Sequence[RunModel]) -> list[Row]:
+    rows = ROWS
+    if any("duplicate_side_writes" in run.counts for run in runs):
+        at = next(i for i, row in enumerate(rows) if row[0] == SIDE_ROW_AFTER) + 1
+        rows = [*rows[:at], SIDE_ROW, *rows[at:]]
     if not any("effects_sent" in run.counts for run in runs):
-        return ROWS
-    at = next(i for i, row in enumerate(ROWS) if row[0] == EFFECT_ROWS_AFTER) + 1
-    return [*ROWS[:at], *EFFECT_ROWS, *ROWS[at:]]
+        return rows
+    at = next(i for i, row in enumerate(rows) if row[0] == EFFECT_ROWS_AFTER) + 1
+    return [*rows[:at], *EFFECT_ROWS, *rows[at:]]
 
 
 def effect_lines(run: RunModel) -> list[str]:

@@ -1696,3 +1696,47 @@ def test_a_pooled_batch_handler_races_inside_one_invocation(backend_url: str) ->
     assert racy.check.verdict == "fail"
     assert racy.check.counts.duplicate_writes > 0
     assert racy.check.counts.lost_outcomes == 0
+
+
+# --- a change beside the guarded order: stock reserved ----------------------------------------------
+
+
+def test_stock_reserved_before_the_guard_is_reserved_again_by_every_copy(
+    backend_url: str,
+) -> None:
+    run = _run(backend_url, "burst_stock.toml", "reserve_before_guard.py")
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    # The order is stored once; each of its 3 copies reserved its stock: 2 repeats per id.
+    assert (c.writes_accepted, c.duplicate_writes, c.lost_outcomes) == (10, 0, 0)
+    assert (c.side_writes, c.duplicate_side_writes) == (30, 20)
+    [reason] = run.check.reasons
+    assert reason.startswith("20 duplicate side write(s): ")
+    assert "order-00001 added to sku=widget in table " in reason
+    assert "-stock in 3 deliveries" in reason
+
+
+def test_stock_reserved_once_the_guard_is_passed_is_reserved_once(backend_url: str) -> None:
+    run = _run(backend_url, "burst_stock.toml", "reserve_after_guard.py")
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", run.check.reasons
+    # Each delivery took and gave back the order's lock (no change left), the one that
+    # stored the order reserved its stock: nothing beside an order changed twice.
+    assert (c.writes_accepted, c.duplicate_writes, c.duplicate_side_writes) == (10, 0, 0)
+    assert c.side_writes >= 30 * 2 + 10
+
+
+def test_stock_reserved_before_the_guard_in_the_outcome_table_is_caught_too(
+    backend_url: str,
+) -> None:
+    run = _run(backend_url, "burst.toml", "reserve_in_orders_table.py")
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.duplicate_writes, c.lost_outcomes, c.duplicate_side_writes) == (0, 0, 20)
+    assert (
+        "order-00001 added to id=stock#widget in the outcome table in 3 deliveries"
+        in (run.check.reasons[0])
+    )
