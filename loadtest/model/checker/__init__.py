@@ -53,6 +53,9 @@ How a run is judged, in the order the code does it:
    cannot tell a finished outcome from a half-written one: inconclusive; a
    dead-lettered message that was neither a planted poison record nor a
    resend with conflicting details is an unexpected dead letter.
+   An item beside the outcomes (in the outcome table or an extra table) that two
+   successful deliveries of one business id each added to (``ADD``, ``SET p = p + :q``)
+   and left changed is a duplicate side write (``side_changes``).
 5. **Effects beyond the table** (a run with sinks or effects only). Each entry the
    consumer sent, and what each sink held when read back, is given its business id
    as an item is (its payload's leaves, else its key, or the scenario's
@@ -70,7 +73,7 @@ item carries it), ``completeness`` (whether a stored outcome is complete, and wh
 table cannot tell), ``lost_updates`` (a change another message's stale write replaced),
 ``sent`` (what was sent and how each message was settled),
 ``roles`` (real order, delivery units, duplicate and conflicting writes, and
-``LiveDuplicates``), ``effects`` (step 5), ``shared`` (the same for aggregates), ``survey`` (the first pass over the invocations), ``passes`` (the
+``LiveDuplicates``), ``side_changes`` (the duplicate side writes of step 4), ``effects`` (step 5), ``shared`` (the same for aggregates), ``survey`` (the first pass over the invocations), ``passes`` (the
 pass that gives each write its business id and role), ``parts`` (an outcome's
 accepted writes judged together in bounded parts) and ``evidence`` (the witnesses a
 report shows).
