@@ -44,6 +44,7 @@ from typing import Any
 
 import moto.core.utils
 from moto import settings
+from moto.core.model import StructureShape
 from moto.core.responses import ActionResult
 from moto.core.serialize import (
     AttributePicker,
@@ -51,7 +52,6 @@ from moto.core.serialize import (
     BaseJSONSerializer,
     JSONSerializer,
     ResponseSerializer,
-    StructureShape,
     TimestampSerializer,
     XFormedAttributePicker,
 )
