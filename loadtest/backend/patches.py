@@ -85,6 +85,9 @@ What changes:
 * A JSON-protocol body (DynamoDB's and SQS's calls) is walked against its operation's
   input shape by a plan made once per operation (``json_params`` says why and why the
   parameters are the same).
+* A JSON-protocol answer made of plain data (DynamoDB's and SQS's) is written against its
+  operation's output shape by a plan made once per operation (``json_answers`` says why
+  and why the bytes are the same).
 
 and on ``moto.sqs.models``:
 
@@ -161,7 +164,7 @@ import moto.sqs.models
 from moto.core.authorization import ActionAuthenticatorMixin
 from moto.core.base_backend import AccountSpecificBackend
 from moto.core.exceptions import JsonRESTError
-from moto.core.responses import BaseResponse
+from moto.core.responses import ActionResult, BaseResponse
 from moto.core.serialize import XFormedAttributePicker
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import Item
@@ -172,6 +175,7 @@ from moto.sqs.models import Queue, SQSBackend
 from loadtest.backend import versions
 from loadtest.backend.core import (
     clock,
+    json_answers,
     json_params,
     memo,
     random_strings,
@@ -304,6 +308,10 @@ def _replacements() -> dict[tuple[object, str], object]:
     if json_params.mirrors_installed_moto():
         replacements[BaseResponse, "parse_parameters"] = json_params.planned_parse_parameters(
             BaseResponse.parse_parameters
+        )
+    if json_answers.mirrors_installed_moto():
+        replacements[ActionResult, "execute_result"] = json_answers.planned_execute_result(
+            ActionResult.execute_result
         )
     unix_time = clock.fast_unix_time(moto.core.utils.unix_time, moto.core.utils)
     for module in (moto.core.utils, moto.sqs.models):
