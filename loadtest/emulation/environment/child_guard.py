@@ -64,7 +64,6 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from typing import NoReturn
 
 OUT_OF_MEMORY_EXIT = 99
@@ -129,7 +128,7 @@ def die_with_parent(parent_pid: int | None = None, harness_pidfd: int | None = N
     parent_death_signal(signal.SIGKILL if guard is None else signal.SIGSTOP)
     if os.getppid() != expected:  # the parent died before prctl took effect
         end_own_group()
-    return Watchdog(_ParentWatch(expected, harness_pidfd, guard))
+    return Watchdog(expected, harness_pidfd, guard)
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -344,25 +343,6 @@ class _Statm:
             return None
 
 
-@dataclass(frozen=True)
-class _ParentWatch:
-    """What the watchdog checks for the parent: its pid, and pidfds on the harness and on
-    a direct start's guard (None where there are none)."""
-
-    expected: int
-    harness_pidfd: int | None
-    guard: int | None
-
-
-@dataclass(frozen=True)
-class _MemoryLimit:
-    """What the watchdog samples against: the limit (in bytes) and its ``memory_mb``."""
-
-    limit_bytes: int
-    memory_mb: int
-    statm: _Statm
-
-
 class Watchdog:
     """The environment's one watchdog thread: the parent's end and Lambda's memory limit.
 
@@ -380,28 +360,40 @@ class Watchdog:
     that races with the thread going idle still wakes it.
     """
 
-    def __init__(self, parent: _ParentWatch | None = None) -> None:
-        self._parent = parent
-        self._memory: _MemoryLimit | None = None
+    def __init__(
+        self,
+        expected_parent: int | None = None,
+        harness_pidfd: int | None = None,
+        guard: int | None = None,
+    ) -> None:
+        """Watch for ``expected_parent`` (a pid) to stop being this process's parent, for
+        ``harness_pidfd`` to become readable (then wait for ``guard``, a pidfd on a direct
+        start's guard, to end this process); None: not watched."""
+        self._expected_parent = expected_parent
+        self._harness_pidfd = harness_pidfd
+        self._guard = guard
+        self._statm: _Statm | None = None
+        self._limit_bytes = 0
+        self._memory_mb = 0
         self._sampling = False
         self._running = False
         self._started = 0
         self._wake_read, self._wake_write = os.pipe()  # not inherited (PEP 446)
         os.set_blocking(self._wake_write, False)
-        self._fds = [self._wake_read]
-        if parent is not None and parent.harness_pidfd is not None:
-            self._fds.append(parent.harness_pidfd)
+        self._fds = [self._wake_read] if harness_pidfd is None else [self._wake_read, harness_pidfd]
         threading.Thread(target=self._watch, name="loadtest-watch", daemon=True).start()
 
-    def enforce(self, memory: _MemoryLimit) -> None:
-        """Sample against ``memory`` from now on, starting with a sample at once."""
-        self._memory = memory
+    def enforce(self, memory_mb: int, statm: _Statm) -> None:
+        """Sample ``statm`` against ``memory_mb`` from now on, starting with a sample at once."""
+        self._limit_bytes = memory_mb * 1024 * 1024
+        self._memory_mb = memory_mb
+        self._statm = statm
         self._wake()
 
     def invocation_started(self) -> None:
         self._started += 1
         self._running = True
-        if not self._sampling and self._memory is not None:
+        if not self._sampling and self._statm is not None:
             self._wake()
 
     def invocation_ended(self) -> None:
@@ -414,26 +406,25 @@ class Watchdog:
 
     def _watch(self) -> None:
         seen = idle_polls = 0
-        parent = self._parent
         while True:
             timeout = MEMORY_POLL_S if self._sampling else PARENT_POLL_S
             ready, _, _ = select.select(self._fds, [], [], timeout)
             if ready:
                 if self._wake_read in ready:
                     os.read(self._wake_read, 64)
-                if parent is not None and parent.harness_pidfd in ready:
-                    if parent.guard is not None:  # the guard ends this process; unless it is gone
-                        select.select([parent.guard], [], [])
+                if self._harness_pidfd in ready:
+                    if self._guard is not None:  # the guard ends this process; unless it is gone
+                        select.select([self._guard], [], [])
                     end_own_group()
-            if parent is not None and os.getppid() != parent.expected:
+            if self._expected_parent is not None and os.getppid() != self._expected_parent:
                 end_own_group()
-            memory = self._memory
-            if memory is None or not self._sampling:
+            statm = self._statm
+            if statm is None or not self._sampling:
                 continue
-            sizes = memory.statm.sizes()
+            sizes = statm.sizes()
             rss = 0 if sizes is None else sizes[1]
-            if rss > memory.limit_bytes:
-                _out_of_memory(rss, memory.memory_mb)
+            if rss > self._limit_bytes:
+                _out_of_memory(rss, self._memory_mb)
             if self._running or self._started != seen:
                 idle_polls = 0
                 seen = self._started
@@ -468,17 +459,16 @@ def enforce_memory(memory_mb: int, watchdog: Watchdog | None = None) -> Watchdog
     if sizes is None:
         return watchdog
     mapped, _ = sizes
-    limit = memory_mb * 1024 * 1024
     try:
         import resource
 
-        ceiling = mapped + limit + HARD_CEILING_SLACK_MB * 1024 * 1024
+        ceiling = mapped + memory_mb * 1024 * 1024 + HARD_CEILING_SLACK_MB * 1024 * 1024
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
         if hard == resource.RLIM_INFINITY or ceiling < hard:
             resource.setrlimit(resource.RLIMIT_AS, (ceiling, hard))
     except (ImportError, OSError, ValueError):
         pass
-    watchdog.enforce(_MemoryLimit(limit, memory_mb, statm))
+    watchdog.enforce(memory_mb, statm)
     return watchdog
 
 
