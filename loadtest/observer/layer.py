@@ -3,9 +3,9 @@
 Owns the layer's contents (``layer_modules()``: the observer, its entry point
 ``lambda_entry`` and what they import, derived from their imports), its
 reproducible zip (``layer_zip``) and unpacking it for local execution
-environments (``unpack``: a link to one copy kept, with its bytecode, in the user's cache
-per loadtest version, interpreter and zip, ``cached_layer``; else unpacked in the run's folder). The deploy path publishes the same bytes as a
-Lambda layer. The zip is made once per process and state of its files: a later run
+environments (``unpack``: a link to one copy kept, with its bytecode, in the user's
+cache per interpreter and zip, ``cached_layer``; else unpacked in the run's folder). The
+deploy path publishes the same bytes as a Lambda layer. The zip is made once per process and state of its files: a later run
 (a sweep's next cell, a compare's next variant, a test session's next run) reuses it
 until one of the files it holds changes. Must not import boto3.
 """
@@ -186,8 +186,8 @@ def cached_layer() -> str | None:
     """The layer unpacked, with its modules' bytecode, in the user's cache: the path of its
     ``layer`` folder, or None where the cache cannot be written.
 
-    One copy per loadtest version, interpreter and layer contents (the zip's SHA-256 names
-    it), so a run's zygote imports the layer without compiling it, even where
+    One copy per interpreter and layer (the zip's SHA-256 names it: a loadtest version whose
+    layer changed makes its own, one whose layer did not shares it), so a run's zygote imports the layer without compiling it, even where
     ``PYTHONDONTWRITEBYTECODE`` is set. Made in a temporary folder beside it and renamed
     into place, so a concurrent run sees it whole or not at all; each use checks every file
     against its manifest, and the manifest's sources against the zip's, and a copy that
@@ -198,9 +198,7 @@ def cached_layer() -> str | None:
     data = layer_zip()
     sources = _digests_of_zip(data)
     root = cache_root()
-    name = (
-        f"layer-{_version()}-{sys.implementation.cache_tag}-{hashlib.sha256(data).hexdigest()[:24]}"
-    )
+    name = f"layer-{sys.implementation.cache_tag}-{hashlib.sha256(data).hexdigest()[:32]}"
     final = os.path.join(root, name)
     if _verified(final, sources):
         return os.path.join(final, "layer")
@@ -225,12 +223,6 @@ def cached_layer() -> str | None:
     finally:
         shutil.rmtree(fresh, ignore_errors=True)
     return os.path.join(final, "layer") if _verified(final, sources) else None
-
-
-def _version() -> str:
-    from loadtest import __version__
-
-    return __version__
 
 
 def _digests_of_zip(data: bytes) -> dict[str, str]:
