@@ -87,7 +87,9 @@ def _drive(
             os.killpg(process.pid, signal.SIGCONT)
     cpu_s, switches = _cpu_s(process.pid) - cpu_s, _switches(process.pid) - switches
     out.append((cpu_s / invocations * 1000, switches / invocations))
-    os.killpg(process.pid, signal.SIGKILL)
+    # Ended by the end of its input, so a tool it runs under (callgrind) writes its output.
+    os.killpg(process.pid, signal.SIGCONT)
+    process.stdin.close()
     process.wait()
 
 
