@@ -3,8 +3,9 @@
 Owns the layer's contents (``layer_modules()``: the observer, its entry point
 ``lambda_entry`` and what they import, derived from their imports), its
 reproducible zip (``layer_zip``) and unpacking it for local execution
-environments (``unpack``). The deploy path publishes the same bytes as a
-Lambda layer. The zip is made once per process and state of its files: a later run
+environments (``unpack``: a link to one copy kept, with its bytecode, in the user's
+cache per interpreter and zip, ``cached_layer``; else unpacked in the run's folder). The
+deploy path publishes the same bytes as a Lambda layer. The zip is made once per process and state of its files: a later run
 (a sweep's next cell, a compare's next variant, a test session's next run) reuses it
 until one of the files it holds changes. Must not import boto3.
 """
@@ -12,8 +13,15 @@ until one of the files it holds changes. Must not import boto3.
 from __future__ import annotations
 
 import ast
+import contextlib
+import hashlib
+import importlib.util
 import io
+import json
 import os
+import shutil
+import sys
+import tempfile
 import zipfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -143,11 +151,145 @@ def layer_zip() -> bytes:
 
 
 def unpack(into: str) -> str:
-    """Unpack the layer zip under ``into``; return the folder to put first on ``sys.path``."""
+    """Give ``into`` the layer as ``into/layer``: a link to its copy in the user's cache
+    (``cached_layer``), else the zip unpacked there; return the folder to put first on
+    ``sys.path``."""
     target = os.path.join(into, "layer")
+    if os.path.islink(target):  # its cached copy was removed meanwhile
+        os.unlink(target)
+    cached = cached_layer()
+    if cached is not None:
+        try:
+            os.symlink(cached, target, target_is_directory=True)
+            return os.path.join(target, PYTHON_DIR)
+        except OSError:
+            pass
     with zipfile.ZipFile(io.BytesIO(layer_zip())) as archive:
         archive.extractall(target)
     return os.path.join(target, PYTHON_DIR)
+
+
+CACHE_NAME = "loadtest"
+"""The folder under the user's cache (``$XDG_CACHE_HOME``, else ``~/.cache``) holding the
+unpacked layers."""
+MANIFEST = "manifest.json"
+"""In each cached layer: the SHA-256 of every file under its ``layer`` folder, by path."""
+
+
+def cache_root() -> str:
+    """Where the unpacked layers are kept: ``$XDG_CACHE_HOME/loadtest``, else ``~/.cache/loadtest``."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, CACHE_NAME)
+
+
+def cached_layer() -> str | None:
+    """The layer unpacked, with its modules' bytecode, in the user's cache: the path of its
+    ``layer`` folder, or None where the cache cannot be written.
+
+    One copy per interpreter and layer (the zip's SHA-256 names it: a loadtest version whose
+    layer changed makes its own, one whose layer did not shares it), so a run's zygote imports the layer without compiling it, even where
+    ``PYTHONDONTWRITEBYTECODE`` is set. Made in a temporary folder beside it and renamed
+    into place, so a concurrent run sees it whole or not at all; each use checks every file
+    against its manifest, and the manifest's sources against the zip's, and a copy that
+    differs is replaced. The bytecode is checked against its source's hash at import
+    (``CHECKED_HASH``), not its time stamp. The zip itself is unchanged: a deployed function
+    compiles the layer at its cold start, as before.
+    """
+    data = layer_zip()
+    sources = _digests_of_zip(data)
+    root = cache_root()
+    name = f"layer-{sys.implementation.cache_tag}-{hashlib.sha256(data).hexdigest()[:32]}"
+    final = os.path.join(root, name)
+    if _verified(final, sources):
+        return os.path.join(final, "layer")
+    try:
+        os.makedirs(root, exist_ok=True)
+        fresh = tempfile.mkdtemp(prefix=".unpacking-", dir=root)
+    except OSError:
+        return None
+    try:
+        _fill(fresh, data, final)
+        stale = None
+        if os.path.lexists(final):  # a copy that failed its check: moved aside first
+            stale = tempfile.mkdtemp(prefix=".stale-", dir=root)
+            with contextlib.suppress(OSError):  # another run moved it first
+                os.rename(final, os.path.join(stale, name))
+        with contextlib.suppress(OSError):  # another run's copy landed first
+            os.rename(fresh, final)
+        if stale is not None:
+            shutil.rmtree(stale, ignore_errors=True)
+    except OSError:
+        return None
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
+    return os.path.join(final, "layer") if _verified(final, sources) else None
+
+
+def _digests_of_zip(data: bytes) -> dict[str, str]:
+    """The SHA-256 of each file in the layer zip, by its path in the zip."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return {
+            info.filename: hashlib.sha256(archive.read(info)).hexdigest()
+            for info in archive.infolist()
+            if not info.is_dir()
+        }
+
+
+def _files_under(folder: str) -> list[str]:
+    """Every file below ``folder``, as a ``/``-separated path relative to it."""
+    found: list[str] = []
+    for parent, _, files in os.walk(folder):
+        relative = os.path.relpath(parent, folder)
+        found.extend(name if relative == "." else f"{relative}/{name}" for name in files)
+    return found
+
+
+def _verified(final: str, sources: dict[str, str]) -> bool:
+    """Whether the cached copy ``final`` holds its manifest's files, those bytes, no other
+    file but bytecode, and the zip's sources among them."""
+    try:
+        with open(os.path.join(final, MANIFEST), encoding="utf-8") as manifest:
+            listed: dict[str, str] = json.load(manifest)
+        layer = os.path.join(final, "layer")
+        # Bytecode for other optimization levels, which an interpreter may add, is checked
+        # against its source when imported.
+        extra = set(_files_under(layer)) - set(listed)
+        if any(not (path.endswith(".pyc") and "/__pycache__/" in f"/{path}") for path in extra):
+            return False
+        for path, digest in listed.items():
+            with open(os.path.join(layer, path), "rb") as file:
+                if hashlib.sha256(file.read()).hexdigest() != digest:
+                    return False
+    except (OSError, ValueError, AttributeError):
+        return False
+    return all(listed.get(path) == digest for path, digest in sources.items())
+
+
+def _fill(fresh: str, data: bytes, final: str) -> None:
+    """Unpack the zip under ``fresh/layer``, compile its modules (the bytecode names their
+    sources as they will be found under ``final``) and write the manifest."""
+    import py_compile  # only when a copy is made
+
+    layer = os.path.join(fresh, "layer")
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        archive.extractall(layer)
+    if sys.pycache_prefix is None:  # elsewhere the bytecode would not be found beside them
+        for path in _files_under(layer):
+            if path.endswith(".py"):
+                source = os.path.join(layer, path)
+                py_compile.compile(
+                    source,
+                    cfile=importlib.util.cache_from_source(source),
+                    dfile=os.path.join(final, "layer", path),
+                    doraise=True,
+                    invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH,
+                )
+    listed: dict[str, str] = {}
+    for path in _files_under(layer):
+        with open(os.path.join(layer, path), "rb") as file:
+            listed[path] = hashlib.sha256(file.read()).hexdigest()
+    with open(os.path.join(fresh, MANIFEST), "w", encoding="utf-8") as manifest:
+        json.dump(listed, manifest, sort_keys=True)
 
 
 BOOTSTRAP = """\

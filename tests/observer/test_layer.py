@@ -1,7 +1,10 @@
-"""The layer zip is made once per state of the files it holds."""
+"""The layer zip is made once per state of the files it holds; its unpacked copy once per
+version, interpreter and zip, in the user's cache."""
 
 from __future__ import annotations
 
+import concurrent.futures
+import importlib.util
 import io
 import os
 import shutil
@@ -51,3 +54,73 @@ def test_a_file_it_holds_that_is_gone_makes_it_again(
     with pytest.raises(FileNotFoundError):
         layer.layer_zip()  # as the first making of it would: the entry is missing
     assert first
+
+
+def test_the_cached_layer_is_made_once_with_its_bytecode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    made = layer.cached_layer()
+    assert made is not None and made.startswith(str(tmp_path / "cache" / "loadtest"))
+    manifest = Path(made).parent / layer.MANIFEST
+    written = manifest.stat().st_mtime_ns
+    with zipfile.ZipFile(io.BytesIO(layer.layer_zip())) as archive:
+        for name in archive.namelist():
+            assert (Path(made) / name).read_bytes() == archive.read(name)
+            if name.endswith(".py"):
+                pyc = importlib.util.cache_from_source(str(Path(made) / name))
+                flags = int.from_bytes(Path(pyc).read_bytes()[4:8], "little")
+                assert flags == 0b11  # hash-based, checked against its source
+    assert layer.cached_layer() == made
+    assert manifest.stat().st_mtime_ns == written  # not made again
+    assert [p.name for p in (tmp_path / "cache" / "loadtest").iterdir()] == [Path(made).parent.name]
+
+
+def test_a_cached_layer_that_differs_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    made = layer.cached_layer()
+    assert made is not None
+    entry = Path(made) / layer.PYTHON_DIR / "loadtest" / "observer" / "lambda_entry.py"
+    entry.write_text(entry.read_text() + "\nCHANGED = 1\n")
+    assert layer.cached_layer() == made
+    assert entry.read_bytes() == _held(layer.layer_zip(), "observer/lambda_entry.py")
+    stray = Path(made) / layer.PYTHON_DIR / "loadtest" / "observer" / "stray.py"
+    stray.write_text("")
+    assert layer.cached_layer() == made and not stray.exists()
+    assert [p.name for p in (tmp_path / "cache" / "loadtest").iterdir()] == [Path(made).parent.name]
+
+
+def test_concurrent_runs_share_one_cached_layer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    layer.layer_zip()
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        made = set(pool.map(lambda _: layer.cached_layer(), range(8)))
+    assert len(made) == 1 and None not in made
+    assert [p.name for p in (tmp_path / "cache" / "loadtest").iterdir()] == [
+        Path(str(made.pop())).parent.name
+    ]  # no temporary folder left
+
+
+def test_a_run_links_the_cached_layer_or_unpacks_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    run = tmp_path / "run"
+    run.mkdir()
+    assert layer.unpack(str(run)) == str(run / "layer" / layer.PYTHON_DIR)
+    assert (run / "layer").is_symlink()
+    assert os.readlink(run / "layer") == layer.cached_layer()
+
+    (tmp_path / "readonly").write_text("")  # a file: nothing can be made below it
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "readonly"))
+    other = tmp_path / "other"
+    other.mkdir()
+    assert layer.cached_layer() is None
+    assert layer.unpack(str(other)) == str(other / "layer" / layer.PYTHON_DIR)
+    assert not (other / "layer").is_symlink()
+    entry = other / "layer" / layer.PYTHON_DIR / "loadtest" / "observer" / "lambda_entry.py"
+    assert entry.read_bytes() == _held(layer.layer_zip(), "observer/lambda_entry.py")

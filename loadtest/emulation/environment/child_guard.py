@@ -7,8 +7,8 @@ environment stays as bare as Lambda's.
   or crashed) must not live on, least of all inside a hung handler. On Linux
   the kernel sends SIGKILL when the parent dies (``PR_SET_PDEATHSIG``, asked for
   again in a forked environment: a fork clears it); the parent's pid is checked
-  once the request is made (the parent may have died before), and a watchdog
-  thread checks it again twice a second (other systems). A forked environment's
+  once the request is made (the parent may have died before), and the watchdog
+  thread checks it again at least twice a second (other systems). A forked environment's
   parent is the zygote; its watchdog also waits on a pidfd on the harness. When
   the watchdog finds the harness or the parent gone, it kills the environment's
   process group (the environment leads one), so what the handler started there
@@ -40,14 +40,15 @@ environment stays as bare as Lambda's.
   killed while no environment was alive (the next run's
   ``parent_runs.new_log_dir`` removes it).
 - **Memory.** Lambda stops an environment whose memory use passes the
-  function's ``memory_mb``. A watchdog thread samples this process's resident
+  function's ``memory_mb``. The same watchdog thread samples this process's resident
   set size and, past the limit, writes one line to the log and exits with
   ``OUT_OF_MEMORY_EXIT``; the parent reports the invocation as
-  ``Runtime.OutOfMemory``. It samples while invocations run and sleeps once
+  ``Runtime.OutOfMemory``. It samples while invocations run and stops sampling once
   the environment has waited ``MEMORY_IDLE_POLLS`` samples for the next one
-  (``MemoryWatch``), as Lambda freezes an environment between invocations: an
-  idle environment costs no CPU, and the first sample after a wait is taken
-  as the next invocation starts. A hard ceiling on the address space
+  (``Watchdog``), as Lambda freezes an environment between invocations: an
+  idle environment's watchdog wakes only to check its parent, and the first sample
+  after a wait is taken as the next invocation starts. One thread watches both, so
+  a freeze and its continue wake two of the environment's threads, not three. A hard ceiling on the address space
   (``RLIMIT_AS``, well above the limit, set after the import) protects the
   machine from an allocation the sampler cannot see in time: the handler then
   gets a ``MemoryError``, which the parent reports the same way.
@@ -106,8 +107,9 @@ def end_own_group() -> NoReturn:
         os._exit(1)
 
 
-def die_with_parent(parent_pid: int | None = None, harness_pidfd: int | None = None) -> None:
-    """Exit at once when the process that started this one is gone.
+def die_with_parent(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Watchdog:
+    """Exit at once when the process that started this one is gone; return the process's
+    watchdog, whose thread checks it (``enforce_memory`` gives it the memory limit too).
 
     Started directly, the parent is the harness (``LOADTEST_PARENT_PID``), and on Linux
     a guard is started (``start_guard``), which ends this process and everything below it.
@@ -126,21 +128,7 @@ def die_with_parent(parent_pid: int | None = None, harness_pidfd: int | None = N
     parent_death_signal(signal.SIGKILL if guard is None else signal.SIGSTOP)
     if os.getppid() != expected:  # the parent died before prctl took effect
         end_own_group()
-
-    def watch() -> None:
-        while True:
-            if harness_pidfd is not None:
-                ready, _, _ = select.select([harness_pidfd], [], [], PARENT_POLL_S)
-                if ready:
-                    if guard is not None:  # the guard ends this process; unless it is gone
-                        select.select([guard], [], [])
-                    end_own_group()
-            else:
-                time.sleep(PARENT_POLL_S)
-            if os.getppid() != expected:
-                end_own_group()
-
-    threading.Thread(target=watch, name="loadtest-parent-watch", daemon=True).start()
+    return Watchdog(expected, harness_pidfd, guard)
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -355,91 +343,133 @@ class _Statm:
             return None
 
 
-class MemoryWatch:
-    """When the memory watchdog samples: every ``MEMORY_POLL_S`` while invocations run.
+class Watchdog:
+    """The environment's one watchdog thread: the parent's end and Lambda's memory limit.
 
-    The environment host calls ``invocation_started`` and ``invocation_ended`` around
-    each invocation. The watchdog waits (blocked, no wake-ups) once ``MEMORY_IDLE_POLLS``
-    samples in a row found no invocation running and none started since the sample
-    before; the next start wakes it. Both sides run under the interpreter lock, and the
-    watchdog checks again after clearing its wake-up, so a start that races with it going
-    to sleep still wakes it.
+    One thread does both, so a freeze (SIGSTOP) and its continue wake two threads of the
+    environment, not three. It waits in ``select`` on the harness's pidfd and on its own
+    wake-up pipe: up to ``PARENT_POLL_S`` while no invocation runs (then it checks the
+    parent's pid), ``MEMORY_POLL_S`` while invocations run (then it also samples the
+    resident set size).
+
+    The environment host calls ``invocation_started`` and ``invocation_ended`` around each
+    invocation. The memory sampling stops once ``MEMORY_IDLE_POLLS`` samples in a row found
+    no invocation running and none started since the sample before; the next start wakes
+    the thread (one byte on the pipe) and it samples at once. Both sides run under the
+    interpreter lock, and each sets its own flag before it reads the other's, so a start
+    that races with the thread going idle still wakes it.
     """
 
-    def __init__(self) -> None:
-        self._awake = threading.Event()
-        self._awake.set()
+    def __init__(
+        self,
+        expected_parent: int | None = None,
+        harness_pidfd: int | None = None,
+        guard: int | None = None,
+    ) -> None:
+        """Watch for ``expected_parent`` (a pid) to stop being this process's parent, for
+        ``harness_pidfd`` to become readable (then wait for ``guard``, a pidfd on a direct
+        start's guard, to end this process); None: not watched."""
+        self._expected_parent = expected_parent
+        self._harness_pidfd = harness_pidfd
+        self._guard = guard
+        self._statm: _Statm | None = None
+        self._limit_bytes = 0
+        self._memory_mb = 0
+        self._sampling = False
         self._running = False
         self._started = 0
-        self._idle_polls = 0
+        self._wake_read, self._wake_write = os.pipe()  # not inherited (PEP 446)
+        os.set_blocking(self._wake_write, False)
+        self._fds = [self._wake_read] if harness_pidfd is None else [self._wake_read, harness_pidfd]
+        threading.Thread(target=self._watch, name="loadtest-watch", daemon=True).start()
+
+    def enforce(self, memory_mb: int, statm: _Statm) -> None:
+        """Sample ``statm`` against ``memory_mb`` from now on, starting with a sample at once."""
+        self._limit_bytes = memory_mb * 1024 * 1024
+        self._memory_mb = memory_mb
+        self._statm = statm
+        self._wake()
 
     def invocation_started(self) -> None:
         self._started += 1
         self._running = True
-        if not self._awake.is_set():
-            self._awake.set()
+        if not self._sampling and self._statm is not None:
+            self._wake()
 
     def invocation_ended(self) -> None:
         self._running = False
 
-    def next_sample(self, seen: int) -> int:
-        """Called by the watchdog after each sample's pause, with ``seen`` the count of
-        started invocations it returned last time; waits while the environment is idle,
-        and returns the count now."""
-        if self._running or self._started != seen:
-            self._idle_polls = 0
-            return self._started
-        self._idle_polls += 1
-        if self._idle_polls >= MEMORY_IDLE_POLLS:
-            self._awake.clear()
+    def _wake(self) -> None:
+        self._sampling = True
+        with contextlib.suppress(BlockingIOError):
+            os.write(self._wake_write, b"\0")
+
+    def _watch(self) -> None:
+        seen = idle_polls = 0
+        while True:
+            timeout = MEMORY_POLL_S if self._sampling else PARENT_POLL_S
+            ready, _, _ = select.select(self._fds, [], [], timeout)
+            if ready:
+                if self._wake_read in ready:
+                    os.read(self._wake_read, 64)
+                if self._harness_pidfd in ready:
+                    if self._guard is not None:  # the guard ends this process; unless it is gone
+                        select.select([self._guard], [], [])
+                    end_own_group()
+            if self._expected_parent is not None and os.getppid() != self._expected_parent:
+                end_own_group()
+            statm = self._statm
+            if statm is None or not self._sampling:
+                continue
+            sizes = statm.sizes()
+            rss = 0 if sizes is None else sizes[1]
+            if rss > self._limit_bytes:
+                _out_of_memory(rss, self._memory_mb)
             if self._running or self._started != seen:
-                self._awake.set()
-            self._awake.wait()
-            self._idle_polls = 0
-        return self._started
+                idle_polls = 0
+                seen = self._started
+                continue
+            idle_polls += 1
+            if idle_polls >= MEMORY_IDLE_POLLS:
+                idle_polls = 0
+                self._sampling = False
+                if self._running or self._started != seen:
+                    self._sampling = True
 
 
-def enforce_memory(memory_mb: int) -> MemoryWatch:
+def _out_of_memory(rss: int, memory_mb: int) -> NoReturn:
+    try:
+        os.write(
+            2, f"loadtest: out of memory: {rss >> 20} MB used, memory_mb = {memory_mb}\n".encode()
+        )
+    finally:
+        os._exit(OUT_OF_MEMORY_EXIT)
+
+
+def enforce_memory(memory_mb: int, watchdog: Watchdog | None = None) -> Watchdog:
     """Stop this process as out of memory once its resident set passes ``memory_mb``,
-    sampled while the invocations the returned ``MemoryWatch`` is told about run."""
-    limit = memory_mb * 1024 * 1024
-    schedule = MemoryWatch()
+    sampled while the invocations the returned watchdog is told about run: ``watchdog``
+    (``die_with_parent``'s), or one of its own."""
+    watchdog = watchdog if watchdog is not None else Watchdog()
     try:
         statm = _Statm()
     except OSError:
-        return schedule  # no /proc: not enforced (the report's settings still say memory_mb)
+        return watchdog  # no /proc: not enforced (the report's settings still say memory_mb)
     sizes = statm.sizes()
     if sizes is None:
-        return schedule
+        return watchdog
     mapped, _ = sizes
     try:
         import resource
 
-        ceiling = mapped + limit + HARD_CEILING_SLACK_MB * 1024 * 1024
+        ceiling = mapped + memory_mb * 1024 * 1024 + HARD_CEILING_SLACK_MB * 1024 * 1024
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
         if hard == resource.RLIM_INFINITY or ceiling < hard:
             resource.setrlimit(resource.RLIMIT_AS, (ceiling, hard))
     except (ImportError, OSError, ValueError):
         pass
-
-    def watch() -> None:
-        seen = 0
-        while True:
-            sizes = statm.sizes()
-            rss = 0 if sizes is None else sizes[1]
-            if rss > limit:
-                try:
-                    os.write(
-                        2,
-                        f"loadtest: out of memory: {rss >> 20} MB used, memory_mb = {memory_mb}\n".encode(),
-                    )
-                finally:
-                    os._exit(OUT_OF_MEMORY_EXIT)
-            time.sleep(MEMORY_POLL_S)
-            seen = schedule.next_sample(seen)
-
-    threading.Thread(target=watch, name="loadtest-memory-watch", daemon=True).start()
-    return schedule
+    watchdog.enforce(memory_mb, statm)
+    return watchdog
 
 
 def over_memory_peak(memory_mb: int) -> int | None:

@@ -219,7 +219,7 @@ def file_sink(path: str) -> Callable[[str], None]:
 def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> None:
     """Serve invocations on stdin/stdout; started directly, or forked by the zygote, which
     passes its own pid (this process's parent) and a pidfd on the harness to watch."""
-    die_with_parent(parent_pid, harness_pidfd)
+    watchdog = die_with_parent(parent_pid, harness_pidfd)
     # A cold start that hangs is asked, by SIGUSR1, where it is (shown in the error).
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=False)
     protocol = os.dup(1)
@@ -250,7 +250,7 @@ def main(parent_pid: int | None = None, harness_pidfd: int | None = None) -> Non
         return
     function = FunctionIdentity.from_environ()
     memory_mb = function.memory_limit_in_mb
-    memory = enforce_memory(memory_mb)
+    memory = enforce_memory(memory_mb, watchdog)
     send({"ready": True, "init_ns": time.monotonic_ns() - started, "entry": lambda_entry.__file__})
 
     freeze = _freezer() if os.environ.get("LOADTEST_FREEZE") == "1" else None
