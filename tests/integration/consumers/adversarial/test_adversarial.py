@@ -1740,3 +1740,18 @@ def test_stock_reserved_before_the_guard_in_the_outcome_table_is_caught_too(
         "order-00001 added to id=stock#widget in the outcome table in 3 deliveries"
         in (run.check.reasons[0])
     )
+
+
+def test_a_racy_check_takes_stock_again_with_every_order_it_writes_again(
+    backend_url: str,
+) -> None:
+    # The stock update asks for UPDATED_NEW: its old image is not read, but an update that
+    # subtracts changes the item each time it is made.
+    run = _run(backend_url, "burst_stock.toml", "check_then_stock.py", race_window_ms=20)
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert c.duplicate_writes > 0
+    # Each delivery that wrote its order again also took its units again.
+    assert c.duplicate_side_writes == c.duplicate_writes
+    assert any("added to sku=widget in table " in r for r in run.check.reasons)
