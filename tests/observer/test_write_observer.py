@@ -518,17 +518,23 @@ def test_a_table_named_by_its_arn_is_the_watched_table(backend_url: str, table: 
     assert [r.key for r in reads] == [{"id": {"S": "a"}}]
 
 
+def _extra_table(dynamodb: Any, prefix: str, key: str) -> str:
+    """A fresh table keyed by the string ``key``, as a run makes an extra table."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    dynamodb.create_table(
+        TableName=name,
+        AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return name
+
+
 def test_writes_to_extra_tables_are_counted_as_side_writes_and_refused_calls_noted(
     backend_url: str, table: str
 ) -> None:
     dynamodb = client("dynamodb", backend_url)
-    extra = f"extra-{uuid.uuid4().hex[:8]}"
-    dynamodb.create_table(
-        TableName=extra,
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    extra = _extra_table(dynamodb, "extra", "id")
     recorder = Recorder()
     observer = WriteObserver(table, sink=recorder, side_tables=((extra, ("id",)),))
     observer.install()
@@ -578,13 +584,7 @@ def test_a_write_of_one_item_to_an_extra_table_says_whether_it_changed_the_item(
     backend_url: str, table: str
 ) -> None:
     dynamodb = client("dynamodb", backend_url)
-    extra = f"stock-{uuid.uuid4().hex[:8]}"
-    dynamodb.create_table(
-        TableName=extra,
-        AttributeDefinitions=[{"AttributeName": "sku", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "sku", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    extra = _extra_table(dynamodb, "stock", "sku")
     recorder = Recorder()
     observer = WriteObserver(table, sink=recorder, side_tables=((extra, ("sku",)),))
     observer.install()
