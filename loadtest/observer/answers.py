@@ -11,7 +11,7 @@ anything: the records go to ``emit``.
 
 Also reads any call's answer for a refusal that says the run did not provide what the
 handler asked for (``missing_line``: a table or queue the run did not create, a
-permission it did not grant), for any table or queue, watched or not; and a call's
+permission it did not grant, a table made with another key than the handler uses), for any table or queue, watched or not; and a call's
 writes to the consumer's extra tables (``side_writes``), side writes by construction: a
 call that writes one item there is planned as the watched table's are (its old image
 asked for, and taken out of the answer again), so its ``SideWrite`` says whether it
@@ -50,6 +50,9 @@ MISSING_CODES = frozenset(
 )
 """Error codes that say the handler's call named something the run does not provide (a
 table or queue it did not create, a permission it did not grant)."""
+KEY_MISMATCH = "key element does not match the schema"
+"""What DynamoDB's ValidationException says of a key whose attributes are not the table's:
+the run made the table, with the key the scenario declares, so it is logged as the others."""
 MISSING_PREFIX = "loadtest: the handler's "
 """How each such call is logged (``loadtest.model.checker.harness`` reads the line)."""
 
@@ -227,7 +230,9 @@ def missing_line(
     parsed = result[1] if isinstance(result, tuple) and len(result) == 2 else None
     error = parsed.get("Error") if isinstance(parsed, dict) else None
     code = error.get("Code") if isinstance(error, dict) else None
-    if code not in MISSING_CODES:
+    if code not in MISSING_CODES and not (
+        code == "ValidationException" and KEY_MISMATCH in str(error.get("Message", ""))
+    ):
         return None
     resource = context.get(_RESOURCE) if isinstance(context, dict) else None
     line = f"{MISSING_PREFIX}{operation} call on {str(resource or '')!r} failed with {code}"

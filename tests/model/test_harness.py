@@ -108,6 +108,30 @@ def test_errors_met_only_in_text_are_recognised_without_the_observers_line() -> 
     assert keys(denied) == ["denied:PutItem:"]
 
 
+def test_a_key_the_runs_table_does_not_have_is_the_scenarios_to_declare() -> None:
+    # The run made the table, keyed as the scenario says: a handler that reads two table
+    # variables the scenario pointed at one table sends the other's key to it.
+    text = (
+        "ClientError: An error occurred (ValidationException) when calling the UpdateItem "
+        "operation: The provided key element does not match the schema"
+    )
+    [gap] = gaps_in(text)
+    assert gap.key == "key:UpdateItem"
+    assert "`key` in the table's `[[tables]]` entry" in gap.sentence
+    logged = (
+        "loadtest: the handler's UpdateItem call on 'run-orders' failed with ValidationException"
+    )
+    [gap] = gaps_in(f"{text}\n{logged}")
+    assert gap.key == "key:run-orders"
+    assert "named a key that table 'run-orders' does not have" in gap.sentence
+    other = (
+        "ClientError: An error occurred (ValidationException) when calling the PutItem "
+        "operation: One or more parameter values were invalid: An AttributeValue may not "
+        "contain an empty string"
+    )
+    assert gaps_in(other) == []
+
+
 def test_a_queue_found_by_name_at_import_is_given_the_queue_placeholders() -> None:
     text = (
         "QueueDoesNotExist: An error occurred (AWS.SimpleQueueService.NonExistentQueue) when "

@@ -632,6 +632,26 @@ def test_a_write_of_one_item_to_an_extra_table_says_whether_it_changed_the_item(
     assert side[2].before == side[2].after != "" and side[3].after == "-"
 
 
+def test_a_key_the_table_does_not_have_is_noted_as_the_runs_gap(
+    backend_url: str, table: str
+) -> None:
+    observer = WriteObserver(table, sink=Recorder())
+    observer.install()
+    try:
+        with pytest.raises(ClientError):
+            client("dynamodb", backend_url).update_item(
+                TableName=table,
+                Key={"sku": {"S": "widget"}},
+                UpdateExpression="ADD units :q",
+                ExpressionAttributeValues={":q": {"N": "1"}},
+            )
+    finally:
+        observer.uninstall()
+    assert observer.take_missing() == [
+        f"loadtest: the handler's UpdateItem call on {table!r} failed with ValidationException"
+    ]
+
+
 def test_a_refused_call_to_another_service_names_its_service(backend_url: str, table: str) -> None:
     observer = WriteObserver(table, sink=Recorder())
     observer.install()

@@ -2,7 +2,7 @@
 
 A handler call that fails because the run lacks something the consumer expects — a
 variable it reads from ``os.environ``, a table or queue the run did not create, a
-permission the run did not grant — says nothing about the consumer's idempotency. Such
+permission the run did not grant, a table keyed as the handler's calls are not — says nothing about the consumer's idempotency. Such
 a run is inconclusive, naming what was missing and the scenario line that provides it.
 
 Recognised by error type, from what an invocation leaves in the history: its error text
@@ -56,6 +56,10 @@ _NOT_FOUND = re.compile(r"\((ResourceNotFoundException)\) when calling the (\w+)
 _NO_QUEUE = re.compile(
     r"\((?:AWS\.SimpleQueueService\.NonExistentQueue|QueueDoesNotExist)\) when calling the "
     r"(\w+) operation"
+)
+_KEY_MISMATCH = re.compile(
+    r"\(ValidationException\) when calling the (\w+) operation: "
+    r"The provided key element does not match the schema"
 )
 _DENIED = re.compile(
     r"\((AccessDenied(?:Exception)?)\) when calling the (\w+) operation|is not authorized to perform"
@@ -139,6 +143,8 @@ def _refused(text: str) -> Iterable[Gap]:
             )
         elif code in _QUEUE_CODES:
             yield _no_queue_gap(operation, resource)
+        elif code == "ValidationException":
+            yield _key_gap(operation, resource)
         else:
             yield Gap(
                 f"table:{resource}",
@@ -149,6 +155,19 @@ def _refused(text: str) -> Iterable[Gap]:
                 '`[consumer] environment = { NAME = "{table}" }` or `[[tables]]` with '
                 '`env = "NAME"`',
             )
+
+
+def _key_gap(operation: str, resource: str) -> Gap:
+    on = f" table {resource!r}" if resource else " a table"
+    return Gap(
+        f"key:{resource or operation}",
+        f"the handler's {operation} named a key that{on} does not have (ValidationException: "
+        "the provided key element does not match the schema): the run makes each table with "
+        'the key the scenario declares (by default `{ id = "S" }`): declare the key the '
+        "handler uses, `[table] key` for the outcome table, `key` in the table's "
+        "`[[tables]]` entry for another one (a handler that reads two table variables keeps "
+        "two tables: give the second its own `[[tables]]` entry)",
+    )
 
 
 def _no_queue_gap(operation: str, resource: str) -> Gap:
@@ -189,6 +208,8 @@ def _unlogged(text: str) -> Iterable[Gap]:
         )
     for operation in dict.fromkeys(_NO_QUEUE.findall(text)):
         yield _no_queue_gap(operation, "")
+    for operation in dict.fromkeys(_KEY_MISMATCH.findall(text)):
+        yield _key_gap(operation, "")
     operations = [m.group(2) for m in _DENIED.finditer(text)]
     named = [op for op in operations if op]
     for operation in named or (["call"] if operations else []):
