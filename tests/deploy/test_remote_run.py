@@ -289,3 +289,26 @@ def test_a_record_a_deployed_function_parks_on_its_dead_letter_queue_is_dead_let
     assert c.effects_sent is None
     assert run.check.verdict == "pass", (run.check.reasons, run.check.inconclusive)
     assert find_tagged(clients, "parked") == []
+
+
+def test_stock_a_deployed_function_reserves_again_for_each_copy_is_a_duplicate_side_write(
+    ministack: str,
+) -> None:
+    # The deployed function is told its extra table with its key: each write of one item
+    # there comes back with its images, and each copy's reservation is seen.
+    adversarial = Path(__file__).parents[1] / "integration" / "consumers" / "adversarial"
+    clients, _ = make_clients(ministack)
+    target = Target.resolve(BackendKind.ENDPOINT, ministack)
+    scenario = load_scenario(str(adversarial / "burst_stock.toml")).with_overrides(
+        distinct_ids=2, copies=2, visibility_timeout_s=30
+    )
+    ref = parse_ref(f"{adversarial / 'reserve_before_guard.py'}:handler")
+    (run,) = run_deployed(scenario, [ref], clients, target, run_id="stock")
+    c = run.check.counts
+    assert run.incomplete is None
+    assert (c.messages_sent, c.acked, c.writes_accepted, c.duplicate_writes) == (4, 4, 2, 0)
+    # Every delivery reserved; all but each order's first reserved again.
+    assert c.side_writes == c.deliveries
+    assert c.duplicate_side_writes == c.deliveries - 2 >= 2
+    assert run.check.verdict == "fail"
+    assert find_tagged(clients, "stock") == []
