@@ -201,6 +201,26 @@ def test_the_written_scenario_parses_and_carries_the_id_where_the_sample_did() -
     assert "environment" not in only_comments["consumer"]
 
 
+@pytest.mark.parametrize(
+    ("names", "outcome", "others"),
+    [
+        (["TABLE_NAME", "STOCK_TABLE"], None, ["STOCK_TABLE"]),
+        (["ORDERS_TABLE", "STOCK_TABLE"], "ORDERS_TABLE", ["STOCK_TABLE"]),
+        (["ORDERS_TABLE"], "ORDERS_TABLE", []),
+    ],
+)
+def test_a_second_table_variable_names_a_table_of_its_own(
+    names: list[str], outcome: str | None, others: list[str]
+) -> None:
+    # Two variables both pointed at the run's one table would have the handler's calls on
+    # the second refused for its key: each further table variable gets a table of its own.
+    raw = tomllib.loads(scenario_text("app.py:handler", None, None, names))
+    given = raw["consumer"].get("environment", {})
+    assert given == ({outcome: "{table}"} if outcome else {})
+    assert [t["env"] for t in raw.get("tables", [])] == others
+    parse_scenario(raw, source="new.toml")
+
+
 def test_without_a_sample_the_lab_body_stays() -> None:
     raw = tomllib.loads(scenario_text("consumer.conditional:handler", None, None, []))
     scenario = parse_scenario(raw, source="new.toml")

@@ -179,6 +179,14 @@ def _is_sink(value: str | None) -> bool:
     return value is not None and sink_of(value.strip("{}")) is not None
 
 
+def _other_tables(names: list[str]) -> list[str]:
+    """The variables that name a table besides the outcome table, though their names
+    suggest ``{table}``: a handler that reads two table variables keeps two tables. The
+    outcome table is ``TABLE_NAME`` when the handler reads it, else the first read."""
+    tables = [n for n in names if n not in RUNTIME_VARIABLES and suggested_value(n) == "{table}"]
+    return tables if "TABLE_NAME" in names else tables[1:]
+
+
 def _environment_block(names: list[str]) -> list[str]:
     if not names:
         return [
@@ -186,11 +194,12 @@ def _environment_block(names: list[str]) -> list[str]:
             "# The handler's source reads no environment variable by a name loadtest can see.",
         ]
     entries: list[str] = []
+    others = _other_tables(names)
     for name in names:
         value = suggested_value(name)
         if name in RUNTIME_VARIABLES or name.startswith("LOADTEST_"):
             entries.append(f"# {name}: already set in every execution environment")
-        elif value is not None and value.startswith("{table:"):
+        elif name in others or (value is not None and value.startswith("{table:")):
             entries.append(f"# {name}: names an extra table (see [[tables]] below)")
         elif value is None:
             # Left a comment: an empty value would change what the handler does.
@@ -248,8 +257,20 @@ def _tables_block(
             out += ["# [table]"] + [f"# name = {toml_value(t)}" for t in tables]
         if key_lines:
             out += ["", "[table]", *key_lines]
+    others = _other_tables(names)
     for name in names:
         value = suggested_value(name)
+        if name in others:
+            out += [
+                "",
+                f"# {name} names a table besides the outcome table (stock, customers, ...): the",
+                "# handler reads two table variables, so the run makes one table per variable,",
+                "# its writes judged as side writes. Give the key the handler's calls on it use.",
+                "[[tables]]",
+                f"env = {toml_value(name)}",
+                'key = { id = "S" }',
+            ]
+            continue
         if name in RUNTIME_VARIABLES or value is None or not value.startswith("{table:"):
             continue
         out += [
