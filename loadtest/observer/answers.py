@@ -229,7 +229,9 @@ def missing_line(
     did not find is no table or queue."""
     parsed = result[1] if isinstance(result, tuple) and len(result) == 2 else None
     error = parsed.get("Error") if isinstance(parsed, dict) else None
-    code = error.get("Code") if isinstance(error, dict) else None
+    if not isinstance(error, dict):
+        return None
+    code = error.get("Code")
     if code not in MISSING_CODES and not (
         code == "ValidationException" and KEY_MISMATCH in str(error.get("Message", ""))
     ):
