@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import io
@@ -179,15 +180,27 @@ def _kept_path(package: Path) -> str:
     return os.path.join(cache_root(), KEPT_ZIPS, digest)
 
 
+@functools.cache
+def _making_code() -> str:
+    """The SHA-256 of this module's source: a zip kept by other code that derives or zips the
+    layer (another entry, another rule for imports) is not reused."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
 def _kept_zip(package: Path) -> tuple[tuple[tuple[str, int, int], ...], bytes] | None:
-    """The zip kept by ``_keep_zip`` for ``package`` and its state, if every file it holds is
-    as it was (name, mtime, size), every module it looked for and did not find is still
-    missing, and its bytes are the ones written; else None (it is made again)."""
+    """The zip kept by ``_keep_zip`` for ``package`` and its state, if this module made it,
+    every file it holds is as it was (name, mtime, size), every module it looked for and did
+    not find is still missing, and its bytes are the ones written; else None (it is made
+    again)."""
     try:
         with open(_kept_path(package), "rb") as file:
             head = json.loads(file.readline())
             data = file.read()
-        if head["package"] != str(package) or hashlib.sha256(data).hexdigest() != head["sha256"]:
+        if (
+            head["package"] != str(package)
+            or head["made_by"] != _making_code()
+            or hashlib.sha256(data).hexdigest() != head["sha256"]
+        ):
             return None
         state = tuple((str(name), int(mtime), int(size)) for name, mtime, size in head["held"])
         absent = [str(name) for name in head["absent"]]
@@ -209,6 +222,7 @@ def _keep_zip(
     path = _kept_path(package)
     head = {
         "package": str(package),
+        "made_by": _making_code(),
         "held": state,
         "absent": sorted(absent),
         "sha256": hashlib.sha256(data).hexdigest(),

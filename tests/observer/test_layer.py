@@ -102,7 +102,7 @@ def test_the_next_process_reuses_the_kept_zip_until_a_file_it_holds_changes(
     assert layer.layer_zip() == changed and len(derived) == 2
 
 
-def test_a_module_made_where_one_was_looked_for_or_a_damaged_kept_zip_makes_it_again(
+def test_a_module_made_where_one_was_looked_for_new_rules_or_damage_make_it_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -116,6 +116,11 @@ def test_a_module_made_where_one_was_looked_for_or_a_damaged_kept_zip_makes_it_a
     (package / absent[0]).write_text("")  # it may change what the layer must carry
     assert layer._kept_zip(package) is None
     (package / absent[0]).unlink()
+    assert layer._kept_zip(package) is not None
+
+    with monkeypatch.context() as changed:
+        changed.setattr(layer, "_making_code", lambda: "other code")
+        assert layer._kept_zip(package) is None  # the layer's own rules changed
     assert layer._kept_zip(package) is not None
 
     kept = Path(layer._kept_path(package))
