@@ -5,15 +5,17 @@ Owns the layer's contents (``layer_modules()``: the observer, its entry point
 reproducible zip (``layer_zip``) and unpacking it for local execution
 environments (``unpack``: a link to one copy kept, with its bytecode, in the user's
 cache per interpreter and zip, ``cached_layer``; else unpacked in the run's folder). The
-deploy path publishes the same bytes as a Lambda layer. The zip is made once per process and state of its files: a later run
-(a sweep's next cell, a compare's next variant, a test session's next run) reuses it
-until one of the files it holds changes. Must not import boto3.
+deploy path publishes the same bytes as a Lambda layer. The zip is made once per state of
+its files: a later run (a sweep's next cell, a compare's next variant, a test session's next
+run, the next process, through the copy kept in the user's cache) reuses it until one of the
+files it holds changes. Must not import boto3.
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import io
@@ -59,20 +61,29 @@ def _runtime_imports(tree: ast.AST) -> Iterator[str]:
             yield from _runtime_imports(node)
 
 
-def _module_file(package: Path, dotted: str) -> str | None:
-    """``loadtest.model.history.log`` -> ``model/history/log.py``; None when it is not a module."""
+def _module_file(package: Path, dotted: str, absent: set[str] | None = None) -> str | None:
+    """``loadtest.model.history.log`` -> ``model/history/log.py``; None when it is not a module
+    (the files looked for and not found are added to ``absent``, when given)."""
     parts = dotted.split(".")[1:]
     for candidate in ("/".join(parts) + ".py", "/".join([*parts, "__init__.py"])):
         if (package / candidate).is_file():
             return candidate.removeprefix("/")
+        if absent is not None:
+            absent.add(candidate)
     return None
 
 
 def layer_modules(package: Path | None = None) -> tuple[str, ...]:
     """The files the layer must carry: its entries, what they import at run time, transitively,
     and every package ``__init__.py`` on the way (derived, so a new module cannot be forgotten)."""
-    package = package or package_dir()
+    return _derived(package or package_dir())[0]
+
+
+def _derived(package: Path) -> tuple[tuple[str, ...], frozenset[str]]:
+    """``layer_modules`` of ``package``, and the files it looked for and did not find (a
+    module made there later would change the answer)."""
     wanted: set[str] = set()
+    absent: set[str] = set()
     pending = list(LAYER_ENTRIES)
     while pending:
         name = pending.pop()
@@ -84,10 +95,10 @@ def layer_modules(package: Path | None = None) -> tuple[str, ...]:
             pending.append("/".join([*folders[:depth], "__init__.py"]))
         tree = ast.parse((package / name).read_text(encoding="utf-8"), filename=name)
         for dotted in _runtime_imports(tree):
-            found = _module_file(package, dotted)
+            found = _module_file(package, dotted, absent)
             if found is not None:
                 pending.append(found)
-    return tuple(sorted(wanted, key=lambda n: (n.count("/"), n)))
+    return tuple(sorted(wanted, key=lambda n: (n.count("/"), n))), frozenset(absent)
 
 
 MAX_CODE_BYTES = 50 * 1024 * 1024
@@ -142,12 +153,99 @@ def layer_zip() -> bytes:
     made = _made.get(package)
     if made is not None and _state(package, (name for name, _, _ in made[0])) == made[0]:
         return made[1]
-    names = layer_modules(package)
+    kept = _kept_zip(package)
+    if kept is not None:
+        _made[package] = kept
+        return kept[1]
+    names, absent = _derived(package)
     state = _state(package, names)  # before reading them: a change meanwhile shows next time
     data = zip_entries((f"{PYTHON_DIR}/loadtest/{name}", package / name) for name in names)
     if state is not None:
         _made[package] = (state, data)
+        _keep_zip(package, state, absent, data)
     return data
+
+
+KEPT_ZIPS = "zips"
+"""The folder under ``cache_root()`` where the last layer zip made of each package folder is
+kept for the next process (deriving the module list parses every module it holds: about
+0.1 s of CPU per process, a run's largest fixed cost in its harness)."""
+KEPT_ZIPS_LIMIT = 16
+"""Zips kept at most (one per package folder: an installed copy, a checkout, a worktree);
+the oldest are removed."""
+
+
+def _kept_path(package: Path) -> str:
+    digest = hashlib.sha256(os.fsencode(package)).hexdigest()[:32]
+    return os.path.join(cache_root(), KEPT_ZIPS, digest)
+
+
+@functools.cache
+def _making_code() -> str:
+    """The SHA-256 of this module's source: a zip kept by other code that derives or zips the
+    layer (another entry, another rule for imports) is not reused."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+def _kept_zip(package: Path) -> tuple[tuple[tuple[str, int, int], ...], bytes] | None:
+    """The zip kept by ``_keep_zip`` for ``package`` and its state, if this module made it,
+    every file it holds is as it was (name, mtime, size), every module it looked for and did
+    not find is still missing, and its bytes are the ones written; else None (it is made
+    again)."""
+    try:
+        with open(_kept_path(package), "rb") as file:
+            head = json.loads(file.readline())
+            data = file.read()
+        if (
+            head["package"] != str(package)
+            or head["made_by"] != _making_code()
+            or hashlib.sha256(data).hexdigest() != head["sha256"]
+        ):
+            return None
+        state = tuple((str(name), int(mtime), int(size)) for name, mtime, size in head["held"])
+        absent = [str(name) for name in head["absent"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if _state(package, (name for name, _, _ in state)) != state:
+        return None
+    if any((package / name).is_file() for name in absent):
+        return None
+    return state, data
+
+
+def _keep_zip(
+    package: Path, state: tuple[tuple[str, int, int], ...], absent: Iterable[str], data: bytes
+) -> None:
+    """Keep the zip made of ``package`` for the next process (see ``_kept_zip``), written
+    whole under a temporary name and renamed; nothing is kept where the cache cannot be
+    written."""
+    path = _kept_path(package)
+    head = {
+        "package": str(package),
+        "made_by": _making_code(),
+        "held": state,
+        "absent": sorted(absent),
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
+    folder = os.path.dirname(path)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        kept = sorted(os.scandir(folder), key=lambda entry: entry.stat().st_mtime_ns)
+        for entry in kept[: max(0, len(kept) + 1 - KEPT_ZIPS_LIMIT)]:
+            if entry.path != path:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+        descriptor, temporary = tempfile.mkstemp(prefix=".writing-", dir=folder)
+        try:
+            with os.fdopen(descriptor, "wb") as file:
+                file.write(json.dumps(head).encode() + b"\n" + data)
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+    except OSError:
+        return
 
 
 def unpack(into: str) -> str:

@@ -326,6 +326,23 @@ def test_invocations_reading_and_writing_are_those_with_both_framed_or_not() -> 
     assert list(log.reading_and_writing()) == wanted
 
 
+@pytest.mark.parametrize("kept_frames", [0, 1, 8])
+def test_the_partial_readers_give_the_same_whether_frames_are_kept_decoded_or_not(
+    kept_frames: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(InvocationLog, "kept_frames", kept_frames)
+    originals = [_every_kind(n) for n in range(2 * FRAME_RECORDS + 3)]
+    mixed = [
+        inv if n % 3 else dataclasses.replace(inv, reads=()) if n % 2 else inv
+        for n, inv in enumerate(originals)
+    ]
+    log = InvocationLog(mixed)
+    list(log)  # the kept frames decoded
+    assert list(log.without_writes()) == [dataclasses.replace(i, writes=()) for i in mixed]
+    assert list(log.reading_and_writing()) == [i for i in mixed if i.reads and i.writes]
+    assert list(log) == mixed
+
+
 def test_the_first_frames_of_an_invocation_log_are_decoded_once_and_the_rest_each_time(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

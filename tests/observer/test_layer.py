@@ -27,9 +27,15 @@ def _held(data: bytes, name: str) -> bytes:
         return archive.read(f"{layer.PYTHON_DIR}/loadtest/{name}")
 
 
+def _layers(cache: Path) -> list[str]:
+    """The unpacked layers' folders in the cache ``cache``, the kept zips' folder left out."""
+    return [p.name for p in (cache / "loadtest").iterdir() if p.name != layer.KEPT_ZIPS]
+
+
 def test_the_zip_is_reused_until_a_file_it_holds_changes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     package = _copy(tmp_path)
     monkeypatch.setattr(layer, "package_dir", lambda: package)
     first = layer.layer_zip()
@@ -47,6 +53,7 @@ def test_the_zip_is_reused_until_a_file_it_holds_changes(
 def test_a_file_it_holds_that_is_gone_makes_it_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     package = _copy(tmp_path)
     monkeypatch.setattr(layer, "package_dir", lambda: package)
     first = layer.layer_zip()
@@ -54,6 +61,88 @@ def test_a_file_it_holds_that_is_gone_makes_it_again(
     with pytest.raises(FileNotFoundError):
         layer.layer_zip()  # as the first making of it would: the entry is missing
     assert first
+    monkeypatch.setattr(layer, "_made", {})  # nor does the next process reuse it
+    with pytest.raises(FileNotFoundError):
+        layer.layer_zip()
+
+
+def _counting_derivations(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Each package folder whose module list is derived from now on, once per derivation."""
+    derived: list[Path] = []
+    derive = layer._derived
+
+    def counted(package: Path) -> tuple[tuple[str, ...], frozenset[str]]:
+        derived.append(package)
+        return derive(package)
+
+    monkeypatch.setattr(layer, "_derived", counted)
+    return derived
+
+
+def test_the_next_process_reuses_the_kept_zip_until_a_file_it_holds_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    package = _copy(tmp_path)
+    monkeypatch.setattr(layer, "package_dir", lambda: package)
+    derived = _counting_derivations(monkeypatch)
+    first = layer.layer_zip()
+    monkeypatch.setattr(layer, "_made", {})  # as a new process starts
+    assert layer.layer_zip() == first
+    assert derived == [package]  # derived once: the second process read the kept zip
+
+    entry = package / "observer" / "lambda_entry.py"
+    entry.write_text(entry.read_text() + "\nCHANGED = 1\n")
+    os.utime(entry, ns=(entry.stat().st_atime_ns, entry.stat().st_mtime_ns + 1_000_000))
+    monkeypatch.setattr(layer, "_made", {})
+    changed = layer.layer_zip()
+    assert _held(changed, "observer/lambda_entry.py").endswith(b"CHANGED = 1\n")
+    assert derived == [package, package]
+    monkeypatch.setattr(layer, "_made", {})
+    assert layer.layer_zip() == changed and len(derived) == 2
+
+
+def test_a_module_made_where_one_was_looked_for_new_rules_or_damage_make_it_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    package = _copy(tmp_path)
+    monkeypatch.setattr(layer, "package_dir", lambda: package)
+    first = layer.layer_zip()
+    absent = sorted(layer._derived(package)[1])
+    assert layer._kept_zip(package) == (layer._made[package][0], first)
+
+    (package / absent[0]).parent.mkdir(parents=True, exist_ok=True)
+    (package / absent[0]).write_text("")  # it may change what the layer must carry
+    assert layer._kept_zip(package) is None
+    (package / absent[0]).unlink()
+    assert layer._kept_zip(package) is not None
+
+    with monkeypatch.context() as changed:
+        changed.setattr(layer, "_making_code", lambda: "other code")
+        assert layer._kept_zip(package) is None  # the layer's own rules changed
+    assert layer._kept_zip(package) is not None
+
+    kept = Path(layer._kept_path(package))
+    kept.write_bytes(kept.read_bytes()[:-1] + b"!")
+    assert layer._kept_zip(package) is None
+    monkeypatch.setattr(layer, "_made", {})
+    assert layer.layer_zip() == first  # made again, and kept again
+    assert layer._kept_zip(package) is not None
+
+
+def test_no_more_zips_are_kept_than_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(layer, "KEPT_ZIPS_LIMIT", 2)
+    for n in range(3):
+        layer._keep_zip(tmp_path / f"package-{n}", (), (), b"zip")
+        os.utime(layer._kept_path(tmp_path / f"package-{n}"), ns=(n, n))  # oldest first
+    kept = tmp_path / "cache" / "loadtest" / layer.KEPT_ZIPS
+    assert sorted(p.name for p in kept.iterdir()) == sorted(
+        Path(layer._kept_path(tmp_path / f"package-{n}")).name for n in (1, 2)
+    )
 
 
 def test_the_cached_layer_is_made_once_with_its_bytecode(
@@ -73,7 +162,7 @@ def test_the_cached_layer_is_made_once_with_its_bytecode(
                 assert flags == 0b11  # hash-based, checked against its source
     assert layer.cached_layer() == made
     assert manifest.stat().st_mtime_ns == written  # not made again
-    assert [p.name for p in (tmp_path / "cache" / "loadtest").iterdir()] == [Path(made).parent.name]
+    assert _layers(tmp_path / "cache") == [Path(made).parent.name]
 
 
 def test_a_cached_layer_that_differs_is_replaced(
@@ -89,7 +178,7 @@ def test_a_cached_layer_that_differs_is_replaced(
     stray = Path(made) / layer.PYTHON_DIR / "loadtest" / "observer" / "stray.py"
     stray.write_text("")
     assert layer.cached_layer() == made and not stray.exists()
-    assert [p.name for p in (tmp_path / "cache" / "loadtest").iterdir()] == [Path(made).parent.name]
+    assert _layers(tmp_path / "cache") == [Path(made).parent.name]
 
 
 def test_concurrent_runs_share_one_cached_layer(
@@ -100,7 +189,7 @@ def test_concurrent_runs_share_one_cached_layer(
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         made = set(pool.map(lambda _: layer.cached_layer(), range(8)))
     assert len(made) == 1 and None not in made
-    assert [p.name for p in (tmp_path / "cache" / "loadtest").iterdir()] == [
+    assert _layers(tmp_path / "cache") == [
         Path(str(made.pop())).parent.name
     ]  # no temporary folder left
 

@@ -402,21 +402,47 @@ class InvocationLog(RecordLog[Invocation]):
 
     def without_writes(self) -> Iterator[Invocation]:
         """The invocations with their writes left out (``writes`` empty): for a reader of
-        what they received, sent and answered, without decoding every write again."""
-        for row in self.rows(0, len(self._frames) * FRAME_RECORDS):
-            yield decode_invocation(row, writes_too=False)
+        what they received, sent and answered, without decoding every write again (a frame
+        kept decoded is copied, not read again)."""
+        for index in range(len(self._frames)):
+            kept = self._decoded.get(index)
+            if kept is not None:
+                yield from (_writeless(invocation) for invocation in kept)
+                continue
+            for row in self.rows(index * FRAME_RECORDS, (index + 1) * FRAME_RECORDS):
+                yield decode_invocation(row, writes_too=False)
         for invocation in list(self._tail):
             yield dataclasses.replace(invocation, writes=())
 
     def reading_and_writing(self) -> Iterator[Invocation]:
         """The invocations that both read and wrote, the others not decoded: for a reader
-        of those alone (most invocations read nothing)."""
-        for row in self.rows(0, len(self._frames) * FRAME_RECORDS):
-            if row[8] and row[12]:  # its writes and its reads (``encode_invocation``)
-                yield decode_invocation(row)
+        of those alone (most invocations read nothing; a frame kept decoded is not read
+        again)."""
+        for index in range(len(self._frames)):
+            kept = self._decoded.get(index)
+            if kept is not None:
+                yield from (i for i in kept if i.writes and i.reads)
+                continue
+            for row in self.rows(index * FRAME_RECORDS, (index + 1) * FRAME_RECORDS):
+                if row[8] and row[12]:  # its writes and its reads (``encode_invocation``)
+                    yield decode_invocation(row)
         for invocation in list(self._tail):
             if invocation.writes and invocation.reads:
                 yield invocation
+
+
+_INVOCATION_FIELDS = operator.attrgetter(*(f.name for f in dataclasses.fields(Invocation)))
+_WRITES_FIELD = [f.name for f in dataclasses.fields(Invocation)].index("writes")
+
+
+def _writeless(invocation: Invocation) -> Invocation:
+    """``dataclasses.replace(invocation, writes=())``, without its keyword arguments built
+    for every field (it is one per invocation per pass)."""
+    if not invocation.writes:
+        return invocation
+    fields = list(_INVOCATION_FIELDS(invocation))
+    fields[_WRITES_FIELD] = ()
+    return Invocation(*fields)
 
 
 def _plain_fields(cls: type[_T]) -> Callable[[_T], tuple[Any, ...]]:
