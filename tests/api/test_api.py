@@ -108,6 +108,7 @@ def test_to_dict_is_the_json_the_cli_writes(backend_url: str, tmp_path: Path) ->
     assert "<html" in report.write_html(tmp_path / "lib.html").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(builtin_scenarios()))
 def test_library_verdict_is_the_cli_exit_code(name: str, backend_url: str, tmp_path: Path) -> None:
     out = tmp_path / f"{name}.json"

@@ -108,6 +108,7 @@ def test_new_writes_a_scenario_that_runs_the_handler_unedited(
 PUBLIC = HERE / "consumers" / "public"
 
 
+@pytest.mark.slow
 def test_new_runs_a_public_consumer_with_no_code_edit(backend_url: str, tmp_path: Path) -> None:
     # aws-samples/serverless-patterns apigw-sqs-lambda-ddb-cdk: reads its table from
     # dynamo_db_name, puts each body unconditionally into a table keyed on eventId, deployed

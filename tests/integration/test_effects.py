@@ -723,6 +723,7 @@ def test_a_batch_announced_whole_announces_a_failed_record_again(
 # --- the built-in scenario -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_effects_scenario_shows_each_pattern(backend_url: str) -> None:
     report = loadtest.run("effects", endpoint_url=backend_url)
     runs = {run.variant: run for run in report.runs}

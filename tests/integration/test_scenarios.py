@@ -113,6 +113,7 @@ def test_conflicting_details(backend_url: str) -> None:
     assert runs["unconditional"]["relaxed_reasons"]
 
 
+@pytest.mark.slow
 def test_poison_in_batches_without_partial_responses(backend_url: str) -> None:
     _, runs = _run("poison-batch", backend_url)
     for run in runs.values():
@@ -126,6 +127,7 @@ def test_poison_in_batches_without_partial_responses(backend_url: str) -> None:
     assert runs["unconditional"]["counts"]["duplicate_writes"] > 0
 
 
+@pytest.mark.slow
 def test_poison_in_batches_with_partial_responses(backend_url: str) -> None:
     result, runs = _run("poison-batch-partial", backend_url)
     poison = {m.business_id for m in result.runs[0].history.sent if '"quantity":0' in m.body}

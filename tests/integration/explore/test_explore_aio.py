@@ -46,6 +46,7 @@ def _steps(explore: dict[str, Any]) -> list[tuple[str, str, str | None]]:
     return [(s["delivery"], s["what"], s["answer"]) for s in explore["counterexample"]["steps"]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "consumer",
     [
@@ -110,6 +111,7 @@ def test_a_call_made_outside_the_delivery_thread_is_inconclusive_naming_it(
     assert "explore cannot schedule it" in reasons
 
 
+@pytest.mark.slow
 def test_calls_in_flight_together_take_turns_and_replay_exactly(backend_url: str) -> None:
     # asyncio.gather of two reads, then the put: the race is found, each read is one step
     # with its own answer, and the token replays the same steps every time.
@@ -133,6 +135,7 @@ def test_calls_in_flight_together_take_turns_and_replay_exactly(backend_url: str
         assert again.to_dict()["explore"]["counterexample"]["steps"] == bug["steps"]
 
 
+@pytest.mark.slow
 def test_a_guarded_put_and_an_audit_row_in_flight_together_pass(backend_url: str) -> None:
     # The two writes touch different items: one order of them covers both.
     report = _explore(backend_url, CONSUMERS / "aio_gather_guarded", copies=2)
@@ -161,6 +164,7 @@ def test_two_writes_to_one_item_in_flight_together_are_inconclusive_naming_both(
     ) in json.dumps(data)
 
 
+@pytest.mark.slow
 def test_writes_in_flight_together_each_get_their_own_answer(backend_url: str) -> None:
     # Two copies: the copy's stamp writes the order again (a duplicate), and each write's
     # step carries its own answer, the copy's put refused and its stamp accepted.
@@ -180,6 +184,7 @@ def test_writes_in_flight_together_each_get_their_own_answer(backend_url: str) -
     ]
 
 
+@pytest.mark.slow
 def test_an_asyncio_sleep_that_never_ends_names_the_event_loop(
     backend_url: str, tmp_path: Path
 ) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
+
 import loadtest
 
 HERE = "tests/integration/explore"
@@ -114,6 +116,7 @@ def test_a_total_added_to_under_an_order_id_set_counts_every_order_once(
     assert explore["exhaustive"] is True and explore["schedules_run"] == 24
 
 
+@pytest.mark.slow
 def test_a_lease_shorter_than_the_work_lets_a_later_copy_write_the_order_again(
     backend_url: str,
 ) -> None:
@@ -128,6 +131,7 @@ def test_a_lease_shorter_than_the_work_lets_a_later_copy_write_the_order_again(
     _replays(FIVE_RECEIVES, "lease_short", bug, **options)
 
 
+@pytest.mark.slow
 def test_a_lease_past_the_function_timeout_over_a_conditional_write_survives_stalls(
     backend_url: str,
 ) -> None:

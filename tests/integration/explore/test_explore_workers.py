@@ -30,6 +30,7 @@ def _explore(backend_url: str, workers: int, **options: Any) -> tuple[int, dict[
     return report.exit_code, data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "options",
     [

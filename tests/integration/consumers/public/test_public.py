@@ -204,6 +204,7 @@ def _new(tmp_path: Path, handler: str, sample: dict[str, Any], id_field: str) ->
     return load_scenario(str(written))
 
 
+@pytest.mark.slow
 def test_new_keys_the_table_as_a_message_id_keyed_handler_writes_it(
     backend_url: str, tmp_path: Path
 ) -> None:
@@ -219,6 +220,7 @@ def test_new_keys_the_table_as_a_message_id_keyed_handler_writes_it(
     _assert_judged(run)
 
 
+@pytest.mark.slow
 def test_new_keys_the_table_as_a_uuid_keyed_handler_writes_it(
     backend_url: str, tmp_path: Path
 ) -> None:
