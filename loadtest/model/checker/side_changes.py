@@ -21,7 +21,7 @@ ClientRequestToken (DynamoDB wrote nothing), and a write tied to no one record (
 invocation of several records whose handler never read the one it was on). Items whose
 key changes per delivery (a row per delivery) are each changed once and never repeat.
 
-Pure; it holds one small entry per delivery and side item changed.
+Pure; it holds one small entry per delivery and side item added to.
 """
 
 from __future__ import annotations
@@ -95,14 +95,20 @@ class SideChanges:
     ) -> None:
         """One write of a delivery, in the order its invocation made them: the item's
         digests before and after it ("": unknown), and whether it added to the item and
-        changed it."""
-        per_delivery = self._seen.setdefault((business_id, table, key), {})
-        entry = per_delivery.get(delivery)
+        changed it. Only the items a delivery added to are kept, from that write on (a
+        lock or an idempotency record no write adds to costs nothing)."""
+        per_delivery = self._seen.get((business_id, table, key))
+        entry = None if per_delivery is None else per_delivery.get(delivery)
         if entry is None:
-            per_delivery[delivery] = [before, after, added]
+            if not added:
+                return  # a delivery's change counts from its first write that adds
+            self._seen.setdefault((business_id, table, key), {})[delivery] = [
+                before,
+                after,
+                added,
+            ]
         else:
             entry[1] = after
-            entry[2] = entry[2] or added
 
     def add_side_writes(self, records: tuple[Record, ...], writes: Iterable[SideWrite]) -> None:
         """An invocation's writes to the extra tables (those of one item only)."""

@@ -91,8 +91,9 @@ EFFECT_COUNT_NAMES: tuple[str, ...] = (
 ``Counts.as_dict``, for a run without sinks and without effects."""
 
 OPTIONAL_COUNT_NAMES: tuple[str, ...] = (*EFFECT_COUNT_NAMES, "duplicate_side_writes")
-"""Counts a run has only when it made what they judge (effects; writes of items beside the
-outcomes tied to a delivery): None, and left out of ``Counts.as_dict``, otherwise."""
+"""Counts a run has only when it made what they judge (effects; writes that add to items
+beside the outcomes, tied to a delivery): None, and left out of ``Counts.as_dict``,
+otherwise."""
 
 INCONCLUSIVE_WHEN_NONZERO: tuple[str, ...] = ("unobserved_calls", "observer_errors")
 """Counts that leave the verdict inconclusive (the evidence is incomplete)."""
@@ -160,8 +161,8 @@ class Counts:
     """Acknowledged messages whose business id never reached a required sink."""
     duplicate_side_writes: int | None = None
     """Per business id and item beside the outcomes (in the outcome table or an extra
-    table), successful deliveries beyond the first that changed it (``side_changes``;
-    None: no write of such an item was tied to a delivery)."""
+    table), successful deliveries beyond the first that added to it (``side_changes``;
+    None: no write that adds to such an item was tied to a delivery)."""
 
     def as_dict(self) -> dict[str, int]:
         return {name: value for name, value in asdict(self).items() if value is not None}
