@@ -105,6 +105,38 @@ def test_new_writes_a_scenario_that_runs_the_handler_unedited(
     assert run["counts"]["lost_outcomes"] == 0
 
 
+SLOW_FIRST_WRITE = """\
+import json, os, time
+import boto3
+
+table = boto3.resource("dynamodb").Table(os.environ["TABLE_NAME"])
+
+
+def handler(event, context):
+    for record in event["Records"]:
+        order = json.loads(record["body"])
+        time.sleep(1.5)  # a call before the write, longer than the dry run's visibility
+        table.put_item(Item={"pk": f"ORDER#{order['id']}", "quantity": order["quantity"]})
+"""
+
+
+def test_new_keys_the_table_by_a_first_write_made_after_the_dry_runs_visibility(
+    tmp_path: Path,
+) -> None:
+    # The dry run's message becomes visible again a second after it is received; with one
+    # execution environment it is not received again while the invocation runs, so a
+    # handler slower than that still shows the key of its first write.
+    handler = tmp_path / "slow_first.py"
+    handler.write_text(SLOW_FIRST_WRITE)
+    sample = tmp_path / "sample.json"
+    sample.write_text(json.dumps({"id": "order-1", "quantity": 3}))
+    shown = runner.invoke(
+        app, ["new", "--handler", f"{handler}:handler", "--sample-message", str(sample)]
+    )
+    assert shown.exit_code == 0, shown.output
+    assert 'key = { pk = "S" }' in shown.stdout, shown.stdout
+
+
 PUBLIC = HERE / "consumers" / "public"
 
 
