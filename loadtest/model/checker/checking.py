@@ -36,18 +36,19 @@ from loadtest.model.checker.reasons import (
     default_reasons,
     effect_reasons,
     inconclusive_reasons,
+    repeated_reason,
 )
 from loadtest.model.checker.roles import Takeover, over_live_claims_note, unattributed_reason
 from loadtest.model.checker.runtime_errors import sentences as runtime_error_sentences
 from loadtest.model.checker.sent import ACKED, DEAD_LETTERED, POISON, Messages
 from loadtest.model.checker.shared import overwritten
-from loadtest.model.checker.side_changes import duplicate_side_writes, repeated_reason
 from loadtest.model.checker.survey import survey
 from loadtest.model.checker.verdict import (
     Check,
     Complete,
     Counts,
     Decisions,
+    duplicate_side_writes,
     verdict_of,
 )
 from loadtest.model.history.log import EndState, History, OutcomeKey, TypedItem, WriteOutcome

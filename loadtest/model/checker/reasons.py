@@ -1,8 +1,8 @@
 """The reasons of a judged run in words: why the default verdict fails, or cannot judge.
 
 Owns the sentences a run's counts make (``default_reasons``: one per count that fails
-the default verdict; ``cut_short_reasons``: the absences a run cut short leaves
-unjudged; ``inconclusive_reasons``: what the observer could not see, naming the calls).
+the default verdict; ``effect_reasons`` and ``repeated_reason``, naming their witnesses;
+``cut_short_reasons``: the absences a run cut short leaves unjudged; ``inconclusive_reasons``: what the observer could not see, naming the calls).
 Which counts fail or leave a run inconclusive, and the rule that turns these reasons
 into a verdict, are ``verdict``'s.
 """
@@ -11,8 +11,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 
-from loadtest.model.checker.verdict import Counts, EffectsJudged
+from loadtest.model.checker.verdict import (
+    Counts,
+    EffectsJudged,
+    RepeatedChange,
+    duplicate_side_writes,
+)
 from loadtest.model.history.log import History
 from loadtest.model.history.records import UNJUDGED_REASON
 
@@ -101,7 +107,7 @@ _EFFECT_SENTENCES: tuple[tuple[str, str, str], ...] = (
 _EFFECT_REASON = re.compile(r"\d+ (duplicate|conflicting|lost) effect\(s\)(?::|$)")
 _SIDE_REASON = re.compile(r"\d+ duplicate side write\(s\):")
 _WITNESSES_NAMED = 3
-"""Witnesses an effect reason names before "and N more"."""
+"""Witnesses an effect reason (or the repeated side changes' one) names before "and N more"."""
 
 
 def effect_reasons(judged: EffectsJudged) -> list[str]:
@@ -125,9 +131,23 @@ def effect_reasons(judged: EffectsJudged) -> list[str]:
     return sentences
 
 
+def repeated_reason(repeated: Sequence[RepeatedChange]) -> str:
+    """The repeated side changes' sentence (``side_changes``), naming its first witnesses:
+    ``2 duplicate side write(s): ... (o-1 added to sku=widget in table stock in 3
+    deliveries)``."""
+    total = duplicate_side_writes(repeated)
+    named = "; ".join(r.text for r in repeated[:_WITNESSES_NAMED])
+    more = len(repeated) - _WITNESSES_NAMED
+    tail = f" (and {more} more)" if more > 0 else ""
+    return (
+        f"{total} duplicate side write(s): a delivery added to an item beside its outcome "
+        f"that another delivery for the same business id had added to ({named}{tail})"
+    )
+
+
 def effect_reason_count(reason: str) -> str | None:
     """The count an effect reason (``effect_reasons``) or the repeated side changes' reason
-    (``side_changes.repeated_reason``) words, or None for any other reason: what
+    (``repeated_reason``) words, or None for any other reason: what
     ``[verdict.allow]`` drops by name."""
     if _SIDE_REASON.match(reason):
         return "duplicate_side_writes"

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from loadtest.model.checker.details import lists_id, varies_per_delivery
-from loadtest.model.checker.roles import Judged, Write, named_record, replayed_writes
+from loadtest.model.checker.roles import Judged, Write, replayed_writes
 from loadtest.model.checker.verdict import Role
 from loadtest.model.dynamodb.updates import same_item
 from loadtest.model.history.log import InvocationRef, Record, TypedItem, WriteOutcome, WriteRecord
@@ -37,10 +37,17 @@ from loadtest.model.history.log import InvocationRef, Record, TypedItem, WriteOu
 def tied_record(write: WriteRecord, ref: InvocationRef) -> Record | None:
     """The record a write was made for: the one the handler was on when it made the call
     (``record_id``), else its invocation's only record; None when neither tells."""
-    named = named_record(write, ref)
-    if named is not None:
-        return named
-    return ref.records[0] if len(ref.records) == 1 else None
+    return record_made_for(ref.records, write.record_id)
+
+
+def record_made_for(records: Sequence[Record], record_id: str) -> Record | None:
+    """Of an invocation's ``records``, the one a call was made for: the one the handler was
+    on (``record_id``), else the only one; None when neither tells."""
+    if record_id:
+        for record in records:
+            if record.message_id == record_id:
+                return record
+    return records[0] if len(records) == 1 else None
 
 
 def changed(write: WriteRecord) -> bool:

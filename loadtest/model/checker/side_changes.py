@@ -27,9 +27,10 @@ Pure; it holds one small entry per delivery and side item added to.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
 
 from loadtest.model.checker.roles import is_replay
+from loadtest.model.checker.shared import record_made_for
+from loadtest.model.checker.verdict import OUTCOME_TABLE, RepeatedChange
 from loadtest.model.dynamodb.attribute_values import item_digest
 from loadtest.model.history.records import (
     InvocationRef,
@@ -39,28 +40,6 @@ from loadtest.model.history.records import (
     WriteOutcome,
     WriteRecord,
 )
-
-OUTCOME_TABLE = ""
-"""The place of an item of the outcome table (an extra table's is its name)."""
-WITNESSES_NAMED = 3
-"""Repeated changes the reason names before "and N more"."""
-
-
-@dataclass(frozen=True, slots=True)
-class RepeatedChange:
-    """An item beside the outcomes that several successful deliveries of one id added to."""
-
-    business_id: str
-    table: str
-    """The extra table's name, or ``OUTCOME_TABLE``."""
-    key: str
-    """The item's key, as text (``sku=widget``)."""
-    deliveries: int
-
-    @property
-    def text(self) -> str:
-        where = "the outcome table" if self.table == OUTCOME_TABLE else f"table {self.table}"
-        return f"{self.business_id} added to {self.key} in {where} in {self.deliveries} deliveries"
 
 
 def key_text(key: TypedItem | None) -> str:
@@ -76,52 +55,46 @@ class SideChanges:
     """What each delivery did to each side item, for the business id it was made for."""
 
     def __init__(self) -> None:
-        self._seen: dict[tuple[str, str, str], dict[tuple[str, str], list[object]]] = {}
-        """By (business id, table, key): per delivery (request id, message id), the item's
-        digest before its first write, after its last, and whether a write added to it."""
+        self._seen: dict[tuple[str, str, str], dict[tuple[str, str], list[str]]] = {}
+        """By (business id, table, key): per delivery (request id, message id) that added to
+        the item, its digest before the first write that added and after the delivery's
+        last write of it ("": unknown)."""
         self._applied: dict[tuple[str, str], int] = {}
         """(a transaction's token and request, the item's key) -> when the write DynamoDB
         applied ended (``roles.is_replay``)."""
 
+    def _entry(self, item: tuple[str, str, str], delivery: tuple[str, str]) -> list[str] | None:
+        per_delivery = self._seen.get(item)
+        return None if per_delivery is None else per_delivery.get(delivery)
+
     def add(
         self,
-        business_id: str,
-        table: str,
-        key: str,
+        item: tuple[str, str, str],
         delivery: tuple[str, str],
         before: str,
         after: str,
         added: bool,
     ) -> None:
-        """One write of a delivery, in the order its invocation made them: the item's
-        digests before and after it ("": unknown), and whether it added to the item and
-        changed it. Only the items a delivery added to are kept, from that write on (a
-        lock or an idempotency record no write adds to costs nothing)."""
-        per_delivery = self._seen.get((business_id, table, key))
-        entry = None if per_delivery is None else per_delivery.get(delivery)
-        if entry is None:
-            if not added:
-                return  # a delivery's change counts from its first write that adds
-            self._seen.setdefault((business_id, table, key), {})[delivery] = [
-                before,
-                after,
-                added,
-            ]
-        else:
+        """One write of ``item`` (business id, table, key) by a delivery, in the order its
+        invocation made them: the item's digests before and after it ("": unknown), and
+        whether it added to the item and changed it. A delivery is followed from its first
+        write that adds (a lock or an idempotency record no write adds to costs nothing)."""
+        entry = self._entry(item, delivery)
+        if entry is not None:
             entry[1] = after
+        elif added:
+            self._seen.setdefault(item, {})[delivery] = [before, after]
 
     def add_side_writes(self, records: tuple[Record, ...], writes: Iterable[SideWrite]) -> None:
         """An invocation's writes to the extra tables (those of one item only)."""
         for write in writes:
             if write.key is None:
                 continue
-            record = _tied(records, write.record_id)
+            record = record_made_for(records, write.record_id)
             if record is None or record.business_id is None:
                 continue
             self.add(
-                record.business_id,
-                write.table,
-                key_text(write.key),
+                (record.business_id, write.table, key_text(write.key)),
                 (write.request_id, record.message_id),
                 write.before,
                 write.after,
@@ -138,6 +111,10 @@ class SideChanges:
         ):
             return
         key = key_text(write.key)
+        item = (record.business_id, OUTCOME_TABLE, key)
+        delivery = (ref.request_id, record.message_id)
+        if not write.adds and self._entry(item, delivery) is None:
+            return  # nothing to follow: no digest made
         if write.idempotency:
             call = (write.idempotency, key)
             if is_replay(write, self._applied.get(call)):
@@ -145,15 +122,7 @@ class SideChanges:
             self._applied[call] = write.ended_ns
         before = item_digest(write.item_before) if write.before_known else ""
         after = item_digest(write.item_after) if write.after_known else ""
-        self.add(
-            record.business_id,
-            OUTCOME_TABLE,
-            key,
-            (ref.request_id, record.message_id),
-            before,
-            after,
-            write.adds and not (before and after and before == after),
-        )
+        self.add(item, delivery, before, after, write.adds and _left_changed(before, after))
 
     def repeated(self, failed: Collection[tuple[str, str]]) -> list[RepeatedChange]:
         """The items changed by more than one delivery of an id that succeeded (``failed``:
@@ -162,8 +131,8 @@ class SideChanges:
         for (business_id, table, key), per_delivery in self._seen.items():
             changing = sum(
                 1
-                for delivery, (before, after, added) in per_delivery.items()
-                if delivery not in failed and added and not (before and after and before == after)
+                for delivery, (before, after) in per_delivery.items()
+                if delivery not in failed and _left_changed(before, after)
             )
             if changing > 1:
                 out.append(RepeatedChange(business_id, table, key, changing))
@@ -174,28 +143,6 @@ class SideChanges:
         return bool(self._seen)
 
 
-def _tied(records: tuple[Record, ...], record_id: str) -> Record | None:
-    """The record a side write was made for: the one the handler was on, else the
-    invocation's only record."""
-    if record_id:
-        for record in records:
-            if record.message_id == record_id:
-                return record
-    return records[0] if len(records) == 1 else None
-
-
-def duplicate_side_writes(repeated: Iterable[RepeatedChange]) -> int:
-    """Deliveries beyond the first that changed a side item again, over all items."""
-    return sum(r.deliveries - 1 for r in repeated)
-
-
-def repeated_reason(repeated: list[RepeatedChange]) -> str:
-    """The reason a run with repeated side changes fails, naming its first witnesses."""
-    total = duplicate_side_writes(repeated)
-    named = "; ".join(r.text for r in repeated[:WITNESSES_NAMED])
-    more = len(repeated) - WITNESSES_NAMED
-    tail = f" (and {more} more)" if more > 0 else ""
-    return (
-        f"{total} duplicate side write(s): a delivery added to an item beside its outcome "
-        f"that another delivery for the same business id had added to ({named}{tail})"
-    )
+def _left_changed(before: str, after: str) -> bool:
+    """Whether an item's digests before and after say it changed (unknown: it may have)."""
+    return not (before and after and before == after)

@@ -4,7 +4,8 @@ Owns what the checker's answers are made of: the
 ``Counts`` of a variant run, which of them fail the default verdict or leave it
 inconclusive (``BAD_WHEN_NONZERO``, ``INCONCLUSIVE_WHEN_NONZERO``), the
 ``Role`` of each judged write, each sink's judged effects (``SinkEffects``, their
-witnesses, ``EffectsJudged``), the ``Check`` that carries them (its decisions
+witnesses, ``EffectsJudged``), the items beside the outcomes added to again
+(``RepeatedChange``), the ``Check`` that carries them (its decisions
 kept as compressed frames, ``Decisions``), and the one rule that turns
 reasons into a ``Verdict`` (fail, then inconclusive, then pass). The reasons
 themselves, in words, are ``reasons``'.
@@ -174,6 +175,33 @@ class Counts:
 
 
 COUNT_NAMES: tuple[str, ...] = tuple(Counts.__dataclass_fields__)
+
+
+OUTCOME_TABLE = ""
+"""The place of an item of the outcome table in a ``RepeatedChange`` (an extra table's is its
+name)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatedChange:
+    """An item beside the outcomes that several successful deliveries of one id added to."""
+
+    business_id: str
+    table: str
+    """The extra table's name, or ``OUTCOME_TABLE``."""
+    key: str
+    """The item's key, as text (``sku=widget``)."""
+    deliveries: int
+
+    @property
+    def text(self) -> str:
+        where = "the outcome table" if self.table == OUTCOME_TABLE else f"table {self.table}"
+        return f"{self.business_id} added to {self.key} in {where} in {self.deliveries} deliveries"
+
+
+def duplicate_side_writes(repeated: Iterable[RepeatedChange]) -> int:
+    """Deliveries beyond the first that changed a side item again, over all items."""
+    return sum(r.deliveries - 1 for r in repeated)
 
 
 @dataclass(frozen=True, slots=True)
