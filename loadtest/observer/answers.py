@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from loadtest.model.dynamodb.attribute_values import item_digest, same_item
+from loadtest.model.dynamodb.attribute_values import item_digest
 from loadtest.model.dynamodb.updates import UpdateNotUnderstood, apply_update
 from loadtest.model.history.log import (
     SideWrite,
@@ -198,11 +198,10 @@ def _one_item(
         if not isinstance(write, WriteRecord) or write.outcome is not WriteOutcome.ACCEPTED:
             continue
         adds = write.adds
-        changed: bool | None = None
-        if write.before_known and write.after_known:
-            changed = not same_item(write.item_before, write.item_after)
-        elif adds:
-            changed = True
+        before = item_digest(write.item_before) if write.before_known else ""
+        after = item_digest(write.item_after) if write.after_known else ""
+        # Equal digests are equal items as DynamoDB compares them (``item_digest``).
+        changed = before != after if before and after else (True if adds else None)
         out.append(
             SideWrite(
                 write.operation,
@@ -210,8 +209,8 @@ def _one_item(
                 1,
                 request_id,
                 key=write.key,
-                before=item_digest(write.item_before) if write.before_known else "",
-                after=item_digest(write.item_after) if write.after_known else "",
+                before=before,
+                after=after,
                 changed=changed,
                 record_id=record_id,
                 adds=adds,
