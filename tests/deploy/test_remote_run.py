@@ -14,6 +14,7 @@ import io
 import json
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,15 +22,31 @@ from loadtest.api import execute, prepare, report_from_history
 from loadtest.aws.clients import BackendKind, Target
 from loadtest.deploy.lambda_attach import FunctionSnapshot
 from loadtest.deploy.lambda_cleanup import find_tagged, make_clients
-from loadtest.deploy.lambda_deploy import layer_zip
+from loadtest.deploy.lambda_deploy import Clients, layer_zip
 from loadtest.deploy.lint_aws import deployed_settings
-from loadtest.deploy.remote_run import AttachTo, run_deployed
+from loadtest.deploy.remote_run import AttachTo, RemoteVariant, run_deployed
 from loadtest.emulation.environment.handlers import parse_ref
 from loadtest.model.advice.lint import lint
 from loadtest.model.scenario.loading import load_scenario
 from tests.deploy.test_ministack import LAB_TABLE, _user_function
 
 pytestmark = pytest.mark.slow
+
+
+ADVERSARIAL = Path(__file__).parents[1] / "integration" / "consumers" / "adversarial"
+
+
+def _deployed(
+    ministack: str, scenario: str, consumer: str, run_id: str, **overrides: Any
+) -> tuple[RemoteVariant, Clients]:
+    """An adversarial consumer's run through a deployed mapping, and the clients that find
+    what it left tagged."""
+    clients, _ = make_clients(ministack)
+    target = Target.resolve(BackendKind.ENDPOINT, ministack)
+    loaded = load_scenario(str(ADVERSARIAL / scenario)).with_overrides(**overrides)
+    ref = parse_ref(f"{ADVERSARIAL / consumer}:handler")
+    (run,) = run_deployed(loaded, [ref], clients, target, run_id=run_id)
+    return run, clients
 
 
 def _table(items: dict[str, dict[str, dict[str, str]]]) -> list[tuple[str, str, str]]:
@@ -184,10 +201,9 @@ def test_a_consumer_keyed_on_the_message_id_fails_through_the_mapping_as_it_does
     # producer resend has a new messageId, so every copy stores another order. The embedded
     # backend counts 20 duplicate writes for 10 ids x 3 copies (tests/integration/consumers/adversarial);
     # through a real mapping, 4 ids x 3 copies must give 8, and a FAIL.
-    adversarial = Path(__file__).parents[1] / "integration" / "consumers" / "adversarial"
     plan = prepare(
-        adversarial / "burst.toml",
-        handler=f"{adversarial / 'message_id_key_conditional.py'}:handler",
+        ADVERSARIAL / "burst.toml",
+        handler=f"{ADVERSARIAL / 'message_id_key_conditional.py'}:handler",
         endpoint_url=ministack,
         deploy=True,
         distinct_ids=4,
@@ -210,14 +226,13 @@ def test_a_consumer_keyed_on_the_message_id_fails_through_the_mapping_as_it_does
 def test_the_crash_mid_handler_kills_the_deployed_function_between_two_writes(
     ministack: str,
 ) -> None:
-    adversarial = Path(__file__).parents[1] / "integration" / "consumers" / "adversarial"
-    clients, _ = make_clients(ministack)
-    target = Target.resolve(BackendKind.ENDPOINT, ministack)
-    scenario = load_scenario(str(adversarial / "crash_mid_handler.toml")).with_overrides(
-        crash_mid_handler=1.0
+    run, clients = _deployed(
+        ministack,
+        "crash_mid_handler.toml",
+        "claim_skip_in_progress.py",
+        "midcrash",
+        crash_mid_handler=1.0,
     )
-    ref = parse_ref(f"{adversarial / 'claim_skip_in_progress.py'}:handler")
-    (run,) = run_deployed(scenario, [ref], clients, target, run_id="midcrash")
     c = run.check.counts
     # Each order's first delivery dies after its claim; a redelivery finds the claim, skips
     # and is acknowledged: every order lost, as on the local runtime.
@@ -257,12 +272,9 @@ def test_messages_a_deployed_function_deletes_itself_are_acknowledged_by_it(
     # poison record comes back and is dead-lettered. The run takes each delete as its
     # message's acknowledgement, as the local runtime does, instead of waiting for the
     # deleted messages until its deadline.
-    adversarial = Path(__file__).parents[1] / "integration" / "consumers" / "adversarial"
-    clients, _ = make_clients(ministack)
-    target = Target.resolve(BackendKind.ENDPOINT, ministack)
-    scenario = load_scenario(str(adversarial / "poison_one_batch_manual.toml"))
-    ref = parse_ref(f"{adversarial / 'delete_done_then_raise.py'}:handler")
-    (run,) = run_deployed(scenario, [ref], clients, target, run_id="selfack")
+    run, clients = _deployed(
+        ministack, "poison_one_batch_manual.toml", "delete_done_then_raise.py", "selfack"
+    )
     c = run.check.counts
     assert run.incomplete is None
     assert (c.messages_sent, c.acked, c.dead_lettered, c.unsettled) == (6, 5, 1, 0)
@@ -276,12 +288,9 @@ def test_a_record_a_deployed_function_parks_on_its_dead_letter_queue_is_dead_let
 ) -> None:
     # The deployed function is told its dead-letter queue by the run: the poison record it
     # sends there is dead-lettered by it, not an effect sent to a queue of nobody's.
-    adversarial = Path(__file__).parents[1] / "integration" / "consumers" / "adversarial"
-    clients, _ = make_clients(ministack)
-    target = Target.resolve(BackendKind.ENDPOINT, ministack)
-    scenario = load_scenario(str(adversarial / "poison_one_batch_parked.toml"))
-    ref = parse_ref(f"{adversarial / 'park_bad_records.py'}:handler")
-    (run,) = run_deployed(scenario, [ref], clients, target, run_id="parked")
+    run, clients = _deployed(
+        ministack, "poison_one_batch_parked.toml", "park_bad_records.py", "parked"
+    )
     c = run.check.counts
     assert run.incomplete is None
     assert (c.messages_sent, c.acked, c.dead_lettered, c.unexpected_dead_letters) == (6, 6, 1, 0)
@@ -296,14 +305,15 @@ def test_stock_a_deployed_function_reserves_again_for_each_copy_is_a_duplicate_s
 ) -> None:
     # The deployed function is told its extra table with its key: each write of one item
     # there comes back with its images, and each copy's reservation is seen.
-    adversarial = Path(__file__).parents[1] / "integration" / "consumers" / "adversarial"
-    clients, _ = make_clients(ministack)
-    target = Target.resolve(BackendKind.ENDPOINT, ministack)
-    scenario = load_scenario(str(adversarial / "burst_stock.toml")).with_overrides(
-        distinct_ids=2, copies=2, visibility_timeout_s=30
+    run, clients = _deployed(
+        ministack,
+        "burst_stock.toml",
+        "reserve_before_guard.py",
+        "stock",
+        distinct_ids=2,
+        copies=2,
+        visibility_timeout_s=30,
     )
-    ref = parse_ref(f"{adversarial / 'reserve_before_guard.py'}:handler")
-    (run,) = run_deployed(scenario, [ref], clients, target, run_id="stock")
     c = run.check.counts
     assert run.incomplete is None
     assert (c.messages_sent, c.acked, c.writes_accepted, c.duplicate_writes) == (4, 4, 2, 0)
