@@ -32,12 +32,17 @@ def _layers(cache: Path) -> list[str]:
     return [p.name for p in (cache / "loadtest").iterdir() if p.name != layer.KEPT_ZIPS]
 
 
-def test_the_zip_is_reused_until_a_file_it_holds_changes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the package the layer is made of, the one ``layer`` reads, with the user's
+    cache in ``tmp_path``."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    package = _copy(tmp_path)
-    monkeypatch.setattr(layer, "package_dir", lambda: package)
+    copied = _copy(tmp_path)
+    monkeypatch.setattr(layer, "package_dir", lambda: copied)
+    return copied
+
+
+def test_the_zip_is_reused_until_a_file_it_holds_changes(package: Path) -> None:
     first = layer.layer_zip()
     assert layer.layer_zip() is first  # the same bytes object: not made again
 
@@ -51,11 +56,8 @@ def test_the_zip_is_reused_until_a_file_it_holds_changes(
 
 
 def test_a_file_it_holds_that_is_gone_makes_it_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    package: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    package = _copy(tmp_path)
-    monkeypatch.setattr(layer, "package_dir", lambda: package)
     first = layer.layer_zip()
     (package / "observer" / "write_observer.py").unlink()
     with pytest.raises(FileNotFoundError):
@@ -80,11 +82,8 @@ def _counting_derivations(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
 
 
 def test_the_next_process_reuses_the_kept_zip_until_a_file_it_holds_changes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    package: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    package = _copy(tmp_path)
-    monkeypatch.setattr(layer, "package_dir", lambda: package)
     derived = _counting_derivations(monkeypatch)
     first = layer.layer_zip()
     monkeypatch.setattr(layer, "_made", {})  # as a new process starts
@@ -103,11 +102,8 @@ def test_the_next_process_reuses_the_kept_zip_until_a_file_it_holds_changes(
 
 
 def test_a_module_made_where_one_was_looked_for_new_rules_or_damage_make_it_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    package: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    package = _copy(tmp_path)
-    monkeypatch.setattr(layer, "package_dir", lambda: package)
     first = layer.layer_zip()
     absent = sorted(layer._derived(package)[1])
     assert layer._kept_zip(package) == (layer._made[package][0], first)
