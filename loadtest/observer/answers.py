@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from loadtest.model.dynamodb.attribute_values import item_digest
+from loadtest.model.dynamodb.attribute_values import item_digest, numeric_moves
 from loadtest.model.dynamodb.updates import UpdateNotUnderstood, apply_update
 from loadtest.model.history.log import (
     SideWrite,
@@ -202,6 +202,11 @@ def _one_item(
         after = item_digest(write.item_after) if write.after_known else ""
         # Equal digests are equal items as DynamoDB compares them (``item_digest``).
         changed = before != after if before and after else (True if adds else None)
+        moves = (
+            numeric_moves(write.item_before, write.item_after)
+            if changed and write.before_known and write.after_known
+            else None
+        )
         out.append(
             SideWrite(
                 write.operation,
@@ -214,6 +219,7 @@ def _one_item(
                 changed=changed,
                 record_id=record_id,
                 adds=adds,
+                moves=moves or None,
             )
         )
     return out

@@ -141,3 +141,128 @@ def test_an_extra_tables_item_is_tied_to_the_record_the_handler_was_on() -> None
         both, side_writes=tuple(dataclasses.replace(w, record_id="") for w in both.side_writes)
     )
     assert _judge(untied).counts.duplicate_side_writes is None  # tied to no delivery: not judged
+
+
+def _level(units: int | str, **more: TypedItem) -> TypedItem:
+    return {"id": {"S": "stock#widget"}, "units": {"N": str(units)}, **more}
+
+
+def test_a_level_put_back_less_the_same_units_by_both_copies_is_one() -> None:
+    # Plain puts, each of a level read before: the level moves by 3 in each delivery.
+    result = _judge(
+        invocation(
+            "r-1",
+            [record("m-1", "a")],
+            [_write(_level(10), _level(7), "PutItem", replaces=True), _order(True)],
+        ),
+        invocation(
+            "r-2",
+            [record("m-2", "a")],
+            [_write(_level(7), _level(4), "PutItem", replaces=True), _order(False)],
+        ),
+    )
+    assert result.verdict is Verdict.FAIL
+    assert (result.counts.duplicate_writes, result.counts.duplicate_side_writes) == (0, 1)
+    assert "a added to id=stock#widget in the outcome table in 2 deliveries" in result.reasons[0]
+
+
+def test_levels_moved_by_other_amounts_or_as_clock_readings_are_not_one_change_repeated() -> None:
+    def judged(first: tuple[TypedItem, TypedItem], second: tuple[TypedItem, TypedItem]) -> Check:
+        return _judge(
+            invocation(
+                "r-1",
+                [record("m-1", "a")],
+                [_write(*first, "PutItem", replaces=True), _order(True)],
+            ),
+            invocation(
+                "r-2",
+                [record("m-2", "a")],
+                [_write(*second, "PutItem", replaces=True), _order(False)],
+            ),
+        )
+
+    other_amounts = judged((_level(10), _level(7)), (_level(7), _level(5)))
+    seconds = judged(
+        (_level(1_765_000_000), _level(1_765_000_001)),
+        (_level(1_765_000_001), _level(1_765_000_002)),
+    )
+    millis = judged(
+        (_level(1_765_000_000_000), _level(1_765_000_000_001)),
+        (_level(1_765_000_000_001), _level(1_765_000_000_002)),
+    )
+    # A stamp in a map beside the level, moved by one second by each copy.
+    stamped = judged(
+        (
+            _level(7, at={"M": {"s": {"N": "1765000000"}}}),
+            _level(7, at={"M": {"s": {"N": "1765000001"}}}),
+        ),
+        (
+            _level(7, at={"M": {"s": {"N": "1765000001"}}}),
+            _level(7, at={"M": {"s": {"N": "1765000002"}}}),
+        ),
+    )
+    for result in (other_amounts, seconds, millis, stamped):
+        assert result.verdict is Verdict.PASS, result.reasons
+        assert not result.counts.duplicate_side_writes
+    # The same amounts in a map are one change repeated.
+    nested = judged(
+        (_level(0, bins={"M": {"b1": {"N": "9"}}}), _level(0, bins={"M": {"b1": {"N": "8"}}})),
+        (_level(0, bins={"M": {"b1": {"N": "8"}}}), _level(0, bins={"M": {"b1": {"N": "7"}}})),
+    )
+    assert nested.counts.duplicate_side_writes == 1
+
+
+def test_a_level_moved_by_a_failed_delivery_is_left_to_the_one_that_finishes() -> None:
+    result = _judge(
+        dataclasses.replace(
+            invocation(
+                "r-1",
+                [record("m-1", "a")],
+                [_write(_level(10), _level(7), "PutItem", replaces=True)],
+            ),
+            outcome=InvocationOutcome.ERROR,
+            error="crashed",
+        ),
+        invocation(
+            "r-2",
+            [record("m-1", "a", 2)],
+            [_write(_level(7), _level(4), "PutItem", replaces=True), _order(True)],
+        ),
+        invocation("r-3", [record("m-2", "a")], [_order(False)]),
+    )
+    assert result.verdict is Verdict.PASS, result.reasons
+    assert result.counts.duplicate_side_writes == 0
+
+
+def test_an_extra_tables_level_moved_alike_by_both_copies_is_one() -> None:
+    def put_back(request_id: str, record_id: str, before: str, after: str) -> SideWrite:
+        return SideWrite(
+            "PutItem",
+            "stock",
+            1,
+            request_id,
+            key={"sku": {"S": "widget"}},
+            before=before,
+            after=after,
+            changed=True,
+            record_id=record_id,
+            moves={"units": "-3"},
+        )
+
+    result = _judge(
+        invocation("r-1", [record("m-1", "a")], [_order(True)]),
+        invocation("r-2", [record("m-2", "a")], [_order(False)]),
+    )
+    assert result.counts.duplicate_side_writes is None
+    both = _judge(
+        dataclasses.replace(
+            invocation("r-1", [record("m-1", "a")], [_order(True)]),
+            side_writes=(put_back("r-1", "m-1", "l10", "l7"),),
+        ),
+        dataclasses.replace(
+            invocation("r-2", [record("m-2", "a")], [_order(False)]),
+            side_writes=(put_back("r-2", "m-2", "l7", "l4"),),
+        ),
+    )
+    assert both.counts.duplicate_side_writes == 1
+    assert "a added to sku=widget in table stock in 2 deliveries" in both.reasons[0]

@@ -83,6 +83,7 @@ def _every_kind(n: int) -> Invocation:
                 changed=True,
                 record_id=f"m-{n}",
                 adds=True,
+                moves={"reserved": str(n)},
             ),
         ),
         effects=(
@@ -204,7 +205,17 @@ def test_a_side_write_counted_only_keeps_the_row_it_always_had() -> None:
     assert encode_invocation(dataclasses.replace(_every_kind(1), side_writes=(counted,)))[15] == (
         ("BatchWriteItem", "locks", 3, "r-1"),
     )
-    for inv in (_every_kind(1), dataclasses.replace(_every_kind(1), side_writes=(counted,))):
+    (moving,) = _every_kind(1).side_writes
+    unmoved = dataclasses.replace(moving, moves=None)
+    assert (
+        len(encode_invocation(dataclasses.replace(_every_kind(1), side_writes=(unmoved,)))[15][0])
+        == 10
+    )
+    for inv in (
+        _every_kind(1),
+        dataclasses.replace(_every_kind(1), side_writes=(counted,)),
+        dataclasses.replace(_every_kind(1), side_writes=(unmoved,)),
+    ):
         (back,) = InvocationLog([inv])
         assert back == inv
 

@@ -606,6 +606,7 @@ def test_a_write_of_one_item_to_an_extra_table_says_whether_it_changed_the_item(
                 ReturnValues="UPDATED_NEW",
             ),
             dynamodb.put_item(TableName=extra, Item={**key, "reserved": {"N": "4.0"}}),
+            dynamodb.put_item(TableName=extra, Item={**key, "reserved": {"N": "1"}}),
             dynamodb.delete_item(TableName=extra, Key=key),
         ]
         with pytest.raises(ClientError) as refused:
@@ -618,7 +619,7 @@ def test_a_write_of_one_item_to_an_extra_table_says_whether_it_changed_the_item(
         observer.uninstall()
         dynamodb.delete_table(TableName=extra)
     # The consumer sees the answers it asked for: no old image it did not ask for.
-    assert ["Attributes" in a for a in answers] == [False, True, False, False]
+    assert ["Attributes" in a for a in answers] == [False, True, False, False, False]
     assert answers[1]["Attributes"] == {"reserved": {"N": "4"}}
     assert "Item" not in refused.value.response
     side = collect(recorder.observations(), ended_ns=0).side
@@ -626,10 +627,14 @@ def test_a_write_of_one_item_to_an_extra_table_says_whether_it_changed_the_item(
         ("UpdateItem", key, True),
         ("UpdateItem", key, True),  # no old image asked for by the observer: ADD changes it
         ("PutItem", key, False),  # 4.0 is the 4 it held
+        ("PutItem", key, True),
         ("DeleteItem", key, True),
     ]
     assert side[0].before == "-" and side[0].after != "" and side[1].before == ""
-    assert side[2].before == side[2].after != "" and side[3].after == "-"
+    assert side[2].before == side[2].after != "" and side[4].after == "-"
+    # What each did to the item's numbers, where both images are known and one moved: the
+    # put of 1 took 3 from the 4 it read back, as an ``ADD reserved :q`` of -3 would.
+    assert [s.moves for s in side] == [None, None, None, {"reserved": "-3"}, None]
 
 
 def test_a_key_the_table_does_not_have_is_noted_as_the_runs_gap(

@@ -9,13 +9,15 @@ it, which, made again, changes the item again. A delivery that succeeded (its in
 returned and did not report its record failed) and whose writes added to an item and left
 it other than they found it (the item before its first write differs from the item after
 its last: stock reserved then released again changed nothing) changed it for its business
-id. A second such delivery of the same id is a duplicate side write: stock reserved twice,
-a total counted twice, the side effect the guard on the outcome did not cover (it came
-before the guard, or beside it).
+id. So did a delivery whose writes, of any form, moved the item's numbers by what another
+successful delivery of the id moved them by (``numeric_moves``, clock readings left out: a
+stock level read, then put back less the order's units). A second such delivery of the same
+id is a duplicate side write: stock reserved twice, a total counted twice, the side effect
+the guard on the outcome did not cover (it came before the guard, or beside it).
 
-Not counted: a write that replaces what an item held (a put, ``SET p = :v``, a delete: a
-lock or lease taken again, a stamp rewritten, an idempotency record completed leave the
-item as one delivery would), what a failed delivery half did (taken over by the delivery
+Not counted: a write that replaces what an item held without moving a number as another
+delivery's did (a lock or lease taken again, a stamp rewritten, an idempotency record
+completed leave the item as one delivery would), what a failed delivery half did (taken over by the delivery
 that finishes the work, as for an outcome), a repeat of an accepted transaction's
 ClientRequestToken (DynamoDB wrote nothing), and a write tied to no one record (an
 invocation of several records whose handler never read the one it was on). Items whose
@@ -26,12 +28,14 @@ Pure; it holds one small entry per delivery and side item added to.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping
+from decimal import Decimal, InvalidOperation
 
 from loadtest.model.checker.roles import is_replay
 from loadtest.model.checker.shared import record_made_for
 from loadtest.model.checker.verdict import OUTCOME_TABLE, RepeatedChange
-from loadtest.model.dynamodb.attribute_values import item_digest
+from loadtest.model.dynamodb.attribute_values import item_digest, numeric_moves
 from loadtest.model.history.records import (
     InvocationRef,
     Record,
@@ -51,19 +55,43 @@ def key_text(key: TypedItem | None) -> str:
     return ",".join(parts)
 
 
+class _Delivery:
+    """One delivery's writes of one side item: the item's digest before the first write
+    followed and after the last, whether a write added to it, and the sum of its writes'
+    moves of the item's numbers."""
+
+    __slots__ = ("added", "after", "before", "moves")
+
+    def __init__(self, before: str, after: str) -> None:
+        self.before = before
+        self.after = after
+        self.added = False
+        self.moves: dict[str, Decimal] = {}
+
+    def move(self, moves: Mapping[str, str] | None) -> None:
+        for name, text in (moves or {}).items():
+            try:
+                self.moves[name] = self.moves.get(name, Decimal(0)) + Decimal(text)
+            except InvalidOperation:
+                continue
+
+    def net(self) -> frozenset[tuple[str, Decimal]]:
+        """The numbers this delivery's writes moved, and by how much (none: moved nothing)."""
+        return frozenset((name, amount) for name, amount in self.moves.items() if amount)
+
+
 class SideChanges:
     """What each delivery did to each side item, for the business id it was made for."""
 
     def __init__(self) -> None:
-        self._seen: dict[tuple[str, str, str], dict[tuple[str, str], list[str]]] = {}
+        self._seen: dict[tuple[str, str, str], dict[tuple[str, str], _Delivery]] = {}
         """By (business id, table, key): per delivery (request id, message id) that added to
-        the item, its digest before the first write that added and after the delivery's
-        last write of it ("": unknown)."""
+        the item or moved its numbers, what it did (``_Delivery``)."""
         self._applied: dict[tuple[str, str], int] = {}
         """(a transaction's token and request, the item's key) -> when the write DynamoDB
         applied ended (``roles.is_replay``)."""
 
-    def _entry(self, item: tuple[str, str, str], delivery: tuple[str, str]) -> list[str] | None:
+    def _entry(self, item: tuple[str, str, str], delivery: tuple[str, str]) -> _Delivery | None:
         per_delivery = self._seen.get(item)
         return None if per_delivery is None else per_delivery.get(delivery)
 
@@ -74,16 +102,21 @@ class SideChanges:
         before: str,
         after: str,
         added: bool,
+        moves: Mapping[str, str] | None = None,
     ) -> None:
         """One write of ``item`` (business id, table, key) by a delivery, in the order its
-        invocation made them: the item's digests before and after it ("": unknown), and
-        whether it added to the item and changed it. A delivery is followed from its first
-        write that adds (a lock or an idempotency record no write adds to costs nothing)."""
+        invocation made them: the item's digests before and after it ("": unknown), whether
+        it added to the item and changed it, and what it did to the item's numbers
+        (``numeric_moves``). A delivery is followed from its first write that adds or moves a
+        number (a lock or an idempotency record no write adds to costs nothing)."""
         entry = self._entry(item, delivery)
-        if entry is not None:
-            entry[1] = after
-        elif added:
-            self._seen.setdefault(item, {})[delivery] = [before, after]
+        if entry is None:
+            if not (added or moves):
+                return
+            entry = self._seen.setdefault(item, {})[delivery] = _Delivery(before, after)
+        entry.after = after
+        entry.added = entry.added or added
+        entry.move(moves)
 
     def add_side_writes(self, records: tuple[Record, ...], writes: Iterable[SideWrite]) -> None:
         """An invocation's writes to the extra tables (those of one item only)."""
@@ -99,6 +132,7 @@ class SideChanges:
                 write.before,
                 write.after,
                 write.adds and write.changed is not False,
+                write.moves,
             )
 
     def add_write(self, write: WriteRecord, ref: InvocationRef, record: Record | None) -> None:
@@ -113,7 +147,12 @@ class SideChanges:
         key = key_text(write.key)
         item = (record.business_id, OUTCOME_TABLE, key)
         delivery = (ref.request_id, record.message_id)
-        if not write.adds and self._entry(item, delivery) is None:
+        moves = (
+            numeric_moves(write.item_before, write.item_after)
+            if write.before_known and write.after_known
+            else None
+        )
+        if not (write.adds or moves) and self._entry(item, delivery) is None:
             return  # nothing to follow: no digest made
         if write.idempotency:
             call = (write.idempotency, key)
@@ -122,17 +161,24 @@ class SideChanges:
             self._applied[call] = write.ended_ns
         before = item_digest(write.item_before) if write.before_known else ""
         after = item_digest(write.item_after) if write.after_known else ""
-        self.add(item, delivery, before, after, write.adds and _left_changed(before, after))
+        self.add(item, delivery, before, after, write.adds and _left_changed(before, after), moves)
 
     def repeated(self, failed: Collection[tuple[str, str]]) -> list[RepeatedChange]:
         """The items changed by more than one delivery of an id that succeeded (``failed``:
-        the deliveries that did not, as (request id, message id)), by business id."""
+        the deliveries that did not, as (request id, message id)), by business id.
+
+        A delivery changed an item for its id when its writes added to it and left it other
+        than they found it, or when they moved its numbers by what another successful
+        delivery of the id moved them by (stock taken again by a put computed from a read)."""
         out = []
         for (business_id, table, key), per_delivery in self._seen.items():
+            done = [entry for delivery, entry in per_delivery.items() if delivery not in failed]
+            nets = Counter(entry.net() for entry in done)
             changing = sum(
                 1
-                for delivery, (before, after) in per_delivery.items()
-                if delivery not in failed and _left_changed(before, after)
+                for entry in done
+                if (entry.added and _left_changed(entry.before, entry.after))
+                or (entry.net() and nets[entry.net()] > 1)
             )
             if changing > 1:
                 out.append(RepeatedChange(business_id, table, key, changing))

@@ -5,8 +5,9 @@ that both applying an update and comparing items need: a value's type tag,
 a request value DynamoDB would refuse (``check_value``), numbers read and
 written as DynamoDB does (exact arithmetic, at most 38 digits, no exponent),
 what identifies a set element, ``same_item``, equality as DynamoDB sees
-it (numbers by value, sets unordered), and ``item_digest``, a short digest that is equal
-for items ``same_item`` finds equal. It knows no expression syntax. Pure;
+it (numbers by value, sets unordered), ``item_digest``, a short digest that is equal
+for items ``same_item`` finds equal, and ``numeric_moves``, what a write did to an item's
+numbers (clock readings left out). It knows no expression syntax. Pure;
 it runs inside the observer's Lambda layer too.
 """
 
@@ -177,3 +178,43 @@ def _same_number(x: Any, y: Any) -> bool:
         return number_of(x, "N") == number_of(y, "N")
     except UpdateNotUnderstood:
         return bool(x == y)
+
+
+CLOCK_RANGES: tuple[tuple[int, int], ...] = tuple(
+    (10**9 * 10**k, 41 * 10**8 * 10**k) for k in (0, 3, 6, 9)
+)
+"""Numbers that read as a time: 2001-09 to 2099-12 since the epoch in seconds, milliseconds,
+microseconds or nanoseconds (a stamp, a lease's end, a TTL), not a quantity."""
+
+
+def reads_as_clock(number: Decimal) -> bool:
+    """Whether ``number`` lies in one of ``CLOCK_RANGES``: a clock reading, whose change is
+    time gone by, not an amount."""
+    return any(low <= number < high for low, high in CLOCK_RANGES)
+
+
+def numeric_moves(before: TypedItem | None, after: TypedItem | None) -> dict[str, str]:
+    """What a write did to the numbers of an item: for each number attribute (in maps too,
+    by dotted path) that both images hold and that changed, ``after - before`` as DynamoDB
+    writes a number. A number that reads as a clock time (``reads_as_clock``) in either
+    image is left out: its change is time gone by. Empty when either image is missing."""
+    moves: dict[str, str] = {}
+    if before is not None and after is not None:
+        _moves(before, after, "", moves)
+    return moves
+
+
+def _moves(before: TypedItem, after: TypedItem, prefix: str, out: dict[str, str]) -> None:
+    for name, new in after.items():
+        old = before.get(name)
+        if not (isinstance(old, dict) and isinstance(new, dict) and len(old) == len(new) == 1):
+            continue
+        if "M" in old and "M" in new and isinstance(old["M"], dict) and isinstance(new["M"], dict):
+            _moves(old["M"], new["M"], f"{prefix}{name}.", out)
+        elif "N" in old and "N" in new:
+            try:
+                x, y = number_of(old["N"], "N"), number_of(new["N"], "N")
+                if x != y and not (reads_as_clock(x) or reads_as_clock(y)):
+                    out[f"{prefix}{name}"] = format_number(y - x, "N")
+            except UpdateNotUnderstood:
+                continue

@@ -292,6 +292,7 @@ def _encode_side(write: SideWrite) -> tuple[Any, ...]:
         write.changed,
         write.record_id,
         write.adds,
+        *((write.moves,) if write.moves else ()),
     )
 
 

@@ -191,6 +191,10 @@ class SideWrite:
     adds: bool = False
     """It is an update that adds to what the item held (``ADD``, ``SET p = p + :q``,
     ``list_append``) rather than replacing it: made again, it changes the item again."""
+    moves: dict[str, str] | None = None
+    """What it did to the item's numbers (``numeric_moves``: attribute -> after minus
+    before), whatever the call's form: a put of a stock level computed from a read moves it
+    as an ``ADD`` would. None when no number moved or an image is unknown."""
 
 
 @field_state

@@ -1742,6 +1742,72 @@ def test_stock_reserved_before_the_guard_in_the_outcome_table_is_caught_too(
     )
 
 
+def test_stock_put_back_from_a_read_before_the_guard_is_taken_again_by_every_copy(
+    backend_url: str,
+) -> None:
+    # No update that adds: each copy reads the level and puts it back less its units. The
+    # level moves by the same amount in each copy's delivery, as an ADD would move it.
+    run = _run(backend_url, "stock_serial.toml", "stock_read_put.py")
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.writes_accepted, c.duplicate_writes, c.lost_outcomes) == (10, 0, 0)
+    # Every delivery moved the level by its order's units but the first order's first copy,
+    # which made the level (no number before it to move): 2 repeats per id, 1 for that one.
+    assert (c.side_writes, c.duplicate_side_writes) == (30, 19)
+    assert "order-00002 added to sku=widget in table " in run.check.reasons[0]
+
+
+def test_stock_put_back_from_a_read_by_racing_copies_is_taken_again_at_least_once(
+    backend_url: str,
+) -> None:
+    # Copies that read the same level and put the same level back took the units once
+    # between them (the later put moves nothing); the copies that read after another's put
+    # took them again.
+    run = _run(backend_url, "burst_stock.toml", "stock_read_put.py")
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    assert (c.writes_accepted, c.duplicate_writes) == (10, 0)
+    assert 1 <= (c.duplicate_side_writes or 0) <= 20
+    assert "added to sku=widget in table " in run.check.reasons[0]
+
+
+def test_stock_put_back_from_a_read_once_the_guard_is_passed_is_taken_once(
+    backend_url: str,
+) -> None:
+    run = _run(backend_url, "stock_serial.toml", "stock_read_put_after_guard.py")
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", run.check.reasons
+    assert (c.writes_accepted, c.side_writes, c.duplicate_side_writes) == (10, 10, 0)
+
+
+def test_clock_readings_rewritten_by_every_copy_are_not_amounts_taken_again(
+    backend_url: str,
+) -> None:
+    # Seconds, milliseconds and a time to live move with the clock, differently in each
+    # copy or not at all: none of it is an amount a copy added again.
+    run = _run(backend_url, "stock_serial.toml", "stock_stamps.py")
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "pass", run.check.reasons
+    assert (c.writes_accepted, c.side_writes) == (10, 30)
+    assert not c.duplicate_side_writes  # no number an order moved: nothing followed
+
+
+def test_stock_put_back_from_a_read_in_the_outcome_table_is_caught_too(
+    backend_url: str,
+) -> None:
+    run = _run(backend_url, "ledger_serial.toml", "stock_read_put_in_orders_table.py")
+    c = run.check.counts
+    _assert_settled_clean(run)
+    assert run.check.verdict == "fail"
+    # As in a table of its own: the first copy of all made the level.
+    assert (c.duplicate_writes, c.lost_outcomes, c.duplicate_side_writes) == (0, 0, 19)
+    assert "added to id=stock#widget in the outcome table in 3 deliveries" in (run.check.reasons[0])
+
+
 def test_a_racy_check_takes_stock_again_with_every_order_it_writes_again(
     backend_url: str,
 ) -> None:
