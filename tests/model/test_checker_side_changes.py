@@ -266,3 +266,31 @@ def test_an_extra_tables_level_moved_alike_by_both_copies_is_one() -> None:
     )
     assert both.counts.duplicate_side_writes == 1
     assert "a added to sku=widget in table stock in 2 deliveries" in both.reasons[0]
+
+
+def test_a_level_one_copy_made_and_another_took_from_is_one() -> None:
+    # The first copy found no level and made one less its units; the next took from it.
+    made_then_taken = _judge(
+        invocation(
+            "r-1",
+            [record("m-1", "a")],
+            [_write(None, _level(997), "PutItem", replaces=True), _order(True)],
+        ),
+        invocation(
+            "r-2",
+            [record("m-2", "a")],
+            [_write(_level(997), _level(994), "PutItem", replaces=True), _order(False)],
+        ),
+    )
+    assert made_then_taken.verdict is Verdict.FAIL
+    assert made_then_taken.counts.duplicate_side_writes == 1
+    # A copy that finds the level another copy made and leaves it alone changed nothing.
+    made_once = _judge(
+        invocation(
+            "r-1",
+            [record("m-1", "a")],
+            [_write(None, _level(997), "PutItem", replaces=True), _order(True)],
+        ),
+        invocation("r-2", [record("m-2", "a")], [_order(False)]),
+    )
+    assert made_once.verdict is Verdict.PASS, made_once.reasons

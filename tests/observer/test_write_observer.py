@@ -632,9 +632,10 @@ def test_a_write_of_one_item_to_an_extra_table_says_whether_it_changed_the_item(
     ]
     assert side[0].before == "-" and side[0].after != "" and side[1].before == ""
     assert side[2].before == side[2].after != "" and side[4].after == "-"
-    # What each did to the item's numbers, where both images are known and one moved: the
-    # put of 1 took 3 from the 4 it read back, as an ``ADD reserved :q`` of -3 would.
-    assert [s.moves for s in side] == [None, None, None, {"reserved": "-3"}, None]
+    # What each did to the item's numbers, where both images are known: the first made the
+    # number (no amount), the put of 1 took 3 from the 4 it read back, as an
+    # ``ADD reserved :q`` of -3 would.
+    assert [s.moves for s in side] == [{"reserved": "new"}, None, None, {"reserved": "-3"}, None]
 
 
 def test_a_key_the_table_does_not_have_is_noted_as_the_runs_gap(

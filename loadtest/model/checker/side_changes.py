@@ -11,7 +11,8 @@ it other than they found it (the item before its first write differs from the it
 its last: stock reserved then released again changed nothing) changed it for its business
 id. So did a delivery whose writes, of any form, moved the item's numbers by what another
 successful delivery of the id moved them by (``numeric_moves``, clock readings left out: a
-stock level read, then put back less the order's units). A second such delivery of the same
+stock level read, then put back less the order's units), or made a number another such
+delivery moved (the first copy made the level, the next took from it). A second such delivery of the same
 id is a duplicate side write: stock reserved twice, a total counted twice, the side effect
 the guard on the outcome did not cover (it came before the guard, or beside it).
 
@@ -35,7 +36,7 @@ from decimal import Decimal, InvalidOperation
 from loadtest.model.checker.roles import is_replay
 from loadtest.model.checker.shared import record_made_for
 from loadtest.model.checker.verdict import OUTCOME_TABLE, RepeatedChange
-from loadtest.model.dynamodb.attribute_values import item_digest, numeric_moves
+from loadtest.model.dynamodb.attribute_values import CREATED, item_digest, numeric_moves
 from loadtest.model.history.records import (
     InvocationRef,
     Record,
@@ -60,16 +61,21 @@ class _Delivery:
     followed and after the last, whether a write added to it, and the sum of its writes'
     moves of the item's numbers."""
 
-    __slots__ = ("added", "after", "before", "moves")
+    __slots__ = ("added", "after", "before", "created", "moves")
 
     def __init__(self, before: str, after: str) -> None:
         self.before = before
         self.after = after
         self.added = False
         self.moves: dict[str, Decimal] = {}
+        self.created: set[str] = set()
+        """The numbers its writes made (``CREATED``): no amount to compare."""
 
     def move(self, moves: Mapping[str, str] | None) -> None:
         for name, text in (moves or {}).items():
+            if text == CREATED:
+                self.created.add(name)
+                continue
             try:
                 self.moves[name] = self.moves.get(name, Decimal(0)) + Decimal(text)
             except InvalidOperation:
@@ -78,6 +84,9 @@ class _Delivery:
     def net(self) -> frozenset[tuple[str, Decimal]]:
         """The numbers this delivery's writes moved, and by how much (none: moved nothing)."""
         return frozenset((name, amount) for name, amount in self.moves.items() if amount)
+
+    def moved(self) -> set[str]:
+        return {name for name, amount in self.moves.items() if amount}
 
 
 class SideChanges:
@@ -168,17 +177,23 @@ class SideChanges:
         the deliveries that did not, as (request id, message id)), by business id.
 
         A delivery changed an item for its id when its writes added to it and left it other
-        than they found it, or when they moved its numbers by what another successful
-        delivery of the id moved them by (stock taken again by a put computed from a read)."""
+        than they found it, when they moved its numbers by what another successful delivery
+        of the id moved them by (stock taken again by a put computed from a read), or when
+        they made a number another such delivery moved, or moved one another made (the
+        first copy made the stock level, the next took from it)."""
         out = []
         for (business_id, table, key), per_delivery in self._seen.items():
             done = [entry for delivery, entry in per_delivery.items() if delivery not in failed]
             nets = Counter(entry.net() for entry in done)
+            moved = Counter(name for entry in done for name in entry.moved())
+            made = Counter(name for entry in done for name in entry.created)
             changing = sum(
                 1
                 for entry in done
                 if (entry.added and _left_changed(entry.before, entry.after))
                 or (entry.net() and nets[entry.net()] > 1)
+                or any(moved[name] > (name in entry.moved()) for name in entry.created)
+                or any(made[name] > (name in entry.created) for name in entry.moved())
             )
             if changing > 1:
                 out.append(RepeatedChange(business_id, table, key, changing))

@@ -193,28 +193,44 @@ def reads_as_clock(number: Decimal) -> bool:
     return any(low <= number < high for low, high in CLOCK_RANGES)
 
 
+CREATED = "new"
+"""``numeric_moves``' word for a number the write made (the item or the attribute was not
+there before): no amount it moved by."""
+
+
 def numeric_moves(before: TypedItem | None, after: TypedItem | None) -> dict[str, str]:
     """What a write did to the numbers of an item: for each number attribute (in maps too,
     by dotted path) that both images hold and that changed, ``after - before`` as DynamoDB
-    writes a number. A number that reads as a clock time (``reads_as_clock``) in either
-    image is left out: its change is time gone by. Empty when either image is missing."""
+    writes a number; for one the item after holds and the item before did not (``before``
+    None: the write made the item), ``CREATED``. A number that reads as a clock time
+    (``reads_as_clock``) in either image is left out: its change is time gone by. Empty for
+    a delete (``after`` None)."""
     moves: dict[str, str] = {}
-    if before is not None and after is not None:
-        _moves(before, after, "", moves)
+    if after is not None:
+        _moves(before or {}, after, "", moves)
     return moves
 
 
 def _moves(before: TypedItem, after: TypedItem, prefix: str, out: dict[str, str]) -> None:
     for name, new in after.items():
-        old = before.get(name)
-        if not (isinstance(old, dict) and isinstance(new, dict) and len(old) == len(new) == 1):
+        if not (isinstance(new, dict) and len(new) == 1):
             continue
-        if "M" in old and "M" in new and isinstance(old["M"], dict) and isinstance(new["M"], dict):
-            _moves(old["M"], new["M"], f"{prefix}{name}.", out)
-        elif "N" in old and "N" in new:
+        old = before.get(name)
+        if not (isinstance(old, dict) and len(old) == 1):
+            old = None
+        if "M" in new and isinstance(new["M"], dict):
+            inner = old.get("M") if old is not None else None
+            _moves(inner if isinstance(inner, dict) else {}, new["M"], f"{prefix}{name}.", out)
+        elif "N" in new:
             try:
-                x, y = number_of(old["N"], "N"), number_of(new["N"], "N")
-                if x != y and not (reads_as_clock(x) or reads_as_clock(y)):
+                y = number_of(new["N"], "N")
+                if reads_as_clock(y):
+                    continue
+                if old is None or "N" not in old:
+                    out[f"{prefix}{name}"] = CREATED
+                    continue
+                x = number_of(old["N"], "N")
+                if x != y and not reads_as_clock(x):
                     out[f"{prefix}{name}"] = format_number(y - x, "N")
             except UpdateNotUnderstood:
                 continue
