@@ -50,9 +50,10 @@ MISSING_CODES = frozenset(
 )
 """Error codes that say the handler's call named something the run does not provide (a
 table or queue it did not create, a permission it did not grant)."""
-KEY_MISMATCH = "key element does not match the schema"
-"""What DynamoDB's ValidationException says of a key whose attributes are not the table's:
-the run made the table, with the key the scenario declares, so it is logged as the others."""
+KEY_MISMATCH = ("key element does not match the schema", "Missing the key ")
+"""What DynamoDB's ValidationException says of a key whose attributes are not the table's,
+or of a put's item without the table's key: the run made the table, with the key the
+scenario declares, so it is logged as the others."""
 MISSING_PREFIX = "loadtest: the handler's "
 """How each such call is logged (``loadtest.model.checker.harness`` reads the line)."""
 
@@ -238,7 +239,8 @@ def missing_line(
         return None
     code = error.get("Code")
     if code not in MISSING_CODES and not (
-        code == "ValidationException" and KEY_MISMATCH in str(error.get("Message", ""))
+        code == "ValidationException"
+        and any(words in str(error.get("Message", "")) for words in KEY_MISMATCH)
     ):
         return None
     resource = context.get(_RESOURCE) if isinstance(context, dict) else None

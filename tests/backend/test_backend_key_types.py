@@ -60,3 +60,22 @@ def test_a_key_of_the_wrong_type_is_a_validation_error(
     error = refused.value.response["Error"]
     assert (error["Code"], error["Message"]) == ("ValidationException", message)
     assert client.scan(TableName=table)["Items"] == []
+
+
+@pytest.mark.parametrize("return_values", ["NONE", "ALL_OLD"])
+def test_a_put_without_the_key_says_which_key_is_missing(
+    dynamo: tuple[DynamoDBClient, str], return_values: Any
+) -> None:
+    # DynamoDB names the missing key whether or not the old item is asked for (the write
+    # observer asks for it on every put).
+    client, table = dynamo
+    with pytest.raises(ClientError) as refused:
+        client.put_item(
+            TableName=table, Item={"orderId": {"S": "order-1"}}, ReturnValues=return_values
+        )
+    error = refused.value.response["Error"]
+    assert (error["Code"], error["Message"]) == (
+        "ValidationException",
+        "One or more parameter values were invalid: Missing the key id in the item",
+    )
+    assert client.scan(TableName=table)["Items"] == []

@@ -251,8 +251,9 @@ def test_a_handler_keying_its_items_otherwise_than_the_scenario_is_told_so(
     backend_url: str, tmp_path: Path
 ) -> None:
     # The scenario says outcome items are keyed id, the table is created so, and the
-    # handler writes items keyed orderId: the table refuses every write. The verdict
-    # names the refusals and the setting to check, not only "nothing was stored".
+    # handler writes items keyed orderId: the table refuses every write. The run made that
+    # table, so the run is inconclusive, naming the refusals and the setting to declare,
+    # never a failure of the consumer.
     scenario = tmp_path / "wrong_key.toml"
     scenario.write_text(
         (HERE / "sns_orders.toml")
@@ -270,13 +271,18 @@ def test_a_handler_keying_its_items_otherwise_than_the_scenario_is_told_so(
             *("--batch-size", "1", "--batching-window", "0", "--json", str(out)),
         ],
     )
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 4, result.output
     (run,) = json.loads(out.read_text())["runs"]
+    assert run["verdict"] == "inconclusive"
     assert run["counts"]["writes_accepted"] == 0
     assert run["counts"]["side_writes"] == 2
     assert run["counts"]["dead_lettered"] == 2
-    (reason,) = [r for r in run["reasons"] if r.startswith("nothing was stored")]
-    assert reason.endswith(
+    assert run["reasons"] == []
+    (gap,) = [r for r in run["inconclusive"] if "named a key that table " in r]
+    assert "or the item misses the table's key" in gap and "`[table] key`" in gap
+    (reason,) = [r for r in run["inconclusive"] if r.startswith("nothing was stored")]
+    assert (
         "; the table refused 2 other write(s) (ValidationException x2): check that "
-        "[outcome] key names the attributes the handler keys its items by"
-    )
+        "[outcome] key names the attributes the handler keys its items by, but the run did "
+        "not provide what the handler expects: not judged"
+    ) in reason

@@ -124,6 +124,13 @@ def test_a_key_the_runs_table_does_not_have_is_the_scenarios_to_declare() -> Non
     [gap] = gaps_in(f"{text}\n{logged}")
     assert gap.key == "key:run-orders"
     assert "named a key that table 'run-orders' does not have" in gap.sentence
+    put = (
+        "ClientError: An error occurred (ValidationException) when calling the PutItem "
+        "operation: One or more parameter values were invalid: Missing the key id in the item"
+    )
+    [gap] = gaps_in(put)
+    assert gap.key == "key:PutItem"
+    assert "or the item misses the table's key" in gap.sentence
     other = (
         "ClientError: An error occurred (ValidationException) when calling the PutItem "
         "operation: One or more parameter values were invalid: An AttributeValue may not "

@@ -10,7 +10,10 @@ DeleteItem with such a key, and to a PutItem that asks for ``ReturnValues=ALL_OL
 which the write observer adds to every put, so the consumer saw something it would not
 have seen without it. DynamoDB answers ``ValidationException`` at once: "The provided key
 element does not match the schema" for a key, "Type mismatch for key ..." for a put's item
-(moto's own message for a put it checks).
+(moto's own message for a put it checks). A put whose item lacks a key attribute is refused
+the same way before the lookup ("Missing the key id in the item", DynamoDB's words and
+moto's own for a put without ``ReturnValues``): moto's lookup for ``ALL_OLD`` answered a
+bare "Validation Exception" first.
 """
 
 from __future__ import annotations
@@ -18,7 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from moto.dynamodb.exceptions import InvalidAttributeTypeError, ProvidedKeyDoesNotExist
+from moto.dynamodb.exceptions import (
+    InvalidAttributeTypeError,
+    MockValidationException,
+    ProvidedKeyDoesNotExist,
+)
 
 
 def _mismatch(table: Any, attributes: dict[str, Any]) -> tuple[str, str, str] | None:
@@ -47,13 +54,19 @@ def checked_keys(get_keys_value: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def checked_put(put_item: Callable[..., Any]) -> Callable[..., Any]:
-    """``put_item`` (moto's handler method) refusing an item whose key is of the wrong type
-    before anything looks it up."""
+    """``put_item`` (moto's handler method) refusing an item without the table's key, or
+    whose key is of the wrong type, before anything looks it up."""
 
     def checked_put_item(self: Any) -> Any:
         item = self.body.get("Item")
         if isinstance(item, dict):
             table = self.dynamodb_backend.get_table(self.body["TableName"])
+            for name in (table.hash_key_attr, table.range_key_attr):
+                if name and name not in item:
+                    raise MockValidationException(
+                        f"One or more parameter values were invalid: Missing the key {name} "
+                        "in the item"
+                    )
             mismatch = _mismatch(table, item)
             if mismatch is not None:
                 name, expected, actual = mismatch

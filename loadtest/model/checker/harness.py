@@ -59,7 +59,8 @@ _NO_QUEUE = re.compile(
 )
 _KEY_MISMATCH = re.compile(
     r"\(ValidationException\) when calling the (\w+) operation: "
-    r"The provided key element does not match the schema"
+    r"(?:The provided key element does not match the schema|One or more parameter values "
+    r"were invalid: Missing the key \S+ in the item)"
 )
 _DENIED = re.compile(
     r"\((AccessDenied(?:Exception)?)\) when calling the (\w+) operation|is not authorized to perform"
@@ -162,7 +163,8 @@ def _key_gap(operation: str, resource: str) -> Gap:
     return Gap(
         f"key:{resource or operation}",
         f"the handler's {operation} named a key that{on} does not have (ValidationException: "
-        "the provided key element does not match the schema): the run makes each table with "
+        "the provided key element does not match the schema, or the item misses the table's "
+        "key): the run makes each table with "
         'the key the scenario declares (by default `{ id = "S" }`): declare the key the '
         "handler uses, `[table] key` for the outcome table, `key` in the table's "
         "`[[tables]]` entry for another one (a handler that reads two table variables keeps "
