@@ -24,6 +24,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import zipfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -272,6 +273,13 @@ CACHE_NAME = "loadtest"
 unpacked layers."""
 MANIFEST = "manifest.json"
 """In each cached layer: the SHA-256 of every file under its ``layer`` folder, by path."""
+KEPT_LAYERS_LIMIT = 8
+"""Unpacked layers the cache keeps: when one is made, those beyond this many most recently
+used (a use touches its folder) and unused for ``UNUSED_LAYER_S`` are deleted, as are
+half-made copies left that long by a process that was killed."""
+UNUSED_LAYER_S = 24 * 3600
+"""How long a cached layer must have gone unused before it may be deleted: a run links its
+layer for as long as it lasts."""
 
 
 def cache_root() -> str:
@@ -299,9 +307,12 @@ def cached_layer() -> str | None:
     name = f"layer-{sys.implementation.cache_tag}-{hashlib.sha256(data).hexdigest()[:32]}"
     final = os.path.join(root, name)
     if _verified(final, sources):
+        with contextlib.suppress(OSError):
+            os.utime(final)  # used: ``_prune`` keeps the most recently used
         return os.path.join(final, "layer")
     try:
         os.makedirs(root, exist_ok=True)
+        _prune(root, name)
         fresh = tempfile.mkdtemp(prefix=".unpacking-", dir=root)
     except OSError:
         return None
@@ -321,6 +332,30 @@ def cached_layer() -> str | None:
     finally:
         shutil.rmtree(fresh, ignore_errors=True)
     return os.path.join(final, "layer") if _verified(final, sources) else None
+
+
+def _prune(root: str, making: str) -> None:
+    """Delete the cached layers under ``root`` beyond the ``KEPT_LAYERS_LIMIT`` most
+    recently used (``making`` about to be one of them) that went unused for
+    ``UNUSED_LAYER_S``, and half-made copies as old."""
+    now = time.time()
+    layers: list[tuple[float, str]] = []
+    with contextlib.suppress(OSError), os.scandir(root) as entries:
+        for entry in entries:
+            if entry.name == making or not entry.is_dir(follow_symlinks=False):
+                continue
+            with contextlib.suppress(OSError):
+                used = entry.stat(follow_symlinks=False).st_mtime
+                if entry.name.startswith("layer-"):
+                    layers.append((used, entry.path))
+                elif entry.name.startswith((".unpacking-", ".stale-")) and (
+                    now - used > UNUSED_LAYER_S
+                ):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+    layers.sort(reverse=True)
+    for used, path in layers[KEPT_LAYERS_LIMIT - 1 :]:
+        if now - used > UNUSED_LAYER_S:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _digests_of_zip(data: bytes) -> dict[str, str]:

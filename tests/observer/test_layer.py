@@ -8,6 +8,7 @@ import importlib.util
 import io
 import os
 import shutil
+import time
 import zipfile
 from pathlib import Path
 
@@ -209,3 +210,51 @@ def test_a_run_links_the_cached_layer_or_unpacks_its_own(
     assert not (other / "layer").is_symlink()
     entry = other / "layer" / layer.PYTHON_DIR / "loadtest" / "observer" / "lambda_entry.py"
     assert entry.read_bytes() == _held(layer.layer_zip(), "observer/lambda_entry.py")
+
+
+def test_layers_unused_for_a_day_beyond_the_limit_are_deleted_when_one_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(layer, "KEPT_LAYERS_LIMIT", 3)
+    root = tmp_path / "cache" / "loadtest"
+    day_ago = time.time() - layer.UNUSED_LAYER_S - 60
+    # Four other versions' layers, two used a day ago and two just now, and a half-made
+    # copy a killed process left a day ago.
+    for name, used in (
+        ("old-1", day_ago),
+        ("old-2", day_ago - 1),
+        ("new-1", None),
+        ("new-2", None),
+    ):
+        folder = root / f"layer-cpython-311-{name}"
+        folder.mkdir(parents=True)
+        if used is not None:
+            os.utime(folder, (used, used))
+    (root / ".unpacking-abc").mkdir()
+    os.utime(root / ".unpacking-abc", (day_ago, day_ago))
+    made = layer.cached_layer()
+    assert made is not None
+    # Kept: the one made, the two used just now (three, the limit); the older ones beyond
+    # it and the half-made copy are gone.
+    assert sorted(_layers(tmp_path / "cache")) == sorted(
+        [Path(made).parent.name, "layer-cpython-311-new-1", "layer-cpython-311-new-2"]
+    )
+    assert not (root / ".unpacking-abc").exists()
+
+
+def test_a_layer_in_use_is_kept_however_many_there_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(layer, "KEPT_LAYERS_LIMIT", 1)
+    root = tmp_path / "cache" / "loadtest"
+    (root / "layer-cpython-311-running").mkdir(parents=True)  # a run of another version
+    made = layer.cached_layer()
+    assert made is not None
+    assert "layer-cpython-311-running" in _layers(tmp_path / "cache")
+    # Each use touches the layer: a day-old copy used again is the most recent.
+    folder = Path(made).parent
+    os.utime(folder, (0, 0))
+    assert layer.cached_layer() == made
+    assert folder.stat().st_mtime > time.time() - 60
