@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import urllib.parse
@@ -18,6 +19,7 @@ from loadtest.backend import patches
 from loadtest.backend.http.fastpath import (
     JsonProtocolFastPath,
     ServerRequest,
+    _no_form,
     headers_dict,
     plain_answer,
 )
@@ -396,6 +398,32 @@ def test_the_headers_handed_to_moto_are_moto_s(environ: dict[str, Any]) -> None:
     for _ in range(2):  # the second time from what is kept
         assert headers_dict(environ) == expected
         assert list(headers_dict(environ)) == list(expected)
+
+
+@pytest.mark.parametrize(
+    "content_type", ["application/x-amz-json-1.0", "application/x-amz-json-1.1"]
+)
+def test_a_json_body_is_read_as_werkzeug_reads_it(content_type: str) -> None:
+    body = b'{"TableName": "orders", "Key": {"id": {"S": "a=b&c+d"}}}'
+
+    def request() -> ServerRequest:
+        return ServerRequest(
+            {
+                "REQUEST_METHOD": "POST",
+                "CONTENT_TYPE": content_type,
+                "CONTENT_LENGTH": str(len(body)),
+                "wsgi.input": io.BytesIO(body),
+                "wsgi.input_terminated": False,
+            }
+        )
+
+    loaded, ours = request(), request()
+    _no_form(ours)
+    assert ours.data == loaded.data == body
+    assert ours.form == loaded.form and type(ours.form) is type(loaded.form)
+    assert ours.files == loaded.files and type(ours.files) is type(loaded.files)
+    assert ours.stream.read() == loaded.stream.read() == b""
+    assert ours.get_data() == loaded.get_data() == body
 
 
 @pytest.mark.parametrize(

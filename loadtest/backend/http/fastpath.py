@@ -268,6 +268,17 @@ def plain_answer(
     return status_line, answer, body
 
 
+def _no_form(request: Request) -> None:
+    """What werkzeug's form loading leaves on a request whose body is not a form (a JSON
+    call's): its stream as it is, no form fields, no files. ``setup_class`` reads the body
+    through ``request.data``, which loads the form first: for a JSON body that was making a
+    form parser and parsing the content type only to be told there is no form (~4% of a
+    conditional ``PutItem``'s CPU)."""
+    fields = request.parameter_storage_class
+    found = request.__dict__
+    found["stream"], found["form"], found["files"] = request.stream, fields(), fields()
+
+
 def _serve(
     view: _View,
     environ: WSGIEnvironment,
@@ -280,6 +291,8 @@ def _serve(
     works the host and root URL out afresh for every request (~5% of the backend's CPU).
     """
     request = ServerRequest(environ)
+    if environ.get("CONTENT_TYPE") in JSON_CONTENT_TYPES:
+        _no_form(request)
     url_key = tuple(environ.get(key) for key in RAW_URL_ENVIRON_KEYS)
     raw_url = raw_urls.get(url_key)
     if raw_url is None:
