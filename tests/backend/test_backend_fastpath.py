@@ -12,12 +12,14 @@ from typing import Any
 
 import flask
 import pytest
+from moto.core.request import EnvironHeaders
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 from werkzeug.test import Client
 
 from loadtest.backend import patches
 from loadtest.backend.http.fastpath import (
     JsonProtocolFastPath,
+    KeptKeyHeaders,
     ServerRequest,
     _no_form,
     headers_dict,
@@ -398,6 +400,43 @@ def test_the_headers_handed_to_moto_are_moto_s(environ: dict[str, Any]) -> None:
     for _ in range(2):  # the second time from what is kept
         assert headers_dict(environ) == expected
         assert list(headers_dict(environ)) == list(expected)
+
+
+def test_kept_header_keys_look_up_as_moto_s_headers() -> None:
+    environ = {
+        "CONTENT_TYPE": "application/x-amz-json-1.0",
+        "CONTENT_LENGTH": "12",
+        "HTTP_X_AMZ_TARGET": "DynamoDB_20120810.PutItem",
+        "HTTP_HOST": "127.0.0.1:5000",
+        "HTTP_X_AMZ_META_MY_KEY": "v",
+        "HTTP_CONTENT_TYPE": "text/plain",
+    }
+    moto_s, kept = EnvironHeaders(environ), KeptKeyHeaders(environ)
+    assert type(ServerRequest(environ).headers) is KeptKeyHeaders
+    names = [
+        "content-type",
+        "Content-Length",
+        "X-Amz-Target",
+        "x_amz_target",
+        "HOST",
+        "x-amz-meta-my_key",
+        "Authorization",
+        "",
+        "http-host",
+        "CONTENT_TYPE",
+    ]
+    for _ in range(2):  # the second time from what is kept
+        for name in names:
+            assert (name in kept) == (name in moto_s), name
+            assert kept.get(name) == moto_s.get(name), name
+            if name in moto_s:
+                assert kept[name] == moto_s[name], name
+        assert list(kept) == list(moto_s)
+    for odd in (1, b"host", None):
+        with pytest.raises(KeyError) as raised:
+            kept[odd]  # type: ignore[index]
+        with pytest.raises(type(raised.value)):
+            moto_s[odd]  # type: ignore[index]
 
 
 @pytest.mark.parametrize(
