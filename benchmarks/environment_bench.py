@@ -4,8 +4,9 @@
 ``python -m loadtest.emulation.environment.child_host`` (started directly, with its guard)
 with a handler that makes no call (``return None``), and feeds each environment the given
 number of invocations on its stdin, freezing and continuing it as the harness does
-(it stops itself after each reply; the driver waits for the stop, then sends SIGCONT to
-its group). Several environments are driven at once, one driver thread each. Prints, per
+(it stops itself after each reply; the driver writes the next request, waits for the
+stop, then sends SIGCONT to its group; ``--continue-first`` continues it before writing,
+as the harness once did). Several environments are driven at once, one driver thread each. Prints, per
 environment, the CPU (user + system, from ``/proc/PID/stat``) and the context switches of
 all its threads (``/proc/PID/task/*/status``) between its first and its last invocation,
 per invocation, and the median over the environments. ``--prefix`` runs the environment
@@ -49,6 +50,13 @@ def _stopped(pid: int) -> bool:
     return state in (b"T", b"t")
 
 
+def _thaw(pid: int) -> None:
+    """Continue the environment's group once it has stopped itself after its reply."""
+    while not _stopped(pid):
+        time.sleep(0.0002)
+    os.killpg(pid, signal.SIGCONT)
+
+
 def _drive(
     folder: Path, number: int, args: argparse.Namespace, out: list[tuple[float, float]]
 ) -> None:
@@ -76,19 +84,19 @@ def _drive(
     for i in range(invocations + 1):
         if i == 1:  # after the first invocation: the cold start's first touches are done
             cpu_s, switches = _cpu_s(process.pid), _switches(process.pid)
+        if i and args.continue_first:
+            _thaw(process.pid)
         request = {"request_id": f"r-{i}", "event": event, "timeout_ms": 3000, "records": []}
         process.stdin.write((json.dumps(request) + "\n").encode())
         process.stdin.flush()
+        if i and not args.continue_first:
+            _thaw(process.pid)
         reply = json.loads(process.stdout.readline())
         assert reply["ok"], reply
-        while not _stopped(process.pid):
-            time.sleep(0.0002)
-        if i < invocations:
-            os.killpg(process.pid, signal.SIGCONT)
     cpu_s, switches = _cpu_s(process.pid) - cpu_s, _switches(process.pid) - switches
     out.append((cpu_s / invocations * 1000, switches / invocations))
     # Ended by the end of its input, so a tool it runs under (callgrind) writes its output.
-    os.killpg(process.pid, signal.SIGCONT)
+    _thaw(process.pid)
     process.stdin.close()
     process.wait()
 
@@ -97,6 +105,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--invocations", type=int, default=1000)
     parser.add_argument("--environments", type=int, default=1)
+    parser.add_argument(
+        "--continue-first",
+        action="store_true",
+        help="continue the stopped environment before writing its next request",
+    )
     parser.add_argument(
         "--prefix",
         default="",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import urllib.parse
@@ -11,13 +12,16 @@ from typing import Any
 
 import flask
 import pytest
+from moto.core.request import EnvironHeaders
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 from werkzeug.test import Client
 
 from loadtest.backend import patches
 from loadtest.backend.http.fastpath import (
     JsonProtocolFastPath,
+    KeptKeyHeaders,
     ServerRequest,
+    _no_form,
     headers_dict,
     plain_answer,
 )
@@ -396,6 +400,69 @@ def test_the_headers_handed_to_moto_are_moto_s(environ: dict[str, Any]) -> None:
     for _ in range(2):  # the second time from what is kept
         assert headers_dict(environ) == expected
         assert list(headers_dict(environ)) == list(expected)
+
+
+def test_kept_header_keys_look_up_as_moto_s_headers() -> None:
+    environ = {
+        "CONTENT_TYPE": "application/x-amz-json-1.0",
+        "CONTENT_LENGTH": "12",
+        "HTTP_X_AMZ_TARGET": "DynamoDB_20120810.PutItem",
+        "HTTP_HOST": "127.0.0.1:5000",
+        "HTTP_X_AMZ_META_MY_KEY": "v",
+        "HTTP_CONTENT_TYPE": "text/plain",
+    }
+    moto_s, kept = EnvironHeaders(environ), KeptKeyHeaders(environ)
+    assert type(ServerRequest(environ).headers) is KeptKeyHeaders
+    names = [
+        "content-type",
+        "Content-Length",
+        "X-Amz-Target",
+        "x_amz_target",
+        "HOST",
+        "x-amz-meta-my_key",
+        "Authorization",
+        "",
+        "http-host",
+        "CONTENT_TYPE",
+    ]
+    for _ in range(2):  # the second time from what is kept
+        for name in names:
+            assert (name in kept) == (name in moto_s), name
+            assert kept.get(name) == moto_s.get(name), name
+            if name in moto_s:
+                assert kept[name] == moto_s[name], name
+        assert list(kept) == list(moto_s)
+    for odd in (1, b"host", None):
+        with pytest.raises(KeyError) as raised:
+            kept[odd]  # type: ignore[index]
+        with pytest.raises(type(raised.value)):
+            moto_s[odd]  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    "content_type", ["application/x-amz-json-1.0", "application/x-amz-json-1.1"]
+)
+def test_a_json_body_is_read_as_werkzeug_reads_it(content_type: str) -> None:
+    body = b'{"TableName": "orders", "Key": {"id": {"S": "a=b&c+d"}}}'
+
+    def request() -> ServerRequest:
+        return ServerRequest(
+            {
+                "REQUEST_METHOD": "POST",
+                "CONTENT_TYPE": content_type,
+                "CONTENT_LENGTH": str(len(body)),
+                "wsgi.input": io.BytesIO(body),
+                "wsgi.input_terminated": False,
+            }
+        )
+
+    loaded, ours = request(), request()
+    _no_form(ours)
+    assert ours.data == loaded.data == body
+    assert ours.form == loaded.form and type(ours.form) is type(loaded.form)
+    assert ours.files == loaded.files and type(ours.files) is type(loaded.files)
+    assert ours.stream.read() == loaded.stream.read() == b""
+    assert ours.get_data() == loaded.get_data() == body
 
 
 @pytest.mark.parametrize(

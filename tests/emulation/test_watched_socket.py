@@ -119,3 +119,31 @@ def test_on_another_event_loop_the_socket_is_waited_for_at_each_receive() -> Non
     finally:
         ours.close()
         theirs.close()
+
+
+def test_what_the_socket_does_not_take_at_once_is_left_for_send() -> None:
+    async def run() -> tuple[int, int, bytes]:
+        stream, theirs = await _pair()
+        theirs.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        line = b"x" * 1_000_000 + b"\n"
+        rest = stream.send_now(line)  # nobody reads yet: the socket takes part of it
+        taken = len(line) - len(rest)
+        received = bytearray()
+
+        async def read() -> None:
+            while not received.endswith(b"\n"):
+                await anyio.wait_readable(theirs)
+                received.extend(theirs.recv(65536))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            await stream.send(rest)
+        small_rest = stream.send_now(b"small\n")
+        await stream.aclose()
+        theirs.close()
+        return taken, len(small_rest), bytes(received)
+
+    taken, small_rest, received = anyio.run(run, backend="asyncio")
+    assert 0 < taken < 1_000_001
+    assert small_rest == 0
+    assert received == b"x" * 1_000_000 + b"\n"

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 from loadtest.backend.http.app import build_app
 from loadtest.backend.http.request_head import PlainHead, read_plain_head
+from loadtest.heap import frozen_heap
 
 READY_PREFIX = "READY "
 """The child's one line on stdout, followed by its endpoint URL, once it accepts requests."""
@@ -435,7 +436,10 @@ def serve(
     try:
         if on_ready is not None:
             on_ready(_endpoint_url(host, server.socket.getsockname()[1]))
-        server.serve_forever()  # returns on KeyboardInterrupt (werkzeug catches it)
+        # moto and the app live as long as the server: its full collections walk only
+        # what the requests made (the stored items and messages among them).
+        with frozen_heap():
+            server.serve_forever()  # returns on KeyboardInterrupt (werkzeug catches it)
     except KeyboardInterrupt:
         pass  # arrived before serve_forever was entered
     finally:

@@ -246,8 +246,18 @@ class ExecutionEnvironment:
         self._sent_ns = sent_ns
         self._request_ids.add(request_id)
         try:
-            await self._thaw()
-            await self._process.stdin.send((json.dumps(request) + "\n").encode())
+            request_line = (json.dumps(request) + "\n").encode()
+            stdin = self._process.stdin
+            if isinstance(stdin, zygotes.WatchedSocketStream):
+                # Written while the process is still frozen, then continued: it reads the
+                # request at once instead of waking to an empty socket and sleeping again.
+                rest = stdin.send_now(request_line)
+                await self._thaw()
+                if rest:
+                    await stdin.send(rest)
+            else:
+                await self._thaw()
+                await stdin.send(request_line)
             deadline = anyio.current_time() + self.config.timeout_s
             stdout = self._process.stdout
             assert self._reader is not None

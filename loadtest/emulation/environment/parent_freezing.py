@@ -12,7 +12,6 @@ while stopped (``ExecutionEnvironment.aclose``). Owns the switch and the wait fo
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import time
@@ -62,8 +61,11 @@ async def thaw(process: Process, state_fd: int | None = None) -> None:
     deadline = time.monotonic() + THAW_WAIT_S
     while not _stopped(process.pid, state_fd) and time.monotonic() < deadline:  # noqa: ASYNC110
         await anyio.sleep(0.001)  # a /proc state, not an event anything could set
-    process.send_signal(signal.SIGCONT)
-    _signal_group(process.pid, signal.SIGCONT)
+    # The process leads its group (its own session) and stays in it, as its freeze assumes
+    # (it stops the group it led when it started): one signal continues it and what it
+    # started. Only a process that leads no group is continued by itself.
+    if not _signal_group(process.pid, signal.SIGCONT):
+        process.send_signal(signal.SIGCONT)
 
 
 def retire(process: Process) -> None:
@@ -73,8 +75,11 @@ def retire(process: Process) -> None:
     process.send_signal(signal.SIGCONT)
 
 
-def _signal_group(pid: int, signal_number: int) -> None:
+def _signal_group(pid: int, signal_number: int) -> bool:
     """Signal the process group ``pid`` leads (an environment is a session of its own, so
-    the processes a handler started are in it), if it still exists."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
+    the processes a handler started are in it), if it still exists; whether it did."""
+    try:
         os.killpg(pid, signal_number)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True

@@ -95,7 +95,17 @@ class _SocketStream(ByteStream):
                 raise anyio.EndOfStream
             return data, fds
 
-    async def send(self, item: bytes) -> None:
+    def send_now(self, item: bytes) -> memoryview:
+        """Write what the socket takes without waiting; the rest (empty once it took all)."""
+        view = memoryview(item)
+        try:
+            return view[self._sock.send(view) :]
+        except BlockingIOError:
+            return view
+        except OSError:
+            return view  # ``send`` of the rest raises what the socket says
+
+    async def send(self, item: bytes | memoryview) -> None:
         view = memoryview(item)
         while view:
             try:
