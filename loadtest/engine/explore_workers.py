@@ -454,10 +454,10 @@ def _work(
                     chooser = space.execution()
                     if chooser is None:
                         break
-                    ran = session.execute(chooser, messages, counter)
+                    ran = session.search(chooser, messages, counter)
                     counter += workers
                     executions += 1
-                    if not ran.execution.abandoned:
+                    if ran is not None:
                         conn.send(("ran", space.path(), ran))
                 conn.send(
                     ("idle", space.blocked, space.nondeterministic, space.covered, executions)
