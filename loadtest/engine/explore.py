@@ -45,6 +45,7 @@ from loadtest.model.explore.bounds import BoundSpec, check_schedule
 from loadtest.model.explore.bugs import BugKey, bug_key, same_bug, within
 from loadtest.model.explore.points import (
     Bound,
+    Chooser,
     Fault,
     Option,
     Replay,
@@ -322,6 +323,15 @@ def explore(
         counter += 1
         return judged
 
+    def run_searched(chooser: Chooser) -> Judged | None:
+        """A search's execution, judged; None when it was abandoned (``Session.search``)."""
+        nonlocal counter
+        halt_if_interrupted()
+        open_session()
+        ran = session.search(chooser, messages, counter)
+        counter += 1
+        return None if ran is None else session.judge(ran)
+
     found: dict[BugKey, _Found] = {}
     reference: list[tuple[int, Option, Option]] | None = None
     """The first schedule's decisions: where each failing one leaves them keys it."""
@@ -425,12 +435,12 @@ def explore(
                 chooser = search.execution()
                 if chooser is None:
                     break
-                judged = run(chooser, messages)
-                if judged.execution.abandoned:
+                schedule = run_searched(chooser)
+                if schedule is None:
                     continue
                 result.schedules_run += 1
-                unscheduled = unscheduled or judged.execution.unscheduled > 0
-                if judged_one(judged):
+                unscheduled = unscheduled or schedule.execution.unscheduled > 0
+                if judged_one(schedule):
                     stopped = "first_failure"
                     break
             # A call no point stopped falls where it falls: the space searched is not all.

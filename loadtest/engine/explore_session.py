@@ -437,6 +437,25 @@ class Session:
         assert self.explorer is not None, "open the session first"
         if cold and self._handlers is not None:
             self._handlers.settle()
+        execution, sent = self._execution(chooser, messages, schedule)
+        return self._read_back(execution, sent)
+
+    def search(
+        self, chooser: Chooser, messages: Sequence[SentMessage], schedule: int
+    ) -> Ran | None:
+        """``execute`` for a search: None for an execution the chooser abandoned (every
+        option left was asleep: no schedule of the search, and never judged), whose items
+        are cleared for the next schedule without being read back."""
+        execution, sent = self._execution(chooser, messages, schedule)
+        if execution.abandoned:
+            self._forget_shared(execution, sent)
+            return None
+        return self._read_back(execution, sent)
+
+    def _execution(
+        self, chooser: Chooser, messages: Sequence[SentMessage], schedule: int
+    ) -> tuple[Execution, list[SentMessage]]:
+        assert self.explorer is not None, "open the session first"
         sent = fresh_messages(messages, schedule, self.body)
         aliases = [
             (str(fresh.message_id), f"message-{plain.index + 1}")
@@ -449,7 +468,9 @@ class Session:
             },
             key=lambda pair: -len(pair[0]),  # "id_s12" before "id_s1"
         )
-        execution = self.explorer.run(chooser, sent, schedule, aliases)
+        return self.explorer.run(chooser, sent, schedule, aliases), sent
+
+    def _read_back(self, execution: Execution, sent: list[SentMessage]) -> Ran:
         history = History(
             sent=sent,
             invocations=execution.invocations,

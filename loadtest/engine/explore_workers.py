@@ -4,7 +4,8 @@ Owns the worker processes of an exploration. Each is forked before the caller op
 own session (which it does only to shrink what they found), opens a session of its own
 (``Session``: its own table and sinks on the same backend, the handler imported in it)
 and searches the branches of the space it is handed
-(``Exhaustive.subtree``), the first worker the whole space. When a worker runs out of
+(``Exhaustive.subtree``), the first worker the whole space; the others are forked once
+it has run ``SPREAD_AFTER`` schedules without covering it. When a worker runs out of
 branches, another one splits off the first untried branch of its shallowest decision
 (``Exhaustive.split``) for it. Each schedule goes back as run (``Ran``), with its place
 in the one search's order (``Exhaustive.path``); the caller puts them in that order and
@@ -60,6 +61,12 @@ _POLL_S = 0.5
 
 _STOP_S = 10.0
 """How long a worker has to close its session once told to stop, before it is killed."""
+
+SPREAD_AFTER = 8
+"""Schedules the first worker runs alone before the others are forked. A worker costs
+about as much CPU to start and end (its fork, its session, its environments' cold starts)
+as several schedules: a space the first covers on its own (the guarded consumer's six
+orders of three deliveries) never pays for them."""
 
 
 def workers_for(requested: int | None = None, scenario: Scenario | None = None) -> int:
@@ -152,6 +159,8 @@ class _Worker:
     process: Any
     conn: Connection
     busy: bool = False
+    starting: bool = True
+    """Forked, its ready message not yet read: it is handed nothing."""
     asked: bool = False
     """A split was asked of it and not yet answered."""
     made: tuple[list[str], list[Any]] = ([], [])
@@ -160,10 +169,10 @@ class _Worker:
 
 
 class Workers:
-    """The worker processes of one exploration, forked when made (before the caller opens
-    its own session, so that no thread of it is copied); ``search`` runs the space with
-    them and tells them to stop, ``close`` (or leaving the ``with`` block) waits for them to
-    end (and stops them on every other path)."""
+    """The worker processes of one exploration, the first forked when made and the others
+    by ``search`` (all before the caller opens its own session, so that no thread of it is
+    copied); ``search`` runs the space with them and tells them to stop, ``close`` (or
+    leaving the ``with`` block) waits for them to end (and stops them on every other path)."""
 
     def __init__(
         self,
@@ -177,36 +186,57 @@ class Workers:
         local_first: bool,
         limits: Mapping[Fault, int],
     ) -> None:
-        context = multiprocessing.get_context("fork")
+        self._context = multiprocessing.get_context("fork")
         self._target = target
         self._pool: list[_Worker] = []
+        self._workers = workers
         # Found here, before forking: a child that walked every object itself would copy
         # nearly all of its memory pages (each object's reference count is written).
         inherited = _pooled_connections()
+        self._args = (
+            workers,
+            scenario,
+            ref,
+            target,
+            settings,
+            list(messages),
+            local_first,
+            dict(limits),
+            inherited,
+        )
         try:
-            for number in range(workers):
-                mine, theirs = context.Pipe()
-                process = context.Process(
-                    target=_work,
-                    args=(
-                        theirs,
-                        number,
-                        workers,
-                        scenario,
-                        ref,
-                        target,
-                        settings,
-                        list(messages),
-                        local_first,
-                        dict(limits),
-                        inherited,
-                    ),
-                    name=f"loadtest-explore-{number}",
-                    daemon=True,
-                )
-                process.start()
-                theirs.close()
-                self._pool.append(_Worker(number, process, mine))
+            self._fork(0)
+        except BaseException:
+            self.close()
+            raise
+
+    def _fork(self, number: int) -> None:
+        """Start worker ``number`` (of ``workers``: it numbers its schedules by both). This
+        process opens no session while workers search, so a later fork copies no thread
+        of it either."""
+        mine, theirs = self._context.Pipe()
+        process = self._context.Process(
+            target=_work,
+            args=(theirs, number, *self._args),
+            name=f"loadtest-explore-{number}",
+            daemon=True,
+        )
+        # The objects the child starts with are left out of its collections, which would
+        # otherwise write to each one and copy its page (about a fifth of a worker's
+        # minor faults, 10 ms of its CPU); this process collects them again at once.
+        gc.freeze()
+        try:
+            process.start()
+        finally:
+            gc.unfreeze()
+        theirs.close()
+        self._pool.append(_Worker(number, process, mine))
+
+    def _spread(self) -> None:
+        """Fork the workers not forked yet; each is handed a branch once it is ready."""
+        try:
+            for number in range(len(self._pool), self._workers):
+                self._fork(number)
         except BaseException:
             self.close()
             raise
@@ -232,8 +262,7 @@ class Workers:
         pool = self._pool
         searched = Searched()
         try:
-            for worker in pool:
-                _expect_ready(worker)
+            _expect_ready(pool[0])
             _send(pool[0], ("task", None))
             pool[0].busy = True
             every_search_covered = True
@@ -244,6 +273,8 @@ class Workers:
                 if cut is not None:
                     searched.stopped_by = cut
                     break
+                if len(pool) < self._workers and len(searched.ran) >= SPREAD_AFTER:
+                    self._spread()
                 _hand_out(pool, spare)
                 _ask_for_branches(pool)
                 by_conn = {w.conn: w for w in pool}
@@ -264,7 +295,7 @@ def _hand_out(pool: Sequence[_Worker], spare: list[Any]) -> None:
     for worker in pool:
         if not spare:
             return
-        if not worker.busy:
+        if not worker.busy and not worker.starting:
             _send(worker, ("task", spare.pop(0)))
             worker.busy = True
 
@@ -277,7 +308,10 @@ def _take(worker: _Worker, pool: Sequence[_Worker], searched: Searched, spare: l
     except (EOFError, OSError):  # a worker that died: its end of the pipe is gone
         raise _ended(worker, "while it searched") from None
     kind = message[0]
-    if kind == "ran":
+    if kind == "ready":
+        worker.made, worker.starting = message[1], False
+        _hand_out(pool, spare)
+    elif kind == "ran":
         searched.ran.append((message[1], message[2]))
     elif kind == "branch":
         worker.asked = False  # every request gets exactly one answer
@@ -300,7 +334,7 @@ def _take(worker: _Worker, pool: Sequence[_Worker], searched: Searched, spare: l
 def _ask_for_branches(pool: Sequence[_Worker]) -> None:
     """Ask busy workers to split off a branch, one request per idle worker (an idle worker's
     own unanswered request counts among them)."""
-    idle = sum(1 for w in pool if not w.busy)
+    idle = sum(1 for w in pool if not w.busy and not w.starting)
     waiting = sum(1 for w in pool if w.asked)
     for worker in pool:
         if idle <= waiting:
@@ -318,7 +352,7 @@ def _expect_ready(worker: _Worker) -> None:
         raise _ended(worker, "before it was ready") from None
     if message[0] == "error":
         raise message[1]
-    worker.made = message[1]
+    worker.made, worker.starting = message[1], False
 
 
 def _send(worker: _Worker, message: tuple[Any, ...]) -> None:
@@ -454,10 +488,10 @@ def _work(
                     chooser = space.execution()
                     if chooser is None:
                         break
-                    ran = session.execute(chooser, messages, counter)
+                    ran = session.search(chooser, messages, counter)
                     counter += workers
                     executions += 1
-                    if not ran.execution.abandoned:
+                    if ran is not None:
                         conn.send(("ran", space.path(), ran))
                 conn.send(
                     ("idle", space.blocked, space.nondeterministic, space.covered, executions)

@@ -13,7 +13,13 @@ from typer.testing import CliRunner
 
 import loadtest
 from loadtest.cli import app
-from loadtest.engine.explore_workers import WORKERS_ENV, fixed_names, workers_for
+from loadtest.engine.explore_workers import (
+    SPREAD_AFTER,
+    WORKERS_ENV,
+    Workers,
+    fixed_names,
+    workers_for,
+)
 from loadtest.errors import InputError
 from loadtest.model.scenario.loading import load_scenario
 from tests.integration.helpers import client
@@ -60,6 +66,25 @@ def test_three_workers_on_two_bugs_answer_what_one_process_answers(backend_url: 
     alone = _explore(backend_url, 1, faults="crash", **options)
     assert _explore(backend_url, 3, faults="crash", **options) == alone
     assert len(alone[1]["explore"]["bugs"]) == 2
+
+
+def test_the_other_workers_are_forked_only_for_a_space_the_first_does_not_cover_alone(
+    backend_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    forked: list[int] = []
+    fork = Workers._fork
+
+    def counted(workers: Workers, number: int) -> None:
+        forked.append(number)
+        fork(workers, number)
+
+    monkeypatch.setattr(Workers, "_fork", counted)
+    small = _explore(backend_url, 2, variant="conditional")
+    assert small == _explore(backend_url, 1, variant="conditional")
+    assert small[1]["explore"]["schedules_run"] < SPREAD_AFTER and forked == [0]
+    forked.clear()
+    large = _explore(backend_url, 2, variant="read-then-write")
+    assert large[1]["explore"]["schedules_run"] > SPREAD_AFTER and forked == [0, 1]
 
 
 def test_a_hard_coded_table_is_searched_in_one_process(tmp_path: Path) -> None:
