@@ -14,8 +14,11 @@ import json
 import os
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-import aioboto3
+if TYPE_CHECKING:
+    import aioboto3
+
 
 DEFAULT_REGION = "us-east-1"
 """The region when neither the caller nor the environment names one (boto3 would have none)."""
@@ -71,6 +74,8 @@ class Target:
     def session(self) -> aioboto3.Session:
         if self.credentials_env:
             return _fixed_credentials_session(self.credentials_env, self.region)
+        import aioboto3  # where a session is made: the CLI's other commands need none
+
         return aioboto3.Session(region_name=self.region)
 
 
@@ -87,6 +92,8 @@ def _fixed_credentials_session(
     event loop's. Credentials from boto3's chain get a new session each time, as they
     may change between runs of a long-lived process.
     """
+    import aioboto3
+
     kwargs = dict(credentials_env)
     return aioboto3.Session(
         aws_access_key_id=kwargs.get("AWS_ACCESS_KEY_ID"),

@@ -13,7 +13,6 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.text import Text
 
-from loadtest.api import resolve_variants as _refs
 from loadtest.cli.console import Exit, err, out
 from loadtest.cli.console import fail as _fail
 from loadtest.cli.console import raise_mapped as _raise_mapped
@@ -35,6 +34,7 @@ def show_plan(
     """Print what a deploy would create, then exit 0; calls nothing, needs no credentials.
 
     The cost is priced at ``prices_path`` (``--prices``), else the committed table."""
+    from loadtest.api import resolve_variants
     from loadtest.aws.clients import region_from_environment
     from loadtest.deploy.deploy_plan import plan_deploy, render_plan
     from loadtest.model.figures.price_tables import load_prices
@@ -46,7 +46,7 @@ def show_plan(
         scenario = (
             load_scenario(scenario_ref).with_overrides(seed=seed, **given).with_environment(env)  # type: ignore[arg-type]
         )
-        refs = _refs(scenario, variants, handlers)
+        refs = resolve_variants(scenario, variants, handlers)
         prices = load_prices(prices_path)
     except InputError as exc:
         _fail(Exit.BAD_INPUT, str(exc))

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from loadtest.aws.clients import BackendKind
+from loadtest.aws.target import BackendKind
 from loadtest.cli.console import Exit, fail
 from loadtest.errors import InputError
 from loadtest.model.scenario.function_config import PLACEHOLDERS

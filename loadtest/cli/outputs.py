@@ -10,12 +10,14 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from loadtest.api import Report
 from loadtest.errors import InputError
 from loadtest.model.scenario.loading import Scenario
 from loadtest.reports.model import SCHEMA_VERSION, ReportModel
+
+if TYPE_CHECKING:
+    from loadtest.api import Report
 
 
 def write_text(path: Path, text: str) -> None:

@@ -10,22 +10,24 @@ import secrets
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.live import Live
 from rich.text import Text
 
-from loadtest.api import Plan, execute, prepare, salvaged
-from loadtest.aws.clients import BackendKind
+from loadtest.aws.target import BackendKind
 from loadtest.cli.console import Exit, err, error_text, fail, out, raise_mapped
 from loadtest.cli.options import TargetChoice, library_target
 from loadtest.cli.outputs import Outputs, plan_outputs, write_reports
-from loadtest.emulation.mapping.runner import Progress
 from loadtest.errors import LoadtestError, find_error
 from loadtest.interrupts import Stop
 from loadtest.model.scenario.loading import Scenario
 from loadtest.reports.text.render import render
+
+if TYPE_CHECKING:
+    from loadtest.api import Plan
+    from loadtest.emulation.mapping.runner import Progress
 
 
 def reproduce_command(scenario: Scenario) -> str:
@@ -80,6 +82,7 @@ def execute_run(
     history_path: Path | None = None,
     keep_history: bool = False,
 ) -> None:
+    from loadtest.api import execute, prepare
     from loadtest.engine import Salvage
     from loadtest.engine.recording import check_history_path
 
@@ -170,6 +173,8 @@ def end_early(
     interrupted = find_error(exc, KeyboardInterrupt) is not None
     problem = "" if interrupted else error_text(exc)
     if plan is not None and json_path is not None and salvage.runs:
+        from loadtest.api import salvaged
+
         why = f"interrupted by {stop.reason or 'SIGINT'}" if interrupted else problem
         try:
             report = salvaged(plan, salvage, why, command=reproduce_command(plan.scenario))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import math
+from types import ModuleType
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats
 
 from loadtest.model.search.confidence import (
     binomial_cdf,
@@ -18,10 +19,18 @@ from loadtest.model.search.confidence import (
 )
 
 
+@pytest.fixture(scope="module")
+def stats() -> ModuleType:
+    """scipy's statistics, imported where a test of it runs: under ``nox -s tests`` the
+    tests sharing this module-scoped value run in one worker, and scipy.stats's import
+    (about 0.75 s of CPU) is not paid by every worker collecting the suite."""
+    return importlib.import_module("scipy.stats")
+
+
 @pytest.mark.parametrize(
     ("k", "n"), [(0, 1), (1, 1), (0, 10), (10, 10), (3, 10), (0, 20), (7, 20), (1, 200), (150, 300)]
 )
-def test_clopper_pearson_matches_scipy_binomtest(k: int, n: int) -> None:
+def test_clopper_pearson_matches_scipy_binomtest(stats: ModuleType, k: int, n: int) -> None:
     reference = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
     lower, upper = clopper_pearson(k, n)
     assert lower == pytest.approx(reference.low, abs=1e-9)
@@ -50,7 +59,7 @@ def test_share_sentences() -> None:
     )
 
 
-def test_binomial_cdf_matches_scipy() -> None:
+def test_binomial_cdf_matches_scipy(stats: ModuleType) -> None:
     for n, p in ((10, 0.3), (200, 0.01), (1500, 0.5)):
         for k in (0, 1, n // 3, n - 1):
             assert binomial_cdf(k, n, p) == pytest.approx(stats.binom.cdf(k, n, p), abs=1e-12)
@@ -71,7 +80,7 @@ def test_u_distribution_counts_every_ordering(m: int, n: int) -> None:
     st.randoms(use_true_random=False),
 )
 def test_exact_test_matches_scipy_without_ties(
-    low: list[int], high: list[int], rng: object
+    stats: ModuleType, low: list[int], high: list[int], rng: object
 ) -> None:
     values = low + high
     rng.shuffle(values)  # type: ignore[attr-defined]
@@ -91,7 +100,9 @@ def test_exact_test_matches_scipy_without_ties(
     st.lists(st.integers(0, 5), min_size=2, max_size=15),
     st.lists(st.integers(0, 5), min_size=2, max_size=15),
 )
-def test_tied_samples_match_scipys_asymptotic_test(before: list[int], after: list[int]) -> None:
+def test_tied_samples_match_scipys_asymptotic_test(
+    stats: ModuleType, before: list[int], after: list[int]
+) -> None:
     ours = mann_whitney(before, after)
     if ours.exact:
         return  # no ties drawn: the exact test covers it

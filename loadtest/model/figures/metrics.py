@@ -121,15 +121,36 @@ class Latency:
         return encoded.decode("ascii")
 
 
+_SCAN_BUCKETS = 64
+"""How many buckets ``filled_buckets`` compares with zeros at once."""
+
+
 def filled_buckets(histogram: HdrHistogram) -> list[tuple[int, int]]:
     """``(index, count)`` of each non-empty bucket, in value order.
 
     A one-hour range at 3 significant figures has some 23,000 buckets and a run's
     latencies fill a few hundred: hdrh's percentile and mean walk every bucket in
-    Python (several ms per summary), this finds the filled ones at C speed.
+    Python (several ms per summary), this finds the filled ones at C speed. The counts'
+    bytes are compared with zeros a block of buckets at a time, and only a block that
+    differs is read bucket by bucket.
     """
-    counts = histogram.counts[: histogram.counts_len]
-    return [(index, int(counts[index])) for index in compress(range(len(counts)), counts)]
+    counts = histogram.counts
+    length = histogram.counts_len
+    view = memoryview(counts)
+    width = view.itemsize
+    data = view.cast("B")[: length * width].tobytes()
+    block = _SCAN_BUCKETS * width
+    zeros = bytes(block)
+    found: list[tuple[int, int]] = []
+    for start in range(0, len(data), block):
+        if data[start : start + block] != zeros[: len(data) - start]:
+            first = start // width
+            last = min(first + _SCAN_BUCKETS, length)
+            found.extend(
+                (index, int(counts[index]))
+                for index in compress(range(first, last), counts[first:last])
+            )
+    return found
 
 
 def values_at_percentiles(

@@ -83,14 +83,23 @@ def _builtin_dir() -> Any:
         return Path(__file__).resolve().parents[3] / "scenarios"
 
 
+def _builtin_files() -> dict[str, Any]:
+    """Each built-in scenario's TOML file by name, in name order (nothing parsed)."""
+    files = {
+        entry.name.removesuffix(".toml"): entry
+        for entry in _builtin_dir().iterdir()
+        if entry.name.endswith(".toml")
+    }
+    return dict(sorted(files.items()))
+
+
+def _parse_builtin(name: str, entry: Any) -> Scenario:
+    return _parse_text(entry.read_text(encoding="utf-8"), f"builtin:{name}", name)
+
+
 def builtin_scenarios() -> dict[str, Scenario]:
     """Every built-in scenario by name (the TOML files shipped with the package)."""
-    found: dict[str, Scenario] = {}
-    for entry in sorted(_builtin_dir().iterdir(), key=lambda e: e.name.removesuffix(".toml")):
-        if entry.name.endswith(".toml"):
-            stem = entry.name.removesuffix(".toml")
-            found[stem] = _parse_text(entry.read_text(encoding="utf-8"), f"builtin:{stem}", stem)
-    return found
+    return {name: _parse_builtin(name, entry) for name, entry in _builtin_files().items()}
 
 
 def _parse_text(text: str, source: str, default_name: str) -> Scenario:
@@ -119,22 +128,23 @@ def load_scenario(ref: str) -> Scenario:
         if path.is_dir():
             raise ScenarioError(
                 f"scenario {ref!r} is a directory; give a path to a .toml file in it "
-                f"or a built-in name ({', '.join(builtin_scenarios())})"
+                f"or a built-in name ({', '.join(_builtin_files())})"
             )
         if not path.is_file():
             raise ScenarioError(
                 f"scenario file {ref!r} does not exist; give a path to a .toml file "
-                f"or a built-in name ({', '.join(builtin_scenarios())})"
+                f"or a built-in name ({', '.join(_builtin_files())})"
             )
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ScenarioError(f"scenario file {ref!r} could not be read: {exc}") from exc
         return _parse_text(text, str(path), path.stem)
-    builtins = builtin_scenarios()
+    # Only the named file is parsed: a run loads its one scenario, not all of them.
+    builtins = _builtin_files()
     if ref not in builtins:
         raise ScenarioError(
             f"unknown scenario {ref!r}; built-in scenarios: {', '.join(builtins)} "
             "(or give a path to a .toml file)"
         )
-    return builtins[ref]
+    return _parse_builtin(ref, builtins[ref])
