@@ -115,20 +115,27 @@ def test_what_a_failed_delivery_added_is_left_to_the_one_that_finishes() -> None
     assert result.counts.duplicate_side_writes == 0
 
 
+def _stock_write(
+    operation: str, request_id: str, record_id: str, before: str, after: str, **fields: Any
+) -> SideWrite:
+    """A write of the item sku=widget in the extra table stock that changed it."""
+    return SideWrite(
+        operation,
+        "stock",
+        1,
+        request_id,
+        key={"sku": {"S": "widget"}},
+        before=before,
+        after=after,
+        changed=True,
+        record_id=record_id,
+        **fields,
+    )
+
+
 def test_an_extra_tables_item_is_tied_to_the_record_the_handler_was_on() -> None:
     def reserve(request_id: str, record_id: str, before: str, after: str) -> SideWrite:
-        return SideWrite(
-            "UpdateItem",
-            "stock",
-            1,
-            request_id,
-            key={"sku": {"S": "widget"}},
-            before=before,
-            after=after,
-            changed=True,
-            record_id=record_id,
-            adds=True,
-        )
+        return _stock_write("UpdateItem", request_id, record_id, before, after, adds=True)
 
     both = dataclasses.replace(
         invocation("r-1", [record("m-1", "a"), record("m-2", "a")], [_order(True), _order(False)]),
@@ -236,18 +243,7 @@ def test_a_level_moved_by_a_failed_delivery_is_left_to_the_one_that_finishes() -
 
 def test_an_extra_tables_level_moved_alike_by_both_copies_is_one() -> None:
     def put_back(request_id: str, record_id: str, before: str, after: str) -> SideWrite:
-        return SideWrite(
-            "PutItem",
-            "stock",
-            1,
-            request_id,
-            key={"sku": {"S": "widget"}},
-            before=before,
-            after=after,
-            changed=True,
-            record_id=record_id,
-            moves={"units": "-3"},
-        )
+        return _stock_write("PutItem", request_id, record_id, before, after, moves={"units": "-3"})
 
     result = _judge(
         invocation("r-1", [record("m-1", "a")], [_order(True)]),
