@@ -12,19 +12,20 @@ its last: stock reserved then released again changed nothing) changed it for its
 id. So did a delivery whose writes, of any form, moved the item's numbers by what another
 successful delivery of the id moved them by (``numeric_moves``, clock readings left out: a
 stock level read, then put back less the order's units), or made a number another such
-delivery moved (the first copy made the level, the next took from it). A second such delivery of the same
-id is a duplicate side write: stock reserved twice, a total counted twice, the side effect
-the guard on the outcome did not cover (it came before the guard, or beside it).
+delivery moved (the first copy made the level, the next took from it). A second such
+delivery of the same id is a duplicate side write: stock reserved twice, a total counted
+twice, the side effect the guard on the outcome did not cover (it came before the guard, or
+beside it).
 
 Not counted: a write that replaces what an item held without moving a number as another
 delivery's did (a lock or lease taken again, a stamp rewritten, an idempotency record
-completed leave the item as one delivery would), what a failed delivery half did (taken over by the delivery
-that finishes the work, as for an outcome), a repeat of an accepted transaction's
+completed leave the item as one delivery would), what a failed delivery half did (taken
+over by the delivery that finishes the work, as for an outcome), a repeat of an accepted transaction's
 ClientRequestToken (DynamoDB wrote nothing), and a write tied to no one record (an
 invocation of several records whose handler never read the one it was on). Items whose
 key changes per delivery (a row per delivery) are each changed once and never repeat.
 
-Pure; it holds one small entry per delivery and side item added to.
+Pure; it holds one small entry per delivery and side item added to or whose numbers moved.
 """
 
 from __future__ import annotations
@@ -84,9 +85,6 @@ class _Delivery:
     def net(self) -> frozenset[tuple[str, Decimal]]:
         """The numbers this delivery's writes moved, and by how much (none: moved nothing)."""
         return frozenset((name, amount) for name, amount in self.moves.items() if amount)
-
-    def moved(self) -> set[str]:
-        return {name for name, amount in self.moves.items() if amount}
 
 
 class SideChanges:
@@ -183,18 +181,23 @@ class SideChanges:
         first copy made the stock level, the next took from it)."""
         out = []
         for (business_id, table, key), per_delivery in self._seen.items():
-            done = [entry for delivery, entry in per_delivery.items() if delivery not in failed]
-            nets = Counter(entry.net() for entry in done)
-            moved = Counter(name for entry in done for name in entry.moved())
-            made = Counter(name for entry in done for name in entry.created)
-            changing = sum(
-                1
-                for entry in done
-                if (entry.added and _left_changed(entry.before, entry.after))
-                or (entry.net() and nets[entry.net()] > 1)
-                or any(moved[name] > (name in entry.moved()) for name in entry.created)
-                or any(made[name] > (name in entry.created) for name in entry.moved())
-            )
+            done = [
+                (entry, entry.net())
+                for delivery, entry in per_delivery.items()
+                if delivery not in failed
+            ]
+            nets = Counter(net for _, net in done)
+            moved = Counter(name for _, net in done for name, _ in net)
+            made = Counter(name for entry, _ in done for name in entry.created)
+            changing = 0
+            for entry, net in done:
+                names = {name for name, _ in net}
+                changing += bool(
+                    (entry.added and _left_changed(entry.before, entry.after))
+                    or (net and nets[net] > 1)
+                    or any(moved[name] > (name in names) for name in entry.created)
+                    or any(made[name] > (name in entry.created) for name in names)
+                )
             if changing > 1:
                 out.append(RepeatedChange(business_id, table, key, changing))
         out.sort(key=lambda r: (r.business_id, r.table, r.key))
